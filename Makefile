@@ -1,0 +1,63 @@
+# edgelora build. Targets: all (library + CLI), test, asan, check (test + asan), fuzz, install.
+CC      ?= gcc
+BUILD   ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  ?= $(OPT) -g
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
+ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
+LDLIBS  := -lm -pthread
+PREFIX  ?= /usr/local
+
+# the inference library: libc, libm and pthreads only
+LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
+                      src/model/*.c src/runtime/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_SRC := $(wildcard cli/*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_UTIL := $(BUILD)/tests/testutil.o
+
+.PHONY: all test asan check fuzz install clean
+.SECONDARY:
+all: $(BUILD)/libedgelora.a $(BUILD)/edgelora $(TEST_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libedgelora.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/edgelora: $(CLI_OBJ) $(BUILD)/libedgelora.a
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(BUILD)/libedgelora.a
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+
+test: all
+	BUILD=$(BUILD) tests/run.sh
+
+asan:
+	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
+
+check: test asan
+
+fuzz:
+	$(MAKE) -f tests/fuzz/Makefile
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 $(BUILD)/libedgelora.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' edgelora.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/edgelora.pc
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -1,0 +1,188 @@
+/*
+ * edgelora.h - the public C API of edgelora: one frozen, quantized base model serving many
+ * tasks through LoRA adapters bound at run time.
+ *
+ * Conventions
+ *  - Every object is an opaque handle made by a *_create/*_load call and released by its *_free.
+ *  - Every call that can fail returns an el_status; on failure el_last_error() gives a readable
+ *    message (naming the file and the problem where there is one). The library never prints and
+ *    never exits.
+ *  - Thread safety: a loaded el_model is read-only and may be shared by any number of threads and
+ *    contexts. An el_context (KV cache, scratch, bound adapters) and an el_sampler belong to one
+ *    thread at a time. el_last_error() is per thread.
+ */
+#ifndef EDGELORA_H
+#define EDGELORA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EL_VERSION_STRING "0.1.0"
+
+typedef enum el_status {
+    EL_OK = 0,
+    EL_ERR_INVALID_ARG,   /* a bad argument or option value */
+    EL_ERR_IO,            /* a file could not be opened, read or written */
+    EL_ERR_FORMAT,        /* a file is truncated, corrupted or not what it claims to be */
+    EL_ERR_UNSUPPORTED,   /* a valid file or request that this version cannot handle */
+    EL_ERR_NOMEM,         /* an allocation failed */
+    EL_ERR_CONTEXT_FULL,  /* the KV cache has no free cells for the batch */
+    EL_ERR_MISMATCH,      /* an adapter or file does not fit the model it is used with */
+    EL_ERR_NOT_FOUND,     /* a named item (key, tensor, adapter) does not exist */
+} el_status;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *el_last_error(void);
+/* A short fixed name for a status ("ok", "format error", ...). */
+const char *el_status_name(el_status st);
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct el_model el_model;
+
+typedef struct el_model_params {
+    const char *tokenizer_path; /* llama2.c checkpoints: the tokenizer.bin to use (NULL: none) */
+    bool vocab_only;            /* load only the tokenizer (vocab-only GGUFs work either way) */
+} el_model_params;
+
+el_model_params el_model_default_params(void);
+
+/* Loads a GGUF file or a llama2.c checkpoint (detected from the file's contents). The weights are
+ * mapped read-only and never written. */
+el_status el_model_load(const char *path, const el_model_params *params, el_model **out);
+void el_model_free(el_model *model);
+
+typedef struct el_model_info {
+    const char *arch;         /* "llama", "qwen2", ... */
+    const char *name;         /* general.name or the file name */
+    int32_t n_vocab;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t n_ff;
+    int32_t n_ctx_train;
+    int64_t n_params;
+    uint64_t weight_bytes;    /* bytes of all weight tensors as stored */
+    bool has_weights;         /* false for a vocab-only file */
+} el_model_info;
+
+el_status el_model_get_info(const el_model *model, el_model_info *out);
+
+/* -------------------------------------------------------------- tokenizer */
+
+/* Tokenizes len bytes of text (any bytes: invalid UTF-8 is handled, never rejected).
+ * add_special adds BOS/EOS as the vocabulary's settings say; parse_special turns text that spells a
+ * special or control token into that token (otherwise it is plain text).
+ * On return *n_tokens is the number of tokens the text needs; if it exceeds cap, nothing useful
+ * is in tokens and EL_ERR_INVALID_ARG is returned, so call again with a larger buffer. */
+el_status el_tokenize(const el_model *model, const char *text, size_t len, bool add_special,
+                      bool parse_special, int32_t *tokens, size_t cap, size_t *n_tokens);
+
+/* Writes the text of one token (not NUL-terminated) into buf; *len is the length it needs.
+ * Special tokens give their text only if render_special. Returns EL_ERR_INVALID_ARG if cap is
+ * too small (with *len set) or the token id is out of range. */
+el_status el_token_to_piece(const el_model *model, int32_t token, bool render_special, char *buf,
+                            size_t cap, size_t *len);
+
+/* Turns tokens back into text (a malloc'd, NUL-terminated string the caller frees with free()).
+ * With remove_leading_space, the space a SentencePiece vocabulary put before the first word is
+ * dropped, so that detokenize(tokenize(text)) == text. */
+el_status el_detokenize(const el_model *model, const int32_t *tokens, size_t n, bool render_special,
+                        bool remove_leading_space, char **text);
+
+int32_t el_token_bos(const el_model *model); /* -1 if the vocabulary has none */
+int32_t el_token_eos(const el_model *model); /* -1 if the vocabulary has none */
+bool el_token_is_eog(const el_model *model, int32_t token); /* end of generation (EOS, EOT, ...) */
+
+/* ---------------------------------------------------------------- context */
+
+/* A context holds one KV cache and the scratch of one forward pass. Several sequences (ids
+ * 0..n_seq_max-1) live in one context; cells of the cache may be visible to several sequences. */
+typedef struct el_context el_context;
+
+typedef struct el_context_params {
+    int32_t n_ctx;      /* KV cells (0: the model's training context, capped at 4096) */
+    int32_t n_batch;    /* most rows per el_decode call */
+    int32_t n_seq_max;  /* most sequences */
+    int32_t n_threads;  /* 0: all cores */
+} el_context_params;
+
+el_context_params el_context_default_params(void);
+el_status el_context_create(el_model *model, const el_context_params *params, el_context **out);
+void el_context_free(el_context *ctx);
+
+/* A batch of rows for one forward pass. Row i is the token token[i] (or, where token is NULL or
+ * token[i] < 0, the vector embd[i*n_embd ... ]) at position pos[i] of sequence seq_id[i].
+ * A row attends to the cells of its sequence with a position not after its own, including the
+ * rows of this batch. If parent is not NULL, rows of this batch are a tree: row i sees, among this
+ * batch's rows, only itself and its ancestors (parent[i] is a row index < i, or -1 for a row that
+ * hangs directly below the sequence's cached cells). logits[i] != 0 asks for row i's logits. */
+typedef struct el_batch {
+    int32_t n_rows;
+    const int32_t *token;   /* [n_rows] or NULL */
+    const float *embd;      /* [n_rows * n_embd] or NULL */
+    const int32_t *pos;     /* [n_rows] */
+    const int32_t *seq_id;  /* [n_rows] */
+    const int32_t *parent;  /* [n_rows] or NULL */
+    const int8_t *logits;   /* [n_rows] or NULL: only the last row's logits */
+} el_batch;
+
+/* Runs the model over the batch: writes each row's K/V into the cache, computes the requested
+ * logits. On failure the cache is as it was before the call. */
+el_status el_decode(el_context *ctx, const el_batch *batch);
+
+/* The logits (n_vocab floats) of row `row` of the last el_decode, or NULL if not requested. */
+const float *el_get_logits(el_context *ctx, int32_t row);
+
+/* Cache management. Positions [p0, p1) of a sequence; p1 < 0 means "to the end". */
+el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t p1);
+/* Makes the cells of src in [p0, p1) visible to dst too, without copying anything. */
+el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1);
+void el_kv_clear(el_context *ctx);
+int32_t el_kv_used_cells(const el_context *ctx);
+int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id); /* -1 if empty */
+size_t el_kv_cell_bytes(const el_context *ctx); /* bytes of K and V one cell holds */
+
+/* ---------------------------------------------------------------- sampler */
+
+typedef struct el_sampler el_sampler;
+
+typedef struct el_sampler_params {
+    float temperature;     /* <= 0: greedy */
+    int32_t top_k;         /* <= 0: off */
+    float top_p;           /* >= 1: off */
+    float min_p;           /* <= 0: off */
+    float repeat_penalty;  /* 1: off */
+    int32_t repeat_last_n; /* tokens the penalty looks back on */
+    uint64_t seed;
+} el_sampler_params;
+
+el_sampler_params el_sampler_default_params(void);
+el_status el_sampler_create(const el_sampler_params *params, int32_t n_vocab, el_sampler **out);
+void el_sampler_free(el_sampler *s);
+/* Picks a token from logits (n_vocab floats; not modified). */
+el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token);
+/* Records a token (prompt or generated) for the repetition penalty. */
+void el_sampler_accept(el_sampler *s, int32_t token);
+
+/* ------------------------------------------------------------------ files */
+
+/* A readable description of any file edgelora can read (model, vocab, adapter): format,
+ * architecture, shapes, tensor types and sizes, tokenizer. *text is malloc'd; free() it. */
+el_status el_file_describe(const char *path, char **text);
+
+/* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. */
+el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
+                             const char *out_path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

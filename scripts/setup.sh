@@ -1,0 +1,13 @@
+#!/bin/sh
+# Installs the Debian packages edgelora needs to build and test, then builds it.
+# Run as root (or with sudo) on Debian 12.
+set -e
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q || true
+    # build: compiler and make; tests: clang (libFuzzer), the ARM cross compiler and qemu-user
+    apt-get install -y -q --no-install-recommends \
+        build-essential clang qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+fi
+make -j"$(nproc)"

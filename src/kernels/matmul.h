@@ -1,0 +1,38 @@
+/* matmul.h - the one matrix product of the forward pass, over a view of a stored weight.
+ *
+ * A weight is stored as n_out rows of n_in elements (ggml order: ne[0] = n_in). A view uses the
+ * first k_in of each row and the first k_out rows: at full size this is the whole weight; under
+ * run-time pruning (weights sorted by importance) the same kernels run on the kept prefix and
+ * read only its bytes. k_in is a multiple of the type's block size. */
+#ifndef EL_KERNELS_MATMUL_H
+#define EL_KERNELS_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/threadpool.h"
+#include "kernels/types.h"
+
+typedef struct el_weight {
+    el_type type;
+    const void *data;  /* read-only */
+    int64_t n_in;      /* stored elements per row */
+    int64_t n_out;     /* stored rows */
+    size_t row_bytes;  /* bytes between rows = el_row_size(type, n_in) */
+    int64_t k_in;      /* kept elements per row (<= n_in) */
+    int64_t k_out;     /* kept rows (<= n_out) */
+} el_weight;
+
+/* A full view of a stored weight. */
+el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out);
+
+/* Bytes of scratch el_matmul needs for n_rows activation rows against w. */
+size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
+
+/* y[r][o] = sum_i x[r][i] * W[o][i] for r < n_rows, o < k_out, i < k_in.
+ * x rows are ldx floats apart, y rows ldy floats apart. The activations are quantized once into
+ * the weight's vec_dot_type in scratch, then rows of W are split across the pool's threads. */
+void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
+               float *y, int64_t ldy, void *scratch);
+
+#endif

@@ -1,0 +1,53 @@
+/* types.h - tensor element types and their traits.
+ *
+ * The ids are ggml's (and so GGUF's) type ids, so a tensor's type in a file is its el_type.
+ * The table of traits is indexed by this append-only enum. Types of our own take ids from 64 up
+ * and are documented in docs/formats.md. */
+#ifndef EL_KERNELS_TYPES_H
+#define EL_KERNELS_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum el_type {
+    EL_TYPE_F32 = 0,
+    EL_TYPE_F16 = 1,
+    EL_TYPE_Q4_0 = 2,
+    EL_TYPE_Q8_0 = 8,
+    EL_TYPE_Q4_K = 12,
+    EL_TYPE_Q6_K = 14,
+    EL_TYPE_Q8_K = 15, /* activations only: the dot type of the K-quants */
+    EL_TYPE_BF16 = 30,
+    EL_TYPE_COUNT = 64
+} el_type;
+
+/* y = sum_i x[i]*y[i] over n elements, x of the weight's type, y of its vec_dot_type. */
+typedef void (*el_vec_dot_fn)(int64_t n, float *s, const void *x, const void *y);
+typedef void (*el_to_float_fn)(const void *x, float *y, int64_t n);
+typedef void (*el_from_float_fn)(const float *x, void *y, int64_t n);
+
+typedef struct el_type_traits {
+    const char *name;        /* "q4_0"; NULL for ids we do not know */
+    int64_t block_size;      /* elements per block */
+    size_t type_size;        /* bytes per block */
+    el_to_float_fn to_float; /* dequantize n (a multiple of block_size) elements */
+    el_from_float_fn from_float; /* quantize n elements (reference quality) */
+    el_vec_dot_fn vec_dot;   /* NULL for activation-only types */
+    el_type vec_dot_type;    /* what the other operand of vec_dot is quantized to */
+} el_type_traits;
+
+/* Traits of a type id; NULL for ids that are out of range or unknown. */
+const el_type_traits *el_type_get(uint32_t type);
+/* Bytes of n elements of type (n a multiple of its block size). */
+size_t el_row_size(el_type type, int64_t n);
+/* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
+bool el_type_from_name(const char *name, el_type *out);
+
+/* IEEE half and bfloat16 conversions. */
+float el_fp16_to_fp32(uint16_t h);
+uint16_t el_fp32_to_fp16(float f);
+float el_bf16_to_fp32(uint16_t h);
+uint16_t el_fp32_to_bf16(float f);
+
+#endif

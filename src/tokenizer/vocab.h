@@ -1,0 +1,108 @@
+/* vocab.h - a tokenizer vocabulary, built from GGUF metadata (tokenizer.ggml.*) or from a
+ * llama2.c tokenizer.bin, and the one tokenize/detokenize entry point over all its kinds.
+ *
+ * Ownership: vocab.c loads the common parts (tokens, scores, types, special ids, the text->id
+ * map) and splits input text around special tokens; spm.c, bpe.c and wpm.c tokenize the plain
+ * fragments in between. */
+#ifndef EL_TOKENIZER_VOCAB_H
+#define EL_TOKENIZER_VOCAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgelora.h"
+#include "formats/gguf.h"
+
+typedef enum el_vocab_kind {
+    EL_VOCAB_SPM, /* SentencePiece-style: scores, byte fallback (tokenizer.ggml.model = llama) */
+    EL_VOCAB_BPE, /* byte-level BPE with merges (gpt2) */
+    EL_VOCAB_WPM, /* WordPiece (bert) */
+} el_vocab_kind;
+
+/* Token types as GGUF stores them (tokenizer.ggml.token_type). */
+typedef enum el_token_type {
+    EL_TOKEN_UNDEFINED = 0,
+    EL_TOKEN_NORMAL = 1,
+    EL_TOKEN_UNKNOWN = 2,
+    EL_TOKEN_CONTROL = 3,
+    EL_TOKEN_USER_DEFINED = 4,
+    EL_TOKEN_UNUSED = 5,
+    EL_TOKEN_BYTE = 6,
+} el_token_type;
+
+typedef struct el_token_data {
+    char *text;  /* NUL-terminated copy */
+    uint32_t len;
+    float score;
+    el_token_type type;
+} el_token_data;
+
+/* An open-addressing map from byte strings to int32 values (token ids, merge ranks). */
+typedef struct el_strmap {
+    uint64_t *hashes;
+    const char **keys;
+    uint32_t *key_lens;
+    int32_t *values;
+    size_t cap; /* power of two */
+    size_t n;
+} el_strmap;
+
+el_status el_strmap_init(el_strmap *m, size_t expected);
+void el_strmap_free(el_strmap *m);
+/* Inserts or replaces; the key is referenced, not copied. */
+el_status el_strmap_put(el_strmap *m, const char *key, size_t len, int32_t value);
+/* Returns the value, or -1 if absent. */
+int32_t el_strmap_get(const el_strmap *m, const char *key, size_t len);
+
+typedef struct el_vocab {
+    el_vocab_kind kind;
+    int32_t n_tokens;
+    el_token_data *tokens;
+    el_strmap token_to_id;
+
+    int32_t bos, eos, eot, unk, pad, sep, cls, mask, nl; /* -1 if absent */
+    bool add_bos, add_eos;
+    bool add_space_prefix;  /* SPM: a space before the text (on by default for llama) */
+    bool remove_extra_whitespaces;
+
+    /* special (control and user-defined) tokens, longest first, for splitting input text */
+    int32_t *special_ids;
+    int32_t n_special;
+
+    /* BPE only */
+    char pre[64];           /* tokenizer.ggml.pre ("gpt-2", "llama-bpe", "qwen2", ...) */
+    el_strmap merge_rank;   /* "left right" -> rank */
+    char *merge_text;       /* storage of the merge keys */
+} el_vocab;
+
+el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out);
+/* A llama2.c tokenizer.bin with n_vocab entries (the checkpoint's vocab_size). */
+el_status el_vocab_load_llama2c(const char *path, int32_t n_vocab, el_vocab **out);
+void el_vocab_free(el_vocab *v);
+
+/* A growable list of token ids. */
+typedef struct el_tokens {
+    int32_t *ids;
+    size_t n, cap;
+} el_tokens;
+
+el_status el_tokens_push(el_tokens *t, int32_t id);
+void el_tokens_free(el_tokens *t);
+
+/* Tokenizes text (any bytes) and appends to out. See el_tokenize in edgelora.h. */
+el_status el_vocab_tokenize(const el_vocab *v, const char *text, size_t len, bool add_special,
+                            bool parse_special, el_tokens *out);
+/* The bytes one token stands for in output text (SPM's U+2581 becomes a space, byte tokens
+ * become their byte, BPE's byte-to-unicode mapping is undone). See el_token_to_piece. */
+el_status el_vocab_token_to_piece(const el_vocab *v, int32_t id, bool render_special, char *buf,
+                                  size_t cap, size_t *len);
+
+/* Per-kind tokenizers for one fragment of plain text (no special tokens in it). */
+el_status el_spm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
+el_status el_bpe_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
+el_status el_wpm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
+/* BPE-specific loading (merges, pre-tokenizer), called by el_vocab_load_gguf. */
+el_status el_bpe_load(el_vocab *v, const gguf_file *f);
+
+#endif

@@ -1,0 +1,91 @@
+/* testutil.c - see testutil.h. */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int n_failed;
+static char tmp_dir[256];
+
+void run_test(const char *name, int (*fn)(void)) {
+    int r = fn();
+    if (r == TEST_PASS) printf("PASS %s\n", name);
+    else if (r == TEST_SKIP) printf("SKIP %s\n", name);
+    else {
+        printf("FAIL %s\n", name);
+        n_failed++;
+    }
+    fflush(stdout);
+}
+
+static void remove_tmp_dir(void) {
+    if (!tmp_dir[0]) return;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+}
+
+int tests_exit_code(void) { return n_failed ? 1 : 0; }
+
+void test_failed(const char *file, int line, const char *what) {
+    printf("  %s:%d: check failed: %s\n", file, line, what);
+}
+
+int test_skip(const char *why) {
+    printf("  skipped: %s\n", why);
+    return TEST_SKIP;
+}
+
+void test_note(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  ");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+
+const char *test_data_path(const char *relative) {
+    static char path[1024];
+    const char *dir = getenv("EL_DATA_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "../shared/data", relative);
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+const char *test_tmp_dir(void) {
+    if (!tmp_dir[0]) {
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/edgelora-test-XXXXXX");
+        if (!mkdtemp(tmp_dir)) {
+            perror("mkdtemp");
+            exit(2);
+        }
+        atexit(remove_tmp_dir);
+    }
+    return tmp_dir;
+}
+
+uint32_t test_rand_u32(test_rng *r) {
+    /* splitmix64 */
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (uint32_t)((z ^ (z >> 31)) >> 32);
+}
+
+float test_rand_uniform(test_rng *r, float lo, float hi) {
+    return lo + (hi - lo) * (float)(test_rand_u32(r) >> 8) / (float)(1u << 24);
+}
+
+double test_max_rel_err(const float *a, const float *b, size_t n) {
+    double maxb = 1.0, maxd = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(b[i]) > maxb) maxb = fabs(b[i]);
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= maxd)) maxd = d; /* NaN propagates as a failure */
+    }
+    return maxd / maxb;
+}
