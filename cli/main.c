@@ -2,27 +2,44 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "edgelora.h"
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"detokenize", cmd_detokenize, "print the text of token ids"},
+    {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},
+    {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
+    {"info", cmd_info, "describe a model, vocabulary or adapter file"},
+};
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: edgelora COMMAND [options]   (edgelora COMMAND --help for its options)\n");
+    fprintf(out, "usage: edgelora COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'edgelora COMMAND --help' lists a command's options.\n");
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
-        return 2;
+        return CLI_USAGE;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return 0;
+        return CLI_OK;
     }
     if (!strcmp(argv[1], "--version")) {
         printf("edgelora %s\n", EL_VERSION_STRING);
-        return 0;
+        return CLI_OK;
     }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "edgelora: unknown command '%s'\n", argv[1]);
     usage(stderr);
-    return 2;
+    return CLI_USAGE;
 }

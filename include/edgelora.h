@@ -3,7 +3,7 @@
  * tasks through LoRA adapters bound at run time.
  *
  * Conventions
- *  - Every object is an opaque handle made by a *_create/*_load call and released by its *_free.
+ *  - Every object is an opaque handle made by a `create` or `load` call and released by its `free`.
  *  - Every call that can fail returns an el_status; on failure el_last_error() gives a readable
  *    message (naming the file and the problem where there is one). The library never prints and
  *    never exits.

@@ -16,13 +16,21 @@ el_status el_error(el_status st, const char *fmt, ...) {
 }
 
 void el_error_prefix(const char *fmt, ...) {
-    char prefix[512], old[sizeof last_error];
+    char prefix[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    int n = vsnprintf(prefix, sizeof prefix - 2, fmt, ap);
     va_end(ap);
-    memcpy(old, last_error, sizeof old);
-    snprintf(last_error, sizeof last_error, "%s: %s", prefix, old);
+    if (n < 0) return;
+    size_t plen = strlen(prefix);
+    memcpy(prefix + plen, ": ", 3);
+    plen += 2;
+    /* shift the old message right (truncating its end) and put the prefix in front */
+    size_t old_len = strlen(last_error);
+    if (plen + old_len >= sizeof last_error) old_len = sizeof last_error - 1 - plen;
+    memmove(last_error + plen, last_error, old_len);
+    last_error[plen + old_len] = '\0';
+    memcpy(last_error, prefix, plen);
 }
 
 const char *el_last_error(void) { return last_error; }

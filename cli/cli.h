@@ -1,0 +1,57 @@
+/* cli.h - what the subcommands of the edgelora program share: option parsing and reporting.
+ * Every subcommand is `int cmd_x(int argc, char **argv)` with argv[0] the subcommand's name; it
+ * returns the process exit code (0 ok, 1 failure, 2 bad usage). */
+#ifndef EL_CLI_H
+#define EL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "edgelora.h"
+
+int cmd_run(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+
+/* Exit codes. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* Prints "edgelora CMD: message" to stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the library's last error for a failed call. */
+int cli_fail(const char *cmd, el_status st);
+
+/* The value after flag argv[*i] (advancing *i), or NULL after printing an error. */
+const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+/* Strict number parsing: the whole string, within [lo, hi]; prints an error naming the flag. */
+bool cli_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out);
+bool cli_float(const char *cmd, const char *flag, const char *s, double lo, double hi,
+               double *out);
+bool cli_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);
+
+/* Reads a whole file (or stdin for "-") into a malloc'd buffer; prints an error on failure. */
+char *cli_read_file(const char *cmd, const char *path, size_t *len);
+
+/* Options every model-using command shares: -m, --tokenizer, -t, -c. */
+typedef struct cli_model_opts {
+    const char *model;
+    const char *tokenizer;
+    long threads;
+    long ctx;
+} cli_model_opts;
+
+/* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
+ * returns 0 if it is not; -1 after printing an error. */
+int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
+/* Loads o->model (an error if none was given). */
+int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
+
+/* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
+el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
+                       bool parse_special, int32_t **tokens, size_t *n);
+
+#endif

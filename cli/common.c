@@ -1,0 +1,154 @@
+/* common.c - option parsing and reporting shared by the subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "edgelora %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_fail(const char *cmd, el_status st) {
+    cli_error(cmd, "%s", *el_last_error() ? el_last_error() : el_status_name(st));
+    return CLI_FAIL;
+}
+
+const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        cli_error(cmd, "option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+bool cli_int(const char *cmd, const char *flag, const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        cli_error(cmd, "%s: '%s' is not a whole number from %ld to %ld", flag, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_float(const char *cmd, const char *flag, const char *s, double lo, double hi,
+               double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
+        cli_error(cmd, "%s: '%s' is not a number from %g to %g", flag, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool cli_u64(const char *cmd, const char *flag, const char *s, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        cli_error(cmd, "%s: '%s' is not a non-negative whole number", flag, s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+char *cli_read_file(const char *cmd, const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+    if (!f) {
+        cli_error(cmd, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *bigger = realloc(buf, 2 * cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    bool failed = ferror(f);
+    if (f != stdin) fclose(f);
+    if (!buf || failed) {
+        cli_error(cmd, "%s: %s", path, buf ? "read error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+        if (!(v = cli_value(cmd, argc, argv, i))) return -1;
+        o->model = v;
+    } else if (!strcmp(a, "--tokenizer")) {
+        if (!(v = cli_value(cmd, argc, argv, i))) return -1;
+        o->tokenizer = v;
+    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1024, &o->threads))
+            return -1;
+    } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1 << 24, &o->ctx))
+            return -1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out) {
+    if (!o->model) {
+        cli_error(cmd, "no model given (-m MODEL)");
+        return CLI_USAGE;
+    }
+    el_model_params mp = el_model_default_params();
+    mp.tokenizer_path = o->tokenizer;
+    mp.vocab_only = vocab_only;
+    el_status st = el_model_load(o->model, &mp, out);
+    return st == EL_OK ? CLI_OK : cli_fail(cmd, st);
+}
+
+el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
+                       bool parse_special, int32_t **tokens, size_t *n) {
+    size_t cap = len + 16;
+    *tokens = NULL;
+    for (;;) {
+        int32_t *buf = realloc(*tokens, cap * sizeof *buf);
+        if (!buf) {
+            free(*tokens);
+            *tokens = NULL;
+            return EL_ERR_NOMEM;
+        }
+        *tokens = buf;
+        el_status st = el_tokenize(m, text, len, add_special, parse_special, buf, cap, n);
+        if (st == EL_OK) return EL_OK;
+        if (st != EL_ERR_INVALID_ARG || *n <= cap) {
+            free(*tokens);
+            *tokens = NULL;
+            return st;
+        }
+        cap = *n;
+    }
+}

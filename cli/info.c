@@ -1,0 +1,40 @@
+/* info.c - `edgelora info FILE`: what a model, vocabulary or adapter file holds. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora info FILE\n"
+    "Prints what FILE holds: format, architecture, hyper-parameters, tensors (name, type, shape,\n"
+    "bytes) and tokenizer. Works on GGUF models, vocab-only GGUFs, GGUF adapters and llama2.c\n"
+    "checkpoints and tokenizers.\n";
+
+int cmd_info(int argc, char **argv) {
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        }
+        if (argv[i][0] == '-' && argv[i][1]) {
+            cli_error("info", "unknown option '%s'", argv[i]);
+            return CLI_USAGE;
+        }
+        if (path) {
+            cli_error("info", "one file at a time ('%s' and '%s')", path, argv[i]);
+            return CLI_USAGE;
+        }
+        path = argv[i];
+    }
+    if (!path) {
+        fputs(help, stderr);
+        return CLI_USAGE;
+    }
+    char *text;
+    el_status st = el_file_describe(path, &text);
+    if (st != EL_OK) return cli_fail("info", st);
+    fputs(text, stdout);
+    free(text);
+    return CLI_OK;
+}

@@ -1,0 +1,254 @@
+/* run.c - `edgelora run`: generate text from a prompt, streamed to stdout. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora run -m MODEL -p PROMPT [-n N] [options]\n"
+    "Generates text after PROMPT and streams it (prompt included) to stdout; timings go to\n"
+    "stderr.\n"
+    "  -m, --model FILE       GGUF model or llama2.c checkpoint\n"
+    "  --tokenizer FILE       llama2.c tokenizer.bin (for a llama2.c checkpoint)\n"
+    "  -p, --prompt TEXT      the prompt (default: empty, generation starts after BOS)\n"
+    "  -f, --file FILE        read the prompt from FILE\n"
+    "  -n, --n-predict N      tokens to generate (default 128; -1: until EOS or context end)\n"
+    "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
+    "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
+    "  -t, --threads N        threads (default: all cores)\n"
+    "  --temp T               temperature (default 0.8; 0: greedy)\n"
+    "  --top-k K              keep the K most likely tokens (default 40; 0: off)\n"
+    "  --top-p P              keep the smallest set with probability >= P (default 0.95)\n"
+    "  --min-p P              drop tokens less likely than P times the best (default 0.05)\n"
+    "  --repeat-penalty X     penalize recent tokens (default 1.0: off)\n"
+    "  --repeat-last-n N      tokens the penalty looks back on (default 64)\n"
+    "  -s, --seed S           random seed (default: from the clock; printed to stderr)\n"
+    "  --ignore-eos           keep generating past the end-of-sequence token\n";
+
+typedef struct run_opts {
+    cli_model_opts mo;
+    const char *prompt, *prompt_file;
+    long n_predict, n_batch;
+    el_sampler_params sp;
+    bool seed_given, ignore_eos;
+} run_opts;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Parses the sampling flags; returns 1 if argv[*i] was one, 0 if not, -1 on a bad value. */
+static int sampling_opt(run_opts *o, int argc, char **argv, int *i) {
+    const char *a = argv[*i], *v;
+    double d;
+    long l;
+    if (!strcmp(a, "--temp")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1e6, &d))
+            return -1;
+        o->sp.temperature = (float)d;
+    } else if (!strcmp(a, "--top-k")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_int("run", a, v, 0, INT32_MAX, &l))
+            return -1;
+        o->sp.top_k = (int32_t)l;
+    } else if (!strcmp(a, "--top-p")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1, &d))
+            return -1;
+        o->sp.top_p = (float)d;
+    } else if (!strcmp(a, "--min-p")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1, &d))
+            return -1;
+        o->sp.min_p = (float)d;
+    } else if (!strcmp(a, "--repeat-penalty")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1e6, &d))
+            return -1;
+        o->sp.repeat_penalty = (float)d;
+    } else if (!strcmp(a, "--repeat-last-n")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_int("run", a, v, 0, 1 << 20, &l))
+            return -1;
+        o->sp.repeat_last_n = (int32_t)l;
+    } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
+        if (!(v = cli_value("run", argc, argv, i)) || !cli_u64("run", a, v, &o->sp.seed))
+            return -1;
+        o->seed_given = true;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_args(run_opts *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int r = cli_model_opt("run", &o->mo, argc, argv, &i);
+        if (r == 0) r = sampling_opt(o, argc, argv, &i);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
+            if (!(o->prompt = cli_value("run", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(o->prompt_file = cli_value("run", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            if (!(v = cli_value("run", argc, argv, &i)) ||
+                !cli_int("run", a, v, -1, 1 << 24, &o->n_predict))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            if (!(v = cli_value("run", argc, argv, &i)) ||
+                !cli_int("run", a, v, 1, 1 << 16, &o->n_batch))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "--ignore-eos")) {
+            o->ignore_eos = true;
+        } else {
+            cli_error("run", "unknown option '%s'", a);
+            return CLI_USAGE;
+        }
+    }
+    if (o->prompt && o->prompt_file) {
+        cli_error("run", "give the prompt with -p or -f, not both");
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+/* Feeds tokens[0..n) of sequence 0 from position pos in chunks of n_batch rows; only the last
+ * row's logits are asked for. */
+static el_status feed(el_context *ctx, const int32_t *tokens, int32_t n, int32_t pos,
+                      int32_t n_batch) {
+    int32_t *p = malloc((size_t)n_batch * sizeof *p), *seq = calloc((size_t)n_batch, sizeof *seq);
+    el_status st = p && seq ? EL_OK : EL_ERR_NOMEM;
+    for (int32_t done = 0; st == EL_OK && done < n; done += n_batch) {
+        int32_t rows = n - done < n_batch ? n - done : n_batch;
+        for (int32_t r = 0; r < rows; r++) p[r] = pos + done + r;
+        el_batch b = {.n_rows = rows, .token = tokens + done, .pos = p, .seq_id = seq};
+        st = el_decode(ctx, &b);
+    }
+    free(p);
+    free(seq);
+    return st;
+}
+
+/* Prints the text of tokens[0..n) beyond the *printed bytes already out. */
+static el_status print_new_text(const el_model *m, const int32_t *tokens, size_t n,
+                                size_t *printed) {
+    char *text;
+    el_status st = el_detokenize(m, tokens, n, false, true, &text);
+    if (st != EL_OK) return st;
+    size_t len = strlen(text);
+    if (len > *printed) {
+        fwrite(text + *printed, 1, len - *printed, stdout);
+        fflush(stdout);
+        *printed = len;
+    }
+    free(text);
+    return EL_OK;
+}
+
+static int generate(const run_opts *o, el_model *m, const char *prompt, size_t prompt_len) {
+    int32_t *tokens;
+    size_t n_prompt;
+    el_status st = cli_tokenize(m, prompt, prompt_len, true, true, &tokens, &n_prompt);
+    if (st != EL_OK) return cli_fail("run", st);
+    if (n_prompt == 0) {
+        cli_error("run", "the prompt is empty and the vocabulary has no BOS token to start from");
+        free(tokens);
+        return CLI_FAIL;
+    }
+    el_model_info info;
+    el_model_get_info(m, &info);
+    long n_predict = o->n_predict;
+    long n_ctx = o->mo.ctx ? o->mo.ctx
+                 : n_predict < 0 ? (info.n_ctx_train > 0 ? info.n_ctx_train : 4096)
+                                 : (long)n_prompt + n_predict;
+    if ((long)n_prompt >= n_ctx) {
+        cli_error("run", "the prompt has %zu tokens, more than the context of %ld (-c)",
+                  n_prompt, n_ctx);
+        free(tokens);
+        return CLI_FAIL;
+    }
+    if (n_predict < 0 || (long)n_prompt + n_predict > n_ctx) n_predict = n_ctx - (long)n_prompt;
+
+    int32_t *all = realloc(tokens, (n_prompt + (size_t)n_predict) * sizeof *all);
+    if (!all) {
+        free(tokens);
+        cli_error("run", "out of memory");
+        return CLI_FAIL;
+    }
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = (int32_t)n_ctx;
+    cp.n_batch = (int32_t)(o->n_batch ? o->n_batch : 512);
+    if (cp.n_batch > n_ctx) cp.n_batch = (int32_t)n_ctx;
+    cp.n_seq_max = 1;
+    cp.n_threads = (int32_t)o->mo.threads;
+    el_context *ctx = NULL;
+    el_sampler *smp = NULL;
+    if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||
+        (st = el_sampler_create(&o->sp, info.n_vocab, &smp)) != EL_OK) {
+        el_context_free(ctx);
+        free(all);
+        return cli_fail("run", st);
+    }
+    for (size_t i = 0; i < n_prompt; i++) el_sampler_accept(smp, all[i]);
+
+    size_t n = n_prompt, printed = 0;
+    double t0 = now_ms();
+    st = print_new_text(m, all, n, &printed);
+    if (st == EL_OK) st = feed(ctx, all, (int32_t)n, 0, cp.n_batch);
+    double t_prompt = now_ms() - t0, t1 = now_ms();
+    long n_gen = 0;
+    int32_t last_row = (int32_t)((n_prompt - 1) % (size_t)cp.n_batch);
+    while (st == EL_OK && n_gen < n_predict) {
+        int32_t tok;
+        if ((st = el_sampler_sample(smp, el_get_logits(ctx, last_row), &tok)) != EL_OK) break;
+        last_row = 0;
+        if (!o->ignore_eos && el_token_is_eog(m, tok)) break;
+        el_sampler_accept(smp, tok);
+        all[n++] = tok;
+        n_gen++;
+        if ((st = print_new_text(m, all, n, &printed)) != EL_OK) break;
+        if (n_gen < n_predict) st = feed(ctx, &tok, 1, (int32_t)n - 1, 1);
+    }
+    double t_gen = now_ms() - t1;
+    printf("\n");
+    fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
+                    "%.1f ms (%.1f tokens/s)\n",
+            n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,
+            n_gen / (t_gen / 1e3 + 1e-9));
+    el_sampler_free(smp);
+    el_context_free(ctx);
+    free(all);
+    return st == EL_OK ? CLI_OK : cli_fail("run", st);
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts o = {.n_predict = 128, .sp = el_sampler_default_params()};
+    int rc = parse_args(&o, argc, argv);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    if (!o.seed_given) {
+        o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+        fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
+    }
+    el_model *m;
+    if ((rc = cli_load_model("run", &o.mo, false, &m))) return rc;
+    size_t len = 0;
+    char *owned = NULL;
+    const char *prompt = o.prompt ? o.prompt : "";
+    if (o.prompt_file) {
+        if (!(owned = cli_read_file("run", o.prompt_file, &len))) {
+            el_model_free(m);
+            return CLI_FAIL;
+        }
+        prompt = owned;
+    } else {
+        len = strlen(prompt);
+    }
+    rc = generate(&o, m, prompt, len);
+    free(owned);
+    el_model_free(m);
+    return rc;
+}
