@@ -27,6 +27,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
+# per-ISA kernels get their instruction set; dispatch.c uses them only if the CPU has it
+ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+$(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
+endif
+
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

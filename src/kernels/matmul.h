@@ -31,7 +31,8 @@ size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
 
 /* y[r][o] = sum_i x[r][i] * W[o][i] for r < n_rows, o < k_out, i < k_in.
  * x rows are ldx floats apart, y rows ldy floats apart. The activations are quantized once into
- * the weight's vec_dot_type in scratch, then rows of W are split across the pool's threads. */
+ * the weight's vec_dot_type in scratch (el_matmul_scratch_size bytes; may be NULL when that is
+ * 0), then rows of W are split across the pool's threads. tp may be NULL: one thread. */
 void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
                float *y, int64_t ldy, void *scratch);
 
