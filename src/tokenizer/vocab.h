@@ -104,5 +104,9 @@ el_status el_bpe_tokenize(const el_vocab *v, const char *text, size_t len, el_to
 el_status el_wpm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
 /* BPE-specific loading (merges, pre-tokenizer), called by el_vocab_load_gguf. */
 el_status el_bpe_load(el_vocab *v, const gguf_file *f);
+/* The bytes of BPE token id with the byte-to-unicode mapping undone (no special-token logic;
+ * el_vocab_token_to_piece handles that). Writes at most cap bytes, sets *len to the full length;
+ * EL_ERR_INVALID_ARG if cap is too small. */
+el_status el_bpe_token_to_piece(const el_vocab *v, int32_t id, char *buf, size_t cap, size_t *len);
 
 #endif
