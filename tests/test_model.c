@@ -106,7 +106,8 @@ static char *generate_like_runc(el_model *m, const char *prompt, int steps) {
             p++;
             len--;
         }
-        int unprintable = len == 1 && !(isprint((unsigned char)p[0]) || isspace((unsigned char)p[0]));
+        unsigned char c0 = (unsigned char)p[0];
+        int unprintable = len == 1 && !(isprint(c0) || isspace(c0));
         if (len > 0 && !unprintable && used + len + 2 < cap) {
             memcpy(out + used, p, len);
             used += len;
@@ -340,7 +341,8 @@ static int test_context_full(void) {
     CHECK(m);
     el_context *ctx = new_context(m, 8, 8, 1);
     CHECK(ctx);
-    int32_t tok[8] = {5, 6, 7, 8, 9, 10, 11, 12}, pos[8] = {0, 1, 2, 3, 4, 5, 6, 7}, seq[8] = {0};
+    int32_t tok[9] = {5, 6, 7, 8, 9, 10, 11, 12, 13}, pos[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t seq[9] = {0};
     el_batch b = {.n_rows = 6, .token = tok, .pos = pos, .seq_id = seq};
     CHECK(el_decode(ctx, &b) == EL_OK);
     float before[300];
@@ -466,6 +468,26 @@ static int test_vocab_only(void) {
     int32_t toks[16];
     size_t n;
     CHECK(el_tokenize(m, "Hello", 5, true, false, toks, 16, &n) == EL_OK && n >= 2 && toks[0] == 1);
+    /* too small a buffer: the size needed comes back */
+    CHECK(el_tokenize(m, "Hello", 5, true, false, toks, 1, &n) == EL_ERR_INVALID_ARG && n >= 2);
+    /* detokenize(tokenize(text)) == text, with BOS first and with leading spaces */
+    const char *texts[] = {"Hello world", " Hello world", "  two spaces", "", "\xf0\x9f\xa6\x99 ok"};
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        for (int bos = 0; bos < 2; bos++) {
+            CHECK(el_tokenize(m, texts[t], strlen(texts[t]), bos, false, toks, 16, &n) == EL_OK);
+            char *back = NULL;
+            CHECK(el_detokenize(m, toks, n, false, true, &back) == EL_OK);
+            if (strcmp(back, texts[t]) != 0)
+                test_note("'%s' came back as '%s'", texts[t], back);
+            CHECK(strcmp(back, texts[t]) == 0);
+            free(back);
+        }
+    }
+    CHECK(el_token_bos(m) == 1 && el_token_eos(m) == 2 && el_token_is_eog(m, 2));
+    CHECK(!el_token_is_eog(m, 1));
+    char piece[8];
+    size_t len;
+    CHECK(el_token_to_piece(m, 32000, false, piece, sizeof piece, &len) == EL_ERR_INVALID_ARG);
     el_context *ctx;
     CHECK(el_context_create(m, NULL, &ctx) == EL_ERR_INVALID_ARG);
     CHECK(strstr(el_last_error(), "vocabulary only") != NULL);

@@ -3,12 +3,13 @@
  * reading of the block layouts. Each prompt runs as one batch and again token by token.
  *
  * Tolerances (max |ours - golden| / max(1, max |golden|) over all logits of the prompt):
- *  - f32 weights: float32 arithmetic against float64, 1e-4.
- *  - everything else: the matmul rounds the activations to the weight's dot type (f16, bf16,
- *    q8_0 or q8_K) before the dot products, while the golden forward uses exact activations.
- *    A bf16 or 8-bit activation carries a relative error of up to ~2^-8 per element, which the
- *    layers compound; measured errors are printed and the bounds leave a margin of ~3x.
- * The weights themselves are exact on both sides (both decode the same bytes). */
+ *  - 1e-4 against the reference whose matmul inputs are rounded the way a quantized dot product
+ *    sees them (q8_0 blocks for q8_0/q4_0 weights, q8_K blocks for K-quants; identical to the
+ *    exact reference for f32/f16/bf16 weights): what is left is float32 against float64
+ *    (measured ~4e-7). The weights are exact on both sides: both decode the same bytes.
+ *  - 5e-2 against exact float64 activations for quantized weights: the 8-bit rounding of the
+ *    activations alone moves these random models' logits by 1.4e-2 .. 2.5e-2 (the script prints
+ *    how much), so this bound only catches gross errors; the tight check is the one above. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,14 @@
 typedef struct golden {
     int32_t n_tokens, n_vocab;
     int32_t *tokens;
-    float *logits; /* [n_tokens][n_vocab] */
+    float *logits;   /* [n_tokens][n_vocab] exact */
+    float *logits_q; /* [n_tokens][n_vocab] with matmul inputs rounded to q8_0 / q8_K */
 } golden;
 
 static void golden_free(golden *g) {
     free(g->tokens);
     free(g->logits);
+    free(g->logits_q);
 }
 
 static int golden_read(const char *path, golden *g) {
@@ -42,11 +45,12 @@ static int golden_read(const char *path, golden *g) {
         g->n_tokens = (int32_t)hdr[1];
         g->n_vocab = (int32_t)hdr[2];
         g->tokens = malloc((size_t)g->n_tokens * sizeof *g->tokens);
-        g->logits = malloc((size_t)g->n_tokens * g->n_vocab * sizeof *g->logits);
-        ok = g->tokens && g->logits &&
+        size_t n = (size_t)g->n_tokens * g->n_vocab;
+        g->logits = malloc(n * sizeof *g->logits);
+        g->logits_q = malloc(n * sizeof *g->logits_q);
+        ok = g->tokens && g->logits && g->logits_q &&
              fread(g->tokens, 4, (size_t)g->n_tokens, f) == (size_t)g->n_tokens &&
-             fread(g->logits, 4, (size_t)g->n_tokens * g->n_vocab, f) ==
-                 (size_t)g->n_tokens * g->n_vocab;
+             fread(g->logits, 4, n, f) == n && fread(g->logits_q, 4, n, f) == n;
     }
     fclose(f);
     if (!ok)
@@ -54,8 +58,8 @@ static int golden_read(const char *path, golden *g) {
     return ok;
 }
 
-/* Runs the golden prompt as one batch (all logits) or token by token; returns the largest
- * relative error, or -1 on an API failure. */
+/* Runs the golden prompt as one batch (all logits) or token by token into ours; returns the
+ * largest relative error against the rounded-activation reference, or -1 on an API failure. */
 static double run_prompt(el_context *ctx, const golden *g, int one_batch, float *ours) {
     int32_t n = g->n_tokens;
     int32_t pos[1024], seq[1024];
@@ -85,10 +89,13 @@ static double run_prompt(el_context *ctx, const golden *g, int one_batch, float 
             memcpy(ours + (size_t)i * g->n_vocab, l, (size_t)g->n_vocab * sizeof *l);
         }
     }
-    return test_max_rel_err(ours, g->logits, (size_t)n * g->n_vocab);
+    return test_max_rel_err(ours, g->logits_q, (size_t)n * g->n_vocab);
 }
 
-static int check_model(const char *name, double tol, const char *arch, int n_threads) {
+/* tol: against the reference with the same activation rounding; tol_exact: against exact
+ * arithmetic (how far the rounding of activations alone moves the logits). */
+static int check_model(const char *name, double tol, double tol_exact, const char *arch,
+                       int n_threads) {
     char path[256];
     golden g;
     snprintf(path, sizeof path, "tests/golden/%s.logits", name);
@@ -118,33 +125,38 @@ static int check_model(const char *name, double tol, const char *arch, int n_thr
     double e_batch = run_prompt(ctx, &g, 1, batch);
     double e_single = run_prompt(ctx, &g, 0, single);
     double e_same = test_max_rel_err(batch, single, (size_t)g.n_tokens * g.n_vocab);
-    test_note("%-22s batch %.2e  token-by-token %.2e  (tolerance %.0e)  batch vs single %.1e",
-              name, e_batch, e_single, tol, e_same);
+    double e_exact = test_max_rel_err(batch, g.logits, (size_t)g.n_tokens * g.n_vocab);
+    test_note("%-22s batch %.2e  token-by-token %.2e  (tolerance %.0e)  batch vs single %.1e  "
+              "vs exact %.2e (%.0e)", name, e_batch, e_single, tol, e_same, e_exact, tol_exact);
     free(batch);
     free(single);
     el_context_free(ctx);
     el_model_free(m);
     golden_free(&g);
     CHECK(e_batch >= 0 && e_single >= 0);
-    CHECK(e_batch < tol && e_single < tol);
+    CHECK(e_batch < tol && e_single < tol && e_exact < tol_exact);
     CHECK(e_same < 1e-5); /* the same rows with the same cache give the same numbers */
     return TEST_PASS;
 }
 
-static int test_llama_f32_gqa(void) { return check_model("llama_f32_gqa", 1e-4, "llama", 1); }
+static int test_llama_f32_gqa(void) { return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 1); }
 static int test_llama_f32_gqa_threads(void) {
-    return check_model("llama_f32_gqa", 1e-4, "llama", 3);
+    return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 3);
 }
-static int test_llama_f16_tied(void) { return check_model("llama_f16_tied", 1e-4, "llama", 2); }
-static int test_qwen2_bf16_bias(void) { return check_model("qwen2_bf16_bias", 1e-4, "qwen2", 2); }
+static int test_llama_f16_tied(void) {
+    return check_model("llama_f16_tied", 1e-4, 1e-4, "llama", 2);
+}
+static int test_qwen2_bf16_bias(void) {
+    return check_model("qwen2_bf16_bias", 1e-4, 1e-4, "qwen2", 2);
+}
 static int test_llama3_q8_0(void) {
-    return check_model("llama3_q8_0_ropefreqs", 3e-2, "llama", 2);
+    return check_model("llama3_q8_0_ropefreqs", 1e-4, 5e-2, "llama", 2);
 }
 static int test_llama_q4_0_linear(void) {
-    return check_model("llama_q4_0_linear", 3e-2, "llama", 2);
+    return check_model("llama_q4_0_linear", 1e-4, 5e-2, "llama", 2);
 }
-static int test_llama_q4_k(void) { return check_model("llama_q4_k", 3e-2, "llama", 2); }
-static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 3e-2, "qwen2", 2); }
+static int test_llama_q4_k(void) { return check_model("llama_q4_k", 1e-4, 5e-2, "llama", 2); }
+static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, "qwen2", 2); }
 
 int main(void) {
     run_test("llama_f32_gqa", test_llama_f32_gqa);

@@ -102,7 +102,8 @@ static void rmsnorm(float *o, const float *x, const float *w, int n, float eps) 
         o[i] = w[i] * (ss * x[i]);
 }
 
-static void rmsnorm_rows(float *o, const float *x, const float *w, int32_t n_rows, int n, float eps) {
+static void rmsnorm_rows(float *o, const float *x, const float *w, int32_t n_rows, int n,
+                         float eps) {
     for (int32_t r = 0; r < n_rows; r++)
         rmsnorm(o + (size_t)r * n, x + (size_t)r * n, w, n, eps);
 }
@@ -272,7 +273,8 @@ static void block(el_forward *f, const el_rows *rows, int il) {
     const el_layer *l = &f->model->layers[il];
     int32_t n = rows->n;
     int n_embd = hp->n_embd, half = hp->n_rot / 2;
-    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k, o_dim = (int64_t)hp->n_head * hp->head_dim_v;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
+    int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
     el_kv_cache *kv = f->kv;
 
     rmsnorm_rows(f->xn, f->x, l->attn_norm, n, n_embd, hp->rms_eps);

@@ -182,14 +182,23 @@ static el_status load_layer(el_model *m, int il, bool biases, float **vec) {
     if ((st = load_vector(m, blk_name(name, il, "ffn_norm.weight"), hp->n_embd, v)))
         return st;
     v += hp->n_embd;
-    if ((st = load_weight(m, blk_name(name, il, "attn_q.weight"), hp->n_embd, q_dim, &l->wq)) ||
-        (st = load_weight(m, blk_name(name, il, "attn_k.weight"), hp->n_embd, k_dim, &l->wk)) ||
-        (st = load_weight(m, blk_name(name, il, "attn_v.weight"), hp->n_embd, v_dim, &l->wv)) ||
-        (st = load_weight(m, blk_name(name, il, "attn_output.weight"), o_in, hp->n_embd, &l->wo)) ||
-        (st = load_weight(m, blk_name(name, il, "ffn_gate.weight"), hp->n_embd, hp->n_ff, &l->w_gate)) ||
-        (st = load_weight(m, blk_name(name, il, "ffn_up.weight"), hp->n_embd, hp->n_ff, &l->w_up)) ||
-        (st = load_weight(m, blk_name(name, il, "ffn_down.weight"), hp->n_ff, hp->n_embd, &l->w_down)))
-        return st;
+    const struct {
+        const char *suffix;
+        int64_t n_in, n_out;
+        el_weight *w;
+    } mats[] = {
+        {"attn_q.weight", hp->n_embd, q_dim, &l->wq},
+        {"attn_k.weight", hp->n_embd, k_dim, &l->wk},
+        {"attn_v.weight", hp->n_embd, v_dim, &l->wv},
+        {"attn_output.weight", o_in, hp->n_embd, &l->wo},
+        {"ffn_gate.weight", hp->n_embd, hp->n_ff, &l->w_gate},
+        {"ffn_up.weight", hp->n_embd, hp->n_ff, &l->w_up},
+        {"ffn_down.weight", hp->n_ff, hp->n_embd, &l->w_down},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+        if ((st = load_weight(m, blk_name(name, il, mats[i].suffix), mats[i].n_in, mats[i].n_out,
+                              mats[i].w)))
+            return st;
     if (biases) {
         l->bq = v;
         if ((st = load_vector(m, blk_name(name, il, "attn_q.bias"), q_dim, v)))

@@ -28,6 +28,11 @@ static const float *take(const float **cur, size_t n) {
     return p;
 }
 
+/* Carves an F32 weight of n_out rows of n_in off the mapping. */
+static el_weight take_weight(const float **cur, int64_t n_in, int64_t n_out) {
+    return el_weight_view(EL_TYPE_F32, take(cur, (size_t)(n_in * n_out)), n_in, n_out);
+}
+
 el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vocab_only) {
     el_status st = el_map_file(m->path, &m->map);
     if (st)
@@ -59,9 +64,11 @@ el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vo
     uint64_t n_floats = V * dim + L * dim + L * dim * dim * 2 + L * kv_dim * dim * 2 + L * dim +
                         L * ff * dim * 3 + dim + (uint64_t)hp->n_ctx_train * hp->head_dim_k +
                         (shared ? 0 : V * dim);
-    if (m->map.size < LLAMA2C_HEADER_BYTES + 4 * n_floats)
-        return el_error(EL_ERR_FORMAT, "%s: llama2.c checkpoint is truncated (%zu bytes, the header "
-                        "needs %llu)", m->path, m->map.size,
+    /* (the bounds of el_hparams_validate keep n_floats far from overflowing) */
+    if (n_floats > (m->map.size - LLAMA2C_HEADER_BYTES) / 4)
+        return el_error(EL_ERR_FORMAT,
+                        "%s: llama2.c checkpoint is truncated (%zu bytes, the header needs %llu)",
+                        m->path, m->map.size,
                         (unsigned long long)(LLAMA2C_HEADER_BYTES + 4 * n_floats));
     if (tokenizer_path && (st = el_vocab_load_llama2c(tokenizer_path, hp->n_vocab, &m->vocab)))
         return st;
@@ -75,29 +82,28 @@ el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vo
     if (!m->layers)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     const float *cur = (const float *)(m->map.data + LLAMA2C_HEADER_BYTES);
-    m->tok_embd = el_weight_view(EL_TYPE_F32, take(&cur, V * dim), hp->n_embd, hp->n_vocab);
+    m->tok_embd = take_weight(&cur, hp->n_embd, hp->n_vocab);
     for (uint64_t l = 0; l < L; l++)
         m->layers[l].attn_norm = take(&cur, dim);
     for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wq = el_weight_view(EL_TYPE_F32, take(&cur, dim * dim), hp->n_embd, hp->n_embd);
+        m->layers[l].wq = take_weight(&cur, hp->n_embd, hp->n_embd);
     for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wk = el_weight_view(EL_TYPE_F32, take(&cur, kv_dim * dim), hp->n_embd, kv_dim);
+        m->layers[l].wk = take_weight(&cur, hp->n_embd, kv_dim);
     for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wv = el_weight_view(EL_TYPE_F32, take(&cur, kv_dim * dim), hp->n_embd, kv_dim);
+        m->layers[l].wv = take_weight(&cur, hp->n_embd, kv_dim);
     for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wo = el_weight_view(EL_TYPE_F32, take(&cur, dim * dim), hp->n_embd, hp->n_embd);
+        m->layers[l].wo = take_weight(&cur, hp->n_embd, hp->n_embd);
     for (uint64_t l = 0; l < L; l++)
         m->layers[l].ffn_norm = take(&cur, dim);
     for (uint64_t l = 0; l < L; l++) /* w1: the gate */
-        m->layers[l].w_gate = el_weight_view(EL_TYPE_F32, take(&cur, ff * dim), hp->n_embd, hp->n_ff);
+        m->layers[l].w_gate = take_weight(&cur, hp->n_embd, hp->n_ff);
     for (uint64_t l = 0; l < L; l++) /* w2: down */
-        m->layers[l].w_down = el_weight_view(EL_TYPE_F32, take(&cur, dim * ff), hp->n_ff, hp->n_embd);
+        m->layers[l].w_down = take_weight(&cur, hp->n_ff, hp->n_embd);
     for (uint64_t l = 0; l < L; l++) /* w3: up */
-        m->layers[l].w_up = el_weight_view(EL_TYPE_F32, take(&cur, ff * dim), hp->n_embd, hp->n_ff);
+        m->layers[l].w_up = take_weight(&cur, hp->n_embd, hp->n_ff);
     m->output_norm = take(&cur, dim);
     take(&cur, (uint64_t)hp->n_ctx_train * hp->head_dim_k); /* freq_cis_real and _imag */
-    m->output = shared ? m->tok_embd
-                       : el_weight_view(EL_TYPE_F32, take(&cur, V * dim), hp->n_embd, hp->n_vocab);
+    m->output = shared ? m->tok_embd : take_weight(&cur, hp->n_embd, hp->n_vocab);
     m->n_params = (int64_t)(n_floats - (uint64_t)hp->n_ctx_train * hp->head_dim_k);
     m->weight_bytes = 4 * (uint64_t)m->n_params;
     m->has_weights = true;

@@ -30,7 +30,8 @@ el_status el_tokenize(const el_model *model, const char *text, size_t len, bool 
     *n_tokens = out.n;
     if (out.n > cap) {
         el_tokens_free(&out);
-        return el_error(EL_ERR_INVALID_ARG, "el_tokenize: %zu tokens do not fit in %zu", out.n, cap);
+        return el_error(EL_ERR_INVALID_ARG, "el_tokenize: %zu tokens do not fit in %zu", out.n,
+                        cap);
     }
     if (out.n)
         memcpy(tokens, out.ids, out.n * sizeof *tokens);
@@ -60,6 +61,8 @@ el_status el_detokenize(const el_model *model, const int32_t *tokens, size_t n, 
         return el_error(EL_ERR_INVALID_ARG, "el_detokenize: NULL argument");
     *text = NULL;
     size_t cap = 64, used = 0;
+    bool strip = remove_leading_space && model->vocab->kind == EL_VOCAB_SPM &&
+                 model->vocab->add_space_prefix;
     char *out = malloc(cap);
     if (!out)
         return el_error(EL_ERR_NOMEM, "el_detokenize: out of memory");
@@ -83,11 +86,15 @@ el_status el_detokenize(const el_model *model, const int32_t *tokens, size_t n, 
             free(out);
             return st;
         }
-        /* SentencePiece puts a space before the first word; drop it if asked */
-        if (remove_leading_space && used == 0 && len > 0 && out[0] == ' ' &&
-            model->vocab->kind == EL_VOCAB_SPM && model->vocab->add_space_prefix) {
-            memmove(out, out + 1, len - 1);
-            len--;
+        /* SentencePiece put a space before the text: drop it from the first token after any
+         * leading control tokens (BOS), and from that token only, as the tokenizer added one */
+        bool control = model->vocab->tokens[tokens[i]].type == EL_TOKEN_CONTROL;
+        if (strip && !control) {
+            strip = false;
+            if (len > 0 && out[used] == ' ') {
+                memmove(out + used, out + used + 1, len - 1);
+                len--;
+            }
         }
         used += len;
     }

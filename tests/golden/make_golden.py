@@ -10,7 +10,12 @@ For each configuration below this script
 
 Outputs, in this folder: <name>.gguf and <name>.logits. A .logits file is little-endian:
   "ELGL", u32 version (1), u32 n_tokens, u32 n_vocab, i32 tokens[n_tokens],
-  f32 logits[n_tokens][n_vocab]   (row i: the logits after tokens[0..i] at positions 0..i)
+  f32 exact[n_tokens][n_vocab]    (row i: the logits after tokens[0..i] at positions 0..i)
+  f32 act_q8[n_tokens][n_vocab]   (the same, with every matmul input rounded as ggml-style
+                                   engines do before a quantized dot product: to q8_0 blocks for
+                                   q8_0/q4_0 weights, to q8_K blocks for q4_K/q6_K weights)
+The second set lets the C test check quantized models tightly; the first bounds how far the
+activation rounding takes them from exact arithmetic.
 The models carry no tokenizer: the C loader accepts a GGUF without tokenizer.ggml.* keys as a
 logits-only model.
 
@@ -312,7 +317,28 @@ def rope(x, pos, cfg, freqs):
     return y
 
 
-def forward(cfg, W, tokens):
+def round_activations(x, wtype):
+    """x rounded per block the way a quantized dot product sees it: d = max|x|/127, q = rint(x/d),
+    clamped to +-127; q8_0 (blocks of 32) stores d as f16, q8_K (blocks of 256) as f32."""
+    block = {"q8_0": 32, "q4_0": 32, "q4_k": 256, "q6_k": 256}.get(wtype)
+    if block is None:
+        return x
+    b = x.reshape(-1, block).astype(np.float32)
+    d = (np.abs(b).max(axis=1, keepdims=True) / np.float32(127.0)).astype(np.float32)
+    inv = np.where(d > 0, np.float32(1.0) / np.where(d > 0, d, 1), 0).astype(np.float32)
+    q = np.clip(np.rint(b * inv), -127, 127)
+    if block == 32:
+        d = d.astype(np.float16)
+    return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
+
+
+def forward(cfg, W, tokens, types=None):
+    """float64 forward; with types (tensor name -> type name), matmul inputs are rounded."""
+    def mm(h, name):
+        if types is not None:
+            h = round_activations(h, types[name])
+        return h @ W[name].T
+
     d, nh, nkv = cfg["dim"], cfg["heads"], cfg["kv_heads"]
     hd, n, eps = d // nh, len(tokens), cfg["eps"]
     pos = np.arange(n, dtype=np.float64)
@@ -322,9 +348,9 @@ def forward(cfg, W, tokens):
     for i in range(cfg["layers"]):
         p = "blk.%d." % i
         h = rmsnorm(x, W[p + "attn_norm.weight"], eps)
-        q = h @ W[p + "attn_q.weight"].T + W.get(p + "attn_q.bias", 0.0)
-        k = h @ W[p + "attn_k.weight"].T + W.get(p + "attn_k.bias", 0.0)
-        v = h @ W[p + "attn_v.weight"].T + W.get(p + "attn_v.bias", 0.0)
+        q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
+        k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
+        v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
         q = rope(q.reshape(n, nh, hd), pos, cfg, freqs)
         k = rope(k.reshape(n, nkv, hd), pos, cfg, freqs)
         v = v.reshape(n, nkv, hd)
@@ -335,13 +361,13 @@ def forward(cfg, W, tokens):
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
             out[:, hh, :] = s @ v[:, kh, :]
-        x = x + out.reshape(n, nh * hd) @ W[p + "attn_output.weight"].T
+        x = x + mm(out.reshape(n, nh * hd), p + "attn_output.weight")
         h = rmsnorm(x, W[p + "ffn_norm.weight"], eps)
-        g = h @ W[p + "ffn_gate.weight"].T
-        u = h @ W[p + "ffn_up.weight"].T
-        x = x + (g / (1.0 + np.exp(-g)) * u) @ W[p + "ffn_down.weight"].T
-    out_w = W.get("output.weight", W["token_embd.weight"])
-    return rmsnorm(x, W["output_norm.weight"], eps) @ out_w.T
+        g = mm(h, p + "ffn_gate.weight")
+        u = mm(h, p + "ffn_up.weight")
+        x = x + mm(g / (1.0 + np.exp(-g)) * u, p + "ffn_down.weight")
+    out_name = "output.weight" if "output.weight" in W else "token_embd.weight"
+    return mm(rmsnorm(x, W["output_norm.weight"], eps), out_name)
 
 
 # ---------------------------------------------------------------- configurations
@@ -381,11 +407,15 @@ def main():
         write_gguf(os.path.join(HERE, name + ".gguf"), metadata(cfg, name), tensors)
         tokens = rng.integers(0, cfg["vocab"], N_PROMPT)
         logits = forward(cfg, W, tokens)
+        logits_q = forward(cfg, W, tokens, {t[0]: t[1] for t in tensors})
         with open(os.path.join(HERE, name + ".logits"), "wb") as f:
             f.write(b"ELGL" + struct.pack("<III", 1, N_PROMPT, cfg["vocab"]))
             f.write(tokens.astype("<i4").tobytes())
             f.write(logits.astype("<f4").tobytes())
-        print("%-24s logits |max| %.3f" % (name, np.abs(logits).max()))
+            f.write(logits_q.astype("<f4").tobytes())
+        print("%-24s logits |max| %.3f, activation rounding moves them by %.2e (relative)" %
+              (name, np.abs(logits).max(),
+               np.abs(logits - logits_q).max() / max(1.0, np.abs(logits).max())))
 
 
 if __name__ == "__main__":
