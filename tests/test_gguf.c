@@ -143,7 +143,11 @@ static int test_read_sample(void) {
     CHECK(gguf_open_memory(b.b, b.n, "sample", &f) == EL_OK);
     int r = check_sample(f);
     gguf_close(f);
-    return r;
+    if (r != TEST_PASS) return r;
+    b.b[4] = 2; /* version 2 has the same layout */
+    CHECK(gguf_open_memory(b.b, b.n, "sample", &f) == EL_OK && f->version == 2);
+    gguf_close(f);
+    return TEST_PASS;
 }
 
 /* The writer's bytes for one key and no tensors, spelled out from the spec. */
@@ -263,6 +267,11 @@ static int test_writer_failures(void) {
     } else {
         CHECK(st == EL_ERR_IO && strstr(el_last_error(), path));
     }
+    uint8_t bools[2] = {1, 2};
+    CHECK(gguf_writer_set_arr(w, "bools", GGUF_TYPE_BOOL, bools, 2) == EL_ERR_INVALID_ARG);
+    CHECK(gguf_writer_set_i32(w, "general.alignment", -64) == EL_OK);
+    snprintf(path, sizeof path, "%s/align.gguf", test_tmp_dir());
+    CHECK(gguf_writer_write(w, path) == EL_ERR_INVALID_ARG);
     CHECK(gguf_writer_set_u32(w, "general.alignment", 48) == EL_OK);
     snprintf(path, sizeof path, "%s/align.gguf", test_tmp_dir());
     CHECK(gguf_writer_write(w, path) == EL_ERR_INVALID_ARG);
