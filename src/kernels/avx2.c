@@ -5,6 +5,7 @@
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "kernels/blocks.h"
@@ -168,11 +169,22 @@ static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
     *s = sum;
 }
 
+/* cpuid: leaf 1 ecx has FMA (bit 12), OSXSAVE (27), AVX (28), F16C (29); leaf 7 ebx has AVX2
+ * (bit 5); and the OS must save the YMM registers (xgetbv(0) bits 1 and 2). */
+static bool cpu_has_avx2(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned need = (1u << 12) | (1u << 27) | (1u << 28) | (1u << 29);
+    if ((c & need) != need) return false;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 6) != 6) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 5)) != 0;
+}
+
 bool el_kernels_avx2(el_kernels *k) {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-        !__builtin_cpu_supports("f16c"))
-        return false;
+    if (!cpu_has_avx2()) return false;
     k->isa = "avx2";
     k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
     k->vec_dot[EL_TYPE_F16] = vec_dot_f16;

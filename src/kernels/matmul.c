@@ -1,16 +1,21 @@
 /* matmul.c - y = x W^T over a view of a stored weight, split across a thread pool.
  *
- * The activations are quantized once into scratch (in the weight's vec_dot_type), then each
- * thread takes a contiguous run of output rows. Within it, tiles of TILE_OUT weight rows are
- * dotted with a block of ROW_BLOCK activation rows, so a tile is read from memory once per block
- * of activations and stays in cache while the block streams past it. */
+ * The activations are quantized once into scratch (in the weight's vec_dot_type), then threads
+ * take chunks of output rows: one each to start, the rest from a shared counter, so a thread
+ * that was descheduled (cores are shared) delays only its own chunk. Within a chunk, tiles of
+ * TILE_OUT weight rows are dotted with a block of ROW_BLOCK activation rows, so a tile is read
+ * from memory once per block of activations and stays in cache while the block streams past.
+ * Each output is one vec_dot, so results do not depend on the number of threads. */
 #include "kernels/matmul.h"
+
+#include <stdatomic.h>
 
 #include "kernels/dispatch.h"
 
 enum {
-    TILE_OUT = 4,   /* weight rows per tile */
-    ROW_BLOCK = 64, /* activation rows per block */
+    TILE_OUT = 4,         /* weight rows per tile */
+    ROW_BLOCK = 64,       /* activation rows per block */
+    CHUNKS_PER_THREAD = 4 /* enough to even out uneven progress, few enough to be cheap */
 };
 
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out) {
@@ -35,6 +40,8 @@ typedef struct matmul_job {
     size_t act_stride;
     float *y;
     int64_t ldy;
+    int64_t chunk;             /* output rows per chunk, a multiple of TILE_OUT */
+    atomic_llong next_chunk;   /* the next chunk nobody has taken */
 } matmul_job;
 
 static void quantize_task(void *arg, int ith, int nth) {
@@ -44,13 +51,9 @@ static void quantize_task(void *arg, int ith, int nth) {
         j->quantize(j->x + r * j->ldx, (char *)j->act + r * j->act_stride, j->w->k_in);
 }
 
-static void dot_task(void *arg, int ith, int nth) {
-    const matmul_job *j = arg;
+/* Output rows [o_lo, o_hi) for every activation row. */
+static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
-    int64_t n_tiles = (w->k_out + TILE_OUT - 1) / TILE_OUT;
-    int64_t o_lo = n_tiles * ith / nth * TILE_OUT;
-    int64_t o_hi = n_tiles * (ith + 1) / nth * TILE_OUT;
-    if (o_hi > w->k_out) o_hi = w->k_out;
     for (int64_t r0 = 0; r0 < j->n_rows; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < j->n_rows ? r0 + ROW_BLOCK : j->n_rows;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
@@ -62,6 +65,16 @@ static void dot_task(void *arg, int ith, int nth) {
                     j->vec_dot(w->k_in, &yr[o], (const char *)w->data + o * w->row_bytes, a);
             }
         }
+    }
+}
+
+static void dot_task(void *arg, int ith, int nth) {
+    matmul_job *j = arg;
+    int64_t n_chunks = (j->w->k_out + j->chunk - 1) / j->chunk;
+    /* chunk ith first (next_chunk starts at nth), then whatever is left */
+    for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
+        int64_t o_hi = (c + 1) * j->chunk;
+        dot_rows(j, c * j->chunk, o_hi < j->w->k_out ? o_hi : j->w->k_out);
     }
 }
 
@@ -78,8 +91,13 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     if (n_rows <= 0 || w->k_out <= 0) return;
     const el_type_traits *t = el_type_get(w->type);
     el_type vt = t->vec_dot_type;
+    int nth = tp ? el_threadpool_size(tp) : 1;
     matmul_job j = {.w = w, .vec_dot = el_kernels_get()->vec_dot[w->type], .x = x, .ldx = ldx,
                     .n_rows = n_rows, .y = y, .ldy = ldy};
+    int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
+    if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
+    atomic_init(&j.next_chunk, nth);
     if (vt == EL_TYPE_F32) {
         j.act = (const char *)x;
         j.act_stride = (size_t)ldx * sizeof(float);
