@@ -143,6 +143,7 @@ static int check_vectors(const char *name, bool roundtrip) {
 }
 
 static int test_vectors_llama_spm(void) { return check_vectors("ggml-vocab-llama-spm.gguf", true); }
+static int test_vectors_bert_bge(void) { return check_vectors("ggml-vocab-bert-bge.gguf", false); }
 
 /* What the loader reads from the metadata (values as listed by the data README / the files). */
 static int test_load_settings(void) {
@@ -184,5 +185,6 @@ int main(void) {
     run_test("strmap", test_strmap);
     run_test("load_settings", test_load_settings);
     run_test("vectors_llama_spm", test_vectors_llama_spm);
+    run_test("vectors_bert_bge", test_vectors_bert_bge);
     return tests_exit_code();
 }
