@@ -108,6 +108,9 @@ el_status el_vocab_index(el_vocab *v, const char *name) {
         if (st != EL_OK) return st;
         if (t->len > v->max_token_len) v->max_token_len = t->len;
     }
+    for (int32_t i = 0; v->unk < 0 && i < v->n_tokens; i++) {
+        if (v->tokens[i].type == EL_TOKEN_UNKNOWN) v->unk = i; /* no id given: the typed one */
+    }
     st = vocab_build_specials(v);
     if (st != EL_OK) return st;
     switch (v->kind) {
