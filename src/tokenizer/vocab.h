@@ -59,12 +59,17 @@ typedef struct el_vocab {
     el_vocab_kind kind;
     int32_t n_tokens;
     el_token_data *tokens;
+    char *token_text;       /* storage of every tokens[i].text */
+    uint32_t max_token_len; /* longest token text in bytes */
     el_strmap token_to_id;
 
     int32_t bos, eos, eot, unk, pad, sep, cls, mask, nl; /* -1 if absent */
     bool add_bos, add_eos;
     bool add_space_prefix;  /* SPM: a space before the text (on by default for llama) */
     bool remove_extra_whitespaces;
+    /* SPM: spaces are stored as U+2581 (GGUF); false for llama2.c's tokenizer.bin, whose pieces
+     * hold real spaces */
+    bool escape_spaces;
 
     /* special (control and user-defined) tokens, longest first, for splitting input text */
     int32_t *special_ids;
