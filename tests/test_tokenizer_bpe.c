@@ -1,13 +1,17 @@
-/* test_tokenizer_bpe.c - the pre-tokenizers against splits derived by hand from the published
- * regexes (each one also checked with Python's `regex` module applying the same expressions
- * stage by stage, as llama.cpp does). */
+/* test_tokenizer_bpe.c - byte-level BPE against llama.cpp's published test vectors (gpt-2,
+ * falcon, mpt: every case id for id), decode(encode(x)) == x on those, on corpus text in nine
+ * languages and on random bytes; and the pre-tokenizers against splits derived by hand from the
+ * published regexes (each one also checked with Python's `regex` module applying the same
+ * expressions stage by stage, as llama.cpp does). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "formats/gguf.h"
 #include "testutil.h"
 #include "tokenizer/pretokenize.h"
+#include "tokenizer/vocab.h"
 
 /* Splits text with the named pre-tokenizer and compares with the NULL-terminated word list. */
 static int check_split(const char *pre, const char *text, size_t len, const char *const *want) {
@@ -151,6 +155,241 @@ static int test_split_any_bytes(void) {
     return TEST_PASS;
 }
 
+/* ---------------------------------------------------------------- with vocabularies */
+
+/* The whole file (NUL-terminated) or NULL. */
+static char *read_whole(const char *path, size_t *len) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = (n + 4096 + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t k = fread(buf + n, 1, 4096, f);
+        n += k;
+        if (k == 0) break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* The vocabulary of tokenizers/ggml-vocab-<name>.gguf, or NULL if the file is absent. */
+static el_vocab *load_vocab(const char *name, el_status *st) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf", name);
+    const char *path = test_data_path(rel);
+    *st = EL_OK;
+    if (!path) return NULL;
+    gguf_file *f = NULL;
+    el_vocab *v = NULL;
+    if ((*st = gguf_open(path, &f)) != EL_OK) return NULL;
+    *st = el_vocab_load_gguf(f, &v);
+    gguf_close(f); /* the vocabulary keeps no pointer into the file */
+    return v;
+}
+
+/* Appends the pieces of the tokens to a malloc'ed text. */
+static int detokenize(const el_vocab *v, const el_tokens *t, char **text, size_t *len) {
+    size_t cap = 64, n = 0;
+    char *buf = malloc(cap);
+    CHECK(buf != NULL);
+    for (size_t i = 0; i < t->n; i++) {
+        size_t k = 0;
+        el_status st = el_vocab_token_to_piece(v, t->ids[i], false, buf + n, cap - n, &k);
+        if (st == EL_ERR_INVALID_ARG && k > cap - n) {
+            cap = (n + k) * 2;
+            char *nb = realloc(buf, cap);
+            CHECK(nb != NULL);
+            buf = nb;
+            st = el_vocab_token_to_piece(v, t->ids[i], false, buf + n, cap - n, &k);
+        }
+        if (st != EL_OK) {
+            free(buf);
+            test_note("token_to_piece(%d): %s", (int)t->ids[i], el_last_error());
+            return TEST_FAIL;
+        }
+        n += k;
+    }
+    *text = buf;
+    *len = n;
+    return TEST_PASS;
+}
+
+/* Tokenizes text, compares with want (if not NULL) and checks that the pieces give back the
+ * text. */
+static int check_text(const el_vocab *v, const char *text, size_t len, const el_tokens *want) {
+    el_tokens got = {0};
+    char *back = NULL;
+    size_t back_len = 0;
+    int rc = TEST_FAIL;
+    if (el_vocab_tokenize(v, text, len, false, false, &got) != EL_OK) {
+        test_note("tokenize: %s", el_last_error());
+    } else if (want && (got.n != want->n ||
+                        (got.n && memcmp(got.ids, want->ids, got.n * sizeof *got.ids)))) {
+        test_note("\"%.*s\": %zu tokens, expected %zu", (int)len, text, got.n, want->n);
+        for (size_t i = 0; i < got.n || i < want->n; i++) {
+            test_note("  %zu: got %d, want %d", i, i < got.n ? (int)got.ids[i] : -1,
+                      i < want->n ? (int)want->ids[i] : -1);
+        }
+    } else if (detokenize(v, &got, &back, &back_len) == TEST_PASS) {
+        if (back_len == len && memcmp(back, text, len) == 0) {
+            rc = TEST_PASS;
+        } else {
+            test_note("\"%.*s\" decodes as \"%.*s\"", (int)len, text, (int)back_len, back);
+        }
+    }
+    free(back);
+    el_tokens_free(&got);
+    return rc;
+}
+
+/* llama.cpp's test-tokenizer-0 vectors: .inp holds the texts, each followed by a separator;
+ * .out one line of ids per text. */
+static int check_vectors(const char *name) {
+    el_status st;
+    el_vocab *v = load_vocab(name, &st);
+    if (!v && st == EL_OK) return test_skip("tokenizer vectors not found");
+    if (!v) {
+        test_note("%s", el_last_error());
+        return TEST_FAIL;
+    }
+    char rel[128];
+    size_t n_inp = 0, n_out = 0;
+    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.inp", name);
+    char *inp = read_whole(test_data_path(rel), &n_inp);
+    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.out", name);
+    char *out = read_whole(test_data_path(rel), &n_out);
+    int rc = inp && out ? TEST_PASS : TEST_FAIL;
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *cur = inp, *line = out;
+    size_t cases = 0;
+    el_tokens want = {0};
+    while (rc == TEST_PASS && cur < inp + n_inp) {
+        char *end = strstr(cur, sep);
+        char *eol = strchr(line, '\n');
+        if (!end || !eol) {
+            test_note("%s: .inp and .out disagree after %zu cases", name, cases);
+            rc = TEST_FAIL;
+            break;
+        }
+        want.n = 0;
+        for (char *p = line; p < eol;) {
+            char *q;
+            long id = strtol(p, &q, 10);
+            if (q == p) break;
+            if (el_tokens_push(&want, (int32_t)id) != EL_OK) rc = TEST_FAIL;
+            p = q;
+        }
+        if (rc == TEST_PASS) rc = check_text(v, cur, (size_t)(end - cur), &want);
+        if (rc != TEST_PASS) test_note("%s: case %zu", name, cases);
+        cases++;
+        cur = end + sizeof sep - 1;
+        line = eol + 1;
+    }
+    if (rc == TEST_PASS && cases != 46) {
+        test_note("%s: %zu cases, expected 46", name, cases);
+        rc = TEST_FAIL;
+    }
+    el_tokens_free(&want);
+    free(inp);
+    free(out);
+    el_vocab_free(v);
+    return rc;
+}
+
+static int test_vectors_gpt2(void) { return check_vectors("gpt-2"); }
+static int test_vectors_falcon(void) { return check_vectors("falcon"); }
+static int test_vectors_mpt(void) { return check_vectors("mpt"); }
+
+/* decode(encode(line)) == line on the first lines of every language's corpus file. */
+static int check_corpus_roundtrip(const char *name) {
+    static const char *const langs[] = {"en", "de", "fr", "es", "it", "pt", "pl", "ru", "nl"};
+    el_status st;
+    el_vocab *v = load_vocab(name, &st);
+    if (!v && st == EL_OK) return test_skip("tokenizer vocabulary not found");
+    CHECK(v != NULL);
+    int rc = TEST_PASS;
+    size_t found = 0;
+    for (size_t l = 0; l < sizeof langs / sizeof langs[0] && rc == TEST_PASS; l++) {
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/%s.txt", langs[l]);
+        size_t n = 0;
+        char *text = read_whole(test_data_path(rel), &n);
+        if (!text) continue;
+        found++;
+        char *p = text;
+        for (int lines = 0; lines < 150 && p < text + n && rc == TEST_PASS; lines++) {
+            char *eol = strchr(p, '\n');
+            size_t len = eol ? (size_t)(eol - p) + 1 : strlen(p); /* with its newline */
+            rc = check_text(v, p, len, NULL);
+            p += len;
+        }
+        free(text);
+    }
+    el_vocab_free(v);
+    if (rc == TEST_PASS && found == 0) return test_skip("corpus not found");
+    return rc;
+}
+
+static int test_corpus_roundtrip_gpt2(void) { return check_corpus_roundtrip("gpt-2"); }
+static int test_corpus_roundtrip_falcon(void) { return check_corpus_roundtrip("falcon"); }
+
+/* Invalid UTF-8 and arbitrary bytes: every byte has a token in a byte-level vocabulary, and
+ * the pre-tokenizer keeps each invalid byte, so decoding gives back the very bytes. */
+static int test_random_bytes_roundtrip(void) {
+    el_status st;
+    el_vocab *v = load_vocab("gpt-2", &st);
+    if (!v && st == EL_OK) return test_skip("tokenizer vocabulary not found");
+    CHECK(v != NULL);
+    test_rng rng = {7};
+    char buf[300];
+    int rc = TEST_PASS;
+    for (int iter = 0; iter < 300 && rc == TEST_PASS; iter++) {
+        size_t len = test_rand_u32(&rng) % sizeof buf;
+        for (size_t i = 0; i < len; i++) {
+            uint32_t r = test_rand_u32(&rng);
+            /* mostly ASCII and UTF-8 lead/continuation bytes, so sequences are near-valid */
+            buf[i] = (char)(r % 4 == 0 ? 0x80 + r / 4 % 0x80 : r % 4 == 1 ? 0xC0 + r / 4 % 0x40
+                                                               : r / 4 % 0x80);
+        }
+        rc = check_text(v, buf, len, NULL);
+    }
+    el_vocab_free(v);
+    return rc;
+}
+
+/* Pieces by hand: GPT-2 stores a space as 'Ġ' (U+0120) and a newline as 'Ċ' (U+010A). */
+static int test_token_to_piece(void) {
+    el_status st;
+    el_vocab *v = load_vocab("gpt-2", &st);
+    if (!v && st == EL_OK) return test_skip("tokenizer vocabulary not found");
+    CHECK(v != NULL);
+    int32_t id = el_strmap_get(&v->token_to_id, "\xC4\xA0world", 7); /* "Ġworld" */
+    CHECK(id >= 0);
+    char buf[16];
+    size_t len = 0;
+    CHECK(el_vocab_token_to_piece(v, id, false, buf, sizeof buf, &len) == EL_OK);
+    CHECK(len == 6 && memcmp(buf, " world", 6) == 0);
+    CHECK(el_vocab_token_to_piece(v, id, false, buf, 3, &len) == EL_ERR_INVALID_ARG && len == 6);
+    id = el_strmap_get(&v->token_to_id, "\xC4\x8A", 2); /* "Ċ" */
+    CHECK(id >= 0);
+    CHECK(el_vocab_token_to_piece(v, id, false, buf, sizeof buf, &len) == EL_OK);
+    CHECK(len == 1 && buf[0] == '\n');
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("split_gpt2", test_split_gpt2);
     run_test("split_llama3_qwen2", test_split_llama3_qwen2);
@@ -158,5 +397,12 @@ int main(void) {
     run_test("split_deepseek", test_split_deepseek);
     run_test("unknown_pre", test_unknown_pre);
     run_test("split_any_bytes", test_split_any_bytes);
+    run_test("vectors_gpt2", test_vectors_gpt2);
+    run_test("vectors_falcon", test_vectors_falcon);
+    run_test("vectors_mpt", test_vectors_mpt);
+    run_test("corpus_roundtrip_gpt2", test_corpus_roundtrip_gpt2);
+    run_test("corpus_roundtrip_falcon", test_corpus_roundtrip_falcon);
+    run_test("random_bytes_roundtrip", test_random_bytes_roundtrip);
+    run_test("token_to_piece", test_token_to_piece);
     return tests_exit_code();
 }
