@@ -369,6 +369,119 @@ static int test_random_bytes_roundtrip(void) {
     return rc;
 }
 
+/* ---------------------------------------------------------------- a vocabulary by hand */
+
+/* Writes a small byte-level vocabulary ('Ġ' is the space) with the given pre-tokenizer (NULL:
+ * no key) and merges (NULL: no key), and loads it. */
+static el_status load_tiny(const char *pre, const char *const *merges, size_t n_merges,
+                           el_vocab **v) {
+    static const char *const toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "bc", "abc", "\xC4\xA0" "a",
+                                       "aa", "ca"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny.gguf", test_tmp_dir());
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return EL_ERR_NOMEM;
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre) gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, sizeof toks / sizeof toks[0]);
+    if (merges) gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, n_merges);
+    el_status st = gguf_writer_write(w, path);
+    gguf_writer_free(w);
+    gguf_file *f = NULL;
+    if (st == EL_OK) st = gguf_open(path, &f);
+    if (st == EL_OK) st = el_vocab_load_gguf(f, v);
+    gguf_close(f);
+    return st;
+}
+
+static const char *const tiny_merges[] = {
+    "a b",        /* 0: ab */
+    "b c",        /* 1: bc */
+    "ab c",       /* 2: abc */
+    "\xC4\xA0 a", /* 3: Ġa */
+    "a a",        /* 4: aa */
+    "c c",        /* 5: a merge whose result is no token */
+    "a b",        /* 6: a repeat, which keeps rank 0 */
+    "xy",         /* 7: no separating space: never matches */
+};
+
+/* Tokenizes text and compares with the -1-terminated ids. */
+static int check_ids(const el_vocab *v, const char *text, const int32_t *want) {
+    el_tokens got = {0};
+    CHECK(el_vocab_tokenize(v, text, strlen(text), false, false, &got) == EL_OK);
+    size_t n = 0;
+    while (want[n] >= 0) n++;
+    int rc = got.n == n && (n == 0 || memcmp(got.ids, want, n * sizeof *want) == 0);
+    if (!rc) {
+        test_note("\"%s\": got %zu tokens, expected %zu", text, got.n, n);
+        for (size_t i = 0; i < got.n; i++) test_note("  got %d", (int)got.ids[i]);
+    }
+    el_tokens_free(&got);
+    return rc ? TEST_PASS : TEST_FAIL;
+}
+
+/* A macro only to return from the calling test on failure, as CHECK does. */
+#define IDS(v, text, ...)                                                                  \
+    do {                                                                                   \
+        static const int32_t want_[] = {__VA_ARGS__};                                      \
+        if (check_ids(v, text, want_) != TEST_PASS) return TEST_FAIL;                      \
+    } while (0)
+
+static int test_merges_by_hand(void) {
+    el_vocab *v = NULL;
+    CHECK(load_tiny("gpt-2", tiny_merges, sizeof tiny_merges / sizeof tiny_merges[0], &v) ==
+          EL_OK);
+    /* a b c: "a b" (0) first, then "ab c" (2) */
+    IDS(v, "abc", 6, -1);
+    /* b c a b: "a b" (0) before "b c" (1) though it is further right */
+    IDS(v, "bcab", 5, 4, -1);
+    /* a a a: two "a a" (4) candidates; the leftmost merges, and "aa a" is no merge */
+    IDS(v, "aaa", 8, 0, -1);
+    /* " ab" is one word: "a b" (0) beats "Ġ a" (3), and "Ġ ab" is no merge */
+    IDS(v, " ab", 3, 4, -1);
+    /* " a" -> "Ġa" */
+    IDS(v, " a", 7, -1);
+    /* "c c" merges into "cc", which is no token: its characters are emitted instead */
+    IDS(v, "cc", 2, 2, -1);
+    /* "ca" is a token but no merge makes it */
+    IDS(v, "ca", 2, 0, -1);
+    /* a byte without a token is dropped, as llama.cpp does */
+    IDS(v, "d", -1);
+    IDS(v, "", -1);
+    /* pieces: 'Ġ' back to a space */
+    char buf[8];
+    size_t len = 0;
+    CHECK(el_vocab_token_to_piece(v, 7, false, buf, sizeof buf, &len) == EL_OK);
+    CHECK(len == 2 && memcmp(buf, " a", 2) == 0);
+    CHECK(strcmp(v->pre, "gpt-2") == 0);
+    el_vocab_free(v);
+
+    /* llama3 sets ignore_merges: a word that is a token is taken whole */
+    CHECK(load_tiny("llama-bpe", tiny_merges, sizeof tiny_merges / sizeof tiny_merges[0], &v) ==
+          EL_OK);
+    IDS(v, "ca", 9, -1);
+    IDS(v, "bcab", 5, 4, -1); /* not a token: merged as before */
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
+static int test_load_errors(void) {
+    el_vocab *v = NULL;
+    /* no tokenizer.ggml.pre: llama.cpp's "default" */
+    CHECK(load_tiny(NULL, tiny_merges, 2, &v) == EL_OK);
+    CHECK(strcmp(v->pre, "default") == 0);
+    el_vocab_free(v);
+    v = NULL;
+    CHECK(load_tiny("no-such-pre", tiny_merges, 2, &v) == EL_ERR_UNSUPPORTED);
+    CHECK(strstr(el_last_error(), "no-such-pre") != NULL && strstr(el_last_error(), "tiny.gguf"));
+    CHECK(v == NULL);
+    CHECK(load_tiny("gpt-2", NULL, 0, &v) == EL_ERR_FORMAT);
+    CHECK(strstr(el_last_error(), "tokenizer.ggml.merges") != NULL);
+    CHECK(load_tiny("an-overly-long-pre-tokenizer-name-that-does-not-fit-in-the-field-at-all",
+                    tiny_merges, 2, &v) == EL_ERR_UNSUPPORTED);
+    return TEST_PASS;
+}
+
 /* Pieces by hand: GPT-2 stores a space as 'Ġ' (U+0120) and a newline as 'Ċ' (U+010A). */
 static int test_token_to_piece(void) {
     el_status st;
@@ -404,5 +517,7 @@ int main(void) {
     run_test("corpus_roundtrip_falcon", test_corpus_roundtrip_falcon);
     run_test("random_bytes_roundtrip", test_random_bytes_roundtrip);
     run_test("token_to_piece", test_token_to_piece);
+    run_test("merges_by_hand", test_merges_by_hand);
+    run_test("load_errors", test_load_errors);
     return tests_exit_code();
 }
