@@ -19,13 +19,18 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz install clean
+.PHONY: all test asan check fuzz install clean bench
 .SECONDARY:
 all: $(BUILD)/libedgelora.a $(BUILD)/edgelora $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+# per-ISA kernels get their instruction set; dispatch.c uses them only if the CPU has it
+ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+$(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
+endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
 	@rm -f $@
@@ -35,6 +40,13 @@ $(BUILD)/edgelora: $(CLI_OBJ) $(BUILD)/libedgelora.a
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(BUILD)/libedgelora.a
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+
+# kernel timings (not tests): build/bench/bench_kernels
+BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
+bench: $(BENCH_BIN)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all

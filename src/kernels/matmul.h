@@ -26,12 +26,15 @@ typedef struct el_weight {
 /* A full view of a stored weight. */
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out);
 
-/* Bytes of scratch el_matmul needs for n_rows activation rows against w. */
+/* Bytes of scratch el_matmul needs for n_rows activation rows against w (0 for weights dotted
+ * with float activations: f32, f16, bf16). Scratch must be aligned like float (malloc is). */
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
 
 /* y[r][o] = sum_i x[r][i] * W[o][i] for r < n_rows, o < k_out, i < k_in.
+ * w->type must have a vec_dot (every type but q8_K; check el_type_get(t)->vec_dot at load).
  * x rows are ldx floats apart, y rows ldy floats apart. The activations are quantized once into
- * the weight's vec_dot_type in scratch, then rows of W are split across the pool's threads. */
+ * the weight's vec_dot_type in scratch (el_matmul_scratch_size bytes; may be NULL when that is
+ * 0), then rows of W are split across the pool's threads. tp may be NULL: one thread. */
 void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
                float *y, int64_t ldy, void *scratch);
 

@@ -1,0 +1,58 @@
+/* bench_kernels.c - matmul throughput per weight type (not a test): weight bytes read per second
+ * for one activation row (a decode step) and for a block of rows (a prompt chunk).
+ * Usage: bench_kernels [n_threads] [n_in] [n_out]. EL_FORCE_REFERENCE=1 times the reference. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/threadpool.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    int n_threads = argc > 1 ? atoi(argv[1]) : 1;
+    int64_t n_in = argc > 2 ? atoll(argv[2]) : 4096, n_out = argc > 3 ? atoll(argv[3]) : 4096;
+    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    static const int64_t row_counts[] = {1, 32};
+    el_threadpool *tp;
+    if (el_threadpool_create(n_threads, &tp) != EL_OK) return 1;
+    printf("kernels %s, %d threads, weight %lld x %lld\n", el_kernels_get()->isa, n_threads,
+           (long long)n_out, (long long)n_in);
+    float *wf = malloc((size_t)(n_in * n_out) * sizeof *wf);
+    float *x = malloc((size_t)(32 * n_in) * sizeof *x);
+    float *y = malloc((size_t)(32 * n_out) * sizeof *y);
+    void *wq = malloc(el_row_size(EL_TYPE_F32, n_in) * (size_t)n_out);
+    void *scratch = malloc(el_row_size(EL_TYPE_F32, n_in) * 32);
+    if (!wf || !x || !y || !wq || !scratch) return 1;
+    for (int64_t i = 0; i < n_in * n_out; i++) wf[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (int64_t i = 0; i < 32 * n_in; i++) x[i] = (float)((i * 104729) % 997) / 997.0f - 0.5f;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const el_type_traits *tr = el_type_get(types[t]);
+        tr->from_float(wf, wq, n_in * n_out);
+        el_weight w = el_weight_view(types[t], wq, n_in, n_out);
+        for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+            int64_t rows = row_counts[rc];
+            int reps = 0;
+            double t0 = now(), t1;
+            do {
+                el_matmul(tp, &w, x, n_in, rows, y, n_out, scratch);
+                reps++;
+                t1 = now();
+            } while (t1 - t0 < 0.3);
+            double s = (t1 - t0) / reps;
+            printf("%-5s rows %3lld: %8.3f ms  %7.2f GB/s weights  %7.2f GMAC/s\n", tr->name,
+                   (long long)rows, s * 1e3, (double)(w.row_bytes * (size_t)n_out) / s * 1e-9,
+                   (double)(n_in * n_out * rows) / s * 1e-9);
+        }
+    }
+    el_threadpool_free(tp);
+    free(wf), free(x), free(y), free(wq), free(scratch);
+    return 0;
+}

@@ -1,0 +1,207 @@
+/* avx2.c - AVX2 dot products, one per weight type, each the same sum as its reference in ref.c
+ * (integer products inside blocks, scales applied per block) but 32 bytes at a time.
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <cpuid.h>
+#include <immintrin.h>
+
+#include "kernels/blocks.h"
+
+static float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static int32_t hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Sums of adjacent pairs of x*y over signed bytes, as 8 int32 lanes of 4 products each.
+ * maddubs wants an unsigned operand, so the sign of x moves onto y (exact for |y| <= 127,
+ * which holds for activations quantized by el_*_from_float). */
+static __m256i dot_i8(__m256i x, __m256i y) {
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+static float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+static void vec_dot_f32(int64_t n, float *s, const void *x, const void *y) {
+    const float *a = x, *b = y;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
+    for (; i < n; i++) sum += a[i] * b[i];
+    *s = sum;
+}
+
+static void vec_dot_f16(int64_t n, float *s, const void *x, const void *y) {
+    const uint16_t *a = x;
+    const float *b = y;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
+        __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8)));
+        acc0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + i + 8), acc1);
+    }
+    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
+    for (; i < n; i++) sum += fp16(a[i]) * b[i];
+    *s = sum;
+}
+
+static void vec_dot_bf16(int64_t n, float *s, const void *x, const void *y) {
+    const uint16_t *a = x;
+    const float *b = y;
+    __m256 acc = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
+        __m256 af = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); /* bf16 is the top half */
+        acc = _mm256_fmadd_ps(af, _mm256_loadu_ps(b + i), acc);
+    }
+    float sum = hsum_ps(acc);
+    for (; i < n; i++) sum += el_bf16_to_fp32(a[i]) * b[i];
+    *s = sum;
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q8_0 *a = x, *b = y;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
+        __m256i xq = _mm256_loadu_si256((const __m256i *)a[i].qs);
+        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
+        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_0 *a = x;
+    const el_block_q8_0 *b = y;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
+        /* elements 0-15 are the low nibbles, 16-31 the high nibbles */
+        __m128i q = _mm_loadu_si128((const __m128i *)a[i].qs);
+        __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+        __m256i xq = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
+        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
+    }
+    *s = hsum_ps(acc);
+}
+
+static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_k *a = x;
+    const el_block_q8_k *b = y;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        int32_t acc_m = 0;
+        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low) and 2c+1 (high) */
+            int sc0, m0, sc1, m1;
+            el_q4_k_scale_min(a[i].scales, 2 * c, &sc0, &m0);
+            el_q4_k_scale_min(a[i].scales, 2 * c + 1, &sc1, &m1);
+            acc_m += m0 * (b[i].bsums[4 * c] + b[i].bsums[4 * c + 1]);
+            acc_m += m1 * (b[i].bsums[4 * c + 2] + b[i].bsums[4 * c + 3]);
+            __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c));
+            __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c + 32));
+            /* nibbles are unsigned: maddubs directly; pairs <= 2*15*127 */
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16((short)sc0));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16((short)sc1));
+            acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
+        }
+        float d = fp16(a[i].d) * b[i].d, dmin = fp16(a[i].dmin) * b[i].d;
+        sum += d * (float)hsum_epi32(acc) - dmin * (float)acc_m;
+    }
+    *s = sum;
+}
+
+/* q - 32 is split as q*y - 32*y; the sums of y per sub-block of 16 are the Q8_K bsums. */
+static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q6_k *a = x;
+    const el_block_q8_k *b = y;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i acc = _mm256_setzero_si256();
+        int32_t acc_off = 0;
+        for (int sb = 0; sb < 16; sb++) acc_off += a[i].scales[sb] * b[i].bsums[sb];
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = a[i].ql + 64 * h;
+            __m256i qh = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
+            __m256i ql0 = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i ql1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            for (int quarter = 0; quarter < 4; quarter++) {
+                __m256i lo = quarter & 1 ? ql1 : ql0;
+                if (quarter >> 1) lo = _mm256_srli_epi16(lo, 4);
+                lo = _mm256_and_si256(lo, low4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), low2);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63 */
+                __m256i yq = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * quarter));
+                const int8_t *sc = a[i].scales + 8 * h + 2 * quarter;
+                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), scv));
+            }
+        }
+        sum += fp16(a[i].d) * b[i].d * (float)(hsum_epi32(acc) - 32 * acc_off);
+    }
+    *s = sum;
+}
+
+/* cpuid: leaf 1 ecx has FMA (bit 12), OSXSAVE (27), AVX (28), F16C (29); leaf 7 ebx has AVX2
+ * (bit 5); and the OS must save the YMM registers (xgetbv(0) bits 1 and 2). */
+static bool cpu_has_avx2(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+    const unsigned need = (1u << 12) | (1u << 27) | (1u << 28) | (1u << 29);
+    if ((c & need) != need) return false;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 6) != 6) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & (1u << 5)) != 0;
+}
+
+bool el_kernels_avx2(el_kernels *k) {
+    if (!cpu_has_avx2()) return false;
+    k->isa = "avx2";
+    k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
+    k->vec_dot[EL_TYPE_F16] = vec_dot_f16;
+    k->vec_dot[EL_TYPE_BF16] = vec_dot_bf16;
+    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
+    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
+    k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
+    k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
+    return true;
+}
+
+#else
+
+/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
+bool el_kernels_avx2(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif

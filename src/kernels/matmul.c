@@ -1,0 +1,115 @@
+/* matmul.c - y = x W^T over a view of a stored weight, split across a thread pool.
+ *
+ * The activations are quantized once into scratch (in the weight's vec_dot_type), then threads
+ * take chunks of output rows: one each to start, the rest from a shared counter, so a thread
+ * that was descheduled (cores are shared) delays only its own chunk. Within a chunk, tiles of
+ * TILE_OUT weight rows are dotted with a block of ROW_BLOCK activation rows, so a tile is read
+ * from memory once per block of activations and stays in cache while the block streams past.
+ * Each output is one vec_dot, so results do not depend on the number of threads. */
+#include "kernels/matmul.h"
+
+#include <stdatomic.h>
+
+#include "kernels/dispatch.h"
+
+enum {
+    TILE_OUT = 4,         /* weight rows per tile */
+    ROW_BLOCK = 64,       /* activation rows per block */
+    CHUNKS_PER_THREAD = 4 /* enough to even out uneven progress, few enough to be cheap */
+};
+
+el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out) {
+    return (el_weight){.type = type, .data = data, .n_in = n_in, .n_out = n_out,
+                       .row_bytes = el_row_size(type, n_in), .k_in = n_in, .k_out = n_out};
+}
+
+size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows) {
+    el_type vt = el_type_get(w->type)->vec_dot_type;
+    if (vt == EL_TYPE_F32) return 0; /* float activations are used in place */
+    return (size_t)n_rows * el_row_size(vt, w->k_in);
+}
+
+typedef struct matmul_job {
+    const el_weight *w;
+    el_vec_dot_fn vec_dot;
+    el_from_float_fn quantize;
+    const float *x;
+    int64_t ldx;
+    int64_t n_rows;
+    const char *act;  /* activation row r is at act + r * act_stride */
+    size_t act_stride;
+    float *y;
+    int64_t ldy;
+    int64_t chunk;             /* output rows per chunk, a multiple of TILE_OUT */
+    atomic_llong next_chunk;   /* the next chunk nobody has taken */
+} matmul_job;
+
+static void quantize_task(void *arg, int ith, int nth) {
+    const matmul_job *j = arg;
+    int64_t lo = j->n_rows * ith / nth, hi = j->n_rows * (ith + 1) / nth;
+    for (int64_t r = lo; r < hi; r++)
+        j->quantize(j->x + r * j->ldx, (char *)j->act + r * j->act_stride, j->w->k_in);
+}
+
+/* Output rows [o_lo, o_hi) for every activation row. */
+static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
+    const el_weight *w = j->w;
+    for (int64_t r0 = 0; r0 < j->n_rows; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < j->n_rows ? r0 + ROW_BLOCK : j->n_rows;
+        for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
+            int64_t o1 = o0 + TILE_OUT < o_hi ? o0 + TILE_OUT : o_hi;
+            for (int64_t r = r0; r < r1; r++) {
+                const char *a = j->act + r * j->act_stride;
+                float *yr = j->y + r * j->ldy;
+                for (int64_t o = o0; o < o1; o++)
+                    j->vec_dot(w->k_in, &yr[o], (const char *)w->data + o * w->row_bytes, a);
+            }
+        }
+    }
+}
+
+static void dot_task(void *arg, int ith, int nth) {
+    matmul_job *j = arg;
+    int64_t n_chunks = (j->w->k_out + j->chunk - 1) / j->chunk;
+    /* chunk ith first (next_chunk starts at nth), then whatever is left */
+    for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
+        int64_t o_hi = (c + 1) * j->chunk;
+        dot_rows(j, c * j->chunk, o_hi < j->w->k_out ? o_hi : j->w->k_out);
+    }
+}
+
+/* A NULL pool runs everything on the caller's thread. */
+static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
+    if (tp == NULL)
+        fn(arg, 0, 1);
+    else
+        el_threadpool_run(tp, fn, arg);
+}
+
+void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
+               float *y, int64_t ldy, void *scratch) {
+    if (n_rows <= 0 || w->k_out <= 0) return;
+    const el_type_traits *t = el_type_get(w->type);
+    el_type vt = t->vec_dot_type;
+    int nth = tp ? el_threadpool_size(tp) : 1;
+    matmul_job j = {.w = w, .vec_dot = el_kernels_get()->vec_dot[w->type], .x = x, .ldx = ldx,
+                    .n_rows = n_rows, .y = y, .ldy = ldy};
+    int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
+    if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
+    atomic_init(&j.next_chunk, nth);
+    if (vt == EL_TYPE_F32) {
+        j.act = (const char *)x;
+        j.act_stride = (size_t)ldx * sizeof(float);
+    } else {
+        j.quantize = el_type_get(vt)->from_float;
+        j.act = scratch;
+        j.act_stride = el_row_size(vt, w->k_in);
+        /* one row (a decode step) is quicker to quantize than to hand out */
+        if (n_rows == 1)
+            quantize_task(&j, 0, 1);
+        else
+            run(tp, quantize_task, &j);
+    }
+    run(tp, dot_task, &j);
+}

@@ -1,0 +1,116 @@
+/* types.c - the table of type traits and the half/bfloat16 conversions. */
+#include "kernels/types.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "kernels/blocks.h"
+
+static const el_type_traits type_traits[EL_TYPE_COUNT] = {
+    [EL_TYPE_F32] = {.name = "f32", .block_size = 1, .type_size = sizeof(float),
+                     .to_float = el_f32_to_float, .from_float = el_f32_from_float,
+                     .vec_dot = el_vec_dot_f32_ref, .vec_dot_type = EL_TYPE_F32},
+    /* Half and bfloat16 weights dot float activations: exact products, no activation loss. */
+    [EL_TYPE_F16] = {.name = "f16", .block_size = 1, .type_size = sizeof(uint16_t),
+                     .to_float = el_f16_to_float, .from_float = el_f16_from_float,
+                     .vec_dot = el_vec_dot_f16_ref, .vec_dot_type = EL_TYPE_F32},
+    [EL_TYPE_BF16] = {.name = "bf16", .block_size = 1, .type_size = sizeof(uint16_t),
+                      .to_float = el_bf16_to_float, .from_float = el_bf16_from_float,
+                      .vec_dot = el_vec_dot_bf16_ref, .vec_dot_type = EL_TYPE_F32},
+    [EL_TYPE_Q4_0] = {.name = "q4_0", .block_size = EL_QK4_0, .type_size = sizeof(el_block_q4_0),
+                      .to_float = el_q4_0_to_float, .from_float = el_q4_0_from_float,
+                      .vec_dot = el_vec_dot_q4_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
+    [EL_TYPE_Q8_0] = {.name = "q8_0", .block_size = EL_QK8_0, .type_size = sizeof(el_block_q8_0),
+                      .to_float = el_q8_0_to_float, .from_float = el_q8_0_from_float,
+                      .vec_dot = el_vec_dot_q8_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
+    [EL_TYPE_Q4_K] = {.name = "q4_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q4_k),
+                      .to_float = el_q4_k_to_float, .from_float = el_q4_k_from_float,
+                      .vec_dot = el_vec_dot_q4_k_ref, .vec_dot_type = EL_TYPE_Q8_K},
+    [EL_TYPE_Q6_K] = {.name = "q6_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q6_k),
+                      .to_float = el_q6_k_to_float, .from_float = el_q6_k_from_float,
+                      .vec_dot = el_vec_dot_q6_k_ref, .vec_dot_type = EL_TYPE_Q8_K},
+    [EL_TYPE_Q8_K] = {.name = "q8_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q8_k),
+                      .to_float = el_q8_k_to_float, .from_float = el_q8_k_from_float,
+                      .vec_dot = NULL, .vec_dot_type = EL_TYPE_Q8_K},
+};
+
+const el_type_traits *el_type_get(uint32_t type) {
+    if (type >= EL_TYPE_COUNT || type_traits[type].name == NULL) return NULL;
+    return &type_traits[type];
+}
+
+size_t el_row_size(el_type type, int64_t n) {
+    const el_type_traits *t = el_type_get((uint32_t)type);
+    if (t == NULL || n < 0) return 0;
+    return (size_t)(n / t->block_size) * t->type_size;
+}
+
+bool el_type_from_name(const char *name, el_type *out) {
+    if (name == NULL) return false;
+    for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
+        if (type_traits[i].name != NULL && strcasecmp(name, type_traits[i].name) == 0) {
+            *out = (el_type)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+static float bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static uint32_t float_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+float el_fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (man << 13)); /* inf, nan */
+    if (exp == 0) {
+        /* zero or subnormal: man units of 2^-24, exact in float */
+        float f = (float)man * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    return bits_to_float(sign | ((exp + 112) << 23) | (man << 13)); /* rebias 15 -> 127 */
+}
+
+/* Rounds q + rem/2^shift to the nearest integer, ties to even. */
+static uint32_t round_shifted(uint32_t q, uint32_t rem, int shift) {
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return q;
+}
+
+uint16_t el_fp32_to_fp16(float f) {
+    uint32_t x = float_to_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return sign | 0x7E00 | (uint16_t)((ax >> 13) & 0x3FF); /* quiet nan */
+    if (ax >= 0x477FF000u) return sign | 0x7C00; /* >= 65520 rounds to inf */
+    if (ax >= 0x38800000u) {                     /* >= 2^-14: a normal half */
+        uint32_t h = (ax - (112u << 23)) >> 13;  /* carries into the exponent are right */
+        return sign | (uint16_t)round_shifted(h, ax & 0x1FFF, 13);
+    }
+    /* a subnormal half: the value in units of 2^-24 is man * 2^(e - 126 - 24 + 24) */
+    int e = (int)(ax >> 23);
+    int shift = 126 - e;
+    if (e == 0 || shift > 24) return sign; /* below 2^-25: rounds to zero */
+    uint32_t man = (ax & 0x7FFFFF) | 0x800000;
+    uint32_t q = round_shifted(man >> shift, man & ((1u << shift) - 1), shift);
+    return sign | (uint16_t)q;
+}
+
+float el_bf16_to_fp32(uint16_t h) { return bits_to_float((uint32_t)h << 16); }
+
+uint16_t el_fp32_to_bf16(float f) {
+    uint32_t x = float_to_bits(f);
+    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet nan */
+    return (uint16_t)(round_shifted(x >> 16, x & 0xFFFF, 16));
+}

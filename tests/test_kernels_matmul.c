@@ -1,0 +1,170 @@
+/* test_kernels_matmul.c - el_matmul against a float matmul of the dequantized weights, on views
+ * and awkward sizes, with 1, 2 and 3 threads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/threadpool.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "testutil.h"
+
+static float rand_normal(test_rng *r) {
+    float s = 0.0f;
+    for (int i = 0; i < 4; i++) s += test_rand_uniform(r, -1.0f, 1.0f);
+    return s * 0.866f;
+}
+
+/* Largest error of one activation after quantization to type vt, per element of a block whose
+ * largest magnitude is amax: half a step (amax/127) plus, for fp16 block scales, the scale's own
+ * rounding (relative 2^-11, times at most 127 steps); 0 for float activations. */
+static double act_error(el_type vt, double amax) {
+    if (vt == EL_TYPE_F32) return 0.0;
+    return amax / 127.0 * (0.5 + 127.0 / 2048.0) * 1.0001;
+}
+
+typedef struct shape {
+    el_type type;
+    int64_t n_in, n_out, k_in, k_out, n_rows;
+} shape;
+
+static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
+    const el_type_traits *t = el_type_get(s->type);
+    el_type vt = t->vec_dot_type;
+    size_t row_bytes = el_row_size(s->type, s->n_in);
+    size_t kept_bytes = el_row_size(s->type, s->k_in);
+    int64_t ldx = s->n_in + 3, ldy = s->k_out + 2;
+    char *wq = malloc(row_bytes * (size_t)s->n_out);
+    float *wrow = malloc((size_t)s->n_in * sizeof(float));
+    float *wd = malloc((size_t)(s->k_out * s->k_in) * sizeof(float));
+    float *x = malloc((size_t)(s->n_rows * ldx) * sizeof(float));
+    float *y = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
+    void *scratch = malloc(el_matmul_scratch_size(&(el_weight){.type = s->type, .k_in = s->k_in},
+                                                  s->n_rows) + 1);
+    CHECK(wq && wrow && wd && x && y && scratch);
+    for (int64_t o = 0; o < s->n_out; o++) {
+        for (int64_t i = 0; i < s->n_in; i++) wrow[i] = rand_normal(r) * 0.1f;
+        t->from_float(wrow, wq + o * row_bytes, s->n_in);
+        /* bytes outside the view are all ones (NaN scales and values): reading them shows */
+        if (o < s->k_out) {
+            memset(wq + o * row_bytes + kept_bytes, 0xFF, row_bytes - kept_bytes);
+            t->to_float(wq + o * row_bytes, wd + o * s->k_in, s->k_in);
+        } else {
+            memset(wq + o * row_bytes, 0xFF, row_bytes);
+        }
+    }
+    for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 2.0f + 0.3f;
+    for (int64_t i = 0; i < s->n_rows * ldy; i++) y[i] = 12345.0f; /* sentinel */
+    el_weight w = el_weight_view(s->type, wq, s->n_in, s->n_out);
+    CHECK(w.row_bytes == row_bytes && w.k_in == s->n_in && w.k_out == s->n_out);
+    w.k_in = s->k_in;
+    w.k_out = s->k_out;
+    el_matmul(tp, &w, x, ldx, s->n_rows, y, ldy, scratch);
+
+    int64_t bs = el_type_get(vt)->block_size;
+    for (int64_t row = 0; row < s->n_rows; row++) {
+        const float *xr = x + row * ldx;
+        for (int64_t o = 0; o < s->k_out; o++) {
+            const float *wr = wd + o * s->k_in;
+            double want = 0.0, bound = 0.0, mag = 0.0;
+            for (int64_t b0 = 0; b0 < s->k_in; b0 += bs) {
+                double amax = 0.0, wsum = 0.0;
+                for (int64_t i = b0; i < b0 + bs; i++) {
+                    want += (double)wr[i] * xr[i];
+                    mag += fabs((double)wr[i] * xr[i]);
+                    amax = fmax(amax, fabs(xr[i]));
+                    wsum += fabs(wr[i]);
+                }
+                bound += act_error(vt, amax) * wsum;
+            }
+            bound += 1e-5 * mag + 1e-6; /* float accumulation */
+            float got = y[row * ldy + o];
+            if (!(fabs(got - want) <= bound)) {
+                test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %g, want %g "
+                          "(bound %g)", t->name, (long long)s->n_out, (long long)s->n_in,
+                          (long long)s->k_out, (long long)s->k_in, (long long)s->n_rows,
+                          (long long)row, (long long)o, got, want, bound);
+                return TEST_FAIL;
+            }
+        }
+        for (int64_t o = s->k_out; o < ldy; o++) CHECK(y[row * ldy + o] == 12345.0f);
+    }
+    free(wq), free(wrow), free(wd), free(x), free(y), free(scratch);
+    return TEST_PASS;
+}
+
+static int test_matmul_views(void) {
+    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    test_rng r = {21};
+    el_threadpool *pools[3] = {NULL, NULL, NULL};
+    for (int p = 0; p < 3; p++) CHECK(el_threadpool_create(p + 1, &pools[p]) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        int64_t bs = el_type_get(types[ti])->block_size;
+        int64_t unit = bs == 256 ? 256 : 32;
+        /* {n_in, n_out, k_in, k_out, n_rows} in units of blocks for n_in and k_in */
+        static const int64_t dims[][5] = {
+            {1, 1, 1, 1, 1},  {3, 7, 3, 7, 1},  {3, 7, 2, 5, 3},  {2, 9, 1, 9, 5},
+            {4, 13, 3, 11, 2}, {2, 5, 2, 5, 70}, {1, 4, 1, 3, 67},
+        };
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+            shape s = {types[ti], dims[d][0] * unit, dims[d][1], dims[d][2] * unit, dims[d][3],
+                       dims[d][4]};
+            for (int p = 0; p < 3; p++) {
+                if (check_shape(pools[p], &s, &r) != TEST_PASS) {
+                    test_note("with %d threads", p + 1);
+                    return TEST_FAIL;
+                }
+            }
+            if (check_shape(NULL, &s, &r) != TEST_PASS) return TEST_FAIL;
+        }
+    }
+    for (int p = 0; p < 3; p++) el_threadpool_free(pools[p]);
+    return TEST_PASS;
+}
+
+/* The split across threads must not change any result: each output is one dot product. */
+static int test_matmul_threads_agree(void) {
+    enum { N_IN = 512, N_OUT = 37, ROWS = 6 };
+    test_rng r = {4};
+    float *wf = malloc(N_IN * N_OUT * sizeof *wf), x[ROWS * N_IN], y1[ROWS * N_OUT],
+          y3[ROWS * N_OUT];
+    char *wq = malloc(el_row_size(EL_TYPE_Q4_K, N_IN) * N_OUT);
+    CHECK(wf && wq);
+    for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
+    for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
+    el_type_get(EL_TYPE_Q4_K)->from_float(wf, wq, N_IN * N_OUT);
+    el_weight w = el_weight_view(EL_TYPE_Q4_K, wq, N_IN, N_OUT);
+    char *scratch = malloc(el_matmul_scratch_size(&w, ROWS));
+    el_threadpool *tp1, *tp3;
+    CHECK(scratch && el_threadpool_create(1, &tp1) == EL_OK);
+    CHECK(el_threadpool_create(3, &tp3) == EL_OK);
+    el_matmul(tp1, &w, x, N_IN, ROWS, y1, N_OUT, scratch);
+    el_matmul(tp3, &w, x, N_IN, ROWS, y3, N_OUT, scratch);
+    CHECK(memcmp(y1, y3, sizeof y1) == 0);
+    el_threadpool_free(tp1);
+    el_threadpool_free(tp3);
+    free(wf), free(wq), free(scratch);
+    return TEST_PASS;
+}
+
+static int test_scratch_size(void) {
+    el_weight w = el_weight_view(EL_TYPE_Q4_K, NULL, 512, 10);
+    CHECK(el_matmul_scratch_size(&w, 3) == 3 * 2 * 292); /* q8_K rows of 512 */
+    w.k_in = 256;
+    CHECK(el_matmul_scratch_size(&w, 3) == 3 * 292);
+    w = el_weight_view(EL_TYPE_Q4_0, NULL, 64, 10);
+    CHECK(el_matmul_scratch_size(&w, 2) == 2 * 2 * 34); /* q8_0 */
+    w = el_weight_view(EL_TYPE_F16, NULL, 64, 10);
+    CHECK(el_matmul_scratch_size(&w, 2) == 0);
+    CHECK(el_kernels_get()->isa != NULL);
+    test_note("kernels in use: %s", el_kernels_get()->isa);
+    return TEST_PASS;
+}
+
+int main(void) {
+    run_test("scratch_size", test_scratch_size);
+    run_test("matmul_views", test_matmul_views);
+    run_test("matmul_threads_agree", test_matmul_threads_agree);
+    return tests_exit_code();
+}
