@@ -75,7 +75,8 @@ typedef struct gguf_file {
     uint64_t n_tensors;
     gguf_tensor *tensors;
     uint64_t alignment;
-    const uint8_t *data; /* start of the tensor data section */
+    const uint8_t *data; /* start of the tensor data section (NULL for an empty buffer) */
+    bool owns_map;       /* gguf_open mapped the file; gguf_open_memory did not */
 } gguf_file;
 
 /* Opens and validates a GGUF file. Errors name the file and the problem. */
@@ -106,6 +107,14 @@ el_status gguf_get_arr(const gguf_file *f, const char *key, gguf_value_type elem
 
 bool gguf_str_eq(gguf_str s, const char *cstr);
 const char *gguf_type_name(gguf_value_type t);
+/* Bytes of one element of a fixed-size value type; 0 for string and array. */
+size_t gguf_value_size(gguf_value_type t);
+
+/* The tensor types the reader can size (ggml ids): elements per block, bytes per block, and a
+ * short name ("q4_0"); 0 / NULL for ids it does not know. */
+int64_t gguf_type_block_size(uint32_t type);
+size_t gguf_type_size(uint32_t type);
+const char *gguf_tensor_type_name(uint32_t type);
 
 /* ---------------------------------------------------------------- writer */
 

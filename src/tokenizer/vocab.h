@@ -59,14 +59,20 @@ typedef struct el_vocab {
     el_vocab_kind kind;
     int32_t n_tokens;
     el_token_data *tokens;
+    char *token_text;       /* storage of every tokens[i].text */
+    uint32_t max_token_len; /* longest token text in bytes */
     el_strmap token_to_id;
 
     int32_t bos, eos, eot, unk, pad, sep, cls, mask, nl; /* -1 if absent */
     bool add_bos, add_eos;
     bool add_space_prefix;  /* SPM: a space before the text (on by default for llama) */
     bool remove_extra_whitespaces;
+    /* SPM: spaces are stored as U+2581 (GGUF); false for llama2.c's tokenizer.bin, whose pieces
+     * hold real spaces */
+    bool escape_spaces;
 
-    /* special (control and user-defined) tokens, longest first, for splitting input text */
+    /* special tokens (control, user-defined and unknown types, and the special ids), longest
+     * first, for splitting input text */
     int32_t *special_ids;
     int32_t n_special;
 
@@ -104,5 +110,9 @@ el_status el_bpe_tokenize(const el_vocab *v, const char *text, size_t len, el_to
 el_status el_wpm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
 /* BPE-specific loading (merges, pre-tokenizer), called by el_vocab_load_gguf. */
 el_status el_bpe_load(el_vocab *v, const gguf_file *f);
+/* The bytes of BPE token id with the byte-to-unicode mapping undone (no special-token logic;
+ * el_vocab_token_to_piece handles that). Writes at most cap bytes, sets *len to the full length;
+ * EL_ERR_INVALID_ARG if cap is too small. */
+el_status el_bpe_token_to_piece(const el_vocab *v, int32_t id, char *buf, size_t cap, size_t *len);
 
 #endif

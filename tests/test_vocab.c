@@ -1,0 +1,261 @@
+/* test_vocab.c - the string map, and llama.cpp's published tokenizer test vectors
+ * (tests/test-tokenizer-0 in llama.cpp: ggml-vocab-*.gguf.inp/.out) for the SPM and WordPiece
+ * vocabularies, id for id. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "testutil.h"
+#include "tokenizer/vocab.h"
+
+static int test_strmap(void) {
+    el_strmap m = {0};
+    CHECK(el_strmap_get(&m, "a", 1) == -1); /* an unused map is empty */
+    CHECK(el_strmap_init(&m, 4) == EL_OK);
+    /* enough keys to grow the table several times; keys live in one buffer */
+    enum { N = 5000 };
+    char *keys = malloc(N * 8);
+    CHECK(keys != NULL);
+    for (int i = 0; i < N; i++) {
+        snprintf(keys + 8 * i, 8, "k%d", i);
+        CHECK(el_strmap_put(&m, keys + 8 * i, strlen(keys + 8 * i), i) == EL_OK);
+    }
+    CHECK(m.n == N);
+    for (int i = 0; i < N; i++) CHECK(el_strmap_get(&m, keys + 8 * i, strlen(keys + 8 * i)) == i);
+    CHECK(el_strmap_get(&m, "k5000", 5) == -1);
+    CHECK(el_strmap_get(&m, "k1", 1) == -1); /* a prefix is another key */
+    CHECK(el_strmap_put(&m, "k7", 2, -7) == EL_OK); /* replaces */
+    CHECK(el_strmap_get(&m, "k7", 2) == -7 && m.n == N);
+    CHECK(el_strmap_put(&m, "", 0, 42) == EL_OK); /* the empty key is a key */
+    CHECK(el_strmap_get(&m, "", 0) == 42);
+    CHECK(el_strmap_put(&m, "a\0b", 3, 9) == EL_OK); /* bytes, not C strings */
+    CHECK(el_strmap_get(&m, "a\0b", 3) == 9 && el_strmap_get(&m, "a", 1) == -1);
+    el_strmap_free(&m);
+    free(keys);
+
+    el_tokens t = {0};
+    for (int i = 0; i < 1000; i++) CHECK(el_tokens_push(&t, i) == EL_OK);
+    CHECK(t.n == 1000 && t.ids[999] == 999);
+    el_tokens_free(&t);
+    CHECK(t.ids == NULL && t.n == 0);
+    return TEST_PASS;
+}
+
+static char *read_whole(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) buf[n] = '\0';
+    *size = (size_t)n;
+    return buf;
+}
+
+/* Runs every case of tokenizers/<name>.inp through the vocabulary and compares with .out.
+ * With roundtrip, also checks detokenize(tokenize(x)) == x with the leading space dropped. */
+static int check_vectors(const char *name, bool roundtrip) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tokenizers/%s", name);
+    const char *p = test_data_path(rel);
+    if (!p) return test_skip("tokenizer test vectors absent");
+    gguf_file *f;
+    CHECK(gguf_open(p, &f) == EL_OK);
+    el_vocab *v;
+    el_status st = el_vocab_load_gguf(f, &v);
+    if (st != EL_OK) test_note("%s", el_last_error());
+    CHECK(st == EL_OK);
+    gguf_close(f); /* the vocabulary keeps no pointer into the file */
+
+    size_t n_inp, n_out;
+    snprintf(rel, sizeof rel, "tokenizers/%s.inp", name);
+    char *inp = read_whole(test_data_path(rel), &n_inp);
+    snprintf(rel, sizeof rel, "tokenizers/%s.out", name);
+    char *out = read_whole(test_data_path(rel), &n_out);
+    CHECK(inp && out);
+
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *cur = inp, *line = out;
+    int cases = 0, failed = 0;
+    char *end;
+    while ((end = strstr(cur, sep)) != NULL) {
+        size_t len = (size_t)(end - cur);
+        char *eol = strchr(line, '\n');
+        CHECK(eol != NULL);
+        *eol = '\0';
+        el_tokens toks = {0};
+        CHECK(el_vocab_tokenize(v, cur, len, false, false, &toks) == EL_OK);
+        /* compare with the expected ids */
+        size_t k = 0;
+        bool same = true;
+        for (char *q = line; *q;) {
+            char *after;
+            long id = strtol(q, &after, 10);
+            if (after == q) break;
+            q = after;
+            if (k >= toks.n || toks.ids[k] != id) same = false;
+            k++;
+        }
+        if (k != toks.n) same = false;
+        if (!same) {
+            test_note("%s case %d \"%.*s\": expected%s, got %zu tokens", name, cases, (int)len,
+                      cur, line, toks.n);
+            for (size_t j = 0; j < toks.n; j++) test_note("  %d", (int)toks.ids[j]);
+            failed++;
+        }
+        if (roundtrip) {
+            char *text = malloc(len + 64);
+            size_t n = 0;
+            CHECK(text != NULL);
+            for (size_t j = 0; j < toks.n; j++) {
+                size_t pl;
+                CHECK(el_vocab_token_to_piece(v, toks.ids[j], false, text + n, len + 64 - n,
+                                              &pl) == EL_OK);
+                n += pl;
+            }
+            size_t skip = n > 0 && text[0] == ' ' ? 1 : 0;
+            if (n - skip != len || memcmp(text + skip, cur, len) != 0) {
+                test_note("%s case %d: detokenized \"%.*s\"", name, cases, (int)n, text);
+                failed++;
+            }
+            free(text);
+        }
+        el_tokens_free(&toks);
+        cases++;
+        cur = end + strlen(sep);
+        line = eol + 1;
+    }
+    test_note("%s: %d cases", name, cases);
+    CHECK(cases >= 40);
+    free(inp);
+    free(out);
+    el_vocab_free(v);
+    CHECK(failed == 0);
+    return TEST_PASS;
+}
+
+static int test_vectors_llama_spm(void) { return check_vectors("ggml-vocab-llama-spm.gguf", true); }
+static int test_vectors_bert_bge(void) { return check_vectors("ggml-vocab-bert-bge.gguf", false); }
+
+/* What the loader reads from the metadata (values as listed by the data README / the files). */
+static int test_load_settings(void) {
+    const char *p = test_data_path("tokenizers/ggml-vocab-llama-spm.gguf");
+    if (!p) return test_skip("tokenizer vocabularies absent");
+    gguf_file *f;
+    el_vocab *v;
+    CHECK(gguf_open(p, &f) == EL_OK);
+    CHECK(el_vocab_load_gguf(f, &v) == EL_OK);
+    gguf_close(f);
+    CHECK(v->kind == EL_VOCAB_SPM && v->n_tokens == 32000);
+    CHECK(v->bos == 1 && v->eos == 2 && v->unk == 0 && v->add_bos && !v->add_eos);
+    CHECK(v->add_space_prefix && v->escape_spaces);
+    CHECK(v->nl == 13); /* <0x0A> = 3 + 10 */
+    CHECK(v->n_special == 3); /* <unk>, <s>, </s> */
+    CHECK(v->special_ids[0] == 0 && v->special_ids[1] == 2); /* longest first: <unk>, </s> */
+    el_tokens t = {0};
+    /* add_special puts BOS first; parse_special turns "</s>" into EOS, and the text after a
+     * special token gets its own space prefix: "▁Hello" is 15043 */
+    CHECK(el_vocab_tokenize(v, "</s>Hello", 9, true, true, &t) == EL_OK);
+    CHECK(t.n == 3 && t.ids[0] == 1 && t.ids[1] == 2 && t.ids[2] == 15043);
+    char buf[16];
+    size_t n;
+    CHECK(el_vocab_token_to_piece(v, 2, false, buf, sizeof buf, &n) == EL_OK && n == 0);
+    CHECK(el_vocab_token_to_piece(v, 2, true, buf, sizeof buf, &n) == EL_OK && n == 4);
+    CHECK(el_vocab_token_to_piece(v, 13, false, buf, sizeof buf, &n) == EL_OK && n == 1 &&
+          buf[0] == '\n');
+    CHECK(el_vocab_token_to_piece(v, 15043, false, buf, 3, &n) == EL_ERR_INVALID_ARG && n == 6);
+    CHECK(el_vocab_token_to_piece(v, 15043, false, buf, 6, &n) == EL_OK &&
+          memcmp(buf, " Hello", 6) == 0);
+    CHECK(el_vocab_token_to_piece(v, 32000, false, buf, 6, &n) == EL_ERR_INVALID_ARG);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+
+    return TEST_PASS;
+}
+
+/* A small vocabulary written with the GGUF writer, then changed by `spoil` (one defect each). */
+typedef enum { SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS } spoil;
+
+static el_status load_tiny(spoil what, el_vocab **v) {
+    static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b",
+                                      "\xE2\x96\x81" "ab", "xy", "yzw"};
+    const float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    const int32_t types[] = {2, 3, 3, 1, 1, 1, 4, 4, 99}; /* 4: user-defined */
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny%d.gguf", test_tmp_dir(), (int)what);
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return EL_ERR_NOMEM;
+    gguf_writer_set_str(w, "tokenizer.ggml.model", what == SPOIL_MODEL ? "t5" : "llama");
+    if (what != SPOIL_NO_TOKENS) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 8);
+    gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
+                        what == SPOIL_SCORES ? 9 : 8);
+    gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
+                        what == SPOIL_TYPE ? types + 1 : types, 8);
+    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 8 : 1);
+    gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
+    el_status st = gguf_writer_write(w, path);
+    gguf_writer_free(w);
+    if (st != EL_OK) return st;
+    gguf_file *f;
+    if ((st = gguf_open(path, &f)) != EL_OK) return st;
+    st = el_vocab_load_gguf(f, v);
+    gguf_close(f);
+    return st;
+}
+
+static int test_load_validation(void) {
+    el_vocab *v;
+    CHECK(load_tiny(SPOIL_NONE, &v) == EL_OK);
+    CHECK(v->n_tokens == 8 && v->bos == 1 && v->eos == -1 && !v->add_space_prefix);
+    CHECK(v->unk == 0); /* no unknown_token_id: the token of type UNKNOWN */
+    /* " ab b" is "▁ab▁b": "▁a" (-1) merges, then "▁ab" (-0.5); the lone "▁" is no token and,
+     * with no byte tokens, each of its 3 bytes is UNK; "b" is 4 */
+    el_tokens t = {0};
+    el_status st = el_vocab_tokenize(v, " ab b", 5, false, false, &t);
+    if (st != EL_OK) test_note("%s", el_last_error());
+    CHECK(st == EL_OK);
+    const int32_t want[] = {5, 0, 0, 0, 4};
+    CHECK(t.n == 5 && memcmp(t.ids, want, sizeof want) == 0);
+    /* user-defined tokens are cut out even without parse_special, longest first over the whole
+     * text (llama.cpp's order): in "xyzw", "yzw" (7) wins over the earlier "xy" (6), and the
+     * "x" left is UNK */
+    t.n = 0;
+    CHECK(el_vocab_tokenize(v, "xyzw", 4, false, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 0 && t.ids[1] == 7);
+    /* control tokens only with parse_special: "<s>" is 1 */
+    t.n = 0;
+    CHECK(el_vocab_tokenize(v, "<s>xy", 5, false, true, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 1 && t.ids[1] == 6);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+
+    CHECK(load_tiny(SPOIL_MODEL, &v) == EL_ERR_UNSUPPORTED && v == NULL);
+    CHECK(strstr(el_last_error(), "'t5'") != NULL);
+    CHECK(load_tiny(SPOIL_SCORES, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "9 scores") != NULL);
+    CHECK(load_tiny(SPOIL_BOS, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "bos token id 8") != NULL);
+    CHECK(load_tiny(SPOIL_TYPE, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "unknown type 99") != NULL);
+    CHECK(load_tiny(SPOIL_NO_TOKENS, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "tokenizer.ggml.tokens") != NULL);
+    CHECK(strstr(el_last_error(), "tiny") != NULL); /* the file is named */
+    return TEST_PASS;
+}
+
+int main(void) {
+    run_test("load_validation", test_load_validation);
+    run_test("strmap", test_strmap);
+    run_test("load_settings", test_load_settings);
+    run_test("vectors_llama_spm", test_vectors_llama_spm);
+    run_test("vectors_bert_bge", test_vectors_bert_bge);
+    return tests_exit_code();
+}
