@@ -130,8 +130,24 @@ static char *read_text(const char *path) {
     return buf;
 }
 
-static int check_runc(const char *prompt, int steps, const char *ref_name) {
-    el_model *m = load_stories();
+/* stories260K converted to GGUF by el_convert_llama2c, loaded (NULL if data is absent). */
+static el_model *load_stories_gguf(void) {
+    const char *bin = test_data_path("models/stories260K.bin");
+    if (!bin)
+        return NULL;
+    char bin_path[1024], out[1024];
+    snprintf(bin_path, sizeof bin_path, "%s", bin);
+    snprintf(out, sizeof out, "%s/stories260K.gguf", test_tmp_dir());
+    const char *tok = test_data_path("models/tok512.bin");
+    el_model *m = NULL;
+    if (!tok || el_convert_llama2c(bin_path, tok, out) != EL_OK ||
+        el_model_load(out, NULL, &m) != EL_OK)
+        fprintf(stderr, "stories260K.gguf: %s\n", el_last_error());
+    return m;
+}
+
+static int check_runc(const char *prompt, int steps, const char *ref_name, int gguf) {
+    el_model *m = gguf ? load_stories_gguf() : load_stories();
     if (!m)
         return test_skip("../shared/data/models/stories260K.bin or tok512.bin is absent");
     const char *ref_path = test_data_path(ref_name);
@@ -149,11 +165,21 @@ static int check_runc(const char *prompt, int steps, const char *ref_name) {
 }
 
 static int test_stories_greedy_n256(void) {
-    return check_runc("", 256, "models/stories260K.greedy.n256.txt");
+    return check_runc("", 256, "models/stories260K.greedy.n256.txt", 0);
 }
 
 static int test_stories_greedy_once(void) {
-    return check_runc("Once upon a time", 64, "models/stories260K.greedy.n64.once_upon_a_time.txt");
+    return check_runc("Once upon a time", 64, "models/stories260K.greedy.n64.once_upon_a_time.txt",
+                      0);
+}
+
+static int test_stories_gguf_greedy_n256(void) {
+    return check_runc("", 256, "models/stories260K.greedy.n256.txt", 1);
+}
+
+static int test_stories_gguf_greedy_once(void) {
+    return check_runc("Once upon a time", 64, "models/stories260K.greedy.n64.once_upon_a_time.txt",
+                      1);
 }
 
 /* ------------------------------------------------------------ batches of many sequences */
@@ -569,6 +595,8 @@ static int test_model_info(void) {
 int main(void) {
     run_test("stories_greedy_n256", test_stories_greedy_n256);
     run_test("stories_greedy_once_upon_a_time", test_stories_greedy_once);
+    run_test("stories_gguf_greedy_n256", test_stories_gguf_greedy_n256);
+    run_test("stories_gguf_greedy_once_upon_a_time", test_stories_gguf_greedy_once);
     run_test("three_sequences_in_one_batch", test_three_sequences_in_one_batch);
     run_test("shared_prompt", test_shared_prompt);
     run_test("tree_batch", test_tree_batch);
