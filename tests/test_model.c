@@ -521,6 +521,70 @@ static int test_vocab_only(void) {
     return TEST_PASS;
 }
 
+/* Every vocabulary-only GGUF of ../shared/data/tokenizers loads, whatever its architecture. */
+static int test_vocab_only_all(void) {
+    const char *names[] = {"llama-spm", "gpt-2", "falcon", "mpt", "bert-bge"};
+    int found = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf", names[i]);
+        const char *path = test_data_path(rel);
+        if (!path)
+            continue;
+        found++;
+        el_model *m;
+        if (el_model_load(path, NULL, &m) != EL_OK)
+            test_note("%s: %s", names[i], el_last_error());
+        CHECK(m != NULL);
+        el_model_info info;
+        CHECK(el_model_get_info(m, &info) == EL_OK && !info.has_weights && info.n_vocab > 1000);
+        el_model_free(m);
+    }
+    return found ? TEST_PASS : test_skip("no vocabulary files in ../shared/data/tokenizers");
+}
+
+/* llama-2-tiny-random.gguf (made by llama.cpp's tooling; f16 weights, a 32000-token vocabulary):
+ * metadata as its README documents, and a prompt gives the same finite logits as one batch and
+ * token by token. */
+static int test_tiny_random_gguf(void) {
+    const char *path = test_data_path("models/llama-2-tiny-random.gguf");
+    if (!path)
+        return test_skip("llama-2-tiny-random.gguf is absent");
+    el_model *m;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
+    el_model_info i;
+    CHECK(el_model_get_info(m, &i) == EL_OK);
+    CHECK(i.n_embd == 8 && i.n_ff == 32 && i.n_head == 2 && i.n_head_kv == 2 && i.n_layer == 1 &&
+          i.n_vocab == 32000 && i.n_ctx_train == 4096 && i.has_weights);
+    int32_t toks[16];
+    size_t n;
+    CHECK(el_tokenize(m, "Hello world, hi", 15, true, false, toks, 16, &n) == EL_OK && n >= 4);
+    el_context *ctx = new_context(m, 32, 16, 1);
+    CHECK(ctx);
+    int32_t pos[16], seq[16] = {0};
+    int8_t want[16];
+    for (size_t k = 0; k < n; k++)
+        pos[k] = (int32_t)k, want[k] = 1;
+    el_batch b = {.n_rows = (int32_t)n, .token = toks, .pos = pos, .seq_id = seq, .logits = want};
+    CHECK(el_decode(ctx, &b) == EL_OK);
+    static float batch_logits[16][32000];
+    for (size_t k = 0; k < n; k++) {
+        const float *l = el_get_logits(ctx, (int32_t)k);
+        CHECK(l);
+        for (int v = 0; v < 32000; v++)
+            CHECK(isfinite(l[v]));
+        memcpy(batch_logits[k], l, sizeof batch_logits[k]);
+    }
+    el_kv_clear(ctx);
+    for (size_t k = 0; k < n; k++) {
+        const float *l = decode_one(ctx, toks[k], (int32_t)k, 0);
+        CHECK(l && test_max_rel_err(l, batch_logits[k], 32000) < 1e-6);
+    }
+    el_context_free(ctx);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 /* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape. */
 static int write_broken(const char *out, const char *skip, const char *reshape) {
     gguf_file *f;
@@ -604,6 +668,8 @@ int main(void) {
     run_test("bad_batches", test_bad_batches);
     run_test("vector_rows", test_vector_rows);
     run_test("vocab_only", test_vocab_only);
+    run_test("vocab_only_all", test_vocab_only_all);
+    run_test("tiny_random_gguf", test_tiny_random_gguf);
     run_test("broken_models", test_broken_models);
     run_test("model_info", test_model_info);
     return tests_exit_code();

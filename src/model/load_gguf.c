@@ -229,9 +229,10 @@ static el_status load_weights(el_model *m) {
     if (!te)
         return st;
     hp->n_vocab = (int32_t)te->ne[1];
-    if (m->vocab && m->vocab->n_tokens != hp->n_vocab)
+    /* some converters pad the embedding beyond the tokenizer; the reverse cannot work */
+    if (m->vocab && m->vocab->n_tokens > hp->n_vocab)
         return el_error(EL_ERR_FORMAT, "%s: the vocabulary has %d tokens but token_embd.weight has "
-                        "%lld rows", m->path, m->vocab->n_tokens, (long long)te->ne[1]);
+                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)te->ne[1]);
     if ((st = el_hparams_validate(hp, m->path)))
         return st;
 
