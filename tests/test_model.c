@@ -1,6 +1,7 @@
 /* test_model.c - the public API end to end.
- *  - stories260K: greedy generation reproduces llama2.c run.c's output byte for byte (reference
- *    files in ../shared/data/models, made by the upstream run.c).
+ *  - stories260K (the llama2.c checkpoint, and the GGUF el_convert_llama2c makes of it): greedy
+ *    generation reproduces llama2.c run.c's output byte for byte (reference files in
+ *    ../shared/data/models, made by the upstream run.c).
  *  - Rows of several sequences in one batch, a prompt shared through el_kv_seq_share, and a tree
  *    batch each give what separate linear runs give.
  *  - Errors: a full context, bad batch fields, a vocabulary-only model, broken model files. */
