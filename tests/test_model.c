@@ -302,6 +302,49 @@ static int test_shared_prompt(void) {
     return TEST_PASS;
 }
 
+/* Rolling a sequence back (el_kv_seq_remove of its last positions) and decoding other tokens
+ * there gives what a fresh run of those tokens gives, even when freed cells elsewhere are reused
+ * out of position order. */
+static int test_remove_and_redecode(void) {
+    el_model *m = load_stories();
+    if (!m)
+        return test_skip("stories260K is absent");
+    int32_t toks[MAX_TOK];
+    int32_t n = (int32_t)tokenize(m, "Once upon a time, there was", toks);
+    el_context *ctx = new_context(m, 64, 32, 2);
+    CHECK(ctx);
+    /* seq 1 takes a few low cells first, then is removed: its cells become holes */
+    for (int32_t i = 0; i < 3; i++)
+        CHECK(decode_one(ctx, 400 + i, i, 1));
+    int32_t pos[MAX_TOK], seq[MAX_TOK] = {0};
+    for (int32_t i = 0; i < n + 3; i++)
+        pos[i] = i;
+    el_batch b = {.n_rows = n, .token = toks, .pos = pos, .seq_id = seq};
+    CHECK(el_decode(ctx, &b) == EL_OK);
+    for (int32_t i = 0; i < 3; i++) /* a speculative continuation, then rejected */
+        CHECK(decode_one(ctx, 300 + i, n + i, 0));
+    CHECK(el_kv_seq_remove(ctx, 0, n, -1) == EL_OK);
+    CHECK(el_kv_seq_remove(ctx, 1, 0, -1) == EL_OK);
+    CHECK(el_kv_used_cells(ctx) == n && el_kv_seq_pos_max(ctx, 0) == n - 1);
+    const int32_t other[3] = {350, 351, 352};
+    float got[3][512];
+    for (int32_t i = 0; i < 3; i++) {
+        const float *l = decode_one(ctx, other[i], n + i, 0);
+        CHECK(l);
+        memcpy(got[i], l, sizeof got[i]);
+    }
+    el_context_free(ctx);
+    el_context *fresh = new_context(m, 64, 32, 1);
+    CHECK(fresh && el_decode(fresh, &b) == EL_OK);
+    for (int32_t i = 0; i < 3; i++) {
+        const float *l = decode_one(fresh, other[i], n + i, 0);
+        CHECK(l && test_max_rel_err(got[i], l, 512) < 1e-5);
+    }
+    el_context_free(fresh);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 /* Logits of each row of a linear run prompt + path, compared with the tree rows. */
 static int test_tree_batch(void) {
     el_model *m = load_stories();
@@ -664,6 +707,7 @@ int main(void) {
     run_test("stories_gguf_greedy_once_upon_a_time", test_stories_gguf_greedy_once);
     run_test("three_sequences_in_one_batch", test_three_sequences_in_one_batch);
     run_test("shared_prompt", test_shared_prompt);
+    run_test("remove_and_redecode", test_remove_and_redecode);
     run_test("tree_batch", test_tree_batch);
     run_test("context_full", test_context_full);
     run_test("bad_batches", test_bad_batches);
