@@ -181,6 +181,17 @@ static int test_convert_matches_llama_cpp_layout(void) {
         }
     }
     CHECK(f->n_tensors == 47 && ref->n_tensors == 12);
+    /* both vocabularies begin with <unk>, <s>, </s> and the 256 byte tokens: same text, same type */
+    const gguf_kv *rtok, *otok, *rty, *oty;
+    CHECK(gguf_get_arr(ref, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &rtok) == EL_OK);
+    CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &otok) == EL_OK);
+    CHECK(gguf_get_arr(ref, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &rty) == EL_OK);
+    CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &oty) == EL_OK);
+    for (int i = 0; i < 259; i++) {
+        CHECK(rtok->arr_str[i].len == otok->arr_str[i].len);
+        CHECK(memcmp(rtok->arr_str[i].ptr, otok->arr_str[i].ptr, otok->arr_str[i].len) == 0);
+        CHECK(memcmp(rty->arr_data + 4 * i, oty->arr_data + 4 * i, 4) == 0);
+    }
     gguf_close(ref);
     gguf_close(f);
     return TEST_PASS;
