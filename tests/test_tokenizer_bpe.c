@@ -110,6 +110,12 @@ static int test_split_deepseek(void) {
     /* deepseek-coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [CJK]+, \p{N} */
     SPLIT("deepseek-coder", "foo(1)", "foo", "(", "1", ")");
     SPLIT("deepseek-coder", "a  b", "a", " ", " b");
+    /* deepseek-v3: \p{N}{1,3}, [kanji kana]+, then [ascii punct][A-Za-z]+|
+     * [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+    SPLIT("deepseek-v3", "Hello, 世界12345", "Hello", ",", " ", "世界", "123", "45");
+    /* the space takes the period first (leftmost match), so ".NET" does not form */
+    SPLIT("deepseek-v3", "use .NET now", "use", " .", "NET", " now");
+    SPLIT("deepseek-v3", "x = 1;\n\n", "x", " =", " ", "1", ";\n\n");
     return TEST_PASS;
 }
 
@@ -141,7 +147,7 @@ static int test_unknown_pre(void) {
 static int test_split_any_bytes(void) {
     static const char *const pres[] = {"default",      "gpt-2",          "llama3", "qwen2",
                                        "starcoder",    "falcon",         "gpt-4o", "tekken",
-                                       "deepseek-llm", "deepseek-coder"};
+                                       "deepseek-llm", "deepseek-coder", "deepseek-v3"};
     enum { LEN = 200000 };
     char *buf = malloc(LEN);
     CHECK(buf != NULL);

@@ -382,6 +382,61 @@ static size_t match_deepseek_cjk(const cptext *t, size_t pos, size_t end, size_t
     return run(t, pos, end, is_deepseek_cjk);
 }
 
+/* deepseek-v3: \p{N}{1,3}, then [一-龥぀-ゟ゠-ヿ]+ (U+4E00-9FA5, U+3040-30FF), then
+ * [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *  ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t match_numbers3(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return run_max(t, pos, end, is_number, 3);
+}
+
+static bool is_kanji_kana(const cptext *t, size_t i) {
+    return (t->cp[i] >= 0x4E00 && t->cp[i] <= 0x9FA5) || (t->cp[i] >= 0x3040 && t->cp[i] <= 0x30FF);
+}
+
+static size_t match_kanji_kana(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return run(t, pos, end, is_kanji_kana);
+}
+
+static bool is_ascii_letter(const cptext *t, size_t i) {
+    return (t->cp[i] >= 'a' && t->cp[i] <= 'z') || (t->cp[i] >= 'A' && t->cp[i] <= 'Z');
+}
+
+static bool is_punct_symbol(const cptext *t, size_t i) {
+    return t->cls[i] & (EL_UC_PUNCT | EL_UC_SYMBOL);
+}
+
+static bool is_letter_mark(const cptext *t, size_t i) {
+    return t->cls[i] & (EL_UC_LETTER | EL_UC_MARK);
+}
+
+static size_t match_deepseek_v3(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    uint32_t c = t->cp[pos];
+    bool ascii_ps = c > 0x20 && c < 0x7F && !is_ascii_letter(t, pos) && !(c >= '0' && c <= '9');
+    if (ascii_ps && pos + 1 < end && is_ascii_letter(t, pos + 1)) {
+        return 1 + run(t, pos + 1, end, is_ascii_letter);
+    }
+    bool lead = !is_crlf(t, pos) && !(t->cls[pos] & (EL_UC_LETTER | EL_UC_PUNCT | EL_UC_SYMBOL));
+    if (lead && pos + 1 < end && is_letter_mark(t, pos + 1)) {
+        return 1 + run(t, pos + 1, end, is_letter_mark);
+    }
+    if (is_letter_mark(t, pos)) {
+        return run(t, pos, end, is_letter_mark);
+    }
+    size_t p = pos;
+    if (c == ' ' && pos + 1 < end && is_punct_symbol(t, pos + 1)) {
+        p = pos + 1;
+    }
+    if (is_punct_symbol(t, p)) {
+        p += run(t, p, end, is_punct_symbol);
+        return p + run(t, p, end, is_crlf) - pos;
+    }
+    size_t w = run(t, pos, end, is_space);
+    for (size_t k = w; k > 0; k--) {
+        if (is_crlf(t, pos + k - 1)) return k;
+    }
+    return space_tail(pos, w, end); /* 0 when pos is no space: nothing matches there */
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define MAX_STAGES 6
@@ -407,6 +462,7 @@ static const char *const names_deepseek_llm[] = {"deepseek-llm", NULL};
 static const char *const names_deepseek_coder[] = {"deepseek-coder", NULL};
 static const char *const names_gpt4o[] = {"gpt-4o", "llama4", "minimax-m2", NULL};
 static const char *const names_tekken[] = {"tekken", NULL};
+static const char *const names_deepseek_v3[] = {"deepseek-v3", NULL};
 
 static const el_pretok pretoks[] = {
     {names_default, {match_punct_default, match_gpt2, match_numbers, match_ascii_digits3}, false},
@@ -425,6 +481,7 @@ static const el_pretok pretoks[] = {
      false},
     {names_gpt4o, {match_gpt4o}, false},
     {names_tekken, {match_tekken}, true},
+    {names_deepseek_v3, {match_numbers3, match_kanji_kana, match_deepseek_v3}, false},
 };
 
 el_status el_pretok_find(const char *name, const el_pretok **out) {
