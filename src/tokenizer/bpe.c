@@ -112,7 +112,7 @@ typedef struct bpe_work {
     char *enc;           /* the word's bytes as characters: at most 2 bytes each */
     bpe_symbol *sym;
     bpe_pair *heap;      /* a binary min-heap by (rank, left) */
-    size_t heap_n, heap_cap;
+    size_t heap_n;
     char *key;           /* "left right" for rank lookups */
 } bpe_work;
 
@@ -213,8 +213,7 @@ static el_status bpe_work_alloc(bpe_work *w, size_t max_word) {
     }
     w->enc = malloc(2 * max_word);
     w->sym = malloc(max_word * sizeof *w->sym);
-    w->heap_cap = 3 * max_word;
-    w->heap = malloc(w->heap_cap * sizeof *w->heap);
+    w->heap = malloc(3 * max_word * sizeof *w->heap); /* see bpe_try_pair */
     w->key = malloc(2 * max_word + 1);
     if (!w->enc || !w->sym || !w->heap || !w->key) {
         bpe_work_free(w);
