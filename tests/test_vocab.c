@@ -186,20 +186,20 @@ typedef enum { SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPO
 
 static el_status load_tiny(spoil what, el_vocab **v) {
     static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b",
-                                      "\xE2\x96\x81" "ab"};
-    const float scores[] = {0, 0, 0, -1, -2, -0.5f, -9};
-    const int32_t types[] = {2, 3, 3, 1, 1, 1, 99};
+                                      "\xE2\x96\x81" "ab", "xy", "yzw"};
+    const float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    const int32_t types[] = {2, 3, 3, 1, 1, 1, 4, 4, 99}; /* 4: user-defined */
     char path[512];
     snprintf(path, sizeof path, "%s/tiny%d.gguf", test_tmp_dir(), (int)what);
     gguf_writer *w = gguf_writer_create();
     if (!w) return EL_ERR_NOMEM;
     gguf_writer_set_str(w, "tokenizer.ggml.model", what == SPOIL_MODEL ? "t5" : "llama");
-    if (what != SPOIL_NO_TOKENS) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 6);
+    if (what != SPOIL_NO_TOKENS) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 8);
     gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
-                        what == SPOIL_SCORES ? 7 : 6);
+                        what == SPOIL_SCORES ? 9 : 8);
     gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
-                        what == SPOIL_TYPE ? types + 1 : types, 6);
-    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 6 : 1);
+                        what == SPOIL_TYPE ? types + 1 : types, 8);
+    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 8 : 1);
     gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
     el_status st = gguf_writer_write(w, path);
     gguf_writer_free(w);
@@ -214,7 +214,7 @@ static el_status load_tiny(spoil what, el_vocab **v) {
 static int test_load_validation(void) {
     el_vocab *v;
     CHECK(load_tiny(SPOIL_NONE, &v) == EL_OK);
-    CHECK(v->n_tokens == 6 && v->bos == 1 && v->eos == -1 && !v->add_space_prefix);
+    CHECK(v->n_tokens == 8 && v->bos == 1 && v->eos == -1 && !v->add_space_prefix);
     CHECK(v->unk == 0); /* no unknown_token_id: the token of type UNKNOWN */
     /* " ab b" is "▁ab▁b": "▁a" (-1) merges, then "▁ab" (-0.5); the lone "▁" is no token and,
      * with no byte tokens, each of its 3 bytes is UNK; "b" is 4 */
@@ -224,15 +224,25 @@ static int test_load_validation(void) {
     CHECK(st == EL_OK);
     const int32_t want[] = {5, 0, 0, 0, 4};
     CHECK(t.n == 5 && memcmp(t.ids, want, sizeof want) == 0);
+    /* user-defined tokens are cut out even without parse_special, longest first over the whole
+     * text (llama.cpp's order): in "xyzw", "yzw" (7) wins over the earlier "xy" (6), and the
+     * "x" left is UNK */
+    t.n = 0;
+    CHECK(el_vocab_tokenize(v, "xyzw", 4, false, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 0 && t.ids[1] == 7);
+    /* control tokens only with parse_special: "<s>" is 1 */
+    t.n = 0;
+    CHECK(el_vocab_tokenize(v, "<s>xy", 5, false, true, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 1 && t.ids[1] == 6);
     el_tokens_free(&t);
     el_vocab_free(v);
 
     CHECK(load_tiny(SPOIL_MODEL, &v) == EL_ERR_UNSUPPORTED && v == NULL);
     CHECK(strstr(el_last_error(), "'t5'") != NULL);
     CHECK(load_tiny(SPOIL_SCORES, &v) == EL_ERR_FORMAT && v == NULL);
-    CHECK(strstr(el_last_error(), "7 scores") != NULL);
+    CHECK(strstr(el_last_error(), "9 scores") != NULL);
     CHECK(load_tiny(SPOIL_BOS, &v) == EL_ERR_FORMAT && v == NULL);
-    CHECK(strstr(el_last_error(), "bos token id 6") != NULL);
+    CHECK(strstr(el_last_error(), "bos token id 8") != NULL);
     CHECK(load_tiny(SPOIL_TYPE, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "unknown type 99") != NULL);
     CHECK(load_tiny(SPOIL_NO_TOKENS, &v) == EL_ERR_FORMAT && v == NULL);

@@ -274,18 +274,77 @@ el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out) {
 
 /* ------------------------------------------------------------------ tokenizing */
 
-/* The special token that text starts with (longest first), or -1. Without parse_special only
- * user-defined tokens count, as in llama.cpp: they are plain words the vocabulary added. */
-static int32_t vocab_match_special(const el_vocab *v, const char *text, size_t len,
-                                   bool parse_special) {
-    for (int32_t i = 0; i < v->n_special; i++) {
-        const el_token_data *t = &v->tokens[v->special_ids[i]];
-        if (!parse_special && t->type != EL_TOKEN_USER_DEFINED) continue;
-        if (t->len <= len && t->text[0] == text[0] && memcmp(t->text, text, t->len) == 0) {
-            return v->special_ids[i];
-        }
+/* A piece of the input: plain text [start, start + len), or one special token if id >= 0. */
+typedef struct vocab_fragment {
+    size_t start, len;
+    int32_t id;
+} vocab_fragment;
+
+typedef struct vocab_fragments {
+    vocab_fragment *items;
+    size_t n, cap;
+} vocab_fragments;
+
+static el_status fragments_push(vocab_fragments *f, size_t start, size_t len, int32_t id) {
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        vocab_fragment *items = realloc(f->items, cap * sizeof *items);
+        if (!items) return el_error(EL_ERR_NOMEM, "tokenize: out of memory");
+        f->items = items;
+        f->cap = cap;
     }
-    return -1;
+    f->items[f->n++] = (vocab_fragment){start, len, id};
+    return EL_OK;
+}
+
+/* Cuts special token id out of every text fragment of `in`, into `out`. */
+static el_status vocab_cut(const el_vocab *v, const char *text, int32_t id,
+                           const vocab_fragments *in, vocab_fragments *out) {
+    const el_token_data *t = &v->tokens[id];
+    out->n = 0;
+    for (size_t i = 0; i < in->n; i++) {
+        vocab_fragment f = in->items[i];
+        el_status st;
+        if (f.id >= 0) {
+            if ((st = fragments_push(out, f.start, f.len, f.id)) != EL_OK) return st;
+            continue;
+        }
+        size_t pos = f.start, end = f.start + f.len;
+        const char *hit;
+        while ((hit = memmem(text + pos, end - pos, t->text, t->len)) != NULL) {
+            size_t at = (size_t)(hit - text);
+            if (at > pos && (st = fragments_push(out, pos, at - pos, -1)) != EL_OK) return st;
+            if ((st = fragments_push(out, at, t->len, id)) != EL_OK) return st;
+            pos = at + t->len;
+        }
+        if (end > pos && (st = fragments_push(out, pos, end - pos, -1)) != EL_OK) return st;
+    }
+    return EL_OK;
+}
+
+/* Splits text into plain fragments and special tokens the way llama.cpp does: each special
+ * token in turn, longest first, is cut out of the text fragments left by the ones before.
+ * Without parse_special only user-defined tokens are cut, as in llama.cpp: they are words the
+ * vocabulary added, not control tokens. *out is malloc'd. */
+static el_status vocab_partition(const el_vocab *v, const char *text, size_t len,
+                                 bool parse_special, vocab_fragments *out) {
+    vocab_fragments a = {0}, b = {0};
+    el_status st = len ? fragments_push(&a, 0, len, -1) : EL_OK;
+    for (int32_t i = 0; st == EL_OK && i < v->n_special; i++) {
+        int32_t id = v->special_ids[i];
+        if (!parse_special && v->tokens[id].type != EL_TOKEN_USER_DEFINED) continue;
+        st = vocab_cut(v, text, id, &a, &b);
+        vocab_fragments tmp = a;
+        a = b;
+        b = tmp;
+    }
+    free(b.items);
+    if (st != EL_OK) {
+        free(a.items);
+        return st;
+    }
+    *out = a;
+    return EL_OK;
 }
 
 /* One fragment of plain text. SPM puts a space before a fragment that starts the text or
@@ -319,27 +378,21 @@ static el_status vocab_tokenize_all(const el_vocab *v, const char *text, size_t 
     if (add_special && v->add_bos && first >= 0 && (st = el_tokens_push(out, first)) != EL_OK) {
         return st;
     }
+    vocab_fragments frags;
+    if ((st = vocab_partition(v, text, len, parse_special, &frags)) != EL_OK) return st;
     bool after_special = true;
-    size_t start = 0;
-    for (size_t pos = 0; pos < len;) {
-        int32_t id = vocab_match_special(v, text + pos, len - pos, parse_special);
-        if (id < 0) {
-            pos++;
-            continue;
+    for (size_t i = 0; st == EL_OK && i < frags.n; i++) {
+        const vocab_fragment *f = &frags.items[i];
+        if (f->id >= 0) {
+            st = el_tokens_push(out, f->id);
+            after_special = true;
+        } else {
+            st = vocab_tokenize_fragment(v, text + f->start, f->len, after_special, out);
+            after_special = false;
         }
-        if (pos > start) {
-            st = vocab_tokenize_fragment(v, text + start, pos - start, after_special, out);
-            if (st != EL_OK) return st;
-        }
-        if ((st = el_tokens_push(out, id)) != EL_OK) return st;
-        after_special = true;
-        pos += v->tokens[id].len;
-        start = pos;
     }
-    if (len > start) {
-        st = vocab_tokenize_fragment(v, text + start, len - start, after_special, out);
-        if (st != EL_OK) return st;
-    }
+    free(frags.items);
+    if (st != EL_OK) return st;
     if (add_special && v->add_eos && last >= 0 && (st = el_tokens_push(out, last)) != EL_OK) {
         return st;
     }

@@ -71,7 +71,8 @@ typedef struct el_vocab {
      * hold real spaces */
     bool escape_spaces;
 
-    /* special (control and user-defined) tokens, longest first, for splitting input text */
+    /* special tokens (control, user-defined and unknown types, and the special ids), longest
+     * first, for splitting input text */
     int32_t *special_ids;
     int32_t n_special;
 
