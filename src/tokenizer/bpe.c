@@ -3,7 +3,11 @@
  * Text is split into words by the pre-tokenizer of tokenizer.ggml.pre. Every byte of a word
  * becomes one visible character (GPT-2's bytes_to_unicode), each character a symbol, and the
  * adjacent pair with the lowest merge rank (leftmost among equals) is merged until no pair has
- * a rank. Each final symbol is a token of the vocabulary. */
+ * a rank. Each final symbol is a token of the vocabulary.
+ *
+ * Invalid UTF-8 is tokenized byte for byte (the pre-tokenizer classes an invalid byte as U+FFFD
+ * but keeps the byte), so decoding gives the input back. llama.cpp instead puts the three bytes
+ * of U+FFFD in its place; valid text gets the same tokens either way. */
 #include <stdlib.h>
 #include <string.h>
 
