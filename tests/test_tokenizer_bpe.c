@@ -110,6 +110,28 @@ static int test_split_deepseek(void) {
     /* deepseek-coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [CJK]+, \p{N} */
     SPLIT("deepseek-coder", "foo(1)", "foo", "(", "1", ")");
     SPLIT("deepseek-coder", "a  b", "a", " ", " b");
+    /* deepseek-v3: \p{N}{1,3}, [kanji kana]+, then [ascii punct][A-Za-z]+|
+     * [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+    SPLIT("deepseek-v3", "Hello, 世界12345", "Hello", ",", " ", "世界", "123", "45");
+    /* the space takes the period first (leftmost match), so ".NET" does not form */
+    SPLIT("deepseek-v3", "use .NET now", "use", " .", "NET", " now");
+    SPLIT("deepseek-v3", "x = 1;\n\n", "x", " =", " ", "1", ";\n\n");
+    return TEST_PASS;
+}
+
+/* gpt-4o (o200k): [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,3}|
+ *  ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+  with U = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}],
+ * W = [\p{Ll}\p{Lm}\p{Lo}\p{M}], C the contractions; tekken: no C, \p{N} alone. */
+static int test_split_gpt4o_tekken(void) {
+    /* U* takes HELLO, W+ world; the space leads " isn", which takes the contraction */
+    SPLIT("gpt-4o", "HELLOworld isn't", "HELLOworld", " isn't");
+    SPLIT("gpt-4o", "helloWorld", "hello", "World"); /* W+ stops at an uppercase letter */
+    SPLIT("gpt-4o", "HELLO", "HELLO");               /* no W: the second alternative, U+ */
+    SPLIT("gpt-4o", "привЕТ", "прив", "ЕТ");         /* Cyrillic case counts as well */
+    /* "/" leads "b"; LF may not lead, so it is \s*[\r\n]+ */
+    SPLIT("gpt-4o", "a/b\n/c", "a", "/b", "\n", "/c");
+    SPLIT("gpt-4o", "1234567", "123", "456", "7");
+    SPLIT("tekken", "I'm 12", "I", "'m", " ", "1", "2"); /* "'" leads "m" */
     return TEST_PASS;
 }
 
@@ -123,8 +145,9 @@ static int test_unknown_pre(void) {
 /* Every pre-tokenizer on random bytes and on long runs: the words must tile the input, and the
  * long runs must not take quadratic time. */
 static int test_split_any_bytes(void) {
-    static const char *const pres[] = {"default", "gpt-2", "llama3", "qwen2", "starcoder",
-                                       "falcon", "deepseek-llm", "deepseek-coder"};
+    static const char *const pres[] = {"default",      "gpt-2",          "llama3", "qwen2",
+                                       "starcoder",    "falcon",         "gpt-4o", "tekken",
+                                       "deepseek-llm", "deepseek-coder", "deepseek-v3"};
     enum { LEN = 200000 };
     char *buf = malloc(LEN);
     CHECK(buf != NULL);
@@ -508,6 +531,7 @@ int main(void) {
     run_test("split_llama3_qwen2", test_split_llama3_qwen2);
     run_test("split_falcon_default_starcoder", test_split_falcon_default_starcoder);
     run_test("split_deepseek", test_split_deepseek);
+    run_test("split_gpt4o_tekken", test_split_gpt4o_tekken);
     run_test("unknown_pre", test_unknown_pre);
     run_test("split_any_bytes", test_split_any_bytes);
     run_test("vectors_gpt2", test_vectors_gpt2);

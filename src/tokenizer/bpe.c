@@ -3,7 +3,11 @@
  * Text is split into words by the pre-tokenizer of tokenizer.ggml.pre. Every byte of a word
  * becomes one visible character (GPT-2's bytes_to_unicode), each character a symbol, and the
  * adjacent pair with the lowest merge rank (leftmost among equals) is merged until no pair has
- * a rank. Each final symbol is a token of the vocabulary. */
+ * a rank. Each final symbol is a token of the vocabulary.
+ *
+ * Invalid UTF-8 is tokenized byte for byte (the pre-tokenizer classes an invalid byte as U+FFFD
+ * but keeps the byte), so decoding gives the input back. llama.cpp instead puts the three bytes
+ * of U+FFFD in its place; valid text gets the same tokens either way. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +116,7 @@ typedef struct bpe_work {
     char *enc;           /* the word's bytes as characters: at most 2 bytes each */
     bpe_symbol *sym;
     bpe_pair *heap;      /* a binary min-heap by (rank, left) */
-    size_t heap_n, heap_cap;
+    size_t heap_n;
     char *key;           /* "left right" for rank lookups */
 } bpe_work;
 
@@ -213,8 +217,7 @@ static el_status bpe_work_alloc(bpe_work *w, size_t max_word) {
     }
     w->enc = malloc(2 * max_word);
     w->sym = malloc(max_word * sizeof *w->sym);
-    w->heap_cap = 3 * max_word;
-    w->heap = malloc(w->heap_cap * sizeof *w->heap);
+    w->heap = malloc(3 * max_word * sizeof *w->heap); /* see bpe_try_pair */
     w->key = malloc(2 * max_word + 1);
     if (!w->enc || !w->sym || !w->heap || !w->key) {
         bpe_work_free(w);

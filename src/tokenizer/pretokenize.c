@@ -5,7 +5,13 @@
  * match the regex would find there (leftmost alternative first, greedy, with backtracking where
  * it matters), or 0. A stage runs a matcher over one piece of text like a regex iterator does:
  * each match becomes a piece, and so does the unmatched text between matches. Matching never
- * looks past the end of the piece (a lookahead there sees the end of the input). */
+ * looks past the end of the piece (a lookahead there sees the end of the input).
+ *
+ * Where llama.cpp only approximates a regex (it runs std::regex over text whose code points
+ * were collapsed to one byte per category), we follow the regex, as the model's own tokenizer
+ * does: the cased letter classes of gpt-4o and tekken, and the non-ASCII spaces that fall in
+ * the deepseek literal ranges. Each matcher was checked against Python's `regex` module on
+ * random text mixing the classes involved. */
 #include "tokenizer/pretokenize.h"
 
 #include <stdint.h>
@@ -18,7 +24,7 @@
 /* The text as code points: cp[i] starts at byte off[i] and has the EL_UC_* bits cls[i]. */
 typedef struct cptext {
     uint32_t *cp;
-    uint8_t *cls;
+    uint16_t *cls;
     size_t *off; /* n + 1 entries */
     size_t n;
 } cptext;
@@ -153,6 +159,87 @@ static size_t match_llama3(const cptext *t, size_t pos, size_t end, size_t *skip
 
 static size_t match_qwen2(const cptext *t, size_t pos, size_t end, size_t *skip) {
     return match_llama3_like(t, pos, end, 1);
+}
+
+/* [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}]: letters that may start a word
+ * (all but lowercase) and that may continue one (all but upper- and titlecase). */
+static bool is_upper_ish(const cptext *t, size_t i) {
+    return ((t->cls[i] & EL_UC_LETTER) && !(t->cls[i] & EL_UC_LOWER)) || (t->cls[i] & EL_UC_MARK);
+}
+
+static bool is_lower_ish(const cptext *t, size_t i) {
+    return ((t->cls[i] & EL_UC_LETTER) && !(t->cls[i] & EL_UC_UPPER)) || (t->cls[i] & EL_UC_MARK);
+}
+
+/* [^\r\n\p{L}\p{N}] */
+static bool is_word_lead(const cptext *t, size_t i) {
+    return !is_crlf(t, i) && !(t->cls[i] & (EL_UC_LETTER | EL_UC_NUMBER));
+}
+
+/* U*W+ at pos (U, W: is_upper_ish, is_lower_ish), as a backtracking regex finds it: U* takes its
+ * longest run, then gives back code points until one of them can start W+, which is greedy.
+ * Returns the end, or 0 if there is no match. */
+static size_t upper_star_lower_plus(const cptext *t, size_t pos, size_t end) {
+    size_t u = run(t, pos, end, is_upper_ish);
+    if (pos + u < end && is_lower_ish(t, pos + u)) {
+        return pos + u + run(t, pos + u, end, is_lower_ish);
+    }
+    /* the code point after the U run is no W, so W+ is the last W inside the run alone */
+    for (size_t k = u; k > 0; k--) {
+        if (is_lower_ish(t, pos + k - 1)) return pos + k;
+    }
+    return 0;
+}
+
+/* U+W* at pos; the W run can only add lowercase letters, as U took everything else. */
+static size_t upper_plus_lower_star(const cptext *t, size_t pos, size_t end) {
+    size_t u = run(t, pos, end, is_upper_ish);
+    return u ? pos + u + run(t, pos + u, end, is_lower_ish) : 0;
+}
+
+/* gpt-4o (o200k; contractions and digits in threes) and tekken (neither, single digits):
+ * [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|...|'d)?|
+ * [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|...|'d)?|
+ * \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * This follows the regex, casing of non-ASCII letters included; llama.cpp approximates the
+ * cased classes by [^a-z] and [^A-Z] and so splits e.g. "привЕТ" differently. */
+static size_t match_o200k_like(const cptext *t, size_t pos, size_t end, bool contractions,
+                               size_t max_digits) {
+    /* the optional leading code point is tried first taken, then left out; only then the
+     * second alternative, the same way */
+    bool lead = is_word_lead(t, pos) && pos + 1 < end;
+    size_t e = lead ? upper_star_lower_plus(t, pos + 1, end) : 0;
+    if (!e) e = upper_star_lower_plus(t, pos, end);
+    if (!e && lead) e = upper_plus_lower_star(t, pos + 1, end);
+    if (!e) e = upper_plus_lower_star(t, pos, end);
+    if (e) {
+        return e - pos + (contractions && e < end ? contraction(t, e, end, true) : 0);
+    }
+    if (is_number(t, pos)) {
+        return run_max(t, pos, end, is_number, max_digits);
+    }
+    size_t p = pos;
+    if (t->cp[pos] == ' ' && pos + 1 < end && is_other(t, pos + 1)) {
+        p = pos + 1;
+    }
+    if (is_other(t, p)) {
+        p += run(t, p, end, is_other);
+        while (p < end && (is_crlf(t, p) || t->cp[p] == '/')) p++;
+        return p - pos;
+    }
+    size_t w = run(t, pos, end, is_space);
+    for (size_t k = w; k > 0; k--) {
+        if (is_crlf(t, pos + k - 1)) return k;
+    }
+    return space_tail(pos, w, end);
+}
+
+static size_t match_gpt4o(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return match_o200k_like(t, pos, end, true, 3);
+}
+
+static size_t match_tekken(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return match_o200k_like(t, pos, end, false, 1);
 }
 
 /* [\p{P}\$\+<=>\^~\|]+ (default) and [\p{P}\$\+<=>\^~\|`]+ (falcon) */
@@ -301,6 +388,61 @@ static size_t match_deepseek_cjk(const cptext *t, size_t pos, size_t end, size_t
     return run(t, pos, end, is_deepseek_cjk);
 }
 
+/* deepseek-v3: \p{N}{1,3}, then [一-龥぀-ゟ゠-ヿ]+ (U+4E00-9FA5, U+3040-30FF), then
+ * [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *  ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t match_numbers3(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return run_max(t, pos, end, is_number, 3);
+}
+
+static bool is_kanji_kana(const cptext *t, size_t i) {
+    return (t->cp[i] >= 0x4E00 && t->cp[i] <= 0x9FA5) || (t->cp[i] >= 0x3040 && t->cp[i] <= 0x30FF);
+}
+
+static size_t match_kanji_kana(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    return run(t, pos, end, is_kanji_kana);
+}
+
+static bool is_ascii_letter(const cptext *t, size_t i) {
+    return (t->cp[i] >= 'a' && t->cp[i] <= 'z') || (t->cp[i] >= 'A' && t->cp[i] <= 'Z');
+}
+
+static bool is_punct_symbol(const cptext *t, size_t i) {
+    return t->cls[i] & (EL_UC_PUNCT | EL_UC_SYMBOL);
+}
+
+static bool is_letter_mark(const cptext *t, size_t i) {
+    return t->cls[i] & (EL_UC_LETTER | EL_UC_MARK);
+}
+
+static size_t match_deepseek_v3(const cptext *t, size_t pos, size_t end, size_t *skip) {
+    uint32_t c = t->cp[pos];
+    bool ascii_ps = c > 0x20 && c < 0x7F && !is_ascii_letter(t, pos) && !(c >= '0' && c <= '9');
+    if (ascii_ps && pos + 1 < end && is_ascii_letter(t, pos + 1)) {
+        return 1 + run(t, pos + 1, end, is_ascii_letter);
+    }
+    bool lead = !is_crlf(t, pos) && !(t->cls[pos] & (EL_UC_LETTER | EL_UC_PUNCT | EL_UC_SYMBOL));
+    if (lead && pos + 1 < end && is_letter_mark(t, pos + 1)) {
+        return 1 + run(t, pos + 1, end, is_letter_mark);
+    }
+    if (is_letter_mark(t, pos)) {
+        return run(t, pos, end, is_letter_mark);
+    }
+    size_t p = pos;
+    if (c == ' ' && pos + 1 < end && is_punct_symbol(t, pos + 1)) {
+        p = pos + 1;
+    }
+    if (is_punct_symbol(t, p)) {
+        p += run(t, p, end, is_punct_symbol);
+        return p + run(t, p, end, is_crlf) - pos;
+    }
+    size_t w = run(t, pos, end, is_space);
+    for (size_t k = w; k > 0; k--) {
+        if (is_crlf(t, pos + k - 1)) return k;
+    }
+    return space_tail(pos, w, end); /* 0 when pos is no space: nothing matches there */
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define MAX_STAGES 6
@@ -324,6 +466,9 @@ static const char *const names_starcoder[] = {"starcoder", "refact", "command-r"
 static const char *const names_falcon[] = {"falcon", NULL};
 static const char *const names_deepseek_llm[] = {"deepseek-llm", NULL};
 static const char *const names_deepseek_coder[] = {"deepseek-coder", NULL};
+static const char *const names_gpt4o[] = {"gpt-4o", "llama4", "minimax-m2", NULL};
+static const char *const names_tekken[] = {"tekken", NULL};
+static const char *const names_deepseek_v3[] = {"deepseek-v3", NULL};
 
 static const el_pretok pretoks[] = {
     {names_default, {match_punct_default, match_gpt2, match_numbers, match_ascii_digits3}, false},
@@ -340,6 +485,9 @@ static const el_pretok pretoks[] = {
     {names_deepseek_coder,
      {match_crlf, match_space_letters, match_space_punct, match_deepseek_cjk, match_number},
      false},
+    {names_gpt4o, {match_gpt4o}, false},
+    {names_tekken, {match_tekken}, true},
+    {names_deepseek_v3, {match_numbers3, match_kanji_kana, match_deepseek_v3}, false},
 };
 
 el_status el_pretok_find(const char *name, const el_pretok **out) {
@@ -394,7 +542,7 @@ el_status el_pretok_split(const el_pretok *p, const char *text, size_t len, el_w
     }
     cptext t = {
         .cp = malloc(len * sizeof *t.cp),
-        .cls = malloc(len),
+        .cls = malloc(len * sizeof *t.cls),
         .off = malloc((len + 1) * sizeof *t.off),
     };
     bool *cut = calloc(len + 1, sizeof *cut);
@@ -407,7 +555,7 @@ el_status el_pretok_split(const el_pretok *p, const char *text, size_t len, el_w
         uint32_t cp;
         size_t k = el_utf8_decode(text + i, len - i, &cp);
         t.cp[t.n] = cp;
-        t.cls[t.n] = (uint8_t)el_unicode_class(cp);
+        t.cls[t.n] = (uint16_t)el_unicode_class(cp);
         t.off[t.n++] = i;
         i += k;
     }
