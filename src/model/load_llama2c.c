@@ -1,75 +1,39 @@
 /* load_llama2c.c - a model from a legacy llama2.c checkpoint (.bin, "version 0").
  *
- * Layout (all little-endian): seven int32 {dim, hidden_dim, n_layers, n_heads, n_kv_heads,
- * vocab_size, seq_len}, then float32 arrays token_embedding[vocab][dim], rms_att[L][dim],
- * wq[L][dim][dim], wk[L][kv_dim][dim], wv[L][kv_dim][dim], wo[L][dim][dim], rms_ffn[L][dim],
- * w1[L][hidden][dim], w2[L][dim][hidden], w3[L][hidden][dim], rms_final[dim], the unused
- * freq_cis_real/imag[seq_len][head_size/2], and wcls[vocab][dim] only if vocab_size < 0 (a negative
- * vocab_size means "not shared with the embedding"). Every matrix is stored output-row-major,
- * which is exactly an F32 el_weight, so the views point straight into the mapping. */
+ * formats/llama2c.h reads and validates the file; here its float32 arrays become F32 weight
+ * views (every matrix is stored output-row-major, which is exactly an el_weight) and its header
+ * becomes hyper-parameters: llama, NORM rope over whole heads, base 10000, eps 1e-5 (what run.c
+ * hard-codes). The vocabulary comes from a separate tokenizer.bin, if given. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/error.h"
 #include "model/model.h"
 
-enum { LLAMA2C_HEADER_BYTES = 7 * 4 };
-
-static int32_t read_i32(const uint8_t *p) {
-    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24);
-}
-
-/* Carves `n` floats off the mapping at *cur. */
-static const float *take(const float **cur, size_t n) {
-    const float *p = *cur;
-    *cur += n;
-    return p;
-}
-
-/* Carves an F32 weight of n_out rows of n_in off the mapping. */
-static el_weight take_weight(const float **cur, int64_t n_in, int64_t n_out) {
-    return el_weight_view(EL_TYPE_F32, take(cur, (size_t)(n_in * n_out)), n_in, n_out);
+/* Layer l of a stacked (n_layers, rows, cols) array as a weight view. */
+static el_weight layer_weight(const float *stack, int l, int64_t rows, int64_t cols) {
+    return el_weight_view(EL_TYPE_F32, stack + (size_t)l * rows * cols, cols, rows);
 }
 
 el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vocab_only) {
-    el_status st = el_map_file(m->path, &m->map);
+    el_status st = llama2c_open(m->path, &m->l2c);
+    if (st == EL_ERR_FORMAT) /* the one guess left for a file without the GGUF magic */
+        el_error_prefix("not a GGUF file, nor a llama2.c checkpoint");
     if (st)
         return st;
-    if (m->map.size < LLAMA2C_HEADER_BYTES)
-        return el_error(EL_ERR_FORMAT, "%s: neither GGUF nor a llama2.c checkpoint (too short)",
-                        m->path);
-    int32_t h[7];
-    for (int i = 0; i < 7; i++)
-        h[i] = read_i32(m->map.data + 4 * i);
-    bool shared = h[5] > 0;
+    const llama2c_config *c = &m->l2c->cfg;
+    const llama2c_weights *w = &m->l2c->w;
     el_hparams *hp = &m->hp;
     *hp = (el_hparams){
-        .n_embd = h[0], .n_ff = h[1], .n_layer = h[2], .n_head = h[3], .n_head_kv = h[4],
-        .n_vocab = shared ? h[5] : -h[5], .n_ctx_train = h[6],
-        .rms_eps = 1e-5f, .rope_freq_base = 10000.0f, .rope_freq_scale = 1.0f,
-        .rope_style = EL_ROPE_NORM,
+        .n_vocab = c->vocab_size, .n_embd = c->dim, .n_layer = c->n_layers,
+        .n_head = c->n_heads, .n_head_kv = c->n_kv_heads, .n_ff = c->hidden_dim,
+        .n_ctx_train = c->seq_len, .head_dim_k = c->head_size, .head_dim_v = c->head_size,
+        .n_rot = c->head_size, .rms_eps = 1e-5f, .rope_freq_base = 10000.0f,
+        .rope_freq_scale = 1.0f, .rope_style = EL_ROPE_NORM,
     };
-    if (hp->n_head > 0 && hp->n_embd > 0 && hp->n_embd % hp->n_head == 0)
-        hp->head_dim_k = hp->head_dim_v = hp->n_rot = hp->n_embd / hp->n_head;
     snprintf(m->arch, sizeof m->arch, "llama");
-    if ((st = el_hparams_validate(hp, m->path)) != EL_OK) {
-        el_error_prefix("not GGUF, and not a valid llama2.c checkpoint");
+    if ((st = el_hparams_validate(hp, m->path)))
         return st;
-    }
-
-    uint64_t dim = (uint64_t)hp->n_embd, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim_k;
-    uint64_t L = (uint64_t)hp->n_layer, ff = (uint64_t)hp->n_ff, V = (uint64_t)hp->n_vocab;
-    uint64_t n_floats = V * dim + L * dim + L * dim * dim * 2 + L * kv_dim * dim * 2 + L * dim +
-                        L * ff * dim * 3 + dim + (uint64_t)hp->n_ctx_train * hp->head_dim_k +
-                        (shared ? 0 : V * dim);
-    /* (the bounds of el_hparams_validate keep n_floats far from overflowing) */
-    if (n_floats > (m->map.size - LLAMA2C_HEADER_BYTES) / 4)
-        return el_error(EL_ERR_FORMAT,
-                        "%s: llama2.c checkpoint is truncated (%zu bytes, the header needs %llu)",
-                        m->path, m->map.size,
-                        (unsigned long long)(LLAMA2C_HEADER_BYTES + 4 * n_floats));
     if (tokenizer_path && (st = el_vocab_load_llama2c(tokenizer_path, hp->n_vocab, &m->vocab)))
         return st;
     if (vocab_only) {
@@ -78,33 +42,26 @@ el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vo
         return EL_OK;
     }
 
-    m->layers = calloc(L, sizeof *m->layers);
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
-    const float *cur = (const float *)(m->map.data + LLAMA2C_HEADER_BYTES);
-    m->tok_embd = take_weight(&cur, hp->n_embd, hp->n_vocab);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].attn_norm = take(&cur, dim);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wq = take_weight(&cur, hp->n_embd, hp->n_embd);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wk = take_weight(&cur, hp->n_embd, kv_dim);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wv = take_weight(&cur, hp->n_embd, kv_dim);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].wo = take_weight(&cur, hp->n_embd, hp->n_embd);
-    for (uint64_t l = 0; l < L; l++)
-        m->layers[l].ffn_norm = take(&cur, dim);
-    for (uint64_t l = 0; l < L; l++) /* w1: the gate */
-        m->layers[l].w_gate = take_weight(&cur, hp->n_embd, hp->n_ff);
-    for (uint64_t l = 0; l < L; l++) /* w2: down */
-        m->layers[l].w_down = take_weight(&cur, hp->n_ff, hp->n_embd);
-    for (uint64_t l = 0; l < L; l++) /* w3: up */
-        m->layers[l].w_up = take_weight(&cur, hp->n_embd, hp->n_ff);
-    m->output_norm = take(&cur, dim);
-    take(&cur, (uint64_t)hp->n_ctx_train * hp->head_dim_k); /* freq_cis_real and _imag */
-    m->output = shared ? m->tok_embd : take_weight(&cur, hp->n_embd, hp->n_vocab);
-    m->n_params = (int64_t)(n_floats - (uint64_t)hp->n_ctx_train * hp->head_dim_k);
+    int64_t dim = c->dim, kv = c->kv_dim, ff = c->hidden_dim;
+    m->tok_embd = el_weight_view(EL_TYPE_F32, w->token_embedding, dim, hp->n_vocab);
+    m->output = el_weight_view(EL_TYPE_F32, w->wcls, dim, hp->n_vocab);
+    m->output_norm = w->rms_final;
+    for (int l = 0; l < hp->n_layer; l++) {
+        el_layer *L = &m->layers[l];
+        L->attn_norm = w->rms_att + (size_t)l * dim;
+        L->ffn_norm = w->rms_ffn + (size_t)l * dim;
+        L->wq = layer_weight(w->wq, l, dim, dim);
+        L->wk = layer_weight(w->wk, l, kv, dim);
+        L->wv = layer_weight(w->wv, l, kv, dim);
+        L->wo = layer_weight(w->wo, l, dim, dim);
+        L->w_gate = layer_weight(w->w1, l, ff, dim);
+        L->w_down = layer_weight(w->w2, l, dim, ff);
+        L->w_up = layer_weight(w->w3, l, ff, dim);
+    }
+    m->n_params = m->l2c->n_params;
     m->weight_bytes = 4 * (uint64_t)m->n_params;
     m->has_weights = true;
     return EL_OK;

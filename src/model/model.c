@@ -71,7 +71,8 @@ void el_model_free(el_model *m) {
     el_vocab_free(m->vocab);
     if (m->gguf)
         gguf_close(m->gguf);
-    el_unmap_file(&m->map);
+    if (m->l2c)
+        llama2c_close(m->l2c);
     free(m->layers);
     free(m->vectors);
     free(m->name);

@@ -9,9 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/mapfile.h"
 #include "edgelora.h"
 #include "formats/gguf.h"
+#include "formats/llama2c.h"
 #include "kernels/matmul.h"
 #include "tokenizer/vocab.h"
 
@@ -70,7 +70,7 @@ struct el_model {
     bool has_weights;
 
     gguf_file *gguf;     /* GGUF models: owns the mapping */
-    el_mapped_file map;  /* llama2.c models: the mapping */
+    llama2c_file *l2c;   /* llama2.c models: owns the mapping */
 
     el_weight tok_embd;  /* n_vocab rows of n_embd (possibly quantized: rows dequantized on use) */
     el_weight output;    /* n_embd -> n_vocab (a copy of tok_embd's view when tied) */
