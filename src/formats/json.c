@@ -486,6 +486,12 @@ bool el_json_bool(const el_json_value *v, bool *out) {
 
 /* ---------------------------------------------------------------- writing */
 
+bool el_json_valid_utf8(const char *s, size_t len) {
+    for (size_t i = 0, k; i < len; i += k)
+        if ((k = utf8_seq_len((const uint8_t *)s + i, len - i)) == 0) return false;
+    return true;
+}
+
 el_status el_json_write_string(FILE *f, const char *s, size_t len) {
     const uint8_t *u = (const uint8_t *)s;
     putc('"', f);

@@ -80,4 +80,7 @@ bool el_json_bool(const el_json_value *v, bool *out);
  * EL_ERR_IO if the stream reports an error. */
 el_status el_json_write_string(FILE *f, const char *s, size_t len);
 
+/* true if s[0..len) is valid UTF-8 (what a JSON string may hold once unescaped). */
+bool el_json_valid_utf8(const char *s, size_t len);
+
 #endif
