@@ -28,7 +28,7 @@
 #include "edgelora.h"
 #include "formats/json.h"
 
-#define EL_ST_MAX_HEADER (100u << 20) /* bytes of header JSON, the reference's limit */
+#define EL_ST_MAX_HEADER 100000000u /* bytes of header JSON: the reference implementation's limit */
 #define EL_ST_MAX_DIMS 8
 
 /* Element types. Ids are ours (safetensors names dtypes by string); append only. */
