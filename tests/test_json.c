@@ -237,7 +237,8 @@ static int write_to_string(const char *s, size_t len, char *out, size_t cap) {
 
 static int test_write_string(void) {
     char out[256];
-    const char in[] = "a\"b\\c/\n\r\t\b\f\x01\x1f\x7f \xC3\xA9 \xF0\x9F\x98\x80 \xFF\xC3 \xED\xA0\x80";
+    const char in[] = "a\"b\\c/\n\r\t\b\f\x01\x1f\x7f \xC3\xA9 \xF0\x9F\x98\x80 "
+                      "\xFF\xC3 \xED\xA0\x80";
     CHECK(write_to_string(in, sizeof in - 1, out, sizeof out) > 0);
     const char *want = "\"a\\\"b\\\\c/\\n\\r\\t\\b\\f\\u0001\\u001f\x7f \xC3\xA9 \xF0\x9F\x98\x80 "
                        "\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\"";

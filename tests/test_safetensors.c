@@ -43,9 +43,10 @@ static const char *make_file(const char *name, uint64_t header_len, const char *
 /* The example file of the reference implementation's documentation (safetensors/src/tensor.rs,
  * SafeTensors::deserialize): a 2x2 I32 tensor "test" of zeros. */
 static int test_reference_example(void) {
-    static const char bytes[] = "<\x00\x00\x00\x00\x00\x00\x00"
-                                "{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}"
-                                "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+    static const char bytes[] =
+        "<\x00\x00\x00\x00\x00\x00\x00"
+        "{\"test\":{\"dtype\":\"I32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}"
+        "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
     el_st_file *f;
     CHECK(el_st_open_memory(bytes, sizeof bytes - 1, "example", &f) == EL_OK);
     CHECK(f->n_tensors == 1 && f->metadata == NULL);
