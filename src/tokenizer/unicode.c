@@ -116,8 +116,11 @@ bool el_unicode_is_space(uint32_t cp) {
 
 unsigned el_unicode_class(uint32_t cp) {
     static const unsigned category_class[EL_UGC_COUNT] = {
-        [EL_UGC_CN] = EL_UC_OTHER,     [EL_UGC_LU] = EL_UC_LETTER,    [EL_UGC_LL] = EL_UC_LETTER,
-        [EL_UGC_LT] = EL_UC_LETTER,    [EL_UGC_LM] = EL_UC_LETTER,    [EL_UGC_LO] = EL_UC_LETTER,
+        [EL_UGC_CN] = EL_UC_OTHER,
+        [EL_UGC_LU] = EL_UC_LETTER | EL_UC_UPPER,
+        [EL_UGC_LL] = EL_UC_LETTER | EL_UC_LOWER,
+        [EL_UGC_LT] = EL_UC_LETTER | EL_UC_UPPER,
+        [EL_UGC_LM] = EL_UC_LETTER,    [EL_UGC_LO] = EL_UC_LETTER,
         [EL_UGC_MN] = EL_UC_MARK,      [EL_UGC_MC] = EL_UC_MARK,      [EL_UGC_ME] = EL_UC_MARK,
         [EL_UGC_ND] = EL_UC_NUMBER,    [EL_UGC_NL] = EL_UC_NUMBER,    [EL_UGC_NO] = EL_UC_NUMBER,
         [EL_UGC_PC] = EL_UC_PUNCT,     [EL_UGC_PD] = EL_UC_PUNCT,     [EL_UGC_PS] = EL_UC_PUNCT,

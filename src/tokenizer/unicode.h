@@ -46,7 +46,8 @@ typedef enum el_ugc {
 } el_ugc;
 
 /* Class bits, as regex classes see them: \p{L}, \p{N}, \p{P}, \p{S}, \p{M}, \p{Z}, \p{C} (which
- * includes unassigned code points), and \s (the White_Space property). */
+ * includes unassigned code points), \s (the White_Space property), and among letters the cased
+ * ones: [\p{Lu}\p{Lt}] and \p{Ll}. */
 enum {
     EL_UC_LETTER = 1u << 0,
     EL_UC_NUMBER = 1u << 1,
@@ -56,11 +57,14 @@ enum {
     EL_UC_SEPARATOR = 1u << 5,
     EL_UC_OTHER = 1u << 6,
     EL_UC_SPACE = 1u << 7,
+    EL_UC_UPPER = 1u << 8, /* Lu, Lt */
+    EL_UC_LOWER = 1u << 9, /* Ll */
 };
 
 /* General category of cp (EL_UGC_CN above U+10FFFF). */
 el_ugc el_unicode_category(uint32_t cp);
-/* The EL_UC_* bits of cp: exactly one of the category bits, plus EL_UC_SPACE for White_Space. */
+/* The EL_UC_* bits of cp: exactly one of the category bits, plus EL_UC_SPACE for White_Space and
+ * EL_UC_UPPER or EL_UC_LOWER for cased letters. */
 unsigned el_unicode_class(uint32_t cp);
 bool el_unicode_is_space(uint32_t cp);
 /* Simple lowercase mapping (the first code point of the full mapping); cp if none. */
