@@ -13,6 +13,12 @@ PREFIX  ?= /usr/local
 LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
                       src/model/*.c src/runtime/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# the tools library: training and compression, which may use OpenBLAS/LAPACKE
+TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
+TOOLS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
+LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -21,7 +27,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 
 .PHONY: all test asan check fuzz install clean bench
 .SECONDARY:
-all: $(BUILD)/libedgelora.a $(BUILD)/edgelora $(TEST_BIN)
+all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -36,11 +42,17 @@ $(BUILD)/libedgelora.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/edgelora: $(CLI_OBJ) $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+$(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
@@ -63,7 +75,7 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(BUILD)/libedgelora.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' edgelora.pc.in \
@@ -72,4 +84,4 @@ install: all
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
