@@ -15,6 +15,8 @@ static const struct {
     {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},
     {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
+    {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
+    {"bench", cmd_bench, "measure load, prompt and generation speed against memory bandwidth"},
 };
 
 static void usage(FILE *out) {

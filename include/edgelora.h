@@ -228,11 +228,70 @@ el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
 
 /* ------------------------------------------------ measurement and benchmarks */
 
+/* The memory read bandwidth, in GB/s (1e9 bytes per second), of n_threads threads (<= 0: all
+ * cores) reading a buffer of `bytes` together: each thread sums the 64-bit words of its share.
+ * The buffer is swept repeatedly (a small one many times per timing, so that caches are measured,
+ * not the timer) and the best of several timings is returned. The sum is checked, so the reads
+ * cannot be optimized away. Takes a few tenths of a second. */
+el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s);
+
+/* The peak resident set size of this process so far, in bytes (0 if the system cannot say). */
+uint64_t el_peak_rss_bytes(void);
+
+/* What one decode step costs in memory traffic. */
+typedef struct el_decode_cost {
+    uint64_t weight_bytes_per_token; /* every layer weight + the output head: each is read whole
+                                      * for one token (the embedding table is only row-gathered,
+                                      * so it is not counted unless it is also the output head) */
+    const char *weight_type;         /* the type holding most of those bytes ("q4_0"), or
+                                      * "mixed" if no type holds more than half */
+} el_decode_cost;
+
+el_status el_model_decode_cost(const el_model *model, el_decode_cost *out);
+
 /* ===================================================================== tools
  * The functions below live in libedgelora-tools (training and compression; it links OpenBLAS
  * and LAPACKE). The inference library libedgelora does not contain them. */
 
 /* ------------------------------------------------------------ quantization */
+
+/* What el_quantize did with one tensor (passed to the progress callback). */
+typedef struct el_quantize_tensor {
+    const char *name;
+    int32_t index, n_tensors;     /* this is tensor index (0-based) of n_tensors */
+    const char *from_type;        /* as stored in the input ("f32") */
+    const char *to_type;          /* as written ("q4_0"); differs from the requested type when
+                                   * the row length does not fit its blocks (see docs) */
+    bool quantized;               /* false: copied unchanged (1-D tensors, norms, biases) */
+    bool fallback;                /* quantized to a fallback type, not the requested one */
+    int64_t n_elements;
+    double rel_rms_error;         /* ||W - deq(Q(W))|| / ||W||, measured by dequantizing what is
+                                   * written; 0 for copied tensors */
+    uint64_t bytes_in, bytes_out; /* of this tensor */
+    uint64_t bytes_done, bytes_total; /* input bytes processed so far, of all tensors */
+} el_quantize_tensor;
+
+/* Returns false to stop: el_quantize then returns EL_ERR_IO ("cancelled") and writes nothing. */
+typedef bool (*el_quantize_progress_fn)(void *user, const el_quantize_tensor *t);
+
+typedef struct el_quantize_params {
+    const char *type;                 /* "q4_0", "q8_0", "q4_k", "q6_k", "f16", "bf16", ... */
+    int32_t n_threads;                /* 0: all cores */
+    el_quantize_progress_fn progress; /* called after each tensor, from the calling thread
+                                       * (may be NULL) */
+    void *user;
+} el_quantize_params;
+
+el_quantize_params el_quantize_default_params(void);
+
+/* Writes in_path (a GGUF model) to out_path with every 2-D weight in the requested type; 1-D
+ * tensors (norms, biases) are copied. Metadata is copied, general.file_type updated. The output
+ * is written to a temporary file and renamed: on any failure no output file exists. */
+el_status el_quantize(const char *in_path, const char *out_path, const el_quantize_params *params);
+
+/* Whether a type name is one el_quantize writes (EL_ERR_INVALID_ARG with the list of names if
+ * not), and whether llama.cpp can read it (false for edgelora's own types). */
+el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
 
 /* ---------------------------------------------------------------- training */
 

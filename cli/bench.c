@@ -1,0 +1,291 @@
+/* bench.c - `edgelora bench`: load time, prompt and generation speed, time to first token and
+ * peak memory of a model, and in the same run the memory read bandwidth that bounds generation
+ * (each decoded token reads every layer weight and the output head once). */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-r REPS] [--json]\n"
+    "Measures, REPS times (default 3), with THREADS threads (default: all cores):\n"
+    "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
+    "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512))\n"
+    "  tg     generation: -n single-token decode steps after the prompt\n"
+    "  ttft   time to first token: the prompt plus the first generated token\n"
+    "and once the peak resident memory, then the read bandwidth of THREADS threads over a\n"
+    "buffer as large as the weights one token reads, the decode bound it implies\n"
+    "(bandwidth / those bytes) and the fraction of the bound generation reached.\n"
+    "Prints medians with min and max; --json prints one JSON object instead.\n";
+
+typedef struct stat3 {
+    double med, min, max;
+} stat3;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median, min and max of n values (sorted in place). */
+static stat3 summarize(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return (stat3){med, v[0], v[n - 1]};
+}
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+typedef struct bench_opts {
+    cli_model_opts mo;
+    long n_prompt, n_gen, n_batch, reps;
+    bool json;
+} bench_opts;
+
+typedef struct bench_result {
+    int32_t threads;
+    uint64_t file_bytes, weight_bytes, bytes_per_token, kv_bytes, peak_rss;
+    const char *type;
+    stat3 load_ms, pp, tg, ttft_ms, bw;
+    double bound, fraction;
+} bench_result;
+
+/* Decodes tokens [0, n) of toks at positions p0.. in batches of n_batch; returns the status. */
+static el_status decode_run(el_context *ctx, const int32_t *toks, int32_t n, int32_t p0,
+                            int32_t n_batch, int32_t *pos, int32_t *seq) {
+    for (int32_t done = 0; done < n; done += n_batch) {
+        int32_t rows = n - done < n_batch ? n - done : n_batch;
+        for (int32_t r = 0; r < rows; r++) pos[r] = p0 + done + r;
+        el_batch b = {.n_rows = rows, .token = toks + done, .pos = pos, .seq_id = seq};
+        el_status st = el_decode(ctx, &b);
+        if (st) return st;
+    }
+    return EL_OK;
+}
+
+/* The timed repetitions: prompt, then generation, from an empty cache each time. */
+static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *toks,
+                          bench_result *res) {
+    int32_t p = (int32_t)o->n_prompt, n = (int32_t)o->n_gen, nb = (int32_t)o->n_batch;
+    int reps = (int)o->reps;
+    int32_t *pos = malloc((size_t)nb * sizeof *pos), *seq = calloc((size_t)nb, sizeof *seq);
+    double *pp = malloc((size_t)reps * sizeof *pp), *tg = malloc((size_t)reps * sizeof *tg);
+    double *ttft = malloc((size_t)reps * sizeof *ttft);
+    el_status st = pos && seq && pp && tg && ttft ? EL_OK : EL_ERR_NOMEM;
+    /* warm-up: every weight page mapped and touched, the pool's threads started */
+    if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
+    for (int r = 0; st == EL_OK && r < reps; r++) {
+        el_kv_clear(ctx);
+        double t0 = now_seconds();
+        st = decode_run(ctx, toks, p, 0, nb, pos, seq);
+        double t1 = now_seconds(), first = 0;
+        for (int32_t i = 0; st == EL_OK && i < n; i++) {
+            st = decode_run(ctx, toks + p + i, 1, p + i, 1, pos, seq);
+            if (i == 0) first = now_seconds() - t1;
+        }
+        double t2 = now_seconds();
+        pp[r] = p / (t1 - t0);
+        tg[r] = n / (t2 - t1);
+        ttft[r] = (t1 - t0 + first) * 1e3;
+    }
+    if (st == EL_OK) {
+        res->pp = summarize(pp, reps);
+        res->tg = summarize(tg, reps);
+        res->ttft_ms = summarize(ttft, reps);
+    }
+    free(pos);
+    free(seq);
+    free(pp);
+    free(tg);
+    free(ttft);
+    return st;
+}
+
+/* Loads the model reps times (timing each), keeping the last one loaded in *out. */
+static int load_timed(const bench_opts *o, bench_result *res, el_model **out) {
+    double ms[100];
+    for (int r = 0; r < o->reps; r++) {
+        double t0 = now_seconds();
+        int rc = cli_load_model("bench", &o->mo, false, out);
+        ms[r] = (now_seconds() - t0) * 1e3;
+        if (rc) return rc;
+        if (r + 1 < o->reps) el_model_free(*out);
+    }
+    res->load_ms = summarize(ms, (int)o->reps);
+    return CLI_OK;
+}
+
+static el_status measure_bandwidth(const bench_opts *o, bench_result *res) {
+    double bw[100];
+    for (int r = 0; r < o->reps; r++) {
+        el_status st = el_measure_read_bandwidth((size_t)res->bytes_per_token, res->threads,
+                                                 &bw[r]);
+        if (st) return st;
+    }
+    res->bw = summarize(bw, (int)o->reps);
+    res->bound = res->bw.med * 1e9 / (double)res->bytes_per_token;
+    res->fraction = res->tg.med / res->bound;
+    return EL_OK;
+}
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static void json_stat(const char *name, stat3 s) {
+    printf(", \"%s\": %.6g, \"%s_min\": %.6g, \"%s_max\": %.6g", name, s.med, name, s.min, name,
+           s.max);
+}
+
+static void print_json(const bench_opts *o, const bench_result *r) {
+    printf("{\"model\": ");
+    json_string(o->mo.model);
+    printf(", \"type\": ");
+    json_string(r->type);
+    printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld, \"reps\": %ld",
+           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->reps);
+    printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
+           ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu",
+           (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
+           (unsigned long long)r->bytes_per_token, (unsigned long long)r->kv_bytes,
+           (unsigned long long)r->peak_rss);
+    json_stat("load_ms", r->load_ms);
+    json_stat("pp_tokens_per_s", r->pp);
+    json_stat("tg_tokens_per_s", r->tg);
+    json_stat("ttft_ms", r->ttft_ms);
+    json_stat("bandwidth_gb_s", r->bw);
+    printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g}\n", r->bound,
+           r->fraction);
+}
+
+static void print_table(const bench_opts *o, const bench_result *r) {
+    const double mb = 1e6;
+    printf("model      %s (%s), file %.1f MB, weights read per token %.1f MB\n", o->mo.model,
+           r->type, (double)r->file_bytes / mb, (double)r->bytes_per_token / mb);
+    printf("threads    %d, %ld repetitions: median (min - max)\n", r->threads, o->reps);
+    printf("load       %10.2f ms      (%.2f - %.2f)\n", r->load_ms.med, r->load_ms.min,
+           r->load_ms.max);
+    printf("pp %-6ld  %10.2f tok/s   (%.2f - %.2f)\n", o->n_prompt, r->pp.med, r->pp.min,
+           r->pp.max);
+    printf("tg %-6ld  %10.2f tok/s   (%.2f - %.2f)\n", o->n_gen, r->tg.med, r->tg.min,
+           r->tg.max);
+    printf("ttft       %10.2f ms      (%.2f - %.2f)\n", r->ttft_ms.med, r->ttft_ms.min,
+           r->ttft_ms.max);
+    printf("bandwidth  %10.2f GB/s    (%.2f - %.2f), reading %.1f MB with %d threads\n",
+           r->bw.med, r->bw.min, r->bw.max, (double)r->bytes_per_token / mb, r->threads);
+    printf("bound      %10.2f tok/s   (bandwidth / weights read per token)\n", r->bound);
+    printf("fraction   %10.3f of the bound reached by generation\n", r->fraction);
+    printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB; ratio %.3f)\n",
+           (double)r->peak_rss / mb, (double)r->file_bytes / mb, (double)r->kv_bytes / mb,
+           (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes));
+}
+
+static int parse(int argc, char **argv, bench_opts *o) {
+    *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .n_batch = 0, .reps = 3};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int r = cli_model_opt("bench", &o->mo, argc, argv, &i);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        long *num = NULL, lo = 1, hi = 1 << 20;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) {
+            num = &o->n_prompt;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+            num = &o->n_gen;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            num = &o->n_batch;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
+            num = &o->reps;
+            hi = 100;
+        } else {
+            cli_error("bench", "unknown option '%s'", a);
+            return CLI_USAGE;
+        }
+        if (num && (!(v = cli_value("bench", argc, argv, &i)) || !cli_int("bench", a, v, lo, hi, num)))
+            return CLI_USAGE;
+    }
+    if (!o->mo.model) {
+        cli_error("bench", "no model given (-m MODEL)");
+        return CLI_USAGE;
+    }
+    if (o->mo.ctx) {
+        cli_error("bench", "-c is not an option of bench: the context is -p + -n tokens");
+        return CLI_USAGE;
+    }
+    if (!o->n_batch) o->n_batch = o->n_prompt < 512 ? o->n_prompt : 512;
+    return CLI_OK;
+}
+
+int cmd_bench(int argc, char **argv) {
+    bench_opts o;
+    int rc = parse(argc, argv, &o);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    bench_result res = {0};
+    res.threads = o.mo.threads > 0 ? (int32_t)o.mo.threads : (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    struct stat sb;
+    if (stat(o.mo.model, &sb) == 0) res.file_bytes = (uint64_t)sb.st_size;
+    el_model *m = NULL;
+    if ((rc = load_timed(&o, &res, &m))) return rc;
+    el_model_info info;
+    el_decode_cost cost;
+    el_status st = el_model_get_info(m, &info);
+    if (st == EL_OK) st = el_model_decode_cost(m, &cost);
+    el_context *ctx = NULL;
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = (int32_t)(o.n_prompt + o.n_gen);
+    cp.n_batch = (int32_t)o.n_batch;
+    cp.n_seq_max = 1;
+    cp.n_threads = res.threads;
+    if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
+    /* any tokens do for speed: a fixed pseudo-random sequence over the vocabulary */
+    size_t n_tok = (size_t)(o.n_prompt + o.n_gen);
+    int32_t *toks = malloc(n_tok * sizeof *toks);
+    if (st == EL_OK && !toks) st = EL_ERR_NOMEM;
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; st == EL_OK && i < n_tok; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        toks[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
+    }
+    if (st == EL_OK) {
+        res.type = cost.weight_type;
+        res.weight_bytes = info.weight_bytes;
+        res.bytes_per_token = cost.weight_bytes_per_token;
+        res.kv_bytes = (uint64_t)el_kv_cell_bytes(ctx) * (uint64_t)cp.n_ctx;
+        st = run_reps(ctx, &o, toks, &res);
+    }
+    /* peak memory before the bandwidth buffer, which is as large as the weights, exists */
+    res.peak_rss = el_peak_rss_bytes();
+    if (st == EL_OK) st = measure_bandwidth(&o, &res);
+    if (st == EL_OK) {
+        if (o.json)
+            print_json(&o, &res);
+        else
+            print_table(&o, &res);
+    }
+    free(toks);
+    el_context_free(ctx);
+    el_model_free(m);
+    return st ? cli_fail("bench", st) : CLI_OK;
+}

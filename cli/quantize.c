@@ -1,0 +1,215 @@
+/* quantize.c - `edgelora quantize`: a GGUF model with its weight matrices in another type, the
+ * error of each converted tensor and, with --ppl-text, the perplexity before and after. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora quantize IN.gguf OUT.gguf --type TYPE [--ppl-text FILE [-c CTX]]\n"
+    "                         [-t THREADS]\n"
+    "Writes IN with every weight matrix (2-D tensors named *weight; never norms or biases)\n"
+    "converted to TYPE: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, and edgelora's own integer\n"
+    "types (docs/formats.md), which llama.cpp cannot read. Rows whose length does not fit\n"
+    "TYPE's blocks fall back as llama.cpp does (docs/quantize.md). Prints, for each tensor, its\n"
+    "type before and after and the relative RMS error ||W - Q(W)|| / ||W|| of what was\n"
+    "written. With --ppl-text, also the perplexity of IN and OUT over FILE (chunks of CTX\n"
+    "tokens, default 512, as `edgelora perplexity` measures it). OUT is written only when\n"
+    "complete; an interrupted run leaves no file.\n";
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) { interrupted = sig; }
+
+typedef struct progress {
+    bool tty;
+    struct timespec start;
+} progress;
+
+static double since(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+static bool on_tensor(void *user, const el_quantize_tensor *t) {
+    progress *p = user;
+    if (p->tty) fputs("\r\033[K", stderr); /* the bar goes; the report line takes its place */
+    if (t->quantized)
+        printf("[%4d/%d] %-32s %-6s -> %-6s rel. RMS error %.5f%s\n", t->index + 1, t->n_tensors,
+               t->name, t->from_type, t->to_type, t->rel_rms_error,
+               t->fallback ? "  (fallback: rows do not fit the type's blocks)" : "");
+    else
+        printf("[%4d/%d] %-32s %-6s    (copied)\n", t->index + 1, t->n_tensors, t->name,
+               t->from_type);
+    fflush(stdout);
+    if (p->tty) {
+        double secs = since(&p->start), frac = (double)t->bytes_done / (double)t->bytes_total;
+        double mb_s = (double)t->bytes_done / 1e6 / (secs > 0 ? secs : 1e-9);
+        int fill = (int)(frac * 30);
+        fprintf(stderr, "[%.*s%*s] tensor %d/%d  %.0f MB/s  ETA %.0f s", fill,
+                "##############################", 30 - fill, "", t->index + 1, t->n_tensors, mb_s,
+                frac > 0 ? secs / frac - secs : 0.0);
+    }
+    return !interrupted;
+}
+
+/* -log softmax(logits)[target] in double precision. */
+static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++)
+        if (logits[i] > max) max = logits[i];
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - max);
+    return log(sum) - ((double)logits[target] - max);
+}
+
+/* Perplexity of the model at path over text, measured as `edgelora perplexity` does: chunks of
+ * n_ctx tokens starting with BOS, the second half of each scored. Returns an exit code, after
+ * printing any error. */
+static int perplexity(const char *path, const char *text, size_t len, int32_t n_ctx,
+                            int32_t n_threads, double *ppl) {
+    el_model *m = NULL;
+    el_context *ctx = NULL;
+    int32_t *tokens = NULL, *chunk = NULL, *pos = NULL, *seq = NULL;
+    int8_t *want = NULL;
+    size_t n_tokens = 0;
+    el_status st = el_model_load(path, NULL, &m);
+    if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_ctx < 512 ? n_ctx : 512;
+    cp.n_seq_max = 1;
+    cp.n_threads = n_threads;
+    if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
+    int32_t bos = m ? el_token_bos(m) : -1;
+    size_t per_chunk = (size_t)n_ctx - (bos >= 0), n_chunks = n_tokens / per_chunk;
+    chunk = malloc((size_t)n_ctx * sizeof *chunk);
+    pos = malloc((size_t)n_ctx * sizeof *pos);
+    seq = calloc((size_t)n_ctx, sizeof *seq);
+    want = malloc((size_t)n_ctx);
+    if (st == EL_OK && (!chunk || !pos || !seq || !want)) st = EL_ERR_NOMEM;
+    bool too_short = st == EL_OK && n_chunks == 0;
+    if (too_short)
+        cli_error("quantize", "the perplexity text has %zu tokens, fewer than one chunk of %d",
+                  n_tokens, n_ctx);
+    el_model_info info = {0};
+    if (m) el_model_get_info(m, &info);
+    double sum = 0;
+    long count = 0;
+    for (size_t c = 0; st == EL_OK && !too_short && c < n_chunks; c++) {
+        size_t k = 0;
+        if (bos >= 0) chunk[k++] = bos;
+        memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
+        el_kv_clear(ctx);
+        for (int32_t done = 0; st == EL_OK && done < n_ctx; done += cp.n_batch) {
+            int32_t rows = n_ctx - done < cp.n_batch ? n_ctx - done : cp.n_batch;
+            for (int32_t r = 0; r < rows; r++) {
+                pos[r] = done + r;
+                want[r] = (int8_t)(done + r >= n_ctx / 2 && done + r + 1 < n_ctx);
+            }
+            el_batch b = {.n_rows = rows, .token = chunk + done, .pos = pos, .seq_id = seq,
+                          .logits = want};
+            if ((st = el_decode(ctx, &b)) != EL_OK) break;
+            for (int32_t r = 0; r < rows; r++) {
+                if (!want[r]) continue;
+                sum += token_nll(el_get_logits(ctx, r), info.n_vocab, chunk[done + r + 1]);
+                count++;
+            }
+        }
+    }
+    *ppl = count ? exp(sum / (double)count) : NAN;
+    free(chunk);
+    free(pos);
+    free(seq);
+    free(want);
+    free(tokens);
+    el_context_free(ctx);
+    el_model_free(m);
+    if (st) return cli_fail("quantize", st);
+    return too_short ? CLI_FAIL : CLI_OK;
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *paths[2] = {NULL, NULL}, *type = NULL, *ppl_file = NULL;
+    long threads = 0, n_ctx = 512;
+    int n_paths = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "--type")) {
+            if (!(type = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--ppl-text")) {
+            if (!(ppl_file = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            if (!(v = cli_value("quantize", argc, argv, &i)) ||
+                !cli_int("quantize", a, v, 4, 1 << 20, &n_ctx))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(v = cli_value("quantize", argc, argv, &i)) ||
+                !cli_int("quantize", a, v, 0, 1024, &threads))
+                return CLI_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            cli_error("quantize", "unknown option '%s'", a);
+            return CLI_USAGE;
+        } else if (n_paths < 2) {
+            paths[n_paths++] = a;
+        } else {
+            cli_error("quantize", "unexpected argument '%s'", a);
+            return CLI_USAGE;
+        }
+    }
+    if (n_paths < 2 || !type) {
+        cli_error("quantize", "need IN.gguf, OUT.gguf and --type (see --help)");
+        return CLI_USAGE;
+    }
+    bool ggml_type;
+    el_status st = el_quantize_type_check(type, &ggml_type);
+    if (st) {
+        cli_fail("quantize", st);
+        return CLI_USAGE;
+    }
+    if (!ggml_type)
+        fprintf(stderr, "edgelora quantize: warning: %s is an edgelora type; llama.cpp cannot "
+                        "read %s\n", type, paths[1]);
+    char *text = NULL;
+    size_t len = 0;
+    if (ppl_file && !(text = cli_read_file("quantize", ppl_file, &len))) return CLI_FAIL;
+
+    progress p = {.tty = isatty(STDERR_FILENO)};
+    clock_gettime(CLOCK_MONOTONIC, &p.start);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    el_quantize_params qp = el_quantize_default_params();
+    qp.type = type;
+    qp.n_threads = (int32_t)threads;
+    qp.progress = on_tensor;
+    qp.user = &p;
+    st = el_quantize(paths[0], paths[1], &qp);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (p.tty) fputs("\r\033[K", stderr);
+    if (st) {
+        free(text);
+        return cli_fail("quantize", st);
+    }
+    printf("wrote %s (%s) in %.1f s\n", paths[1], type, since(&p.start));
+    int rc = CLI_OK;
+    if (text) {
+        double before, after;
+        rc = perplexity(paths[0], text, len, (int32_t)n_ctx, (int32_t)threads, &before);
+        if (rc == CLI_OK)
+            rc = perplexity(paths[1], text, len, (int32_t)n_ctx, (int32_t)threads, &after);
+        if (rc == CLI_OK)
+            printf("perplexity over %s (ctx %ld): %.4f -> %.4f (%+.2f%%)\n", ppl_file, n_ctx,
+                   before, after, 100.0 * (after / before - 1.0));
+    }
+    free(text);
+    return rc;
+}

@@ -1,0 +1,235 @@
+/* quantize.c - el_quantize: a GGUF model to one with every weight matrix in another type.
+ *
+ * The input is mapped; each weight is converted row by row (dequantize the stored row to float,
+ * quantize it with the type's reference quantizer, dequantize the result again to measure the
+ * error) with the rows split across a thread pool. Converted tensors are kept in memory until
+ * the GGUF writer writes the whole file (a temporary file renamed at the end), so the output
+ * never exists half-written. Which tensors are converted, the fallback types and the
+ * general.file_type numbers follow llama.cpp's `llama-quantize --pure`; see docs/quantize.md. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compress/quantize.h"
+#include "core/error.h"
+#include "core/threadpool.h"
+#include "formats/gguf.h"
+
+el_quantize_params el_quantize_default_params(void) {
+    return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL};
+}
+
+/* A type el_quantize can write: a weight type (it has a dot product) with a quantizer. */
+static bool is_target(el_type t) {
+    const el_type_traits *tr = el_type_get((uint32_t)t);
+    return tr && tr->vec_dot && tr->from_float && tr->to_float;
+}
+
+el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
+    el_type t;
+    if (!type || !el_type_from_name(type, &t) || !is_target(t)) {
+        char names[512] = "";
+        for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
+            if (!is_target((el_type)i)) continue;
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
+                     el_type_get(i)->name);
+        }
+        return el_error(EL_ERR_INVALID_ARG, "unknown quantization type '%s' (known: %s)",
+                        type ? type : "(null)", names);
+    }
+    if (llama_cpp_readable) *llama_cpp_readable = el_quant_type_is_ggml(t);
+    return EL_OK;
+}
+
+bool el_quant_type_is_ggml(el_type t) { return (uint32_t)t < 64; }
+
+/* llama.cpp's llama_ftype for a file whose weights are (mostly) of type t. Q4_K is written as
+ * Q4_K_M, which llama-quantize's "Q4_K" means. Our own types have no llama.cpp number: they get
+ * 1000 + their type id. */
+uint32_t el_quant_file_type(el_type t) {
+    switch (t) {
+    case EL_TYPE_F32: return 0;
+    case EL_TYPE_F16: return 1;
+    case EL_TYPE_Q4_0: return 2;
+    case EL_TYPE_Q8_0: return 7;
+    case EL_TYPE_Q4_K: return 15;
+    case EL_TYPE_Q6_K: return 18;
+    case EL_TYPE_BF16: return 32;
+    default: return 1000 + (uint32_t)t;
+    }
+}
+
+/* Whether a row of n elements can be stored in t (whole blocks). */
+static bool fits(el_type t, int64_t n) {
+    const el_type_traits *tr = el_type_get((uint32_t)t);
+    return tr && n % tr->block_size == 0;
+}
+
+el_type el_quant_fit_type(el_type want, int64_t n_in) {
+    if (fits(want, n_in)) return want;
+    /* llama.cpp: Q4_K -> Q5_0 and Q6_K -> Q8_0; we have no Q5_0, so Q4_K also goes to the
+     * next type of at least its quality that we have, Q8_0 */
+    if ((want == EL_TYPE_Q4_K || want == EL_TYPE_Q6_K) && fits(EL_TYPE_Q8_0, n_in))
+        return EL_TYPE_Q8_0;
+    return EL_TYPE_F16; /* llama.cpp's last resort too */
+}
+
+/* Whether a tensor is a weight matrix that gets converted: 2-D or more and named "*weight"
+ * (never norms, biases or other vectors). */
+static bool is_weight_matrix(const gguf_tensor *t) {
+    const char *suffix = "weight";
+    size_t ls = strlen(suffix);
+    return t->n_dims >= 2 && t->name.len >= ls &&
+           memcmp(t->name.ptr + t->name.len - ls, suffix, ls) == 0;
+}
+
+/* The conversion of one tensor's rows, split across threads. */
+typedef struct convert_job {
+    const el_type_traits *in, *out;
+    const uint8_t *src;
+    uint8_t *dst;
+    int64_t n;                 /* elements per row */
+    int64_t n_rows;
+    size_t in_row, out_row;    /* bytes per row */
+    float *scratch;            /* 2 * n floats per thread */
+    double *err2, *ref2;       /* per thread: sum (w - deq(q))^2, sum w^2 */
+} convert_job;
+
+static void convert_task(void *arg, int ith, int nth) {
+    convert_job *j = arg;
+    float *w = j->scratch + (size_t)ith * 2 * (size_t)j->n, *back = w + j->n;
+    double e2 = 0, r2 = 0;
+    for (int64_t r = j->n_rows * ith / nth; r < j->n_rows * (ith + 1) / nth; r++) {
+        uint8_t *q = j->dst + (size_t)r * j->out_row;
+        j->in->to_float(j->src + (size_t)r * j->in_row, w, j->n);
+        j->out->from_float(w, q, j->n);
+        j->out->to_float(q, back, j->n);
+        for (int64_t i = 0; i < j->n; i++) {
+            double d = (double)w[i] - back[i];
+            e2 += d * d;
+            r2 += (double)w[i] * w[i];
+        }
+    }
+    j->err2[ith] = e2;
+    j->ref2[ith] = r2;
+}
+
+/* Everything el_quantize holds, freed in one place. */
+typedef struct quant_state {
+    gguf_file *in;
+    gguf_writer *w;
+    el_threadpool *tp;
+    void **out_data;  /* [n_tensors]: converted tensors (NULL where copied) */
+    float *scratch;
+    double *err2, *ref2;
+    char *name;       /* the current tensor's name, NUL-terminated */
+} quant_state;
+
+static void state_free(quant_state *s) {
+    if (s->out_data && s->in)
+        for (uint64_t i = 0; i < s->in->n_tensors; i++) free(s->out_data[i]);
+    free(s->out_data);
+    free(s->scratch);
+    free(s->err2);
+    free(s->ref2);
+    free(s->name);
+    el_threadpool_free(s->tp);
+    gguf_writer_free(s->w);
+    gguf_close(s->in);
+}
+
+/* Converts tensor t to type to (already checked to fit), into a new buffer *out. */
+static el_status convert_tensor(quant_state *s, const gguf_tensor *t, el_type to, void **out,
+                                uint64_t *out_bytes, double *rel_err) {
+    const el_type_traits *in = el_type_get(t->type), *ot = el_type_get((uint32_t)to);
+    if (!in || !in->to_float)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which cannot be read",
+                        s->in->path, s->name, gguf_tensor_type_name(t->type));
+    int64_t n = t->ne[0], n_rows = t->ne[1] * t->ne[2] * t->ne[3];
+    size_t out_row = el_row_size(to, n);
+    *out_bytes = (uint64_t)out_row * (uint64_t)n_rows;
+    *out = malloc(*out_bytes ? (size_t)*out_bytes : 1);
+    int nth = el_threadpool_size(s->tp);
+    float *scratch = realloc(s->scratch, (size_t)nth * 2 * (size_t)n * sizeof(float));
+    if (scratch) s->scratch = scratch;
+    if (!*out || !scratch)
+        return el_error(EL_ERR_NOMEM, "%s: no memory to convert tensor '%s'", s->in->path,
+                        s->name);
+    convert_job j = {.in = in, .out = ot, .src = t->data, .dst = *out, .n = n, .n_rows = n_rows,
+                     .in_row = el_row_size((el_type)t->type, n), .out_row = out_row,
+                     .scratch = s->scratch, .err2 = s->err2, .ref2 = s->ref2};
+    el_threadpool_run(s->tp, convert_task, &j);
+    double e2 = 0, r2 = 0;
+    for (int i = 0; i < nth; i++) {
+        e2 += s->err2[i];
+        r2 += s->ref2[i];
+    }
+    *rel_err = r2 > 0 ? sqrt(e2 / r2) : (e2 > 0 ? 1.0 : 0.0);
+    return EL_OK;
+}
+
+static el_status quantize(quant_state *s, const char *in_path, const char *out_path,
+                          const el_quantize_params *p) {
+    el_type want;
+    el_status st = el_quantize_type_check(p->type, NULL);
+    if (st) return st;
+    el_type_from_name(p->type, &want);
+    if ((st = gguf_open(in_path, &s->in))) return st;
+    if ((st = el_threadpool_create(p->n_threads, &s->tp))) return st;
+    int nth = el_threadpool_size(s->tp);
+    uint64_t n_t = s->in->n_tensors, total = 0, done = 0;
+    s->w = gguf_writer_create();
+    s->out_data = calloc(n_t ? n_t : 1, sizeof *s->out_data);
+    s->err2 = calloc((size_t)nth, sizeof *s->err2);
+    s->ref2 = calloc((size_t)nth, sizeof *s->ref2);
+    if (!s->w || !s->out_data || !s->err2 || !s->ref2)
+        return el_error(EL_ERR_NOMEM, "%s: out of memory", in_path);
+    if ((st = gguf_writer_copy_kv(s->w, s->in)) ||
+        (st = gguf_writer_set_u32(s->w, "general.file_type", el_quant_file_type(want))))
+        return st;
+    if (want != EL_TYPE_F32 && want != EL_TYPE_F16 && want != EL_TYPE_BF16 &&
+        (st = gguf_writer_set_u32(s->w, "general.quantization_version", 2)))
+        return st;
+    for (uint64_t i = 0; i < n_t; i++) total += s->in->tensors[i].nbytes;
+    for (uint64_t i = 0; i < n_t; i++) {
+        const gguf_tensor *t = &s->in->tensors[i];
+        free(s->name);
+        if (!(s->name = strndup(t->name.ptr, (size_t)t->name.len)))
+            return el_error(EL_ERR_NOMEM, "%s: out of memory", in_path);
+        el_type to = is_weight_matrix(t) ? el_quant_fit_type(want, t->ne[0]) : (el_type)t->type;
+        el_quantize_tensor rep = {
+            .name = s->name, .index = (int32_t)i, .n_tensors = (int32_t)n_t,
+            .from_type = gguf_tensor_type_name(t->type), .to_type = gguf_tensor_type_name(to),
+            .quantized = to != (el_type)t->type, .fallback = is_weight_matrix(t) && to != want,
+            .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
+            .bytes_out = t->nbytes, .bytes_total = total};
+        const void *data = t->data;
+        if (rep.quantized) {
+            if ((st = convert_tensor(s, t, to, &s->out_data[i], &rep.bytes_out,
+                                     &rep.rel_rms_error)))
+                return st;
+            data = s->out_data[i];
+            rep.to_type = el_type_get((uint32_t)to)->name;
+        }
+        if ((st = gguf_writer_add_tensor(s->w, s->name, (uint32_t)to, t->n_dims, t->ne, data,
+                                         rep.bytes_out)))
+            return st;
+        done += t->nbytes;
+        rep.bytes_done = done;
+        if (p->progress && !p->progress(p->user, &rep))
+            return el_error(EL_ERR_IO, "%s: cancelled; nothing written", out_path);
+    }
+    return gguf_writer_write(s->w, out_path);
+}
+
+el_status el_quantize(const char *in_path, const char *out_path, const el_quantize_params *params) {
+    if (!in_path || !out_path)
+        return el_error(EL_ERR_INVALID_ARG, "el_quantize: NULL path");
+    el_quantize_params def = el_quantize_default_params();
+    quant_state s = {0};
+    el_status st = quantize(&s, in_path, out_path, params ? params : &def);
+    state_free(&s);
+    return st;
+}

@@ -1,0 +1,178 @@
+/* measure.c - what `edgelora bench` measures besides the model itself: the memory read bandwidth
+ * a decode step is bound by, peak resident memory, and the bytes of weights one token reads.
+ *
+ * Decoding one token reads every layer weight and the output head once, so its speed is bounded
+ * by (read bandwidth) / (those bytes). The bandwidth is measured over a buffer as large as those
+ * bytes, with the same number of threads, so a model that fits in a cache is judged against that
+ * cache's bandwidth rather than DRAM's. */
+#include "runtime/measure.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+/* Two 64-bit lanes: the width of SSE2 and NEON registers, which every x86-64 and AArch64 CPU
+ * has, so GCC and Clang keep these in registers without per-ISA code. */
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
+enum { WORDS_PER_LINE = 8, /* 64-byte cache lines: shares start on a line */
+       MAX_THREADS = 256 };
+
+static u64x2 load2(const uint64_t *p) {
+    u64x2 v;
+    memcpy(&v, p, sizeof v); /* an unaligned-safe vector load */
+    return v;
+}
+
+/* Sums words [0, n) of p with four independent accumulators (so the loads are not serialized
+ * behind one chain of additions), a cache line per iteration. */
+static uint64_t sum_words(const uint64_t *p, size_t n) {
+    u64x2 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    size_t i = 0;
+    for (; i + WORDS_PER_LINE <= n; i += WORDS_PER_LINE) {
+        a0 += load2(p + i);
+        a1 += load2(p + i + 2);
+        a2 += load2(p + i + 4);
+        a3 += load2(p + i + 6);
+    }
+    u64x2 a = a0 + a1 + a2 + a3;
+    uint64_t s = a[0] + a[1];
+    for (; i < n; i++) s += p[i];
+    return s;
+}
+
+typedef struct read_job {
+    const uint64_t *buf;
+    uint64_t *fill; /* non-NULL: write word i = i instead of reading */
+    size_t n;
+    int sweeps;
+    uint64_t partial[MAX_THREADS]; /* each thread's sum */
+} read_job;
+
+/* Thread ith's share [*lo, *hi) of n words, cut on cache-line boundaries. */
+static void share(size_t n, int ith, int nth, size_t *lo, size_t *hi) {
+    size_t lines = (n + WORDS_PER_LINE - 1) / WORDS_PER_LINE;
+    size_t a = lines * (size_t)ith / (size_t)nth * WORDS_PER_LINE;
+    size_t b = lines * (size_t)(ith + 1) / (size_t)nth * WORDS_PER_LINE;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
+}
+
+static void read_task(void *arg, int ith, int nth) {
+    read_job *j = arg;
+    size_t lo, hi;
+    share(j->n, ith, nth, &lo, &hi);
+    if (j->fill) {
+        for (size_t i = lo; i < hi; i++) j->fill[i] = i;
+        return;
+    }
+    uint64_t s = 0;
+    for (int k = 0; k < j->sweeps; k++) s += sum_words(j->buf + lo, hi - lo);
+    j->partial[ith] = s;
+}
+
+uint64_t el_read_sum(el_threadpool *tp, const uint64_t *buf, size_t n, int sweeps) {
+    if (el_threadpool_size(tp) > MAX_THREADS) return 0;
+    read_job j = {.buf = buf, .n = n, .sweeps = sweeps};
+    el_threadpool_run(tp, read_task, &j);
+    uint64_t s = 0;
+    for (int t = 0; t < el_threadpool_size(tp); t++) s += j.partial[t];
+    return s;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Each timing reads at least this much, so that a small (cache-sized) buffer is swept many times
+ * and the timer and the pool's wake-up are a small part of it. */
+static const size_t MIN_BYTES_PER_TIMING = (size_t)64 << 20;
+
+el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s) {
+    *gb_s = 0;
+    size_t n = bytes / sizeof(uint64_t);
+    if (n < 64)
+        return el_error(EL_ERR_INVALID_ARG, "read bandwidth: a buffer of %zu bytes is too small",
+                        bytes);
+    size_t alloc = (n * sizeof(uint64_t) + 63) / 64 * 64;
+    uint64_t *buf = aligned_alloc(64, alloc);
+    el_threadpool *tp = NULL;
+    el_status st = buf ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
+    if (st) {
+        free(buf);
+        return st == EL_ERR_NOMEM ? el_error(st, "read bandwidth: no memory for %zu bytes", bytes)
+                                  : st;
+    }
+    if (el_threadpool_size(tp) > MAX_THREADS) {
+        el_threadpool_free(tp);
+        free(buf);
+        return el_error(EL_ERR_INVALID_ARG, "read bandwidth: at most %d threads, not %d",
+                        MAX_THREADS, n_threads);
+    }
+    read_job fill = {.fill = buf, .n = n};
+    el_threadpool_run(tp, read_task, &fill); /* each thread touches its own share first */
+
+    size_t buf_bytes = n * sizeof(uint64_t);
+    int sweeps = (int)((MIN_BYTES_PER_TIMING + buf_bytes - 1) / buf_bytes);
+    /* word i holds i, so one sweep sums to n(n-1)/2 (mod 2^64) */
+    uint64_t one = (n % 2 == 0) ? (uint64_t)(n / 2) * (uint64_t)(n - 1)
+                                : (uint64_t)n * (uint64_t)((n - 1) / 2);
+    uint64_t want = one * (uint64_t)sweeps;
+    double best = 0, start = now_seconds();
+    el_read_sum(tp, buf, n, 1); /* warm-up: caches, TLB, the pool's workers */
+    for (int t = 0; t < 50 && (t < 5 || now_seconds() - start < 0.2); t++) {
+        double t0 = now_seconds();
+        uint64_t s = el_read_sum(tp, buf, n, sweeps);
+        double dt = now_seconds() - t0;
+        if (s != want) {
+            st = el_error(EL_ERR_INVALID_ARG, "read bandwidth: wrong sum (a bug)");
+            break;
+        }
+        double rate = (double)buf_bytes * sweeps / dt / 1e9;
+        if (dt > 0 && rate > best) best = rate;
+    }
+    el_threadpool_free(tp);
+    free(buf);
+    if (st == EL_OK) *gb_s = best;
+    return st;
+}
+
+uint64_t el_peak_rss_bytes(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (uint64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
+}
+
+static uint64_t weight_bytes(const el_weight *w) { return (uint64_t)w->row_bytes * (uint64_t)w->n_out; }
+
+el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
+    if (!m || !out) return el_error(EL_ERR_INVALID_ARG, "el_model_decode_cost: NULL argument");
+    if (!m->has_weights)
+        return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
+                        m->path);
+    uint64_t by_type[EL_TYPE_COUNT] = {0}, total = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
+            const el_weight *w = el_layer_weight(&m->layers[il], k);
+            by_type[w->type] += weight_bytes(w);
+        }
+    }
+    by_type[m->output.type] += weight_bytes(&m->output);
+    int top = 0;
+    for (int t = 0; t < EL_TYPE_COUNT; t++) {
+        total += by_type[t];
+        if (by_type[t] > by_type[top]) top = t;
+    }
+    const el_type_traits *tr = el_type_get((uint32_t)top);
+    *out = (el_decode_cost){
+        .weight_bytes_per_token = total,
+        .weight_type = by_type[top] * 2 > total && tr ? tr->name : "mixed",
+    };
+    return EL_OK;
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `edgelora bench` on a tiny model, for sanity, not speed: the --json object has every field,
+# the numbers are positive and consistent with each other, and the table form prints too.
+cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
+
+G=tests/golden/llama_q4_0_linear.gguf
+for t in 1 2; do
+    expect_exit "bench_json_t$t" 0 "$EL" bench -m "$G" -t $t -p 32 -n 8 -r 2 --json
+    j=$(cat "$TMP/out")
+    num() { printf '%s' "$j" | sed -n "s/.*\"$1\": \([-0-9.e+]*\).*/\1/p"; }
+    missing=""
+    for k in pp_tokens_per_s tg_tokens_per_s ttft_ms load_ms peak_rss_bytes bandwidth_gb_s \
+             bound_tokens_per_s fraction_of_bound bytes_per_token file_bytes kv_bytes \
+             pp_tokens_per_s_min tg_tokens_per_s_max bandwidth_gb_s_min load_ms_max; do
+        v=$(num $k)
+        [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }' || missing="$missing $k=$v"
+    done
+    [ -z "$missing" ] && pass "bench_fields_t$t" || fail "bench_fields_t$t" "missing or not positive:$missing" "$j"
+    printf '%s' "$j" | grep -q "\"threads\": $t," && printf '%s' "$j" | grep -q '"type": "q4_0"' &&
+        printf '%s' "$j" | grep -q '"reps": 2,' && pass "bench_echo_t$t" || fail "bench_echo_t$t" "$j"
+    # the bound is the bandwidth over the bytes per token, and the fraction tg over the bound
+    if awk -v bw="$(num bandwidth_gb_s)" -v b="$(num bytes_per_token)" -v bound="$(num bound_tokens_per_s)" \
+           -v tg="$(num tg_tokens_per_s)" -v f="$(num fraction_of_bound)" -v lo="$(num tg_tokens_per_s_min)" \
+           -v hi="$(num tg_tokens_per_s_max)" -v ttft="$(num ttft_ms)" -v pp="$(num pp_tokens_per_s)" \
+           'BEGIN { r = bw * 1e9 / b / bound; g = tg / bound / f;
+                    exit !(r > 0.999 && r < 1.001 && g > 0.999 && g < 1.001 && f > 0 && f < 1.5 &&
+                           lo <= tg && tg <= hi && ttft >= 32 / pp * 1000 * 0.999) }'; then
+        pass "bench_consistent_t$t"; else fail "bench_consistent_t$t" "$j"; fi
+done
+# bytes per token: every 2-D weight but the embedding table (the golden model has an output head)
+want=$("$EL" info "$G" | awk '/^  [a-z_.0-9]*: [a-z0-9_]* \[[0-9]*, [0-9]*\]/ && $1 != "token_embd.weight:" { s += $(NF-1) } END { print s }')
+[ "$(num bytes_per_token)" = "$want" ] && pass bench_bytes_per_token || fail bench_bytes_per_token "bench $(num bytes_per_token), info $want"
+
+expect_exit bench_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1
+grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
+expect_exit bench_no_model 2 "$EL" bench -p 16
+expect_exit bench_bad_reps 2 "$EL" bench -m "$G" -r 0
+expect_exit bench_bad_option 2 "$EL" bench -m "$G" --fast
+expect_exit bench_missing_file 1 "$EL" bench -m /nonexistent.gguf
+finish

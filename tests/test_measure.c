@@ -1,0 +1,104 @@
+/* test_measure.c - the read-bandwidth kernel (it really reads every word), the bandwidth figure,
+ * peak RSS and a model's per-token weight bytes against sums computed here from the file. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/gguf.h"
+#include "runtime/measure.h"
+#include "testutil.h"
+
+/* Odd sizes and thread counts: shares of unequal lengths, tails shorter than a vector. */
+static int test_read_sum(void) {
+    const size_t sizes[] = {1, 7, 16, 17, 1000, 4099, 100003};
+    for (int nth = 1; nth <= 3; nth++) {
+        el_threadpool *tp;
+        CHECK(el_threadpool_create(nth, &tp) == EL_OK);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t n = sizes[k];
+            uint64_t *buf = aligned_alloc(64, (n * 8 + 63) / 64 * 64);
+            CHECK(buf != NULL);
+            test_rng r = {n};
+            uint64_t want = 0;
+            for (size_t i = 0; i < n; i++) {
+                buf[i] = (uint64_t)test_rand_u32(&r) << 32 | test_rand_u32(&r);
+                want += buf[i];
+            }
+            uint64_t got1 = el_read_sum(tp, buf, n, 1), got3 = el_read_sum(tp, buf, n, 3);
+            free(buf);
+            if (got1 != want || got3 != 3 * want) test_note("n %zu threads %d", n, nth);
+            CHECK(got1 == want);
+            CHECK(got3 == 3 * want);
+        }
+        el_threadpool_free(tp);
+    }
+    return TEST_PASS;
+}
+
+static int test_bandwidth(void) {
+    double gb_s = 0;
+    CHECK(el_measure_read_bandwidth(1 << 20, 1, &gb_s) == EL_OK);
+    CHECK(isfinite(gb_s) && gb_s > 0.1 && gb_s < 10000);
+    CHECK(el_measure_read_bandwidth(3 << 20, 2, &gb_s) == EL_OK);
+    CHECK(isfinite(gb_s) && gb_s > 0.1 && gb_s < 10000);
+    CHECK(el_measure_read_bandwidth(16, 1, &gb_s) == EL_ERR_INVALID_ARG);
+    return TEST_PASS;
+}
+
+static int test_peak_rss(void) {
+    uint64_t before = el_peak_rss_bytes();
+    CHECK(before > 0);
+    size_t n = 64u << 20;
+    char *p = malloc(n);
+    CHECK(p != NULL);
+    for (size_t i = 0; i < n; i += 4096) p[i] = (char)i; /* every page resident now */
+    uint64_t after = el_peak_rss_bytes();
+    int ok = 1;
+    for (size_t i = 0; i < n; i += 4096) ok &= p[i] == (char)i;
+    free(p);
+    CHECK(ok);
+    if (after < before + n / 2) test_note("peak rss %llu -> %llu", (unsigned long long)before, (unsigned long long)after);
+    CHECK(after >= before + n / 2);
+    return TEST_PASS;
+}
+
+/* The golden model's layer weights and output head, summed from the GGUF's tensor table. */
+static int test_decode_cost(const char *file, const char *type, int tied) {
+    char path[512];
+    snprintf(path, sizeof path, "tests/golden/%s", file);
+    gguf_file *g;
+    CHECK(gguf_open(path, &g) == EL_OK);
+    uint64_t want = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        int is_2d = t->n_dims == 2 && t->ne[1] > 1;
+        int is_embd = gguf_str_eq(t->name, "token_embd.weight");
+        if (is_2d && (!is_embd || tied)) want += t->nbytes;
+    }
+    gguf_close(g);
+    el_model *m;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
+    el_decode_cost c;
+    el_status st = el_model_decode_cost(m, &c);
+    el_model_free(m);
+    CHECK(st == EL_OK);
+    if (c.weight_bytes_per_token != want)
+        test_note("%s: %llu bytes, want %llu", file, (unsigned long long)c.weight_bytes_per_token,
+                  (unsigned long long)want);
+    CHECK(c.weight_bytes_per_token == want);
+    CHECK(strcmp(c.weight_type, type) == 0);
+    return TEST_PASS;
+}
+
+static int test_decode_cost_untied(void) { return test_decode_cost("llama_f32_gqa.gguf", "f32", 0); }
+static int test_decode_cost_tied(void) { return test_decode_cost("llama_f16_tied.gguf", "f16", 1); }
+
+int main(void) {
+    run_test("read_sum", test_read_sum);
+    run_test("bandwidth", test_bandwidth);
+    run_test("peak_rss", test_peak_rss);
+    run_test("decode_cost_untied", test_decode_cost_untied);
+    run_test("decode_cost_tied", test_decode_cost_tied);
+    return tests_exit_code();
+}
