@@ -13,6 +13,8 @@ void el_kernels_reference(el_kernels *k) {
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_traits *tr = el_type_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
+        k->quantize[t] = tr ? tr->from_float : NULL;
+        k->tile[t] = NULL;
     }
 }
 
@@ -21,6 +23,9 @@ static void kernels_init(void) {
     const char *force = getenv("EL_FORCE_REFERENCE");
     if (force != NULL && strcmp(force, "") != 0 && strcmp(force, "0") != 0) return;
     el_kernels_avx2(&kernels);
+    el_kernels_avx512(&kernels);
+    el_kernels_neon(&kernels);
+    el_kernels_neon_dotprod(&kernels);
 }
 
 const el_kernels *el_kernels_get(void) {

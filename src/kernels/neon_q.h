@@ -1,0 +1,181 @@
+/* neon_q.h - the quantized NEON kernels, written once against an 8-bit dot product step
+ *
+ *   static inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b);
+ *
+ * (acc plus the 16 products a[i]*b[i], spread over its 4 lanes in any way) that the including
+ * file defines before including this: neon.c with widening multiplies (every aarch64 CPU),
+ * neon_dot.c with SDOT (built with +dotprod, used only where the CPU has it). Only the sum of
+ * the lanes is ever used, so both give the same integer results.
+ * Included only from those two files, inside their aarch64 guard. */
+#ifndef EL_KERNELS_NEON_Q_H
+#define EL_KERNELS_NEON_Q_H
+
+#include <arm_neon.h>
+
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
+
+static inline float fp16_scalar(uint16_t h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+/* Four fp16 scales as a float vector. */
+static inline float32x4_t fp16x4(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t h3) {
+    const uint16_t h[4] = {h0, h1, h2, h3};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+/* The 32 quants of a Q4_0 block as signed bytes: low nibbles (elements 0-15), then high. */
+static inline void q4_0_unpack(const el_block_q4_0 *b, int8x16_t *lo, int8x16_t *hi) {
+    const uint8x16_t q = vld1q_u8(b->qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q8_0 *a = x, *b = y;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
+        int32x4_t p = dot_s8(vdupq_n_s32(0), vld1q_s8(a[i].qs), vld1q_s8(b[i].qs));
+        p = dot_s8(p, vld1q_s8(a[i].qs + 16), vld1q_s8(b[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_0 *a = x;
+    const el_block_q8_0 *b = y;
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
+        int8x16_t lo, hi;
+        q4_0_unpack(&a[i], &lo, &hi);
+        int32x4_t p = dot_s8(vdupq_n_s32(0), lo, vld1q_s8(b[i].qs));
+        p = dot_s8(p, hi, vld1q_s8(b[i].qs + 16));
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    }
+    *s = vaddvq_f32(acc);
+}
+
+static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_k *a = x;
+    const el_block_q8_k *b = y;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        int32_t acc_m = 0;
+        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
+            int sc0, m0, sc1, m1;
+            el_q4_k_scale_min(a[i].scales, 2 * c, &sc0, &m0);
+            el_q4_k_scale_min(a[i].scales, 2 * c + 1, &sc1, &m1);
+            acc_m += m0 * (b[i].bsums[4 * c] + b[i].bsums[4 * c + 1]);
+            acc_m += m1 * (b[i].bsums[4 * c + 2] + b[i].bsums[4 * c + 3]);
+            const uint8x16_t q0 = vld1q_u8(a[i].qs + 32 * c), q1 = vld1q_u8(a[i].qs + 32 * c + 16);
+            const int8_t *q8 = b[i].qs + 64 * c;
+            int32x4_t p0 = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, low4)),
+                                  vld1q_s8(q8));
+            p0 = dot_s8(p0, vreinterpretq_s8_u8(vandq_u8(q1, low4)), vld1q_s8(q8 + 16));
+            int32x4_t p1 = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)),
+                                  vld1q_s8(q8 + 32));
+            p1 = dot_s8(p1, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(q8 + 48));
+            acc = vmlaq_n_s32(vmlaq_n_s32(acc, p0, sc0), p1, sc1);
+        }
+        float d = fp16_scalar(a[i].d) * b[i].d, dmin = fp16_scalar(a[i].dmin) * b[i].d;
+        sum += d * (float)vaddvq_s32(acc) - dmin * (float)acc_m;
+    }
+    *s = sum;
+}
+
+/* The 6-bit quants are rebuilt as q - 32 in -32..31, so the products are plain signed ones. */
+static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q6_k *a = x;
+    const el_block_q8_k *b = y;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(3);
+    const int8x16_t off = vdupq_n_s8(32);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) { /* halves of 128, see el_block_q6_k */
+            const uint8_t *ql = a[i].ql + 64 * h, *qh = a[i].qh + 32 * h;
+            const int8_t *sc = a[i].scales + 8 * h, *q8 = b[i].qs + 128 * h;
+            for (int quarter = 0; quarter < 4; quarter++) {
+                const uint8_t *lo = ql + 32 * (quarter & 1);
+                for (int g = 0; g < 2; g++) { /* sub-blocks of 16 */
+                    uint8x16_t l = vld1q_u8(lo + 16 * g);
+                    l = quarter >> 1 ? vshrq_n_u8(l, 4) : vandq_u8(l, low4);
+                    uint8x16_t hb = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * g),
+                                                      vdupq_n_s8((int8_t)(-2 * quarter))), low2);
+                    int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l, vshlq_n_u8(hb, 4))), off);
+                    int32x4_t p = dot_s8(vdupq_n_s32(0), q, vld1q_s8(q8 + 32 * quarter + 16 * g));
+                    acc = vmlaq_n_s32(acc, p, sc[2 * quarter + g]);
+                }
+            }
+        }
+        sum += fp16_scalar(a[i].d) * b[i].d * (float)vaddvq_s32(acc);
+    }
+    *s = sum;
+}
+
+/* The EL_TILE x EL_TILE tile of 32-element blocks with signed byte quants (q8_0 or q4_0
+ * weights against q8_0 activations). Per block, the four weight rows' quants are unpacked once;
+ * for each activation row the four integer dots are reduced to one vector [dot_0 .. dot_3] by
+ * pairwise adds, scaled by [d_w0 .. d_w3] * d_a and accumulated: acc[r] holds y[r][0..3]. */
+static inline __attribute__((always_inline)) void tile_b32(int64_t n, float *y, int64_t ldy,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, size_t a_stride,
+                                                           bool q4) {
+    float32x4_t acc[EL_TILE];
+    for (int r = 0; r < EL_TILE; r++) acc[r] = vdupq_n_f32(0.0f);
+    const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
+    const char *wp = w;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, wp += w_block) {
+        int8x16_t wl[EL_TILE], wh[EL_TILE];
+        uint16_t wd[EL_TILE];
+        for (int o = 0; o < EL_TILE; o++) {
+            const char *blk = wp + (size_t)o * w_stride;
+            if (q4) {
+                q4_0_unpack((const el_block_q4_0 *)blk, &wl[o], &wh[o]);
+                wd[o] = ((const el_block_q4_0 *)blk)->d;
+            } else {
+                const el_block_q8_0 *b8 = (const el_block_q8_0 *)blk;
+                wl[o] = vld1q_s8(b8->qs);
+                wh[o] = vld1q_s8(b8->qs + 16);
+                wd[o] = b8->d;
+            }
+        }
+        const float32x4_t dw = fp16x4(wd[0], wd[1], wd[2], wd[3]);
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            const int8x16_t yl = vld1q_s8(ab->qs), yh = vld1q_s8(ab->qs + 16);
+            int32x4_t p[EL_TILE];
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = dot_s8(dot_s8(vdupq_n_s32(0), wl[o], yl), wh[o], yh);
+            int32x4_t dots = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
+            acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(dots), vmulq_n_f32(dw, fp16_scalar(ab->d)));
+        }
+    }
+    for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
+}
+
+static void tile_q8_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    tile_b32(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
+static void neon_set_quantized(el_kernels *k) {
+    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
+    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
+    k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
+    k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
+    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
+    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+}
+
+#endif
