@@ -137,8 +137,8 @@ static int compare_tiles(const el_kernels *simd) {
         const el_type_traits *at = el_type_get(wt->vec_dot_type);
         for (int blocks = 1; blocks <= 9; blocks += 2) {
             int64_t n = wt->block_size * blocks;
-            size_t w_stride = el_row_size((el_type)ty, n) + 5;
-            size_t a_stride = el_row_size(wt->vec_dot_type, n) + 3;
+            size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
+            size_t a_stride = el_row_size(wt->vec_dot_type, n) + 4;
             int64_t ldy = EL_TILE + 3;
             char *w = malloc(w_stride * EL_TILE), *aq = malloc(a_stride * EL_TILE);
             float *a = malloc((size_t)n * sizeof *a), *y = malloc(sizeof(float) * EL_TILE * ldy);

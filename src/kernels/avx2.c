@@ -1,5 +1,6 @@
 /* avx2.c - AVX2 dot products, one per weight type, each the same sum as its reference in ref.c
- * (integer products inside blocks, scales applied per block) but 32 bytes at a time.
+ * (integer products inside blocks, scales applied per block) but 32 bytes at a time; 4x4 tiles
+ * for q8_0 and q4_0 (prompt processing); activation quantizers byte-exact with quant.c.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
 #include "kernels/dispatch.h"
 
@@ -169,6 +170,149 @@ static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
     *s = sum;
 }
 
+/* Folds the 8 int32 lanes of four dots into [d0 d1 d2 d3 | d0 d1 d2 d3], each half a partial
+ * sum (two rounds of hadd). */
+static inline __m256i fold4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+}
+
+/* Stores the four sums of acc's two halves to y[0..3]. */
+static inline void store_fold(float *y, __m256 acc) {
+    _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
+/* The EL_TILE x EL_TILE tiles (prompt processing). Per block the four weight rows are unpacked
+ * once; for each activation row the four dots are folded into one vector (fold4), scaled by
+ * the four weight scales times the activation's and accumulated in acc[r], whose halves add up
+ * to y[r][0..3]. The loops over the tile are unrolled so that its arrays live in registers
+ * (-O2 would keep them in memory). */
+static void tile_q8_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
+        __m256i wq[EL_TILE], wabs[EL_TILE];
+        uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)w + o * w_stride) + i;
+            wq[o] = _mm256_loadu_si256((const __m256i *)b->qs);
+            wabs[o] = _mm256_sign_epi8(wq[o], wq[o]); /* for dot_i8's sign trick, once */
+            wd[o] = b->d;
+        }
+        __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16((short)wd[0], (short)wd[1], (short)wd[2],
+                                                 (short)wd[3], 0, 0, 0, 0));
+        __m256 dw = _mm256_set_m128(dw4, dw4);
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            __m256i yq = _mm256_loadu_si256((const __m256i *)ab->qs);
+            __m256i p[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(wabs[o], _mm256_sign_epi8(yq, wq[o])), ones);
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(fp16(ab->d)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold4(p[0], p[1], p[2], p[3])), d, acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+/* Q4_0 quants stay unsigned (q in 0..15, maddubs takes them as they are) and the offset comes
+ * off once per activation row: sum (q - 8) y = sum q y - 8 sum y. */
+static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
+        __m256i wq[EL_TILE];
+        uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q4_0 *b = (const el_block_q4_0 *)((const char *)w + o * w_stride) + i;
+            __m128i q = _mm_loadu_si128((const __m128i *)b->qs);
+            wq[o] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+            wd[o] = b->d;
+        }
+        __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16((short)wd[0], (short)wd[1], (short)wd[2],
+                                                 (short)wd[3], 0, 0, 0, 0));
+        __m256 dw = _mm256_set_m128(dw4, dw4);
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            __m256i yq = _mm256_loadu_si256((const __m256i *)ab->qs);
+            __m256i p[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[o], yq), ones);
+            __m256i off = _mm256_madd_epi16(_mm256_maddubs_epi16(eight, yq), ones);
+            __m256i dots = _mm256_sub_epi32(fold4(p[0], p[1], p[2], p[3]), fold4(off, off, off, off));
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(fp16(ab->d)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), d, acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+static float absmax(const float *x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 32 floats times id rounded to the nearest integer (cvtps rounds per MXCSR: to nearest even
+ * by default, like lrintf), narrowed to bytes in order, -128 clamped to -127 like the
+ * reference. Also returns the four groups' 8-lane int32 values for the Q8_K sums. */
+static __m256i round_to_s8(const float *x, float id, __m256i q[4]) {
+    const __m256 vid = _mm256_set1_ps(id);
+    for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid));
+    /* the packs work within 128-bit lanes; the permute puts the 4-byte groups back in order */
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return _mm256_max_epi8(b, _mm256_set1_epi8(-127));
+}
+
+/* The same arithmetic as el_q8_0_from_float (d = amax / 127, q = round(x * (1 / d))), so the
+ * same bytes; F16C's conversion rounds to nearest even like el_fp32_to_fp16. */
+static void quantize_q8_0(const float *x, void *y, int64_t n) {
+    el_block_q8_0 *b = y;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        float d = absmax(x, EL_QK8_0) / 127.0f;
+        float id = d > 0.0f ? 1.0f / d : 0.0f;
+        b->d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        __m256i q[4];
+        _mm256_storeu_si256((__m256i *)b->qs, round_to_s8(x, id, q));
+    }
+}
+
+static void quantize_q8_k(const float *x, void *y, int64_t n) {
+    el_block_q8_k *b = y;
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++, x += EL_QK_K) {
+        float d = absmax(x, EL_QK_K) / 127.0f;
+        float id = d > 0.0f ? 1.0f / d : 0.0f;
+        b->d = d;
+        for (int g = 0; g < EL_QK_K / 32; g++) {
+            __m256i q[4];
+            _mm256_storeu_si256((__m256i *)(b->qs + 32 * g), round_to_s8(x + 32 * g, id, q));
+            /* clamping only ever moves -128 to -127, which cannot come out of x * id */
+            b->bsums[2 * g] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            b->bsums[2 * g + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+        }
+    }
+}
+
 /* cpuid: leaf 1 ecx has FMA (bit 12), OSXSAVE (27), AVX (28), F16C (29); leaf 7 ebx has AVX2
  * (bit 5); and the OS must save the YMM registers (xgetbv(0) bits 1 and 2). */
 static bool cpu_has_avx2(void) {
@@ -193,6 +337,10 @@ bool el_kernels_avx2(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
     k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
     k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
+    k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
+    k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
+    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
+    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
     return true;
 }
 

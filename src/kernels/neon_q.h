@@ -121,18 +121,21 @@ static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
 /* The EL_TILE x EL_TILE tile of 32-element blocks with signed byte quants (q8_0 or q4_0
  * weights against q8_0 activations). Per block, the four weight rows' quants are unpacked once;
  * for each activation row the four integer dots are reduced to one vector [dot_0 .. dot_3] by
- * pairwise adds, scaled by [d_w0 .. d_w3] * d_a and accumulated: acc[r] holds y[r][0..3]. */
+ * pairwise adds, scaled by [d_w0 .. d_w3] * d_a and accumulated: acc[r] holds y[r][0..3].
+ * The loops over the tile are unrolled so that its arrays live in registers (-O2 would not). */
 static inline __attribute__((always_inline)) void tile_b32(int64_t n, float *y, int64_t ldy,
                                                            const void *w, size_t w_stride,
                                                            const void *a, size_t a_stride,
                                                            bool q4) {
     float32x4_t acc[EL_TILE];
+    #pragma GCC unroll 4
     for (int r = 0; r < EL_TILE; r++) acc[r] = vdupq_n_f32(0.0f);
     const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
     const char *wp = w;
     for (int64_t i = 0; i < n / EL_QK8_0; i++, wp += w_block) {
         int8x16_t wl[EL_TILE], wh[EL_TILE];
         uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
         for (int o = 0; o < EL_TILE; o++) {
             const char *blk = wp + (size_t)o * w_stride;
             if (q4) {
@@ -146,16 +149,19 @@ static inline __attribute__((always_inline)) void tile_b32(int64_t n, float *y, 
             }
         }
         const float32x4_t dw = fp16x4(wd[0], wd[1], wd[2], wd[3]);
+        #pragma GCC unroll 4
         for (int r = 0; r < EL_TILE; r++) {
             const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
             const int8x16_t yl = vld1q_s8(ab->qs), yh = vld1q_s8(ab->qs + 16);
             int32x4_t p[EL_TILE];
+            #pragma GCC unroll 4
             for (int o = 0; o < EL_TILE; o++)
                 p[o] = dot_s8(dot_s8(vdupq_n_s32(0), wl[o], yl), wh[o], yh);
             int32x4_t dots = vpaddq_s32(vpaddq_s32(p[0], p[1]), vpaddq_s32(p[2], p[3]));
             acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(dots), vmulq_n_f32(dw, fp16_scalar(ab->d)));
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
 }
 
