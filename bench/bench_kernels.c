@@ -19,8 +19,9 @@ static double now(void) {
 int main(int argc, char **argv) {
     int n_threads = argc > 1 ? atoi(argv[1]) : 1;
     int64_t n_in = argc > 2 ? atoll(argv[2]) : 4096, n_out = argc > 3 ? atoll(argv[3]) : 4096;
-    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,  EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,  EL_TYPE_W8,
+                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G128};
     static const int64_t row_counts[] = {1, 32};
     el_threadpool *tp;
     if (el_threadpool_create(n_threads, &tp) != EL_OK) return 1;
@@ -36,8 +37,9 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < 32 * n_in; i++) x[i] = (float)((i * 104729) % 997) / 997.0f - 0.5f;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const el_type_traits *tr = el_type_get(types[t]);
-        tr->from_float(wf, wq, n_in * n_out);
         el_weight w = el_weight_view(types[t], wq, n_in, n_out);
+        for (int64_t o = 0; o < n_out; o++) /* row by row: per-row types have a header */
+            tr->from_float(wf + o * n_in, (char *)wq + o * w.row_bytes, n_in);
         for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
             int64_t rows = row_counts[rc];
             /* the fastest of the repetitions: the machine is shared, and other processes only
@@ -49,7 +51,7 @@ int main(int argc, char **argv) {
                 double dt = now() - t0;
                 if (dt < s) s = dt;
             }
-            printf("%-5s rows %3lld: %8.3f ms  %7.2f GB/s weights  %7.2f GMAC/s\n", tr->name,
+            printf("%-6s rows %3lld: %8.3f ms  %7.2f GB/s weights  %7.2f GMAC/s\n", tr->name,
                    (long long)rows, s * 1e3, (double)(w.row_bytes * (size_t)n_out) / s * 1e-9,
                    (double)(n_in * n_out * rows) / s * 1e-9);
         }

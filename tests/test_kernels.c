@@ -25,7 +25,8 @@ static int test_traits(void) {
     CHECK(el_type_get(EL_TYPE_Q8_K)->type_size == 292);
     CHECK(el_type_get(EL_TYPE_Q8_K)->vec_dot == NULL);
     CHECK(el_type_get(3) == NULL);  /* q4_1: a ggml id we do not support */
-    CHECK(el_type_get(64) == NULL);
+    CHECK(el_type_get(63) == NULL);  /* between the ggml ids and ours */
+    CHECK(el_type_get(EL_TYPE_COUNT) == NULL);
     CHECK(el_type_get(0xFFFFFFFFu) == NULL);
     /* sizes from the GGUF layouts: 4096 elements of q4_K = 16 blocks of 144 bytes */
     CHECK(el_row_size(EL_TYPE_Q4_K, 4096) == 2304);

@@ -7,6 +7,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 #include "testutil.h"
 
 /* Random bytes for a weight row, with its block scales replaced by sane fp16 values (random
@@ -27,8 +28,15 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
             ((el_block_q4_k *)data)[b].dmin = dmin;
             break;
         case EL_TYPE_Q6_K: ((el_block_q6_k *)data)[b].d = d; break;
+        case EL_TYPE_W4G32: case EL_TYPE_W4G64: case EL_TYPE_W4G128:
+            memcpy((char *)data + b * el_type_get(type)->type_size, &d, sizeof d);
+            break;
         default: break;
         }
+    }
+    if (el_type_get(type)->row_header != 0) { /* a per-row float scale */
+        float d = test_rand_uniform(r, -0.02f, 0.02f);
+        memcpy(data, &d, sizeof d);
     }
     if (type == EL_TYPE_F32 || type == EL_TYPE_F16 || type == EL_TYPE_BF16) {
         float *f = malloc((size_t)n * sizeof *f);
@@ -39,13 +47,14 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
 }
 
 static int compare_tables(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
+                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128};
     test_rng r = {99};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_traits *wt = el_type_get(types[ti]);
         const el_type_traits *at = el_type_get(wt->vec_dot_type);
-        int64_t unit = wt->block_size == 256 ? 256 : 32;
+        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
         for (int blocks = 1; blocks <= 9; blocks++) {
             for (int extra = 0; extra < (wt->block_size == 1 ? 16 : 1); extra += 5) {
                 int64_t n = unit * blocks + extra;
@@ -82,7 +91,7 @@ static int compare_tables(const el_kernels *simd) {
  * and q = round-to-nearest-even(x * (1 / d)) in float, and round d to fp16 the same way. Rows
  * mix magnitudes (down to fp16 subnormal scales), all-zero blocks and exact halves (ties). */
 static int compare_quantizers(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K};
+    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_A8};
     test_rng r = {7};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_traits *t = el_type_get(types[ti]);

@@ -8,8 +8,11 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <math.h>
+#include <string.h>
 
 #include "kernels/blocks.h"
+#include "kernels/edge.h"
 
 static float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -313,6 +316,112 @@ static void quantize_q8_k(const float *x, void *y, int64_t n) {
     }
 }
 
+/* ---- edgelora's integer types (edge.h): sums stay in int32 lanes over a row or group */
+
+/* W8 . A8: one integer dot over the row, then one float multiply. */
+static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float), *a = (const int8_t *)y + sizeof(el_a8_header);
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        acc0 = _mm256_add_epi32(acc0, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i))));
+        acc1 = _mm256_add_epi32(acc1, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i + 32)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i + 32))));
+    }
+    for (; i < n; i += 32)
+        acc0 = _mm256_add_epi32(acc0, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i))));
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)hsum_epi32(_mm256_add_epi32(acc0, acc1));
+}
+
+/* The 32 unsigned nibbles (0..15) of an int4 chunk, in element order. */
+static inline __m256i load_chunk_u4(const uint8_t *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+/* W4 . A8: nibbles stay unsigned (maddubs takes them as they are) and the 8 comes off once:
+ * sum (u - 8) a = sum u a - 8 * (the A8 row's sum). */
+static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
+    const uint8_t *qs = (const uint8_t *)x + sizeof(float);
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) { /* two chunks' pair sums add up within int16 (<= 2*3810) */
+        __m256i p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2), _mm256_loadu_si256((const __m256i *)(a + i))),
+            _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2 + 16),
+                                 _mm256_loadu_si256((const __m256i *)(a + i + 32))));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    for (; i < n; i += 32) {
+        __m256i p = _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2),
+                                         _mm256_loadu_si256((const __m256i *)(a + i)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)(hsum_epi32(acc) - 8 * h.sum);
+}
+
+/* W4G<g> . A8: per chunk sum u a - sum 8 a, both in int16 pairs (3810 and 2032 at most); per
+ * group one float multiply by the group's scale; the row's activation scale at the end. */
+static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
+                                                              const void *y, int g) {
+    const uint8_t *b = x;
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    const __m256i ones = _mm256_set1_epi16(1), eight = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
+        __m256i gi = _mm256_setzero_si256();
+        for (int c = 0; c < g / 32; c++) {
+            __m256i av = _mm256_loadu_si256((const __m256i *)(a + i + 32 * c));
+            __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(load_chunk_u4(b + 2 + 16 * c), av),
+                                         _mm256_maddubs_epi16(eight, av));
+            gi = _mm256_add_epi32(gi, _mm256_madd_epi16(p, ones));
+        }
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16(d)), _mm256_cvtepi32_ps(gi), acc);
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = hsum_ps(acc) * h.d;
+}
+
+static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 32);
+}
+static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 64);
+}
+static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 128);
+}
+
+/* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
+ * the same bytes and sum. */
+static void quantize_a8(const float *x, void *y, int64_t n) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i += 32) amax = fmaxf(amax, absmax(x + i, 32));
+    el_a8_header h = {.d = amax / 127.0f};
+    float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
+    int8_t *q = (int8_t *)y + sizeof h;
+    __m256i sum = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; i += 32) {
+        __m256i qi[4];
+        _mm256_storeu_si256((__m256i *)(q + i), round_to_s8(x + i, id, qi));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]),
+                                                     _mm256_add_epi32(qi[2], qi[3])));
+    }
+    h.sum = hsum_epi32(sum);
+    memcpy(y, &h, sizeof h);
+}
+
 /* cpuid: leaf 1 ecx has FMA (bit 12), OSXSAVE (27), AVX (28), F16C (29); leaf 7 ebx has AVX2
  * (bit 5); and the OS must save the YMM registers (xgetbv(0) bits 1 and 2). */
 static bool cpu_has_avx2(void) {
@@ -341,6 +450,12 @@ bool el_kernels_avx2(el_kernels *k) {
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
+    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
+    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
+    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
+    k->quantize[EL_TYPE_A8] = quantize_a8;
     return true;
 }
 

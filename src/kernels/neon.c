@@ -7,6 +7,7 @@
 #if defined(__aarch64__) && defined(__ARM_NEON)
 
 #include <arm_neon.h>
+#include <string.h>
 
 /* acc plus the 16 products a[i]*b[i]: two widening multiplies (|a*b| <= 2^14 fits int16) and
  * pairwise accumulates into 32 bits. */
@@ -107,6 +108,21 @@ static void quantize_q8_k(const float *x, void *y, int64_t n) {
     }
 }
 
+/* A8 row: the reference's arithmetic (d = amax / 127 over the row), so the same bytes. */
+static void quantize_a8(const float *x, void *y, int64_t n) {
+    float32x4_t m = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n; i += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + i)));
+    el_a8_header h = {.d = vmaxvq_f32(m) / 127.0f};
+    float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
+    int8_t *q = (int8_t *)y + sizeof h;
+    for (int64_t i = 0; i < n; i += 16) {
+        int8x16_t v = round_to_s8(x + i, id);
+        vst1q_s8(q + i, v);
+        h.sum += vaddlvq_s8(v);
+    }
+    memcpy(y, &h, sizeof h);
+}
+
 bool el_kernels_neon(el_kernels *k) {
     k->isa = "neon";
     k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
@@ -114,6 +130,7 @@ bool el_kernels_neon(el_kernels *k) {
     k->vec_dot[EL_TYPE_BF16] = vec_dot_bf16;
     k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
+    k->quantize[EL_TYPE_A8] = quantize_a8;
     neon_set_quantized(k);
     return true;
 }

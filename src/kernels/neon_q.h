@@ -11,9 +11,11 @@
 #define EL_KERNELS_NEON_Q_H
 
 #include <arm_neon.h>
+#include <string.h>
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 
 static inline float fp16_scalar(uint16_t h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
@@ -175,6 +177,74 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
+/* ---- edgelora's integer types (edge.h): sums stay in int32 lanes over a row or group */
+
+static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float), *a = (const int8_t *)y + sizeof(el_a8_header);
+    int32x4_t acc0 = vdupq_n_s32(0), acc1 = vdupq_n_s32(0);
+    for (int64_t i = 0; i < n; i += 32) {
+        acc0 = dot_s8(acc0, vld1q_s8(q + i), vld1q_s8(a + i));
+        acc1 = dot_s8(acc1, vld1q_s8(q + i + 16), vld1q_s8(a + i + 16));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
+}
+
+/* The 32 values (nibble - 8) of an int4 chunk as signed bytes, in element order. */
+static inline void chunk_s4(const uint8_t *qs, int8x16_t *lo, int8x16_t *hi) {
+    const uint8x16_t q = vld1q_u8(qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
+    const uint8_t *qs = (const uint8_t *)x + sizeof(float);
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    int32x4_t acc0 = vdupq_n_s32(0), acc1 = vdupq_n_s32(0);
+    for (int64_t i = 0; i < n; i += 32) {
+        int8x16_t lo, hi;
+        chunk_s4(qs + i / 2, &lo, &hi);
+        acc0 = dot_s8(acc0, lo, vld1q_s8(a + i));
+        acc1 = dot_s8(acc1, hi, vld1q_s8(a + i + 16));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
+}
+
+static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
+                                                              const void *y, int g) {
+    const uint8_t *b = x;
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
+        int32x4_t gi = vdupq_n_s32(0);
+        for (int c = 0; c < g / 32; c++) {
+            int8x16_t lo, hi;
+            chunk_s4(b + 2 + 16 * c, &lo, &hi);
+            gi = dot_s8(dot_s8(gi, lo, vld1q_s8(a + i + 32 * c)), hi, vld1q_s8(a + i + 32 * c + 16));
+        }
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(gi), fp16_scalar(d));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = vaddvq_f32(acc) * h.d;
+}
+
+static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 32);
+}
+static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 64);
+}
+static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 128);
+}
+
 static void neon_set_quantized(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
     k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
@@ -182,6 +252,11 @@ static void neon_set_quantized(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
+    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
+    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
+    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
 }
 
 #endif
