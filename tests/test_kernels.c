@@ -182,6 +182,25 @@ static int test_dequant_q4_k(void) {
     return TEST_PASS;
 }
 
+/* The word-wise unpacking of all Q4_K scales and mins agrees with el_q4_k_scale_min on every
+ * byte pattern a random generator reaches. */
+static int test_q4_k_scales_mins(void) {
+    test_rng r = {17};
+    for (int rep = 0; rep < 2000; rep++) {
+        uint8_t scales[12];
+        uint32_t words[4];
+        for (int i = 0; i < 12; i++) scales[i] = (uint8_t)test_rand_u32(&r);
+        el_q4_k_scales_mins(scales, words);
+        for (int sb = 0; sb < 8; sb++) {
+            int sc, m;
+            el_q4_k_scale_min(scales, sb, &sc, &m);
+            CHECK(((words[sb / 4] >> 8 * (sb % 4)) & 0xFF) == (uint32_t)sc);
+            CHECK(((words[2 + sb / 4] >> 8 * (sb % 4)) & 0xFF) == (uint32_t)m);
+        }
+    }
+    return TEST_PASS;
+}
+
 static int test_dequant_q6_k(void) {
     el_block_q6_k b;
     memset(&b, 0, sizeof b);
@@ -341,6 +360,7 @@ int main(void) {
     run_test("bf16", test_bf16);
     run_test("dequant_q8_0_q4_0", test_dequant_q8_0_q4_0);
     run_test("dequant_q4_k", test_dequant_q4_k);
+    run_test("q4_k_scales_mins", test_q4_k_scales_mins);
     run_test("dequant_q6_k", test_dequant_q6_k);
     run_test("dequant_q8_k_and_halves", test_dequant_q8_k_and_halves);
     run_test("roundtrip", test_roundtrip);

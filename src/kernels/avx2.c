@@ -111,51 +111,69 @@ static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
     *s = hsum_ps(acc);
 }
 
+/* Picks int16 element e of each 128-bit lane into every int16 of that lane. */
+static inline __m256i pick_i16(__m256i v, int e) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * e + 1) + 2 * e)));
+}
+
+/* The block's scales and mins are unpacked all at once (el_q4_k_scales_mins); the mins' term
+ * sum_s m[s] * (bsums[2s] + bsums[2s+1]) is one madd of the bsums with the mins duplicated;
+ * both terms accumulate in float vectors, reduced once at the end. */
 static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q4_k *a = x;
     const el_block_q8_k *b = y;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / EL_QK_K; i++) {
-        __m256i acc = _mm256_setzero_si256();
-        int32_t acc_m = 0;
-        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low) and 2c+1 (high) */
-            int sc0, m0, sc1, m1;
-            el_q4_k_scale_min(a[i].scales, 2 * c, &sc0, &m0);
-            el_q4_k_scale_min(a[i].scales, 2 * c + 1, &sc1, &m1);
-            acc_m += m0 * (b[i].bsums[4 * c] + b[i].bsums[4 * c + 1]);
-            acc_m += m1 * (b[i].bsums[4 * c + 2] + b[i].bsums[4 * c + 3]);
+        uint32_t w[4];
+        el_q4_k_scales_mins(a[i].scales, w);
+        __m128i sm = _mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]); /* sc, m */
+        __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm)); /* sc[0..7] per lane */
+        __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b[i].bsums),
+                                         _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)));
+        __m256i sum = _mm256_setzero_si256();
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
             __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c));
             __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c + 32));
-            /* nibbles are unsigned: maddubs directly; pairs <= 2*15*127 */
-            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16((short)sc0));
-            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16((short)sc1));
-            acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
+            /* nibbles are unsigned: maddubs directly; pairs <= 2*15*128 */
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), pick_i16(sc, 2 * c));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), pick_i16(sc, 2 * c + 1));
+            sum = _mm256_add_epi32(sum, _mm256_add_epi32(p0, p1));
         }
-        float d = fp16(a[i].d) * b[i].d, dmin = fp16(a[i].dmin) * b[i].d;
-        sum += d * (float)hsum_epi32(acc) - dmin * (float)acc_m;
+        __m256 d = _mm256_set1_ps(fp16(a[i].d) * b[i].d);
+        __m256 dmin = _mm256_set1_ps(fp16(a[i].dmin) * b[i].d);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc);
+        acc = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(mins), acc);
     }
-    *s = sum;
+    *s = hsum_ps(acc);
 }
 
-/* q - 32 is split as q*y - 32*y; the sums of y per sub-block of 16 are the Q8_K bsums. */
+/* q - 32 is split as q*y - 32*y; the sums of y per sub-block of 16 are the Q8_K bsums, so the
+ * offset term is one madd of the bsums with the 16 scales. Per quarter the two sub-blocks'
+ * scales go to the two 128-bit lanes by a shuffle of the widened scales. */
 static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q6_k *a = x;
     const el_block_q8_k *b = y;
     const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / EL_QK_K; i++) {
-        __m256i acc = _mm256_setzero_si256();
-        int32_t acc_off = 0;
-        for (int sb = 0; sb < 16; sb++) acc_off += a[i].scales[sb] * b[i].bsums[sb];
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[i].scales));
+        __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b[i].bsums));
+        __m256i sum = _mm256_setzero_si256();
+        #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
+            /* scales 8h..8h+7 in both lanes */
+            __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                            : _mm256_permute2x128_si256(sc16, sc16, 0x00);
             const uint8_t *ql = a[i].ql + 64 * h;
             __m256i qh = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
             __m256i ql0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i ql1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            #pragma GCC unroll 4
             for (int quarter = 0; quarter < 4; quarter++) {
                 __m256i lo = quarter & 1 ? ql1 : ql0;
                 if (quarter >> 1) lo = _mm256_srli_epi16(lo, 4);
@@ -163,14 +181,16 @@ static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
                 __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), low2);
                 __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63 */
                 __m256i yq = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * quarter));
-                const int8_t *sc = a[i].scales + 8 * h + 2 * quarter;
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), scv));
+                /* low lane: scale 2*quarter, high lane: 2*quarter + 1 */
+                __m256i scv = _mm256_blend_epi32(pick_i16(sch, 2 * quarter),
+                                                  pick_i16(sch, 2 * quarter + 1), 0xF0);
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), scv));
             }
         }
-        sum += fp16(a[i].d) * b[i].d * (float)(hsum_epi32(acc) - 32 * acc_off);
+        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(off, 5)); /* - 32 * sum sc * bsums */
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16(a[i].d) * b[i].d), _mm256_cvtepi32_ps(sum), acc);
     }
-    *s = sum;
+    *s = hsum_ps(acc);
 }
 
 /* Folds the 8 int32 lanes of four dots into [d0 d1 d2 d3 | d0 d1 d2 d3], each half a partial

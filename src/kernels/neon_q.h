@@ -66,14 +66,20 @@ static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
     float sum = 0.0f;
     for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        uint32_t w[4]; /* all scales and mins at once */
+        el_q4_k_scales_mins(a[i].scales, w);
+        /* mins: sum_s m[s] * (bsums[2s] + bsums[2s+1]), the pair sums by one pairwise add */
+        const uint8_t m_bytes[8] = {(uint8_t)w[2], (uint8_t)(w[2] >> 8), (uint8_t)(w[2] >> 16),
+                                    (uint8_t)(w[2] >> 24), (uint8_t)w[3], (uint8_t)(w[3] >> 8),
+                                    (uint8_t)(w[3] >> 16), (uint8_t)(w[3] >> 24)};
+        int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m_bytes)));
+        int16x8_t pairs = vpaddq_s16(vld1q_s16(b[i].bsums), vld1q_s16(b[i].bsums + 8));
+        int32_t acc_m = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(m16), vget_low_s16(pairs)),
+                                                  m16, pairs));
         int32x4_t acc = vdupq_n_s32(0);
-        int32_t acc_m = 0;
         for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
-            int sc0, m0, sc1, m1;
-            el_q4_k_scale_min(a[i].scales, 2 * c, &sc0, &m0);
-            el_q4_k_scale_min(a[i].scales, 2 * c + 1, &sc1, &m1);
-            acc_m += m0 * (b[i].bsums[4 * c] + b[i].bsums[4 * c + 1]);
-            acc_m += m1 * (b[i].bsums[4 * c + 2] + b[i].bsums[4 * c + 3]);
+            int sc0 = (int)((w[c / 2] >> (16 * (c % 2))) & 0xFF);
+            int sc1 = (int)((w[c / 2] >> (16 * (c % 2) + 8)) & 0xFF);
             const uint8x16_t q0 = vld1q_u8(a[i].qs + 32 * c), q1 = vld1q_u8(a[i].qs + 32 * c + 16);
             const int8_t *q8 = b[i].qs + 64 * c;
             int32x4_t p0 = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, low4)),
