@@ -1,9 +1,13 @@
 /* bench_kernels.c - matmul throughput per weight type (not a test): weight bytes read per second
  * for one activation row (a decode step) and for a block of rows (a prompt chunk).
- * Usage: bench_kernels [n_threads] [n_in] [n_out]. EL_FORCE_REFERENCE=1 times the reference,
+ * Usage: bench_kernels [n_threads] [n_in] [n_out] [type,type,...]. EL_FORCE_REFERENCE=1 times
+ * the reference,
  * EL_ISA_MAX=avx2 (say) a lower ISA level. Times are the best of repeated runs. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "core/threadpool.h"
@@ -14,6 +18,17 @@ static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Whether name is one of the comma-separated names in list (case-insensitive). */
+static bool listed(const char *list, const char *name) {
+    size_t len = strlen(name);
+    for (const char *p = list; *p != '\0'; p++) {
+        if ((p == list || p[-1] == ',') && strncasecmp(p, name, len) == 0 &&
+            (p[len] == ',' || p[len] == '\0'))
+            return true;
+    }
+    return false;
 }
 
 int main(int argc, char **argv) {
@@ -37,6 +52,7 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < 32 * n_in; i++) x[i] = (float)((i * 104729) % 997) / 997.0f - 0.5f;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const el_type_traits *tr = el_type_get(types[t]);
+        if (argc > 4 && !listed(argv[4], tr->name)) continue;
         el_weight w = el_weight_view(types[t], wq, n_in, n_out);
         for (int64_t o = 0; o < n_out; o++) /* row by row: per-row types have a header */
             tr->from_float(wf + o * n_in, (char *)wq + o * w.row_bytes, n_in);

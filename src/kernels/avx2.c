@@ -82,33 +82,71 @@ static void vec_dot_bf16(int64_t n, float *s, const void *x, const void *y) {
     *s = sum;
 }
 
-static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q8_0 *a = x, *b = y;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
-        __m256i xq = _mm256_loadu_si256((const __m256i *)a[i].qs);
-        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
+/* The integer dots of one block pair as 8 int32 lanes. */
+static inline __m256i q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    return dot_i8(_mm256_loadu_si256((const __m256i *)a->qs),
+                  _mm256_loadu_si256((const __m256i *)b->qs));
+}
+
+/* Q4_0 nibbles stay unsigned (maddubs takes them as they are, pairs <= 2*15*128) and the 8 comes
+ * off in int16: sum (u - 8) y = sum u y - sum 8 y. Elements 0-15 are the low nibbles, 16-31 the
+ * high nibbles. */
+static inline __m256i q4_0_dot(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
+    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    __m256i yq = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, yq),
+                                 _mm256_maddubs_epi16(_mm256_set1_epi8(8), yq));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* The fp16 scales d of 8 consecutive blocks stride bytes apart (d first in each), as floats:
+ * one conversion for 8 blocks instead of one each. */
+static inline __m256 fp16x8(const void *blocks, size_t stride) {
+    const char *p = blocks;
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, sizeof h[k]);
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3],
+                                          (short)h[4], (short)h[5], (short)h[6], (short)h[7]));
+}
+
+/* Element k of v in all lanes. */
+static inline __m256 lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
+
+/* Groups of 8 blocks share one conversion of their 16 scales; two accumulators, so consecutive
+ * fmadds do not wait on each other's latency. x is q4_0 (q4) or q8_0 blocks, y q8_0 blocks. */
+static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, const void *x,
+                                                                size_t x_block, const void *y,
+                                                                bool q4) {
+    const char *xa = x;
+    const el_block_q8_0 *b = y;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        __m256 d = _mm256_mul_ps(fp16x8(xa + i * x_block, x_block), fp16x8(b + i, sizeof *b));
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const void *xb = xa + (i + k) * x_block;
+            __m256i p = q4 ? q4_0_dot(xb, b + i + k) : q8_0_dot(xb, b + i + k);
+            acc[k & 1] = _mm256_fmadd_ps(lane(d, k), _mm256_cvtepi32_ps(p), acc[k & 1]);
+        }
     }
-    *s = hsum_ps(acc);
+    for (; i < nb; i++) {
+        const void *xb = xa + i * x_block;
+        uint16_t dx;
+        memcpy(&dx, xb, sizeof dx);
+        __m256i p = q4 ? q4_0_dot(xb, b + i) : q8_0_dot(xb, b + i);
+        acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), acc[0]);
+    }
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    *s = dot_blocks32(n / EL_QK8_0, x, sizeof(el_block_q8_0), y, false);
 }
 
 static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q4_0 *a = x;
-    const el_block_q8_0 *b = y;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
-        /* elements 0-15 are the low nibbles, 16-31 the high nibbles */
-        __m128i q = _mm_loadu_si128((const __m128i *)a[i].qs);
-        __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-        __m256i xq = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
-        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
-    }
-    *s = hsum_ps(acc);
+    *s = dot_blocks32(n / EL_QK4_0, x, sizeof(el_block_q4_0), y, true);
 }
 
 /* Picks int16 element e of each 128-bit lane into every int16 of that lane. */

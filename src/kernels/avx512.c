@@ -1,6 +1,7 @@
 /* avx512.c - AVX-512 kernels with VNNI (vpdpbusd: 4 unsigned x signed byte products summed
  * into each 32-bit lane in one instruction) for q8_0 and q4_0 weights: dot products two blocks
- * per 512-bit register, and 4x4 tiles on 256-bit registers (AVX512-VL). Other types keep the
+ * per 512-bit register (one at a time on 256 bits for the last few), and 4x4 tiles on 256-bit
+ * registers (AVX512-VL). Other types keep the
  * AVX2 kernels, which the dispatcher installs first.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni (and AVX2's flags) on x86 (see
  * Makefile) and used only when the CPU and the OS support them. */
@@ -11,6 +12,7 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels/blocks.h"
 
@@ -23,23 +25,6 @@ static inline __m512i load2_q8_0(const el_block_q8_0 *b) {
                               _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
 }
 
-/* The unsigned nibbles (0..15) of Q4_0 blocks b[0] and b[1], each block as low nibbles then
- * high nibbles (its element order). */
-static inline __m512i load2_q4_0(const el_block_q4_0 *b) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)b[1].qs),
-                                 _mm_loadu_si128((const __m128i *)b[0].qs));
-    __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    /* [lo0 lo1 hi0 hi1] in 128-bit lanes -> [lo0 hi0 lo1 hi1] */
-    __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-    return _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0));
-}
-
-/* A scale per block: lanes 0-7 get d0, lanes 8-15 d1. */
-static inline __m512 scale2(float d0, float d1) {
-    return _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
-}
-
 /* Signed x . signed y per lane of 4 bytes: vpdpbusd wants x unsigned, so the sign of x moves
  * onto y (exact for |y| <= 127, which holds for activations quantized by el_*_from_float). */
 static inline __m512i dot_i8(__m512i x, __m512i y) {
@@ -47,49 +32,99 @@ static inline __m512i dot_i8(__m512i x, __m512i y) {
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(x), sy);
 }
 
-static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q8_0 *a = x, *b = y;
-    int64_t nb = n / EL_QK8_0, i = 0;
-    __m512 acc = _mm512_setzero_ps();
-    for (; i + 2 <= nb; i += 2) {
-        __m512i p = dot_i8(load2_q8_0(a + i), load2_q8_0(b + i));
-        __m512 d = scale2(fp16(a[i].d) * fp16(b[i].d), fp16(a[i + 1].d) * fp16(b[i + 1].d));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, acc);
-    }
-    float sum = _mm512_reduce_add_ps(acc);
-    if (i < nb) { /* an odd last block, on 256 bits */
-        __m256i xq = _mm256_loadu_si256((const __m256i *)a[i].qs);
-        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(xq, xq),
-                                        _mm256_sign_epi8(yq, xq));
-        __m512i p512 = _mm512_castsi256_si512(p);
-        sum += fp16(a[i].d) * fp16(b[i].d) *
-               (float)_mm512_mask_reduce_add_epi32(0x00FF, p512);
-    }
-    *s = sum;
+/* Blocks k and k+1 of a q8_0 pair: int32 lanes 0-7 belong to block k, 8-15 to block k+1. */
+static inline __m512i q8_0_dot2(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    return dot_i8(load2_q8_0(a), load2_q8_0(b));
 }
 
-/* sum (q - 8) y = sum q y - sum 8 y with q unsigned, so no sign trick is needed. */
-static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q4_0 *a = x;
+/* Blocks k and k+1 of a q4_0 pair, arranged by 128-bit lanes as [lo_k lo_k+1 hi_k hi_k+1]
+ * (nibbles: the 16 bytes of both blocks, then the same shifted by 4) against the activations
+ * rearranged to match; so int32 lanes 0-3 and 8-11 belong to block k, 4-7 and 12-15 to k+1.
+ * sum (u - 8) y = sum u y - sum 8 y with u unsigned. */
+static inline __m512i q4_0_dot2(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    __m256i q = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)a[1].qs),
+                                 _mm_loadu_si128((const __m128i *)a[0].qs));
+    __m512i shifts = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
+    __m512i u = _mm512_and_si512(_mm512_srlv_epi16(_mm512_broadcast_i64x4(q), shifts),
+                                 _mm512_set1_epi8(0x0F));
+    __m512i y = load2_q8_0(b); /* [y_k lo, y_k hi, y_k+1 lo, y_k+1 hi] */
+    y = _mm512_shuffle_i64x2(y, y, _MM_SHUFFLE(3, 1, 2, 0));
+    __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, y);
+    return _mm512_sub_epi32(p, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(8), y));
+}
+
+/* One block pair on 256 bits (the tails): the integer dots as 8 int32 lanes. */
+static inline __m256i q8_0_dot1(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)a->qs);
+    __m256i y = _mm256_loadu_si256((const __m256i *)b->qs);
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+}
+
+static inline __m256i q4_0_dot1(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
+    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    __m256i y = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
+    return _mm256_sub_epi32(p, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), y));
+}
+
+static float hsum256_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The fp16 scales d of 8 consecutive blocks stride bytes apart (d first in each), as floats. */
+static inline __m256 fp16x8(const void *blocks, size_t stride) {
+    const char *p = blocks;
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, sizeof h[k]);
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3],
+                                          (short)h[4], (short)h[5], (short)h[6], (short)h[7]));
+}
+
+/* Groups of 8 blocks share one conversion of their 16 scales, spread to the lanes of each pair
+ * by a permute; two accumulators hide the fmadd latency; the last nb % 8 blocks go one by one
+ * on 256 bits. x is q4_0 (q4) or q8_0 blocks, y q8_0 blocks. */
+static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, const void *x,
+                                                                size_t x_block, const void *y,
+                                                                bool q4) {
+    const char *xa = x;
     const el_block_q8_0 *b = y;
-    const __m512i eight = _mm512_set1_epi8(8);
-    int64_t nb = n / EL_QK4_0, i = 0;
-    __m512 acc = _mm512_setzero_ps();
-    for (; i + 2 <= nb; i += 2) {
-        __m512i yq = load2_q8_0(b + i);
-        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), load2_q4_0(a + i), yq);
-        p = _mm512_sub_epi32(p, _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, yq));
-        __m512 d = scale2(fp16(a[i].d) * fp16(b[i].d), fp16(a[i + 1].d) * fp16(b[i + 1].d));
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), d, acc);
+    /* lane -> block of the pair: q8_0 pairs are 8 + 8 lanes, q4_0 pairs 4 + 4 + 4 + 4 */
+    const __m512i pick0 = q4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1)
+                             : _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        __m512 d = _mm512_castps256_ps512(
+            _mm256_mul_ps(fp16x8(xa + i * x_block, x_block), fp16x8(b + i, sizeof *b)));
+        #pragma GCC unroll 4
+        for (int k = 0; k < 8; k += 2) {
+            const void *xb = xa + (i + k) * x_block;
+            __m512i p = q4 ? q4_0_dot2(xb, b + i + k) : q8_0_dot2(xb, b + i + k);
+            __m512 dk = _mm512_permutexvar_ps(_mm512_add_epi32(pick0, _mm512_set1_epi32(k)), d);
+            acc[(k / 2) & 1] = _mm512_fmadd_ps(dk, _mm512_cvtepi32_ps(p), acc[(k / 2) & 1]);
+        }
     }
-    float sum = _mm512_reduce_add_ps(acc);
-    if (i < nb) { /* an odd last block: its dot from the reference */
-        float last;
-        el_vec_dot_q4_0_ref(EL_QK4_0, &last, a + i, b + i);
-        sum += last;
+    __m256 tail = _mm256_setzero_ps();
+    for (; i < nb; i++) {
+        const void *xb = xa + i * x_block;
+        uint16_t dx;
+        memcpy(&dx, xb, sizeof dx);
+        __m256i p = q4 ? q4_0_dot1(xb, b + i) : q8_0_dot1(xb, b + i);
+        tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), tail);
     }
-    *s = sum;
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + hsum256_ps(tail);
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    *s = dot_blocks32(n / EL_QK8_0, x, sizeof(el_block_q8_0), y, false);
+}
+
+static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
+    *s = dot_blocks32(n / EL_QK4_0, x, sizeof(el_block_q4_0), y, true);
 }
 
 /* Folds the 8 int32 lanes of four dots into [d0 d1 d2 d3 | d0 d1 d2 d3], each half a partial

@@ -35,29 +35,50 @@ static inline void q4_0_unpack(const el_block_q4_0 *b, int8x16_t *lo, int8x16_t 
     *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
 }
 
+/* Integer dots of one block pair (q8_0 or q4_0 weights against q8_0) as 4 int32 lanes. */
+static inline int32x4_t q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    int32x4_t p = dot_s8(vdupq_n_s32(0), vld1q_s8(a->qs), vld1q_s8(b->qs));
+    return dot_s8(p, vld1q_s8(a->qs + 16), vld1q_s8(b->qs + 16));
+}
+
+static inline int32x4_t q4_0_dot(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    int8x16_t lo, hi;
+    q4_0_unpack(a, &lo, &hi);
+    return dot_s8(dot_s8(vdupq_n_s32(0), lo, vld1q_s8(b->qs)), hi, vld1q_s8(b->qs + 16));
+}
+
+/* Two accumulators, so consecutive blocks' multiply-adds do not wait on each other. */
 static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q8_0 *a = x, *b = y;
-    float32x4_t acc = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
-        int32x4_t p = dot_s8(vdupq_n_s32(0), vld1q_s8(a[i].qs), vld1q_s8(b[i].qs));
-        p = dot_s8(p, vld1q_s8(a[i].qs + 16), vld1q_s8(b[i].qs + 16));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    int64_t nb = n / EL_QK8_0, i = 0;
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    for (; i + 2 <= nb; i += 2) {
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q8_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(q8_0_dot(a + i + 1, b + i + 1)),
+                           fp16_scalar(a[i + 1].d) * fp16_scalar(b[i + 1].d));
     }
-    *s = vaddvq_f32(acc);
+    if (i < nb)
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q8_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
 }
 
 static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q4_0 *a = x;
     const el_block_q8_0 *b = y;
-    float32x4_t acc = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
-        int8x16_t lo, hi;
-        q4_0_unpack(&a[i], &lo, &hi);
-        int32x4_t p = dot_s8(vdupq_n_s32(0), lo, vld1q_s8(b[i].qs));
-        p = dot_s8(p, hi, vld1q_s8(b[i].qs + 16));
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(p), fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    int64_t nb = n / EL_QK4_0, i = 0;
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    for (; i + 2 <= nb; i += 2) {
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q4_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(q4_0_dot(a + i + 1, b + i + 1)),
+                           fp16_scalar(a[i + 1].d) * fp16_scalar(b[i + 1].d));
     }
-    *s = vaddvq_f32(acc);
+    if (i < nb)
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q4_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
 }
 
 static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
