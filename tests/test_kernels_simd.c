@@ -55,7 +55,10 @@ static int compare_tables(const el_kernels *simd) {
         const el_type_traits *wt = el_type_get(types[ti]);
         const el_type_traits *at = el_type_get(wt->vec_dot_type);
         int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
-        for (int blocks = 1; blocks <= 9; blocks++) {
+        /* 1-9 blocks, then lengths past the kernels' groups of 8 blocks with every tail */
+        static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 23, 31, 64};
+        for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
+            int blocks = block_counts[bc];
             for (int extra = 0; extra < (wt->block_size == 1 ? 16 : 1); extra += 5) {
                 int64_t n = unit * blocks + extra;
                 void *w = malloc(el_row_size(types[ti], n) + 1);
