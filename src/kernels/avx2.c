@@ -323,6 +323,68 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
 }
 
+/* The 4x4 tile of Q4_K weights against Q8_K activations. Per block, the four weight rows are
+ * unpacked once into small buffers (nibbles as bytes; each sub-block's scale widened to int16
+ * lanes, ready for madd; mins duplicated per pair of bsums); then for each activation row
+ * the 4 x 8 sub-block dots reuse them, folded per row into [o0..o3 | o0..o3] (fold4). */
+static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i nib[EL_TILE][8];   /* [o][sub-block]: the 32 nibbles as bytes */
+        __m256i scale[EL_TILE][8]; /* [o][sub-block]: its scale in every int16 lane */
+        __m256i mdup[EL_TILE];     /* mins, each twice: pairs with the 16 bsums */
+        float dw[EL_TILE], dminw[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q4_k *b = (const el_block_q4_k *)((const char *)w + o * w_stride) + i;
+            uint32_t words[4];
+            el_q4_k_scales_mins(b->scales, words);
+            __m128i sm = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+            __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            mdup[o] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+                nib[o][2 * c] = _mm256_and_si256(q, low4);
+                nib[o][2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                scale[o][2 * c] = pick_i16(sc, 2 * c);
+                scale[o][2 * c + 1] = pick_i16(sc, 2 * c + 1);
+            }
+            dw[o] = fp16(b->d);
+            dminw[o] = fp16(b->dmin);
+        }
+        __m128 dw4 = _mm_loadu_ps(dw), dminw4 = _mm_loadu_ps(dminw);
+        __m256 dwv = _mm256_set_m128(dw4, dw4), dminv = _mm256_set_m128(dminw4, dminw4);
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            __m256i sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb));
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(nib[o][sb], yq), scale[o][sb]));
+            }
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m256i mins = fold4(_mm256_madd_epi16(bs, mdup[0]), _mm256_madd_epi16(bs, mdup[1]),
+                                 _mm256_madd_epi16(bs, mdup[2]), _mm256_madd_epi16(bs, mdup[3]));
+            __m256 da = _mm256_set1_ps(ab->d);
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, da),
+                                     _mm256_cvtepi32_ps(fold4(sum[0], sum[1], sum[2], sum[3])), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dminv, da), _mm256_cvtepi32_ps(mins), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
 static float absmax(const float *x, int n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 m = _mm256_setzero_ps();
@@ -508,6 +570,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+    k->tile[EL_TYPE_Q4_K] = tile_q4_k;
     k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
     k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
     k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
