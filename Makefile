@@ -25,7 +25,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz install clean bench
+.PHONY: all test asan check fuzz install clean bench cross-arm test-arm
 .SECONDARY:
 all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
@@ -34,8 +34,14 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
 # per-ISA kernels get their instruction set; dispatch.c uses them only if the CPU has it
-ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+MACHINE := $(shell $(CC) -dumpmachine)
+ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
 $(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/src/kernels/avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
+                                            -mavx512vl -mavx512vnni
+endif
+ifneq ($(filter aarch64%,$(MACHINE)),)
+$(BUILD)/src/kernels/neon_dot.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
@@ -67,7 +73,21 @@ test: all
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan
+check: test asan test-arm
+
+# aarch64 cross build of the library and the kernel tests, static so qemu-aarch64 runs them
+# without a sysroot; test-arm runs them on qemu's default CPU (with the dot product extension)
+# and on a Cortex-A53 (without it), so both NEON paths are exercised.
+ARM_CC ?= aarch64-linux-gnu-gcc
+ARM_BUILD ?= build-arm
+ARM_TESTS := $(patsubst tests/%.c,$(ARM_BUILD)/tests/%,$(wildcard tests/test_kernels*.c))
+
+cross-arm:
+	$(MAKE) BUILD=$(ARM_BUILD) CC=$(ARM_CC) CFLAGS="$(OPT) -g -static" $(ARM_TESTS)
+
+test-arm: cross-arm
+	@set -e; for cpu in max cortex-a53; do for t in $(ARM_TESTS); do \
+	    echo "== $$t (qemu-aarch64 -cpu $$cpu)"; QEMU_CPU=$$cpu qemu-aarch64 $$t; done; done
 
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
@@ -82,6 +102,6 @@ install: all
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/edgelora.pc
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-arm
 
 -include $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
