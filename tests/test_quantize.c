@@ -9,7 +9,9 @@
  * (s/a)/2. Steps relative to a block's largest |w| (about a): q8_0 1/127 -> 0.004; q6_k 1/32
  * -> 0.016; q4_0 1/8 -> 0.0625 (max |w| maps to -8); q4_k (range)/15 = 2/15 -> 0.067, plus
  * its 6-bit sub-block scales; f16 and bf16 relative steps 2^-11 and 2^-8 of each value give
- * well under 3e-4 and 2.3e-3. Each bound below is that figure * 1.5.
+ * well under 3e-4 and 2.3e-3; edgelora's w8 1/127 of a row's largest -> 0.004, and its int4
+ * types (symmetric, -7..7) 1/7 of a row's or group's largest -> 0.071. Each bound below is
+ * that figure * 1.5.
  *
  * The logits of this random two-layer model move 3-5 times the weights' relative error (plus
  * ~0.025 from the 8-bit activations of the quantized dot products). The logit tolerances are
@@ -36,6 +38,10 @@ static const struct {
     {"f16", EL_TYPE_F16, 1, 5e-4, 1.5e-3},   {"bf16", EL_TYPE_BF16, 32, 4e-3, 1.1e-2},
     {"q8_0", EL_TYPE_Q8_0, 7, 6e-3, 4.8e-2}, {"q6_k", EL_TYPE_Q6_K, 18, 0.025, 0.125},
     {"q4_0", EL_TYPE_Q4_0, 2, 0.095, 0.43},  {"q4_k", EL_TYPE_Q4_K, 15, 0.1, 0.45},
+    /* edgelora's types (no llama.cpp number: 1000 + id) */
+    {"w8", EL_TYPE_W8, 1065, 6e-3, 0.05},        {"w4", EL_TYPE_W4, 1066, 0.107, 0.57},
+    {"w4g32", EL_TYPE_W4G32, 1067, 0.107, 0.47}, {"w4g64", EL_TYPE_W4G64, 1068, 0.107, 0.51},
+    {"w4g128", EL_TYPE_W4G128, 1069, 0.107, 0.56},
 };
 
 /* buf (512 bytes) = the path of name in the test's temporary directory. */
@@ -192,7 +198,10 @@ static int check_type(int k, const char *float_path, const float *ref_logits) {
         size_t n = (size_t)(a->ne[0] * a->ne[1]);
         float *deq = malloc(n * sizeof *deq);
         CHECK(deq != NULL);
-        el_type_get(b->type)->to_float(b->data, deq, (int64_t)n);
+        size_t row = el_row_size((el_type)b->type, a->ne[0]); /* rows may have a header */
+        for (int64_t r = 0; r < a->ne[1]; r++)
+            el_type_get(b->type)->to_float((const uint8_t *)b->data + r * row,
+                                           deq + r * a->ne[0], a->ne[0]);
         double err = rel_rms(a->data, deq, n);
         free(deq);
         if (err > types[k].max_rel_err || fabs(err - s.err[i]) > 1e-6 * err + 1e-12) {
@@ -281,6 +290,11 @@ static int test_fallbacks(void) {
     CHECK(el_quant_fit_type(EL_TYPE_Q4_0, 2048) == EL_TYPE_Q4_0);
     CHECK(el_quant_fit_type(EL_TYPE_Q4_K, 8192) == EL_TYPE_Q4_K);
     CHECK(el_quant_fit_type(EL_TYPE_BF16, 3) == EL_TYPE_BF16);
+    CHECK(el_quant_fit_type(EL_TYPE_W4G128, 192) == EL_TYPE_W4G64);
+    CHECK(el_quant_fit_type(EL_TYPE_W4G128, 96) == EL_TYPE_W4G32);
+    CHECK(el_quant_fit_type(EL_TYPE_W4G64, 256) == EL_TYPE_W4G64);
+    CHECK(el_quant_fit_type(EL_TYPE_W4G32, 48) == EL_TYPE_F16);
+    CHECK(el_quant_fit_type(EL_TYPE_W4, 172) == EL_TYPE_F16);
     char out_buf[512];
     const char *out = tmp_path(out_buf, "k.gguf");
     el_quantize_params p = el_quantize_default_params();
@@ -305,6 +319,8 @@ static int test_type_names(void) {
     CHECK(el_quantize_type_check("q5_9", &readable) == EL_ERR_INVALID_ARG);
     CHECK(strstr(el_last_error(), "q5_9") && strstr(el_last_error(), "q4_0"));
     CHECK(el_quant_file_type(EL_TYPE_F32) == 0);
+    CHECK(el_quantize_type_check("w4g64", &readable) == EL_OK && !readable);
+    CHECK(el_quantize_type_check("a8", &readable) == EL_ERR_INVALID_ARG); /* activations */
     return TEST_PASS;
 }
 

@@ -73,6 +73,13 @@ el_type el_quant_fit_type(el_type want, int64_t n_in) {
      * next type of at least its quality that we have, Q8_0 */
     if ((want == EL_TYPE_Q4_K || want == EL_TYPE_Q6_K) && fits(EL_TYPE_Q8_0, n_in))
         return EL_TYPE_Q8_0;
+    /* our per-group int4 types: the largest smaller group that divides the row */
+    static const el_type groups[] = {EL_TYPE_W4G128, EL_TYPE_W4G64, EL_TYPE_W4G32};
+    bool smaller = false;
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
+        if (smaller && fits(groups[i], n_in)) return groups[i];
+        smaller = smaller || groups[i] == want;
+    }
     return EL_TYPE_F16; /* llama.cpp's last resort too */
 }
 

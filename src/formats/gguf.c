@@ -14,13 +14,15 @@
 
 /* --------------------------------------------------------- tensor types */
 
-/* Block size and bytes per block of every ggml type id we can size. The kernels know fewer
- * types; a file with a type we can size but not compute with still opens, and the model loader
- * refuses it. */
+/* Block size and bytes per block of every ggml type id we can size, and of edgelora's own types
+ * (ids 64 and up, docs/formats.md), whose per-row types start each row with a header. The
+ * kernels know fewer types; a file with a type we can size but not compute with still opens,
+ * and the model loader refuses it. */
 typedef struct gguf_type_info {
     const char *name;
     int64_t block_size;
     size_t type_size;
+    size_t row_header; /* bytes before each row's first block */
 } gguf_type_info;
 
 static const gguf_type_info type_table[] = {
@@ -31,6 +33,8 @@ static const gguf_type_info type_table[] = {
     [14] = {"q6_k", 256, 210}, [15] = {"q8_k", 256, 292}, [24] = {"i8", 1, 1},
     [25] = {"i16", 1, 2},      [26] = {"i32", 1, 4},      [27] = {"i64", 1, 8},
     [28] = {"f64", 1, 8},      [30] = {"bf16", 1, 2},
+    [65] = {"w8", 32, 32, 4},  [66] = {"w4", 32, 16, 4},  [67] = {"w4g32", 32, 18},
+    [68] = {"w4g64", 64, 34},  [69] = {"w4g128", 128, 66},
 };
 
 static const gguf_type_info *type_info(uint32_t type) {
@@ -46,6 +50,11 @@ int64_t gguf_type_block_size(uint32_t type) {
 size_t gguf_type_size(uint32_t type) {
     const gguf_type_info *t = type_info(type);
     return t ? t->type_size : 0;
+}
+
+size_t gguf_type_row_header(uint32_t type) {
+    const gguf_type_info *t = type_info(type);
+    return t ? t->row_header : 0;
 }
 
 const char *gguf_tensor_type_name(uint32_t type) {
@@ -320,6 +329,7 @@ static el_status rd_tensor_info(cursor *c, gguf_tensor *t) {
      * count ne[1]*ne[2]*ne[3] never overflows, even in an empty tensor), must fit */
     uint64_t bytes, elems = 1;
     bool ok = mul_ok((uint64_t)(t->ne[0] / ti->block_size), ti->type_size, &bytes);
+    if (ok && t->ne[0] > 0) bytes += ti->row_header; /* small: cannot overflow */
     for (int d = 0; d < GGUF_MAX_DIMS && ok; d++)
         ok = (d == 0 || mul_ok(bytes, (uint64_t)t->ne[d], &bytes)) &&
              mul_ok(elems, t->ne[d] ? (uint64_t)t->ne[d] : 1, &elems) && elems <= INT64_MAX;

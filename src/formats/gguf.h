@@ -110,10 +110,12 @@ const char *gguf_type_name(gguf_value_type t);
 /* Bytes of one element of a fixed-size value type; 0 for string and array. */
 size_t gguf_value_size(gguf_value_type t);
 
-/* The tensor types the reader can size (ggml ids): elements per block, bytes per block, and a
- * short name ("q4_0"); 0 / NULL for ids it does not know. */
+/* The tensor types the reader can size (ggml ids and edgelora's, see kernels/types.h): elements
+ * per block, bytes per block, and a short name ("q4_0"); 0 / NULL for ids it does not know. */
 int64_t gguf_type_block_size(uint32_t type);
 size_t gguf_type_size(uint32_t type);
+/* Bytes before the first block of each row (edgelora's per-row types; 0 for ggml's). */
+size_t gguf_type_row_header(uint32_t type);
 const char *gguf_tensor_type_name(uint32_t type);
 
 /* ---------------------------------------------------------------- writer */

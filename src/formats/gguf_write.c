@@ -244,9 +244,10 @@ el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
         t.ne[d] = d < n_dims ? ne[d] : 1;
         ok = ok && t.ne[d] >= 0;
     }
-    /* bytes = ne[0]/block * type_size * ne[1] * ne[2] * ne[3], refusing overflow */
+    /* bytes = (row header + ne[0]/block * type_size) * ne[1] * ne[2] * ne[3], refusing overflow */
     uint64_t want = ok && t.ne[0] % bs == 0 ? (uint64_t)(t.ne[0] / bs) : 0;
     ok = ok && t.ne[0] % bs == 0 && mul_ok(want, gguf_type_size(type), &want);
+    if (ok && t.ne[0] > 0) want += gguf_type_row_header(type);
     for (int d = 1; d < GGUF_MAX_DIMS && ok; d++) ok = mul_ok(want, (uint64_t)t.ne[d], &want);
     if (!ok) return el_error(EL_ERR_INVALID_ARG, "gguf writer: tensor '%s' has a bad shape", name);
     if (want != nbytes)

@@ -20,6 +20,11 @@ static bool is_supported_weight_type(uint32_t t) {
     case EL_TYPE_Q4_0:
     case EL_TYPE_Q4_K:
     case EL_TYPE_Q6_K:
+    case EL_TYPE_W8:
+    case EL_TYPE_W4:
+    case EL_TYPE_W4G32:
+    case EL_TYPE_W4G64:
+    case EL_TYPE_W4G128:
         return el_type_get(t) != NULL;
     default:
         return false;
