@@ -3,6 +3,7 @@
  * (each decoded token reads every layer weight and the output head once). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,13 @@ static stat3 summarize(double *v, int n) {
     return (stat3){med, v[0], v[n - 1]};
 }
 
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 static double now_seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -55,6 +63,9 @@ typedef struct bench_result {
     const char *type;
     stat3 load_ms, pp, tg, ttft_ms, bw;
     double bound, fraction;
+    double cpu_share; /* CPU time of the timed runs / (wall time * threads): < 1 when other
+                       * processes took the cores (the pool's workers spin, so an idle machine
+                       * gives about 1) */
 } bench_result;
 
 /* Decodes tokens [0, n) of toks at positions p0.. in batches of n_batch; returns the status. */
@@ -81,6 +92,7 @@ static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *t
     el_status st = pos && seq && pp && tg && ttft ? EL_OK : EL_ERR_NOMEM;
     /* warm-up: every weight page mapped and touched, the pool's threads started */
     if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
+    double wall0 = now_seconds(), cpu0 = cpu_seconds();
     for (int r = 0; st == EL_OK && r < reps; r++) {
         el_kv_clear(ctx);
         double t0 = now_seconds();
@@ -95,6 +107,7 @@ static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *t
         tg[r] = n / (t2 - t1);
         ttft[r] = (t1 - t0 + first) * 1e3;
     }
+    res->cpu_share = (cpu_seconds() - cpu0) / ((now_seconds() - wall0) * res->threads);
     if (st == EL_OK) {
         res->pp = summarize(pp, reps);
         res->tg = summarize(tg, reps);
@@ -171,8 +184,8 @@ static void print_json(const bench_opts *o, const bench_result *r) {
     json_stat("tg_tokens_per_s", r->tg);
     json_stat("ttft_ms", r->ttft_ms);
     json_stat("bandwidth_gb_s", r->bw);
-    printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g}\n", r->bound,
-           r->fraction);
+    printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g, \"cpu_share\": %.3f}\n",
+           r->bound, r->fraction, r->cpu_share);
 }
 
 static void print_table(const bench_opts *o, const bench_result *r) {
@@ -191,7 +204,9 @@ static void print_table(const bench_opts *o, const bench_result *r) {
     printf("bandwidth  %10.2f GB/s    (%.2f - %.2f), reading %.1f MB with %d threads\n",
            r->bw.med, r->bw.min, r->bw.max, (double)r->bytes_per_token / mb, r->threads);
     printf("bound      %10.2f tok/s   (bandwidth / weights read per token)\n", r->bound);
-    printf("fraction   %10.3f of the bound reached by generation\n", r->fraction);
+    printf("fraction   %10.3g of the bound reached by generation\n", r->fraction);
+    printf("cpu share  %10.2f of %d threads x wall time during pp and tg%s\n", r->cpu_share,
+           r->threads, r->cpu_share < 0.9 ? " (other processes took cores: figures are low)" : "");
     printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB; ratio %.3f)\n",
            (double)r->peak_rss / mb, (double)r->file_bytes / mb, (double)r->kv_bytes / mb,
            (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes));
@@ -223,7 +238,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
             cli_error("bench", "unknown option '%s'", a);
             return CLI_USAGE;
         }
-        if (num && (!(v = cli_value("bench", argc, argv, &i)) || !cli_int("bench", a, v, lo, hi, num)))
+        if (num && (!(v = cli_value("bench", argc, argv, &i)) ||
+                    !cli_int("bench", a, v, lo, hi, num)))
             return CLI_USAGE;
     }
     if (!o->mo.model) {

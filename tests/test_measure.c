@@ -58,7 +58,8 @@ static int test_peak_rss(void) {
     for (size_t i = 0; i < n; i += 4096) ok &= p[i] == (char)i;
     free(p);
     CHECK(ok);
-    if (after < before + n / 2) test_note("peak rss %llu -> %llu", (unsigned long long)before, (unsigned long long)after);
+    if (after < before + n / 2)
+        test_note("peak rss %llu -> %llu", (unsigned long long)before, (unsigned long long)after);
     CHECK(after >= before + n / 2);
     return TEST_PASS;
 }
@@ -91,7 +92,9 @@ static int test_decode_cost(const char *file, const char *type, int tied) {
     return TEST_PASS;
 }
 
-static int test_decode_cost_untied(void) { return test_decode_cost("llama_f32_gqa.gguf", "f32", 0); }
+static int test_decode_cost_untied(void) {
+    return test_decode_cost("llama_f32_gqa.gguf", "f32", 0);
+}
 static int test_decode_cost_tied(void) { return test_decode_cost("llama_f16_tied.gguf", "f16", 1); }
 
 int main(void) {

@@ -149,7 +149,9 @@ uint64_t el_peak_rss_bytes(void) {
     return (uint64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
 }
 
-static uint64_t weight_bytes(const el_weight *w) { return (uint64_t)w->row_bytes * (uint64_t)w->n_out; }
+static uint64_t weight_bytes(const el_weight *w) {
+    return (uint64_t)w->row_bytes * (uint64_t)w->n_out;
+}
 
 el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
     if (!m || !out) return el_error(EL_ERR_INVALID_ARG, "el_model_decode_cost: NULL argument");
