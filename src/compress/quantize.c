@@ -218,7 +218,6 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
                                      &rep.rel_rms_error)))
                 return st;
             data = s->out_data[i];
-            rep.to_type = el_type_get((uint32_t)to)->name;
         }
         if ((st = gguf_writer_add_tensor(s->w, s->name, (uint32_t)to, t->n_dims, t->ne, data,
                                          rep.bytes_out)))
