@@ -394,6 +394,58 @@ static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
     vec_dot_w4g(n, s, x, y, 128);
 }
 
+/* The 4x4 tile of W8 or W4 rows against A8 rows: 16 int32 accumulators over the whole row
+ * (registers enough on aarch64), one float multiply per output at the end. */
+static inline __attribute__((always_inline)) void tile_wrow(int64_t n, float *y, int64_t ldy,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, size_t a_stride,
+                                                            bool w4) {
+    int32x4_t acc[EL_TILE][EL_TILE]; /* [o][r] */
+    #pragma GCC unroll 4
+    for (int o = 0; o < EL_TILE; o++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) acc[o][r] = vdupq_n_s32(0);
+    }
+    const char *wq = (const char *)w + sizeof(float);
+    const int8_t *aq = (const int8_t *)a + sizeof(el_a8_header);
+    for (int64_t i = 0; i < n; i += 32) {
+        int8x16_t lo[EL_TILE], hi[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const char *q = wq + o * w_stride;
+            if (w4) {
+                chunk_s4((const uint8_t *)q + i / 2, &lo[o], &hi[o]);
+            } else {
+                lo[o] = vld1q_s8((const int8_t *)q + i);
+                hi[o] = vld1q_s8((const int8_t *)q + i + 16);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const int8x16_t y0 = vld1q_s8(aq + r * a_stride + i), y1 = vld1q_s8(aq + r * a_stride + i + 16);
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) acc[o][r] = dot_s8(dot_s8(acc[o][r], lo[o], y0), hi[o], y1);
+        }
+    }
+    for (int r = 0; r < EL_TILE; r++) {
+        el_a8_header h;
+        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
+        for (int o = 0; o < EL_TILE; o++)
+            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
+                             (float)vaddvq_s32(acc[o][r]);
+    }
+}
+
+static void tile_w8(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
 static void neon_set_quantized(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
     k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
@@ -408,6 +460,8 @@ static void neon_set_quantized(el_kernels *k) {
     k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
     k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
+    k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W4] = tile_w4;
 }
 
 #endif
