@@ -39,13 +39,13 @@ $(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
-	@rm -f $@
+	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
 
 $(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 
 $(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
-	@rm -f $@
+	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
