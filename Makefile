@@ -8,6 +8,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
 LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
+VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
 # the inference library: libc, libm and pthreads only
 LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
@@ -78,8 +79,9 @@ install: all
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' edgelora.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/edgelora.pc
+	for pc in edgelora edgelora-tools; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $$pc.pc.in \
+	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:
 	rm -rf build build-asan
