@@ -26,7 +26,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz install clean bench
+.PHONY: all test asan check fuzz fuzz-smoke install clean bench
 .SECONDARY:
 all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
@@ -68,7 +68,10 @@ test: all
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan
+check: test asan fuzz-smoke
+
+fuzz-smoke:
+	$(MAKE) -f tests/fuzz/Makefile smoke
 
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
