@@ -8,20 +8,27 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
 LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
+VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
 # the inference library: libc, libm and pthreads only
 LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
                       src/model/*.c src/runtime/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# the tools library: training and compression, which may use OpenBLAS/LAPACKE
+TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
+TOOLS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
+LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz install clean bench cross-arm test-arm
+.PHONY: all test asan check fuzz fuzz-smoke install clean bench cross-arm test-arm
 .SECONDARY:
-all: $(BUILD)/libedgelora.a $(BUILD)/edgelora $(TEST_BIN)
+all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -39,14 +46,20 @@ $(BUILD)/src/kernels/neon_dot.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
-	@rm -f $@
+	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/edgelora: $(CLI_OBJ) $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+$(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
+	@mkdir -p $(dir $@) && rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
@@ -61,7 +74,10 @@ test: all
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan test-arm
+check: test asan fuzz-smoke test-arm
+
+fuzz-smoke:
+	$(MAKE) -f tests/fuzz/Makefile smoke
 
 # aarch64 cross build of the library and the kernel tests, static so qemu-aarch64 runs them
 # without a sysroot; test-arm runs them on qemu's default CPU (with the dot product extension)
@@ -70,8 +86,10 @@ ARM_CC ?= aarch64-linux-gnu-gcc
 ARM_BUILD ?= build-arm
 ARM_TESTS := $(patsubst tests/%.c,$(ARM_BUILD)/tests/%,$(wildcard tests/test_kernels*.c))
 
+# (the kernel tests need only the inference library: no tools library, no BLAS)
 cross-arm:
-	$(MAKE) BUILD=$(ARM_BUILD) CC=$(ARM_CC) CFLAGS="$(OPT) -g -static" $(ARM_TESTS)
+	$(MAKE) BUILD=$(ARM_BUILD) CC=$(ARM_CC) CFLAGS="$(OPT) -g -static" \
+	    LIBS=$(ARM_BUILD)/libedgelora.a TOOLS_LIBS= $(ARM_TESTS)
 
 # without the cross compiler or qemu (not a CI machine) this says so and passes
 test-arm:
@@ -87,13 +105,14 @@ fuzz:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 $(BUILD)/libedgelora.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' edgelora.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/edgelora.pc
+	for pc in edgelora edgelora-tools; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $$pc.pc.in \
+	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:
 	rm -rf build build-asan build-arm
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

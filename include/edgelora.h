@@ -171,6 +171,50 @@ el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token);
 /* Records a token (prompt or generated) for the repetition penalty. */
 void el_sampler_accept(el_sampler *s, int32_t token);
 
+/* --------------------------------------------------------------- adapters */
+
+/* A LoRA adapter: low-rank terms added to some of the base model's linear layers at run time.
+ * The base weights are never modified. An adapter is made for one model and checked against it
+ * (architecture, tensor names, shapes); different adapters may have different ranks and target
+ * different layers. Adapters are reference-counted: el_adapter_free drops the caller's
+ * reference, and a context that binds an adapter keeps it alive until unbound. Loading and
+ * freeing adapters is safe while other threads decode with other contexts. */
+typedef struct el_adapter el_adapter;
+
+/* Loads a GGUF LoRA adapter (general.type = adapter) or a Hugging Face PEFT adapter (a folder
+ * with adapter_config.json and adapter_model.safetensors, or either of those files). */
+el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out);
+void el_adapter_free(el_adapter *adapter);
+
+typedef struct el_adapter_info {
+    const char *name;      /* file name without extension (or the folder's name) */
+    const char *format;    /* "gguf" or "peft" */
+    float alpha;           /* as stored (0 if absent) */
+    int32_t n_targets;     /* linear layers it changes */
+    int32_t rank_max;      /* largest rank of any target */
+    uint64_t bytes;        /* memory it holds */
+} el_adapter_info;
+
+el_status el_adapter_get_info(const el_adapter *adapter, el_adapter_info *out);
+
+/* One adapter and the scale its terms are multiplied by (on top of alpha / rank). */
+typedef struct el_binding {
+    el_adapter *adapter;
+    float scale;
+} el_binding;
+
+/* Binds adapters to a sequence of a context: every row of that sequence gets the sum of their
+ * terms from the next el_decode on. n = 0 unbinds. Costs nothing proportional to the model. */
+el_status el_context_bind(el_context *ctx, int32_t seq_id, const el_binding *bindings, int32_t n);
+
+/* Writes base + the bound adapters' terms as one GGUF (2-D weights that an adapter changes are
+ * stored as F32; everything else is copied as it is): the offline alternative to run-time
+ * adapters, and their oracle in tests. */
+el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
+                            const float *scales, int32_t n, const char *out_path);
+
+/* ------------------------------------------------------ concurrent variants */
+
 /* ------------------------------------------------------------------ files */
 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,
@@ -180,6 +224,19 @@ el_status el_file_describe(const char *path, char **text);
 /* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. */
 el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
                              const char *out_path);
+
+
+/* ------------------------------------------------------------- conversion */
+
+/* ------------------------------------------------ measurement and benchmarks */
+
+/* ===================================================================== tools
+ * The functions below live in libedgelora-tools (training and compression; it links OpenBLAS
+ * and LAPACKE). The inference library libedgelora does not contain them. */
+
+/* ------------------------------------------------------------ quantization */
+
+/* ---------------------------------------------------------------- training */
 
 #ifdef __cplusplus
 }

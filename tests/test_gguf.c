@@ -143,7 +143,11 @@ static int test_read_sample(void) {
     CHECK(gguf_open_memory(b.b, b.n, "sample", &f) == EL_OK);
     int r = check_sample(f);
     gguf_close(f);
-    return r;
+    if (r != TEST_PASS) return r;
+    b.b[4] = 2; /* version 2 has the same layout */
+    CHECK(gguf_open_memory(b.b, b.n, "sample", &f) == EL_OK && f->version == 2);
+    gguf_close(f);
+    return TEST_PASS;
 }
 
 /* The writer's bytes for one key and no tensors, spelled out from the spec. */
@@ -263,6 +267,11 @@ static int test_writer_failures(void) {
     } else {
         CHECK(st == EL_ERR_IO && strstr(el_last_error(), path));
     }
+    uint8_t bools[2] = {1, 2};
+    CHECK(gguf_writer_set_arr(w, "bools", GGUF_TYPE_BOOL, bools, 2) == EL_ERR_INVALID_ARG);
+    CHECK(gguf_writer_set_i32(w, "general.alignment", -64) == EL_OK);
+    snprintf(path, sizeof path, "%s/align.gguf", test_tmp_dir());
+    CHECK(gguf_writer_write(w, path) == EL_ERR_INVALID_ARG);
     CHECK(gguf_writer_set_u32(w, "general.alignment", 48) == EL_OK);
     snprintf(path, sizeof path, "%s/align.gguf", test_tmp_dir());
     CHECK(gguf_writer_write(w, path) == EL_ERR_INVALID_ARG);
@@ -372,6 +381,29 @@ static int test_truncations(void) {
     return TEST_PASS;
 }
 
+/* Prefixes of a real file (every length through the keys' start, then a sample): each is refused
+ * cleanly. The prefix is placed at the end of the buffer so that ASan sees any overread. */
+static int test_truncations_real(void) {
+    const char *path = test_data_path("models/llama-2-tiny-random.gguf");
+    if (!path) return test_skip("models/llama-2-tiny-random.gguf not found");
+    FILE *fp = fopen(path, "rb");
+    CHECK(fp);
+    size_t size = 1750560;
+    uint8_t *whole = malloc(size), *tail = malloc(size);
+    CHECK(whole && tail && fread(whole, 1, size, fp) == size);
+    fclose(fp);
+    for (size_t n = 0; n < size; n += n < 4096 ? 1 : 4999) {
+        memcpy(tail + size - n, whole, n);
+        gguf_file *f;
+        el_status st = gguf_open_memory(tail + size - n, n, "prefix", &f);
+        if (!is_clean_error(st, "prefix")) test_note("length %zu: %s", n, el_last_error());
+        CHECK(is_clean_error(st, "prefix"));
+    }
+    free(whole);
+    free(tail);
+    return TEST_PASS;
+}
+
 /* Every byte of the sample flipped in turn: opened or refused cleanly, never a crash. */
 static int test_flips(void) {
     buf b;
@@ -460,6 +492,7 @@ int main(void) {
     run_test("tiny_llama", test_tiny_llama);
     run_test("vocab_files", test_vocab_files);
     run_test("truncations", test_truncations);
+    run_test("truncations_real", test_truncations_real);
     run_test("flips", test_flips);
     run_test("huge_counts", test_huge_counts);
     run_test("bad_corpus", test_bad_corpus);

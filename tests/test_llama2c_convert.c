@@ -9,21 +9,6 @@
 #include "formats/gguf.h"
 #include "testutil.h"
 
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n);
-    if (p && fread(p, 1, (size_t)n, fp) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *size = (size_t)n;
-    return p;
-}
 
 /* Checks one tensor's type, shape and bytes against `floats` floats at float offset `at`. */
 static int check_tensor(const gguf_file *f, const char *name, int64_t ne0, int64_t ne1,
@@ -47,7 +32,7 @@ static int test_convert_stories260k(void) {
     snprintf(out, sizeof out, "%s/stories260K.gguf", test_tmp_dir());
     CHECK(el_convert_llama2c(model, tok, out) == EL_OK);
     size_t size;
-    uint8_t *bin = read_all(model, &size);
+    uint8_t *bin = (uint8_t *)test_read_file(model, &size);
     CHECK(bin);
     gguf_file *f;
     CHECK(gguf_open(out, &f) == EL_OK);
@@ -128,6 +113,75 @@ static int test_convert_stories260k(void) {
     return TEST_PASS;
 }
 
+/* Symbolic dimension: which hyper-parameter a size stands for in a file. */
+static char dim_symbol(int64_t v, int64_t embd, int64_t ff, int64_t vocab) {
+    return v == embd ? 'e' : v == ff ? 'f' : v == vocab ? 'v' : v == 1 ? '1' : '?';
+}
+
+/* llama.cpp's own converter made llama-2-tiny-random.gguf: our keys must have its value types,
+ * and our tensors its names and dimension order (in units of embd/ff/vocab). */
+static int test_convert_matches_llama_cpp_layout(void) {
+    char ref_path[1024], model[1024], tok[1024], out[1024];
+    const char *p = test_data_path("models/llama-2-tiny-random.gguf");
+    if (!p) return test_skip("models/llama-2-tiny-random.gguf not found");
+    snprintf(ref_path, sizeof ref_path, "%s", p);
+    if (!test_data_path("models/stories260K.bin")) return test_skip("models/ not found");
+    snprintf(model, sizeof model, "%s", test_data_path("models/stories260K.bin"));
+    snprintf(tok, sizeof tok, "%s", test_data_path("models/tok512.bin"));
+    snprintf(out, sizeof out, "%s/layout.gguf", test_tmp_dir());
+    CHECK(el_convert_llama2c(model, tok, out) == EL_OK);
+    gguf_file *ref, *f;
+    CHECK(gguf_open(ref_path, &ref) == EL_OK);
+    CHECK(gguf_open(out, &f) == EL_OK);
+    int shared = 0;
+    for (uint64_t i = 0; i < ref->n_kv; i++) {
+        char key[256];
+        snprintf(key, sizeof key, "%.*s", (int)ref->kv[i].key.len, ref->kv[i].key.ptr);
+        const gguf_kv *ours = gguf_find(f, key);
+        if (!ours) continue;
+        shared++;
+        if (ours->type != ref->kv[i].type || ours->arr_type != ref->kv[i].arr_type)
+            test_note("%s: %s, llama.cpp has %s", key, gguf_type_name(ours->type),
+                      gguf_type_name(ref->kv[i].type));
+        CHECK(ours->type == ref->kv[i].type && ours->arr_type == ref->kv[i].arr_type);
+    }
+    CHECK(shared == 18); /* we write every key llama.cpp wrote there */
+    for (uint64_t i = 0; i < ref->n_tensors; i++) {
+        const gguf_tensor *rt = &ref->tensors[i];
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)rt->name.len, rt->name.ptr);
+        const gguf_tensor *t = gguf_find_tensor(f, name);
+        if (!t) { /* only the classifier may be absent: stories260K ties it */
+            CHECK(strcmp(name, "output.weight") == 0);
+            continue;
+        }
+        CHECK(t->n_dims == rt->n_dims);
+        bool kv_proj = strstr(name, "attn_k.") || strstr(name, "attn_v.");
+        for (uint32_t d = 0; d < t->n_dims; d++) {
+            if (kv_proj && d == 1) continue; /* kv width: 8 there (no GQA), 32 here */
+            char want = dim_symbol(rt->ne[d], 8, 32, 32000),
+                 got = dim_symbol(t->ne[d], 64, 172, 512);
+            if (want != got) test_note("%s dim %u: %c vs %c", name, d, got, want);
+            CHECK(want == got && want != '?');
+        }
+    }
+    CHECK(f->n_tensors == 47 && ref->n_tensors == 12);
+    /* both vocabularies begin with <unk>, <s>, </s> and the 256 byte tokens: same text, same type */
+    const gguf_kv *rtok, *otok, *rty, *oty;
+    CHECK(gguf_get_arr(ref, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &rtok) == EL_OK);
+    CHECK(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &otok) == EL_OK);
+    CHECK(gguf_get_arr(ref, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &rty) == EL_OK);
+    CHECK(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &oty) == EL_OK);
+    for (int i = 0; i < 259; i++) {
+        CHECK(rtok->arr_str[i].len == otok->arr_str[i].len);
+        CHECK(memcmp(rtok->arr_str[i].ptr, otok->arr_str[i].ptr, otok->arr_str[i].len) == 0);
+        CHECK(memcmp(rty->arr_data + 4 * i, oty->arr_data + 4 * i, 4) == 0);
+    }
+    gguf_close(ref);
+    gguf_close(f);
+    return TEST_PASS;
+}
+
 static int test_convert_errors(void) {
     const char *p = test_data_path("models/stories260K.bin");
     if (!p) return test_skip("models/stories260K.bin not found");
@@ -148,6 +202,7 @@ static int test_convert_errors(void) {
 
 int main(void) {
     run_test("convert_stories260k", test_convert_stories260k);
+    run_test("convert_matches_llama_cpp_layout", test_convert_matches_llama_cpp_layout);
     run_test("convert_errors", test_convert_errors);
     return tests_exit_code();
 }

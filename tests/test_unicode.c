@@ -81,7 +81,9 @@ static int test_categories(void) {
             return TEST_FAIL;
         }
     }
-    CHECK(el_unicode_class('a') == EL_UC_LETTER);
+    CHECK(el_unicode_class('a') == (EL_UC_LETTER | EL_UC_LOWER));
+    CHECK(el_unicode_class(0x01C5) == (EL_UC_LETTER | EL_UC_UPPER)); /* Dž, titlecase */
+    CHECK(el_unicode_class(0x4E2D) == EL_UC_LETTER);
     CHECK(el_unicode_class(0x0301) == EL_UC_MARK);
     CHECK(el_unicode_class(' ') == (EL_UC_SEPARATOR | EL_UC_SPACE));
     CHECK(el_unicode_class('\n') == (EL_UC_OTHER | EL_UC_SPACE));

@@ -316,12 +316,13 @@ static el_status rd_tensor_info(cursor *c, gguf_tensor *t) {
                         "size %lld (offset %zu)",
                         c->name, nl, t->name.ptr, (long long)t->ne[0], ti->name,
                         (long long)ti->block_size, at);
-    uint64_t bytes;
+    /* the bytes, and the product of the dimensions with zeros counted as ones (so that a row
+     * count ne[1]*ne[2]*ne[3] never overflows, even in an empty tensor), must fit */
+    uint64_t bytes, elems = 1;
     bool ok = mul_ok((uint64_t)(t->ne[0] / ti->block_size), ti->type_size, &bytes);
-    uint64_t elems = (uint64_t)t->ne[0];
-    for (int d = 1; d < GGUF_MAX_DIMS && ok; d++)
-        ok = mul_ok(bytes, (uint64_t)t->ne[d], &bytes) &&
-             mul_ok(elems, (uint64_t)t->ne[d], &elems) && elems <= INT64_MAX;
+    for (int d = 0; d < GGUF_MAX_DIMS && ok; d++)
+        ok = (d == 0 || mul_ok(bytes, (uint64_t)t->ne[d], &bytes)) &&
+             mul_ok(elems, t->ne[d] ? (uint64_t)t->ne[d] : 1, &elems) && elems <= INT64_MAX;
     if (!ok)
         return el_error(EL_ERR_FORMAT, "%s: tensor '%.*s': size overflows (offset %zu)", c->name,
                         nl, t->name.ptr, at);

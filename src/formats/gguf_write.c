@@ -166,6 +166,11 @@ el_status gguf_writer_set_arr(gguf_writer *w, const char *key, gguf_value_type e
                         key, gguf_type_name(elem));
     if (n > SIZE_MAX / es)
         return el_error(EL_ERR_INVALID_ARG, "gguf writer: key '%s': array too long", key);
+    if (elem == GGUF_TYPE_BOOL)
+        for (uint64_t i = 0; i < n; i++)
+            if (((const uint8_t *)data)[i] > 1)
+                return el_error(EL_ERR_INVALID_ARG, "gguf writer: key '%s': bool %u is not 0 or 1",
+                                key, ((const uint8_t *)data)[i]);
     /* elements are stored little-endian, which is the host order on every target we build for */
     bytes b = {0};
     bool ok = put_le(&b, elem, 4) && put_le(&b, n, 8) && put(&b, data, (size_t)(n * es));
@@ -258,16 +263,22 @@ el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
     return EL_OK;
 }
 
+/* general.alignment as the reader accepts it: any integer type, a positive power of two. */
 static el_status writer_alignment(const gguf_writer *w, uint64_t *out) {
     *out = 32;
     for (size_t i = 0; i < w->n_kv; i++) {
         if (strcmp(w->kv[i].key, "general.alignment") != 0) continue;
-        size_t es = gguf_value_size(w->kv[i].type);
+        gguf_value_type type = w->kv[i].type;
+        size_t es = gguf_value_size(type);
+        bool is_int = es && type != GGUF_TYPE_BOOL && type != GGUF_TYPE_FLOAT32 &&
+                      type != GGUF_TYPE_FLOAT64;
+        bool is_signed = type == GGUF_TYPE_INT8 || type == GGUF_TYPE_INT16 ||
+                         type == GGUF_TYPE_INT32 || type == GGUF_TYPE_INT64;
         uint64_t a = 0;
         for (size_t j = 0; j < es; j++) a |= (uint64_t)w->kv[i].val.p[j] << (8 * j);
-        if (w->kv[i].type != GGUF_TYPE_UINT32 || a == 0 || (a & (a - 1)))
+        if (!is_int || (is_signed && a >> (8 * es - 1)) || a == 0 || (a & (a - 1)))
             return el_error(EL_ERR_INVALID_ARG,
-                            "gguf writer: general.alignment must be a u32 power of two");
+                            "gguf writer: general.alignment must be a positive power of two");
         *out = a;
     }
     return EL_OK;

@@ -11,14 +11,14 @@ expect_exit convert_stories 0 "$EL" convert "$M/stories260K.bin" --tokenizer "$M
 expect_exit convert_bad_output 1 "$EL" convert "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -o /nonexistent/dir/x.gguf
 [ ! -e /nonexistent/dir/x.gguf ] && pass convert_bad_output_no_file || fail convert_bad_output_no_file
 
-# run.c counts the prompt (with BOS) inside its steps and stops after `steps` positions, so
-# N generated tokens = steps - prompt tokens.
+# run.c feeds positions 0..steps-1 and prints the token that follows each one, i.e. the tokens
+# at positions 1..steps; the prompt (with BOS) fills 0..np-1, so it generates steps - np + 1.
 check_run() { # name model-args... -- prompt steps reference
     local name=$1; shift
     local args=() ; while [ "$1" != -- ]; do args+=("$1"); shift; done; shift
     local prompt=$1 steps=$2 ref=$3
     local np; np=$("$EL" tokenize "${args[@]}" --bos -p "$prompt" | wc -w)
-    "$EL" run "${args[@]}" -p "$prompt" -n $((steps - np)) --temp 0 -t 1 > "$TMP/$name.txt" 2>"$TMP/err"
+    "$EL" run "${args[@]}" -p "$prompt" -n $((steps - np + 1)) --temp 0 -t 1 > "$TMP/$name.txt" 2>"$TMP/err"
     if cmp -s "$TMP/$name.txt" "$ref"; then pass "$name"; else
         fail "$name" "output differs from $ref" "got: $(head -c 300 "$TMP/$name.txt")" "$(head -c 300 "$TMP/err")"; fi
 }

@@ -89,6 +89,7 @@ def files():
     yield 'tensor_ne_overflow', gguf([ARCH], [tinfo('a', [1 << 40, 1 << 40], 0, 0)], DATA)
     yield 'tensor_ne_overflow_bytes', gguf([ARCH], [tinfo('a', [1 << 62, 1], 0, 0)], DATA)
     yield 'tensor_ne_overflow_4d', gguf([ARCH], [tinfo('a', [1 << 20] * 4, 0, 0)], DATA)
+    yield 'tensor_ne_overflow_with_zero', gguf([ARCH], [tinfo('a', [0, 1 << 62, 1 << 62], 0, 0)], DATA)
     yield 'tensor_type_unknown', gguf([ARCH], [tinfo('a', [4], 99, 0)], DATA)
     yield 'tensor_type_removed_q4_2', gguf([ARCH], [tinfo('a', [32], 4, 0)], DATA)
     yield 'tensor_row_not_block_multiple', gguf([ARCH], [tinfo('a', [16], 2, 0)], DATA)

@@ -1,0 +1,64 @@
+/* forward.h - one forward pass over a batch of rows (DESIGN.md §1).
+ *
+ * Rows may be a prompt chunk, one decode step of many sequences, or a candidate tree: the forward
+ * does not know which. Every matmul runs over all rows at once; only attention (and, later,
+ * adapter terms) depends on the row. Scratch is allocated once for n_batch rows. */
+#ifndef EL_MODEL_FORWARD_H
+#define EL_MODEL_FORWARD_H
+
+#include <stdint.h>
+
+#include "core/threadpool.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+/* A validated batch whose rows already own their cache cells. */
+typedef struct el_rows {
+    int32_t n;
+    const int32_t *token;    /* [n] or NULL; token[i] < 0: row i is embd[i] */
+    const float *embd;       /* [n][n_embd] or NULL */
+    const int32_t *pos;      /* [n] */
+    const int32_t *seq_id;   /* [n] */
+    const int32_t *parent;   /* [n] or NULL (tree batches) */
+    const int32_t *cell;     /* [n] the cache cell of each row */
+    const int32_t *out_rows; /* [n_out] rows whose logits are wanted, ascending */
+    int32_t n_out;
+} el_rows;
+
+typedef struct el_forward {
+    const el_model *model;
+    el_kv_cache *kv;
+    el_threadpool *tp;
+    int32_t n_batch;
+    /* activations, [n_batch][width] */
+    float *x;        /* residual stream [n_embd] */
+    float *xn;       /* normalized input of a block [max(n_embd, n_head*head_dim_v)] */
+    float *q;        /* [n_head * head_dim_k] */
+    float *k;        /* [n_head_kv * head_dim_k] */
+    float *v;        /* [n_head_kv * head_dim_v] */
+    float *att_out;  /* [n_head * head_dim_v] */
+    float *proj;     /* [n_embd] output of the attention / FFN projection */
+    float *gate;     /* [n_ff] */
+    float *up;       /* [n_ff] */
+    float *rope_cos; /* [n_batch][n_rot/2] */
+    float *rope_sin;
+    float *scores;   /* [n_threads][n_ctx] attention weights of one (row, head) */
+    int32_t *vis;    /* [n_batch][n_ctx] cells each row attends to */
+    int32_t *n_vis;  /* [n_batch] */
+    int32_t *cell_row; /* [n_ctx] row of this batch in each cell, or -1 */
+    uint8_t *anc;    /* [n_batch][n_batch] anc[r][j]: row j is row r or an ancestor (trees) */
+    void *mm_scratch;
+    float *logits;   /* [n_out][n_vocab], grown on demand */
+    int32_t logits_rows;
+} el_forward;
+
+el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,
+                          int32_t n_batch);
+void el_forward_free(el_forward *f);
+/* Makes room for the logits of n_out rows (call before touching the cache: it can fail). */
+el_status el_forward_reserve_logits(el_forward *f, int32_t n_out);
+/* Runs the rows (cells already occupied); writes K/V into their cells and logits for out_rows
+ * into f->logits in order. Cannot fail. */
+void el_forward_run(el_forward *f, const el_rows *rows);
+
+#endif

@@ -1,0 +1,101 @@
+/* kv_cache.c - cells, positions and sequence visibility of the KV cache. */
+#include "model/kv_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+el_status el_kv_cache_init(el_kv_cache *c, int32_t n_layer, int32_t n_ctx, int32_t n_seq_max,
+                           int32_t k_dim, int32_t v_dim) {
+    memset(c, 0, sizeof *c);
+    c->n_ctx = n_ctx;
+    c->n_seq_max = n_seq_max;
+    c->n_layer = n_layer;
+    c->k_dim = k_dim;
+    c->v_dim = v_dim;
+    c->words = (n_seq_max + 63) / 64;
+    c->pos = malloc((size_t)n_ctx * sizeof *c->pos);
+    c->seqs = calloc((size_t)n_ctx * c->words, sizeof *c->seqs);
+    c->k = malloc((size_t)n_layer * n_ctx * k_dim * sizeof *c->k);
+    c->v = malloc((size_t)n_layer * n_ctx * v_dim * sizeof *c->v);
+    if (!c->pos || !c->seqs || !c->k || !c->v) {
+        el_kv_cache_free(c);
+        return el_error(EL_ERR_NOMEM, "KV cache: out of memory for %d cells", n_ctx);
+    }
+    el_kv_cache_clear(c);
+    return EL_OK;
+}
+
+void el_kv_cache_free(el_kv_cache *c) {
+    free(c->pos);
+    free(c->seqs);
+    free(c->k);
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+void el_kv_cache_clear(el_kv_cache *c) {
+    for (int32_t i = 0; i < c->n_ctx; i++)
+        c->pos[i] = -1;
+    memset(c->seqs, 0, (size_t)c->n_ctx * c->words * sizeof *c->seqs);
+    c->n_used = 0;
+}
+
+static bool cell_is_free(const el_kv_cache *c, int32_t cell) {
+    const uint64_t *w = c->seqs + (size_t)cell * c->words;
+    for (int32_t i = 0; i < c->words; i++)
+        if (w[i])
+            return false;
+    return true;
+}
+
+bool el_kv_cache_find_free(const el_kv_cache *c, int32_t n, int32_t *cells) {
+    if (c->n_ctx - c->n_used < n)
+        return false;
+    int32_t found = 0;
+    for (int32_t i = 0; i < c->n_ctx && found < n; i++)
+        if (cell_is_free(c, i))
+            cells[found++] = i;
+    return found == n;
+}
+
+static void set_bit(el_kv_cache *c, int32_t cell, int32_t seq) {
+    c->seqs[(size_t)cell * c->words + (size_t)seq / 64] |= (uint64_t)1 << (seq % 64);
+}
+
+void el_kv_cache_occupy(el_kv_cache *c, int32_t cell, int32_t pos, int32_t seq) {
+    c->pos[cell] = pos;
+    set_bit(c, cell, seq);
+    c->n_used++;
+}
+
+static bool in_range(int32_t pos, int32_t p0, int32_t p1) {
+    return pos >= p0 && (p1 < 0 || pos < p1);
+}
+
+void el_kv_cache_seq_remove(el_kv_cache *c, int32_t seq, int32_t p0, int32_t p1) {
+    for (int32_t i = 0; i < c->n_ctx; i++) {
+        if (!el_kv_cell_has_seq(c, i, seq) || !in_range(c->pos[i], p0, p1))
+            continue;
+        c->seqs[(size_t)i * c->words + (size_t)seq / 64] &= ~((uint64_t)1 << (seq % 64));
+        if (cell_is_free(c, i)) {
+            c->pos[i] = -1;
+            c->n_used--;
+        }
+    }
+}
+
+void el_kv_cache_seq_share(el_kv_cache *c, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    for (int32_t i = 0; i < c->n_ctx; i++)
+        if (el_kv_cell_has_seq(c, i, src) && in_range(c->pos[i], p0, p1))
+            set_bit(c, i, dst);
+}
+
+int32_t el_kv_cache_seq_pos_max(const el_kv_cache *c, int32_t seq) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < c->n_ctx; i++)
+        if (el_kv_cell_has_seq(c, i, seq) && c->pos[i] > best)
+            best = c->pos[i];
+    return best;
+}

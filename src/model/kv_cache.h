@@ -1,0 +1,56 @@
+/* kv_cache.h - the KV cache as a pool of cells with visibility (DESIGN.md §2).
+ *
+ * A cell holds the K and V of one token for every layer, its position, and a bitset of the
+ * sequences that may attend to it. A cell with no sequence bit is free. Sharing a prompt between
+ * sequences sets more bits on the same cells; nothing is copied. K and V are float32 (exactness
+ * first), laid out [layer][cell][n_head_kv * head_dim]. */
+#ifndef EL_MODEL_KV_CACHE_H
+#define EL_MODEL_KV_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "edgelora.h"
+
+typedef struct el_kv_cache {
+    int32_t n_ctx;      /* cells */
+    int32_t n_seq_max;  /* sequence ids 0 .. n_seq_max-1 */
+    int32_t n_layer;
+    int32_t k_dim;      /* floats of K per cell per layer */
+    int32_t v_dim;
+    int32_t words;      /* uint64 words of each cell's sequence bitset */
+    int32_t n_used;     /* cells with at least one sequence */
+    int32_t *pos;       /* [n_ctx] position of each used cell */
+    uint64_t *seqs;     /* [n_ctx][words] */
+    float *k;           /* [n_layer][n_ctx][k_dim] */
+    float *v;           /* [n_layer][n_ctx][v_dim] */
+} el_kv_cache;
+
+el_status el_kv_cache_init(el_kv_cache *c, int32_t n_layer, int32_t n_ctx, int32_t n_seq_max,
+                           int32_t k_dim, int32_t v_dim);
+void el_kv_cache_free(el_kv_cache *c);
+void el_kv_cache_clear(el_kv_cache *c);
+
+static inline bool el_kv_cell_has_seq(const el_kv_cache *c, int32_t cell, int32_t seq) {
+    return (c->seqs[(size_t)cell * c->words + (size_t)seq / 64] >> (seq % 64)) & 1u;
+}
+static inline float *el_kv_cell_k(const el_kv_cache *c, int32_t layer, int32_t cell) {
+    return c->k + ((size_t)layer * c->n_ctx + (size_t)cell) * c->k_dim;
+}
+static inline float *el_kv_cell_v(const el_kv_cache *c, int32_t layer, int32_t cell) {
+    return c->v + ((size_t)layer * c->n_ctx + (size_t)cell) * c->v_dim;
+}
+
+/* Finds n free cells (lowest indices first) into cells[]; false, changing nothing, if there are
+ * fewer than n. */
+bool el_kv_cache_find_free(const el_kv_cache *c, int32_t n, int32_t *cells);
+/* Takes a free cell for token position pos of sequence seq. */
+void el_kv_cache_occupy(el_kv_cache *c, int32_t cell, int32_t pos, int32_t seq);
+
+/* Positions [p0, p1) of seq (p1 < 0: to the end). */
+void el_kv_cache_seq_remove(el_kv_cache *c, int32_t seq, int32_t p0, int32_t p1);
+void el_kv_cache_seq_share(el_kv_cache *c, int32_t src, int32_t dst, int32_t p0, int32_t p1);
+int32_t el_kv_cache_seq_pos_max(const el_kv_cache *c, int32_t seq);
+
+#endif

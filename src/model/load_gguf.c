@@ -1,0 +1,309 @@
+/* load_gguf.c - a model from a GGUF file: hyper-parameters from <arch>.* metadata, weight views
+ * into the mapping, every tensor checked for presence, type and shape before anything uses it.
+ *
+ * Architectures: llama (NORM rope) and qwen2 (NEOX rope, q/k/v biases). A GGUF without tensors
+ * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
+ * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+
+static bool is_supported_weight_type(uint32_t t) {
+    switch (t) {
+    case EL_TYPE_F32:
+    case EL_TYPE_F16:
+    case EL_TYPE_BF16:
+    case EL_TYPE_Q8_0:
+    case EL_TYPE_Q4_0:
+    case EL_TYPE_Q4_K:
+    case EL_TYPE_Q6_K:
+        return el_type_get(t) != NULL;
+    default:
+        return false;
+    }
+}
+
+static const char *type_name(uint32_t t) {
+    const el_type_traits *tr = el_type_get(t);
+    return tr && tr->name ? tr->name : "unknown";
+}
+
+/* The tensor `name`, or NULL with an error naming file and tensor when required. */
+static const gguf_tensor *find_tensor(const el_model *m, const char *name, bool required,
+                                      el_status *st) {
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
+    *st = EL_OK;
+    if (!t && required)
+        *st = el_error(EL_ERR_FORMAT, "%s: tensor '%s' is missing", m->path, name);
+    return t;
+}
+
+static el_status check_shape(const el_model *m, const gguf_tensor *t, const char *name,
+                             int64_t ne0, int64_t ne1) {
+    bool ok = t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1;
+    if (!ok)
+        return el_error(EL_ERR_FORMAT,
+                        "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
+                        m->path, name, (long long)t->ne[0], (long long)t->ne[1],
+                        (long long)t->ne[2], (long long)t->ne[3], (long long)ne0, (long long)ne1);
+    return EL_OK;
+}
+
+/* A 2-D weight of n_out rows of n_in elements as a view into the mapping. */
+static el_status load_weight(el_model *m, const char *name, int64_t n_in, int64_t n_out,
+                             el_weight *out) {
+    el_status st;
+    const gguf_tensor *t = find_tensor(m, name, true, &st);
+    if (!t)
+        return st;
+    if (!is_supported_weight_type(t->type))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s (%u), not supported",
+                        m->path, name, type_name(t->type), t->type);
+    if ((st = check_shape(m, t, name, n_in, n_out)) != EL_OK)
+        return st;
+    if (n_in % el_type_get(t->type)->block_size != 0)
+        return el_error(EL_ERR_FORMAT, "%s: tensor '%s': row length %lld is not a multiple of %s's "
+                        "block size", m->path, name, (long long)n_in, type_name(t->type));
+    *out = el_weight_view((el_type)t->type, t->data, n_in, n_out);
+    return EL_OK;
+}
+
+/* A 1-D vector of n elements converted to float32 into dst. */
+static el_status load_vector(el_model *m, const char *name, int64_t n, float *dst) {
+    el_status st;
+    const gguf_tensor *t = find_tensor(m, name, true, &st);
+    if (!t)
+        return st;
+    const el_type_traits *tr = el_type_get(t->type);
+    if (t->type != EL_TYPE_F32 && t->type != EL_TYPE_F16 && t->type != EL_TYPE_BF16)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, expected f32/f16/bf16",
+                        m->path, name, type_name(t->type));
+    if ((st = check_shape(m, t, name, n, 1)) != EL_OK)
+        return st;
+    tr->to_float(t->data, dst, n);
+    return EL_OK;
+}
+
+/* Reads <arch>.<suffix> as an int32; `def` < 0 means the key is required. */
+static el_status arch_i32(const el_model *m, const char *suffix, int32_t def, int32_t *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    el_status st = gguf_get_i32(m->gguf, key, out);
+    if (st == EL_ERR_NOT_FOUND) {
+        if (def < 0)
+            return el_error(EL_ERR_FORMAT, "%s: metadata key '%s' is missing", m->path, key);
+        *out = def;
+        return EL_OK;
+    }
+    return st;
+}
+
+static el_status arch_f32(const el_model *m, const char *suffix, float def, float *out) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", m->arch, suffix);
+    el_status st = gguf_get_f32(m->gguf, key, out);
+    if (st == EL_ERR_NOT_FOUND) {
+        *out = def;
+        return EL_OK;
+    }
+    return st;
+}
+
+static el_status read_hparams(el_model *m) {
+    el_hparams *hp = &m->hp;
+    el_status st;
+    if ((st = arch_i32(m, "context_length", -1, &hp->n_ctx_train)) ||
+        (st = arch_i32(m, "embedding_length", -1, &hp->n_embd)) ||
+        (st = arch_i32(m, "block_count", -1, &hp->n_layer)) ||
+        (st = arch_i32(m, "feed_forward_length", -1, &hp->n_ff)) ||
+        (st = arch_i32(m, "attention.head_count", -1, &hp->n_head)))
+        return st;
+    if ((st = arch_i32(m, "attention.head_count_kv", hp->n_head, &hp->n_head_kv)))
+        return st;
+    if (hp->n_head <= 0 || hp->n_embd % hp->n_head != 0)
+        return el_error(EL_ERR_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d",
+                        m->path, hp->n_embd, hp->n_head);
+    if ((st = arch_i32(m, "attention.key_length", hp->n_embd / hp->n_head, &hp->head_dim_k)) ||
+        (st = arch_i32(m, "attention.value_length", hp->head_dim_k, &hp->head_dim_v)) ||
+        (st = arch_i32(m, "rope.dimension_count", hp->head_dim_k, &hp->n_rot)))
+        return st;
+    if ((st = arch_f32(m, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
+        (st = arch_f32(m, "rope.freq_base", 10000.0f, &hp->rope_freq_base)))
+        return st;
+    hp->rope_freq_scale = 1.0f;
+    char key[128];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", m->arch);
+    gguf_str scaling;
+    if (gguf_get_str(m->gguf, key, &scaling) == EL_OK && gguf_str_eq(scaling, "linear")) {
+        float factor;
+        if ((st = arch_f32(m, "rope.scaling.factor", 1.0f, &factor)))
+            return st;
+        if (!(factor > 0.0f))
+            return el_error(EL_ERR_FORMAT, "%s: rope.scaling.factor must be positive", m->path);
+        hp->rope_freq_scale = 1.0f / factor;
+    }
+    hp->rope_style = strcmp(m->arch, "qwen2") == 0 ? EL_ROPE_NEOX : EL_ROPE_NORM;
+    return EL_OK;
+}
+
+/* Floats of the owned vector block: norms, biases, rope factors. */
+static size_t vector_floats(const el_hparams *hp, bool biases) {
+    size_t per_layer = 2 * (size_t)hp->n_embd;
+    if (biases)
+        per_layer += (size_t)hp->n_head * hp->head_dim_k + (size_t)hp->n_head_kv * hp->head_dim_k +
+                     (size_t)hp->n_head_kv * hp->head_dim_v;
+    return per_layer * hp->n_layer + hp->n_embd + hp->n_rot / 2;
+}
+
+/* "blk.<il>.<suffix>" in buf (96 bytes). */
+static const char *blk_name(char *buf, int il, const char *suffix) {
+    snprintf(buf, 96, "blk.%d.%s", il, suffix);
+    return buf;
+}
+
+static el_status load_layer(el_model *m, int il, bool biases, float **vec) {
+    const el_hparams *hp = &m->hp;
+    el_layer *l = &m->layers[il];
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
+    int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    int64_t o_in = (int64_t)hp->n_head * hp->head_dim_v;
+    char name[96];
+    el_status st;
+    float *v = *vec;
+    l->attn_norm = v;
+    if ((st = load_vector(m, blk_name(name, il, "attn_norm.weight"), hp->n_embd, v)))
+        return st;
+    v += hp->n_embd;
+    l->ffn_norm = v;
+    if ((st = load_vector(m, blk_name(name, il, "ffn_norm.weight"), hp->n_embd, v)))
+        return st;
+    v += hp->n_embd;
+    const struct {
+        const char *suffix;
+        int64_t n_in, n_out;
+        el_weight *w;
+    } mats[] = {
+        {"attn_q.weight", hp->n_embd, q_dim, &l->wq},
+        {"attn_k.weight", hp->n_embd, k_dim, &l->wk},
+        {"attn_v.weight", hp->n_embd, v_dim, &l->wv},
+        {"attn_output.weight", o_in, hp->n_embd, &l->wo},
+        {"ffn_gate.weight", hp->n_embd, hp->n_ff, &l->w_gate},
+        {"ffn_up.weight", hp->n_embd, hp->n_ff, &l->w_up},
+        {"ffn_down.weight", hp->n_ff, hp->n_embd, &l->w_down},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+        if ((st = load_weight(m, blk_name(name, il, mats[i].suffix), mats[i].n_in, mats[i].n_out,
+                              mats[i].w)))
+            return st;
+    if (biases) {
+        l->bq = v;
+        if ((st = load_vector(m, blk_name(name, il, "attn_q.bias"), q_dim, v)))
+            return st;
+        v += q_dim;
+        l->bk = v;
+        if ((st = load_vector(m, blk_name(name, il, "attn_k.bias"), k_dim, v)))
+            return st;
+        v += k_dim;
+        l->bv = v;
+        if ((st = load_vector(m, blk_name(name, il, "attn_v.bias"), v_dim, v)))
+            return st;
+        v += v_dim;
+    }
+    *vec = v;
+    return EL_OK;
+}
+
+static el_status load_weights(el_model *m) {
+    el_status st;
+    if (strcmp(m->arch, "llama") != 0 && strcmp(m->arch, "qwen2") != 0)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (llama, qwen2)",
+                        m->path, m->arch);
+    if ((st = read_hparams(m)))
+        return st;
+    el_hparams *hp = &m->hp;
+    const gguf_tensor *te = find_tensor(m, "token_embd.weight", true, &st);
+    if (!te)
+        return st;
+    hp->n_vocab = (int32_t)te->ne[1];
+    /* some converters pad the embedding beyond the tokenizer; the reverse cannot work */
+    if (m->vocab && m->vocab->n_tokens > hp->n_vocab)
+        return el_error(EL_ERR_FORMAT, "%s: the vocabulary has %d tokens but token_embd.weight has "
+                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)te->ne[1]);
+    if ((st = el_hparams_validate(hp, m->path)))
+        return st;
+
+    bool biases = strcmp(m->arch, "qwen2") == 0;
+    m->vectors = malloc(vector_floats(hp, biases) * sizeof(float));
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->vectors || !m->layers)
+        return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
+    float *vec = m->vectors;
+
+    if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
+        return st;
+    for (int il = 0; il < hp->n_layer; il++)
+        if ((st = load_layer(m, il, biases, &vec)))
+            return st;
+    m->output_norm = vec;
+    if ((st = load_vector(m, "output_norm.weight", hp->n_embd, vec)))
+        return st;
+    vec += hp->n_embd;
+    if (gguf_find_tensor(m->gguf, "output.weight")) {
+        if ((st = load_weight(m, "output.weight", hp->n_embd, hp->n_vocab, &m->output)))
+            return st;
+    } else {
+        m->output = m->tok_embd; /* tied embeddings */
+    }
+    if (gguf_find_tensor(m->gguf, "rope_freqs.weight")) {
+        m->rope_freqs = vec;
+        if ((st = load_vector(m, "rope_freqs.weight", hp->n_rot / 2, vec)))
+            return st;
+        for (int i = 0; i < hp->n_rot / 2; i++)
+            if (!(vec[i] > 0.0f))
+                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not positive",
+                                m->path, i);
+    }
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
+        const gguf_tensor *t = &m->gguf->tensors[i];
+        int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        m->n_params += n;
+        m->weight_bytes += t->nbytes;
+    }
+    m->has_weights = true;
+    return EL_OK;
+}
+
+el_status el_model_load_gguf(el_model *m, bool vocab_only) {
+    el_status st = gguf_open(m->path, &m->gguf);
+    if (st)
+        return st;
+    gguf_str s;
+    if ((st = gguf_get_str(m->gguf, "general.architecture", &s)) != EL_OK)
+        return st == EL_ERR_NOT_FOUND
+                   ? el_error(EL_ERR_FORMAT, "%s: general.architecture is missing", m->path)
+                   : st;
+    snprintf(m->arch, sizeof m->arch, "%.*s", (int)(s.len < sizeof m->arch ? s.len : 31), s.ptr);
+    if (gguf_get_str(m->gguf, "general.name", &s) == EL_OK) {
+        m->name = malloc(s.len + 1);
+        if (!m->name)
+            return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
+        memcpy(m->name, s.ptr, s.len);
+        m->name[s.len] = '\0';
+    }
+    if (gguf_find(m->gguf, "tokenizer.ggml.model")) {
+        if ((st = el_vocab_load_gguf(m->gguf, &m->vocab)))
+            return st;
+        m->hp.n_vocab = m->vocab->n_tokens;
+    }
+    if (vocab_only || m->gguf->n_tensors == 0) {
+        if (!m->vocab)
+            return el_error(EL_ERR_FORMAT, "%s: no tensors and no tokenizer: nothing to load",
+                            m->path);
+        return EL_OK;
+    }
+    return load_weights(m);
+}

@@ -1,0 +1,96 @@
+/* model.h - a loaded model: hyper-parameters, weight views into the mapped file, vocabulary.
+ *
+ * The model is read-only once loaded. 2-D weights are el_weight views straight into the mapping
+ * (never copied, never written). Vectors (norms, biases, rope frequency factors) are converted to
+ * float32 once at load into one owned block, because they are tiny and may be stored as F16. */
+#ifndef EL_MODEL_MODEL_H
+#define EL_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "edgelora.h"
+#include "formats/gguf.h"
+#include "formats/llama2c.h"
+#include "kernels/matmul.h"
+#include "tokenizer/vocab.h"
+
+typedef enum el_rope_style {
+    EL_ROPE_NORM, /* rotate adjacent pairs (2i, 2i+1): llama */
+    EL_ROPE_NEOX, /* rotate pairs (i, i + n_rot/2): qwen2 */
+} el_rope_style;
+
+typedef struct el_hparams {
+    int32_t n_vocab;
+    int32_t n_embd;
+    int32_t n_layer;
+    int32_t n_head;
+    int32_t n_head_kv;
+    int32_t n_ff;
+    int32_t n_ctx_train;
+    int32_t head_dim_k;   /* attention.key_length (default n_embd / n_head) */
+    int32_t head_dim_v;   /* attention.value_length (default head_dim_k) */
+    int32_t n_rot;        /* rope.dimension_count (default head_dim_k): rotated dims per head */
+    float rms_eps;
+    float rope_freq_base;
+    float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
+    el_rope_style rope_style;
+} el_hparams;
+
+typedef struct el_layer {
+    const float *attn_norm; /* [n_embd] */
+    el_weight wq;           /* n_embd -> n_head * head_dim_k */
+    el_weight wk;           /* n_embd -> n_head_kv * head_dim_k */
+    el_weight wv;           /* n_embd -> n_head_kv * head_dim_v */
+    el_weight wo;           /* n_head * head_dim_v -> n_embd */
+    const float *bq, *bk, *bv; /* biases (qwen2) or NULL */
+    const float *ffn_norm;  /* [n_embd] */
+    el_weight w_gate;       /* n_embd -> n_ff */
+    el_weight w_up;         /* n_embd -> n_ff */
+    el_weight w_down;       /* n_ff -> n_embd */
+} el_layer;
+
+/* Which linear layer of a block a matmul is; the hook for adapter terms keys on it. */
+typedef enum el_linear {
+    EL_LINEAR_Q,
+    EL_LINEAR_K,
+    EL_LINEAR_V,
+    EL_LINEAR_O,
+    EL_LINEAR_GATE,
+    EL_LINEAR_UP,
+    EL_LINEAR_DOWN,
+} el_linear;
+
+struct el_model {
+    char *path;
+    char arch[32];
+    char *name;
+    el_hparams hp;
+    el_vocab *vocab;
+    bool has_weights;
+
+    gguf_file *gguf;     /* GGUF models: owns the mapping */
+    llama2c_file *l2c;   /* llama2.c models: owns the mapping */
+
+    el_weight tok_embd;  /* n_vocab rows of n_embd (possibly quantized: rows dequantized on use) */
+    el_weight output;    /* n_embd -> n_vocab (a copy of tok_embd's view when tied) */
+    const float *output_norm; /* [n_embd] */
+    const float *rope_freqs;  /* [n_rot/2] frequency divisors (llama3 scaling) or NULL */
+    el_layer *layers;         /* [n_layer] */
+    float *vectors;           /* the owned block the float vectors above point into */
+
+    int64_t n_params;
+    uint64_t weight_bytes;
+};
+
+/* Returns the weight of a block's linear layer. */
+const el_weight *el_layer_weight(const el_layer *l, el_linear which);
+
+/* Loaders for each file kind; they fill a zeroed model (path already set). */
+el_status el_model_load_gguf(el_model *m, bool vocab_only);
+el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vocab_only);
+
+/* Checks the hyper-parameters for consistency (positive sizes, divisibility). */
+el_status el_hparams_validate(const el_hparams *hp, const char *path);
+
+#endif

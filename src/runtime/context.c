@@ -1,0 +1,194 @@
+/* context.c - contexts, el_decode and the KV cache calls of the public API. */
+#include "runtime/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+/* Sequences are bits of a cell's bitset; a generous bound keeps the bitsets small. */
+enum { EL_MAX_SEQ = 4096, EL_DEFAULT_MAX_CTX = 4096 };
+
+el_context_params el_context_default_params(void) {
+    return (el_context_params){.n_ctx = 0, .n_batch = 512, .n_seq_max = 1, .n_threads = 0};
+}
+
+el_status el_context_create(el_model *model, const el_context_params *params, el_context **out) {
+    *out = NULL;
+    if (!model)
+        return el_error(EL_ERR_INVALID_ARG, "el_context_create: NULL model");
+    if (!model->has_weights)
+        return el_error(EL_ERR_INVALID_ARG,
+                        "%s: the model has no weights (vocabulary only): it can tokenize but "
+                        "cannot run a context", model->path);
+    el_context_params p = params ? *params : el_context_default_params();
+    if (p.n_ctx == 0)
+        p.n_ctx = model->hp.n_ctx_train < EL_DEFAULT_MAX_CTX ? model->hp.n_ctx_train
+                                                              : EL_DEFAULT_MAX_CTX;
+    if (p.n_ctx < 1 || p.n_batch < 1 || p.n_seq_max < 1 || p.n_seq_max > EL_MAX_SEQ ||
+        p.n_threads < 0)
+        return el_error(EL_ERR_INVALID_ARG,
+                        "context: invalid parameters (n_ctx %d, n_batch %d, n_seq_max %d (1..%d), "
+                        "n_threads %d)", p.n_ctx, p.n_batch, p.n_seq_max, EL_MAX_SEQ, p.n_threads);
+    if (p.n_batch > p.n_ctx)
+        p.n_batch = p.n_ctx;
+
+    el_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return el_error(EL_ERR_NOMEM, "context: out of memory");
+    ctx->model = model;
+    ctx->params = p;
+    const el_hparams *hp = &model->hp;
+    el_status st = el_threadpool_create(p.n_threads, &ctx->tp);
+    if (!st)
+        st = el_kv_cache_init(&ctx->kv, hp->n_layer, p.n_ctx, p.n_seq_max,
+                              hp->n_head_kv * hp->head_dim_k, hp->n_head_kv * hp->head_dim_v);
+    if (!st)
+        st = el_forward_init(&ctx->fwd, model, &ctx->kv, ctx->tp, p.n_batch);
+    if (!st) {
+        ctx->cells = malloc((size_t)p.n_batch * sizeof *ctx->cells);
+        ctx->out_rows = malloc((size_t)p.n_batch * sizeof *ctx->out_rows);
+        ctx->logit_index = malloc((size_t)p.n_batch * sizeof *ctx->logit_index);
+        if (!ctx->cells || !ctx->out_rows || !ctx->logit_index)
+            st = el_error(EL_ERR_NOMEM, "context: out of memory");
+    }
+    if (st) {
+        el_context_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return EL_OK;
+}
+
+void el_context_free(el_context *ctx) {
+    if (!ctx)
+        return;
+    el_forward_free(&ctx->fwd);
+    el_kv_cache_free(&ctx->kv);
+    if (ctx->tp)
+        el_threadpool_free(ctx->tp);
+    free(ctx->cells);
+    free(ctx->out_rows);
+    free(ctx->logit_index);
+    free(ctx);
+}
+
+/* Every field of every row, before anything changes. */
+static el_status validate_batch(const el_context *ctx, const el_batch *b) {
+    const el_hparams *hp = &ctx->model->hp;
+    if (b->n_rows < 1 || b->n_rows > ctx->params.n_batch)
+        return el_error(EL_ERR_INVALID_ARG, "el_decode: n_rows is %d, must be 1..n_batch (%d)",
+                        b->n_rows, ctx->params.n_batch);
+    if (!b->pos || !b->seq_id)
+        return el_error(EL_ERR_INVALID_ARG, "el_decode: pos and seq_id are required");
+    if (!b->token && !b->embd)
+        return el_error(EL_ERR_INVALID_ARG, "el_decode: the batch has neither tokens nor embd");
+    for (int32_t i = 0; i < b->n_rows; i++) {
+        bool is_token = b->token && b->token[i] >= 0;
+        if (is_token && b->token[i] >= hp->n_vocab)
+            return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d: token %d out of range "
+                            "(n_vocab %d)", i, b->token[i], hp->n_vocab);
+        if (!is_token && !b->embd)
+            return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d has no token and the batch no "
+                            "embd", i);
+        if (b->pos[i] < 0)
+            return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d: negative position %d", i,
+                            b->pos[i]);
+        if (b->seq_id[i] < 0 || b->seq_id[i] >= ctx->params.n_seq_max)
+            return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d: seq_id %d out of range "
+                            "(n_seq_max %d)", i, b->seq_id[i], ctx->params.n_seq_max);
+        if (b->parent) {
+            int32_t p = b->parent[i];
+            if (p < -1 || p >= i)
+                return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d: parent %d must be -1 or "
+                                "a row before it", i, p);
+            /* an ancestor must be visible to the row: same sequence, earlier position */
+            if (p >= 0 && (b->seq_id[p] != b->seq_id[i] || b->pos[p] >= b->pos[i]))
+                return el_error(EL_ERR_INVALID_ARG, "el_decode: row %d: parent row %d must have "
+                                "the same seq_id and an earlier position", i, p);
+        }
+    }
+    return EL_OK;
+}
+
+el_status el_decode(el_context *ctx, const el_batch *b) {
+    if (!ctx || !b)
+        return el_error(EL_ERR_INVALID_ARG, "el_decode: NULL argument");
+    el_status st = validate_batch(ctx, b);
+    if (st)
+        return st;
+    int32_t n = b->n_rows, n_out = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (b->logits ? b->logits[i] != 0 : i == n - 1)
+            ctx->out_rows[n_out++] = i;
+    if ((st = el_forward_reserve_logits(&ctx->fwd, n_out)))
+        return st;
+    if (!el_kv_cache_find_free(&ctx->kv, n, ctx->cells))
+        return el_error(EL_ERR_CONTEXT_FULL, "el_decode: the KV cache has %d free cells, the batch "
+                        "needs %d (n_ctx %d)", ctx->kv.n_ctx - ctx->kv.n_used, n, ctx->kv.n_ctx);
+    for (int32_t i = 0; i < n; i++)
+        el_kv_cache_occupy(&ctx->kv, ctx->cells[i], b->pos[i], b->seq_id[i]);
+    el_rows rows = {
+        .n = n, .token = b->token, .embd = b->embd, .pos = b->pos, .seq_id = b->seq_id,
+        .parent = b->parent, .cell = ctx->cells, .out_rows = ctx->out_rows, .n_out = n_out,
+    };
+    el_forward_run(&ctx->fwd, &rows);
+    for (int32_t i = 0; i < n; i++)
+        ctx->logit_index[i] = -1;
+    for (int32_t j = 0; j < n_out; j++)
+        ctx->logit_index[ctx->out_rows[j]] = j;
+    ctx->last_n_rows = n;
+    return EL_OK;
+}
+
+const float *el_get_logits(el_context *ctx, int32_t row) {
+    if (!ctx || row < 0 || row >= ctx->last_n_rows || ctx->logit_index[row] < 0)
+        return NULL;
+    return ctx->fwd.logits + (size_t)ctx->logit_index[row] * ctx->model->hp.n_vocab;
+}
+
+static el_status check_seq(const el_context *ctx, const char *fn, int32_t seq) {
+    if (!ctx)
+        return el_error(EL_ERR_INVALID_ARG, "%s: NULL context", fn);
+    if (seq < 0 || seq >= ctx->params.n_seq_max)
+        return el_error(EL_ERR_INVALID_ARG, "%s: seq_id %d out of range (n_seq_max %d)", fn, seq,
+                        ctx->params.n_seq_max);
+    return EL_OK;
+}
+
+el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t p1) {
+    el_status st = check_seq(ctx, "el_kv_seq_remove", seq_id);
+    if (st)
+        return st;
+    el_kv_cache_seq_remove(&ctx->kv, seq_id, p0 < 0 ? 0 : p0, p1);
+    return EL_OK;
+}
+
+el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
+    el_status st = check_seq(ctx, "el_kv_seq_share", src);
+    if (!st)
+        st = check_seq(ctx, "el_kv_seq_share", dst);
+    if (st)
+        return st;
+    el_kv_cache_seq_share(&ctx->kv, src, dst, p0 < 0 ? 0 : p0, p1);
+    return EL_OK;
+}
+
+void el_kv_clear(el_context *ctx) {
+    if (ctx)
+        el_kv_cache_clear(&ctx->kv);
+}
+
+int32_t el_kv_used_cells(const el_context *ctx) { return ctx ? ctx->kv.n_used : 0; }
+
+int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id) {
+    if (!ctx || seq_id < 0 || seq_id >= ctx->params.n_seq_max)
+        return -1;
+    return el_kv_cache_seq_pos_max(&ctx->kv, seq_id);
+}
+
+size_t el_kv_cell_bytes(const el_context *ctx) {
+    if (!ctx)
+        return 0;
+    return (size_t)ctx->kv.n_layer * (size_t)(ctx->kv.k_dim + ctx->kv.v_dim) * sizeof(float);
+}

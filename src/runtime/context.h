@@ -1,0 +1,23 @@
+/* context.h - what an el_context holds: the model it runs, its KV cache, forward scratch, thread
+ * pool, and where the last decode's logits are. */
+#ifndef EL_RUNTIME_CONTEXT_H
+#define EL_RUNTIME_CONTEXT_H
+
+#include "core/threadpool.h"
+#include "model/forward.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+struct el_context {
+    el_model *model;
+    el_context_params params;
+    el_threadpool *tp;
+    el_kv_cache kv;
+    el_forward fwd;
+    int32_t *cells;        /* [n_batch] cells of the rows being decoded */
+    int32_t *out_rows;     /* [n_batch] rows whose logits were asked for */
+    int32_t *logit_index;  /* [n_batch] row -> index into fwd.logits, or -1 */
+    int32_t last_n_rows;   /* rows of the last successful decode */
+};
+
+#endif

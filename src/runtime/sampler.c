@@ -1,0 +1,201 @@
+/* sampler.c - picking the next token from logits.
+ *
+ * Greedy when temperature <= 0 (after the repetition penalty). Otherwise the chain is
+ * repetition penalty -> top-k -> top-p -> min-p -> temperature -> softmax -> draw, the order
+ * llama.cpp's default sampler uses, so the same settings mean the same thing. The draw uses our
+ * own seeded PRNG (splitmix64 to seed xorshift64*), so a seed gives the same tokens everywhere. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "edgelora.h"
+
+typedef struct el_candidate {
+    int32_t id;
+    float logit;
+    float p;
+} el_candidate;
+
+struct el_sampler {
+    el_sampler_params params;
+    int32_t n_vocab;
+    uint64_t rng;
+    int32_t *history;        /* ring of the last repeat_last_n accepted tokens */
+    int32_t n_history;       /* valid entries */
+    int32_t history_next;    /* where the next token goes */
+    el_candidate *cand;      /* [n_vocab] */
+    uint8_t *seen;           /* [n_vocab]: the penalty applies once per distinct token */
+};
+
+el_sampler_params el_sampler_default_params(void) {
+    return (el_sampler_params){
+        .temperature = 0.8f,
+        .top_k = 40,
+        .top_p = 0.95f,
+        .min_p = 0.05f,
+        .repeat_penalty = 1.0f,
+        .repeat_last_n = 64,
+        .seed = 0,
+    };
+}
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t xorshift64s(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* A uniform double in [0, 1) from the top 53 bits. */
+static double rng_uniform(uint64_t *s) { return (double)(xorshift64s(s) >> 11) * 0x1.0p-53; }
+
+el_status el_sampler_create(const el_sampler_params *params, int32_t n_vocab, el_sampler **out) {
+    *out = NULL;
+    if (!params || n_vocab <= 0)
+        return el_error(EL_ERR_INVALID_ARG, "sampler: n_vocab must be positive (got %d)", n_vocab);
+    if (params->repeat_last_n < 0 || params->repeat_penalty <= 0.0f)
+        return el_error(EL_ERR_INVALID_ARG,
+                        "sampler: repeat_last_n must be >= 0 and repeat_penalty > 0");
+    el_sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return el_error(EL_ERR_NOMEM, "sampler: out of memory");
+    s->params = *params;
+    s->n_vocab = n_vocab;
+    uint64_t seed = params->seed;
+    s->rng = splitmix64(&seed);
+    if (s->rng == 0) /* xorshift's one fixed point */
+        s->rng = 1;
+    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->seen = calloc((size_t)n_vocab, 1);
+    s->history = malloc((size_t)(params->repeat_last_n > 0 ? params->repeat_last_n : 1) *
+                        sizeof *s->history);
+    if (!s->cand || !s->seen || !s->history) {
+        el_sampler_free(s);
+        return el_error(EL_ERR_NOMEM, "sampler: out of memory");
+    }
+    *out = s;
+    return EL_OK;
+}
+
+void el_sampler_free(el_sampler *s) {
+    if (!s)
+        return;
+    free(s->cand);
+    free(s->seen);
+    free(s->history);
+    free(s);
+}
+
+void el_sampler_accept(el_sampler *s, int32_t token) {
+    if (!s || s->params.repeat_last_n <= 0)
+        return;
+    s->history[s->history_next] = token;
+    s->history_next = (s->history_next + 1) % s->params.repeat_last_n;
+    if (s->n_history < s->params.repeat_last_n)
+        s->n_history++;
+}
+
+/* llama.cpp's rule: a token seen in the window has a positive logit divided by the penalty and a
+ * non-positive one multiplied, once however often it was seen. cand is still indexed by id. */
+static void apply_repeat_penalty(el_sampler *s) {
+    float penalty = s->params.repeat_penalty;
+    if (penalty == 1.0f || s->n_history == 0)
+        return;
+    for (int32_t i = 0; i < s->n_history; i++) {
+        int32_t t = s->history[i];
+        if (t < 0 || t >= s->n_vocab || s->seen[t])
+            continue;
+        s->seen[t] = 1;
+        float *l = &s->cand[t].logit;
+        *l = *l <= 0.0f ? *l * penalty : *l / penalty;
+    }
+    for (int32_t i = 0; i < s->n_history; i++) {
+        int32_t t = s->history[i];
+        if (t >= 0 && t < s->n_vocab)
+            s->seen[t] = 0;
+    }
+}
+
+/* Highest logit first; ties by the lower id, so the order is fully determined. */
+static int cand_cmp(const void *a, const void *b) {
+    const el_candidate *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* p of each of the first n (sorted) candidates: softmax of logit/temp. */
+static void softmax(el_candidate *c, int32_t n, float temp) {
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        double e = exp(((double)c[i].logit - (double)c[0].logit) / temp);
+        c[i].p = (float)e;
+        sum += e;
+    }
+    for (int32_t i = 0; i < n; i++)
+        c[i].p = (float)(c[i].p / sum);
+}
+
+el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) {
+    if (!s || !logits || !token)
+        return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
+    const el_sampler_params *p = &s->params;
+    int32_t n = s->n_vocab;
+    for (int32_t i = 0; i < n; i++)
+        s->cand[i] = (el_candidate){.id = i, .logit = logits[i]};
+    apply_repeat_penalty(s);
+
+    if (p->temperature <= 0.0f) {
+        int32_t best = 0;
+        for (int32_t i = 1; i < n; i++)
+            if (s->cand[i].logit > s->cand[best].logit)
+                best = i;
+        *token = best;
+        return EL_OK;
+    }
+
+    qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
+    if (p->top_k > 0 && p->top_k < n)
+        n = p->top_k;
+    if (p->top_p < 1.0f) {
+        /* keep the smallest prefix whose probability (at temperature 1) reaches top_p */
+        softmax(s->cand, n, 1.0f);
+        double cum = 0.0;
+        for (int32_t i = 0; i < n; i++) {
+            cum += s->cand[i].p;
+            if (cum >= p->top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (p->min_p > 0.0f) {
+        /* keep tokens whose probability is at least min_p times the largest one's */
+        float cut = s->cand[0].logit + logf(p->min_p);
+        int32_t keep = 1;
+        while (keep < n && s->cand[keep].logit >= cut)
+            keep++;
+        n = keep;
+    }
+    softmax(s->cand, n, p->temperature);
+    double r = rng_uniform(&s->rng), cum = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        cum += s->cand[i].p;
+        if (r < cum) {
+            *token = s->cand[i].id;
+            return EL_OK;
+        }
+    }
+    *token = s->cand[n - 1].id; /* r landed in the rounding gap at the top */
+    return EL_OK;
+}
