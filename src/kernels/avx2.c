@@ -1,6 +1,7 @@
-/* avx2.c - AVX2 dot products, one per weight type, each the same sum as its reference in ref.c
- * (integer products inside blocks, scales applied per block) but 32 bytes at a time; 4x4 tiles
- * for q8_0 and q4_0 (prompt processing); activation quantizers byte-exact with quant.c.
+/* avx2.c - AVX2 dot products, one per weight type (GGUF's and edgelora's integer types of
+ * edge.h), each the same sum as its reference (integer products inside blocks, scales applied
+ * per block) but 32 bytes at a time; 4x4 tiles for q8_0, q4_0, q4_K, q6_K, w8 and w4 (prompt
+ * processing); activation quantizers byte-exact with the reference ones.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
 #include "kernels/dispatch.h"
 
@@ -357,7 +358,8 @@ static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
             dw[o] = fp16(b->d);
             dminw[o] = fp16(b->dmin);
         }
-        __m128 dw4 = _mm_loadu_ps(dw), dminw4 = _mm_loadu_ps(dminw);
+        __m128 dw4 = _mm_setr_ps(dw[0], dw[1], dw[2], dw[3]);
+        __m128 dminw4 = _mm_setr_ps(dminw[0], dminw[1], dminw[2], dminw[3]);
         __m256 dwv = _mm256_set_m128(dw4, dw4), dminv = _mm256_set_m128(dminw4, dminw4);
         for (int r = 0; r < EL_TILE; r++) {
             const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
@@ -379,6 +381,73 @@ static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
             acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, da),
                                      _mm256_cvtepi32_ps(fold4(sum[0], sum[1], sum[2], sum[3])), acc[r]);
             acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dminv, da), _mm256_cvtepi32_ps(mins), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+/* The 4x4 tile of Q6_K weights against Q8_K activations, like tile_q4_k: per block the four
+ * weight rows' 6-bit quants are unpacked once into bytes (0..63, unsigned for maddubs: pairs
+ * <= 2*63*128 fit int16) with, per 32 elements, the two sub-blocks' scales in the two 128-bit
+ * lanes; the - 32 offset is 32 * sum_s scale[s] * bsums[s], one madd per row pair. */
+static void tile_q6_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i q6[EL_TILE][8];    /* [o][32-element chunk]: quants 0..63 as bytes */
+        __m256i scale[EL_TILE][8]; /* [o][chunk]: its two sub-blocks' scales, one per lane */
+        __m256i sc16[EL_TILE];     /* the 16 scales as int16, for the offset term */
+        float dw[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q6_k *b = (const el_block_q6_k *)((const char *)w + o * w_stride) + i;
+            sc16[o] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i sch = h ? _mm256_permute2x128_si256(sc16[o], sc16[o], 0x11)
+                                : _mm256_permute2x128_si256(sc16[o], sc16[o], 0x00);
+                __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+                __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+                __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+                #pragma GCC unroll 4
+                for (int quarter = 0; quarter < 4; quarter++) {
+                    __m256i lo = quarter & 1 ? ql1 : ql0;
+                    if (quarter >> 1) lo = _mm256_srli_epi16(lo, 4);
+                    lo = _mm256_and_si256(lo, low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), low2);
+                    q6[o][4 * h + quarter] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                    scale[o][4 * h + quarter] = _mm256_blend_epi32(
+                        pick_i16(sch, 2 * quarter), pick_i16(sch, 2 * quarter + 1), 0xF0);
+                }
+            }
+            dw[o] = fp16(b->d);
+        }
+        __m128 dw4 = _mm_setr_ps(dw[0], dw[1], dw[2], dw[3]);
+        __m256 dwv = _mm256_set_m128(dw4, dw4);
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            __m256i sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * c));
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(q6[o][c], yq), scale[o][c]));
+            }
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m256i off = fold4(_mm256_madd_epi16(sc16[0], bs), _mm256_madd_epi16(sc16[1], bs),
+                                _mm256_madd_epi16(sc16[2], bs), _mm256_madd_epi16(sc16[3], bs));
+            __m256i dots = _mm256_sub_epi32(fold4(sum[0], sum[1], sum[2], sum[3]),
+                                            _mm256_slli_epi32(off, 5));
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, _mm256_set1_ps(ab->d)),
+                                     _mm256_cvtepi32_ps(dots), acc[r]);
         }
     }
     #pragma GCC unroll 4
@@ -523,6 +592,72 @@ static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
     vec_dot_w4g(n, s, x, y, 128);
 }
 
+/* The 4x4 tile of W8 or W4 rows against A8 rows: integer sums over the whole row and one float
+ * multiply per output at the end. Two weight rows at a time against the four activation rows
+ * keep 8 int32 accumulators (and the weight chunks) in registers; each weight chunk is loaded
+ * and unpacked once for four activation rows. W4 nibbles stay unsigned and 8 * (the A8 row's
+ * sum) comes off at the end, as in vec_dot_w4. */
+static inline __attribute__((always_inline)) void tile_wrow(int64_t n, float *y, int64_t ldy,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, size_t a_stride,
+                                                            bool w4) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    el_a8_header ah[EL_TILE];
+    const int8_t *act[EL_TILE];
+    for (int r = 0; r < EL_TILE; r++) {
+        memcpy(&ah[r], (const char *)a + r * a_stride, sizeof ah[r]);
+        act[r] = (const int8_t *)a + r * a_stride + sizeof ah[r];
+    }
+    for (int o0 = 0; o0 < EL_TILE; o0 += 2) {
+        const char *row[2] = {(const char *)w + o0 * w_stride, (const char *)w + (o0 + 1) * w_stride};
+        __m256i acc[2][EL_TILE];
+        #pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            #pragma GCC unroll 4
+            for (int r = 0; r < EL_TILE; r++) acc[k][r] = _mm256_setzero_si256();
+        }
+        for (int64_t i = 0; i < n; i += 32) {
+            __m256i wv[2], wabs[2];
+            #pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                const char *q = row[k] + sizeof(float);
+                if (w4) {
+                    wv[k] = wabs[k] = load_chunk_u4((const uint8_t *)q + i / 2);
+                } else {
+                    wv[k] = _mm256_loadu_si256((const __m256i *)(q + i));
+                    wabs[k] = _mm256_sign_epi8(wv[k], wv[k]);
+                }
+            }
+            #pragma GCC unroll 4
+            for (int r = 0; r < EL_TILE; r++) {
+                __m256i yv = _mm256_loadu_si256((const __m256i *)(act[r] + i));
+                #pragma GCC unroll 2
+                for (int k = 0; k < 2; k++) {
+                    __m256i p = _mm256_maddubs_epi16(wabs[k], w4 ? yv : _mm256_sign_epi8(yv, wv[k]));
+                    acc[k][r] = _mm256_add_epi32(acc[k][r], _mm256_madd_epi16(p, ones));
+                }
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            float dw = el_edge_row_scale(row[k]);
+            for (int r = 0; r < EL_TILE; r++) {
+                int32_t dot = hsum_epi32(acc[k][r]) - (w4 ? 8 * ah[r].sum : 0);
+                y[r * ldy + o0 + k] = dw * ah[r].d * (float)dot;
+            }
+        }
+    }
+}
+
+static void tile_w8(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
  * the same bytes and sum. */
 static void quantize_a8(const float *x, void *y, int64_t n) {
@@ -571,11 +706,14 @@ bool el_kernels_avx2(el_kernels *k) {
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
     k->tile[EL_TYPE_Q4_K] = tile_q4_k;
+    k->tile[EL_TYPE_Q6_K] = tile_q6_k;
     k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
     k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
     k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
     k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
+    k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W4] = tile_w4;
     k->quantize[EL_TYPE_A8] = quantize_a8;
     return true;
 }
