@@ -17,10 +17,12 @@ static const char help[] =
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512))\n"
     "  tg     generation: -n single-token decode steps after the prompt\n"
     "  ttft   time to first token: the prompt plus the first generated token\n"
-    "and once the peak resident memory, then the read bandwidth of THREADS threads over a\n"
-    "buffer as large as the weights one token reads, the decode bound it implies\n"
-    "(bandwidth / those bytes) and the fraction of the bound generation reached.\n"
-    "Prints medians with min and max; --json prints one JSON object instead.\n";
+    "  bw     the read bandwidth of THREADS threads over a buffer as large as the weights\n"
+    "         one token reads (best of several sweeps)\n"
+    "then the decode bound it implies (bandwidth / those bytes), the fraction of the bound\n"
+    "generation reached, the peak resident memory, and the CPU share the timed runs got (below\n"
+    "1 when other processes took the cores). Prints medians with min and max; --json prints one\n"
+    "JSON object instead. docs/bench.md says more.\n";
 
 typedef struct stat3 {
     double med, min, max;
