@@ -10,7 +10,7 @@ LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
 
 # the inference library: libc, libm and pthreads only
-LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
+LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c src/convert/*.c \
                       src/model/*.c src/runtime/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # the tools library: training and compression, which may use OpenBLAS/LAPACKE
