@@ -24,23 +24,6 @@
 
 #define GOLDEN_DIR "tests/golden/hf"
 
-static char *read_text(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(f);
-    if (s) s[n] = 0;
-    if (len) *len = (size_t)n;
-    return s;
-}
-
 static int write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
@@ -49,7 +32,7 @@ static int write_text(const char *path, const char *text) {
 }
 
 static int copy_file(const char *from, const char *to) {
-    char *s = read_text(from, NULL);
+    char *s = test_read_file(from, &(size_t){0});
     int ok = s && write_text(to, s);
     free(s);
     return ok;
@@ -83,7 +66,7 @@ typedef struct expected {
 
 static int read_expected(const char *path, expected *e) {
     memset(e, 0, sizeof *e);
-    char *s = read_text(path, NULL);
+    char *s = test_read_file(path, &(size_t){0});
     if (!s) return 0;
     char *p = strstr(s, "\ntokens ");
     char *q = strstr(s, "\npositions ");
@@ -333,7 +316,7 @@ static int test_bad_folders(void) {
     if (expect_failure(tmp_path("nowhere"), "no config.json")) return TEST_FAIL;
     /* an unknown pre-tokenizer regex is refused rather than guessed */
     CHECK(make_bad("regex", NULL, NULL, NULL));
-    char *tj = read_text(GOLDEN_DIR "/llama/tokenizer.json", NULL);
+    char *tj = test_read_file(GOLDEN_DIR "/llama/tokenizer.json", &(size_t){0});
     CHECK(tj);
     char *at = strstr(tj, "\\\\p{N}{1,3}");
     CHECK(at);
@@ -392,49 +375,32 @@ static int make_weights_folder(const char *dir, int32_t n_vocab) {
 
 /* Runs llama.cpp's test vectors of vocab `name` through the converted model's tokenizer. */
 static int check_vectors(const char *gguf, const char *name) {
-    char rel[128];
-    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.inp", name);
-    char *inp = read_text(test_data_path(rel), NULL);
-    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.out", name);
-    char *out = read_text(test_data_path(rel), NULL);
+    test_vectors tv;
+    CHECK(test_vectors_open(name, &tv));
     el_model *m = NULL;
     el_model_params mp = el_model_default_params();
     mp.vocab_only = true;
-    int rc = inp && out && el_model_load(gguf, &mp, &m) == EL_OK ? TEST_PASS : TEST_FAIL;
+    int rc = el_model_load(gguf, &mp, &m) == EL_OK ? TEST_PASS : TEST_FAIL;
     if (rc) test_note("%s", el_last_error());
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    char *cur = inp, *line = out;
-    int32_t *got = malloc(1 << 20), want[4096];
-    size_t cases = 0;
-    while (rc == TEST_PASS && cur && *cur) {
-        char *end = strstr(cur, sep), *eol = strchr(line, '\n');
-        if (!end || !eol) break;
-        size_t nw = 0, ng = 0;
-        for (char *p = line; p < eol && nw < 4096;) {
-            char *q;
-            long id = strtol(p, &q, 10);
-            if (q == p) break;
-            want[nw++] = (int32_t)id;
-            p = q;
-        }
-        if (el_tokenize(m, cur, (size_t)(end - cur), false, false, got, 1 << 18, &ng) != EL_OK ||
-            ng != nw || memcmp(got, want, nw * sizeof *want) != 0) {
+    int32_t *got = malloc(1 << 20);
+    size_t cases = 0, len, ng;
+    const char *text;
+    while (rc == TEST_PASS && test_vectors_next(&tv, &text, &len)) {
+        if (el_tokenize(m, text, len, false, false, got, 1 << 18, &ng) != EL_OK ||
+            ng != tv.n_ids || memcmp(got, tv.ids, ng * sizeof *got) != 0) {
             test_note("%s: case %zu (\"%.*s\") differs: %zu tokens, want %zu", name, cases,
-                      (int)(end - cur > 40 ? 40 : end - cur), cur, ng, nw);
+                      (int)(len > 40 ? 40 : len), text, ng, tv.n_ids);
             rc = TEST_FAIL;
         }
         cases++;
-        cur = end + sizeof sep - 1;
-        line = eol + 1;
     }
-    if (rc == TEST_PASS && cases < 10) {
-        test_note("%s: only %zu cases", name, cases);
+    if (rc == TEST_PASS && (tv.cur || cases < 10)) {
+        test_note("%s: the vector files disagree or are short (%zu cases)", name, cases);
         rc = TEST_FAIL;
     }
     el_model_free(m);
     free(got);
-    free(inp);
-    free(out);
+    test_vectors_close(&tv);
     return rc;
 }
 
@@ -478,7 +444,7 @@ static int test_tokenizer_gpt2(void) {
         test_note("%s", el_last_error());
         return TEST_FAIL;
     }
-    return check_vectors(out, "gpt-2");
+    return check_vectors(out, "ggml-vocab-gpt-2.gguf");
 }
 
 typedef struct piece {
@@ -579,7 +545,7 @@ static int test_tokenizer_spm(void) {
         test_note("%s", el_last_error());
         return TEST_FAIL;
     }
-    return check_vectors(out, "llama-spm");
+    return check_vectors(out, "ggml-vocab-llama-spm.gguf");
 }
 
 int main(void) {
