@@ -6,6 +6,7 @@
  *    float32 against float64). This checks names, the Q/K permutation, rope settings and biases.
  *    Converted to q8_0 they stay within 5e-2 (the activations' 8-bit rounding alone moves them).
  *  - sharding: the llama folder re-split into 2 shards + model.safetensors.index.json.
+ *  - alignment: folders whose tensor data sits at odd addresses convert the same.
  *  - tokenizers: tokenizer.json files built here from llama.cpp's gpt-2 and llama-spm vocab GGUFs
  *    (vocab + merges, as Hugging Face writes them) tokenize llama.cpp's test vectors exactly.
  *  - bad folders: no config, a missing tensor, a wrong shape, an unsupported dtype, an unknown
@@ -277,6 +278,47 @@ static int test_sharded(void) {
     free(e.logits);
     return rc;
 }
+
+/* A copy of folder `name` whose safetensors header is one byte longer (a trailing space, which
+ * JSON allows), so every tensor's data is at an odd address: the converter must not assume
+ * alignment. */
+static int check_unaligned(const char *name, double tol) {
+    char src[256], dir[512], p[600];
+    snprintf(src, sizeof src, GOLDEN_DIR "/%s", name);
+    snprintf(dir, sizeof dir, "%s/unaligned_%s", test_tmp_dir(), name);
+    mkdir(dir, 0755);
+    CHECK(copy_side_files(src, dir));
+    snprintf(p, sizeof p, "%s/model.safetensors", src);
+    size_t size;
+    uint8_t *st = (uint8_t *)test_read_file(p, &size);
+    CHECK(st && size > 8);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)st[i] << (8 * i);
+    CHECK(n % 2 == 0 && 8 + n <= size);
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    FILE *f = fopen(p, "wb");
+    CHECK(f);
+    uint8_t len[8];
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)((n + 1) >> (8 * i));
+    fwrite(len, 1, 8, f);
+    fwrite(st + 8, 1, (size_t)n, f);
+    fputc(' ', f);
+    fwrite(st + 8 + n, 1, size - 8 - (size_t)n, f);
+    CHECK(fclose(f) == 0);
+    free(st);
+    snprintf(p, sizeof p, "%s/expected_logits.txt", src);
+    expected e;
+    CHECK(read_expected(p, &e));
+    const char *out = tmp_path("unaligned.gguf");
+    int rc = el_convert_hf(dir, out, "f32", NULL, NULL) == EL_OK ? TEST_PASS : TEST_FAIL;
+    if (rc != TEST_PASS) test_note("%s", el_last_error());
+    if (rc == TEST_PASS) rc = check_logits(out, &e, tol);
+    free(e.logits);
+    return rc;
+}
+
+static int test_unaligned_f32(void) { return check_unaligned("llama", 1e-4); }
+static int test_unaligned_f16(void) { return check_unaligned("mistral", 1e-4); }
 
 /* ---------------------------------------------------------------- bad folders */
 
@@ -556,6 +598,8 @@ int main(void) {
     run_test("qwen2_f16", test_qwen2_f16);
     run_test("llama_metadata", test_llama_metadata);
     run_test("sharded", test_sharded);
+    run_test("unaligned_f32", test_unaligned_f32);
+    run_test("unaligned_f16", test_unaligned_f16);
     run_test("bad_folders", test_bad_folders);
     run_test("tokenizer_gpt2", test_tokenizer_gpt2);
     run_test("tokenizer_spm", test_tokenizer_spm);

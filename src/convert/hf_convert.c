@@ -40,17 +40,27 @@ static void report(progress *pr, uint64_t nbytes) {
     if (pr->fn) pr->fn(pr->user, pr->done, pr->total, pr->bytes_done, pr->bytes_total);
 }
 
-/* Element i of an F32/F16/BF16 tensor (data may be unaligned). */
-static float element(const el_st_tensor *s, int64_t i) {
-    const uint8_t *p = (const uint8_t *)s->data;
-    if (s->dtype == EL_ST_F32) {
-        float f;
-        memcpy(&f, p + 4 * i, 4);
-        return f;
+/* Elements [i, i + n) of an F32/F16/BF16 tensor as floats. The data is aligned when the writer
+ * ordered tensors by element size (as Hugging Face's does); other writers may leave it
+ * unaligned, and then it is copied out element by element. */
+static void elements(const el_st_tensor *s, int64_t i, int64_t n, float *out) {
+    el_type t = s->dtype == EL_ST_F32 ? EL_TYPE_F32
+                : s->dtype == EL_ST_F16 ? EL_TYPE_F16 : EL_TYPE_BF16;
+    size_t es = el_st_dtype_size(s->dtype);
+    const uint8_t *p = (const uint8_t *)s->data + (size_t)i * es;
+    if ((uintptr_t)p % es == 0) {
+        el_type_get(t)->to_float(p, out, n);
+        return;
     }
-    uint16_t h;
-    memcpy(&h, p + 2 * i, 2);
-    return s->dtype == EL_ST_F16 ? el_fp16_to_fp32(h) : el_bf16_to_fp32(h);
+    for (int64_t k = 0; k < n; k++) {
+        uint16_t h;
+        if (t == EL_TYPE_F32) {
+            memcpy(&out[k], p + 4 * k, 4);
+            continue;
+        }
+        memcpy(&h, p + 2 * k, 2);
+        out[k] = t == EL_TYPE_F16 ? el_fp16_to_fp32(h) : el_bf16_to_fp32(h);
+    }
 }
 
 /* Source row r of output row `row` under the RoPE permutation with n_head heads. */
@@ -74,7 +84,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     if (!row) return el_error(EL_ERR_NOMEM, "out of memory converting %s", t->hf_name);
     for (int64_t r = 0; r < t->ne1; r++) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
-        for (int64_t i = 0; i < t->ne0; i++) row[i] = element(j->src, sr * t->ne0 + i);
+        elements(j->src, sr * t->ne0, t->ne0, row);
         tr->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
