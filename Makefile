@@ -11,7 +11,7 @@ PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
 # the inference library: libc, libm and pthreads only
-LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
+LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c src/convert/*.c \
                       src/model/*.c src/runtime/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # the tools library: training and compression, which may use OpenBLAS/LAPACKE
@@ -69,12 +69,20 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all
-	BUILD=$(BUILD) tests/run.sh
+	BUILD=$(BUILD) EL_SUMMARY=$(EL_SUMMARY) tests/run.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan fuzz-smoke test-arm
+# everything CI runs; the last line adds up the counts of every run
+SUMMARY := $(CURDIR)/build/check-summary
+check:
+	@mkdir -p build && rm -f $(SUMMARY)
+	$(MAKE) test EL_SUMMARY=$(SUMMARY)
+	$(MAKE) asan EL_SUMMARY=$(SUMMARY)
+	$(MAKE) fuzz-smoke
+	$(MAKE) test-arm EL_SUMMARY=$(SUMMARY)
+	@awk '{ p += $$1; f += $$2; s += $$3 } END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }' $(SUMMARY)
 
 fuzz-smoke:
 	$(MAKE) -f tests/fuzz/Makefile smoke
@@ -96,8 +104,9 @@ test-arm:
 	@if ! command -v $(ARM_CC) >/dev/null || ! command -v qemu-aarch64 >/dev/null; then \
 	    echo "SKIP test-arm: needs $(ARM_CC) and qemu-aarch64"; exit 0; fi; \
 	$(MAKE) cross-arm && \
-	for cpu in max cortex-a53; do for t in $(ARM_TESTS); do \
-	    echo "== $$t (qemu-aarch64 -cpu $$cpu)"; QEMU_CPU=$$cpu qemu-aarch64 $$t || exit 1; done; done
+	for cpu in max cortex-a53; do \
+	    QEMU_CPU=$$cpu RUN_WITH=qemu-aarch64 PROGRAMS="$(ARM_TESTS)" EL_SUMMARY=$(EL_SUMMARY) \
+	        tests/run.sh || exit 1; done
 
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
