@@ -2,10 +2,12 @@
  *
  * The input is mapped; each weight is converted row by row (dequantize the stored row to float,
  * quantize it with the type's reference quantizer, dequantize the result again to measure the
- * error) with the rows split across a thread pool. Converted tensors are kept in memory until
- * the GGUF writer writes the whole file (a temporary file renamed at the end), so the output
- * never exists half-written. Which tensors are converted, the fallback types and the
- * general.file_type numbers follow llama.cpp's `llama-quantize --pure`; see docs/quantize.md. */
+ * error) with the rows split across a thread pool. Tensors are produced one at a time as the
+ * GGUF writer writes them to a temporary file, which is renamed over the output only when
+ * complete (and removed on any failure or cancellation), so the output never exists
+ * half-written and only one converted tensor is in memory. Which tensors are converted, the
+ * fallback types and the general.file_type numbers follow llama.cpp's `llama-quantize --pure`;
+ * see docs/quantize.md. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,49 +125,52 @@ static void convert_task(void *arg, int ith, int nth) {
     j->ref2[ith] = r2;
 }
 
+/* One tensor of the output: what the writer's fill callback needs to produce its bytes. */
+typedef struct quant_tensor {
+    struct quant_state *s;
+    uint64_t index;
+    char *name; /* NUL-terminated */
+    el_type to;
+} quant_tensor;
+
 /* Everything el_quantize holds, freed in one place. */
 typedef struct quant_state {
     gguf_file *in;
     gguf_writer *w;
     el_threadpool *tp;
-    void **out_data;  /* [n_tensors]: converted tensors (NULL where copied) */
+    const el_quantize_params *params;
+    const char *out_path;
+    el_type want;
+    quant_tensor *tensors; /* [in->n_tensors] */
     float *scratch;
     double *err2, *ref2;
-    char *name;       /* the current tensor's name, NUL-terminated */
+    uint64_t bytes_done, bytes_total;
 } quant_state;
 
 static void state_free(quant_state *s) {
-    if (s->out_data && s->in)
-        for (uint64_t i = 0; i < s->in->n_tensors; i++) free(s->out_data[i]);
-    free(s->out_data);
+    if (s->tensors && s->in)
+        for (uint64_t i = 0; i < s->in->n_tensors; i++) free(s->tensors[i].name);
+    free(s->tensors);
     free(s->scratch);
     free(s->err2);
     free(s->ref2);
-    free(s->name);
     el_threadpool_free(s->tp);
     gguf_writer_free(s->w);
     gguf_close(s->in);
 }
 
-/* Converts tensor t to type to (already checked to fit), into a new buffer *out. */
-static el_status convert_tensor(quant_state *s, const gguf_tensor *t, el_type to, void **out,
-                                uint64_t *out_bytes, double *rel_err) {
-    const el_type_traits *in = el_type_get(t->type), *ot = el_type_get((uint32_t)to);
-    if (!in || !in->to_float)
-        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which cannot be read",
-                        s->in->path, s->name, gguf_tensor_type_name(t->type));
+/* Converts tensor t to type to (already checked to fit and readable) into out. */
+static el_status convert_tensor(quant_state *s, const gguf_tensor *t, const char *name, el_type to,
+                                void *out, double *rel_err) {
     int64_t n = t->ne[0], n_rows = t->ne[1] * t->ne[2] * t->ne[3];
-    size_t out_row = el_row_size(to, n);
-    *out_bytes = (uint64_t)out_row * (uint64_t)n_rows;
-    *out = malloc(*out_bytes ? (size_t)*out_bytes : 1);
     int nth = el_threadpool_size(s->tp);
     float *scratch = realloc(s->scratch, (size_t)nth * 2 * (size_t)n * sizeof(float));
-    if (scratch) s->scratch = scratch;
-    if (!*out || !scratch)
-        return el_error(EL_ERR_NOMEM, "%s: no memory to convert tensor '%s'", s->in->path,
-                        s->name);
-    convert_job j = {.in = in, .out = ot, .src = t->data, .dst = *out, .n = n, .n_rows = n_rows,
-                     .in_row = el_row_size((el_type)t->type, n), .out_row = out_row,
+    if (!scratch)
+        return el_error(EL_ERR_NOMEM, "%s: no memory to convert tensor '%s'", s->in->path, name);
+    s->scratch = scratch;
+    convert_job j = {.in = el_type_get(t->type), .out = el_type_get((uint32_t)to),
+                     .src = t->data, .dst = out, .n = n, .n_rows = n_rows,
+                     .in_row = el_row_size((el_type)t->type, n), .out_row = el_row_size(to, n),
                      .scratch = s->scratch, .err2 = s->err2, .ref2 = s->ref2};
     el_threadpool_run(s->tp, convert_task, &j);
     double e2 = 0, r2 = 0;
@@ -177,56 +182,77 @@ static el_status convert_tensor(quant_state *s, const gguf_tensor *t, el_type to
     return EL_OK;
 }
 
+/* The writer's fill callback: produces one output tensor (converted or copied) when the file is
+ * written, so only one converted tensor is in memory at a time, then reports it. */
+static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
+    quant_tensor *qt = user;
+    quant_state *s = qt->s;
+    const gguf_tensor *t = &s->in->tensors[qt->index];
+    el_quantize_tensor rep = {
+        .name = qt->name, .index = (int32_t)qt->index, .n_tensors = (int32_t)s->in->n_tensors,
+        .from_type = gguf_tensor_type_name(t->type), .to_type = gguf_tensor_type_name(qt->to),
+        .quantized = qt->to != (el_type)t->type,
+        .fallback = is_weight_matrix(t) && qt->to != s->want,
+        .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
+        .bytes_out = nbytes, .bytes_total = s->bytes_total};
+    if (rep.quantized) {
+        el_status st = convert_tensor(s, t, qt->name, qt->to, buf, &rep.rel_rms_error);
+        if (st) return st;
+    } else {
+        memcpy(buf, t->data, (size_t)nbytes);
+    }
+    s->bytes_done += t->nbytes;
+    rep.bytes_done = s->bytes_done;
+    const el_quantize_params *p = s->params;
+    if (p->progress && !p->progress(p->user, &rep))
+        return el_error(EL_ERR_IO, "%s: cancelled; nothing written", s->out_path);
+    return EL_OK;
+}
+
+/* Plans every output tensor (its type, checked readable) and hands it to the writer. */
+static el_status plan_tensor(quant_state *s, uint64_t i) {
+    const gguf_tensor *t = &s->in->tensors[i];
+    quant_tensor *qt = &s->tensors[i];
+    *qt = (quant_tensor){.s = s, .index = i};
+    if (!(qt->name = strndup(t->name.ptr, (size_t)t->name.len)))
+        return el_error(EL_ERR_NOMEM, "%s: out of memory", s->in->path);
+    qt->to = is_weight_matrix(t) ? el_quant_fit_type(s->want, t->ne[0]) : (el_type)t->type;
+    const el_type_traits *in = el_type_get(t->type);
+    if (qt->to != (el_type)t->type && (!in || !in->to_float))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which cannot be read",
+                        s->in->path, qt->name, gguf_tensor_type_name(t->type));
+    uint64_t rows = (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
+    uint64_t nbytes = qt->to == (el_type)t->type ? t->nbytes : el_row_size(qt->to, t->ne[0]) * rows;
+    s->bytes_total += t->nbytes;
+    return gguf_writer_add_tensor_fill(s->w, qt->name, (uint32_t)qt->to, t->n_dims, t->ne, nbytes,
+                                       fill_tensor, qt);
+}
+
 static el_status quantize(quant_state *s, const char *in_path, const char *out_path,
                           const el_quantize_params *p) {
-    el_type want;
     el_status st = el_quantize_type_check(p->type, NULL);
     if (st) return st;
-    el_type_from_name(p->type, &want);
+    el_type_from_name(p->type, &s->want);
+    s->params = p;
+    s->out_path = out_path;
     if ((st = gguf_open(in_path, &s->in))) return st;
     if ((st = el_threadpool_create(p->n_threads, &s->tp))) return st;
     int nth = el_threadpool_size(s->tp);
-    uint64_t n_t = s->in->n_tensors, total = 0, done = 0;
+    uint64_t n_t = s->in->n_tensors;
     s->w = gguf_writer_create();
-    s->out_data = calloc(n_t ? n_t : 1, sizeof *s->out_data);
+    s->tensors = calloc(n_t ? n_t : 1, sizeof *s->tensors);
     s->err2 = calloc((size_t)nth, sizeof *s->err2);
     s->ref2 = calloc((size_t)nth, sizeof *s->ref2);
-    if (!s->w || !s->out_data || !s->err2 || !s->ref2)
+    if (!s->w || !s->tensors || !s->err2 || !s->ref2)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", in_path);
     if ((st = gguf_writer_copy_kv(s->w, s->in)) ||
-        (st = gguf_writer_set_u32(s->w, "general.file_type", el_quant_file_type(want))))
+        (st = gguf_writer_set_u32(s->w, "general.file_type", el_quant_file_type(s->want))))
         return st;
-    if (want != EL_TYPE_F32 && want != EL_TYPE_F16 && want != EL_TYPE_BF16 &&
+    if (s->want != EL_TYPE_F32 && s->want != EL_TYPE_F16 && s->want != EL_TYPE_BF16 &&
         (st = gguf_writer_set_u32(s->w, "general.quantization_version", 2)))
         return st;
-    for (uint64_t i = 0; i < n_t; i++) total += s->in->tensors[i].nbytes;
-    for (uint64_t i = 0; i < n_t; i++) {
-        const gguf_tensor *t = &s->in->tensors[i];
-        free(s->name);
-        if (!(s->name = strndup(t->name.ptr, (size_t)t->name.len)))
-            return el_error(EL_ERR_NOMEM, "%s: out of memory", in_path);
-        el_type to = is_weight_matrix(t) ? el_quant_fit_type(want, t->ne[0]) : (el_type)t->type;
-        el_quantize_tensor rep = {
-            .name = s->name, .index = (int32_t)i, .n_tensors = (int32_t)n_t,
-            .from_type = gguf_tensor_type_name(t->type), .to_type = gguf_tensor_type_name(to),
-            .quantized = to != (el_type)t->type, .fallback = is_weight_matrix(t) && to != want,
-            .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
-            .bytes_out = t->nbytes, .bytes_total = total};
-        const void *data = t->data;
-        if (rep.quantized) {
-            if ((st = convert_tensor(s, t, to, &s->out_data[i], &rep.bytes_out,
-                                     &rep.rel_rms_error)))
-                return st;
-            data = s->out_data[i];
-        }
-        if ((st = gguf_writer_add_tensor(s->w, s->name, (uint32_t)to, t->n_dims, t->ne, data,
-                                         rep.bytes_out)))
-            return st;
-        done += t->nbytes;
-        rep.bytes_done = done;
-        if (p->progress && !p->progress(p->user, &rep))
-            return el_error(EL_ERR_IO, "%s: cancelled; nothing written", out_path);
-    }
+    for (uint64_t i = 0; i < n_t; i++)
+        if ((st = plan_tensor(s, i))) return st;
     return gguf_writer_write(s->w, out_path);
 }
 
