@@ -8,7 +8,8 @@
  *  5. job B: y[row][o] += sum_k t[task][row][k] B_ok, threads own disjoint ranges of o: over B
  *     packed in blocks of 32 outputs (f32/f16/bf16), or one dot product per o (q8_0).
  * Each element of y gets its terms in a fixed order whatever the split, so the result does not
- * depend on the number of threads (nor on whether small calls run on the caller alone). Nothing is allocated here: el_lora_reserve sized the scratch. */
+ * depend on the number of threads (nor on whether small calls run on the caller alone).
+ * Nothing is allocated here: el_lora_reserve sized the scratch. */
 #include "kernels/lora.h"
 
 #include <stdlib.h>
@@ -19,9 +20,9 @@
 
 /* GCC builds an AVX2 clone of the loops of job B beside the portable one and picks one at load. */
 #if defined(__x86_64__) && defined(__GNUC__)
-#define AXPY_CLONES __attribute__((target_clones("avx2", "default")))
+#define PACKED_CLONES __attribute__((target_clones("avx2", "default")))
 #else
-#define AXPY_CLONES
+#define PACKED_CLONES
 #endif
 
 /* A finite half as a float without branches, so that the loops below vectorize: the 15 bits
@@ -45,7 +46,7 @@ static inline float bf16_to_float(uint16_t h) {
 /* y[32b + j] += sum_k t[k] P[b][k][j] for blocks b < n_blocks: B packed in blocks of 32
  * outputs (see el_lora_pair), read once in order. The fixed inner count vectorizes at -O2 (in
  * the AVX2 clone as four independent 8-wide sums, so the adds do not wait on each other). */
-AXPY_CLONES static void packed_f16(int64_t rank, int64_t n_blocks, const float *t,
+PACKED_CLONES static void packed_f16(int64_t rank, int64_t n_blocks, const float *t,
                                    const uint16_t *p, float *y) {
     for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
         float acc[EL_LORA_PACK] = {0};
@@ -57,7 +58,7 @@ AXPY_CLONES static void packed_f16(int64_t rank, int64_t n_blocks, const float *
     }
 }
 
-AXPY_CLONES static void packed_bf16(int64_t rank, int64_t n_blocks, const float *t,
+PACKED_CLONES static void packed_bf16(int64_t rank, int64_t n_blocks, const float *t,
                                     const uint16_t *p, float *y) {
     for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
         float acc[EL_LORA_PACK] = {0};
@@ -69,7 +70,7 @@ AXPY_CLONES static void packed_bf16(int64_t rank, int64_t n_blocks, const float 
     }
 }
 
-AXPY_CLONES static void packed_f32(int64_t rank, int64_t n_blocks, const float *t,
+PACKED_CLONES static void packed_f32(int64_t rank, int64_t n_blocks, const float *t,
                                    const float *p, float *y) {
     for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
         float acc[EL_LORA_PACK] = {0};
@@ -258,8 +259,10 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
     if (n_tasks == 0) return;
     j.n_tasks = n_tasks;
     int64_t macs = 0;
-    for (int32_t ti = 0; ti < n_tasks; ti++)
-        macs += (int64_t)s->tasks[ti].group->n_rows * s->tasks[ti].pair->a.n_out * (n_in + j.n_out);
+    for (int32_t ti = 0; ti < n_tasks; ti++) {
+        const el_lora_task *t = &s->tasks[ti];
+        macs += (int64_t)t->group->n_rows * t->pair->a.n_out * (n_in + j.n_out);
+    }
     if (macs < INLINE_MACS) tp = NULL;
     if (quantize_x) {
         /* q8_0 is the only quantized adapter type, so one quantized copy serves every A */
