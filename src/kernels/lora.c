@@ -18,13 +18,6 @@
 #include "core/error.h"
 #include "kernels/dispatch.h"
 
-/* GCC builds an AVX2 clone of the loops of job B beside the portable one and picks one at load. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PACKED_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PACKED_CLONES
-#endif
-
 /* A finite half as a float without branches, so that the loops below vectorize: the 15 bits
  * shifted into a float's exponent and mantissa, rescaled by 2^(127-15) (exact for normal and
  * subnormal halves; inf and NaN would not be, and the loaders refuse them in B). */
@@ -43,50 +36,66 @@ static inline float bf16_to_float(uint16_t h) {
     return f;
 }
 
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE float packed_elem(el_type type, const void *p, int64_t i) {
+    if (type == EL_TYPE_F16) return half_to_float(((const uint16_t *)p)[i]);
+    if (type == EL_TYPE_BF16) return bf16_to_float(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
 /* y[32b + j] += sum_k t[k] P[b][k][j] for blocks b < n_blocks: B packed in blocks of 32
- * outputs (see el_lora_pair), read once in order. The fixed inner count vectorizes at -O2 (in
- * the AVX2 clone as four independent 8-wide sums, so the adds do not wait on each other). */
-PACKED_CLONES static void packed_f16(int64_t rank, int64_t n_blocks, const float *t,
-                                   const uint16_t *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
+ * outputs (see el_lora_pair), read once in order. Inlined with a constant type into the
+ * functions below, the fixed inner count vectorizes at -O2 (with AVX2 as four independent
+ * 8-wide sums, so the adds do not wait on each other). */
+static ALWAYS_INLINE void packed_body(el_type type, int64_t rank, int64_t n_blocks,
+                                      const float *t, const void *p, float *y) {
+    for (int64_t b = 0; b < n_blocks; b++, y += EL_LORA_PACK) {
+        int64_t base = b * rank * EL_LORA_PACK;
         float acc[EL_LORA_PACK] = {0};
         for (int64_t k = 0; k < rank; k++)
             for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * half_to_float(p[k * EL_LORA_PACK + j]);
+                acc[j] += t[k] * packed_elem(type, p, base + k * EL_LORA_PACK + j);
         for (int j = 0; j < EL_LORA_PACK; j++)
             y[j] += acc[j];
     }
 }
 
-PACKED_CLONES static void packed_bf16(int64_t rank, int64_t n_blocks, const float *t,
-                                    const uint16_t *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
-        float acc[EL_LORA_PACK] = {0};
-        for (int64_t k = 0; k < rank; k++)
-            for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * bf16_to_float(p[k * EL_LORA_PACK + j]);
-        for (int j = 0; j < EL_LORA_PACK; j++)
-            y[j] += acc[j];
-    }
+static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                            const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-PACKED_CLONES static void packed_f32(int64_t rank, int64_t n_blocks, const float *t,
-                                   const float *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
-        float acc[EL_LORA_PACK] = {0};
-        for (int64_t k = 0; k < rank; k++)
-            for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * p[k * EL_LORA_PACK + j];
-        for (int j = 0; j < EL_LORA_PACK; j++)
-            y[j] += acc[j];
-    }
+/* The same loops compiled for AVX2, used when the kernels in use are the AVX2 ones (the CPU has
+ * it and EL_FORCE_REFERENCE is not set). An explicit choice rather than target_clones, whose
+ * load-time resolvers crash under ThreadSanitizer. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
+                                                        int64_t n_blocks, const float *t,
+                                                        const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
+
+static bool use_avx2(void) { return strcmp(el_kernels_get()->isa, "avx2") == 0; }
+#else
+static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                        const void *p, float *y) {
+    packed_portable(type, rank, n_blocks, t, p, y);
+}
+
+static bool use_avx2(void) { return false; }
+#endif
 
 void el_lora_packed(el_type type, int64_t rank, int64_t n_blocks, const float *t, const void *p,
                     float *y) {
-    if (type == EL_TYPE_F16) packed_f16(rank, n_blocks, t, p, y);
-    else if (type == EL_TYPE_BF16) packed_bf16(rank, n_blocks, t, p, y);
-    else packed_f32(rank, n_blocks, t, p, y);
+    if (use_avx2())
+        packed_avx2(type, rank, n_blocks, t, p, y);
+    else
+        packed_portable(type, rank, n_blocks, t, p, y);
 }
 
 /* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
