@@ -26,7 +26,10 @@ static inline float half_to_float(uint16_t h) {
     float f;
     memcpy(&f, &bits, sizeof f);
     f *= 0x1p112f;
-    return (h & 0x8000u) ? -f : f;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= (uint32_t)(h & 0x8000u) << 16; /* the sign, without a compare and blend */
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 static inline float bf16_to_float(uint16_t h) {
