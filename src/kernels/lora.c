@@ -71,8 +71,8 @@ static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const 
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-/* The same loops compiled for AVX2, used when the kernels in use are the AVX2 ones (the CPU has
- * it and EL_FORCE_REFERENCE is not set). An explicit choice rather than target_clones, whose
+/* The same loops compiled for AVX2, used when the kernels in use are AVX2 or above (the CPU has
+ * it, and neither EL_FORCE_REFERENCE nor EL_ISA_MAX asks for less). An explicit choice rather than target_clones, whose
  * load-time resolvers crash under ThreadSanitizer. */
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
@@ -83,7 +83,8 @@ __attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t ra
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-static bool use_avx2(void) { return strcmp(el_kernels_get()->isa, "avx2") == 0; }
+/* The x86 kernels in use are "avx2" or "avx512..." (which implies AVX2). */
+static bool use_avx2(void) { return strncmp(el_kernels_get()->isa, "avx", 3) == 0; }
 #else
 static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
                         const void *p, float *y) {
