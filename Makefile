@@ -11,7 +11,7 @@ PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
 # the inference library: libc, libm and pthreads only
-LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
+LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c src/convert/*.c \
                       src/model/*.c src/runtime/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # the tools library: training and compression, which may use OpenBLAS/LAPACKE

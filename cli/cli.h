@@ -17,6 +17,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -66,5 +67,19 @@ int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
                        bool parse_special, int32_t **tokens, size_t *n);
+
+/* Progress of a long write (an el_progress_fn; user is a cli_progress): on a terminal, one
+ * line on stderr redrawn after each tensor with tensors done / total, MB written, MB/s and ETA. */
+typedef struct cli_progress {
+    double start;   /* monotonic seconds when the write began (cli_progress_start) */
+    bool tty;       /* stderr is a terminal */
+    uint64_t bytes; /* bytes written so far */
+} cli_progress;
+
+void cli_progress_start(cli_progress *p);
+void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes_done,
+                         uint64_t bytes_total);
+/* Seconds since cli_progress_start; ends the progress line on a terminal. */
+double cli_progress_end(cli_progress *p);
 
 #endif

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -151,4 +153,34 @@ el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add
         }
         cap = *n;
     }
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_start(cli_progress *p) {
+    p->start = now_seconds();
+    p->tty = isatty(STDERR_FILENO);
+    p->bytes = 0;
+}
+
+void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes_done,
+                         uint64_t bytes_total) {
+    cli_progress *p = user;
+    p->bytes = bytes_done;
+    if (!p->tty) return;
+    double t = now_seconds() - p->start;
+    double rate = t > 0 ? (double)bytes_done / t : 0;
+    double eta = rate > 0 ? (double)(bytes_total - bytes_done) / rate : 0;
+    fprintf(stderr, "\r  %d/%d tensors  %.0f/%.0f MB  %.1f MB/s  ETA %.0f s   ", done, total,
+            (double)bytes_done / 1e6, (double)bytes_total / 1e6, rate / 1e6, eta);
+    fflush(stderr);
+}
+
+double cli_progress_end(cli_progress *p) {
+    if (p->tty) fputc('\n', stderr);
+    return now_seconds() - p->start;
 }

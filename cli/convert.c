@@ -1,16 +1,34 @@
-/* convert.c - `edgelora convert`: other model formats to GGUF. */
+/* convert.c - `edgelora convert`: other model formats to GGUF. A directory is a Hugging Face
+ * model folder; a file is a llama2.c checkpoint. */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora convert MODEL.bin --tokenizer TOKENIZER.bin -o OUT.gguf\n"
-    "Writes a llama2.c checkpoint and its tokenizer as one GGUF file (architecture llama, F32\n"
-    "weights, a SentencePiece-style vocabulary) that edgelora and llama.cpp can load.\n"
-    "The output is written to a temporary file and renamed, so a failure leaves no partial file.\n";
+    "usage: edgelora convert HF_DIR -o OUT.gguf [--type T]\n"
+    "       edgelora convert MODEL.bin --tokenizer TOKENIZER.bin -o OUT.gguf\n"
+    "\n"
+    "HF_DIR is a Hugging Face model folder: config.json (LlamaForCausalLM, MistralForCausalLM,\n"
+    "Qwen2ForCausalLM), model.safetensors or shards with model.safetensors.index.json (F32, F16\n"
+    "or BF16), tokenizer.json and tokenizer_config.json. It becomes one GGUF file with the names,\n"
+    "layouts and metadata of llama.cpp's converter, so llama.cpp can load it too.\n"
+    "  --type T   type of the weight matrices: f32, f16 (default), bf16, q8_0, q4_0, q4_k,\n"
+    "             q6_k; norms and biases stay f32\n"
+    "\n"
+    "MODEL.bin is a llama2.c checkpoint; with its tokenizer it becomes a GGUF file (architecture\n"
+    "llama, F32 weights, a SentencePiece-style vocabulary).\n"
+    "\n"
+    "The output is written to a temporary file and renamed, so a failure leaves no partial file.\n"
+    "On a terminal, progress (tensors, MB/s, ETA) is shown on standard error.\n";
+
+static bool is_dir(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
 
 int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *tokenizer = NULL, *out = NULL;
+    const char *in = NULL, *tokenizer = NULL, *out = NULL, *type = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -18,6 +36,8 @@ int cmd_convert(int argc, char **argv) {
             return CLI_OK;
         } else if (!strcmp(a, "--tokenizer")) {
             if (!(tokenizer = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--type")) {
+            if (!(type = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
         } else if (a[0] == '-' && a[1]) {
@@ -30,11 +50,36 @@ int cmd_convert(int argc, char **argv) {
             in = a;
         }
     }
-    if (!in || !out || !tokenizer) {
-        cli_error("convert", "needs an input model, --tokenizer and -o (see --help)");
+    if (!in || !out) {
+        cli_error("convert", "needs an input and -o (see --help)");
         return CLI_USAGE;
     }
-    el_status st = el_convert_llama2c(in, tokenizer, out);
+    el_status st;
+    if (is_dir(in)) {
+        if (tokenizer) {
+            cli_error("convert", "--tokenizer is for llama2.c checkpoints; a Hugging Face folder "
+                      "has its tokenizer.json");
+            return CLI_USAGE;
+        }
+        cli_progress pr;
+        cli_progress_start(&pr);
+        st = el_convert_hf(in, out, type, cli_progress_update, &pr);
+        double t = cli_progress_end(&pr);
+        if (st != EL_OK) return cli_fail("convert", st);
+        fprintf(stderr, "edgelora convert: wrote %s (%.1f MB in %.2f s, %.1f MB/s)\n", out,
+                (double)pr.bytes / 1e6, t, t > 0 ? (double)pr.bytes / 1e6 / t : 0.0);
+        return CLI_OK;
+    }
+    if (type) {
+        cli_error("convert", "--type is for Hugging Face folders; llama2.c checkpoints are "
+                  "written as f32");
+        return CLI_USAGE;
+    }
+    if (!tokenizer) {
+        cli_error("convert", "a llama2.c checkpoint needs --tokenizer (see --help)");
+        return CLI_USAGE;
+    }
+    st = el_convert_llama2c(in, tokenizer, out);
     if (st != EL_OK) return cli_fail("convert", st);
     fprintf(stderr, "edgelora convert: wrote %s\n", out);
     return CLI_OK;

@@ -13,7 +13,8 @@ static const struct {
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"detokenize", cmd_detokenize, "print the text of token ids"},
     {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},
-    {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
+    {"convert", cmd_convert, "convert a Hugging Face folder or llama2.c checkpoint to GGUF"},
+    {"synth", cmd_synth, "write a model of a real shape with random weights"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
 };

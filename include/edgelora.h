@@ -228,6 +228,31 @@ el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
 
 /* ------------------------------------------------------------- conversion */
 
+/* Progress of a long write: tensors done of total, and bytes of output written of total.
+ * Called after each tensor, from the calling thread. */
+typedef void (*el_progress_fn)(void *user, int32_t done, int32_t total, uint64_t bytes_done,
+                               uint64_t bytes_total);
+
+/* Converts a Hugging Face model folder (config.json; model.safetensors or shards listed by
+ * model.safetensors.index.json; tokenizer.json and tokenizer_config.json) of architecture
+ * LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM to one GGUF file with the names,
+ * layouts and metadata of llama.cpp's converter. type ("f32", "f16", "bf16", "q8_0", "q4_0",
+ * "q4_k", "q6_k"; NULL: "f16") is the type of the 2-D weights; vectors stay f32. A matrix whose
+ * rows do not divide into the type's blocks is written as f16. progress may be NULL. The file is
+ * written to a temporary name and renamed: a failure leaves no output file. */
+el_status el_convert_hf(const char *dir, const char *out_path, const char *type,
+                        el_progress_fn progress, void *user);
+
+/* The model shapes el_synth knows, as a NULL-terminated list ("llama-3.2-1b", ...). */
+const char *const *el_synth_shapes(void);
+
+/* Writes a model with the exact shape (hyper-parameters, tensor shapes, vocabulary size and
+ * special token ids) of a real architecture, with random weights (deterministic for a seed) and a
+ * synthesized but valid tokenizer: for measuring speed and memory at real sizes, never quality.
+ * type as for el_convert_hf (NULL: "q4_0"). Tensors are produced one at a time while writing. */
+el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
+                   el_progress_fn progress, void *user);
+
 /* ------------------------------------------------ measurement and benchmarks */
 
 /* ===================================================================== tools

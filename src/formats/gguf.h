@@ -139,6 +139,13 @@ el_status gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src);
  * must stay valid until gguf_writer_write returns. */
 el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                  const int64_t *ne, const void *data, uint64_t nbytes);
+/* Produces a tensor's bytes when the file is written: fills buf (nbytes) for the tensor added
+ * with `user`. Lets a converter hold one tensor at a time instead of the whole model. */
+typedef el_status (*gguf_fill_fn)(void *user, void *buf, uint64_t nbytes);
+/* Adds a tensor whose data fill produces at write time, in the order tensors were added. */
+el_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type,
+                                      uint32_t n_dims, const int64_t *ne, uint64_t nbytes,
+                                      gguf_fill_fn fill, void *user);
 /* Writes version 3 with the alignment of general.alignment (default 32) to a temporary file
  * beside path, then renames it over path: a failed write leaves no partial file. */
 el_status gguf_writer_write(gguf_writer *w, const char *path);

@@ -29,6 +29,8 @@ typedef struct writer_tensor {
     int64_t ne[GGUF_MAX_DIMS];
     const void *data;
     uint64_t nbytes;
+    gguf_fill_fn fill; /* if not NULL, produces the data at write time */
+    void *user;
 } writer_tensor;
 
 struct gguf_writer {
@@ -227,6 +229,12 @@ el_status gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src) {
 
 el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                  const int64_t *ne, const void *data, uint64_t nbytes) {
+    return gguf_writer_add_tensor_fill(w, name, type, n_dims, ne, nbytes, NULL, (void *)data);
+}
+
+el_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t type,
+                                      uint32_t n_dims, const int64_t *ne, uint64_t nbytes,
+                                      gguf_fill_fn fill, void *user) {
     if (!name || !*name) return el_error(EL_ERR_INVALID_ARG, "gguf writer: empty tensor name");
     for (size_t i = 0; i < w->n_t; i++)
         if (strcmp(w->t[i].name, name) == 0)
@@ -238,7 +246,8 @@ el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type
     if (bs == 0)
         return el_error(EL_ERR_INVALID_ARG, "gguf writer: tensor '%s' has unknown type %u", name,
                         type);
-    writer_tensor t = {.type = type, .n_dims = n_dims, .data = data, .nbytes = nbytes};
+    writer_tensor t = {.type = type, .n_dims = n_dims, .data = fill ? NULL : user,
+                       .nbytes = nbytes, .fill = fill, .user = user};
     bool ok = true;
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
         t.ne[d] = d < n_dims ? ne[d] : 1;
@@ -356,21 +365,31 @@ el_status gguf_writer_write(gguf_writer *w, const char *path) {
     }
     bool ok = write_all(fd, hdr.p, hdr.n);
     free(hdr.p);
-    for (size_t i = 0; i < w->n_t && ok; i++)
-        ok = write_all(fd, w->t[i].data, w->t[i].nbytes) &&
-             write_zeros(fd, pad_to(w->t[i].nbytes, align));
+    for (size_t i = 0; i < w->n_t && ok && !st; i++) {
+        const writer_tensor *t = &w->t[i];
+        void *buf = NULL;
+        if (t->fill) {
+            if (t->nbytes > SIZE_MAX || !(buf = malloc(t->nbytes ? (size_t)t->nbytes : 1)))
+                st = el_error(EL_ERR_NOMEM, "%s: no memory for tensor '%s'", path, t->name);
+            else
+                st = t->fill(t->user, buf, t->nbytes);
+        }
+        ok = st || (write_all(fd, t->fill ? buf : t->data, t->nbytes) &&
+                    write_zeros(fd, pad_to(t->nbytes, align)));
+        free(buf);
+    }
     int e = ok ? 0 : errno;
     if (close(fd) != 0 && ok) {
         ok = false;
         e = errno;
     }
-    if (ok && rename(tmp, path) != 0) {
+    if (ok && !st && rename(tmp, path) != 0) {
         ok = false;
         e = errno;
     }
-    if (!ok) {
+    if (!ok || st) {
         unlink(tmp);
-        return el_error(EL_ERR_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+        return st ? st : el_error(EL_ERR_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
     }
     return EL_OK;
 }

@@ -1,0 +1,299 @@
+/* hf_model.c - config.json, the tensor list and the GGUF hyper-parameters of a llama-family
+ * model (Llama, Mistral, Qwen2), shared by the Hugging Face converter and the synthesizer. */
+#include "convert/hf_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/mapfile.h"
+#include "formats/json.h"
+
+/* An integer member; def < 0 means required. null counts as absent (Mistral writes
+ * "head_dim": null). */
+static el_status get_int(const el_json_value *root, const char *path, const char *key,
+                         int64_t def, int32_t *out) {
+    const el_json_value *v = el_json_get(root, key);
+    int64_t x;
+    if (!v || el_json_type(v) == EL_JSON_NULL) {
+        if (def < 0) return el_error(EL_ERR_FORMAT, "%s: \"%s\" is missing", path, key);
+        *out = (int32_t)def;
+        return EL_OK;
+    }
+    if (!el_json_int(v, &x) || x < 0 || x > INT32_MAX)
+        return el_error(EL_ERR_FORMAT, "%s: \"%s\" is not a non-negative integer", path, key);
+    *out = (int32_t)x;
+    return EL_OK;
+}
+
+static el_status get_num(const el_json_value *root, const char *path, const char *key,
+                         double def, float *out) {
+    const el_json_value *v = el_json_get(root, key);
+    double x;
+    if (!v || el_json_type(v) == EL_JSON_NULL) {
+        *out = (float)def;
+        return EL_OK;
+    }
+    if (!el_json_num(v, &x) || !(x > 0))
+        return el_error(EL_ERR_FORMAT, "%s: \"%s\" is not a positive number", path, key);
+    *out = (float)x;
+    return EL_OK;
+}
+
+/* bos_token_id / eos_token_id: an integer, or a list whose first entry is used; -1 if absent. */
+static int32_t token_id(const el_json_value *root, const char *key) {
+    const el_json_value *v = el_json_get(root, key);
+    if (el_json_type(v) == EL_JSON_ARRAY) v = el_json_at(v, 0);
+    int64_t x;
+    return el_json_int(v, &x) && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
+}
+
+static el_status read_rope_scaling(const el_json_value *root, const char *path,
+                                   el_hf_config *c) {
+    const el_json_value *rs = el_json_get(root, "rope_scaling");
+    if (!rs || el_json_type(rs) == EL_JSON_NULL) return EL_OK;
+    if (el_json_type(rs) != EL_JSON_OBJECT)
+        return el_error(EL_ERR_FORMAT, "%s: \"rope_scaling\" is not an object", path);
+    const char *type = el_json_str(el_json_get(rs, "rope_type"), NULL);
+    if (!type) type = el_json_str(el_json_get(rs, "type"), NULL);
+    if (!type || !strcmp(type, "default")) return EL_OK;
+    el_status st;
+    if (!strcmp(type, "linear")) {
+        c->rope_scaling = EL_ROPE_SCALING_LINEAR;
+        return get_num(rs, path, "factor", 1.0, &c->rope_factor);
+    }
+    if (!strcmp(type, "llama3")) {
+        c->rope_scaling = EL_ROPE_SCALING_LLAMA3;
+        if ((st = get_num(rs, path, "factor", 8.0, &c->rope_factor)) ||
+            (st = get_num(rs, path, "low_freq_factor", 1.0, &c->low_freq_factor)) ||
+            (st = get_num(rs, path, "high_freq_factor", 4.0, &c->high_freq_factor)))
+            return st;
+        return get_int(rs, path, "original_max_position_embeddings", 8192, &c->rope_orig_ctx);
+    }
+    return el_error(EL_ERR_UNSUPPORTED, "%s: rope_scaling type \"%s\" is not supported (linear, "
+                    "llama3)", path, type);
+}
+
+static el_status read_config(const el_json_value *root, const char *path, el_hf_config *c) {
+    const char *arch = el_json_str(el_json_at(el_json_get(root, "architectures"), 0), NULL);
+    if (!arch) return el_error(EL_ERR_FORMAT, "%s: \"architectures\" is missing", path);
+    if (!strcmp(arch, "LlamaForCausalLM") || !strcmp(arch, "MistralForCausalLM")) {
+        c->arch = "llama";
+        c->permute_qk = true;
+    } else if (!strcmp(arch, "Qwen2ForCausalLM")) {
+        c->arch = "qwen2";
+        c->qkv_bias = true;
+    } else {
+        return el_error(EL_ERR_UNSUPPORTED, "%s: architecture %s is not supported "
+                        "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)", path, arch);
+    }
+    el_status st;
+    if ((st = get_int(root, path, "hidden_size", -1, &c->n_embd)) ||
+        (st = get_int(root, path, "intermediate_size", -1, &c->n_ff)) ||
+        (st = get_int(root, path, "num_hidden_layers", -1, &c->n_layer)) ||
+        (st = get_int(root, path, "num_attention_heads", -1, &c->n_head)) ||
+        (st = get_int(root, path, "vocab_size", -1, &c->n_vocab)) ||
+        (st = get_int(root, path, "num_key_value_heads", c->n_head, &c->n_head_kv)) ||
+        (st = get_int(root, path, "max_position_embeddings", 2048, &c->n_ctx)))
+        return st;
+    if (c->n_head == 0) return el_error(EL_ERR_FORMAT, "%s: num_attention_heads is 0", path);
+    if ((st = get_int(root, path, "head_dim", c->n_embd / c->n_head, &c->head_dim)) ||
+        (st = get_num(root, path, "rms_norm_eps", 1e-6, &c->rms_eps)) ||
+        (st = get_num(root, path, "rope_theta", 10000.0, &c->rope_theta)))
+        return st;
+    const el_json_value *tie = el_json_get(root, "tie_word_embeddings");
+    if (tie && !el_json_bool(tie, &c->tied))
+        return el_error(EL_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+    c->bos = token_id(root, "bos_token_id");
+    c->eos = token_id(root, "eos_token_id");
+    if ((st = read_rope_scaling(root, path, c))) return st;
+    return el_hf_config_check(c, path);
+}
+
+el_status el_hf_config_read(const char *path, el_hf_config *out) {
+    el_mapped_file map;
+    el_status st = el_map_file(path, &map);
+    if (st) return st;
+    el_json_doc *doc = NULL;
+    st = el_json_parse((const char *)map.data, map.size, path, &doc);
+    memset(out, 0, sizeof *out);
+    if (!st && el_json_type(el_json_root(doc)) != EL_JSON_OBJECT)
+        st = el_error(EL_ERR_FORMAT, "%s: not a JSON object", path);
+    if (!st) st = read_config(el_json_root(doc), path, out);
+    el_json_free(doc);
+    el_unmap_file(&map);
+    return st;
+}
+
+el_status el_hf_config_check(const el_hf_config *c, const char *what) {
+    if (c->n_embd <= 0 || c->n_ff <= 0 || c->n_layer <= 0 || c->n_head <= 0 ||
+        c->n_head_kv <= 0 || c->head_dim <= 0 || c->n_vocab <= 0 || c->n_ctx <= 0)
+        return el_error(EL_ERR_FORMAT, "%s: a size (hidden, intermediate, layers, heads, head_dim, "
+                        "vocab, context) is zero", what);
+    if (c->n_head % c->n_head_kv != 0)
+        return el_error(EL_ERR_FORMAT, "%s: %d attention heads are not a multiple of %d key/value "
+                        "heads", what, c->n_head, c->n_head_kv);
+    if (c->head_dim % 2 != 0)
+        return el_error(EL_ERR_FORMAT, "%s: head_dim %d is odd", what, c->head_dim);
+    if ((int64_t)c->n_head * c->head_dim > (int64_t)1 << 20 || c->n_layer > 4096)
+        return el_error(EL_ERR_FORMAT, "%s: implausible sizes", what);
+    if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3 && !(c->high_freq_factor > c->low_freq_factor))
+        return el_error(EL_ERR_FORMAT, "%s: rope_scaling high_freq_factor must exceed "
+                        "low_freq_factor", what);
+    return EL_OK;
+}
+
+/* In float32 throughout, as the converter computes it with torch float32 tensors. */
+void el_hf_llama3_rope_factors(const el_hf_config *c, float *out) {
+    int32_t dim = c->head_dim;
+    float old_ctx = (float)c->rope_orig_ctx;
+    float low_wavelen = old_ctx / c->low_freq_factor;
+    float high_wavelen = old_ctx / c->high_freq_factor;
+    for (int32_t i = 0; i < dim / 2; i++) {
+        float freq = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)dim);
+        float wavelen = (float)(2.0 * M_PI) / freq;
+        if (wavelen < high_wavelen) {
+            out[i] = 1.0f;
+        } else if (wavelen > low_wavelen) {
+            out[i] = c->rope_factor;
+        } else {
+            float smooth = (old_ctx / wavelen - c->low_freq_factor) /
+                           (c->high_freq_factor - c->low_freq_factor);
+            out[i] = 1.0f / ((1.0f - smooth) / c->rope_factor + smooth);
+        }
+    }
+}
+
+/* Appends one tensor to the plan. */
+static void plan_add(el_hf_tensor *t, int32_t *n, const char *name, const char *hf_name,
+                     int64_t ne0, int64_t ne1, int32_t permute, el_type target) {
+    el_hf_tensor *e = &t[(*n)++];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->hf_name, sizeof e->hf_name, "%s", hf_name);
+    e->ne0 = ne0;
+    e->ne1 = ne1;
+    e->permute_heads = permute;
+    if (ne1 == 1)
+        e->type = EL_TYPE_F32;
+    else
+        e->type = ne0 % el_type_get(target)->block_size == 0 ? target : EL_TYPE_F16;
+}
+
+el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, int32_t *n) {
+    int32_t cap = 4 + c->n_layer * 12;
+    el_hf_tensor *t = malloc((size_t)cap * sizeof *t);
+    if (!t) return el_error(EL_ERR_NOMEM, "out of memory for the tensor list");
+    int64_t d = c->n_embd, q = (int64_t)c->n_head * c->head_dim;
+    int64_t kv = (int64_t)c->n_head_kv * c->head_dim;
+    int32_t k = 0;
+    if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3)
+        plan_add(t, &k, "rope_freqs.weight", "", c->head_dim / 2, 1, 0, target);
+    plan_add(t, &k, "token_embd.weight", "model.embed_tokens.weight", d, c->n_vocab, 0, target);
+    for (int32_t l = 0; l < c->n_layer; l++) {
+        const struct {
+            const char *name, *hf;
+            int64_t ne0, ne1;
+            int32_t permute;
+            bool bias;
+        } L[] = {
+            {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, false},
+            {"attn_q.weight", "self_attn.q_proj.weight", d, q, c->n_head, false},
+            {"attn_k.weight", "self_attn.k_proj.weight", d, kv, c->n_head_kv, false},
+            {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, false},
+            {"attn_q.bias", "self_attn.q_proj.bias", q, 1, 0, true},
+            {"attn_k.bias", "self_attn.k_proj.bias", kv, 1, 0, true},
+            {"attn_v.bias", "self_attn.v_proj.bias", kv, 1, 0, true},
+            {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, false},
+            {"ffn_norm.weight", "post_attention_layernorm.weight", d, 1, 0, false},
+            {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, false},
+            {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, false},
+            {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, false},
+        };
+        for (size_t i = 0; i < sizeof L / sizeof L[0]; i++) {
+            if (L[i].bias && !c->qkv_bias) continue;
+            char name[64], hf[96];
+            snprintf(name, sizeof name, "blk.%d.%s", l, L[i].name);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s", l, L[i].hf);
+            plan_add(t, &k, name, hf, L[i].ne0, L[i].ne1, c->permute_qk ? L[i].permute : 0,
+                     target);
+        }
+    }
+    plan_add(t, &k, "output_norm.weight", "model.norm.weight", d, 1, 0, target);
+    if (!c->tied) plan_add(t, &k, "output.weight", "lm_head.weight", d, c->n_vocab, 0, target);
+    *out = t;
+    *n = k;
+    return EL_OK;
+}
+
+/* llama.cpp's general.file_type (LlamaFileType) for a model mostly of type t. */
+static uint32_t file_type(el_type t) {
+    switch (t) {
+    case EL_TYPE_F32: return 0;
+    case EL_TYPE_F16: return 1;
+    case EL_TYPE_Q4_0: return 2;
+    case EL_TYPE_Q8_0: return 7;
+    case EL_TYPE_Q4_K: return 14; /* Q4_K_S: every matrix Q4_K */
+    case EL_TYPE_Q6_K: return 18;
+    case EL_TYPE_BF16: return 32;
+    default: return 0;
+    }
+}
+
+el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *name,
+                            el_type target) {
+    char key[96];
+    const char *a = c->arch;
+    el_status st = gguf_writer_set_str(w, "general.architecture", a);
+    if (!st) st = gguf_writer_set_str(w, "general.name", name);
+    if (!st) st = gguf_writer_set_u32(w, "general.file_type", file_type(target));
+    if (!st && target != EL_TYPE_F32 && target != EL_TYPE_F16 && target != EL_TYPE_BF16)
+        st = gguf_writer_set_u32(w, "general.quantization_version", 2);
+    const struct {
+        const char *suffix;
+        int32_t v;
+    } ints[] = {
+        {"vocab_size", c->n_vocab},
+        {"context_length", c->n_ctx},
+        {"embedding_length", c->n_embd},
+        {"block_count", c->n_layer},
+        {"feed_forward_length", c->n_ff},
+        {"attention.head_count", c->n_head},
+        {"attention.head_count_kv", c->n_head_kv},
+        {"attention.key_length", c->head_dim},
+        {"attention.value_length", c->head_dim},
+        {"rope.dimension_count", c->head_dim},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0] && !st; i++) {
+        snprintf(key, sizeof key, "%s.%s", a, ints[i].suffix);
+        st = gguf_writer_set_u32(w, key, (uint32_t)ints[i].v);
+    }
+    snprintf(key, sizeof key, "%s.rope.freq_base", a);
+    if (!st) st = gguf_writer_set_f32(w, key, c->rope_theta);
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
+    if (!st) st = gguf_writer_set_f32(w, key, c->rms_eps);
+    if (!st && c->rope_scaling == EL_ROPE_SCALING_LINEAR) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a);
+        st = gguf_writer_set_str(w, key, "linear");
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
+        if (!st) st = gguf_writer_set_f32(w, key, c->rope_factor);
+    }
+    return st;
+}
+
+el_status el_hf_target_type(const char *name, const char *def, el_type *out) {
+    static const el_type ok[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
+                                 EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    el_type t;
+    if (!name) name = def;
+    if (el_type_from_name(name, &t))
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+            if (ok[i] == t && el_type_get(t) && el_type_get(t)->from_float) {
+                *out = t;
+                return EL_OK;
+            }
+    return el_error(EL_ERR_INVALID_ARG, "type '%s' cannot be written (f32, f16, bf16, q8_0, q4_0, "
+                    "q4_k, q6_k)", name);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `edgelora convert HF_DIR`: the tiny Hugging Face folders of tests/golden/hf convert and run;
+# usage errors and bad folders fail cleanly without leaving an output file.
+cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
+G=tests/golden/hf
+
+expect_exit convert_hf_llama 0 "$EL" convert "$G/llama" -o "$TMP/llama.gguf" --type q8_0
+grep -q "wrote $TMP/llama.gguf" "$TMP/err" && pass convert_hf_llama_message || fail convert_hf_llama_message "$(cat "$TMP/err")"
+expect_exit info_hf_llama 0 "$EL" info "$TMP/llama.gguf"
+grep -q 'tokenizer.ggml.pre: string = "llama-bpe"' "$TMP/out" && grep -q "rope_freqs.weight" "$TMP/out" \
+    && pass info_hf_llama_keys || fail info_hf_llama_keys "$(head -c 400 "$TMP/out")"
+expect_exit convert_hf_qwen2 0 "$EL" convert "$G/qwen2" -o "$TMP/qwen2.gguf"
+expect_exit run_hf_qwen2 0 "$EL" run -m "$TMP/qwen2.gguf" -p "the" -n 4 --temp 0
+expect_exit convert_hf_mistral 0 "$EL" convert "$G/mistral/" -o "$TMP/mistral.gguf" --type q4_0
+expect_exit tokenize_hf_mistral 0 "$EL" tokenize -m "$TMP/mistral.gguf" -p "the"
+# "▁the" is one piece of the tiny SentencePiece vocabulary of make_hf_golden.py: after 259
+# special and byte tokens and the 10 letters "▁etaoinshr", the 8th merge (▁th + e) makes id 276
+[ "$(cat "$TMP/out")" = "276" ] && pass tokenize_hf_mistral_ids || fail tokenize_hf_mistral_ids "got [$(cat "$TMP/out")]"
+
+expect_exit convert_hf_bad_type 1 "$EL" convert "$G/llama" -o "$TMP/x.gguf" --type q9_9
+expect_exit convert_hf_tokenizer_flag 2 "$EL" convert "$G/llama" --tokenizer t.bin -o "$TMP/x.gguf"
+mkdir -p "$TMP/empty"
+expect_exit convert_hf_no_config 1 "$EL" convert "$TMP/empty" -o "$TMP/x.gguf"
+grep -q "no config.json" "$TMP/err" && pass convert_hf_no_config_message || fail convert_hf_no_config_message "$(cat "$TMP/err")"
+ls "$TMP"/x.gguf* >/dev/null 2>&1 && fail convert_hf_no_output "an output was left" || pass convert_hf_no_output
+finish

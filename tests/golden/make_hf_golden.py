@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+"""make_hf_golden.py - tiny Hugging Face model folders and their logits, for test_hf_convert.
+
+Writes tests/golden/hf/{llama,qwen2,mistral}/ in the Hugging Face layout (config.json,
+model.safetensors, tokenizer.json, tokenizer_config.json) and, beside each, expected_logits.txt:
+the logits of a fixed token sequence at fixed positions computed here in float64 the way
+Hugging Face's modeling code computes them (RoPE by rotate_half on the unpermuted weights,
+inv_freq scaled as transformers' llama3 / linear rope scaling does, GQA by repeating K/V heads,
+RMSNorm as x * rsqrt(mean(x^2) + eps) * w). Nothing here comes from edgelora, so the test checks
+the converter's names, permutation and RoPE settings against an independent reference.
+
+  llama:   LlamaForCausalLM, GQA, llama3 rope scaling (all three bands used), untied, F32,
+           byte-level BPE tokenizer with the llama3 Split regex
+  qwen2:   Qwen2ForCausalLM, q/k/v biases, tied embeddings, BF16, qwen2 regex
+  mistral: MistralForCausalLM, linear rope scaling, "head_dim": null, F16, SentencePiece-style
+           tokenizer (byte_fallback, "▁" pieces)
+
+Deterministic (numpy's PCG64 with fixed seeds). Run from the repository root:
+    /usr/bin/python3 tests/golden/make_hf_golden.py
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
+TOKENS = [1, 70, 101, 256, 300 - 40, 33, 7]
+POSITIONS = [0, 1, 2, 9, 70, 400, 1500]
+
+LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+               r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+# ------------------------------------------------------------------ storage
+
+
+def to_bf16_bits(x):
+    """float64 -> bfloat16 bits, round to nearest even (as torch does)."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype(np.uint16)
+
+
+def stored(x, dtype):
+    """(bytes, the float64 values the bytes hold) of x stored as dtype."""
+    if dtype == "F32":
+        v = np.asarray(x, dtype=np.float32)
+        return v.tobytes(), v.astype(np.float64)
+    if dtype == "F16":
+        v = np.asarray(x, dtype=np.float16)
+        return v.tobytes(), v.astype(np.float64)
+    bits = to_bf16_bits(x)
+    vals = (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return bits.tobytes(), vals
+
+
+def write_safetensors(path, tensors):
+    """tensors: {name: (dtype, shape, bytes)} -> a safetensors file (sorted by name)."""
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        dtype, shape, data = tensors[name]
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(data)]}
+        blobs.append(data)
+        off += len(data)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+# ------------------------------------------------------------------ tokenizers
+
+
+def bytes_to_unicode():
+    """GPT-2's map of the 256 bytes to printable code points."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def bytelevel_tokenizer(n_vocab, regex):
+    """256 byte tokens in byte order, merges of common pairs, 4 special tokens at the end."""
+    b2u = bytes_to_unicode()
+    vocab = {b2u[b]: b for b in range(256)}
+    merges = []
+    pairs = ["Ġ t", "h e", "Ġ a", "i n", "Ġt he", "e r", "o n", "Ġ s", "a t", "r e", "e n",
+             "Ġ w", "o r", "Ġ o", "e s", "a n", "Ġ c", "i s", "Ġ b", "i t"]
+    for p in pairs:
+        if len(vocab) >= n_vocab - 4:
+            break
+        merges.append(p)
+        vocab[p.replace(" ", "")] = len(vocab)
+    added = []
+    for i, s in enumerate(["<|begin|>", "<|end|>", "<|pad|>", "<|tool|>"]):
+        idx = len(vocab) + i
+        added.append({"id": idx, "content": s, "single_word": False, "lstrip": False,
+                      "rstrip": False, "normalized": False, "special": i < 3})
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated",
+             "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+             "use_regex": False}]},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                           "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                    "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": regex == LLAMA3_REGEX,
+                  "vocab": vocab, "merges": merges},
+    }
+
+
+def spm_tokenizer(n_vocab):
+    """Llama-2 style: <unk> <s> </s>, 256 <0xNN> byte tokens, then pieces made by merges."""
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for c in "▁etaoinshr":
+        vocab[c] = len(vocab)
+    merges = []
+    for a, b in [("▁", "t"), ("e", "r"), ("i", "n"), ("▁", "a"), ("e", "n"), ("o", "n"),
+                 ("▁t", "h"), ("▁th", "e"), ("e", "s"), ("▁", "s")]:
+        if len(vocab) >= n_vocab:
+            break
+        merges.append(a + " " + b)
+        vocab[a + b] = len(vocab)
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, s in enumerate(["<unk>", "<s>", "</s>"])]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "▁"}, {"type": "Replace", "pattern": {"String": " "},
+                                                  "content": "▁"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ",
+                                                          "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": True, "byte_fallback": True, "vocab": vocab, "merges": merges},
+    }
+
+
+# ------------------------------------------------------------------ the model
+
+
+def inv_freq(cfg):
+    """transformers' rope init: default, linear or llama3."""
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    base = cfg.get("rope_theta", 10000.0)
+    f = 1.0 / base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    rs = cfg.get("rope_scaling") or {}
+    kind = rs.get("rope_type", rs.get("type"))
+    if kind == "linear":
+        return f / rs["factor"]
+    if kind == "llama3":
+        factor, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        old = rs["original_max_position_embeddings"]
+        lo_wl, hi_wl = old / lo, old / hi
+        wl = 2 * math.pi / f
+        out = np.where(wl > lo_wl, f / factor, f)
+        smooth = (old / wl - lo) / (hi - lo)
+        smoothed = (1 - smooth) * out / factor + smooth * out
+        medium = ~(wl < hi_wl) & ~(wl > lo_wl)
+        return np.where(medium, smoothed, out)
+    return f
+
+
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
+
+
+def rmsnorm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def forward(cfg, W, tokens, positions):
+    d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // nh
+    eps = cfg["rms_norm_eps"]
+    T = len(tokens)
+    x = W["model.embed_tokens.weight"][tokens]
+    ang = np.outer(np.asarray(positions, dtype=np.float64), inv_freq(cfg))
+    emb = np.concatenate([ang, ang], axis=-1)
+    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        h = rmsnorm(x, W[p + "input_layernorm.weight"], eps)
+        q = h @ W[p + "self_attn.q_proj.weight"].T
+        k = h @ W[p + "self_attn.k_proj.weight"].T
+        v = h @ W[p + "self_attn.v_proj.weight"].T
+        if p + "self_attn.q_proj.bias" in W:
+            q += W[p + "self_attn.q_proj.bias"]
+            k += W[p + "self_attn.k_proj.bias"]
+            v += W[p + "self_attn.v_proj.bias"]
+        q, k, v = q.reshape(T, nh, hd), k.reshape(T, nkv, hd), v.reshape(T, nkv, hd)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = nh // nkv
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        att = np.einsum("thd,shd->hts", q, k) / math.sqrt(hd) + mask
+        att = np.exp(att - att.max(axis=-1, keepdims=True))
+        att /= att.sum(axis=-1, keepdims=True)
+        o = np.einsum("hts,shd->thd", att, v).reshape(T, nh * hd)
+        x = x + o @ W[p + "self_attn.o_proj.weight"].T
+        h = rmsnorm(x, W[p + "post_attention_layernorm.weight"], eps)
+        g = h @ W[p + "mlp.gate_proj.weight"].T
+        u = h @ W[p + "mlp.up_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
+    x = rmsnorm(x, W["model.norm.weight"], eps)
+    out = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
+    return x @ out.T
+
+
+def make(name, cfg, dtype, tokenizer, tok_cfg, seed):
+    rng = np.random.default_rng(seed)
+    d, ff, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    nh, nkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // nh
+    shapes = {"model.embed_tokens.weight": (V, d), "model.norm.weight": (d,)}
+    if not cfg["tie_word_embeddings"]:
+        shapes["lm_head.weight"] = (V, d)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        shapes.update({
+            p + "input_layernorm.weight": (d,), p + "post_attention_layernorm.weight": (d,),
+            p + "self_attn.q_proj.weight": (nh * hd, d), p + "self_attn.k_proj.weight": (nkv * hd, d),
+            p + "self_attn.v_proj.weight": (nkv * hd, d), p + "self_attn.o_proj.weight": (d, nh * hd),
+            p + "mlp.gate_proj.weight": (ff, d), p + "mlp.up_proj.weight": (ff, d),
+            p + "mlp.down_proj.weight": (d, ff)})
+        if name == "qwen2":
+            shapes.update({p + "self_attn.q_proj.bias": (nh * hd,),
+                           p + "self_attn.k_proj.bias": (nkv * hd,),
+                           p + "self_attn.v_proj.bias": (nkv * hd,)})
+    files, W = {}, {}
+    for t in sorted(shapes):
+        s = shapes[t]
+        if t.endswith("norm.weight"):
+            x = 1.0 + 0.2 * rng.standard_normal(s)
+        elif t.endswith(".bias"):
+            x = 0.3 * rng.standard_normal(s)
+        else:
+            x = rng.standard_normal(s) / math.sqrt(s[-1]) * (2.0 if "embed" in t else 1.0)
+        data, W[t] = stored(x, dtype)
+        files[t] = (dtype, s, data)
+    folder = os.path.join(OUT, name)
+    os.makedirs(folder, exist_ok=True)
+    write_safetensors(os.path.join(folder, "model.safetensors"), files)
+    for fname, obj in [("config.json", cfg), ("tokenizer.json", tokenizer),
+                       ("tokenizer_config.json", tok_cfg)]:
+        with open(os.path.join(folder, fname), "w", encoding="utf-8") as f:
+            json.dump(obj, f, ensure_ascii=False, indent=1)
+    logits = forward(cfg, W, TOKENS, POSITIONS)
+    with open(os.path.join(folder, "expected_logits.txt"), "w") as f:
+        f.write("# logits of the tokens at the positions below, float64 reference\n")
+        f.write("tokens " + " ".join(map(str, TOKENS)) + "\n")
+        f.write("positions " + " ".join(map(str, POSITIONS)) + "\n")
+        for row in logits:
+            f.write(" ".join("%.7e" % v for v in row) + "\n")
+
+
+def base_cfg(arch, model_type):
+    return {"architectures": [arch], "model_type": model_type, "hidden_size": 32,
+            "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 300, "max_position_embeddings": 4096,
+            "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": False,
+            "bos_token_id": 296, "eos_token_id": 297, "torch_dtype": "float32"}
+
+
+def main():
+    llama = base_cfg("LlamaForCausalLM", "llama")
+    llama.update({"rope_theta": 500000.0, "head_dim": 8,
+                  "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                   "high_freq_factor": 16.0,
+                                   "original_max_position_embeddings": 1024}})
+    # head_dim 8, theta 5e5: wavelengths 6.3, 170, 4600, 1.3e5 against 64 and 1024: all bands
+    make("llama", llama, "F32", bytelevel_tokenizer(300, LLAMA3_REGEX),
+         {"bos_token": "<|begin|>", "eos_token": "<|end|>", "add_bos_token": True,
+          "chat_template": "{{ messages }}"}, 1)
+
+    qwen = base_cfg("Qwen2ForCausalLM", "qwen2")
+    qwen.update({"tie_word_embeddings": True, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
+                 "num_key_value_heads": 1, "torch_dtype": "bfloat16"})
+    make("qwen2", qwen, "BF16", bytelevel_tokenizer(300, QWEN2_REGEX),
+         {"bos_token": None, "eos_token": "<|end|>", "pad_token": "<|pad|>",
+          "add_bos_token": False}, 2)
+
+    mistral = base_cfg("MistralForCausalLM", "mistral")
+    mistral.update({"head_dim": None, "rope_scaling": {"type": "linear", "factor": 4.0},
+                    "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float16"})
+    make("mistral", mistral, "F16", spm_tokenizer(300),
+         {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "add_bos_token": True,
+          "add_eos_token": False}, 3)
+
+
+if __name__ == "__main__":
+    main()
