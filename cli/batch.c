@@ -20,8 +20,8 @@ static const char help[] =
     "usage: edgelora batch -m BASE -f REQUESTS.jsonl [--lora-dir DIR] [-o OUT.jsonl] [options]\n"
     "Runs every request of REQUESTS.jsonl (one JSON object a line) together and writes one JSON\n"
     "object a line, in input order: {\"id\", \"text\", \"tokens_prompt\", \"tokens_generated\",\n"
-    "\"time_ms\", \"finish_reason\": \"eos\"|\"length\"}, or {\"id\", \"error\"} for a request that\n"
-    "cannot be served (the others still run).\n"
+    "\"time_ms\", \"finish_reason\": \"eos\"|\"length\"}, or {\"id\", \"error\"} for a request\n"
+    "that cannot be served (the others still run).\n"
     "Request fields: \"id\" (string or number, echoed as given), \"prompt\" (string), and\n"
     "optionally \"n_predict\" (default 128; -1: until end of text or context), \"temperature\",\n"
     "\"top_k\", \"top_p\", \"min_p\", \"repeat_penalty\", \"repeat_last_n\", \"seed\",\n"
@@ -154,18 +154,18 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
             cli_error("batch", "out of memory");
             return CLI_FAIL;
         }
-        char msg[256];
         if (st != EL_OK) {
-            snprintf(msg, sizeof msg, "%s", el_last_error());
+            batch_request_fail(r, o->requests, "%s", el_last_error());
         } else if (n_prompt == 0) {
-            snprintf(msg, sizeof msg, "the prompt is empty and the vocabulary has no BOS token");
+            batch_request_fail(r, o->requests, "the prompt is empty and the vocabulary has no "
+                                               "BOS token");
         } else {
             long limit = o->mo.ctx ? o->mo.ctx
                          : r->n_predict < 0 ? train_ctx
                                             : (long)n_prompt + r->n_predict;
             if ((long)n_prompt > limit || ((long)n_prompt == limit && r->n_predict != 0)) {
-                snprintf(msg, sizeof msg, "the prompt has %zu tokens, more than the context "
-                                          "of %ld (-c)", n_prompt, limit);
+                batch_request_fail(r, o->requests, "the prompt has %zu tokens, more than the "
+                                   "context of %ld (-c)", n_prompt, limit);
             } else {
                 long gen = limit - (long)n_prompt;
                 if (r->n_predict >= 0 && r->n_predict < gen) gen = r->n_predict;
@@ -181,12 +181,10 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
                 continue;
             }
         }
-        size_t n = strlen(o->requests) + strlen(msg) + 32;
-        if (!(r->error = malloc(n))) {
+        if (!r->error) {
             cli_error("batch", "out of memory");
             return CLI_FAIL;
         }
-        snprintf(r->error, n, "%s:%d: %s", o->requests, r->line, msg);
     }
     return CLI_OK;
 }
@@ -309,12 +307,13 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
 
 /* Puts the next request into free slot s; an error that is the request's own (its adapters
  * cannot be bound) fails only that request. */
-static el_status slot_admit(scheduler *sc, slot *s, batch_request *r) {
+static el_status slot_admit(scheduler *sc, slot *s, batch_request *r, const char *path) {
     int32_t seq = (int32_t)(s - sc->slots);
     *s = (slot){.r = r, .row = -1, .t0 = now_ms()};
     el_status st = el_context_bind(sc->ctx, seq, r->bind, r->n_bind);
     if (st != EL_OK) {
-        if (!(r->error = strdup(el_last_error()))) return EL_ERR_NOMEM;
+        batch_request_fail(r, path, "%s", el_last_error());
+        if (!r->error) return EL_ERR_NOMEM;
         r->done = true;
         s->r = NULL;
         return EL_OK;
@@ -382,7 +381,7 @@ static el_status sample_step(scheduler *sc) {
     return EL_OK;
 }
 
-static el_status schedule(scheduler *sc, request_list *l, output *out) {
+static el_status schedule(scheduler *sc, request_list *l, const char *path, output *out) {
     size_t next = 0;
     el_status st = EL_OK;
     for (;;) {
@@ -392,7 +391,7 @@ static el_status schedule(scheduler *sc, request_list *l, output *out) {
                 if (r->error)
                     r->done = true;
                 else
-                    st = slot_admit(sc, &sc->slots[i], r);
+                    st = slot_admit(sc, &sc->slots[i], r, path);
             }
         }
         output_flush(out, l);
@@ -460,7 +459,7 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     el_status st = sc.slots && sc.tok && sc.pos && sc.seq && sc.logits ? EL_OK : EL_ERR_NOMEM;
     if (st == EL_OK) st = el_context_create(m, &cp, &sc.ctx);
     double t0 = now_ms();
-    if (st == EL_OK) st = schedule(&sc, l, out);
+    if (st == EL_OK) st = schedule(&sc, l, o->requests, out);
     double t = now_ms() - t0;
     if (st == EL_OK)
         fprintf(stderr, "batch: %zu requests (%zu failed), %d at a time: %ld prompt + %ld "

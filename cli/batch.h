@@ -41,5 +41,8 @@ bool batch_request_parse(batch_request *r, const char *path, int line, const cha
 /* Writes r's output line: {"id":..,"text":..,...} or {"id":..,"error":..}. */
 void batch_request_write(FILE *out, const batch_request *r);
 void batch_request_free(batch_request *r);
+/* Sets r->error to "path:LINE: message" unless it has one. Returns false. */
+bool batch_request_fail(batch_request *r, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -11,10 +11,7 @@
 
 #include "batch.h"
 
-/* Sets r->error to "path:line: message" (the first error wins). Returns false. */
-static bool fail(batch_request *r, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool fail(batch_request *r, const char *path, const char *fmt, ...) {
+bool batch_request_fail(batch_request *r, const char *path, const char *fmt, ...) {
     if (r->error) return false;
     char msg[1024];
     va_list ap;
@@ -32,9 +29,10 @@ static void fail_parse(batch_request *r, const char *path) {
     size_t n = strlen(path);
     if (!strncmp(msg, path, n) && !strncmp(msg + n, ":1:", 3)) {
         size_t cap = n + strlen(msg) + 32;
-        if ((r->error = malloc(cap))) snprintf(r->error, cap, "%s:%d:%s", path, r->line, msg + n + 3);
+        if ((r->error = malloc(cap)))
+            snprintf(r->error, cap, "%s:%d:%s", path, r->line, msg + n + 3);
     } else {
-        fail(r, path, "%s", msg);
+        batch_request_fail(r, path, "%s", msg);
     }
 }
 
@@ -75,7 +73,7 @@ static bool get_num(batch_request *r, const char *path, const el_json_value *obj
     if (!v) return true;
     double d;
     if (!el_json_num(v, &d) || !isfinite(d) || d < lo || d > hi)
-        return fail(r, path, "\"%s\" must be a number from %g to %g", key, lo, hi);
+        return batch_request_fail(r, path, "\"%s\" must be a number from %g to %g", key, lo, hi);
     *out = d;
     return true;
 }
@@ -86,7 +84,7 @@ static bool get_int(batch_request *r, const char *path, const el_json_value *obj
     if (!v) return true;
     int64_t i;
     if (!el_json_int(v, &i) || i < lo || i > hi)
-        return fail(r, path, "\"%s\" must be a whole number from %lld to %lld", key,
+        return batch_request_fail(r, path, "\"%s\" must be a whole number from %lld to %lld", key,
                     (long long)lo, (long long)hi);
     *out = i;
     return true;
@@ -95,14 +93,14 @@ static bool get_int(batch_request *r, const char *path, const el_json_value *obj
 static bool add_binding(batch_request *r, const char *path, cli_lora_dir *dir, const char *name,
                         double scale) {
     if (!dir)
-        return fail(r, path, "adapter '%s' asked for, but no adapter folder was given "
-                             "(--lora-dir)", name);
+        return batch_request_fail(r, path, "adapter '%s' asked for, but no adapter folder "
+                                           "was given (--lora-dir)", name);
     cli_lora_entry *e = cli_lora_dir_find(dir, name);
-    if (!e) return fail(r, path, "unknown adapter '%s' (not in %s)", name, dir->dir);
+    if (!e) return batch_request_fail(r, path, "unknown adapter '%s' (not in %s)", name, dir->dir);
     el_adapter *a = cli_lora_dir_load(dir, e);
-    if (!a) return fail(r, path, "adapter '%s' cannot be used: %s", name, e->error);
+    if (!a) return batch_request_fail(r, path, "adapter '%s' cannot be used: %s", name, e->error);
     el_binding *more = realloc(r->bind, (size_t)(r->n_bind + 1) * sizeof *more);
-    if (!more) return fail(r, path, "out of memory");
+    if (!more) return batch_request_fail(r, path, "out of memory");
     r->bind = more;
     r->bind[r->n_bind++] = (el_binding){.adapter = a, .scale = (float)scale};
     return true;
@@ -121,19 +119,24 @@ static bool get_adapters(batch_request *r, const char *path, const el_json_value
     case EL_JSON_ARRAY:
         break;
     default:
-        return fail(r, path, "\"adapter\" must be a name or a list of {\"name\", \"scale\"}");
+        return batch_request_fail(r, path, "\"adapter\" must be a name or a list of "
+                                           "{\"name\", \"scale\"}");
     }
     for (size_t i = 0; i < el_json_len(v); i++) {
         const el_json_value *a = el_json_at(v, i);
         if (el_json_type(a) != EL_JSON_OBJECT)
-            return fail(r, path, "\"adapter\"[%zu] must be an object {\"name\", \"scale\"}", i);
+            return batch_request_fail(r, path, "\"adapter\"[%zu] must be an object "
+                                               "{\"name\", \"scale\"}", i);
         for (size_t k = 0; k < el_json_len(a); k++) {
             const char *key = el_json_key_at(a, k, NULL);
             if (strcmp(key, "name") && strcmp(key, "scale"))
-                return fail(r, path, "\"adapter\"[%zu]: unknown field \"%s\"", i, key);
+                return batch_request_fail(r, path, "\"adapter\"[%zu]: unknown field \"%s\"", i,
+                                          key);
         }
         const char *name = el_json_str(el_json_get(a, "name"), NULL);
-        if (!name) return fail(r, path, "\"adapter\"[%zu] needs a \"name\" (a string)", i);
+        if (!name)
+            return batch_request_fail(r, path, "\"adapter\"[%zu] needs a \"name\" (a string)",
+                                      i);
         double scale = 1.0;
         if (!get_num(r, path, a, "scale", -1e6, 1e6, &scale) ||
             !add_binding(r, path, dir, name, scale))
@@ -150,26 +153,27 @@ static const char *const known_fields[] = {
 static bool parse_fields(batch_request *r, const char *path, const el_json_value *root,
                          cli_lora_dir *dir) {
     if (el_json_type(root) != EL_JSON_OBJECT)
-        return fail(r, path, "a request must be a JSON object, not %s",
+        return batch_request_fail(r, path, "a request must be a JSON object, not %s",
                     el_json_kind_name(el_json_type(root)));
     const el_json_value *id = el_json_get(root, "id");
     if (id) {
         free(r->id_json);
-        if (!(r->id_json = id_to_json(id))) return fail(r, path, "out of memory");
+        if (!(r->id_json = id_to_json(id))) return batch_request_fail(r, path, "out of memory");
     }
     for (size_t i = 0; i < el_json_len(root); i++) {
         const char *key = el_json_key_at(root, i, NULL);
         size_t k = 0, n = sizeof known_fields / sizeof known_fields[0];
         while (k < n && strcmp(key, known_fields[k])) k++;
-        if (k == n) return fail(r, path, "unknown field \"%s\"", key);
+        if (k == n) return batch_request_fail(r, path, "unknown field \"%s\"", key);
     }
     if (el_json_type(id) != EL_JSON_STRING && el_json_type(id) != EL_JSON_NUMBER)
-        return fail(r, path, "\"id\" (a string or a number) is missing");
+        return batch_request_fail(r, path, "\"id\" (a string or a number) is missing");
     const el_json_value *p = el_json_get(root, "prompt");
     if (el_json_type(p) != EL_JSON_STRING)
-        return fail(r, path, "\"prompt\" (a string) is missing");
+        return batch_request_fail(r, path, "\"prompt\" (a string) is missing");
     const char *prompt = el_json_str(p, &r->prompt_len);
-    if (!(r->prompt = malloc(r->prompt_len + 1))) return fail(r, path, "out of memory");
+    if (!(r->prompt = malloc(r->prompt_len + 1)))
+        return batch_request_fail(r, path, "out of memory");
     memcpy(r->prompt, prompt, r->prompt_len + 1);
 
     int64_t n_predict = r->n_predict, top_k = r->sp.top_k, last_n = r->sp.repeat_last_n,
@@ -178,7 +182,7 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
            penalty = r->sp.repeat_penalty;
     const el_json_value *ie = el_json_get(root, "ignore_eos");
     if (ie && !el_json_bool(ie, &r->ignore_eos))
-        return fail(r, path, "\"ignore_eos\" must be true or false");
+        return batch_request_fail(r, path, "\"ignore_eos\" must be true or false");
     if (!get_int(r, path, root, "n_predict", -1, 1 << 24, &n_predict) ||
         !get_num(r, path, root, "temperature", 0, 1e6, &temp) ||
         !get_int(r, path, root, "top_k", 0, INT32_MAX, &top_k) ||

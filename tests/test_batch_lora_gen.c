@@ -193,8 +193,8 @@ int main(int argc, char **argv) {
         return tests_exit_code();
     }
     if (argc < 7 || argc > 8) {
-        fprintf(stderr, "usage: %s BASE.gguf OUT.gguf RANK TARGETS SEED AMP [ok|badarch|badshape]\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s BASE.gguf OUT RANK TARGETS SEED AMP "
+                        "[ok|badarch|badshape|peft]\n", argv[0]);
         return 2;
     }
     return write_adapter(argv[1], argv[2], atoi(argv[3]), argv[4], strtoull(argv[5], NULL, 10),
