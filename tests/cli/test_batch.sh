@@ -118,6 +118,37 @@ jq -c 'del(.time_ms)' "$TMP/batch.jsonl" > "$TMP/p3.jsonl"
 cmp -s "$TMP/p1.jsonl" "$TMP/p3.jsonl" && cmp -s "$TMP/p8.jsonl" "$TMP/p3.jsonl" && pass batch_parallel_invariant ||
     fail batch_parallel_invariant "$(diff "$TMP/p1.jsonl" "$TMP/p8.jsonl" | head -5)"
 
+# continuous batching under pressure: 24 requests of random lengths, adapters and sampling, 4 at
+# a time with 5 rows a step (prompts split across steps, cells of finished requests reused); each
+# equals its single run. n_predict -1 with -c 24 stops where the 24 cells of the context end.
+RANDOM=11
+: > "$TMP/stress.jsonl"; : > "$TMP/stress.args"
+names=("" attn ffn peftqv) sprompts=("Once upon a time" "The little dog" "Lily and Tom" "One day" "Tom")
+for i in $(seq 1 24); do
+    p=${sprompts[$((RANDOM % 5))]} n=$((RANDOM % 60 + 1)) t=$((RANDOM % 2)) s=$RANDOM a=${names[$((RANDOM % 4))]}
+    [ $((i % 8)) = 0 ] && n=-1
+    aj="" af=""
+    [ -n "$a" ] && { aj=", \"adapter\": \"$a\""; f="$TMP/loras/$a.gguf"; [ -d "$TMP/loras/$a" ] && f="$TMP/loras/$a"; af="--lora $f"; }
+    echo "{\"id\": $i, \"prompt\": $(jq -Rn --arg p "$p" '$p'), \"n_predict\": $n, \"temperature\": $t, \"seed\": $s$aj}" >> "$TMP/stress.jsonl"
+    printf '%s\t%s\t%s\t%s\t%s\n' "$p" "$n" "$t" "$s" "$af" >> "$TMP/stress.args"
+done
+if [ $has_lora = 1 ]; then
+    "$EL" batch -m "$B" --lora-dir "$TMP/loras" -f "$TMP/stress.jsonl" --parallel 4 -b 5 -c 24 -t 1 > "$TMP/stress.out" 2>"$TMP/err"
+    bad=() i=0
+    while IFS=$'\t' read -r p n t s af; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        want=$("$EL" run -m "$B" $af -p "$p" -n "$n" --temp "$t" -s "$s" -c 24 -t 1 2>/dev/null)
+        got="$p$(sed -n "${i}p" "$TMP/stress.out" | jq -j .text)"
+        [ -n "$want" ] && [ "$want" = "$got" ] || bad+=("$i: run [$want] batch [$got]")
+    done < "$TMP/stress.args"
+    [ "$i" = 24 ] && [ ${#bad[@]} = 0 ] && pass batch_stress_equals_run || fail batch_stress_equals_run "${bad[@]:0:3}" "$(head -c 300 "$TMP/err")"
+    jq -s -e '[.[] | .tokens_prompt + .tokens_generated <= 24] | all' "$TMP/stress.out" >/dev/null &&
+        pass batch_stress_context_limit || fail batch_stress_context_limit
+else
+    skip batch_stress_equals_run "edgelora run has no --lora"
+fi
+
 # -o: the same lines in the file; on failure an existing file is left as it was, and nothing else
 expect_exit batch_output_no_dir 1 "$EL" batch -m "$B" --lora-dir "$TMP/loras" -f "$R" -o "$TMP/o/out.jsonl" -t 1
 mkdir -p "$TMP/o"
