@@ -214,6 +214,8 @@ el_status el_context_bind(el_context *ctx, int32_t seq_id, const el_binding *bin
 el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
                             const float *scales, int32_t n, const char *out_path);
 
+/* ------------------------------------------------------ concurrent variants */
+
 /* ------------------------------------------------------------------- json */
 
 /* The strict RFC 8259 parser the library reads safetensors headers and PEFT configs with, for

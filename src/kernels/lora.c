@@ -7,7 +7,7 @@
  *  4. t scaled by the task's scale (rank floats per row, on the caller) and quantized for a q8_0 B;
  *  5. job B: y[row][o] += B_o . t[task][row], threads own disjoint ranges of o.
  * Each element is one vec_dot and the tasks add up in a fixed order, so the result does not
- * depend on the number of threads. Nothing is allocated here: el_lora_reserve sized the scratch. */
+ * depend on the number of threads (nor on whether small calls run on the caller alone). Nothing is allocated here: el_lora_reserve sized the scratch. */
 #include "kernels/lora.h"
 
 #include <stdlib.h>
@@ -15,6 +15,11 @@
 
 #include "core/error.h"
 #include "kernels/dispatch.h"
+
+/* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
+ * decode step's terms (rank 16: ~0.2M for an FFN projection) take less time than waking the
+ * pool twice, and on a busy machine every dispatch can also wait for a descheduled worker. */
+enum { INLINE_MACS = 1 << 18 };
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -169,6 +174,10 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
     }
     if (n_tasks == 0) return;
     j.n_tasks = n_tasks;
+    int64_t macs = 0;
+    for (int32_t ti = 0; ti < n_tasks; ti++)
+        macs += (int64_t)s->tasks[ti].group->n_rows * s->tasks[ti].pair->a.n_out * (n_in + j.n_out);
+    if (macs < INLINE_MACS) tp = NULL;
     if (quantize_x) {
         /* q8_0 is the only quantized adapter type, so one quantized copy serves every A */
         j.qx = s->qx;
