@@ -17,6 +17,8 @@ static const struct {
     {"synth", cmd_synth, "write a model of a real shape with random weights"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
+    {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 
 static void usage(FILE *out) {
