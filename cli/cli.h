@@ -16,6 +16,9 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_finetune(int argc, char **argv);
+int cmd_train_tokenizer(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -53,5 +56,23 @@ int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
                        bool parse_special, int32_t **tokens, size_t *n);
+
+
+/* What the trainers (train, finetune; cli/train.c) share: optimization options, progress bar. */
+typedef struct cli_train_opts {
+    el_train_params p;
+    bool no_plot, quiet, tty;
+    int64_t first_step;
+    float last_loss, last_eval;
+    double tokens_per_s;
+} cli_train_opts;
+extern const char cli_train_opts_help[];
+/* Consumes a shared training option like cli_model_opt (1, 0 or -1). */
+int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int *i);
+/* Installs the progress bar, the plot path (beside out_path) and Ctrl-C handling. */
+void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap);
+/* Reports the end of a run and frees the file lists; returns the exit code. */
+int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
+                  const char *out_path);
 
 #endif

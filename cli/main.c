@@ -15,12 +15,15 @@ static const struct {
     {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},
     {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
+    {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
+    {"train", cmd_train, "pretrain a base model of a chosen shape"},
+    {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
 };
 
 static void usage(FILE *out) {
     fprintf(out, "usage: edgelora COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'edgelora COMMAND --help' lists a command's options.\n");
 }
 
