@@ -53,7 +53,7 @@ static header make_header(const el_trainer *t) {
     return h;
 }
 
-static bool put(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
+static bool put(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
 
 el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loader *l,
                              const el_history *hist) {
@@ -82,7 +82,7 @@ el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loa
     return EL_OK;
 }
 
-static bool get(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
+static bool get(FILE *f, void *p, size_t n) { return n == 0 || fread(p, 1, n, f) == n; }
 
 el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_history *hist) {
     FILE *f = fopen(path, "rb");
