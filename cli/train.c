@@ -59,52 +59,51 @@ int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int
     long n;
     double x;
     uint64_t u;
-#define VAL() (v = cli_value(cmd, argc, argv, i))
     if (!strcmp(a, "-f")) {
         return take_files(cmd, argc, argv, i, (const char ***)&p->train_files, &p->n_train_files);
     } else if (!strcmp(a, "--eval")) {
         return take_files(cmd, argc, argv, i, (const char ***)&p->eval_files, &p->n_eval_files);
     } else if (!strcmp(a, "--steps")) {
-        if (!VAL() || !cli_int(cmd, a, v, 1, 1L << 40, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1L << 40, &n)) return -1;
         p->n_steps = n;
     } else if (!strcmp(a, "--batch")) {
-        if (!VAL() || !cli_int(cmd, a, v, 1, 1 << 16, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1 << 16, &n)) return -1;
         p->batch = (int32_t)n;
     } else if (!strcmp(a, "--accum")) {
-        if (!VAL() || !cli_int(cmd, a, v, 1, 1 << 16, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1 << 16, &n)) return -1;
         p->grad_accum = (int32_t)n;
     } else if (!strcmp(a, "--lr")) {
-        if (!VAL() || !cli_float(cmd, a, v, 1e-12, 10, &x)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_float(cmd, a, v, 1e-12, 10, &x)) return -1;
         p->lr = (float)x;
     } else if (!strcmp(a, "--min-lr-ratio")) {
-        if (!VAL() || !cli_float(cmd, a, v, 0, 1, &x)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_float(cmd, a, v, 0, 1, &x)) return -1;
         p->min_lr_ratio = (float)x;
     } else if (!strcmp(a, "--warmup")) {
-        if (!VAL() || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
         p->warmup = n;
     } else if (!strcmp(a, "--weight-decay")) {
-        if (!VAL() || !cli_float(cmd, a, v, 0, 10, &x)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_float(cmd, a, v, 0, 10, &x)) return -1;
         p->weight_decay = (float)x;
     } else if (!strcmp(a, "--clip")) {
-        if (!VAL() || !cli_float(cmd, a, v, 0, 1e9, &x)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_float(cmd, a, v, 0, 1e9, &x)) return -1;
         p->grad_clip = (float)x;
     } else if (!strcmp(a, "--eval-every")) {
-        if (!VAL() || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
         p->eval_every = n;
     } else if (!strcmp(a, "--eval-batches")) {
-        if (!VAL() || !cli_int(cmd, a, v, 1, 1 << 20, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1 << 20, &n)) return -1;
         p->eval_batches = (int32_t)n;
     } else if (!strcmp(a, "--seed")) {
-        if (!VAL() || !cli_u64(cmd, a, v, &u)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_u64(cmd, a, v, &u)) return -1;
         p->seed = u;
     } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        if (!VAL() || !cli_int(cmd, a, v, 1, 1024, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 1, 1024, &n)) return -1;
         p->n_threads = (int32_t)n;
     } else if (!strcmp(a, "--checkpoint")) {
-        if (!VAL()) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i))) return -1;
         p->checkpoint_path = v;
     } else if (!strcmp(a, "--checkpoint-every")) {
-        if (!VAL() || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
+        if (!(v = cli_value(cmd, argc, argv, i)) || !cli_int(cmd, a, v, 0, 1L << 40, &n)) return -1;
         p->checkpoint_every = n;
     } else if (!strcmp(a, "--resume")) {
         p->resume = true;
@@ -115,7 +114,6 @@ int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int
     } else {
         return 0;
     }
-#undef VAL
     return 1;
 }
 
