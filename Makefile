@@ -8,6 +8,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
 LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
+VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
 # the inference library: libc, libm and pthreads only
 LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c \
@@ -25,7 +26,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz install clean bench
+.PHONY: all test asan check fuzz fuzz-smoke install clean bench
 .SECONDARY:
 all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
@@ -39,13 +40,13 @@ $(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
-	@rm -f $@
+	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
 
 $(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 
 $(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
-	@rm -f $@
+	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
@@ -67,7 +68,10 @@ test: all
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan
+check: test asan fuzz-smoke
+
+fuzz-smoke:
+	$(MAKE) -f tests/fuzz/Makefile smoke
 
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
@@ -78,8 +82,9 @@ install: all
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|0.1.0|' edgelora.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/edgelora.pc
+	for pc in edgelora edgelora-tools; do \
+	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $$pc.pc.in \
+	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:
 	rm -rf build build-asan

@@ -215,6 +215,7 @@ static int generate(const run_opts *o, el_model *m, const char *prompt, size_t p
     }
     double t_gen = now_ms() - t1;
     printf("\n");
+    fflush(stdout); /* the text before the timings, when both go to one terminal */
     fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
                     "%.1f ms (%.1f tokens/s)\n",
             n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,

@@ -213,6 +213,8 @@ el_status el_context_bind(el_context *ctx, int32_t seq_id, const el_binding *bin
 el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
                             const float *scales, int32_t n, const char *out_path);
 
+/* ------------------------------------------------------ concurrent variants */
+
 /* ------------------------------------------------------------------ files */
 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,

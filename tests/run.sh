@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
-export EL_BIN="$PWD/$BUILD/edgelora"
+export BUILD EL_BIN="$PWD/$BUILD/edgelora"
 passed=0 failed=0 skipped=0
 log=$(mktemp)
 for t in "$BUILD"/tests/test_* tests/cli/*.sh; do

@@ -11,21 +11,6 @@
 #include "formats/llama2c.h"
 #include "testutil.h"
 
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n + 64);
-    if (p && fread(p, 1, (size_t)n, fp) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *size = (size_t)n;
-    return p;
-}
 
 static float float_at(const uint8_t *file, size_t offset) {
     float v;
@@ -37,7 +22,7 @@ static int test_stories260k(void) {
     const char *path = test_data_path("models/stories260K.bin");
     if (!path) return test_skip("models/stories260K.bin not found");
     size_t size;
-    uint8_t *raw = read_all(path, &size);
+    uint8_t *raw = (uint8_t *)test_read_file(path, &size);
     CHECK(raw && size == 1056540);
     llama2c_file *f;
     CHECK(llama2c_open(path, &f) == EL_OK);
@@ -89,7 +74,7 @@ static int test_bad_checkpoints(void) {
     const char *path = test_data_path("models/stories260K.bin");
     if (!path) return test_skip("models/stories260K.bin not found");
     size_t size;
-    uint8_t *raw = read_all(path, &size);
+    uint8_t *raw = (uint8_t *)test_read_file(path, &size);
     CHECK(raw);
     uint8_t *buf = malloc(size + 64);
     llama2c_file *f;

@@ -9,21 +9,6 @@
 #include "formats/gguf.h"
 #include "testutil.h"
 
-static uint8_t *read_all(const char *path, size_t *size) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)n);
-    if (p && fread(p, 1, (size_t)n, fp) != (size_t)n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *size = (size_t)n;
-    return p;
-}
 
 /* Checks one tensor's type, shape and bytes against `floats` floats at float offset `at`. */
 static int check_tensor(const gguf_file *f, const char *name, int64_t ne0, int64_t ne1,
@@ -47,7 +32,7 @@ static int test_convert_stories260k(void) {
     snprintf(out, sizeof out, "%s/stories260K.gguf", test_tmp_dir());
     CHECK(el_convert_llama2c(model, tok, out) == EL_OK);
     size_t size;
-    uint8_t *bin = read_all(model, &size);
+    uint8_t *bin = (uint8_t *)test_read_file(model, &size);
     CHECK(bin);
     gguf_file *f;
     CHECK(gguf_open(out, &f) == EL_OK);

@@ -181,31 +181,6 @@ static int test_split_any_bytes(void) {
 /* ---------------------------------------------------------------- with vocabularies */
 
 /* The whole file (NUL-terminated) or NULL. */
-static char *read_whole(const char *path, size_t *len) {
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = (n + 4096 + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t k = fread(buf + n, 1, 4096, f);
-        n += k;
-        if (k == 0) break;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 /* The vocabulary of tokenizers/ggml-vocab-<name>.gguf, or NULL if the file is absent. */
 static el_vocab *load_vocab(const char *name, el_status *st) {
@@ -277,8 +252,7 @@ static int check_text(const el_vocab *v, const char *text, size_t len, const el_
     return rc;
 }
 
-/* llama.cpp's test-tokenizer-0 vectors: .inp holds the texts, each followed by a separator;
- * .out one line of ids per text. */
+/* llama.cpp's test-tokenizer-0 vectors, every case id for id. */
 static int check_vectors(const char *name) {
     el_status st;
     el_vocab *v = load_vocab(name, &st);
@@ -287,46 +261,31 @@ static int check_vectors(const char *name) {
         test_note("%s", el_last_error());
         return TEST_FAIL;
     }
-    char rel[128];
-    size_t n_inp = 0, n_out = 0;
-    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.inp", name);
-    char *inp = read_whole(test_data_path(rel), &n_inp);
-    snprintf(rel, sizeof rel, "tokenizers/ggml-vocab-%s.gguf.out", name);
-    char *out = read_whole(test_data_path(rel), &n_out);
-    int rc = inp && out ? TEST_PASS : TEST_FAIL;
-    static const char sep[] = "\n__ggml_vocab_test__\n";
-    char *cur = inp, *line = out;
-    size_t cases = 0;
+    char file[128];
+    snprintf(file, sizeof file, "ggml-vocab-%s.gguf", name);
+    test_vectors tv;
+    int rc = test_vectors_open(file, &tv) ? TEST_PASS : TEST_FAIL;
+    size_t cases = 0, len;
+    const char *text;
     el_tokens want = {0};
-    while (rc == TEST_PASS && cur < inp + n_inp) {
-        char *end = strstr(cur, sep);
-        char *eol = strchr(line, '\n');
-        if (!end || !eol) {
-            test_note("%s: .inp and .out disagree after %zu cases", name, cases);
-            rc = TEST_FAIL;
-            break;
-        }
+    while (rc == TEST_PASS && test_vectors_next(&tv, &text, &len)) {
         want.n = 0;
-        for (char *p = line; p < eol;) {
-            char *q;
-            long id = strtol(p, &q, 10);
-            if (q == p) break;
-            if (el_tokens_push(&want, (int32_t)id) != EL_OK) rc = TEST_FAIL;
-            p = q;
-        }
-        if (rc == TEST_PASS) rc = check_text(v, cur, (size_t)(end - cur), &want);
+        for (size_t i = 0; i < tv.n_ids; i++)
+            if (el_tokens_push(&want, tv.ids[i]) != EL_OK) rc = TEST_FAIL;
+        if (rc == TEST_PASS) rc = check_text(v, text, len, &want);
         if (rc != TEST_PASS) test_note("%s: case %zu", name, cases);
         cases++;
-        cur = end + sizeof sep - 1;
-        line = eol + 1;
+    }
+    if (rc == TEST_PASS && tv.cur != NULL) {
+        test_note("%s: .inp and .out disagree after %zu cases", name, cases);
+        rc = TEST_FAIL;
     }
     if (rc == TEST_PASS && cases != 46) {
         test_note("%s: %zu cases, expected 46", name, cases);
         rc = TEST_FAIL;
     }
     el_tokens_free(&want);
-    free(inp);
-    free(out);
+    test_vectors_close(&tv);
     el_vocab_free(v);
     return rc;
 }
@@ -348,7 +307,7 @@ static int check_corpus_roundtrip(const char *name) {
         char rel[64];
         snprintf(rel, sizeof rel, "corpus/%s.txt", langs[l]);
         size_t n = 0;
-        char *text = read_whole(test_data_path(rel), &n);
+        char *text = test_read_file(test_data_path(rel), &n);
         if (!text) continue;
         found++;
         char *p = text;

@@ -56,6 +56,81 @@ const char *test_data_path(const char *relative) {
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
+char *test_read_file(const char *path, size_t *size) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0, k;
+    do {
+        if (n + 4097 > cap) {
+            cap = 2 * (n + 4097);
+            char *bigger = realloc(buf, cap);
+            if (!bigger) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = bigger;
+        }
+        n += k = fread(buf + n, 1, 4096, f);
+    } while (k > 0);
+    bool failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *size = n;
+    return buf;
+}
+
+bool test_vectors_open(const char *name, test_vectors *tv) {
+    memset(tv, 0, sizeof *tv);
+    char rel[256];
+    size_t n_out;
+    snprintf(rel, sizeof rel, "tokenizers/%s.inp", name);
+    tv->inp = test_read_file(test_data_path(rel), &tv->n_inp);
+    snprintf(rel, sizeof rel, "tokenizers/%s.out", name);
+    tv->out = test_read_file(test_data_path(rel), &n_out);
+    if (!tv->inp || !tv->out) {
+        test_vectors_close(tv);
+        return false;
+    }
+    tv->cur = tv->inp;
+    tv->line = tv->out;
+    return true;
+}
+
+bool test_vectors_next(test_vectors *tv, const char **text, size_t *len) {
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    if (tv->cur >= tv->inp + tv->n_inp) {
+        tv->cur = NULL; /* the end, cleanly */
+        return false;
+    }
+    char *end = strstr(tv->cur, sep), *eol = strchr(tv->line, '\n');
+    if (!end || !eol) return false;
+    tv->n_ids = 0;
+    for (char *p = tv->line; p < eol && tv->n_ids < sizeof tv->ids / sizeof tv->ids[0];) {
+        char *q;
+        long id = strtol(p, &q, 10);
+        if (q == p) break;
+        tv->ids[tv->n_ids++] = (int32_t)id;
+        p = q;
+    }
+    *text = tv->cur;
+    *len = (size_t)(end - tv->cur);
+    tv->cur = end + sizeof sep - 1;
+    tv->line = eol + 1;
+    return true;
+}
+
+void test_vectors_close(test_vectors *tv) {
+    free(tv->inp);
+    free(tv->out);
+    tv->inp = tv->out = NULL;
+}
+
 const char *test_tmp_dir(void) {
     if (!tmp_dir[0]) {
         snprintf(tmp_dir, sizeof tmp_dir, "/tmp/edgelora-test-XXXXXX");

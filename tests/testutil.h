@@ -7,6 +7,7 @@
 #ifndef EL_TESTUTIL_H
 #define EL_TESTUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,27 @@ void test_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of a file under ../shared/data (or $EL_DATA_DIR), or NULL if it is absent.
  * The returned string is static storage, valid until the next call. */
 const char *test_data_path(const char *relative);
+/* The whole file as a malloc'd buffer with a NUL after its size bytes, or NULL if it cannot be
+ * read (or path is NULL). */
+char *test_read_file(const char *path, size_t *size);
+
+/* llama.cpp's tokenizer test vectors (tests/test-tokenizer-0): tokenizers/NAME.inp holds the
+ * texts, each followed by "\n__ggml_vocab_test__\n"; NAME.out one line of ids per text. */
+typedef struct test_vectors {
+    char *inp, *out;
+    size_t n_inp;
+    char *cur, *line;
+    int32_t ids[1024]; /* the expected ids of the current case */
+    size_t n_ids;
+} test_vectors;
+
+/* Opens the vectors of tokenizers/NAME (e.g. "ggml-vocab-gpt-2.gguf"); false if absent. */
+bool test_vectors_open(const char *name, test_vectors *tv);
+/* Moves to the next case: its text (not NUL-terminated) and expected ids in tv->ids. Returns
+ * false at the end, or if the files disagree (then tv->cur is not NULL). */
+bool test_vectors_next(test_vectors *tv, const char **text, size_t *len);
+void test_vectors_close(test_vectors *tv);
+
 /* A fresh temporary directory for this test program (removed at exit). */
 const char *test_tmp_dir(void);
 

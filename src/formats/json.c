@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 struct el_json_value {
     const char *key; /* member name when the value is inside an object */
@@ -49,50 +50,6 @@ typedef struct parser {
     int depth;
 } parser;
 
-/* ---------------------------------------------------------------- UTF-8 */
-
-/* Length of the valid UTF-8 sequence at s[0..n) (1 to 4), or 0 if it is not valid UTF-8
- * (overlong forms, surrogates, code points above U+10FFFF and truncated sequences are not). */
-static size_t utf8_seq_len(const uint8_t *s, size_t n) {
-    uint8_t c = s[0];
-    if (c < 0x80) return 1;
-    size_t k;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) k = 2, cp = c & 0x1F, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) k = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) k = 4, cp = c & 0x07, min = 0x10000;
-    else return 0;
-    if (n < k) return 0;
-    for (size_t i = 1; i < k; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return k;
-}
-
-static size_t utf8_put(uint32_t cp, char *out) {
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -187,7 +144,7 @@ static el_status read_escape(parser *p, char *dst, size_t *dst_len) {
             return fail(p, at, "lone high surrogate escape (expected a \\uDC00-\\uDFFF to follow)");
         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
     }
-    *dst_len = utf8_put(cp, dst);
+    *dst_len = el_utf8_encode(cp, dst);
     return EL_OK;
 }
 
@@ -209,7 +166,7 @@ static el_status read_string(parser *p, const char **out, uint32_t *out_len) {
             len += k;
             continue;
         }
-        size_t k = utf8_seq_len((const uint8_t *)p->s + p->pos, p->n - p->pos);
+        size_t k = el_utf8_valid_len(p->s + p->pos, p->n - p->pos);
         if (k == 0) return fail(p, p->pos, "invalid UTF-8 in a string");
         memcpy(dst + len, p->s + p->pos, k);
         len += k;
@@ -488,7 +445,7 @@ bool el_json_bool(const el_json_value *v, bool *out) {
 
 bool el_json_valid_utf8(const char *s, size_t len) {
     for (size_t i = 0, k; i < len; i += k)
-        if ((k = utf8_seq_len((const uint8_t *)s + i, len - i)) == 0) return false;
+        if ((k = el_utf8_valid_len(s + i, len - i)) == 0) return false;
     return true;
 }
 
@@ -514,7 +471,7 @@ el_status el_json_write_string(FILE *f, const char *s, size_t len) {
             fprintf(f, "\\u%04x", c);
             i++;
         } else {
-            size_t k = utf8_seq_len(u + i, len - i);
+            size_t k = el_utf8_valid_len(s + i, len - i);
             if (k == 0) {
                 fputs("\\ufffd", f);
                 i++;
