@@ -62,7 +62,7 @@ el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add
 typedef struct cli_train_opts {
     el_train_params p;
     bool no_plot, quiet, tty;
-    int64_t first_step;
+    int64_t first_step; /* the step before the first this process ran (-1: none yet) */
     float last_loss, last_eval;
     double tokens_per_s;
 } cli_train_opts;

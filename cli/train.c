@@ -136,6 +136,8 @@ static bool progress(const el_train_progress *pr, void *user) {
     cli_train_opts *o = user;
     if (!isnan(pr->eval_loss))
         o->last_eval = pr->eval_loss;
+    if (o->first_step < 0) /* a resumed run starts past 0; elapsed time counts from here */
+        o->first_step = pr->step - 1;
     if (!o->quiet) {
         double steps_per_s = pr->elapsed_s > 0 ? (pr->step - o->first_step) / pr->elapsed_s : 0;
         char eta[32], eval[32] = "";
@@ -163,6 +165,7 @@ static bool progress(const el_train_progress *pr, void *user) {
 void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap) {
     o->tty = isatty(2);
     o->last_eval = NAN;
+    o->first_step = -1;
     o->p.progress = progress;
     o->p.progress_user = o;
     if (!o->no_plot) {

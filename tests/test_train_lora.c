@@ -3,7 +3,8 @@
  *  - the response loss falls, and the adapter GGUF has llama.cpp's keys and shapes;
  *  - the runtime (el_adapter_load + el_context_bind) with the trained adapter gives the logits
  *    of the training forward with the same LoRA, from the GGUF adapter and from the PEFT folder
- *    (whose q/k rows are in Hugging Face order: the loader must undo what the writer did). */
+ *    (whose q/k rows are in Hugging Face order: the loader must undo what the writer did), and
+ *    the merged model (el_merge_adapters) without adapters. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,12 +128,20 @@ static float *training_logits(const el_model *m, const int32_t *ids, int32_t n) 
     return logits;
 }
 
+/* adapter_path NULL: the merged model (el_merge_adapters of base + the GGUF adapter) bare */
 static int runtime_matches(const char *adapter_path, const char *what) {
     el_model *m;
     el_model_params mp = el_model_default_params();
-    CHECK(el_model_load(base, &mp, &m) == EL_OK);
-    el_adapter *ad;
-    el_status st = el_adapter_load(m, adapter_path, &ad);
+    char merged[1200];
+    snprintf(merged, sizeof merged, "%s/merged.gguf", dir);
+    if (!adapter_path) {
+        const char *ads[1] = {adapter};
+        float scales[1] = {1.0f};
+        CHECK(el_merge_adapters(base, ads, scales, 1, merged) == EL_OK);
+    }
+    CHECK(el_model_load(adapter_path ? base : merged, &mp, &m) == EL_OK);
+    el_adapter *ad = NULL;
+    el_status st = adapter_path ? el_adapter_load(m, adapter_path, &ad) : EL_OK;
     if (st)
         test_note("%s: %s", what, el_last_error());
     CHECK(st == EL_OK);
@@ -140,14 +149,17 @@ static int runtime_matches(const char *adapter_path, const char *what) {
     int32_t ids[32];
     size_t n;
     CHECK(el_tokenize(m, text, strlen(text), true, false, ids, 32, &n) == EL_OK);
-    float *want = training_logits(m, ids, (int32_t)n);
+    el_model *bm; /* the training forward runs on the base + the adapter's A and B */
+    CHECK(el_model_load(base, &mp, &bm) == EL_OK);
+    float *want = training_logits(bm, ids, (int32_t)n);
+    el_model_free(bm);
     CHECK(want != NULL);
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 32, cp.n_batch = 32, cp.n_threads = 1;
     el_context *ctx;
     CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     el_binding bind = {ad, 1.0f};
-    CHECK(el_context_bind(ctx, 0, &bind, 1) == EL_OK);
+    CHECK(!ad || el_context_bind(ctx, 0, &bind, 1) == EL_OK);
     int32_t pos[32], seq[32];
     int8_t lg[32];
     for (size_t i = 0; i < n; i++)
@@ -162,7 +174,8 @@ static int runtime_matches(const char *adapter_path, const char *what) {
     test_note("%s adapter: runtime vs training forward, max rel err %.2g", what, worst);
     CHECK(worst < 1e-4);
     el_context_free(ctx);
-    el_adapter_free(ad);
+    if (ad)
+        el_adapter_free(ad);
     free(want);
     el_model_free(m);
     return TEST_PASS;
@@ -170,10 +183,12 @@ static int runtime_matches(const char *adapter_path, const char *what) {
 
 static int test_runtime_gguf(void) { return runtime_matches(adapter, "GGUF"); }
 static int test_runtime_peft(void) { return runtime_matches(peft, "PEFT"); }
+static int test_merged(void) { return runtime_matches(NULL, "merged"); }
 
 int main(void) {
     run_test("finetune_lora_response_loss_and_layout", test_finetune);
     run_test("runtime_gguf_adapter_equals_training_forward", test_runtime_gguf);
     run_test("runtime_peft_adapter_equals_training_forward", test_runtime_peft);
+    run_test("merged_model_equals_training_forward", test_merged);
     return tests_exit_code();
 }
