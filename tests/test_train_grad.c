@@ -40,7 +40,7 @@ static void ref_linear(const ref *r, int il, int i, const double *x, double *y) 
             acc += w[o * t->n_in + j] * x[j];
         y[o] = acc;
     }
-    int li = m->rank ? m->lora_idx[il * EL_N_LINEAR + i] : -1;
+    int li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
     if (li < 0)
         return;
     const double *a = r->lw + m->lora.t[li].offset, *b = r->lw + m->lora.t[li + 1].offset;

@@ -80,7 +80,7 @@ el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_p
 
 /* ------------------------------------------------------------- PEFT */
 
-static const char *const hf_names[EL_N_LINEAR] = {"self_attn.q_proj", "self_attn.k_proj",
+static const char *const hf_names[EL_TN_LINEAR] = {"self_attn.q_proj", "self_attn.k_proj",
                                                   "self_attn.v_proj", "self_attn.o_proj",
                                                   "mlp.gate_proj",    "mlp.up_proj",
                                                   "mlp.down_proj"};
@@ -111,7 +111,7 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
     fprintf(f, ",\n  \"r\": %d,\n  \"lora_alpha\": %.9g,\n  \"lora_dropout\": 0.0,\n"
                "  \"bias\": \"none\",\n  \"fan_in_fan_out\": false,\n  \"target_modules\": [",
             m->rank, (double)m->alpha);
-    for (int i = 0, first = 1; i < EL_N_LINEAR; i++)
+    for (int i = 0, first = 1; i < EL_TN_LINEAR; i++)
         if (m->targets & (1u << i)) {
             fprintf(f, "%s\"%s\"", first ? "" : ", ", strchr(hf_names[i], '.') + 1);
             first = 0;
@@ -132,8 +132,8 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
     hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
     int64_t hd = m->c.dim / m->c.n_head;
     for (int il = 0; il < m->c.n_layer; il++)
-        for (int i = 0; i < EL_N_LINEAR; i++) {
-            int32_t li = m->lora_idx[il * EL_N_LINEAR + i];
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            int32_t li = m->lora_idx[il * EL_TN_LINEAR + i];
             if (li < 0)
                 continue;
             for (int ab = 0; ab < 2; ab++) {
@@ -210,7 +210,7 @@ el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ct
         const el_layer *l = &model->layers[il];
         memcpy(el_tm_layer(m, w, il, EL_TK_ATTN_NORM), l->attn_norm, (size_t)c.dim * 4);
         memcpy(el_tm_layer(m, w, il, EL_TK_FFN_NORM), l->ffn_norm, (size_t)c.dim * 4);
-        for (int i = 0; i < EL_N_LINEAR; i++)
+        for (int i = 0; i < EL_TN_LINEAR; i++)
             weight_to_float(el_layer_weight(l, (el_linear)i),
                             el_tm_layer(m, w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)));
     }

@@ -15,16 +15,16 @@ static const char *const kind_names[EL_TK_COUNT] = {
     [EL_TK_K] = "attn_k",           [EL_TK_V] = "attn_v",          [EL_TK_O] = "attn_output",
     [EL_TK_GATE] = "ffn_gate",      [EL_TK_UP] = "ffn_up",         [EL_TK_DOWN] = "ffn_down",
 };
-static const char *const target_names[EL_N_LINEAR] = {"q", "k", "v", "o", "gate", "up", "down"};
+static const char *const target_names[EL_TN_LINEAR] = {"q", "k", "v", "o", "gate", "up", "down"};
 
 el_status el_lora_parse_targets(const char *s, uint32_t *out) {
     uint32_t bits = 0;
     while (*s) {
         size_t n = strcspn(s, ",");
         int i = 0;
-        while (i < EL_N_LINEAR && !(strlen(target_names[i]) == n && !strncmp(s, target_names[i], n)))
+        while (i < EL_TN_LINEAR && !(strlen(target_names[i]) == n && !strncmp(s, target_names[i], n)))
             i++;
-        if (i == EL_N_LINEAR)
+        if (i == EL_TN_LINEAR)
             return el_error(EL_ERR_INVALID_ARG, "LoRA target '%.*s' is not one of "
                             "q,k,v,o,gate,up,down", (int)n, s);
         bits |= 1u << i;
@@ -102,20 +102,20 @@ el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t t
     m->rank = rank;
     m->alpha = alpha;
     m->targets = targets;
-    m->lora.t = calloc((size_t)c->n_layer * EL_N_LINEAR * 2, sizeof *m->lora.t);
-    m->lora_idx = malloc((size_t)c->n_layer * EL_N_LINEAR * sizeof *m->lora_idx);
+    m->lora.t = calloc((size_t)c->n_layer * EL_TN_LINEAR * 2, sizeof *m->lora.t);
+    m->lora_idx = malloc((size_t)c->n_layer * EL_TN_LINEAR * sizeof *m->lora_idx);
     if (!m->lora.t || !m->lora_idx)
         return el_error(EL_ERR_NOMEM, "out of memory for the LoRA table");
     for (int il = 0; il < c->n_layer; il++)
-        for (int i = 0; i < EL_N_LINEAR; i++) {
-            m->lora_idx[il * EL_N_LINEAR + i] = -1;
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            m->lora_idx[il * EL_TN_LINEAR + i] = -1;
             if (!(targets & (1u << i)))
                 continue;
             int64_t n_out, n_in;
             el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
             linear_shape(c, k, &n_out, &n_in);
             char name[64];
-            m->lora_idx[il * EL_N_LINEAR + i] = m->lora.n;
+            m->lora_idx[il * EL_TN_LINEAR + i] = m->lora.n;
             snprintf(name, sizeof name, "blk.%d.%s.weight.lora_a", il, kind_names[k]);
             table_add(&m->lora, name, rank, n_in, false);
             snprintf(name, sizeof name, "blk.%d.%s.weight.lora_b", il, kind_names[k]);
@@ -220,7 +220,7 @@ el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **o
         {&a->v, L * N * kvd},         {&a->att, L * (size_t)B * c->n_head * T * T},
         {&a->ao, L * N * qd},         {&a->g, L * N * F},
         {&a->u, L * N * F},           {&a->h, L * N * F},
-        {&a->lx, R ? L * EL_N_LINEAR * N * R : 1},
+        {&a->lx, R ? L * EL_TN_LINEAR * N * R : 1},
         {&a->rsf, N},                 {&a->xnf, N * D},
         {&a->probs, N * V},           {&a->dx, N * D},
         {&a->dxn, N * D},             {&a->dq, N * qd},
@@ -261,9 +261,9 @@ static void linear_fwd(const el_tmodel *m, el_tacts *a, int il, int i, float *y,
     linear_shape(&m->c, (el_tkind)(EL_TK_FIRST_LINEAR + i), &n_out, &n_in);
     el_linear_forward(y, x, el_tm_layer(m, m->w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)), a->N,
                       n_in, n_out);
-    int32_t li = m->rank ? m->lora_idx[il * EL_N_LINEAR + i] : -1;
+    int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
     if (li >= 0) {
-        float *lx = a->lx + ((size_t)il * EL_N_LINEAR + i) * a->N * m->rank;
+        float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
         el_lora_forward(y, lx, x, m->lw + m->lora.t[li].offset, m->lw + m->lora.t[li + 1].offset,
                         m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);
     }
@@ -277,9 +277,9 @@ static void linear_bwd(const el_tmodel *m, el_tacts *a, int il, int i, float *dx
     linear_shape(&m->c, k, &n_out, &n_in);
     el_linear_backward(dx, grads ? el_tm_layer(m, grads, il, k) : NULL, dy, x,
                        el_tm_layer(m, m->w, il, k), a->N, n_in, n_out);
-    int32_t li = m->rank ? m->lora_idx[il * EL_N_LINEAR + i] : -1;
+    int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
     if (li >= 0 && lgrads) {
-        const float *lx = a->lx + ((size_t)il * EL_N_LINEAR + i) * a->N * m->rank;
+        const float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
         size_t oa = m->lora.t[li].offset, ob = m->lora.t[li + 1].offset;
         el_lora_backward(dx, lgrads + oa, lgrads + ob, a->dlx, dy, x, lx, m->lw + oa, m->lw + ob,
                          m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);

@@ -40,7 +40,7 @@ typedef enum el_tkind {
     EL_TK_COUNT
 } el_tkind;
 #define EL_TK_FIRST_LINEAR EL_TK_Q
-#define EL_N_LINEAR 7
+#define EL_TN_LINEAR 7
 
 typedef struct el_ttensor {
     char name[64];     /* GGUF name ("blk.0.attn_q.weight", "....lora_a") */
