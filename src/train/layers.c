@@ -111,115 +111,98 @@ void el_rope_apply(float *x, const float *cs, const float *sn, int64_t N, int64_
 
 /* ------------------------------------------------------------- attention */
 
-typedef struct attn_job {
-    const el_attn_dims *d;
-    float *out, *att, *dq, *dk, *dv;
-    const float *q, *k, *v, *dout;
-} attn_job;
+/* Per (sequence b, head h) with kv head g = h / (H / KVH), as matrices (rows strided in the
+ * [B*T][heads*hd] buffers): S = Q K^T * scale, P = causal row softmax of S, O = P V. The products
+ * go to cblas_sgemm (full T x T, the upper triangle then masked: at BLAS speed that beats
+ * skipping it); the row-wise softmax parts run on our pool, one row (b, h, t) per unit. */
 
-/* Units are (sequence b, kv head g): the heads of a group write disjoint rows of att/out/dq and
- * only this unit touches dk/dv of (b, g), so no two workers write the same float. */
-static void attn_forward_task(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
-    const el_attn_dims *d = j->d;
-    int64_t T = d->T, hd = d->hd, qd = d->H * hd, kvd = d->KVH * hd, group = d->H / d->KVH;
-    float scale = 1.0f / sqrtf((float)hd);
-    for (int64_t u = ith; u < d->B * d->KVH; u += nth) {
-        int64_t b = u / d->KVH, g = u % d->KVH;
-        for (int64_t h = g * group; h < (g + 1) * group; h++)
-            for (int64_t t = 0; t < T; t++) {
-                const float *q = j->q + (b * T + t) * qd + h * hd;
-                float *p = j->att + ((b * d->H + h) * T + t) * T;
-                float max = -INFINITY;
-                for (int64_t s = 0; s <= t; s++) {
-                    const float *k = j->k + (b * T + s) * kvd + g * hd;
-                    float dot = 0.0f;
-                    for (int64_t i = 0; i < hd; i++)
-                        dot += q[i] * k[i];
-                    p[s] = dot * scale;
-                    if (p[s] > max)
-                        max = p[s];
-                }
-                float sum = 0.0f;
-                for (int64_t s = 0; s <= t; s++) {
-                    p[s] = expf(p[s] - max);
-                    sum += p[s];
-                }
-                for (int64_t s = 0; s <= t; s++)
-                    p[s] /= sum;
-                for (int64_t s = t + 1; s < T; s++)
-                    p[s] = 0.0f;
-                float *o = j->out + (b * T + t) * qd + h * hd;
-                memset(o, 0, (size_t)hd * sizeof *o);
-                for (int64_t s = 0; s <= t; s++) {
-                    const float *v = j->v + (b * T + s) * kvd + g * hd;
-                    for (int64_t i = 0; i < hd; i++)
-                        o[i] += p[s] * v[i];
-                }
-            }
+typedef struct attn_rows_job {
+    const el_attn_dims *d;
+    float *p;        /* [B][H][T][T]: scores in, probabilities out (forward) */
+    float *dp;       /* [B][H][T][T]: dP in, dS out (backward) */
+    float scale;
+} attn_rows_job;
+
+static void softmax_rows_task(void *arg, int ith, int nth) {
+    const attn_rows_job *j = arg;
+    int64_t T = j->d->T, rows = j->d->B * j->d->H * T;
+    for (int64_t r = ith; r < rows; r += nth) {
+        int64_t t = r % T;
+        float *p = j->p + r * T, max = -INFINITY, sum = 0.0f;
+        for (int64_t s = 0; s <= t; s++)
+            max = p[s] > max ? p[s] : max;
+        for (int64_t s = 0; s <= t; s++) {
+            p[s] = expf(p[s] - max);
+            sum += p[s];
+        }
+        for (int64_t s = 0; s <= t; s++)
+            p[s] /= sum;
+        for (int64_t s = t + 1; s < T; s++)
+            p[s] = 0.0f;
+    }
+}
+
+/* dS = P * (dP - sum_s P dP) * scale, row by row (P is 0 above the diagonal, so is dS) */
+static void softmax_back_task(void *arg, int ith, int nth) {
+    const attn_rows_job *j = arg;
+    int64_t T = j->d->T, rows = j->d->B * j->d->H * T;
+    for (int64_t r = ith; r < rows; r += nth) {
+        const float *p = j->p + r * T;
+        float *dp = j->dp + r * T, dot = 0.0f;
+        for (int64_t s = 0; s < T; s++)
+            dot += p[s] * dp[s];
+        for (int64_t s = 0; s < T; s++)
+            dp[s] = p[s] * (dp[s] - dot) * j->scale;
     }
 }
 
 void el_attention_forward(el_threadpool *tp, const el_attn_dims *d, float *out, float *att,
                           const float *q, const float *k, const float *v) {
-    attn_job j = {.d = d, .out = out, .att = att, .q = q, .k = k, .v = v};
-    el_threadpool_run(tp, attn_forward_task, &j);
-}
-
-/* out_t = sum_s p_ts v_s; p_t = softmax(z_t), z_ts = q_t.k_s * scale.
- * dp_ts = dout_t.v_s, dv_s += p_ts dout_t, dz_ts = p_ts (dp_ts - sum_r p_tr dp_tr),
- * dq_t += dz_ts k_s scale, dk_s += dz_ts q_t scale. */
-static void attn_backward_task(void *arg, int ith, int nth) {
-    const attn_job *j = arg;
-    const el_attn_dims *d = j->d;
-    int64_t T = d->T, hd = d->hd, qd = d->H * hd, kvd = d->KVH * hd, group = d->H / d->KVH;
+    int T = (int)d->T, hd = (int)d->hd, qd = (int)(d->H * d->hd), kvd = (int)(d->KVH * d->hd);
+    int64_t group = d->H / d->KVH;
     float scale = 1.0f / sqrtf((float)hd);
-    for (int64_t u = ith; u < d->B * d->KVH; u += nth) {
-        int64_t b = u / d->KVH, g = u % d->KVH;
-        for (int64_t t = 0; t < T; t++) {
-            memset(j->dk + (b * T + t) * kvd + g * hd, 0, (size_t)hd * sizeof(float));
-            memset(j->dv + (b * T + t) * kvd + g * hd, 0, (size_t)hd * sizeof(float));
-        }
-        for (int64_t h = g * group; h < (g + 1) * group; h++)
-            for (int64_t t = 0; t < T; t++) {
-                const float *q = j->q + (b * T + t) * qd + h * hd;
-                const float *dout = j->dout + (b * T + t) * qd + h * hd;
-                const float *p = j->att + ((b * d->H + h) * T + t) * T;
-                float *dq = j->dq + (b * T + t) * qd + h * hd;
-                memset(dq, 0, (size_t)hd * sizeof *dq);
-                float dsum = 0.0f;
-                for (int64_t s = 0; s <= t; s++) {
-                    const float *v = j->v + (b * T + s) * kvd + g * hd;
-                    float dp = 0.0f;
-                    for (int64_t i = 0; i < hd; i++)
-                        dp += dout[i] * v[i];
-                    dsum += p[s] * dp;
-                }
-                for (int64_t s = 0; s <= t; s++) {
-                    const float *v = j->v + (b * T + s) * kvd + g * hd;
-                    const float *k = j->k + (b * T + s) * kvd + g * hd;
-                    float *dk = j->dk + (b * T + s) * kvd + g * hd;
-                    float *dv = j->dv + (b * T + s) * kvd + g * hd;
-                    float dp = 0.0f;
-                    for (int64_t i = 0; i < hd; i++)
-                        dp += dout[i] * v[i];
-                    float dz = p[s] * (dp - dsum) * scale;
-                    for (int64_t i = 0; i < hd; i++) {
-                        dv[i] += p[s] * dout[i];
-                        dq[i] += dz * k[i];
-                        dk[i] += dz * q[i];
-                    }
-                }
-            }
-    }
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++) /* S[T][T] = Q[T][hd] K[T][hd]^T * scale */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, scale,
+                        q + b * T * qd + h * hd, qd, k + b * T * kvd + (h / group) * hd, kvd,
+                        0.0f, att + (b * d->H + h) * T * T, T);
+    attn_rows_job j = {.d = d, .p = att};
+    el_threadpool_run(tp, softmax_rows_task, &j);
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++) /* O[T][hd] = P[T][T] V[T][hd] */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f,
+                        att + (b * d->H + h) * T * T, T, v + b * T * kvd + (h / group) * hd, kvd,
+                        0.0f, out + b * T * qd + h * hd, qd);
 }
 
+/* dP = dO V^T, dV += P^T dO, dS as above, dQ = dS K, dK += dS^T Q (scale folded into dS). */
 void el_attention_backward(el_threadpool *tp, const el_attn_dims *d, float *dq, float *dk,
-                           float *dv, const float *dout, const float *att, const float *q,
-                           const float *k, const float *v) {
-    attn_job j = {.d = d, .dq = dq, .dk = dk, .dv = dv, .dout = dout, .att = (float *)att,
-                  .q = q, .k = k, .v = v};
-    el_threadpool_run(tp, attn_backward_task, &j);
+                           float *dv, float *scratch, const float *dout, const float *att,
+                           const float *q, const float *k, const float *v) {
+    int T = (int)d->T, hd = (int)d->hd, qd = (int)(d->H * d->hd), kvd = (int)(d->KVH * d->hd);
+    int64_t group = d->H / d->KVH;
+    memset(dk, 0, (size_t)(d->B * T * kvd) * sizeof(float));
+    memset(dv, 0, (size_t)(d->B * T * kvd) * sizeof(float));
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++) {
+            const float *p = att + (b * d->H + h) * T * T, *o = dout + b * T * qd + h * hd;
+            int64_t kv = b * T * kvd + (h / group) * hd;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hd, 1.0f, o, qd, v + kv,
+                        kvd, 0.0f, scratch + (b * d->H + h) * T * T, T);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, p, T, o, qd,
+                        1.0f, dv + kv, kvd);
+        }
+    attn_rows_job j = {.d = d, .p = (float *)att, .dp = scratch, .scale = 1.0f / sqrtf((float)hd)};
+    el_threadpool_run(tp, softmax_back_task, &j);
+    for (int64_t b = 0; b < d->B; b++)
+        for (int64_t h = 0; h < d->H; h++) {
+            const float *ds = scratch + (b * d->H + h) * T * T;
+            int64_t kv = b * T * kvd + (h / group) * hd, qo = b * T * qd + h * hd;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hd, T, 1.0f, ds, T, k + kv,
+                        kvd, 0.0f, dq + qo, qd);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hd, T, 1.0f, ds, T, q + qo,
+                        qd, 1.0f, dk + kv, kvd);
+        }
 }
 
 /* ------------------------------------------------------------- SwiGLU */

@@ -39,16 +39,17 @@ void el_rope_apply(float *x, const float *cs, const float *sn, int64_t N, int64_
                    int64_t n_heads, int64_t hd, bool inverse);
 
 /* Causal GQA attention of B sequences of T rows: q [B*T][H*hd], k, v [B*T][KVH*hd],
- * att [B][H][T][T] (probabilities, kept), out [B*T][H*hd]. Work split by (sequence, kv head). */
+ * att [B][H][T][T] (probabilities, kept), out [B*T][H*hd]. Products by cblas_sgemm per
+ * (sequence, head); softmax rows on the pool. */
 typedef struct el_attn_dims {
     int64_t B, T, H, KVH, hd;
 } el_attn_dims;
 void el_attention_forward(el_threadpool *tp, const el_attn_dims *d, float *out, float *att,
                           const float *q, const float *k, const float *v);
-/* dq, dk, dv are overwritten (not added). */
+/* dq, dk, dv are overwritten (not added); scratch is [B][H][T][T]. */
 void el_attention_backward(el_threadpool *tp, const el_attn_dims *d, float *dq, float *dk,
-                           float *dv, const float *dout, const float *att, const float *q,
-                           const float *k, const float *v);
+                           float *dv, float *scratch, const float *dout, const float *att,
+                           const float *q, const float *k, const float *v);
 
 /* h = silu(g) * u over n */
 void el_swiglu_forward(float *h, const float *g, const float *u, int64_t n);

@@ -196,6 +196,7 @@ struct el_tacts {
     float *probs;      /* [N][V] */
     /* backward scratch */
     float *dx, *dxn, *dq, *dk, *dv, *dao, *dg, *du, *dh, *dlogits, *dlx, *tmp;
+    float *datt;       /* [B][H][T][T] attention backward scratch */
 };
 
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out) {
@@ -228,7 +229,7 @@ el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **o
         {&a->dao, N * qd},            {&a->dg, N * F},
         {&a->du, N * F},              {&a->dh, N * F},
         {&a->dlogits, N * V},         {&a->dlx, N * (R ? R : 1)},
-        {&a->tmp, N * big},
+        {&a->tmp, N * big},           {&a->datt, (size_t)B * c->n_head * T * T},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i].p = malloc(bufs[i].n * sizeof(float)))) {
@@ -247,7 +248,7 @@ void el_tacts_free(el_tacts *a) {
     float *bufs[] = {a->cs, a->sn, a->x, a->xmid, a->rs1, a->rs2, a->xn1, a->xn2, a->q, a->k,
                      a->v, a->att, a->ao, a->g, a->u, a->h, a->lx, a->rsf, a->xnf, a->probs,
                      a->dx, a->dxn, a->dq, a->dk, a->dv, a->dao, a->dg, a->du, a->dh, a->dlogits,
-                     a->dlx, a->tmp};
+                     a->dlx, a->tmp, a->datt};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(a);
@@ -373,7 +374,7 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
         /* attention: xmid = x + o(attention(rope(q(xn1)), rope(k(xn1)), v(xn1))) */
         memset(a->dao, 0, (size_t)(N * qd) * sizeof(float));
         linear_bwd(m, a, il, 3, a->dao, a->dx, ao, grads, lgrads);
-        el_attention_backward(tp, &ad, a->dq, a->dk, a->dv, a->dao, att, q, k, v);
+        el_attention_backward(tp, &ad, a->dq, a->dk, a->dv, a->datt, a->dao, att, q, k, v);
         el_rope_apply(a->dq, a->cs, a->sn, N, a->T, c->n_head, hd, true);
         el_rope_apply(a->dk, a->cs, a->sn, N, a->T, c->n_head_kv, hd, true);
         memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
