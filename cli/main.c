@@ -18,6 +18,7 @@ static const struct {
     {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
     {"train", cmd_train, "pretrain a base model of a chosen shape"},
     {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
+    {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
 };
 
 static void usage(FILE *out) {
