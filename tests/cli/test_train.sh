@@ -61,6 +61,8 @@ expect_exit finetune 0 "$EL" finetune -m "$TMP/model.gguf" --lora --rank 4 --alp
 [ -f "$TMP/ad.gguf" ] && [ -f "$TMP/ad.loss.svg" ] && [ -f "$TMP/peft/adapter_config.json" ] && \
     [ -f "$TMP/peft/adapter_model.safetensors" ] && pass finetune_files || fail finetune_files "$(ls "$TMP")"
 expect_exit info_adapter 0 "$EL" info "$TMP/ad.gguf"
+expect_exit merge_adapter 0 "$EL" merge -m "$TMP/model.gguf" --lora "$TMP/ad.gguf" -o "$TMP/merged.gguf"
+expect_exit run_merged 0 "$EL" run -m "$TMP/merged.gguf" -p "the cat sat on" -n 4 --temp 0
 
 # usage and data errors
 expect_exit bad_shape 2 "$EL" train --shape "dim=32,layers=x" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" -o "$TMP/x.gguf"
