@@ -255,7 +255,8 @@ typedef struct el_train_progress {
 typedef bool (*el_train_progress_fn)(const el_train_progress *p, void *user);
 
 typedef struct el_train_params {
-    /* model shape (el_train only; el_finetune_lora takes it from the base model) */
+    /* model shape (el_train only; el_finetune_lora takes it from the base model, and n_ctx as
+     * the tokens per example, 0: the base's training context) */
     int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied_embeddings;
     /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
