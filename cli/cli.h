@@ -16,6 +16,9 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_finetune(int argc, char **argv);
+int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
@@ -83,5 +86,22 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
                          uint64_t bytes_total);
 /* Seconds since cli_progress_start; ends the progress line on a terminal. */
 double cli_progress_end(cli_progress *p);
+
+/* What the trainers (train, finetune; cli/train.c) share: optimization options, progress bar. */
+typedef struct cli_train_opts {
+    el_train_params p;
+    bool no_plot, quiet, tty;
+    int64_t first_step; /* the step before the first this process ran (-1: none yet) */
+    float last_loss, last_eval;
+    double tokens_per_s;
+} cli_train_opts;
+extern const char cli_train_opts_help[];
+/* Consumes a shared training option like cli_model_opt (1, 0 or -1). */
+int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int *i);
+/* Installs the progress bar, the plot path (beside out_path) and Ctrl-C handling. */
+void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap);
+/* Reports the end of a run and frees the file lists; returns the exit code. */
+int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
+                  const char *out_path);
 
 #endif

@@ -16,6 +16,9 @@ static const struct {
     {"convert", cmd_convert, "convert a Hugging Face folder or llama2.c checkpoint to GGUF"},
     {"synth", cmd_synth, "write a model of a real shape with random weights"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
+    {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
+    {"train", cmd_train, "pretrain a base model of a chosen shape"},
+    {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
@@ -24,7 +27,7 @@ static const struct {
 static void usage(FILE *out) {
     fprintf(out, "usage: edgelora COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'edgelora COMMAND --help' lists a command's options.\n");
 }
 

@@ -315,6 +315,83 @@ el_status el_synth(const char *shape, const char *type, const char *out_path, ui
 
 /* ---------------------------------------------------------------- training */
 
+/* Progress of a training run, reported after every optimizer step (and after each held-out
+ * evaluation). The library never prints: the caller draws progress bars from this. */
+typedef struct el_train_progress {
+    int64_t step;          /* optimizer steps done */
+    int64_t n_steps;       /* steps the run will do */
+    float loss;            /* mean training loss of this step */
+    float eval_loss;       /* held-out loss just measured, or a NaN at steps without evaluation */
+    float lr;              /* learning rate of this step */
+    double tokens_per_s;   /* trained tokens per second since the run (or resume) started */
+    double elapsed_s;      /* seconds since the run (or resume) started */
+} el_train_progress;
+
+/* Called after each step; returning false stops the run cleanly (as a kill would, but with a
+ * checkpoint written first when checkpoint_path is set). */
+typedef bool (*el_train_progress_fn)(const el_train_progress *p, void *user);
+
+typedef struct el_train_params {
+    /* model shape (el_train only; el_finetune_lora takes it from the base model, and n_ctx as
+     * the tokens per example, 0: the base's training context) */
+    int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx;
+    bool tied_embeddings;
+    /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
+     * or ".u32" hold little-endian uint16 / uint32 token ids. el_finetune_lora reads JSONL
+     * ({"prompt": ..., "response": ...} per line). */
+    const char *tokenizer_path;        /* el_train: a GGUF with a vocabulary */
+    const char *const *train_files;
+    int32_t n_train_files;
+    const char *const *eval_files;     /* held-out data (optional) */
+    int32_t n_eval_files;
+    /* optimization */
+    int64_t n_steps;
+    int32_t batch;          /* sequences per micro-batch */
+    int32_t grad_accum;     /* micro-batches per step */
+    float lr, min_lr_ratio; /* peak learning rate; the cosine ends at lr * min_lr_ratio */
+    int64_t warmup;         /* steps of linear warmup */
+    float weight_decay, beta1, beta2, eps;
+    float grad_clip;        /* global gradient-norm limit (<= 0: none) */
+    int64_t eval_every;     /* steps between held-out evaluations (0: only at the end) */
+    int32_t eval_batches;   /* micro-batches per evaluation */
+    uint64_t seed;          /* initialization and data order */
+    int32_t n_threads;      /* 0: all cores */
+    /* checkpoints: model + optimizer + data position + RNG, written atomically */
+    const char *checkpoint_path; /* NULL: none */
+    int64_t checkpoint_every;    /* steps between checkpoints (0: only when stopped or done) */
+    bool resume;                 /* continue from checkpoint_path if it exists */
+    const char *plot_path;       /* SVG of the train/eval loss curves (NULL: none) */
+    el_train_progress_fn progress;
+    void *progress_user;
+} el_train_params;
+
+el_train_params el_train_default_params(void);
+
+/* Pretrains a llama-shaped model from scratch and writes it as a GGUF (arch llama, F32, with the
+ * tokenizer's vocabulary). If the progress callback stops the run, nothing is written to
+ * out_path, *stopped (if given) is set, and the checkpoint allows a resume. */
+el_status el_train(const el_train_params *p, const char *out_path, bool *stopped);
+
+typedef struct el_lora_train_params {
+    const char *base_path;  /* the frozen base model (any GGUF the engine loads) */
+    int32_t rank;
+    float alpha;
+    const char *targets;    /* comma-separated subset of q,k,v,o,gate,up,down */
+    const char *peft_dir;   /* also write a PEFT adapter folder here (NULL: no) */
+} el_lora_train_params;
+
+el_lora_train_params el_lora_train_default_params(void);
+
+/* Trains a LoRA adapter on prompt/response pairs (loss on the response tokens and EOS only; the
+ * base is frozen) and writes it as a GGUF adapter el_adapter_load reads (llama.cpp's layout). */
+el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
+                           const char *out_path, bool *stopped);
+
+/* Trains a byte-level BPE vocabulary of vocab_size tokens (256 bytes + merges + special tokens)
+ * over text files and writes it as a vocabulary-only GGUF (tokenizer.ggml.model "gpt2"). */
+el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t vocab_size,
+                             const char *out_path);
+
 #ifdef __cplusplus
 }
 #endif
