@@ -16,6 +16,7 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -49,6 +50,18 @@ typedef struct cli_model_opts {
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
 /* Loads o->model (an error if none was given). */
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
+
+/* Adapters given with --lora FILE / --lora-scaled FILE SCALE (cli/lora_opts.c). */
+enum { CLI_MAX_LORA = 64 };
+typedef struct cli_lora_opts {
+    const char *paths[CLI_MAX_LORA];
+    float scales[CLI_MAX_LORA];
+    int n;
+} cli_lora_opts;
+
+/* If argv[*i] is --lora or --lora-scaled, consumes it and its values and returns 1; 0 if it is
+ * not; -1 after printing an error. */
+int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *i);
 
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,

@@ -15,6 +15,7 @@ static const struct {
     {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},
     {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
+    {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
 };
 
 static void usage(FILE *out) {

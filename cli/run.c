@@ -25,7 +25,10 @@ static const char help[] =
     "  --repeat-penalty X     penalize recent tokens (default 1.0: off)\n"
     "  --repeat-last-n N      tokens the penalty looks back on (default 64)\n"
     "  -s, --seed S           random seed (default: from the clock; printed to stderr)\n"
-    "  --ignore-eos           keep generating past the end-of-sequence token\n";
+    "  --ignore-eos           keep generating past the end-of-sequence token\n"
+    "  --lora FILE            bind a LoRA adapter (GGUF file or PEFT folder); repeatable, the\n"
+    "                         terms of several adapters add up\n"
+    "  --lora-scaled FILE S   the same with scale S\n";
 
 typedef struct run_opts {
     cli_model_opts mo;
@@ -33,6 +36,7 @@ typedef struct run_opts {
     long n_predict, n_batch;
     el_sampler_params sp;
     bool seed_given, ignore_eos;
+    cli_lora_opts lora;
 } run_opts;
 
 static double now_ms(void) {
@@ -85,6 +89,7 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("run", &o->mo, argc, argv, &i);
         if (r == 0) r = sampling_opt(o, argc, argv, &i);
+        if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -149,7 +154,8 @@ static el_status print_new_text(const el_model *m, const int32_t *tokens, size_t
     return EL_OK;
 }
 
-static int generate(const run_opts *o, el_model *m, const char *prompt, size_t prompt_len) {
+static int generate(const run_opts *o, el_model *m, const el_binding *bind, const char *prompt,
+                    size_t prompt_len) {
     int32_t *tokens;
     size_t n_prompt;
     el_status st = cli_tokenize(m, prompt, prompt_len, true, true, &tokens, &n_prompt);
@@ -188,6 +194,7 @@ static int generate(const run_opts *o, el_model *m, const char *prompt, size_t p
     el_context *ctx = NULL;
     el_sampler *smp = NULL;
     if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||
+        (st = el_context_bind(ctx, 0, bind, o->lora.n)) != EL_OK ||
         (st = el_sampler_create(&o->sp, info.n_vocab, &smp)) != EL_OK) {
         el_context_free(ctx);
         free(all);
@@ -248,7 +255,19 @@ int cmd_run(int argc, char **argv) {
     } else {
         len = strlen(prompt);
     }
-    rc = generate(&o, m, prompt, len);
+    el_binding bind[CLI_MAX_LORA];
+    int n_loaded = 0;
+    rc = CLI_OK;
+    for (; n_loaded < o.lora.n; n_loaded++) {
+        el_status st = el_adapter_load(m, o.lora.paths[n_loaded], &bind[n_loaded].adapter);
+        if (st != EL_OK) {
+            rc = cli_fail("run", st);
+            break;
+        }
+        bind[n_loaded].scale = o.lora.scales[n_loaded];
+    }
+    if (rc == CLI_OK) rc = generate(&o, m, bind, prompt, len);
+    for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
     free(owned);
     el_model_free(m);
     return rc;
