@@ -43,26 +43,31 @@ static el_status choose_top(el_variants *g, int32_t i, const float *logits, int3
     return no_token_left(g, i, n);
 }
 
-/* A draw from the sampler with the excluded tokens' logits at -inf. */
+/* A draw from the sampler among its candidates that are still free (the others' logits at -inf,
+ * so its filters then apply to what is left). */
 static el_status choose_sample(el_variants *g, int32_t i, const float *logits, int32_t *tok) {
     ctg_variant *v = &g->v[i];
-    bool any = false;
-    for (int32_t t = 0; t < g->n_vocab; t++) {
-        bool ok = !g->taken[t] && allowed(g, v, t) && isfinite(logits[t]);
-        g->masked[t] = ok ? logits[t] : -INFINITY;
-        any |= ok;
-    }
-    if (!any)
-        return no_token_left(g, i, 0);
-    int32_t n;
-    el_status st = el_sampler_candidates(v->smp, g->masked, g->cand, g->n_vocab, &n);
+    int32_t n, best = -1;
+    el_status st = el_sampler_candidates(v->smp, logits, g->cand, g->n_vocab, &n);
     if (st)
         return st;
+    for (int32_t t = 0; t < g->n_vocab; t++)
+        g->masked[t] = -INFINITY;
+    for (int32_t c = 0; c < n; c++) {
+        int32_t t = g->cand[c];
+        if (!g->taken[t] && allowed(g, v, t) && isfinite(logits[t])) {
+            g->masked[t] = logits[t];
+            if (best < 0)
+                best = t;
+        }
+    }
+    if (best < 0)
+        return no_token_left(g, i, n);
     if ((st = el_sampler_sample(v->smp, g->masked, tok)))
         return st;
     /* a draw in the rounding gap above the last candidate may land on an excluded token */
     if (g->masked[*tok] == -INFINITY)
-        *tok = g->cand[0];
+        *tok = best;
     return EL_OK;
 }
 
