@@ -16,6 +16,8 @@ static const struct {
     {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
+    {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 
 static void usage(FILE *out) {
