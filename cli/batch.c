@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,6 +209,11 @@ static int output_open(const char *path, output *out) {
     }
     snprintf(out->tmp_path, n, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(out->tmp_path);
+    if (fd >= 0) { /* mkstemp makes it private; the result gets the usual permissions */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
     if (fd < 0 || !(out->f = fdopen(fd, "w"))) {
         cli_error("batch", "%s: cannot create the output: %s", path, strerror(errno));
         if (fd >= 0) {

@@ -155,6 +155,8 @@ mkdir -p "$TMP/o"
 expect_exit batch_output_file 0 "$EL" batch -m "$B" --lora-dir "$TMP/loras" -f "$R" -o "$TMP/o/out.jsonl" -t 1
 jq -c 'del(.time_ms)' "$TMP/o/out.jsonl" | cmp -s - "$TMP/p3.jsonl" && [ ! -s "$TMP/out" ] && pass batch_output_file_content ||
     fail batch_output_file_content
+[ "$(stat -c %a "$TMP/o/out.jsonl")" = "$(printf '%o' $((0666 & ~0$(umask))))" ] && pass batch_output_file_mode ||
+    fail batch_output_file_mode "$(stat -c %a "$TMP/o/out.jsonl") with umask $(umask)"
 echo old > "$TMP/o/keep.jsonl"
 expect_exit batch_output_bad_model 1 "$EL" batch -m "$TMP/nonexistent.gguf" -f "$R" -o "$TMP/o/keep.jsonl"
 expect_exit batch_output_bad_requests 1 "$EL" batch -m "$B" -f "$TMP/nonexistent.jsonl" -o "$TMP/o/keep.jsonl"
