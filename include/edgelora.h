@@ -243,8 +243,10 @@ el_status el_merge_adapters(const char *base_path, const char *const *adapter_pa
  *
  * The group uses sequences seq_id .. seq_id+K-1 of the context, which must be empty, and binds
  * their adapters; the context needs n_seq_max >= seq_id+K, n_batch >= K and free cells for the
- * prompt plus every variant's max_tokens - 1. el_variants_free removes the group's cells and
- * bindings. */
+ * prompt plus every variant's max_tokens - 1 (checked up front: a group never runs out midway).
+ * el_variants_free removes the group's cells and bindings. KV memory: the prompt's cells once,
+ * plus one cell per decoded token of each variant (el_variant_result.n_cells).
+ * A model without a vocabulary (a GGUF with no tokenizer) gives tokens and empty texts. */
 typedef struct el_variants el_variants;
 
 typedef enum el_finish {

@@ -50,6 +50,9 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
             return el_error(EL_ERR_INVALID_ARG, "variants: variant %d: need max_tokens >= 1 (got "
                             "%d), first_token -1 or a token id (got %d), and valid bindings and "
                             "stop strings", i, v->max_tokens, v->first_token);
+        if (v->n_stop > 0 && !ctx->model->vocab)
+            return el_error(EL_ERR_INVALID_ARG, "variants: variant %d has stop strings but %s has "
+                            "no vocabulary to make text with", i, ctx->model->path);
         for (int32_t s = 0; s < v->n_stop; s++)
             if (!v->stop[s] || !v->stop[s][0])
                 return el_error(EL_ERR_INVALID_ARG, "variants: variant %d: stop string %d is "
@@ -164,10 +167,10 @@ el_status el_variants_start(el_context *ctx, const el_variants_params *params,
     for (int32_t i = 0; !st && i < g->n_variants; i++)
         st = init_variant(g, i, &params->variants[i], prompt);
     char *prompt_text = NULL;
-    if (!st)
+    if (!st && g->model->vocab)
         st = el_detokenize(g->model, prompt, (size_t)n_prompt, false, true, &prompt_text);
     if (!st) {
-        g->prompt_text_len = strlen(prompt_text);
+        g->prompt_text_len = prompt_text ? strlen(prompt_text) : 0;
         free(prompt_text);
         st = el_context_bind(ctx, g->seq_id, params->prompt_bindings, params->n_prompt_bindings);
     }

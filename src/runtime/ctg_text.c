@@ -3,11 +3,13 @@
  * The text of a variant is the text of its whole sequence (prompt and continuation) minus the
  * prompt's text, so it reads exactly as it would after the prompt in a plain run (a detokenizer
  * joins pieces, so the prompt's text is a prefix of the whole). Streaming hands out text only once
- * it can no longer be cut by a stop string. */
+ * it can no longer be cut by a stop string. A model without a vocabulary (a GGUF with no tokenizer)
+ * gives tokens and no text. */
 #include <string.h>
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "model/model.h"
 #include "runtime/ctg.h"
 
 static char *text_of(const el_variants *g, const ctg_variant *v) {
@@ -61,6 +63,11 @@ el_status ctg_add_token(el_variants *g, int32_t i, int32_t token) {
     ctg_variant *v = &g->v[i];
     v->seq[g->n_prompt + v->n_tokens++] = token;
     el_sampler_accept(v->smp, token);
+    if (!g->model->vocab) { /* a model without a vocabulary: tokens, no text */
+        if (v->n_tokens >= v->p.max_tokens)
+            ctg_finish(g, i, EL_FINISH_LENGTH);
+        return EL_OK;
+    }
     char *full;
     el_status st = el_detokenize(g->model, v->seq, (size_t)(g->n_prompt + v->n_tokens), false,
                                  true, &full);
