@@ -310,7 +310,7 @@ el_status el_variants_generate(el_context *ctx, const el_variants_params *params
  * rows of the next step, one per running variant, into token/pos/seq_id[0 .. return value).
  * Decode them with their logits requested, then call el_variants_accept with the index of the
  * first of them in that batch. */
-int32_t el_variants_next_rows(const el_variants *g, int32_t *token, int32_t *pos,
+int32_t el_variants_next_rows(el_variants *g, int32_t *token, int32_t *pos,
                               int32_t *seq_id);
 el_status el_variants_accept(el_variants *g, int32_t first_row);
 

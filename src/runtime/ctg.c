@@ -210,11 +210,10 @@ int32_t el_variants_running(const el_variants *g) {
     return n;
 }
 
-int32_t el_variants_next_rows(const el_variants *g, int32_t *token, int32_t *pos,
+int32_t el_variants_next_rows(el_variants *g, int32_t *token, int32_t *pos,
                               int32_t *seq_id) {
     if (!g)
         return 0;
-    el_variants *mut = (el_variants *)g; /* remembers which variant each row is */
     int32_t n = 0;
     for (int32_t i = 0; i < g->n_variants; i++) {
         const ctg_variant *v = &g->v[i];
@@ -223,9 +222,9 @@ int32_t el_variants_next_rows(const el_variants *g, int32_t *token, int32_t *pos
         token[n] = v->seq[g->n_prompt + v->n_tokens - 1];
         pos[n] = g->n_prompt + v->n_tokens - 1;
         seq_id[n] = g->seq_id + i;
-        mut->row_variant[n++] = i;
+        g->row_variant[n++] = i; /* for el_variants_accept */
     }
-    mut->n_pending = n;
+    g->n_pending = n;
     return n;
 }
 
