@@ -26,7 +26,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz fuzz-smoke install clean bench
+.PHONY: all test asan check fuzz fuzz-smoke install clean bench cross-arm test-arm
 .SECONDARY:
 all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
@@ -35,8 +35,14 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
 # per-ISA kernels get their instruction set; dispatch.c uses them only if the CPU has it
-ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+MACHINE := $(shell $(CC) -dumpmachine)
+ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
 $(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
+$(BUILD)/src/kernels/avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
+                                            -mavx512vl -mavx512vnni
+endif
+ifneq ($(filter aarch64%,$(MACHINE)),)
+$(BUILD)/src/kernels/neon_dot.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
@@ -63,15 +69,44 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
 
 test: all
-	BUILD=$(BUILD) tests/run.sh
+	BUILD=$(BUILD) EL_SUMMARY=$(EL_SUMMARY) tests/run.sh
 
 asan:
 	$(MAKE) BUILD=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" test
 
-check: test asan fuzz-smoke
+# everything CI runs; the last line adds up the counts of every run
+SUMMARY := $(CURDIR)/build/check-summary
+check:
+	@mkdir -p build && rm -f $(SUMMARY)
+	$(MAKE) test EL_SUMMARY=$(SUMMARY)
+	$(MAKE) asan EL_SUMMARY=$(SUMMARY)
+	$(MAKE) fuzz-smoke
+	$(MAKE) test-arm EL_SUMMARY=$(SUMMARY)
+	@awk '{ p += $$1; f += $$2; s += $$3 } END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }' $(SUMMARY)
 
 fuzz-smoke:
 	$(MAKE) -f tests/fuzz/Makefile smoke
+
+# aarch64 cross build of the library and the kernel tests, static so qemu-aarch64 runs them
+# without a sysroot; test-arm runs them on qemu's default CPU (with the dot product extension)
+# and on a Cortex-A53 (without it), so both NEON paths are exercised.
+ARM_CC ?= aarch64-linux-gnu-gcc
+ARM_BUILD ?= build-arm
+ARM_TESTS := $(patsubst tests/%.c,$(ARM_BUILD)/tests/%,$(wildcard tests/test_kernels*.c))
+
+# (the kernel tests need only the inference library: no tools library, no BLAS)
+cross-arm:
+	$(MAKE) BUILD=$(ARM_BUILD) CC=$(ARM_CC) CFLAGS="$(OPT) -g -static" \
+	    LIBS=$(ARM_BUILD)/libedgelora.a TOOLS_LIBS= $(ARM_TESTS)
+
+# without the cross compiler or qemu (not a CI machine) this says so and passes
+test-arm:
+	@if ! command -v $(ARM_CC) >/dev/null || ! command -v qemu-aarch64 >/dev/null; then \
+	    echo "SKIP test-arm: needs $(ARM_CC) and qemu-aarch64"; exit 0; fi; \
+	$(MAKE) cross-arm && \
+	for cpu in max cortex-a53; do \
+	    QEMU_CPU=$$cpu RUN_WITH=qemu-aarch64 PROGRAMS="$(ARM_TESTS)" EL_SUMMARY=$(EL_SUMMARY) \
+	        tests/run.sh || exit 1; done
 
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
@@ -87,6 +122,6 @@ install: all
 	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-arm
 
 -include $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

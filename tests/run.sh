@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Runs every test program in $BUILD/tests and every shell test in tests/cli/, and ends with the
-# line "N passed, N failed, N skipped". Exits non-zero if anything failed.
+# Runs test programs and prints "N passed, N failed, N skipped" last; exits non-zero if anything
+# failed. By default: every program in $BUILD/tests and every shell test in tests/cli/.
+#   PROGRAMS="a b"     run these instead
+#   RUN_WITH="cmd"     run each program through cmd (e.g. qemu-aarch64 for a cross build)
+#   EL_SUMMARY=FILE    also append "passed failed skipped" to FILE (make check adds them up)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export BUILD EL_BIN="$PWD/$BUILD/edgelora"
 passed=0 failed=0 skipped=0
 log=$(mktemp)
-for t in "$BUILD"/tests/test_* tests/cli/*.sh; do
+for t in ${PROGRAMS:-"$BUILD"/tests/test_* tests/cli/*.sh}; do
     [ -x "$t" ] || continue
     case "$t" in *.o|*.d) continue ;; esac
-    echo "== $t"
+    echo "== $t${RUN_WITH:+ (${RUN_WITH}${QEMU_CPU:+ -cpu $QEMU_CPU})}"
     start=$(date +%s)
-    "$t" >"$log" 2>&1
+    ${RUN_WITH:-} "$t" >"$log" 2>&1
     rc=$?
     cat "$log"
     p=$(grep -c '^PASS ' "$log") f=$(grep -c '^FAIL ' "$log") s=$(grep -c '^SKIP ' "$log")
@@ -24,5 +27,6 @@ for t in "$BUILD"/tests/test_* tests/cli/*.sh; do
     echo "   ($(( $(date +%s) - start )) s)"
 done
 rm -f "$log"
+[ -n "${EL_SUMMARY:-}" ] && echo "$passed $failed $skipped" >> "$EL_SUMMARY"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -25,7 +25,8 @@ static int test_traits(void) {
     CHECK(el_type_get(EL_TYPE_Q8_K)->type_size == 292);
     CHECK(el_type_get(EL_TYPE_Q8_K)->vec_dot == NULL);
     CHECK(el_type_get(3) == NULL);  /* q4_1: a ggml id we do not support */
-    CHECK(el_type_get(64) == NULL);
+    CHECK(el_type_get(63) == NULL);  /* between the ggml ids and ours */
+    CHECK(el_type_get(EL_TYPE_COUNT) == NULL);
     CHECK(el_type_get(0xFFFFFFFFu) == NULL);
     /* sizes from the GGUF layouts: 4096 elements of q4_K = 16 blocks of 144 bytes */
     CHECK(el_row_size(EL_TYPE_Q4_K, 4096) == 2304);
@@ -178,6 +179,25 @@ static int test_dequant_q4_k(void) {
     CHECK(y[131] == 0.0f);                       /* sub-block 4: scale 0, min 0 */
     CHECK(y[170] == -13.0f);                     /* sub-block 5, q 0 */
     CHECK(y[255] == 0.0f);
+    return TEST_PASS;
+}
+
+/* The word-wise unpacking of all Q4_K scales and mins agrees with el_q4_k_scale_min on every
+ * byte pattern a random generator reaches. */
+static int test_q4_k_scales_mins(void) {
+    test_rng r = {17};
+    for (int rep = 0; rep < 2000; rep++) {
+        uint8_t scales[12];
+        uint32_t words[4];
+        for (int i = 0; i < 12; i++) scales[i] = (uint8_t)test_rand_u32(&r);
+        el_q4_k_scales_mins(scales, words);
+        for (int sb = 0; sb < 8; sb++) {
+            int sc, m;
+            el_q4_k_scale_min(scales, sb, &sc, &m);
+            CHECK(((words[sb / 4] >> 8 * (sb % 4)) & 0xFF) == (uint32_t)sc);
+            CHECK(((words[2 + sb / 4] >> 8 * (sb % 4)) & 0xFF) == (uint32_t)m);
+        }
+    }
     return TEST_PASS;
 }
 
@@ -340,6 +360,7 @@ int main(void) {
     run_test("bf16", test_bf16);
     run_test("dequant_q8_0_q4_0", test_dequant_q8_0_q4_0);
     run_test("dequant_q4_k", test_dequant_q4_k);
+    run_test("q4_k_scales_mins", test_q4_k_scales_mins);
     run_test("dequant_q6_k", test_dequant_q6_k);
     run_test("dequant_q8_k_and_halves", test_dequant_q8_k_and_halves);
     run_test("roundtrip", test_roundtrip);

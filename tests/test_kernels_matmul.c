@@ -61,7 +61,8 @@ static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
     w.k_out = s->k_out;
     el_matmul(tp, &w, x, ldx, s->n_rows, y, ldy, scratch);
 
-    int64_t bs = el_type_get(vt)->block_size;
+    /* the activations' scale covers a block, or the whole row for per-row types (a8) */
+    int64_t bs = el_type_get(vt)->row_header ? s->k_in : el_type_get(vt)->block_size;
     for (int64_t row = 0; row < s->n_rows; row++) {
         const float *xr = x + row * ldx;
         for (int64_t o = 0; o < s->k_out; o++) {
@@ -94,14 +95,15 @@ static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
 }
 
 static int test_matmul_views(void) {
-    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
+                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128};
     test_rng r = {21};
     el_threadpool *pools[3] = {NULL, NULL, NULL};
     for (int p = 0; p < 3; p++) CHECK(el_threadpool_create(p + 1, &pools[p]) == EL_OK);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         int64_t bs = el_type_get(types[ti])->block_size;
-        int64_t unit = bs == 256 ? 256 : 32;
+        int64_t unit = bs == 1 ? 32 : bs;
         /* {n_in, n_out, k_in, k_out, n_rows} in units of blocks for n_in and k_in */
         static const int64_t dims[][5] = {
             {1, 1, 1, 1, 1},  {3, 7, 3, 7, 1},  {3, 7, 2, 5, 3},  {2, 9, 1, 9, 5},

@@ -1,11 +1,13 @@
-/* test_kernels_simd.c - every ISA-specific dot product against the portable reference, on blocks
- * of random bytes (every bit pattern of quants and scales) and awkward lengths. */
+/* test_kernels_simd.c - every ISA-specific kernel against the portable reference: dot products
+ * and tiles on blocks of random bytes (every bit pattern of quants and scales) and awkward
+ * lengths, activation quantizers byte for byte. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 #include "testutil.h"
 
 /* Random bytes for a weight row, with its block scales replaced by sane fp16 values (random
@@ -26,8 +28,15 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
             ((el_block_q4_k *)data)[b].dmin = dmin;
             break;
         case EL_TYPE_Q6_K: ((el_block_q6_k *)data)[b].d = d; break;
+        case EL_TYPE_W4G32: case EL_TYPE_W4G64: case EL_TYPE_W4G128:
+            memcpy((char *)data + b * el_type_get(type)->type_size, &d, sizeof d);
+            break;
         default: break;
         }
+    }
+    if (el_type_get(type)->row_header != 0) { /* a per-row float scale */
+        float d = test_rand_uniform(r, -0.02f, 0.02f);
+        memcpy(data, &d, sizeof d);
     }
     if (type == EL_TYPE_F32 || type == EL_TYPE_F16 || type == EL_TYPE_BF16) {
         float *f = malloc((size_t)n * sizeof *f);
@@ -38,14 +47,18 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
 }
 
 static int compare_tables(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+    static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
+                                    EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
+                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128};
     test_rng r = {99};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_traits *wt = el_type_get(types[ti]);
         const el_type_traits *at = el_type_get(wt->vec_dot_type);
-        int64_t unit = wt->block_size == 256 ? 256 : 32;
-        for (int blocks = 1; blocks <= 9; blocks++) {
+        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
+        /* 1-9 blocks, then lengths past the kernels' groups of 8 blocks with every tail */
+        static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 23, 31, 64};
+        for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
+            int blocks = block_counts[bc];
             for (int extra = 0; extra < (wt->block_size == 1 ? 16 : 1); extra += 5) {
                 int64_t n = unit * blocks + extra;
                 void *w = malloc(el_row_size(types[ti], n) + 1);
@@ -77,21 +90,150 @@ static int compare_tables(const el_kernels *simd) {
     return TEST_PASS;
 }
 
-static int test_avx2(void) {
+/* Activation quantizers must write exactly the reference's bytes: both compute d = amax / 127
+ * and q = round-to-nearest-even(x * (1 / d)) in float, and round d to fp16 the same way. Rows
+ * mix magnitudes (down to fp16 subnormal scales), all-zero blocks and exact halves (ties). */
+static int compare_quantizers(const el_kernels *simd) {
+    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_A8};
+    test_rng r = {7};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const el_type_traits *t = el_type_get(types[ti]);
+        for (int blocks = 1; blocks <= 5; blocks++) {
+            int64_t n = t->block_size * blocks;
+            size_t bytes = el_row_size(types[ti], n);
+            float *x = malloc((size_t)n * sizeof *x);
+            char *want = malloc(bytes), *got = malloc(bytes);
+            CHECK(x && want && got);
+            for (int rep = 0; rep < 20; rep++) {
+                float scale = ldexpf(1.0f, (int)(test_rand_u32(&r) % 40) - 30);
+                for (int64_t i = 0; i < n; i++) {
+                    x[i] = test_rand_uniform(&r, -1.0f, 1.0f) * scale;
+                    if (test_rand_u32(&r) % 8 == 0) x[i] = (float)((int)(test_rand_u32(&r) % 255) - 127) * 0.5f;
+                }
+                if (rep % 5 == 0) memset(x, 0, (size_t)t->block_size * sizeof *x);
+                t->from_float(x, want, n);
+                memset(got, 0xAB, bytes);
+                simd->quantize[types[ti]](x, got, n);
+                if (memcmp(want, got, bytes) != 0) {
+                    test_note("%s quantize %s n=%lld rep %d: bytes differ from the reference",
+                              simd->isa, t->name, (long long)n, rep);
+                    return TEST_FAIL;
+                }
+            }
+            free(x), free(want), free(got);
+        }
+    }
+    return TEST_PASS;
+}
+
+/* sum |w[i] * a[i]| of the dequantized rows: the scale of float rounding in a dot product. */
+static double dot_magnitude(el_type wtype, const void *w, const void *a, int64_t n) {
+    const el_type_traits *wt = el_type_get(wtype), *at = el_type_get(wt->vec_dot_type);
+    float *wd = malloc((size_t)n * sizeof *wd), *ad = malloc((size_t)n * sizeof *ad);
+    if (wd == NULL || ad == NULL) return NAN;
+    wt->to_float(w, wd, n);
+    at->to_float(a, ad, n);
+    double m = 0.0;
+    for (int64_t i = 0; i < n; i++) m += fabs((double)wd[i] * ad[i]);
+    free(wd), free(ad);
+    return m;
+}
+
+/* Each output of a tile against the reference vec_dot of its weight row and activation row;
+ * rows are strided with padding so a stride mix-up shows. */
+static int compare_tiles(const el_kernels *simd) {
+    test_rng r = {31};
+    for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
+        if (simd->tile[ty] == NULL) continue;
+        const el_type_traits *wt = el_type_get(ty);
+        const el_type_traits *at = el_type_get(wt->vec_dot_type);
+        for (int blocks = 1; blocks <= 9; blocks += 2) {
+            int64_t n = wt->block_size * blocks;
+            size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
+            size_t a_stride = el_row_size(wt->vec_dot_type, n) + 4;
+            int64_t ldy = EL_TILE + 3;
+            char *w = malloc(w_stride * EL_TILE), *aq = malloc(a_stride * EL_TILE);
+            float *a = malloc((size_t)n * sizeof *a), *y = malloc(sizeof(float) * EL_TILE * ldy);
+            CHECK(w && aq && a && y);
+            for (int row = 0; row < EL_TILE; row++) {
+                random_weights((el_type)ty, w + row * w_stride, n, &r);
+                for (int64_t i = 0; i < n; i++) a[i] = test_rand_uniform(&r, -4.0f, 4.0f);
+                a[test_rand_u32(&r) % n] = -9.0f;
+                at->from_float(a, aq + row * a_stride, n);
+            }
+            for (int i = 0; i < EL_TILE * ldy; i++) y[i] = 12345.0f;
+            simd->tile[ty](n, y, ldy, w, w_stride, aq, a_stride);
+            for (int ar = 0; ar < EL_TILE; ar++) {
+                for (int o = 0; o < ldy; o++) {
+                    float got = y[ar * ldy + o];
+                    if (o >= EL_TILE) {
+                        CHECK(got == 12345.0f); /* outside the tile: untouched */
+                        continue;
+                    }
+                    const char *wo = w + o * w_stride, *ao = aq + ar * a_stride;
+                    float want = NAN;
+                    wt->vec_dot(n, &want, wo, ao);
+                    double mag = dot_magnitude((el_type)ty, wo, ao, n);
+                    if (!(fabs((double)got - want) <= 2e-5 * mag + 1e-6)) {
+                        test_note("%s tile %s n=%lld y[%d][%d]: got %.9g, reference %.9g",
+                                  simd->isa, wt->name, (long long)n, ar, o, got, want);
+                        return TEST_FAIL;
+                    }
+                }
+            }
+            free(w), free(aq), free(a), free(y);
+        }
+    }
+    return TEST_PASS;
+}
+
+static int compare_all(const el_kernels *k) {
+    if (compare_tables(k) != TEST_PASS) return TEST_FAIL;
+    if (compare_quantizers(k) != TEST_PASS) return TEST_FAIL;
+    return compare_tiles(k);
+}
+
+/* Each ISA on top of what the dispatcher applies before it, as the dispatcher does. */
+static int check_isa(bool (*const *setups)(el_kernels *), int n_setups, const char *why_not) {
     el_kernels k;
     el_kernels_reference(&k);
-    if (!el_kernels_avx2(&k)) return test_skip("no AVX2 on this CPU or in this build");
-    return compare_tables(&k);
+    for (int i = 0; i < n_setups; i++) {
+        if (!setups[i](&k)) return test_skip(why_not);
+    }
+    return compare_all(&k);
+}
+
+static int test_avx2(void) {
+    bool (*const setups[])(el_kernels *) = {el_kernels_avx2};
+    return check_isa(setups, 1, "no AVX2 on this CPU or in this build");
+}
+
+static int test_avx512(void) {
+    bool (*const setups[])(el_kernels *) = {el_kernels_avx2, el_kernels_avx512};
+    return check_isa(setups, 2, "no AVX-512 VNNI on this CPU or in this build");
+}
+
+static int test_neon(void) {
+    bool (*const setups[])(el_kernels *) = {el_kernels_neon};
+    return check_isa(setups, 1, "not an aarch64 build");
+}
+
+static int test_neon_dotprod(void) {
+    bool (*const setups[])(el_kernels *) = {el_kernels_neon, el_kernels_neon_dotprod};
+    return check_isa(setups, 2, "no NEON dot product on this CPU or in this build");
 }
 
 /* Whatever the dispatcher picked (also under EL_FORCE_REFERENCE=1) must agree too. */
 static int test_dispatched(void) {
     test_note("kernels in use: %s", el_kernels_get()->isa);
-    return compare_tables(el_kernels_get());
+    return compare_all(el_kernels_get());
 }
 
 int main(void) {
     run_test("avx2", test_avx2);
+    run_test("avx512", test_avx512);
+    run_test("neon", test_neon);
+    run_test("neon_dotprod", test_neon_dotprod);
     run_test("dispatched", test_dispatched);
     return tests_exit_code();
 }

@@ -338,7 +338,8 @@ static int test_remove_and_redecode(void) {
     CHECK(fresh && el_decode(fresh, &b) == EL_OK);
     for (int32_t i = 0; i < 3; i++) {
         const float *l = decode_one(fresh, other[i], n + i, 0);
-        CHECK(l && test_max_rel_err(got[i], l, 512) < 1e-5);
+        /* bit-identical: attention sums cells in position order wherever they sit */
+        CHECK(l && memcmp(got[i], l, sizeof got[i]) == 0);
     }
     el_context_free(fresh);
     el_model_free(m);

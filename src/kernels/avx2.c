@@ -1,5 +1,7 @@
-/* avx2.c - AVX2 dot products, one per weight type, each the same sum as its reference in ref.c
- * (integer products inside blocks, scales applied per block) but 32 bytes at a time.
+/* avx2.c - AVX2 dot products, one per weight type (GGUF's and edgelora's integer types of
+ * edge.h), each the same sum as its reference (integer products inside blocks, scales applied
+ * per block) but 32 bytes at a time; 4x4 tiles for q8_0, q4_0, q4_K, q6_K, w8 and w4 (prompt
+ * processing); activation quantizers byte-exact with the reference ones.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
 #include "kernels/dispatch.h"
 
@@ -7,8 +9,11 @@
 
 #include <cpuid.h>
 #include <immintrin.h>
+#include <math.h>
+#include <string.h>
 
 #include "kernels/blocks.h"
+#include "kernels/edge.h"
 
 static float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -78,80 +83,136 @@ static void vec_dot_bf16(int64_t n, float *s, const void *x, const void *y) {
     *s = sum;
 }
 
-static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q8_0 *a = x, *b = y;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
-        __m256i xq = _mm256_loadu_si256((const __m256i *)a[i].qs);
-        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
+/* The integer dots of one block pair as 8 int32 lanes. */
+static inline __m256i q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    return dot_i8(_mm256_loadu_si256((const __m256i *)a->qs),
+                  _mm256_loadu_si256((const __m256i *)b->qs));
+}
+
+/* Q4_0 nibbles stay unsigned (maddubs takes them as they are, pairs <= 2*15*128) and the 8 comes
+ * off in int16: sum (u - 8) y = sum u y - sum 8 y. Elements 0-15 are the low nibbles, 16-31 the
+ * high nibbles. */
+static inline __m256i q4_0_dot(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
+    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    __m256i yq = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, yq),
+                                 _mm256_maddubs_epi16(_mm256_set1_epi8(8), yq));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* The fp16 scales d of 8 consecutive blocks stride bytes apart (d first in each), as floats:
+ * one conversion for 8 blocks instead of one each. */
+static inline __m256 fp16x8(const void *blocks, size_t stride) {
+    const char *p = blocks;
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++) memcpy(&h[k], p + k * stride, sizeof h[k]);
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)h[0], (short)h[1], (short)h[2], (short)h[3],
+                                          (short)h[4], (short)h[5], (short)h[6], (short)h[7]));
+}
+
+/* Element k of v in all lanes. */
+static inline __m256 lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
+
+/* Groups of 8 blocks share one conversion of their 16 scales; two accumulators, so consecutive
+ * fmadds do not wait on each other's latency. x is q4_0 (q4) or q8_0 blocks, y q8_0 blocks. */
+static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, const void *x,
+                                                                size_t x_block, const void *y,
+                                                                bool q4) {
+    const char *xa = x;
+    const el_block_q8_0 *b = y;
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        __m256 d = _mm256_mul_ps(fp16x8(xa + i * x_block, x_block), fp16x8(b + i, sizeof *b));
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const void *xb = xa + (i + k) * x_block;
+            __m256i p = q4 ? q4_0_dot(xb, b + i + k) : q8_0_dot(xb, b + i + k);
+            acc[k & 1] = _mm256_fmadd_ps(lane(d, k), _mm256_cvtepi32_ps(p), acc[k & 1]);
+        }
     }
-    *s = hsum_ps(acc);
+    for (; i < nb; i++) {
+        const void *xb = xa + i * x_block;
+        uint16_t dx;
+        memcpy(&dx, xb, sizeof dx);
+        __m256i p = q4 ? q4_0_dot(xb, b + i) : q8_0_dot(xb, b + i);
+        acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), acc[0]);
+    }
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
+
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    *s = dot_blocks32(n / EL_QK8_0, x, sizeof(el_block_q8_0), y, false);
 }
 
 static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
-    const el_block_q4_0 *a = x;
-    const el_block_q8_0 *b = y;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
-        /* elements 0-15 are the low nibbles, 16-31 the high nibbles */
-        __m128i q = _mm_loadu_si128((const __m128i *)a[i].qs);
-        __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-        __m256i xq = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
-        __m256i yq = _mm256_loadu_si256((const __m256i *)b[i].qs);
-        __m256 d = _mm256_set1_ps(fp16(a[i].d) * fp16(b[i].d));
-        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot_i8(xq, yq)), acc);
-    }
-    *s = hsum_ps(acc);
+    *s = dot_blocks32(n / EL_QK4_0, x, sizeof(el_block_q4_0), y, true);
 }
 
+/* Picks int16 element e of each 128-bit lane into every int16 of that lane. */
+static inline __m256i pick_i16(__m256i v, int e) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(0x0100 * (2 * e + 1) + 2 * e)));
+}
+
+/* The block's scales and mins are unpacked all at once (el_q4_k_scales_mins); the mins' term
+ * sum_s m[s] * (bsums[2s] + bsums[2s+1]) is one madd of the bsums with the mins duplicated;
+ * both terms accumulate in float vectors, reduced once at the end. */
 static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q4_k *a = x;
     const el_block_q8_k *b = y;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / EL_QK_K; i++) {
-        __m256i acc = _mm256_setzero_si256();
-        int32_t acc_m = 0;
-        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low) and 2c+1 (high) */
-            int sc0, m0, sc1, m1;
-            el_q4_k_scale_min(a[i].scales, 2 * c, &sc0, &m0);
-            el_q4_k_scale_min(a[i].scales, 2 * c + 1, &sc1, &m1);
-            acc_m += m0 * (b[i].bsums[4 * c] + b[i].bsums[4 * c + 1]);
-            acc_m += m1 * (b[i].bsums[4 * c + 2] + b[i].bsums[4 * c + 3]);
+        uint32_t w[4];
+        el_q4_k_scales_mins(a[i].scales, w);
+        __m128i sm = _mm_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3]); /* sc, m */
+        __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm)); /* sc[0..7] per lane */
+        __m256i mins = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b[i].bsums),
+                                         _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm)));
+        __m256i sum = _mm256_setzero_si256();
+        #pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
             __m256i q = _mm256_loadu_si256((const __m256i *)(a[i].qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             __m256i y0 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c));
             __m256i y1 = _mm256_loadu_si256((const __m256i *)(b[i].qs + 64 * c + 32));
-            /* nibbles are unsigned: maddubs directly; pairs <= 2*15*127 */
-            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), _mm256_set1_epi16((short)sc0));
-            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), _mm256_set1_epi16((short)sc1));
-            acc = _mm256_add_epi32(acc, _mm256_add_epi32(p0, p1));
+            /* nibbles are unsigned: maddubs directly; pairs <= 2*15*128 */
+            __m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, y0), pick_i16(sc, 2 * c));
+            __m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, y1), pick_i16(sc, 2 * c + 1));
+            sum = _mm256_add_epi32(sum, _mm256_add_epi32(p0, p1));
         }
-        float d = fp16(a[i].d) * b[i].d, dmin = fp16(a[i].dmin) * b[i].d;
-        sum += d * (float)hsum_epi32(acc) - dmin * (float)acc_m;
+        __m256 d = _mm256_set1_ps(fp16(a[i].d) * b[i].d);
+        __m256 dmin = _mm256_set1_ps(fp16(a[i].dmin) * b[i].d);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sum), acc);
+        acc = _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(mins), acc);
     }
-    *s = sum;
+    *s = hsum_ps(acc);
 }
 
-/* q - 32 is split as q*y - 32*y; the sums of y per sub-block of 16 are the Q8_K bsums. */
+/* q - 32 is split as q*y - 32*y; the sums of y per sub-block of 16 are the Q8_K bsums, so the
+ * offset term is one madd of the bsums with the 16 scales. Per quarter the two sub-blocks'
+ * scales go to the two 128-bit lanes by a shuffle of the widened scales. */
 static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
     const el_block_q6_k *a = x;
     const el_block_q8_k *b = y;
     const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
-    float sum = 0.0f;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t i = 0; i < n / EL_QK_K; i++) {
-        __m256i acc = _mm256_setzero_si256();
-        int32_t acc_off = 0;
-        for (int sb = 0; sb < 16; sb++) acc_off += a[i].scales[sb] * b[i].bsums[sb];
+        __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)a[i].scales));
+        __m256i off = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)b[i].bsums));
+        __m256i sum = _mm256_setzero_si256();
+        #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
+            /* scales 8h..8h+7 in both lanes */
+            __m256i sch = h ? _mm256_permute2x128_si256(sc16, sc16, 0x11)
+                            : _mm256_permute2x128_si256(sc16, sc16, 0x00);
             const uint8_t *ql = a[i].ql + 64 * h;
             __m256i qh = _mm256_loadu_si256((const __m256i *)(a[i].qh + 32 * h));
             __m256i ql0 = _mm256_loadu_si256((const __m256i *)ql);
             __m256i ql1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            #pragma GCC unroll 4
             for (int quarter = 0; quarter < 4; quarter++) {
                 __m256i lo = quarter & 1 ? ql1 : ql0;
                 if (quarter >> 1) lo = _mm256_srli_epi16(lo, 4);
@@ -159,14 +220,461 @@ static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
                 __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), low2);
                 __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)); /* 0..63 */
                 __m256i yq = _mm256_loadu_si256((const __m256i *)(b[i].qs + 128 * h + 32 * quarter));
-                const int8_t *sc = a[i].scales + 8 * h + 2 * quarter;
-                __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-                acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), scv));
+                /* low lane: scale 2*quarter, high lane: 2*quarter + 1 */
+                __m256i scv = _mm256_blend_epi32(pick_i16(sch, 2 * quarter),
+                                                  pick_i16(sch, 2 * quarter + 1), 0xF0);
+                sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, yq), scv));
             }
         }
-        sum += fp16(a[i].d) * b[i].d * (float)(hsum_epi32(acc) - 32 * acc_off);
+        sum = _mm256_sub_epi32(sum, _mm256_slli_epi32(off, 5)); /* - 32 * sum sc * bsums */
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16(a[i].d) * b[i].d), _mm256_cvtepi32_ps(sum), acc);
     }
-    *s = sum;
+    *s = hsum_ps(acc);
+}
+
+/* Folds the 8 int32 lanes of four dots into [d0 d1 d2 d3 | d0 d1 d2 d3], each half a partial
+ * sum (two rounds of hadd). */
+static inline __m256i fold4(__m256i p0, __m256i p1, __m256i p2, __m256i p3) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+}
+
+/* Stores the four sums of acc's two halves to y[0..3]. */
+static inline void store_fold(float *y, __m256 acc) {
+    _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
+}
+
+/* The EL_TILE x EL_TILE tiles (prompt processing). Per block the four weight rows are unpacked
+ * once; for each activation row the four dots are folded into one vector (fold4), scaled by
+ * the four weight scales times the activation's and accumulated in acc[r], whose halves add up
+ * to y[r][0..3]. The loops over the tile are unrolled so that its arrays live in registers
+ * (-O2 would keep them in memory). */
+static void tile_q8_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
+        __m256i wq[EL_TILE], wabs[EL_TILE];
+        uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)w + o * w_stride) + i;
+            wq[o] = _mm256_loadu_si256((const __m256i *)b->qs);
+            wabs[o] = _mm256_sign_epi8(wq[o], wq[o]); /* for dot_i8's sign trick, once */
+            wd[o] = b->d;
+        }
+        __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16((short)wd[0], (short)wd[1], (short)wd[2],
+                                                 (short)wd[3], 0, 0, 0, 0));
+        __m256 dw = _mm256_set_m128(dw4, dw4);
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            __m256i yq = _mm256_loadu_si256((const __m256i *)ab->qs);
+            __m256i p[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = _mm256_madd_epi16(
+                    _mm256_maddubs_epi16(wabs[o], _mm256_sign_epi8(yq, wq[o])), ones);
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(fp16(ab->d)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(fold4(p[0], p[1], p[2], p[3])), d, acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+/* Q4_0 quants stay unsigned (q in 0..15, maddubs takes them as they are) and the offset comes
+ * off once per activation row: sum (q - 8) y = sum q y - 8 sum y. */
+static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK4_0; i++) {
+        __m256i wq[EL_TILE];
+        uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q4_0 *b = (const el_block_q4_0 *)((const char *)w + o * w_stride) + i;
+            __m128i q = _mm_loadu_si128((const __m128i *)b->qs);
+            wq[o] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+            wd[o] = b->d;
+        }
+        __m128 dw4 = _mm_cvtph_ps(_mm_setr_epi16((short)wd[0], (short)wd[1], (short)wd[2],
+                                                 (short)wd[3], 0, 0, 0, 0));
+        __m256 dw = _mm256_set_m128(dw4, dw4);
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            __m256i yq = _mm256_loadu_si256((const __m256i *)ab->qs);
+            __m256i p[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = _mm256_madd_epi16(_mm256_maddubs_epi16(wq[o], yq), ones);
+            __m256i off = _mm256_madd_epi16(_mm256_maddubs_epi16(eight, yq), ones);
+            __m256i dots = _mm256_sub_epi32(fold4(p[0], p[1], p[2], p[3]), fold4(off, off, off, off));
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(fp16(ab->d)));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), d, acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+/* The 4x4 tile of Q4_K weights against Q8_K activations. Per block, the four weight rows are
+ * unpacked once into small buffers (nibbles as bytes; each sub-block's scale widened to int16
+ * lanes, ready for madd; mins duplicated per pair of bsums); then for each activation row
+ * the 4 x 8 sub-block dots reuse them, folded per row into [o0..o3 | o0..o3] (fold4). */
+static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i nib[EL_TILE][8];   /* [o][sub-block]: the 32 nibbles as bytes */
+        __m256i scale[EL_TILE][8]; /* [o][sub-block]: its scale in every int16 lane */
+        __m256i mdup[EL_TILE];     /* mins, each twice: pairs with the 16 bsums */
+        float dw[EL_TILE], dminw[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q4_k *b = (const el_block_q4_k *)((const char *)w + o * w_stride) + i;
+            uint32_t words[4];
+            el_q4_k_scales_mins(b->scales, words);
+            __m128i sm = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+            __m256i sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
+            mdup[o] = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+            #pragma GCC unroll 4
+            for (int c = 0; c < 4; c++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * c));
+                nib[o][2 * c] = _mm256_and_si256(q, low4);
+                nib[o][2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+                scale[o][2 * c] = pick_i16(sc, 2 * c);
+                scale[o][2 * c + 1] = pick_i16(sc, 2 * c + 1);
+            }
+            dw[o] = fp16(b->d);
+            dminw[o] = fp16(b->dmin);
+        }
+        __m128 dw4 = _mm_setr_ps(dw[0], dw[1], dw[2], dw[3]);
+        __m128 dminw4 = _mm_setr_ps(dminw[0], dminw[1], dminw[2], dminw[3]);
+        __m256 dwv = _mm256_set_m128(dw4, dw4), dminv = _mm256_set_m128(dminw4, dminw4);
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            __m256i sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb));
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(nib[o][sb], yq), scale[o][sb]));
+            }
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m256i mins = fold4(_mm256_madd_epi16(bs, mdup[0]), _mm256_madd_epi16(bs, mdup[1]),
+                                 _mm256_madd_epi16(bs, mdup[2]), _mm256_madd_epi16(bs, mdup[3]));
+            __m256 da = _mm256_set1_ps(ab->d);
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, da),
+                                     _mm256_cvtepi32_ps(fold4(sum[0], sum[1], sum[2], sum[3])), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_mul_ps(dminv, da), _mm256_cvtepi32_ps(mins), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+/* The 4x4 tile of Q6_K weights against Q8_K activations, like tile_q4_k: per block the four
+ * weight rows' 6-bit quants are unpacked once into bytes (0..63, unsigned for maddubs: pairs
+ * <= 2*63*128 fit int16) with, per 32 elements, the two sub-blocks' scales in the two 128-bit
+ * lanes; the - 32 offset is 32 * sum_s scale[s] * bsums[s], one madd per row pair. */
+static void tile_q6_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), low2 = _mm256_set1_epi8(3);
+    __m256 acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        __m256i q6[EL_TILE][8];    /* [o][32-element chunk]: quants 0..63 as bytes */
+        __m256i scale[EL_TILE][8]; /* [o][chunk]: its two sub-blocks' scales, one per lane */
+        __m256i sc16[EL_TILE];     /* the 16 scales as int16, for the offset term */
+        float dw[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q6_k *b = (const el_block_q6_k *)((const char *)w + o * w_stride) + i;
+            sc16[o] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b->scales));
+            #pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m256i sch = h ? _mm256_permute2x128_si256(sc16[o], sc16[o], 0x11)
+                                : _mm256_permute2x128_si256(sc16[o], sc16[o], 0x00);
+                __m256i qh = _mm256_loadu_si256((const __m256i *)(b->qh + 32 * h));
+                __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h));
+                __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b->ql + 64 * h + 32));
+                #pragma GCC unroll 4
+                for (int quarter = 0; quarter < 4; quarter++) {
+                    __m256i lo = quarter & 1 ? ql1 : ql0;
+                    if (quarter >> 1) lo = _mm256_srli_epi16(lo, 4);
+                    lo = _mm256_and_si256(lo, low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), low2);
+                    q6[o][4 * h + quarter] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+                    scale[o][4 * h + quarter] = _mm256_blend_epi32(
+                        pick_i16(sch, 2 * quarter), pick_i16(sch, 2 * quarter + 1), 0xF0);
+                }
+            }
+            dw[o] = fp16(b->d);
+        }
+        __m128 dw4 = _mm_setr_ps(dw[0], dw[1], dw[2], dw[3]);
+        __m256 dwv = _mm256_set_m128(dw4, dw4);
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            __m256i sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
+            #pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * c));
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(q6[o][c], yq), scale[o][c]));
+            }
+            __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
+            __m256i off = fold4(_mm256_madd_epi16(sc16[0], bs), _mm256_madd_epi16(sc16[1], bs),
+                                _mm256_madd_epi16(sc16[2], bs), _mm256_madd_epi16(sc16[3], bs));
+            __m256i dots = _mm256_sub_epi32(fold4(sum[0], sum[1], sum[2], sum[3]),
+                                            _mm256_slli_epi32(off, 5));
+            acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, _mm256_set1_ps(ab->d)),
+                                     _mm256_cvtepi32_ps(dots), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
+}
+
+static float absmax(const float *x, int n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+/* 32 floats times id rounded to the nearest integer (cvtps rounds per MXCSR: to nearest even
+ * by default, like lrintf), narrowed to bytes in order, -128 clamped to -127 like the
+ * reference. Also returns the four groups' 8-lane int32 values for the Q8_K sums. */
+static __m256i round_to_s8(const float *x, float id, __m256i q[4]) {
+    const __m256 vid = _mm256_set1_ps(id);
+    for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid));
+    /* the packs work within 128-bit lanes; the permute puts the 4-byte groups back in order */
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return _mm256_max_epi8(b, _mm256_set1_epi8(-127));
+}
+
+/* The same arithmetic as el_q8_0_from_float (d = amax / 127, q = round(x * (1 / d))), so the
+ * same bytes; F16C's conversion rounds to nearest even like el_fp32_to_fp16. */
+static void quantize_q8_0(const float *x, void *y, int64_t n) {
+    el_block_q8_0 *b = y;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        float d = absmax(x, EL_QK8_0) / 127.0f;
+        float id = d > 0.0f ? 1.0f / d : 0.0f;
+        b->d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        __m256i q[4];
+        _mm256_storeu_si256((__m256i *)b->qs, round_to_s8(x, id, q));
+    }
+}
+
+static void quantize_q8_k(const float *x, void *y, int64_t n) {
+    el_block_q8_k *b = y;
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++, x += EL_QK_K) {
+        float d = absmax(x, EL_QK_K) / 127.0f;
+        float id = d > 0.0f ? 1.0f / d : 0.0f;
+        b->d = d;
+        for (int g = 0; g < EL_QK_K / 32; g++) {
+            __m256i q[4];
+            _mm256_storeu_si256((__m256i *)(b->qs + 32 * g), round_to_s8(x + 32 * g, id, q));
+            /* clamping only ever moves -128 to -127, which cannot come out of x * id */
+            b->bsums[2 * g] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            b->bsums[2 * g + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+        }
+    }
+}
+
+/* ---- edgelora's integer types (edge.h): sums stay in int32 lanes over a row or group */
+
+/* W8 . A8: one integer dot over the row, then one float multiply. */
+static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float), *a = (const int8_t *)y + sizeof(el_a8_header);
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        acc0 = _mm256_add_epi32(acc0, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i))));
+        acc1 = _mm256_add_epi32(acc1, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i + 32)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i + 32))));
+    }
+    for (; i < n; i += 32)
+        acc0 = _mm256_add_epi32(acc0, dot_i8(_mm256_loadu_si256((const __m256i *)(q + i)),
+                                             _mm256_loadu_si256((const __m256i *)(a + i))));
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)hsum_epi32(_mm256_add_epi32(acc0, acc1));
+}
+
+/* The 32 unsigned nibbles (0..15) of an int4 chunk, in element order. */
+static inline __m256i load_chunk_u4(const uint8_t *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+/* W4 . A8: nibbles stay unsigned (maddubs takes them as they are) and the 8 comes off once:
+ * sum (u - 8) a = sum u a - 8 * (the A8 row's sum). */
+static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
+    const uint8_t *qs = (const uint8_t *)x + sizeof(float);
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc = _mm256_setzero_si256();
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) { /* two chunks' pair sums add up within int16 (<= 2*3810) */
+        __m256i p = _mm256_add_epi16(
+            _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2), _mm256_loadu_si256((const __m256i *)(a + i))),
+            _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2 + 16),
+                                 _mm256_loadu_si256((const __m256i *)(a + i + 32))));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    for (; i < n; i += 32) {
+        __m256i p = _mm256_maddubs_epi16(load_chunk_u4(qs + i / 2),
+                                         _mm256_loadu_si256((const __m256i *)(a + i)));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)(hsum_epi32(acc) - 8 * h.sum);
+}
+
+/* W4G<g> . A8: per chunk sum u a - sum 8 a, both in int16 pairs (3810 and 2032 at most); per
+ * group one float multiply by the group's scale; the row's activation scale at the end. */
+static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
+                                                              const void *y, int g) {
+    const uint8_t *b = x;
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    const __m256i ones = _mm256_set1_epi16(1), eight = _mm256_set1_epi8(8);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
+        __m256i gi = _mm256_setzero_si256();
+        for (int c = 0; c < g / 32; c++) {
+            __m256i av = _mm256_loadu_si256((const __m256i *)(a + i + 32 * c));
+            __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(load_chunk_u4(b + 2 + 16 * c), av),
+                                         _mm256_maddubs_epi16(eight, av));
+            gi = _mm256_add_epi32(gi, _mm256_madd_epi16(p, ones));
+        }
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16(d)), _mm256_cvtepi32_ps(gi), acc);
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = hsum_ps(acc) * h.d;
+}
+
+static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 32);
+}
+static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 64);
+}
+static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 128);
+}
+
+/* The 4x4 tile of W8 or W4 rows against A8 rows: integer sums over the whole row and one float
+ * multiply per output at the end. Two weight rows at a time against the four activation rows
+ * keep 8 int32 accumulators (and the weight chunks) in registers; each weight chunk is loaded
+ * and unpacked once for four activation rows. W4 nibbles stay unsigned and 8 * (the A8 row's
+ * sum) comes off at the end, as in vec_dot_w4. */
+static inline __attribute__((always_inline)) void tile_wrow(int64_t n, float *y, int64_t ldy,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, size_t a_stride,
+                                                            bool w4) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    el_a8_header ah[EL_TILE];
+    const int8_t *act[EL_TILE];
+    for (int r = 0; r < EL_TILE; r++) {
+        memcpy(&ah[r], (const char *)a + r * a_stride, sizeof ah[r]);
+        act[r] = (const int8_t *)a + r * a_stride + sizeof ah[r];
+    }
+    for (int o0 = 0; o0 < EL_TILE; o0 += 2) {
+        const char *row[2] = {(const char *)w + o0 * w_stride, (const char *)w + (o0 + 1) * w_stride};
+        __m256i acc[2][EL_TILE];
+        #pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            #pragma GCC unroll 4
+            for (int r = 0; r < EL_TILE; r++) acc[k][r] = _mm256_setzero_si256();
+        }
+        for (int64_t i = 0; i < n; i += 32) {
+            __m256i wv[2], wabs[2];
+            #pragma GCC unroll 2
+            for (int k = 0; k < 2; k++) {
+                const char *q = row[k] + sizeof(float);
+                if (w4) {
+                    wv[k] = wabs[k] = load_chunk_u4((const uint8_t *)q + i / 2);
+                } else {
+                    wv[k] = _mm256_loadu_si256((const __m256i *)(q + i));
+                    wabs[k] = _mm256_sign_epi8(wv[k], wv[k]);
+                }
+            }
+            #pragma GCC unroll 4
+            for (int r = 0; r < EL_TILE; r++) {
+                __m256i yv = _mm256_loadu_si256((const __m256i *)(act[r] + i));
+                #pragma GCC unroll 2
+                for (int k = 0; k < 2; k++) {
+                    __m256i p = _mm256_maddubs_epi16(wabs[k], w4 ? yv : _mm256_sign_epi8(yv, wv[k]));
+                    acc[k][r] = _mm256_add_epi32(acc[k][r], _mm256_madd_epi16(p, ones));
+                }
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            float dw = el_edge_row_scale(row[k]);
+            for (int r = 0; r < EL_TILE; r++) {
+                int32_t dot = hsum_epi32(acc[k][r]) - (w4 ? 8 * ah[r].sum : 0);
+                y[r * ldy + o0 + k] = dw * ah[r].d * (float)dot;
+            }
+        }
+    }
+}
+
+static void tile_w8(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
+/* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
+ * the same bytes and sum. */
+static void quantize_a8(const float *x, void *y, int64_t n) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; i += 32) amax = fmaxf(amax, absmax(x + i, 32));
+    el_a8_header h = {.d = amax / 127.0f};
+    float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
+    int8_t *q = (int8_t *)y + sizeof h;
+    __m256i sum = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; i += 32) {
+        __m256i qi[4];
+        _mm256_storeu_si256((__m256i *)(q + i), round_to_s8(x + i, id, qi));
+        sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_add_epi32(qi[0], qi[1]),
+                                                     _mm256_add_epi32(qi[2], qi[3])));
+    }
+    h.sum = hsum_epi32(sum);
+    memcpy(y, &h, sizeof h);
 }
 
 /* cpuid: leaf 1 ecx has FMA (bit 12), OSXSAVE (27), AVX (28), F16C (29); leaf 7 ebx has AVX2
@@ -193,6 +701,20 @@ bool el_kernels_avx2(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
     k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
     k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
+    k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
+    k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
+    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
+    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+    k->tile[EL_TYPE_Q4_K] = tile_q4_k;
+    k->tile[EL_TYPE_Q6_K] = tile_q6_k;
+    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
+    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
+    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
+    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
+    k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W4] = tile_w4;
+    k->quantize[EL_TYPE_A8] = quantize_a8;
     return true;
 }
 

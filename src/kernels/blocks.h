@@ -71,6 +71,25 @@ static inline void el_q4_k_scale_min(const uint8_t *scales, int s, int *sc, int 
     }
 }
 
+/* The little-endian 32-bit word at p (compilers make this one load on little-endian CPUs). */
+static inline uint32_t el_load_le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* All 8 scales and 8 mins of a Q4_K block at once, as el_q4_k_scale_min gives them one by one:
+ * the 12 bytes are worked on as three 32-bit words (4 sub-blocks per operation). Entry e of
+ * out (scales 0-7, then mins 0-7) is byte e % 4 of out[e / 4], i.e. (out[e / 4] >> 8 * (e % 4))
+ * & 0xFF; on a little-endian CPU the 4 words in memory order are the 16 entries in order. The
+ * words are assembled byte by byte, so this is endian-neutral. */
+static inline void el_q4_k_scales_mins(const uint8_t *scales, uint32_t out[4]) {
+    const uint32_t u[3] = {el_load_le32(scales), el_load_le32(scales + 4), el_load_le32(scales + 8)};
+    const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, top2 = 0x03030303u;
+    out[0] = u[0] & low6;                                    /* scales 0-3 */
+    out[1] = (u[2] & low4) | ((u[0] >> 6) & top2) << 4;      /* scales 4-7 */
+    out[2] = u[1] & low6;                                    /* mins 0-3 */
+    out[3] = ((u[2] >> 4) & low4) | ((u[1] >> 6) & top2) << 4; /* mins 4-7 */
+}
+
 /* Reference conversions (quant.c); n is a multiple of the type's block size. */
 void el_f32_to_float(const void *x, float *y, int64_t n);
 void el_f32_from_float(const float *x, void *y, int64_t n);

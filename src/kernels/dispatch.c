@@ -13,14 +13,36 @@ void el_kernels_reference(el_kernels *k) {
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_traits *tr = el_type_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
+        k->quantize[t] = tr ? tr->from_float : NULL;
+        k->tile[t] = NULL;
     }
 }
 
+/* Per-ISA setters in order of preference, the best last. */
+static const struct {
+    const char *name;
+    bool (*apply)(el_kernels *k);
+} isa_levels[] = {
+    {"avx2", el_kernels_avx2},
+    {"avx512", el_kernels_avx512},
+    {"neon", el_kernels_neon},
+    {"neon-dotprod", el_kernels_neon_dotprod},
+};
+
+static bool env_set(const char *name) {
+    const char *v = getenv(name);
+    return v != NULL && strcmp(v, "") != 0 && strcmp(v, "0") != 0;
+}
+
+/* EL_ISA_MAX=avx2 (say) stops after that level, to compare ISAs on one machine. */
 static void kernels_init(void) {
     el_kernels_reference(&kernels);
-    const char *force = getenv("EL_FORCE_REFERENCE");
-    if (force != NULL && strcmp(force, "") != 0 && strcmp(force, "0") != 0) return;
-    el_kernels_avx2(&kernels);
+    if (env_set("EL_FORCE_REFERENCE")) return;
+    const char *max = getenv("EL_ISA_MAX");
+    for (size_t i = 0; i < sizeof isa_levels / sizeof isa_levels[0]; i++) {
+        isa_levels[i].apply(&kernels);
+        if (max != NULL && strcmp(max, isa_levels[i].name) == 0) break;
+    }
 }
 
 const el_kernels *el_kernels_get(void) {

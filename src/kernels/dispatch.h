@@ -1,28 +1,46 @@
 /* dispatch.h - the kernels in use, chosen once at start-up from the CPU's features.
  *
  * The traits table (types.h) holds the portable reference kernels; this table starts as a copy
- * of it and per-ISA files (avx2.c) replace the entries they do faster. EL_FORCE_REFERENCE=1 in
- * the environment keeps the reference kernels (to compare or to debug). */
+ * of it and per-ISA files (avx2.c, avx512.c, neon.c, neon_dot.c) replace the entries they do
+ * faster. EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
+ * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level. */
 #ifndef EL_KERNELS_DISPATCH_H
 #define EL_KERNELS_DISPATCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "kernels/types.h"
 
+/* A tile kernel computes EL_TILE x EL_TILE outputs of a matrix product at once, so each weight
+ * block is loaded and unpacked once for EL_TILE activation rows and each activation block once
+ * for EL_TILE weight rows (prompt processing):
+ *   y[r * ldy + o] = dot(weight row o, activation row r)   for r, o < EL_TILE
+ * with weight row o at w + o * w_stride and activation row r at a + r * a_stride (both of n
+ * elements, n a multiple of the block size). Results agree with vec_dot to float rounding. */
+enum { EL_TILE = 4 };
+typedef void (*el_tile_fn)(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                           const void *a, size_t a_stride);
+
 typedef struct el_kernels {
-    const char *isa;                      /* "reference", "avx2" */
-    el_vec_dot_fn vec_dot[EL_TYPE_COUNT]; /* by weight type; NULL where the type has none */
+    const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
+    el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
+    el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type: same bytes as from_float */
+    el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
 } el_kernels;
 
 /* The table in use; filled on first call (thread-safe), constant afterwards. */
 const el_kernels *el_kernels_get(void);
 
-/* Fills k with the reference kernels of the traits table. */
+/* Fills k with the reference kernels of the traits table (and no tiles). */
 void el_kernels_reference(el_kernels *k);
 
-/* Replaces entries of k with AVX2 kernels and returns true if they were built in and this CPU
- * has AVX2, FMA and F16C; otherwise leaves k alone and returns false. */
-bool el_kernels_avx2(el_kernels *k);
+/* Each of these replaces entries of k with its kernels and returns true if they were built in
+ * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
+ * are preferred (the dispatcher applies them in order). */
+bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
+bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
+bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
+bool el_kernels_neon_dotprod(el_kernels *k); /* + the dot product instructions (SDOT) */
 
 #endif

@@ -5,7 +5,10 @@
  * that was descheduled (cores are shared) delays only its own chunk. Within a chunk, tiles of
  * TILE_OUT weight rows are dotted with a block of ROW_BLOCK activation rows, so a tile is read
  * from memory once per block of activations and stays in cache while the block streams past.
- * Each output is one vec_dot, so results do not depend on the number of threads. */
+ * Where the ISA has a tile kernel for the type (dispatch.h), full tiles of EL_TILE weight rows x
+ * EL_TILE activation rows are computed by it, the edges by vec_dot. Which outputs are computed
+ * which way depends only on the shapes (chunks start at multiples of TILE_OUT), so results do
+ * not depend on the number of threads. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -13,7 +16,7 @@
 #include "kernels/dispatch.h"
 
 enum {
-    TILE_OUT = 4,         /* weight rows per tile */
+    TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
     CHUNKS_PER_THREAD = 4 /* enough to even out uneven progress, few enough to be cheap */
 };
@@ -32,6 +35,7 @@ size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows) {
 typedef struct matmul_job {
     const el_weight *w;
     el_vec_dot_fn vec_dot;
+    el_tile_fn tile;      /* NULL: vec_dot only */
     el_from_float_fn quantize;
     const float *x;
     int64_t ldx;
@@ -58,7 +62,14 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
         int64_t r1 = r0 + ROW_BLOCK < j->n_rows ? r0 + ROW_BLOCK : j->n_rows;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
             int64_t o1 = o0 + TILE_OUT < o_hi ? o0 + TILE_OUT : o_hi;
-            for (int64_t r = r0; r < r1; r++) {
+            const char *wo = (const char *)w->data + o0 * w->row_bytes;
+            int64_t r = r0;
+            if (j->tile != NULL && o1 - o0 == EL_TILE) {
+                for (; r + EL_TILE <= r1; r += EL_TILE)
+                    j->tile(w->k_in, j->y + r * j->ldy + o0, j->ldy, wo, w->row_bytes,
+                            j->act + r * j->act_stride, j->act_stride);
+            }
+            for (; r < r1; r++) {
                 const char *a = j->act + r * j->act_stride;
                 float *yr = j->y + r * j->ldy;
                 for (int64_t o = o0; o < o1; o++)
@@ -92,8 +103,9 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     const el_type_traits *t = el_type_get(w->type);
     el_type vt = t->vec_dot_type;
     int nth = tp ? el_threadpool_size(tp) : 1;
-    matmul_job j = {.w = w, .vec_dot = el_kernels_get()->vec_dot[w->type], .x = x, .ldx = ldx,
-                    .n_rows = n_rows, .y = y, .ldy = ldy};
+    const el_kernels *k = el_kernels_get();
+    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type], .x = x,
+                    .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
     j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
     if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
@@ -102,7 +114,7 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
         j.act = (const char *)x;
         j.act_stride = (size_t)ldx * sizeof(float);
     } else {
-        j.quantize = el_type_get(vt)->from_float;
+        j.quantize = k->quantize[vt];
         j.act = scratch;
         j.act_stride = el_row_size(vt, w->k_in);
         /* one row (a decode step) is quicker to quantize than to hand out */

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "kernels/blocks.h"
+#include "kernels/edge.h"
 
 static const el_type_traits type_traits[EL_TYPE_COUNT] = {
     [EL_TYPE_F32] = {.name = "f32", .block_size = 1, .type_size = sizeof(float),
@@ -32,6 +33,27 @@ static const el_type_traits type_traits[EL_TYPE_COUNT] = {
     [EL_TYPE_Q8_K] = {.name = "q8_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q8_k),
                       .to_float = el_q8_k_to_float, .from_float = el_q8_k_from_float,
                       .vec_dot = NULL, .vec_dot_type = EL_TYPE_Q8_K},
+    /* edgelora's integer types, see docs/formats.md and edge.h */
+    [EL_TYPE_A8] = {.name = "a8", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
+                    .row_header = sizeof(el_a8_header), .to_float = el_a8_to_float,
+                    .from_float = el_a8_from_float, .vec_dot = NULL, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W8] = {.name = "w8", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
+                    .row_header = sizeof(float), .to_float = el_w8_to_float,
+                    .from_float = el_w8_from_float, .vec_dot = el_vec_dot_w8_ref,
+                    .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4] = {.name = "w4", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE / 2,
+                    .row_header = sizeof(float), .to_float = el_w4_to_float,
+                    .from_float = el_w4_from_float, .vec_dot = el_vec_dot_w4_ref,
+                    .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4G32] = {.name = "w4g32", .block_size = 32, .type_size = 2 + 32 / 2,
+                       .to_float = el_w4g_to_float_32, .from_float = el_w4g_from_float_32,
+                       .vec_dot = el_vec_dot_w4g_ref_32, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4G64] = {.name = "w4g64", .block_size = 64, .type_size = 2 + 64 / 2,
+                       .to_float = el_w4g_to_float_64, .from_float = el_w4g_from_float_64,
+                       .vec_dot = el_vec_dot_w4g_ref_64, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4G128] = {.name = "w4g128", .block_size = 128, .type_size = 2 + 128 / 2,
+                        .to_float = el_w4g_to_float_128, .from_float = el_w4g_from_float_128,
+                        .vec_dot = el_vec_dot_w4g_ref_128, .vec_dot_type = EL_TYPE_A8},
 };
 
 const el_type_traits *el_type_get(uint32_t type) {
@@ -42,7 +64,7 @@ const el_type_traits *el_type_get(uint32_t type) {
 size_t el_row_size(el_type type, int64_t n) {
     const el_type_traits *t = el_type_get((uint32_t)type);
     if (t == NULL || n < 0) return 0;
-    return (size_t)(n / t->block_size) * t->type_size;
+    return t->row_header + (size_t)(n / t->block_size) * t->type_size;
 }
 
 bool el_type_from_name(const char *name, el_type *out) {

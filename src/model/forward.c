@@ -173,9 +173,19 @@ static void linear(el_forward *f, int il, el_linear which, const float *x, int64
 
 /* ------------------------------------------------------------- attention */
 
-/* For each row, the cells it attends to: visible to its sequence, position not after its own,
- * and in a tree batch, among this batch's cells only its ancestors and itself. Computed once per
- * forward; every layer and head uses it. */
+/* Orders cells by position (then index), so that attention sums in the same order wherever the
+ * cache happened to put a sequence's cells: a batch then gives bit-identical results to a run
+ * alone, even after freed cells are reused. */
+static int cmp_cell_pos(const void *a, const void *b, void *kv_cache) {
+    const el_kv_cache *kv = kv_cache;
+    int32_t ca = *(const int32_t *)a, cb = *(const int32_t *)b;
+    if (kv->pos[ca] != kv->pos[cb]) return kv->pos[ca] < kv->pos[cb] ? -1 : 1;
+    return (ca > cb) - (ca < cb);
+}
+
+/* For each row, the cells it attends to in position order: visible to its sequence, position not
+ * after its own, and in a tree batch, among this batch's cells only its ancestors and itself.
+ * Computed once per forward; every layer and head uses it. */
 static void build_visibility(el_forward *f, const el_rows *rows) {
     const el_kv_cache *kv = f->kv;
     size_t nb = (size_t)f->n_batch;
@@ -202,6 +212,9 @@ static void build_visibility(el_forward *f, const el_rows *rows) {
             vis[n++] = c;
         }
         f->n_vis[r] = n;
+        bool ordered = true;
+        for (int32_t i = 1; i < n && ordered; i++) ordered = kv->pos[vis[i - 1]] < kv->pos[vis[i]];
+        if (!ordered) qsort_r(vis, (size_t)n, sizeof *vis, cmp_cell_pos, (void *)kv);
     }
 }
 

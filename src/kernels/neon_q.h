@@ -1,0 +1,467 @@
+/* neon_q.h - the quantized NEON kernels, written once against an 8-bit dot product step
+ *
+ *   static inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b);
+ *
+ * (acc plus the 16 products a[i]*b[i], spread over its 4 lanes in any way) that the including
+ * file defines before including this: neon.c with widening multiplies (every aarch64 CPU),
+ * neon_dot.c with SDOT (built with +dotprod, used only where the CPU has it). Only the sum of
+ * the lanes is ever used, so both give the same integer results.
+ * Included only from those two files, inside their aarch64 guard. */
+#ifndef EL_KERNELS_NEON_Q_H
+#define EL_KERNELS_NEON_Q_H
+
+#include <arm_neon.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
+#include "kernels/edge.h"
+
+static inline float fp16_scalar(uint16_t h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+
+/* Four fp16 scales as a float vector. */
+static inline float32x4_t fp16x4(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t h3) {
+    const uint16_t h[4] = {h0, h1, h2, h3};
+    return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+/* The 32 quants of a Q4_0 block as signed bytes: low nibbles (elements 0-15), then high. */
+static inline void q4_0_unpack(const el_block_q4_0 *b, int8x16_t *lo, int8x16_t *hi) {
+    const uint8x16_t q = vld1q_u8(b->qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+/* Integer dots of one block pair (q8_0 or q4_0 weights against q8_0) as 4 int32 lanes. */
+static inline int32x4_t q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {
+    int32x4_t p = dot_s8(vdupq_n_s32(0), vld1q_s8(a->qs), vld1q_s8(b->qs));
+    return dot_s8(p, vld1q_s8(a->qs + 16), vld1q_s8(b->qs + 16));
+}
+
+static inline int32x4_t q4_0_dot(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+    int8x16_t lo, hi;
+    q4_0_unpack(a, &lo, &hi);
+    return dot_s8(dot_s8(vdupq_n_s32(0), lo, vld1q_s8(b->qs)), hi, vld1q_s8(b->qs + 16));
+}
+
+/* Two accumulators, so consecutive blocks' multiply-adds do not wait on each other. */
+static void vec_dot_q8_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q8_0 *a = x, *b = y;
+    int64_t nb = n / EL_QK8_0, i = 0;
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    for (; i + 2 <= nb; i += 2) {
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q8_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(q8_0_dot(a + i + 1, b + i + 1)),
+                           fp16_scalar(a[i + 1].d) * fp16_scalar(b[i + 1].d));
+    }
+    if (i < nb)
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q8_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
+static void vec_dot_q4_0(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_0 *a = x;
+    const el_block_q8_0 *b = y;
+    int64_t nb = n / EL_QK4_0, i = 0;
+    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+    for (; i + 2 <= nb; i += 2) {
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q4_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+        acc1 = vfmaq_n_f32(acc1, vcvtq_f32_s32(q4_0_dot(a + i + 1, b + i + 1)),
+                           fp16_scalar(a[i + 1].d) * fp16_scalar(b[i + 1].d));
+    }
+    if (i < nb)
+        acc0 = vfmaq_n_f32(acc0, vcvtq_f32_s32(q4_0_dot(a + i, b + i)),
+                           fp16_scalar(a[i].d) * fp16_scalar(b[i].d));
+    *s = vaddvq_f32(vaddq_f32(acc0, acc1));
+}
+
+static void vec_dot_q4_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q4_k *a = x;
+    const el_block_q8_k *b = y;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        uint32_t w[4]; /* all scales and mins at once */
+        el_q4_k_scales_mins(a[i].scales, w);
+        /* mins: sum_s m[s] * (bsums[2s] + bsums[2s+1]), the pair sums by one pairwise add */
+        const uint8_t m_bytes[8] = {(uint8_t)w[2], (uint8_t)(w[2] >> 8), (uint8_t)(w[2] >> 16),
+                                    (uint8_t)(w[2] >> 24), (uint8_t)w[3], (uint8_t)(w[3] >> 8),
+                                    (uint8_t)(w[3] >> 16), (uint8_t)(w[3] >> 24)};
+        int16x8_t m16 = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(m_bytes)));
+        int16x8_t pairs = vpaddq_s16(vld1q_s16(b[i].bsums), vld1q_s16(b[i].bsums + 8));
+        int32_t acc_m = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(m16), vget_low_s16(pairs)),
+                                                  m16, pairs));
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
+            int sc0 = (int)((w[c / 2] >> (16 * (c % 2))) & 0xFF);
+            int sc1 = (int)((w[c / 2] >> (16 * (c % 2) + 8)) & 0xFF);
+            const uint8x16_t q0 = vld1q_u8(a[i].qs + 32 * c), q1 = vld1q_u8(a[i].qs + 32 * c + 16);
+            const int8_t *q8 = b[i].qs + 64 * c;
+            int32x4_t p0 = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vandq_u8(q0, low4)),
+                                  vld1q_s8(q8));
+            p0 = dot_s8(p0, vreinterpretq_s8_u8(vandq_u8(q1, low4)), vld1q_s8(q8 + 16));
+            int32x4_t p1 = dot_s8(vdupq_n_s32(0), vreinterpretq_s8_u8(vshrq_n_u8(q0, 4)),
+                                  vld1q_s8(q8 + 32));
+            p1 = dot_s8(p1, vreinterpretq_s8_u8(vshrq_n_u8(q1, 4)), vld1q_s8(q8 + 48));
+            acc = vmlaq_n_s32(vmlaq_n_s32(acc, p0, sc0), p1, sc1);
+        }
+        float d = fp16_scalar(a[i].d) * b[i].d, dmin = fp16_scalar(a[i].dmin) * b[i].d;
+        sum += d * (float)vaddvq_s32(acc) - dmin * (float)acc_m;
+    }
+    *s = sum;
+}
+
+/* The 6-bit quants are rebuilt as q - 32 in -32..31, so the products are plain signed ones. */
+static void vec_dot_q6_k(int64_t n, float *s, const void *x, const void *y) {
+    const el_block_q6_k *a = x;
+    const el_block_q8_k *b = y;
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(3);
+    const int8x16_t off = vdupq_n_s8(32);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        int32x4_t acc = vdupq_n_s32(0);
+        for (int h = 0; h < 2; h++) { /* halves of 128, see el_block_q6_k */
+            const uint8_t *ql = a[i].ql + 64 * h, *qh = a[i].qh + 32 * h;
+            const int8_t *sc = a[i].scales + 8 * h, *q8 = b[i].qs + 128 * h;
+            for (int quarter = 0; quarter < 4; quarter++) {
+                const uint8_t *lo = ql + 32 * (quarter & 1);
+                for (int g = 0; g < 2; g++) { /* sub-blocks of 16 */
+                    uint8x16_t l = vld1q_u8(lo + 16 * g);
+                    l = quarter >> 1 ? vshrq_n_u8(l, 4) : vandq_u8(l, low4);
+                    uint8x16_t hb = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * g),
+                                                      vdupq_n_s8((int8_t)(-2 * quarter))), low2);
+                    int8x16_t q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l, vshlq_n_u8(hb, 4))), off);
+                    int32x4_t p = dot_s8(vdupq_n_s32(0), q, vld1q_s8(q8 + 32 * quarter + 16 * g));
+                    acc = vmlaq_n_s32(acc, p, sc[2 * quarter + g]);
+                }
+            }
+        }
+        sum += fp16_scalar(a[i].d) * b[i].d * (float)vaddvq_s32(acc);
+    }
+    *s = sum;
+}
+
+/* Sums of four int32x4 vectors' lanes as one vector [sum p0, sum p1, sum p2, sum p3]. */
+static inline int32x4_t fold4(int32x4_t p0, int32x4_t p1, int32x4_t p2, int32x4_t p3) {
+    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
+}
+
+/* The EL_TILE x EL_TILE tile of 32-element blocks with signed byte quants (q8_0 or q4_0
+ * weights against q8_0 activations). Per block, the four weight rows' quants are unpacked once;
+ * for each activation row the four integer dots are reduced to one vector [dot_0 .. dot_3] by
+ * pairwise adds, scaled by [d_w0 .. d_w3] * d_a and accumulated: acc[r] holds y[r][0..3].
+ * The loops over the tile are unrolled so that its arrays live in registers (-O2 would not). */
+static inline __attribute__((always_inline)) void tile_b32(int64_t n, float *y, int64_t ldy,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, size_t a_stride,
+                                                           bool q4) {
+    float32x4_t acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = vdupq_n_f32(0.0f);
+    const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
+    const char *wp = w;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, wp += w_block) {
+        int8x16_t wl[EL_TILE], wh[EL_TILE];
+        uint16_t wd[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const char *blk = wp + (size_t)o * w_stride;
+            if (q4) {
+                q4_0_unpack((const el_block_q4_0 *)blk, &wl[o], &wh[o]);
+                wd[o] = ((const el_block_q4_0 *)blk)->d;
+            } else {
+                const el_block_q8_0 *b8 = (const el_block_q8_0 *)blk;
+                wl[o] = vld1q_s8(b8->qs);
+                wh[o] = vld1q_s8(b8->qs + 16);
+                wd[o] = b8->d;
+            }
+        }
+        const float32x4_t dw = fp16x4(wd[0], wd[1], wd[2], wd[3]);
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_0 *ab = (const el_block_q8_0 *)((const char *)a + r * a_stride) + i;
+            const int8x16_t yl = vld1q_s8(ab->qs), yh = vld1q_s8(ab->qs + 16);
+            int32x4_t p[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                p[o] = dot_s8(dot_s8(vdupq_n_s32(0), wl[o], yl), wh[o], yh);
+            int32x4_t dots = fold4(p[0], p[1], p[2], p[3]);
+            acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(dots), vmulq_n_f32(dw, fp16_scalar(ab->d)));
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
+}
+
+static void tile_q8_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    tile_b32(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
+/* The 4x4 tile of Q4_K weights against Q8_K activations: per block, the four weight rows'
+ * nibbles are unpacked once into bytes (and their scales, mins and fp16 factors read once);
+ * then for each activation row the 4 x 8 sub-block dots reuse them, and the mins' term is a
+ * widening multiply of the mins with the pairwise sums of the bsums. */
+static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    float32x4_t acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        int8x16_t nib[EL_TILE][16]; /* [o][2 * sub-block + half]: 16 nibbles as bytes */
+        int32_t sc[EL_TILE][8];
+        int16x8_t m16[EL_TILE];
+        float dw[EL_TILE], dminw[EL_TILE];
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q4_k *b = (const el_block_q4_k *)((const char *)w + o * w_stride) + i;
+            uint32_t words[4];
+            el_q4_k_scales_mins(b->scales, words);
+            uint8_t mb[8];
+            for (int sb = 0; sb < 8; sb++) {
+                sc[o][sb] = (int32_t)((words[sb / 4] >> (8 * (sb % 4))) & 0xFF);
+                mb[sb] = (uint8_t)(words[2 + sb / 4] >> (8 * (sb % 4)));
+            }
+            m16[o] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(mb)));
+            for (int c = 0; c < 4; c++) {
+                for (int k = 0; k < 2; k++) {
+                    uint8x16_t q = vld1q_u8(b->qs + 32 * c + 16 * k);
+                    nib[o][4 * c + k] = vreinterpretq_s8_u8(vandq_u8(q, low4));
+                    nib[o][4 * c + 2 + k] = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+                }
+            }
+            dw[o] = fp16_scalar(b->d);
+            dminw[o] = fp16_scalar(b->dmin);
+        }
+        const float32x4_t dwv = {dw[0], dw[1], dw[2], dw[3]};
+        const float32x4_t dminv = {dminw[0], dminw[1], dminw[2], dminw[3]};
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            int32x4_t sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = vdupq_n_s32(0);
+            #pragma GCC unroll 8
+            for (int sb = 0; sb < 8; sb++) {
+                const int8x16_t y0 = vld1q_s8(ab->qs + 32 * sb), y1 = vld1q_s8(ab->qs + 32 * sb + 16);
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++) {
+                    int32x4_t p = dot_s8(dot_s8(vdupq_n_s32(0), nib[o][2 * sb], y0), nib[o][2 * sb + 1], y1);
+                    sum[o] = vmlaq_n_s32(sum[o], p, sc[o][sb]);
+                }
+            }
+            int16x8_t pairs = vpaddq_s16(vld1q_s16(ab->bsums), vld1q_s16(ab->bsums + 8));
+            int32x4_t mo[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                mo[o] = vmlal_high_s16(vmull_s16(vget_low_s16(m16[o]), vget_low_s16(pairs)), m16[o], pairs);
+            const float32x4_t dots = vcvtq_f32_s32(fold4(sum[0], sum[1], sum[2], sum[3]));
+            const float32x4_t mins = vcvtq_f32_s32(fold4(mo[0], mo[1], mo[2], mo[3]));
+            acc[r] = vfmaq_f32(acc[r], dots, vmulq_n_f32(dwv, ab->d));
+            acc[r] = vfmsq_f32(acc[r], mins, vmulq_n_f32(dminv, ab->d));
+        }
+    }
+    for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
+}
+
+/* The 4x4 tile of Q6_K weights against Q8_K activations: per block, the four weight rows'
+ * quants are rebuilt once as q - 32 (signed bytes, sub-blocks of 16 in element order); then for
+ * each activation row the 4 x 16 sub-block dots reuse them. */
+static void tile_q6_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride) {
+    const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(3);
+    const int8x16_t off = vdupq_n_s8(32);
+    float32x4_t acc[EL_TILE];
+    #pragma GCC unroll 4
+    for (int r = 0; r < EL_TILE; r++) acc[r] = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n / EL_QK_K; i++) {
+        int8x16_t q6[EL_TILE][16]; /* [o][sub-block of 16] */
+        int32_t sc[EL_TILE][16];
+        float dw[EL_TILE];
+        for (int o = 0; o < EL_TILE; o++) {
+            const el_block_q6_k *b = (const el_block_q6_k *)((const char *)w + o * w_stride) + i;
+            for (int h = 0; h < 2; h++) { /* halves of 128, see el_block_q6_k */
+                const uint8_t *ql = b->ql + 64 * h, *qh = b->qh + 32 * h;
+                for (int quarter = 0; quarter < 4; quarter++) {
+                    for (int g = 0; g < 2; g++) {
+                        uint8x16_t l = vld1q_u8(ql + 32 * (quarter & 1) + 16 * g);
+                        l = quarter >> 1 ? vshrq_n_u8(l, 4) : vandq_u8(l, low4);
+                        uint8x16_t hb = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * g),
+                                                          vdupq_n_s8((int8_t)(-2 * quarter))), low2);
+                        q6[o][8 * h + 2 * quarter + g] =
+                            vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(l, vshlq_n_u8(hb, 4))), off);
+                    }
+                }
+            }
+            for (int s16 = 0; s16 < 16; s16++) sc[o][s16] = b->scales[s16];
+            dw[o] = fp16_scalar(b->d);
+        }
+        const float32x4_t dwv = {dw[0], dw[1], dw[2], dw[3]};
+        for (int r = 0; r < EL_TILE; r++) {
+            const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
+            int32x4_t sum[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[o] = vdupq_n_s32(0);
+            #pragma GCC unroll 16
+            for (int s16 = 0; s16 < 16; s16++) {
+                const int8x16_t yq = vld1q_s8(ab->qs + 16 * s16);
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    sum[o] = vmlaq_n_s32(sum[o], dot_s8(vdupq_n_s32(0), q6[o][s16], yq), sc[o][s16]);
+            }
+            acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(fold4(sum[0], sum[1], sum[2], sum[3])),
+                               vmulq_n_f32(dwv, ab->d));
+        }
+    }
+    for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
+}
+
+/* ---- edgelora's integer types (edge.h): sums stay in int32 lanes over a row or group */
+
+static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float), *a = (const int8_t *)y + sizeof(el_a8_header);
+    int32x4_t acc0 = vdupq_n_s32(0), acc1 = vdupq_n_s32(0);
+    for (int64_t i = 0; i < n; i += 32) {
+        acc0 = dot_s8(acc0, vld1q_s8(q + i), vld1q_s8(a + i));
+        acc1 = dot_s8(acc1, vld1q_s8(q + i + 16), vld1q_s8(a + i + 16));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
+}
+
+/* The 32 values (nibble - 8) of an int4 chunk as signed bytes, in element order. */
+static inline void chunk_s4(const uint8_t *qs, int8x16_t *lo, int8x16_t *hi) {
+    const uint8x16_t q = vld1q_u8(qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    *lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F))), eight);
+    *hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(q, 4)), eight);
+}
+
+static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
+    const uint8_t *qs = (const uint8_t *)x + sizeof(float);
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    int32x4_t acc0 = vdupq_n_s32(0), acc1 = vdupq_n_s32(0);
+    for (int64_t i = 0; i < n; i += 32) {
+        int8x16_t lo, hi;
+        chunk_s4(qs + i / 2, &lo, &hi);
+        acc0 = dot_s8(acc0, lo, vld1q_s8(a + i));
+        acc1 = dot_s8(acc1, hi, vld1q_s8(a + i + 16));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
+}
+
+static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
+                                                              const void *y, int g) {
+    const uint8_t *b = x;
+    const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
+    float32x4_t acc = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
+        int32x4_t gi = vdupq_n_s32(0);
+        for (int c = 0; c < g / 32; c++) {
+            int8x16_t lo, hi;
+            chunk_s4(b + 2 + 16 * c, &lo, &hi);
+            gi = dot_s8(dot_s8(gi, lo, vld1q_s8(a + i + 32 * c)), hi, vld1q_s8(a + i + 32 * c + 16));
+        }
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(gi), fp16_scalar(d));
+    }
+    el_a8_header h;
+    memcpy(&h, y, sizeof h);
+    *s = vaddvq_f32(acc) * h.d;
+}
+
+static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 32);
+}
+static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 64);
+}
+static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_w4g(n, s, x, y, 128);
+}
+
+/* The 4x4 tile of W8 or W4 rows against A8 rows: 16 int32 accumulators over the whole row
+ * (registers enough on aarch64), one float multiply per output at the end. */
+static inline __attribute__((always_inline)) void tile_wrow(int64_t n, float *y, int64_t ldy,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, size_t a_stride,
+                                                            bool w4) {
+    int32x4_t acc[EL_TILE][EL_TILE]; /* [o][r] */
+    #pragma GCC unroll 4
+    for (int o = 0; o < EL_TILE; o++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) acc[o][r] = vdupq_n_s32(0);
+    }
+    const char *wq = (const char *)w + sizeof(float);
+    const int8_t *aq = (const int8_t *)a + sizeof(el_a8_header);
+    for (int64_t i = 0; i < n; i += 32) {
+        int8x16_t lo[EL_TILE], hi[EL_TILE];
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++) {
+            const char *q = wq + o * w_stride;
+            if (w4) {
+                chunk_s4((const uint8_t *)q + i / 2, &lo[o], &hi[o]);
+            } else {
+                lo[o] = vld1q_s8((const int8_t *)q + i);
+                hi[o] = vld1q_s8((const int8_t *)q + i + 16);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++) {
+            const int8x16_t y0 = vld1q_s8(aq + r * a_stride + i), y1 = vld1q_s8(aq + r * a_stride + i + 16);
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) acc[o][r] = dot_s8(dot_s8(acc[o][r], lo[o], y0), hi[o], y1);
+        }
+    }
+    for (int r = 0; r < EL_TILE; r++) {
+        el_a8_header h;
+        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
+        for (int o = 0; o < EL_TILE; o++)
+            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
+                             (float)vaddvq_s32(acc[o][r]);
+    }
+}
+
+static void tile_w8(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, false);
+}
+
+static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                    const void *a, size_t a_stride) {
+    tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
+}
+
+static void neon_set_quantized(el_kernels *k) {
+    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
+    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
+    k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
+    k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
+    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
+    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
+    k->tile[EL_TYPE_Q4_K] = tile_q4_k;
+    k->tile[EL_TYPE_Q6_K] = tile_q6_k;
+    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
+    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
+    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
+    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
+    k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W4] = tile_w4;
+}
+
+#endif
