@@ -45,7 +45,8 @@ static const char help[] =
     "                         the model's training context for n_predict -1)\n"
     "  -b, --batch-size N     most rows per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  -s, --seed S           seed of requests that give none (default: from the clock)\n";
+    "  -s, --seed S           a request that gives no seed gets S + its line number\n"
+    "                         (default S: from the clock)\n";
 
 typedef struct batch_opts {
     cli_model_opts mo;
@@ -113,18 +114,18 @@ static void requests_free(request_list *l) {
 }
 
 /* One request per non-blank line of text. */
-static int requests_parse(const batch_opts *o, char *text, size_t len, cli_lora_dir *dir,
+static int requests_parse(const batch_opts *o, const char *text, size_t len, cli_lora_dir *dir,
                           request_list *out) {
     size_t cap = 0;
     int line = 0;
     el_sampler_params sp = el_sampler_default_params();
     for (size_t at = 0; at < len;) {
-        char *nl = memchr(text + at, '\n', len - at);
+        const char *nl = memchr(text + at, '\n', len - at);
         size_t end = nl ? (size_t)(nl - text) : len, n = end - at;
         line++;
         if (n && text[at + n - 1] == '\r') n--;
         size_t blank = 0;
-        while (blank < n && strchr(" \t", text[at + blank])) blank++;
+        while (blank < n && (text[at + blank] == ' ' || text[at + blank] == '\t')) blank++;
         if (blank < n) {
             if (out->n == cap) {
                 cap = cap ? 2 * cap : 64;

@@ -24,6 +24,7 @@
 #include "edgelora.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "kernels/lora.h"
 #include "kernels/types.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -755,6 +756,20 @@ static int test_errors(void) {
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_UNSUPPORTED, "has type q4_0"));
     gguf_writer_free(w);
+    /* an f16 B holding an infinity */
+    w = gguf_writer_create();
+    gguf_writer_set_str(w, "general.architecture", "llama");
+    gguf_writer_set_str(w, "general.type", "adapter");
+    gguf_writer_set_str(w, "adapter.type", "lora");
+    uint16_t h[64 * 4] = {0};
+    h[77] = 0x7c00;
+    int64_t ne_ha[2] = {64, 4}, ne_hb[2] = {4, 64};
+    gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_a", EL_TYPE_F16, 2, ne_ha, h, 64 * 4 * 2);
+    gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_b", EL_TYPE_F16, 2, ne_hb, h, 64 * 4 * 2);
+    p = tmp("err_inf.gguf");
+    CHECK(gguf_writer_write(w, p) == EL_OK);
+    CHECK(expect_refused(m, p, EL_ERR_FORMAT, "'blk.0.attn_q.weight.lora_b' holds an infinity"));
+    gguf_writer_free(w);
     /* PEFT: a rank that disagrees with r, DoRA, a missing folder */
     char dir[512];
     snprintf(dir, sizeof dir, "%s/peft_bad_r", test_tmp_dir());
@@ -884,7 +899,50 @@ static int test_threads(void) {
     return TEST_PASS;
 }
 
+/* el_lora_packed against el_fp16_to_fp32 / el_bf16_to_fp32 on every finite half (normal,
+ * subnormal, zeros) and every bf16: rank 1 with t = 0.75 makes each output one product. Then a
+ * rank-3 f32 case against a plain double sum. */
+static int test_packed_kernel(void) {
+    enum { N = 65536 };
+    uint16_t *h = malloc(N * 2);
+    float *y = malloc(N * 4), *ref = malloc(N * 4);
+    CHECK(h && y && ref);
+    for (int t = 0; t < 2; t++) {
+        int n = 0;
+        for (uint32_t v = 0; v < N; v++)
+            if (t == 1 || (v & 0x7c00u) != 0x7c00u) h[n++] = (uint16_t)v;
+        n -= n % EL_LORA_PACK;
+        float tk = 0.75f;
+        for (int i = 0; i < n; i++) {
+            y[i] = (float)(i % 7) - 3.0f;
+            ref[i] = y[i] + 0.75f * (t ? el_bf16_to_fp32(h[i]) : el_fp16_to_fp32(h[i]));
+        }
+        el_lora_packed(t ? EL_TYPE_BF16 : EL_TYPE_F16, 1, n / EL_LORA_PACK, &tk, h, y);
+        for (int i = 0; i < n; i++)
+            if (!(y[i] == ref[i] || (isnan(y[i]) && isnan(ref[i])))) {
+                test_note("%s 0x%04x: %g, expected %g", t ? "bf16" : "f16", h[i], y[i], ref[i]);
+                return TEST_FAIL;
+            }
+    }
+    test_rng rng = {5};
+    float p[2 * 3 * 32], tv[3] = {0.5f, -2.0f, 1.25f}, yy[64] = {0};
+    for (int i = 0; i < 2 * 3 * 32; i++)
+        p[i] = test_rand_uniform(&rng, -1, 1);
+    el_lora_packed(EL_TYPE_F32, 3, 2, tv, p, yy);
+    for (int o = 0; o < 64; o++) {
+        double r = 0;
+        for (int k = 0; k < 3; k++)
+            r += tv[k] * p[((o / 32) * 3 + k) * 32 + o % 32];
+        CHECK(fabs(yy[o] - r) < 1e-6);
+    }
+    free(h);
+    free(y);
+    free(ref);
+    return TEST_PASS;
+}
+
 int main(void) {
+    run_test("packed_kernel", test_packed_kernel);
     run_test("gguf_runtime_equals_merged", test_gguf_runtime_equals_merged);
     run_test("gguf_q8_0", test_gguf_q8_0);
     run_test("two_adapters_add_up", test_two_adapters_add_up);

@@ -22,11 +22,22 @@
 #include "edgelora.h"
 #include "kernels/matmul.h"
 
+enum { EL_LORA_PACK = 32 }; /* outputs per block of a packed B */
+
 typedef struct el_lora_pair {
     el_weight a;  /* n_in -> rank (a.n_out == rank; 0: the slot is empty) */
-    el_weight b;  /* rank -> n_out */
+    el_weight b;  /* rank -> n_out (b.n_in == rank, b.n_out == n_out): n_out rows of rank, or
+                   * with b_packed, in blocks of 32 outputs: P[o/32][k][o%32] = B[o][k] */
+    bool b_packed; /* f32/f16/bf16 B with n_out % 32 == 0 is stored packed (the same values), so
+                    * that y += B t reads it once in order, many outputs per vector, instead of
+                    * n_out dot products of length rank */
     float scale;  /* the adapter's own factor: alpha / rank, alpha / sqrt(rank) (rsLoRA), or 1 */
 } el_lora_pair;
+
+/* y[32b + j] += sum_k t[k] P[b][k][j] for b < n_blocks, j < 32: packed B of type f32, f16 (finite
+ * values only) or bf16. */
+void el_lora_packed(el_type type, int64_t rank, int64_t n_blocks, const float *t, const void *p,
+                    float *y);
 
 /* One adapter bound with a scale: its table of pairs (indexed by slot) and summary. */
 typedef struct el_lora_term {

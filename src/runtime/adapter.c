@@ -65,16 +65,45 @@ static el_status check_src(const el_adapter *ad, const el_adapter_src *s, int il
 
 static size_t align_up(size_t n) { return (n + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN; }
 
-/* Copies B's rows from Hugging Face's order of each head (first halves of the rotated pairs,
- * then second halves) to the interleaved order of a llama GGUF, as its converter permutes the
- * base's Q and K: GGUF row h*hd + 2j + t is HF row h*hd + t*hd/2 + j. */
-static void copy_permuted(uint8_t *dst, const uint8_t *src, int64_t rows, size_t row_bytes,
-                          int32_t n_head) {
-    int64_t hd = rows / n_head;
-    for (int64_t d = 0; d < rows; d++) {
-        int64_t h = d / hd, j = (d % hd) / 2, t = d % 2;
-        memcpy(dst + d * row_bytes, src + (h * hd + t * (hd / 2) + j) * row_bytes, row_bytes);
+/* The source row of B for GGUF row d: the identity, or for a PEFT q/k B the permutation that
+ * takes Hugging Face's order of each head (first halves of the rotated pairs, then second
+ * halves) to the interleaved order of a llama GGUF, as its converter permutes the base's Q and K:
+ * GGUF row h*hd + 2j + t is HF row h*hd + t*hd/2 + j. */
+static int64_t b_source_row(int64_t d, int64_t rows, int32_t n_head) {
+    if (n_head <= 0) return d;
+    int64_t hd = rows / n_head, h = d / hd, j = (d % hd) / 2, t = d % 2;
+    return h * hd + t * (hd / 2) + j;
+}
+
+/* B (rows of rank) into dst: as rows (q8_0, or n_out not a multiple of 32), or packed in blocks
+ * of 32 outputs for the float types (see el_lora_pair), which job B of kernels/lora.c reads. */
+static void copy_b(uint8_t *dst, const el_adapter_src *s, bool packed) {
+    const uint8_t *src = s->b_data;
+    size_t row_bytes = el_row_size(s->b_type, s->b_rank);
+    size_t esz = el_type_get(s->b_type)->type_size;
+    for (int64_t d = 0; d < s->b_out; d++) {
+        const uint8_t *row = src + b_source_row(d, s->b_out, s->permute_heads) * row_bytes;
+        if (!packed) {
+            memcpy(dst + d * row_bytes, row, row_bytes);
+            continue;
+        }
+        for (int64_t k = 0; k < s->b_rank; k++)
+            memcpy(dst + (((size_t)(d / EL_LORA_PACK) * s->b_rank + k) * EL_LORA_PACK +
+                          d % EL_LORA_PACK) * esz, row + k * esz,
+                   esz);
     }
+}
+
+/* f16 B must be finite: job B's branch-free conversion is exact only for finite halves. */
+static el_status check_finite_f16(const el_adapter_src *s, const char *path) {
+    const uint8_t *p = s->b_data;
+    for (uint64_t i = 0; i + 1 < s->b_bytes; i += 2) {
+        uint16_t h = (uint16_t)(p[i] | p[i + 1] << 8);
+        if ((h & 0x7c00u) == 0x7c00u)
+            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' holds an infinity or NaN", path,
+                            s->b_name);
+    }
+    return EL_OK;
 }
 
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path) {
@@ -87,6 +116,7 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
             const el_adapter_src *s = &src[el_adapter_slot(il, w)];
             if (!s->a_name) continue;
             if ((st = check_src(ad, s, il, w, path))) return st;
+            if (s->b_type == EL_TYPE_F16 && (st = check_finite_f16(s, path))) return st;
             total += align_up(s->a_bytes) + align_up(s->b_bytes);
             ad->n_targets++;
         }
@@ -104,11 +134,8 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
         memcpy(p, s->a_data, s->a_bytes);
         pair->a = el_weight_view(s->a_type, p, s->a_in, s->a_rank);
         p += align_up(s->a_bytes);
-        if (s->permute_heads > 0)
-            copy_permuted(p, s->b_data, s->b_out, el_row_size(s->b_type, s->b_rank),
-                          s->permute_heads);
-        else
-            memcpy(p, s->b_data, s->b_bytes);
+        pair->b_packed = s->b_type != EL_TYPE_Q8_0 && s->b_out % EL_LORA_PACK == 0;
+        copy_b(p, s, pair->b_packed);
         pair->b = el_weight_view(s->b_type, p, s->b_rank, s->b_out);
         p += align_up(s->b_bytes);
         pair->scale = s->scale;

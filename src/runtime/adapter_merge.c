@@ -27,11 +27,11 @@ static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
         return el_error(EL_ERR_NOMEM, "merge: out of memory");
     }
     to_float(&p->a, a);
-    to_float(&p->b, b);
+    to_float(&p->b, b); /* [n_out][rank], or packed: [n_out/32][rank][32] */
     for (int64_t o = 0; o < n_out; o++) {
         float *row = wf + o * n_in;
         for (int64_t k = 0; k < rank; k++) {
-            float c = s * b[o * rank + k];
+            float c = s * (p->b_packed ? b[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK + o % EL_LORA_PACK] : b[o * rank + k]);
             const float *ak = a + k * n_in;
             for (int64_t i = 0; i < n_in; i++)
                 row[i] += c * ak[i];

@@ -149,6 +149,16 @@ else
     skip batch_stress_equals_run "edgelora run has no --lora"
 fi
 
+# a request without a seed gets -s S plus its line number
+printf '%s\n' '{"id": 1, "prompt": "Once", "n_predict": 30, "temperature": 1}' '' \
+    '{"id": 2, "prompt": "Once", "n_predict": 30, "temperature": 1}' > "$TMP/seedless.jsonl"
+"$EL" batch -m "$B" -f "$TMP/seedless.jsonl" -s 100 -t 1 2>/dev/null > "$TMP/seedless.out"
+w1=$("$EL" run -m "$B" -p Once -n 30 --temp 1 -s 101 -t 1 2>/dev/null)
+w3=$("$EL" run -m "$B" -p Once -n 30 --temp 1 -s 103 -t 1 2>/dev/null)
+g1="Once$(sed -n 1p "$TMP/seedless.out" | jq -j .text)" g3="Once$(sed -n 2p "$TMP/seedless.out" | jq -j .text)"
+[ -n "$w1" ] && [ "$g1" = "$w1" ] && [ "$g3" = "$w3" ] && [ "$w1" != "$w3" ] && pass batch_default_seed ||
+    fail batch_default_seed "run -s 101: $w1" "batch line 1: $g1" "run -s 103: $w3" "batch line 3: $g3"
+
 # -o: the same lines in the file; on failure an existing file is left as it was, and nothing else
 expect_exit batch_output_no_dir 1 "$EL" batch -m "$B" --lora-dir "$TMP/loras" -f "$R" -o "$TMP/o/out.jsonl" -t 1
 mkdir -p "$TMP/o"
