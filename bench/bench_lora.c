@@ -8,7 +8,8 @@
  *   - single-stream decode tokens/s with no adapter and with one adapter;
  *   - decode of a batch of 8 sequences with no adapter and with 8 different adapters;
  *   - switching a sequence's adapter (el_context_bind), microseconds per switch;
- *   - each adapter's resident bytes against its tensors' bytes.
+ *   - each adapter's resident bytes against its tensors' bytes;
+ *   - the adapter terms of one decode row against the base matmuls of the same layers, alone.
  * Runs alternate (none, adapter, none, adapter, ...) and the best of each is kept, because the
  * machine is shared; --cpu-time divides by the process's CPU time instead of wall time (use it
  * with -t 1 when other processes compete for the cores). */
@@ -21,7 +22,11 @@
 #include "edgelora.h"
 #include "formats/gguf.h"
 #include "kernels/blocks.h"
+#include "core/threadpool.h"
+#include "kernels/lora.h"
 #include "kernels/types.h"
+#include "model/model.h"
+#include "runtime/adapter.h"
 
 typedef struct shape {
     int n_embd, n_ff, n_head, n_head_kv, n_layer, n_vocab;
@@ -199,6 +204,52 @@ static double decode_rate(el_model *m, int threads, int n_seq, el_adapter **ads,
     return rate;
 }
 
+/* The linear layers of one decode row alone, on one thread: every base matmul of the model
+ * against the adapter terms of one bound adapter on the same layers (best of reps; CPU time
+ * on one thread, wall time on several).
+ * A direct measure of what an adapter adds to the matmuls (attention, norms and the output layer
+ * come on top of the base). */
+static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads) {
+    el_threadpool *tp = NULL;
+    if (threads > 1) el_threadpool_create(threads, &tp);
+    const el_hparams *hp = &m->hp;
+    int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
+    float *x = calloc((size_t)width, sizeof *x), *y = calloc((size_t)width, sizeof *y);
+    void *scratch = malloc(el_row_size(EL_TYPE_Q8_0, width) + 64);
+    for (int64_t i = 0; i < width; i++)
+        x[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+    int32_t row = 0;
+    el_lora_term term = el_adapter_term(ad, 1.0f);
+    el_lora_group g = {.rows = &row, .n_rows = 1, .terms = &term, .n_terms = 1};
+    el_lora_rows lr = {.groups = &g, .n_groups = 1};
+    el_lora_scratch ls = {0};
+    el_lora_reserve(&ls, &lr, width);
+    double base = 1e9, lora = 1e9;
+    for (int r = 0; r < reps; r++) {
+        double t0 = threads > 1 ? now_s() : cpu_s();
+        for (int il = 0; il < hp->n_layer; il++)
+            for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+                el_matmul(tp, el_layer_weight(&m->layers[il], w), x, width, 1, y, width,
+                          scratch);
+        double t1 = threads > 1 ? now_s() : cpu_s();
+        for (int il = 0; il < hp->n_layer; il++)
+            for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+                el_lora_apply(tp, &lr, el_adapter_slot(il, w), x, width,
+                              el_layer_weight(&m->layers[il], w)->n_in, y, width, &ls);
+        double t2 = threads > 1 ? now_s() : cpu_s();
+        base = t1 - t0 < base ? t1 - t0 : base;
+        lora = t2 - t1 < lora ? t2 - t1 : lora;
+    }
+    printf("one decode row, %d threads, the %d linear layers alone (best of %d): base %.2f ms, "
+           "adapter terms %.3f ms (%.1f%% of the base matmuls)\n", threads, hp->n_layer * 7, reps,
+           base * 1e3, lora * 1e3, 100.0 * lora / base);
+    if (tp) el_threadpool_free(tp);
+    el_lora_scratch_free(&ls);
+    free(x);
+    free(y);
+    free(scratch);
+}
+
 int main(int argc, char **argv) {
     int threads = 2, steps = 16, rounds = 3;
     const char *dir = "/tmp";
@@ -236,6 +287,9 @@ int main(int argc, char **argv) {
         }
     printf("model: Q4_0, n_embd %d, n_ff %d, %d blocks, vocab %d; %d threads, %d steps\n",
            s.n_embd, s.n_ff, s.n_layer, s.n_vocab, threads, steps);
+
+    kernel_times(m, ads[0], 20, 1);
+    if (threads > 1) kernel_times(m, ads[0], 20, threads);
 
     double best[4] = {0};
     el_adapter *one[1] = {ads[0]};

@@ -397,9 +397,9 @@ static int test_gguf_runtime_equals_merged(void) {
     return TEST_PASS;
 }
 
-/* q8_0 A and B: both sides use the same stored (rounded) matrices, but the runtime dots q8_0-rounded
- * activations (x for A, A x for B) as every q8_0 matmul does, and the merge exact ones, so the
- * check is relative to how far the adapter moves the logits (measured: 2.8%). */
+/* q8_0 A and B: both sides use the same stored (rounded) matrices, but the runtime dots
+ * q8_0-rounded activations (x for A, A x for B) as every q8_0 matmul does, and the merge exact
+ * ones, so the check is relative to how far the adapter moves the logits (measured: 2.8%). */
 static int test_gguf_q8_0(void) {
     lora_spec s = {.rank = 32, .targets = 0x7f, .type = EL_TYPE_Q8_0, .alpha = 32, .seed = 7};
     const char *p = tmp("q8.gguf");

@@ -8,7 +8,8 @@
  *  5. job B: y[row][o] += sum_k t[task][row][k] B_ok, threads own disjoint ranges of o: over B
  *     packed in blocks of 32 outputs (f32/f16/bf16), or one dot product per o (q8_0).
  * Each element of y gets its terms in a fixed order whatever the split, so the result does not
- * depend on the number of threads (nor on whether small calls run on the caller alone). Nothing is allocated here: el_lora_reserve sized the scratch. */
+ * depend on the number of threads (nor on whether small calls run on the caller alone).
+ * Nothing is allocated here: el_lora_reserve sized the scratch. */
 #include "kernels/lora.h"
 
 #include <stdlib.h>
@@ -16,13 +17,6 @@
 
 #include "core/error.h"
 #include "kernels/dispatch.h"
-
-/* GCC builds an AVX2 clone of the loops of job B beside the portable one and picks one at load. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define AXPY_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define AXPY_CLONES
-#endif
 
 /* A finite half as a float without branches, so that the loops below vectorize: the 15 bits
  * shifted into a float's exponent and mantissa, rescaled by 2^(127-15) (exact for normal and
@@ -32,7 +26,10 @@ static inline float half_to_float(uint16_t h) {
     float f;
     memcpy(&f, &bits, sizeof f);
     f *= 0x1p112f;
-    return (h & 0x8000u) ? -f : f;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= (uint32_t)(h & 0x8000u) << 16; /* the sign, without a compare and blend */
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
 
 static inline float bf16_to_float(uint16_t h) {
@@ -42,50 +39,66 @@ static inline float bf16_to_float(uint16_t h) {
     return f;
 }
 
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE float packed_elem(el_type type, const void *p, int64_t i) {
+    if (type == EL_TYPE_F16) return half_to_float(((const uint16_t *)p)[i]);
+    if (type == EL_TYPE_BF16) return bf16_to_float(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
 /* y[32b + j] += sum_k t[k] P[b][k][j] for blocks b < n_blocks: B packed in blocks of 32
- * outputs (see el_lora_pair), read once in order. The fixed inner count vectorizes at -O2 (in
- * the AVX2 clone as four independent 8-wide sums, so the adds do not wait on each other). */
-AXPY_CLONES static void packed_f16(int64_t rank, int64_t n_blocks, const float *t,
-                                   const uint16_t *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
+ * outputs (see el_lora_pair), read once in order. Inlined with a constant type into the
+ * functions below, the fixed inner count vectorizes at -O2 (with AVX2 as four independent
+ * 8-wide sums, so the adds do not wait on each other). */
+static ALWAYS_INLINE void packed_body(el_type type, int64_t rank, int64_t n_blocks,
+                                      const float *t, const void *p, float *y) {
+    for (int64_t b = 0; b < n_blocks; b++, y += EL_LORA_PACK) {
+        int64_t base = b * rank * EL_LORA_PACK;
         float acc[EL_LORA_PACK] = {0};
         for (int64_t k = 0; k < rank; k++)
             for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * half_to_float(p[k * EL_LORA_PACK + j]);
+                acc[j] += t[k] * packed_elem(type, p, base + k * EL_LORA_PACK + j);
         for (int j = 0; j < EL_LORA_PACK; j++)
             y[j] += acc[j];
     }
 }
 
-AXPY_CLONES static void packed_bf16(int64_t rank, int64_t n_blocks, const float *t,
-                                    const uint16_t *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
-        float acc[EL_LORA_PACK] = {0};
-        for (int64_t k = 0; k < rank; k++)
-            for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * bf16_to_float(p[k * EL_LORA_PACK + j]);
-        for (int j = 0; j < EL_LORA_PACK; j++)
-            y[j] += acc[j];
-    }
+static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                            const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-AXPY_CLONES static void packed_f32(int64_t rank, int64_t n_blocks, const float *t,
-                                   const float *p, float *y) {
-    for (int64_t b = 0; b < n_blocks; b++, p += rank * EL_LORA_PACK, y += EL_LORA_PACK) {
-        float acc[EL_LORA_PACK] = {0};
-        for (int64_t k = 0; k < rank; k++)
-            for (int j = 0; j < EL_LORA_PACK; j++)
-                acc[j] += t[k] * p[k * EL_LORA_PACK + j];
-        for (int j = 0; j < EL_LORA_PACK; j++)
-            y[j] += acc[j];
-    }
+/* The same loops compiled for AVX2, used when the kernels in use are the AVX2 ones (the CPU has
+ * it and EL_FORCE_REFERENCE is not set). An explicit choice rather than target_clones, whose
+ * load-time resolvers crash under ThreadSanitizer. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
+                                                        int64_t n_blocks, const float *t,
+                                                        const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
+
+static bool use_avx2(void) { return strcmp(el_kernels_get()->isa, "avx2") == 0; }
+#else
+static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                        const void *p, float *y) {
+    packed_portable(type, rank, n_blocks, t, p, y);
+}
+
+static bool use_avx2(void) { return false; }
+#endif
 
 void el_lora_packed(el_type type, int64_t rank, int64_t n_blocks, const float *t, const void *p,
                     float *y) {
-    if (type == EL_TYPE_F16) packed_f16(rank, n_blocks, t, p, y);
-    else if (type == EL_TYPE_BF16) packed_bf16(rank, n_blocks, t, p, y);
-    else packed_f32(rank, n_blocks, t, p, y);
+    if (use_avx2())
+        packed_avx2(type, rank, n_blocks, t, p, y);
+    else
+        packed_portable(type, rank, n_blocks, t, p, y);
 }
 
 /* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
@@ -258,8 +271,10 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
     if (n_tasks == 0) return;
     j.n_tasks = n_tasks;
     int64_t macs = 0;
-    for (int32_t ti = 0; ti < n_tasks; ti++)
-        macs += (int64_t)s->tasks[ti].group->n_rows * s->tasks[ti].pair->a.n_out * (n_in + j.n_out);
+    for (int32_t ti = 0; ti < n_tasks; ti++) {
+        const el_lora_task *t = &s->tasks[ti];
+        macs += (int64_t)t->group->n_rows * t->pair->a.n_out * (n_in + j.n_out);
+    }
     if (macs < INLINE_MACS) tp = NULL;
     if (quantize_x) {
         /* q8_0 is the only quantized adapter type, so one quantized copy serves every A */

@@ -2,7 +2,8 @@
  *
  * Rows may be a prompt chunk, one decode step of many sequences, or a candidate tree: the forward
  * does not know which. Every matmul runs over all rows at once; only attention and the adapter
- * terms (per group of rows sharing a binding) depend on the row. Scratch is allocated once for n_batch rows. */
+ * terms (per group of rows sharing a binding) depend on the row. Scratch is allocated once for
+ * n_batch rows. */
 #ifndef EL_MODEL_FORWARD_H
 #define EL_MODEL_FORWARD_H
 

@@ -31,7 +31,10 @@ static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
     for (int64_t o = 0; o < n_out; o++) {
         float *row = wf + o * n_in;
         for (int64_t k = 0; k < rank; k++) {
-            float c = s * (p->b_packed ? b[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK + o % EL_LORA_PACK] : b[o * rank + k]);
+            size_t at = p->b_packed ? ((size_t)(o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK +
+                                          o % EL_LORA_PACK
+                                    : (size_t)(o * rank + k);
+            float c = s * b[at];
             const float *ak = a + k * n_in;
             for (int64_t i = 0; i < n_in; i++)
                 row[i] += c * ak[i];

@@ -56,8 +56,8 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
         ctx->group_rows = malloc((size_t)p.n_batch * sizeof *ctx->group_rows);
         ctx->groups = malloc((size_t)p.n_batch * sizeof *ctx->groups);
         ctx->group_seq = malloc((size_t)p.n_batch * sizeof *ctx->group_seq);
-        if (!ctx->group_seq || !ctx->cells || !ctx->out_rows || !ctx->logit_index || !ctx->bind || !ctx->row_group ||
-            !ctx->group_rows || !ctx->groups)
+        if (!ctx->cells || !ctx->out_rows || !ctx->logit_index || !ctx->bind ||
+            !ctx->row_group || !ctx->group_rows || !ctx->groups || !ctx->group_seq)
             st = el_error(EL_ERR_NOMEM, "context: out of memory");
     }
     if (st) {
@@ -221,8 +221,9 @@ el_status el_decode(el_context *ctx, const el_batch *b) {
     el_lora_rows lr;
     group_rows(ctx, b, &lr);
     const el_hparams *hp = &ctx->model->hp;
+    int64_t o_in = (int64_t)hp->n_head * hp->head_dim_v;
     int64_t max_in = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
-    if ((int64_t)hp->n_head * hp->head_dim_v > max_in) max_in = (int64_t)hp->n_head * hp->head_dim_v;
+    if (o_in > max_in) max_in = o_in;
     if (lr.n_groups > 0 && (st = el_lora_reserve(&ctx->fwd.lora, &lr, max_in)))
         return st;
     if (!el_kv_cache_find_free(&ctx->kv, n, ctx->cells))
