@@ -29,6 +29,12 @@ static const char help[] =
     "\"ignore_eos\" (defaults as for `edgelora run`), and \"adapter\": a name from DIR (a *.gguf\n"
     "file's name without extension, or a PEFT folder's name) or a list of\n"
     "{\"name\": NAME, \"scale\": X}.\n"
+    "\"n\": K (1..64, at most --parallel) asks for K continuations, generated together from one\n"
+    "pass over the prompt (concurrent variants: each starts with a different token, drawn from\n"
+    "the sampler among the tokens not taken yet; choice i samples with seed + i); the output\n"
+    "then has \"choices\": [{\"index\", \"text\", \"first_token_id\", \"tokens_generated\",\n"
+    "\"finish_reason\"}, ...] instead of \"text\". A request whose sampler leaves fewer than K\n"
+    "first tokens (top-k, top-p, min-p) fails; widen them or ask for fewer.\n"
     "  -m, --model FILE       the base model (GGUF or llama2.c checkpoint)\n"
     "  --tokenizer FILE       llama2.c tokenizer.bin (for a llama2.c checkpoint)\n"
     "  -f, --file FILE        the requests (- for stdin)\n"
@@ -140,6 +146,24 @@ nomem:
     return CLI_FAIL;
 }
 
+/* A request with "n": K sequences, each choice within -c together with the shared prompt. */
+static void prepare_choices(const batch_opts *o, batch_request *r, long limit) {
+    long k = r->n_choices, gen = r->n_gen_max;
+    if (k > o->parallel) {
+        batch_request_fail(r, o->requests, "\"n\" is %ld, more than --parallel %ld (the "
+                           "sequences decoded together)", k, o->parallel);
+        return;
+    }
+    if (o->mo.ctx && (long)r->n_prompt + k * gen > limit) gen = (limit - r->n_prompt) / k;
+    if (gen < 1) {
+        batch_request_fail(r, o->requests, "\"n\": no room for a token per choice (n_predict "
+                           "%ld, context %ld)", r->n_predict, limit);
+        return;
+    }
+    r->n_gen_max = (int32_t)gen;
+    r->n_cells = (int32_t)(r->n_prompt + k * gen);
+}
+
 /* Tokenizes each request and sizes it: the prompt and the tokens it may generate, within -c
  * (the same limits as `edgelora run -c`). */
 static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
@@ -180,6 +204,7 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
                 r->n_prompt = r->n_tokens = (int32_t)n_prompt;
                 r->n_gen_max = (int32_t)gen;
                 r->n_cells = (int32_t)(n_prompt + (size_t)gen);
+                if (r->n_choices > 0) prepare_choices(o, r, limit);
                 continue;
             }
         }
@@ -265,6 +290,8 @@ typedef struct slot {
     el_sampler *smp;
     int32_t fed;      /* prompt tokens already in the cache */
     bool generating;  /* the prompt is in; each step feeds the last token sampled */
+    el_variants *group; /* a request with "n": its choices, in this slot and the next n-1 */
+    bool follower;    /* one of those next n-1 slots (the first one does the work) */
     int32_t row;      /* row of this step whose logits it samples from, or -1 */
     double t0;
 } slot;
@@ -332,14 +359,91 @@ static el_status slot_admit(scheduler *sc, slot *s, batch_request *r, const char
     return EL_OK;
 }
 
-/* Adds rows: first the last token of every generating slot, then prompt chunks. Returns the
- * number of rows. */
+/* Ends the request with choices in slot s (and the slots after it). */
+static el_status group_finish(scheduler *sc, slot *s) {
+    batch_request *r = s->r;
+    int32_t k = r->n_choices;
+    el_status st = (r->choices = calloc((size_t)k, sizeof *r->choices)) ? EL_OK : EL_ERR_NOMEM;
+    for (int32_t c = 0; c < k && st == EL_OK; c++) {
+        el_variant_result v;
+        el_variants_result(s->group, c, &v);
+        static const char *const reasons[] = {[EL_FINISH_EOS] = "eos", [EL_FINISH_STOP] = "stop",
+                                              [EL_FINISH_LENGTH] = "length"};
+        r->choices[c] = (batch_choice){.text = strdup(v.text), .first_token = v.first_token,
+                                       .n_tokens = v.n_tokens, .finish = reasons[v.finish]};
+        if (!r->choices[c].text) st = EL_ERR_NOMEM;
+        sc->n_gen_tokens += v.n_tokens;
+    }
+    el_variants_free(s->group); /* its cells and bindings */
+    r->time_ms = now_ms() - s->t0;
+    r->done = true;
+    for (int32_t c = k - 1; c >= 0; c--) s[c] = (slot){.row = -1};
+    return st;
+}
+
+/* Starts a request with "n" in slots i .. i+n-1 (free): the prompt is decoded now, once, and
+ * the choices' first tokens drawn; an error that is the request's own fails only it. */
+static el_status group_admit(scheduler *sc, int32_t i, batch_request *r, const char *path) {
+    int32_t k = r->n_choices;
+    el_variant_params *vp = malloc((size_t)k * sizeof *vp);
+    if (!vp) return EL_ERR_NOMEM;
+    for (int32_t c = 0; c < k; c++) {
+        vp[c] = el_variant_default_params();
+        vp[c].sampler = r->sp;
+        vp[c].sampler.seed = r->sp.seed + (uint64_t)c;
+        vp[c].bindings = r->bind;
+        vp[c].n_bindings = r->n_bind;
+        vp[c].max_tokens = r->n_gen_max;
+        vp[c].ignore_eos = r->ignore_eos;
+    }
+    el_variants_params gp = el_variants_default_params();
+    gp.n_variants = k;
+    gp.variants = vp;
+    gp.seq_id = i;
+    gp.first = EL_FIRST_SAMPLE; /* like k samples, but with distinct first tokens */
+    gp.prompt_bindings = r->bind;
+    gp.n_prompt_bindings = r->n_bind;
+    slot *s = &sc->slots[i];
+    *s = (slot){.r = r, .row = -1, .t0 = now_ms()};
+    el_status st = el_variants_start(sc->ctx, &gp, r->tokens, r->n_prompt, &s->group);
+    free(vp);
+    if (st == EL_ERR_INVALID_ARG || st == EL_ERR_MISMATCH) {
+        batch_request_fail(r, path, "%s", el_last_error());
+        if (!r->error) return EL_ERR_NOMEM;
+        r->done = true;
+        s->r = NULL;
+        return EL_OK;
+    }
+    if (st != EL_OK) return st;
+    for (int32_t c = 1; c < k; c++) s[c] = (slot){.r = r, .row = -1, .follower = true};
+    s->generating = true;
+    sc->n_prompt_tokens += r->n_prompt;
+    return el_variants_running(s->group) ? EL_OK : group_finish(sc, s);
+}
+
+/* Are slots i .. i+k-1 all free? */
+static bool slots_free(const scheduler *sc, int32_t i, int32_t k) {
+    if (i + k > sc->n_slots) return false;
+    for (int32_t j = i; j < i + k; j++)
+        if (sc->slots[j].r) return false;
+    return true;
+}
+
+/* Adds rows: first the last token of every generating slot (of every running choice of a
+ * request with "n"), then prompt chunks. Returns the number of rows. */
 static int32_t build_step(scheduler *sc) {
     int32_t n = 0;
     for (int32_t i = 0; i < sc->n_slots; i++) {
         slot *s = &sc->slots[i];
         s->row = -1;
         if (!s->r || !s->generating) continue;
+        if (s->group) {
+            int32_t k = el_variants_next_rows(s->group, sc->tok + n, sc->pos + n, sc->seq + n);
+            memset(sc->logits + n, 1, (size_t)k);
+            s->row = n;
+            n += k;
+            continue;
+        }
         sc->tok[n] = s->r->tokens[s->r->n_tokens - 1];
         sc->pos[n] = s->r->n_tokens - 1;
         sc->seq[n] = i;
@@ -348,7 +452,7 @@ static int32_t build_step(scheduler *sc) {
     }
     for (int32_t i = 0; i < sc->n_slots && n < sc->n_batch; i++) {
         slot *s = &sc->slots[i];
-        if (!s->r || s->generating) continue;
+        if (!s->r || s->generating || s->follower) continue;
         int32_t k = s->r->n_prompt - s->fed;
         if (k > sc->n_batch - n) k = sc->n_batch - n;
         for (int32_t j = 0; j < k; j++, n++) {
@@ -372,6 +476,12 @@ static el_status sample_step(scheduler *sc) {
     for (int32_t i = 0; i < sc->n_slots; i++) {
         slot *s = &sc->slots[i];
         if (!s->r || s->row < 0) continue;
+        if (s->group) {
+            el_status st = el_variants_accept(s->group, s->row);
+            if (st == EL_OK && !el_variants_running(s->group)) st = group_finish(sc, s);
+            if (st != EL_OK) return st;
+            continue;
+        }
         batch_request *r = s->r;
         int32_t tok;
         el_status st = el_sampler_sample(s->smp, el_get_logits(sc->ctx, s->row), &tok);
@@ -394,9 +504,14 @@ static el_status schedule(scheduler *sc, request_list *l, const char *path, outp
     for (;;) {
         for (int32_t i = 0; i < sc->n_slots && st == EL_OK; i++) {
             while (!sc->slots[i].r && next < l->n && st == EL_OK) {
-                batch_request *r = &l->r[next++];
+                batch_request *r = &l->r[next];
+                /* a request with "n" waits, in its turn, for n free slots in a row */
+                if (!r->error && r->n_choices > 0 && !slots_free(sc, i, r->n_choices)) break;
+                next++;
                 if (r->error)
                     r->done = true;
+                else if (r->n_choices > 0)
+                    st = group_admit(sc, i, r, path);
                 else
                     st = slot_admit(sc, &sc->slots[i], r, path);
             }
@@ -436,9 +551,12 @@ static int64_t cells_needed(const request_list *l, int32_t n_slots) {
 static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *out) {
     el_model_info info;
     el_model_get_info(m, &info);
-    size_t n_ok = 0;
-    for (size_t i = 0; i < l->n; i++) n_ok += !l->r[i].error;
-    int32_t n_slots = (int32_t)(n_ok < (size_t)o->parallel ? n_ok : (size_t)o->parallel);
+    size_t n_ok = 0, n_seqs = 0; /* a request with "n" takes n sequences */
+    for (size_t i = 0; i < l->n; i++) {
+        n_ok += !l->r[i].error;
+        if (!l->r[i].error) n_seqs += l->r[i].n_choices > 0 ? (size_t)l->r[i].n_choices : 1;
+    }
+    int32_t n_slots = (int32_t)(n_seqs < (size_t)o->parallel ? n_seqs : (size_t)o->parallel);
     if (n_slots == 0) { /* every request failed: only error lines */
         for (size_t i = 0; i < l->n; i++) l->r[i].done = true;
         output_flush(out, l);
@@ -473,7 +591,10 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
                         "generated tokens in %.1f ms (%.1f generated tokens/s)\n",
                 l->n, l->n - n_ok, n_slots, sc.n_prompt_tokens, sc.n_gen_tokens, t,
                 sc.n_gen_tokens / (t / 1e3 + 1e-9));
-    for (int32_t i = 0; i < n_slots; i++) el_sampler_free(sc.slots[i].smp);
+    for (int32_t i = 0; sc.slots && i < n_slots; i++) {
+        el_sampler_free(sc.slots[i].smp);
+        el_variants_free(sc.slots[i].group);
+    }
     el_context_free(sc.ctx);
     free(sc.slots);
     free(sc.tok);

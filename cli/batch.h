@@ -9,6 +9,14 @@
 #include "adapters.h"
 #include "edgelora.h"
 
+/* One of the continuations of a request with "n". */
+typedef struct batch_choice {
+    char *text;
+    int32_t first_token;
+    int32_t n_tokens;
+    const char *finish;   /* "eos" or "length" */
+} batch_choice;
+
 typedef struct batch_request {
     int line;             /* of the requests file, from 1 */
     char *id_json;        /* the id as JSON text, echoed as given ("null" if unreadable) */
@@ -20,6 +28,8 @@ typedef struct batch_request {
     el_sampler_params sp;
     el_binding *bind;     /* adapters (owned by the folder) and scales */
     int32_t n_bind;
+    int32_t n_choices;    /* "n": 0 if absent (one "text"), else K continuations ("choices")
+                           * generated together as concurrent variants */
 
     /* filled by the scheduler */
     int32_t *tokens;      /* prompt, then generated tokens */
@@ -28,6 +38,7 @@ typedef struct batch_request {
     int32_t n_cells;      /* KV cells it may use at most */
     char *text;
     const char *finish;   /* "eos" or "length" */
+    batch_choice *choices; /* [n_choices] once done */
     double time_ms;
     bool done;
 } batch_request;

@@ -147,7 +147,7 @@ static bool get_adapters(batch_request *r, const char *path, const el_json_value
 
 static const char *const known_fields[] = {
     "id",    "prompt", "n_predict",      "temperature",   "top_k",      "top_p", "min_p",
-    "seed",  "repeat_penalty", "repeat_last_n", "ignore_eos", "adapter",
+    "seed",  "repeat_penalty", "repeat_last_n", "ignore_eos", "adapter", "n",
 };
 
 static bool parse_fields(batch_request *r, const char *path, const el_json_value *root,
@@ -177,7 +177,7 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
     memcpy(r->prompt, prompt, r->prompt_len + 1);
 
     int64_t n_predict = r->n_predict, top_k = r->sp.top_k, last_n = r->sp.repeat_last_n,
-            seed = (int64_t)(r->sp.seed & INT64_MAX);
+            seed = (int64_t)(r->sp.seed & INT64_MAX), n_choices = 0;
     double temp = r->sp.temperature, top_p = r->sp.top_p, min_p = r->sp.min_p,
            penalty = r->sp.repeat_penalty;
     const el_json_value *ie = el_json_get(root, "ignore_eos");
@@ -191,9 +191,11 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
         !get_num(r, path, root, "repeat_penalty", 0, 1e6, &penalty) ||
         !get_int(r, path, root, "repeat_last_n", 0, 1 << 20, &last_n) ||
         !get_int(r, path, root, "seed", 0, INT64_MAX, &seed) ||
+        !get_int(r, path, root, "n", 1, 64, &n_choices) ||
         !get_adapters(r, path, root, dir))
         return false;
     r->n_predict = (long)n_predict;
+    r->n_choices = (int32_t)n_choices;
     r->sp.temperature = (float)temp;
     r->sp.top_k = (int32_t)top_k;
     r->sp.top_p = (float)top_p;
@@ -225,6 +227,16 @@ void batch_request_write(FILE *out, const batch_request *r) {
     if (r->error) {
         write_key(out, "error");
         el_json_write_string(out, r->error, strlen(r->error));
+    } else if (r->n_choices > 0) {
+        fputs(",\"choices\":[", out);
+        for (int32_t i = 0; i < r->n_choices; i++) {
+            const batch_choice *c = &r->choices[i];
+            fprintf(out, "%s{\"index\":%d,\"text\":", i ? "," : "", i);
+            el_json_write_string(out, c->text, strlen(c->text));
+            fprintf(out, ",\"first_token_id\":%d,\"tokens_generated\":%d,\"finish_reason\":"
+                         "\"%s\"}", c->first_token, c->n_tokens, c->finish);
+        }
+        fprintf(out, "],\"tokens_prompt\":%d,\"time_ms\":%.3f", r->n_prompt, r->time_ms);
     } else {
         write_key(out, "text");
         el_json_write_string(out, r->text, strlen(r->text));
@@ -242,5 +254,7 @@ void batch_request_free(batch_request *r) {
     free(r->bind);
     free(r->tokens);
     free(r->text);
+    for (int32_t i = 0; r->choices && i < r->n_choices; i++) free(r->choices[i].text);
+    free(r->choices);
     *r = (batch_request){0};
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "variants.h"
 
 static const char help[] =
     "usage: edgelora run -m MODEL -p PROMPT [-n N] [options]\n"
@@ -37,6 +38,7 @@ typedef struct run_opts {
     el_sampler_params sp;
     bool seed_given, ignore_eos;
     cli_lora_opts lora;
+    cli_variants_opts variants;
 } run_opts;
 
 static double now_ms(void) {
@@ -90,10 +92,12 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         int r = cli_model_opt("run", &o->mo, argc, argv, &i);
         if (r == 0) r = sampling_opt(o, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
+        if (r == 0) r = cli_variants_opt(&o->variants, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
+            fputs(cli_variants_help, stdout);
             return -1;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
             if (!(o->prompt = cli_value("run", argc, argv, &i))) return CLI_USAGE;
@@ -113,6 +117,10 @@ static int parse_args(run_opts *o, int argc, char **argv) {
             cli_error("run", "unknown option '%s'", a);
             return CLI_USAGE;
         }
+    }
+    if (!o->variants.k && (o->variants.adapters || o->variants.first || o->variants.json)) {
+        cli_error("run", "--variant-adapters, --variant-first and --json need --variants K");
+        return CLI_USAGE;
     }
     if (o->prompt && o->prompt_file) {
         cli_error("run", "give the prompt with -p or -f, not both");
@@ -164,6 +172,15 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         cli_error("run", "the prompt is empty and the vocabulary has no BOS token to start from");
         free(tokens);
         return CLI_FAIL;
+    }
+    if (o->variants.k) {
+        cli_variants_run_args va = {.lora = bind, .n_lora = o->lora.n, .sp = o->sp,
+                                    .ignore_eos = o->ignore_eos, .n_predict = o->n_predict,
+                                    .ctx = o->mo.ctx, .n_batch = o->n_batch,
+                                    .threads = o->mo.threads};
+        int rc = cli_variants_run(&o->variants, &va, m, tokens, n_prompt);
+        free(tokens);
+        return rc;
     }
     el_model_info info;
     el_model_get_info(m, &info);

@@ -216,6 +216,119 @@ el_status el_merge_adapters(const char *base_path, const char *const *adapter_pa
 
 /* ------------------------------------------------------ concurrent variants */
 
+/* K continuations ("variants") of one prompt generated together, e.g. reply suggestions in
+ * different styles. The prompt is decoded once, into the group's first sequence, and its cells are
+ * made visible to the other K-1 sequences (el_kv_seq_share: stored once, nothing copied). Each
+ * variant gets a distinct first token, then decodes on in its own sequence with its own sampler,
+ * adapters and stop conditions. All running variants advance together, one el_decode per step
+ * with one row per variant (the weights are read once per step); a variant that ends leaves the
+ * group, which shrinks until none runs.
+ *
+ * First tokens are chosen from the logits after the prompt, in this order: variants with a forced
+ * first_token take it (forced tokens need not be distinct); then variants with a first_allowed
+ * mask, then the others, each in index order, take a token no variant has taken yet:
+ *  - EL_FIRST_TOP (default): the most likely token that the variant's own sampler could pick
+ *    (after its repetition penalty, top-k, top-p and min-p; every token when greedy). With greedy
+ *    samplers the variants start with the K most likely tokens.
+ *  - EL_FIRST_SAMPLE: a draw from the variant's sampler with the taken tokens removed.
+ * End-of-generation tokens are never chosen (unless the variant has ignore_eos): a variant that
+ * ends before it starts is no suggestion. If a variant finds no token left, el_variants_start
+ * fails with EL_ERR_INVALID_ARG and a message saying how many tokens its filters allowed: ask for
+ * fewer variants, widen the filters (or use greedy), or give masks or forced tokens.
+ * A variant's adapters apply to its own tokens, from its first token on; the shared prompt is
+ * decoded with prompt_bindings (none: the base model). So variant i equals a single-sequence run
+ * that decodes the prompt with prompt_bindings, then binds variant i's adapters, feeds the same
+ * first token and samples on with the same sampler settings and seed. K = 1 with a greedy sampler
+ * (or EL_FIRST_SAMPLE) is a plain run.
+ *
+ * The group uses sequences seq_id .. seq_id+K-1 of the context, which must be empty, and binds
+ * their adapters; the context needs n_seq_max >= seq_id+K, n_batch >= K and free cells for the
+ * prompt plus every variant's max_tokens - 1 (checked up front: a group never runs out midway).
+ * el_variants_free removes the group's cells and bindings. KV memory: the prompt's cells once,
+ * plus one cell per decoded token of each variant (el_variant_result.n_cells).
+ * A model without a vocabulary (a GGUF with no tokenizer) gives tokens and empty texts. */
+typedef struct el_variants el_variants;
+
+typedef enum el_finish {
+    EL_FINISH_NONE = 0,  /* still running */
+    EL_FINISH_EOS,       /* an end-of-generation token (not in text or tokens) */
+    EL_FINISH_STOP,      /* a stop string appeared: text ends before it, tokens keep the token
+                          * that completed it */
+    EL_FINISH_LENGTH,    /* max_tokens generated */
+} el_finish;
+
+typedef enum el_first_policy {
+    EL_FIRST_TOP = 0,    /* the most likely token still free (deterministic) */
+    EL_FIRST_SAMPLE,     /* a draw from the sampler among the tokens still free */
+} el_first_policy;
+
+typedef struct el_variant_params {
+    el_sampler_params sampler;    /* this variant's sampling settings and seed */
+    const el_binding *bindings;   /* its adapters (copied by el_variants_start), or NULL */
+    int32_t n_bindings;
+    int32_t first_token;          /* >= 0: start with this token; -1: choose one */
+    const uint8_t *first_allowed; /* [n_vocab], nonzero = may be chosen first; NULL: any */
+    int32_t max_tokens;           /* tokens to generate, >= 1 */
+    const char *const *stop;      /* stop strings (copied), or NULL */
+    int32_t n_stop;
+    bool ignore_eos;              /* end-of-generation tokens are ordinary tokens */
+} el_variant_params;
+
+/* Sampler defaults, no adapters, first token chosen, 128 tokens, no stop strings. */
+el_variant_params el_variant_default_params(void);
+
+/* Called with each variant's new text as soon as it is final (text that may be the start of a
+ * stop string is held back until it is not). Not NUL-terminated; valid during the call. */
+typedef void (*el_variant_text_fn)(void *user, int32_t variant, const char *text, size_t len);
+
+typedef struct el_variants_params {
+    int32_t n_variants;                /* K >= 1 */
+    const el_variant_params *variants; /* [K] */
+    int32_t seq_id;                    /* first of the K sequences */
+    el_first_policy first;
+    const el_binding *prompt_bindings; /* adapters for the shared prompt, or NULL */
+    int32_t n_prompt_bindings;
+    el_variant_text_fn on_text;        /* or NULL */
+    void *user;
+} el_variants_params;
+
+el_variants_params el_variants_default_params(void);
+
+/* Decodes the prompt (n_prompt >= 1 tokens, BOS included if wanted) and chooses the first tokens.
+ * On failure nothing is left in the context. */
+el_status el_variants_start(el_context *ctx, const el_variants_params *params,
+                            const int32_t *prompt, int32_t n_prompt, el_variants **out);
+/* One step: one el_decode for all running variants, then each samples its next token. */
+el_status el_variants_step(el_variants *g);
+/* Running variants (0: done). */
+int32_t el_variants_running(const el_variants *g);
+/* start, then step until done (on failure *out is NULL and the context as before). */
+el_status el_variants_generate(el_context *ctx, const el_variants_params *params,
+                               const int32_t *prompt, int32_t n_prompt, el_variants **out);
+
+/* For callers that put the group's rows into their own batches (continuous batching): writes the
+ * rows of the next step, one per running variant, into token/pos/seq_id[0 .. return value).
+ * Decode them with their logits requested, then call el_variants_accept with the index of the
+ * first of them in that batch. */
+int32_t el_variants_next_rows(el_variants *g, int32_t *token, int32_t *pos,
+                              int32_t *seq_id);
+el_status el_variants_accept(el_variants *g, int32_t first_row);
+
+typedef struct el_variant_result {
+    const char *text;       /* the continuation (after the prompt's text), NUL-terminated */
+    size_t text_len;
+    int32_t first_token;
+    const int32_t *tokens;  /* generated tokens, first_token first */
+    int32_t n_tokens;
+    int32_t n_cells;        /* KV cells the variant holds beyond the shared prompt */
+    el_finish finish;
+} el_variant_result;
+
+/* Variant i's state so far; the pointers stay valid until the next step or el_variants_free. */
+el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result *out);
+/* Frees the group, its KV cells (prompt and variants) and its sequences' adapter bindings. */
+void el_variants_free(el_variants *g);
+
 /* ------------------------------------------------------------------- json */
 
 /* The strict RFC 8259 parser the library reads safetensors headers and PEFT configs with, for
