@@ -54,7 +54,11 @@ typedef struct cli_model_opts {
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
  * returns 0 if it is not; -1 after printing an error. */
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
-/* Loads o->model (an error if none was given). */
+/* The model to use: the given path, else the default model ($EDGELORA_MODEL, or models/base.gguf
+ * beside the program, or PREFIX/share/edgelora/models/base.gguf when installed); NULL after an
+ * error if there is none. The result may be static storage. */
+const char *cli_model_path(const char *cmd, const char *given);
+/* Loads o->model, or the default model. */
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
 
 /* Adapters given with --lora FILE / --lora-scaled FILE SCALE (cli/lora_opts.c). */

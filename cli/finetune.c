@@ -76,10 +76,11 @@ int cmd_finetune(int argc, char **argv) {
         cli_error("finetune", "give the method: --lora");
         goto done;
     }
-    if (!out || !lp.base_path || o.p.n_train_files == 0) {
-        cli_error("finetune", "needs -m, -f and -o (see --help)");
+    if (!out || o.p.n_train_files == 0) {
+        cli_error("finetune", "needs -f and -o (see --help)");
         goto done;
     }
+    if (!(lp.base_path = cli_model_path("finetune", lp.base_path))) goto done;
     if (!have_alpha)
         lp.alpha = 2.0f * (float)lp.rank;
     char plot[4096];

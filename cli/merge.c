@@ -33,10 +33,11 @@ int cmd_merge(int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    if (!model || !out || lo.n == 0) {
-        cli_error("merge", "needs -m, at least one --lora or --lora-scaled, and -o (see --help)");
+    if (!out || lo.n == 0) {
+        cli_error("merge", "needs at least one --lora or --lora-scaled, and -o (see --help)");
         return CLI_USAGE;
     }
+    if (!(model = cli_model_path("merge", model))) return CLI_USAGE;
     el_status st = el_merge_adapters(model, lo.paths, lo.scales, lo.n, out);
     if (st != EL_OK) return cli_fail("merge", st);
     fprintf(stderr, "edgelora merge: wrote %s\n", out);

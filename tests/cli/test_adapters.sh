@@ -52,7 +52,7 @@ expect_exit adapters_empty_dir 0 "$EL" adapters -m "$B" --lora-dir "$TMP/empty"
 grep -q "^0 adapters" "$TMP/out" && pass adapters_empty_summary || fail adapters_empty_summary "$(cat "$TMP/out")"
 expect_exit adapters_no_dir 2 "$EL" adapters -m "$B"
 expect_exit adapters_missing_dir 1 "$EL" adapters -m "$B" --lora-dir "$TMP/nonexistent"
-expect_exit adapters_no_model 2 "$EL" adapters --lora-dir "$D"
+EDGELORA_MODEL= expect_exit adapters_no_model 2 "$EL_NODEFAULT" adapters --lora-dir "$D"
 expect_exit adapters_bad_option 2 "$EL" adapters -m "$B" --lora-dir "$D" --frobnicate
 expect_exit adapters_help 0 "$EL" adapters --help
 finish
