@@ -117,6 +117,8 @@ install: all
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/share/edgelora/models
+	for f in models/*.gguf; do [ ! -f "$$f" ] || install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/edgelora/models/; done
 	for pc in edgelora edgelora-tools; do \
 	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $$pc.pc.in \
 	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done

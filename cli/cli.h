@@ -18,7 +18,13 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_finetune(int argc, char **argv);
+int cmd_train_tokenizer(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
+int cmd_adapters(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -50,8 +56,24 @@ typedef struct cli_model_opts {
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
  * returns 0 if it is not; -1 after printing an error. */
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
-/* Loads o->model (an error if none was given). */
+/* The model to use: the given path, else the default model ($EDGELORA_MODEL, or models/base.gguf
+ * beside the program, or PREFIX/share/edgelora/models/base.gguf when installed); NULL after an
+ * error if there is none. The result may be static storage. */
+const char *cli_model_path(const char *cmd, const char *given);
+/* Loads o->model, or the default model. */
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
+
+/* Adapters given with --lora FILE / --lora-scaled FILE SCALE (cli/lora_opts.c). */
+enum { CLI_MAX_LORA = 64 };
+typedef struct cli_lora_opts {
+    const char *paths[CLI_MAX_LORA];
+    float scales[CLI_MAX_LORA];
+    int n;
+} cli_lora_opts;
+
+/* If argv[*i] is --lora or --lora-scaled, consumes it and its values and returns 1; 0 if it is
+ * not; -1 after printing an error. */
+int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *i);
 
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
@@ -70,5 +92,22 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
                          uint64_t bytes_total);
 /* Seconds since cli_progress_start; ends the progress line on a terminal. */
 double cli_progress_end(cli_progress *p);
+
+/* What the trainers (train, finetune; cli/train.c) share: optimization options, progress bar. */
+typedef struct cli_train_opts {
+    el_train_params p;
+    bool no_plot, quiet, tty;
+    int64_t first_step; /* the step before the first this process ran (-1: none yet) */
+    float last_loss, last_eval;
+    double tokens_per_s;
+} cli_train_opts;
+extern const char cli_train_opts_help[];
+/* Consumes a shared training option like cli_model_opt (1, 0 or -1). */
+int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int *i);
+/* Installs the progress bar, the plot path (beside out_path) and Ctrl-C handling. */
+void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap);
+/* Reports the end of a run and frees the file lists; returns the exit code. */
+int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
+                  const char *out_path);
 
 #endif

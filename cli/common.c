@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,15 +121,37 @@ int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int
     return 1;
 }
 
-int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out) {
-    if (!o->model) {
-        cli_error(cmd, "no model given (-m MODEL)");
-        return CLI_USAGE;
+const char *cli_model_path(const char *cmd, const char *given) {
+    static char path[4096];
+    if (given) return given;
+    const char *env = getenv("EDGELORA_MODEL");
+    if (env && *env) return env;
+    /* beside the program: build/edgelora -> models/, PREFIX/bin -> PREFIX/share/edgelora/ */
+    char exe[4000];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = '\0';
+        static const char *const rel[] = {"/../models/base.gguf",
+                                          "/../share/edgelora/models/base.gguf"};
+        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+            snprintf(path, sizeof path, "%s%s", exe, rel[i]);
+            if (access(path, R_OK) == 0) return path;
+        }
     }
+    cli_error(cmd, "no model given (-m MODEL), and no default model (models/base.gguf beside the "
+                   "program, or $EDGELORA_MODEL)");
+    return NULL;
+}
+
+int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out) {
+    const char *path = cli_model_path(cmd, o->model);
+    if (!path) return CLI_USAGE;
     el_model_params mp = el_model_default_params();
     mp.tokenizer_path = o->tokenizer;
     mp.vocab_only = vocab_only;
-    el_status st = el_model_load(o->model, &mp, out);
+    el_status st = el_model_load(path, &mp, out);
     return st == EL_OK ? CLI_OK : cli_fail(cmd, st);
 }
 

@@ -18,12 +18,18 @@ static const struct {
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
     {"bench", cmd_bench, "measure load, prompt and generation speed against memory bandwidth"},
+    {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
+    {"train", cmd_train, "pretrain a base model of a chosen shape"},
+    {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
+    {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
+    {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 
 static void usage(FILE *out) {
     fprintf(out, "usage: edgelora COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-16s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'edgelora COMMAND --help' lists a command's options.\n");
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "variants.h"
 
 static const char help[] =
     "usage: edgelora run -m MODEL -p PROMPT [-n N] [options]\n"
@@ -25,7 +26,10 @@ static const char help[] =
     "  --repeat-penalty X     penalize recent tokens (default 1.0: off)\n"
     "  --repeat-last-n N      tokens the penalty looks back on (default 64)\n"
     "  -s, --seed S           random seed (default: from the clock; printed to stderr)\n"
-    "  --ignore-eos           keep generating past the end-of-sequence token\n";
+    "  --ignore-eos           keep generating past the end-of-sequence token\n"
+    "  --lora FILE            bind a LoRA adapter (GGUF file or PEFT folder); repeatable, the\n"
+    "                         terms of several adapters add up\n"
+    "  --lora-scaled FILE S   the same with scale S\n";
 
 typedef struct run_opts {
     cli_model_opts mo;
@@ -33,6 +37,8 @@ typedef struct run_opts {
     long n_predict, n_batch;
     el_sampler_params sp;
     bool seed_given, ignore_eos;
+    cli_lora_opts lora;
+    cli_variants_opts variants;
 } run_opts;
 
 static double now_ms(void) {
@@ -85,10 +91,13 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("run", &o->mo, argc, argv, &i);
         if (r == 0) r = sampling_opt(o, argc, argv, &i);
+        if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
+        if (r == 0) r = cli_variants_opt(&o->variants, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
+            fputs(cli_variants_help, stdout);
             return -1;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
             if (!(o->prompt = cli_value("run", argc, argv, &i))) return CLI_USAGE;
@@ -108,6 +117,10 @@ static int parse_args(run_opts *o, int argc, char **argv) {
             cli_error("run", "unknown option '%s'", a);
             return CLI_USAGE;
         }
+    }
+    if (!o->variants.k && (o->variants.adapters || o->variants.first || o->variants.json)) {
+        cli_error("run", "--variant-adapters, --variant-first and --json need --variants K");
+        return CLI_USAGE;
     }
     if (o->prompt && o->prompt_file) {
         cli_error("run", "give the prompt with -p or -f, not both");
@@ -149,7 +162,8 @@ static el_status print_new_text(const el_model *m, const int32_t *tokens, size_t
     return EL_OK;
 }
 
-static int generate(const run_opts *o, el_model *m, const char *prompt, size_t prompt_len) {
+static int generate(const run_opts *o, el_model *m, const el_binding *bind, const char *prompt,
+                    size_t prompt_len) {
     int32_t *tokens;
     size_t n_prompt;
     el_status st = cli_tokenize(m, prompt, prompt_len, true, true, &tokens, &n_prompt);
@@ -158,6 +172,15 @@ static int generate(const run_opts *o, el_model *m, const char *prompt, size_t p
         cli_error("run", "the prompt is empty and the vocabulary has no BOS token to start from");
         free(tokens);
         return CLI_FAIL;
+    }
+    if (o->variants.k) {
+        cli_variants_run_args va = {.lora = bind, .n_lora = o->lora.n, .sp = o->sp,
+                                    .ignore_eos = o->ignore_eos, .n_predict = o->n_predict,
+                                    .ctx = o->mo.ctx, .n_batch = o->n_batch,
+                                    .threads = o->mo.threads};
+        int rc = cli_variants_run(&o->variants, &va, m, tokens, n_prompt);
+        free(tokens);
+        return rc;
     }
     el_model_info info;
     el_model_get_info(m, &info);
@@ -188,6 +211,7 @@ static int generate(const run_opts *o, el_model *m, const char *prompt, size_t p
     el_context *ctx = NULL;
     el_sampler *smp = NULL;
     if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||
+        (st = el_context_bind(ctx, 0, bind, o->lora.n)) != EL_OK ||
         (st = el_sampler_create(&o->sp, info.n_vocab, &smp)) != EL_OK) {
         el_context_free(ctx);
         free(all);
@@ -248,7 +272,19 @@ int cmd_run(int argc, char **argv) {
     } else {
         len = strlen(prompt);
     }
-    rc = generate(&o, m, prompt, len);
+    el_binding bind[CLI_MAX_LORA];
+    int n_loaded = 0;
+    rc = CLI_OK;
+    for (; n_loaded < o.lora.n; n_loaded++) {
+        el_status st = el_adapter_load(m, o.lora.paths[n_loaded], &bind[n_loaded].adapter);
+        if (st != EL_OK) {
+            rc = cli_fail("run", st);
+            break;
+        }
+        bind[n_loaded].scale = o.lora.scales[n_loaded];
+    }
+    if (rc == CLI_OK) rc = generate(&o, m, bind, prompt, len);
+    for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
     free(owned);
     el_model_free(m);
     return rc;

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -215,6 +216,170 @@ el_status el_merge_adapters(const char *base_path, const char *const *adapter_pa
 
 /* ------------------------------------------------------ concurrent variants */
 
+/* K continuations ("variants") of one prompt generated together, e.g. reply suggestions in
+ * different styles. The prompt is decoded once, into the group's first sequence, and its cells are
+ * made visible to the other K-1 sequences (el_kv_seq_share: stored once, nothing copied). Each
+ * variant gets a distinct first token, then decodes on in its own sequence with its own sampler,
+ * adapters and stop conditions. All running variants advance together, one el_decode per step
+ * with one row per variant (the weights are read once per step); a variant that ends leaves the
+ * group, which shrinks until none runs.
+ *
+ * First tokens are chosen from the logits after the prompt, in this order: variants with a forced
+ * first_token take it (forced tokens need not be distinct); then variants with a first_allowed
+ * mask, then the others, each in index order, take a token no variant has taken yet:
+ *  - EL_FIRST_TOP (default): the most likely token that the variant's own sampler could pick
+ *    (after its repetition penalty, top-k, top-p and min-p; every token when greedy). With greedy
+ *    samplers the variants start with the K most likely tokens.
+ *  - EL_FIRST_SAMPLE: a draw from the variant's sampler with the taken tokens removed.
+ * End-of-generation tokens are never chosen (unless the variant has ignore_eos): a variant that
+ * ends before it starts is no suggestion. If a variant finds no token left, el_variants_start
+ * fails with EL_ERR_INVALID_ARG and a message saying how many tokens its filters allowed: ask for
+ * fewer variants, widen the filters (or use greedy), or give masks or forced tokens.
+ * A variant's adapters apply to its own tokens, from its first token on; the shared prompt is
+ * decoded with prompt_bindings (none: the base model). So variant i equals a single-sequence run
+ * that decodes the prompt with prompt_bindings, then binds variant i's adapters, feeds the same
+ * first token and samples on with the same sampler settings and seed. K = 1 with a greedy sampler
+ * (or EL_FIRST_SAMPLE) is a plain run.
+ *
+ * The group uses sequences seq_id .. seq_id+K-1 of the context, which must be empty, and binds
+ * their adapters; the context needs n_seq_max >= seq_id+K, n_batch >= K and free cells for the
+ * prompt plus every variant's max_tokens - 1 (checked up front: a group never runs out midway).
+ * el_variants_free removes the group's cells and bindings. KV memory: the prompt's cells once,
+ * plus one cell per decoded token of each variant (el_variant_result.n_cells).
+ * A model without a vocabulary (a GGUF with no tokenizer) gives tokens and empty texts. */
+typedef struct el_variants el_variants;
+
+typedef enum el_finish {
+    EL_FINISH_NONE = 0,  /* still running */
+    EL_FINISH_EOS,       /* an end-of-generation token (not in text or tokens) */
+    EL_FINISH_STOP,      /* a stop string appeared: text ends before it, tokens keep the token
+                          * that completed it */
+    EL_FINISH_LENGTH,    /* max_tokens generated */
+} el_finish;
+
+typedef enum el_first_policy {
+    EL_FIRST_TOP = 0,    /* the most likely token still free (deterministic) */
+    EL_FIRST_SAMPLE,     /* a draw from the sampler among the tokens still free */
+} el_first_policy;
+
+typedef struct el_variant_params {
+    el_sampler_params sampler;    /* this variant's sampling settings and seed */
+    const el_binding *bindings;   /* its adapters (copied by el_variants_start), or NULL */
+    int32_t n_bindings;
+    int32_t first_token;          /* >= 0: start with this token; -1: choose one */
+    const uint8_t *first_allowed; /* [n_vocab], nonzero = may be chosen first; NULL: any */
+    int32_t max_tokens;           /* tokens to generate, >= 1 */
+    const char *const *stop;      /* stop strings (copied), or NULL */
+    int32_t n_stop;
+    bool ignore_eos;              /* end-of-generation tokens are ordinary tokens */
+} el_variant_params;
+
+/* Sampler defaults, no adapters, first token chosen, 128 tokens, no stop strings. */
+el_variant_params el_variant_default_params(void);
+
+/* Called with each variant's new text as soon as it is final (text that may be the start of a
+ * stop string is held back until it is not). Not NUL-terminated; valid during the call. */
+typedef void (*el_variant_text_fn)(void *user, int32_t variant, const char *text, size_t len);
+
+typedef struct el_variants_params {
+    int32_t n_variants;                /* K >= 1 */
+    const el_variant_params *variants; /* [K] */
+    int32_t seq_id;                    /* first of the K sequences */
+    el_first_policy first;
+    const el_binding *prompt_bindings; /* adapters for the shared prompt, or NULL */
+    int32_t n_prompt_bindings;
+    el_variant_text_fn on_text;        /* or NULL */
+    void *user;
+} el_variants_params;
+
+el_variants_params el_variants_default_params(void);
+
+/* Decodes the prompt (n_prompt >= 1 tokens, BOS included if wanted) and chooses the first tokens.
+ * On failure nothing is left in the context. */
+el_status el_variants_start(el_context *ctx, const el_variants_params *params,
+                            const int32_t *prompt, int32_t n_prompt, el_variants **out);
+/* One step: one el_decode for all running variants, then each samples its next token. */
+el_status el_variants_step(el_variants *g);
+/* Running variants (0: done). */
+int32_t el_variants_running(const el_variants *g);
+/* start, then step until done (on failure *out is NULL and the context as before). */
+el_status el_variants_generate(el_context *ctx, const el_variants_params *params,
+                               const int32_t *prompt, int32_t n_prompt, el_variants **out);
+
+/* For callers that put the group's rows into their own batches (continuous batching): writes the
+ * rows of the next step, one per running variant, into token/pos/seq_id[0 .. return value).
+ * Decode them with their logits requested, then call el_variants_accept with the index of the
+ * first of them in that batch. */
+int32_t el_variants_next_rows(el_variants *g, int32_t *token, int32_t *pos,
+                              int32_t *seq_id);
+el_status el_variants_accept(el_variants *g, int32_t first_row);
+
+typedef struct el_variant_result {
+    const char *text;       /* the continuation (after the prompt's text), NUL-terminated */
+    size_t text_len;
+    int32_t first_token;
+    const int32_t *tokens;  /* generated tokens, first_token first */
+    int32_t n_tokens;
+    int32_t n_cells;        /* KV cells the variant holds beyond the shared prompt */
+    el_finish finish;
+} el_variant_result;
+
+/* Variant i's state so far; the pointers stay valid until the next step or el_variants_free. */
+el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result *out);
+/* Frees the group, its KV cells (prompt and variants) and its sequences' adapter bindings. */
+void el_variants_free(el_variants *g);
+
+/* ------------------------------------------------------------------- json */
+
+/* The strict RFC 8259 parser the library reads safetensors headers and PEFT configs with, for
+ * programs that read JSON requests (edgelora batch). A parsed document is a read-only tree owned
+ * by el_json_doc; values point into it. Errors are EL_ERR_FORMAT with
+ * "name:line:column: what was expected (found what)". Strings are valid UTF-8 once unescaped. */
+typedef enum el_json_kind {
+    EL_JSON_NONE = 0, /* what el_json_type(NULL) says: a missing key or index */
+    EL_JSON_NULL,
+    EL_JSON_BOOL,
+    EL_JSON_NUMBER,
+    EL_JSON_STRING,
+    EL_JSON_ARRAY,
+    EL_JSON_OBJECT,
+} el_json_kind;
+
+typedef struct el_json_doc el_json_doc;
+typedef struct el_json_value el_json_value;
+
+/* Parses text[0..len) (it need not be NUL-terminated). name (usually the file path) starts every
+ * error message. On success *out owns the tree; free it with el_json_free. */
+el_status el_json_parse(const char *text, size_t len, const char *name, el_json_doc **out);
+void el_json_free(el_json_doc *doc);
+const el_json_value *el_json_root(const el_json_doc *doc);
+
+/* Every accessor accepts NULL (and values of the wrong type) and then returns NONE, NULL, 0 or
+ * false, so that lookups chain: el_json_get(el_json_get(root, "a"), "b"). */
+el_json_kind el_json_type(const el_json_value *v);
+const char *el_json_kind_name(el_json_kind t); /* "string", "object", ... for messages */
+/* Member of an object by key (the last one if the key is duplicated), or NULL. */
+const el_json_value *el_json_get(const el_json_value *obj, const char *key);
+/* Number of elements of an array or members of an object; 0 for anything else. */
+size_t el_json_len(const el_json_value *v);
+/* i-th element of an array, or the value of the i-th member of an object (in file order). */
+const el_json_value *el_json_at(const el_json_value *v, size_t i);
+/* Key of the i-th member of an object (NUL-terminated; *len, if given, is its byte length). */
+const char *el_json_key_at(const el_json_value *obj, size_t i, size_t *len);
+/* A string's unescaped UTF-8 bytes, NUL-terminated; *len, if given, is the byte length. */
+const char *el_json_str(const el_json_value *v, size_t *len);
+/* true and *out set if v is a number written as an integer literal that fits int64. */
+bool el_json_int(const el_json_value *v, int64_t *out);
+/* true and *out set if v is a number (the nearest double to the literal). */
+bool el_json_num(const el_json_value *v, double *out);
+/* true and *out set if v is true or false. */
+bool el_json_bool(const el_json_value *v, bool *out);
+
+/* Writes s[0..len) as a quoted JSON string: '"' and '\' escaped, control characters as \n, \t,
+ * ... or \u00XX, valid UTF-8 copied as is, each byte of invalid UTF-8 as \ufffd. Returns EL_OK or
+ * EL_ERR_IO if the stream reports an error. */
+el_status el_json_write_string(FILE *f, const char *s, size_t len);
+
 /* ------------------------------------------------------------------ files */
 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,
@@ -321,6 +486,83 @@ el_status el_quantize(const char *in_path, const char *out_path, const el_quanti
 el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
 
 /* ---------------------------------------------------------------- training */
+
+/* Progress of a training run, reported after every optimizer step (and after each held-out
+ * evaluation). The library never prints: the caller draws progress bars from this. */
+typedef struct el_train_progress {
+    int64_t step;          /* optimizer steps done */
+    int64_t n_steps;       /* steps the run will do */
+    float loss;            /* mean training loss of this step */
+    float eval_loss;       /* held-out loss just measured, or a NaN at steps without evaluation */
+    float lr;              /* learning rate of this step */
+    double tokens_per_s;   /* trained tokens per second since the run (or resume) started */
+    double elapsed_s;      /* seconds since the run (or resume) started */
+} el_train_progress;
+
+/* Called after each step; returning false stops the run cleanly (as a kill would, but with a
+ * checkpoint written first when checkpoint_path is set). */
+typedef bool (*el_train_progress_fn)(const el_train_progress *p, void *user);
+
+typedef struct el_train_params {
+    /* model shape (el_train only; el_finetune_lora takes it from the base model, and n_ctx as
+     * the tokens per example, 0: the base's training context) */
+    int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx;
+    bool tied_embeddings;
+    /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
+     * or ".u32" hold little-endian uint16 / uint32 token ids. el_finetune_lora reads JSONL
+     * ({"prompt": ..., "response": ...} per line). */
+    const char *tokenizer_path;        /* el_train: a GGUF with a vocabulary */
+    const char *const *train_files;
+    int32_t n_train_files;
+    const char *const *eval_files;     /* held-out data (optional) */
+    int32_t n_eval_files;
+    /* optimization */
+    int64_t n_steps;
+    int32_t batch;          /* sequences per micro-batch */
+    int32_t grad_accum;     /* micro-batches per step */
+    float lr, min_lr_ratio; /* peak learning rate; the cosine ends at lr * min_lr_ratio */
+    int64_t warmup;         /* steps of linear warmup */
+    float weight_decay, beta1, beta2, eps;
+    float grad_clip;        /* global gradient-norm limit (<= 0: none) */
+    int64_t eval_every;     /* steps between held-out evaluations (0: only at the end) */
+    int32_t eval_batches;   /* micro-batches per evaluation */
+    uint64_t seed;          /* initialization and data order */
+    int32_t n_threads;      /* 0: all cores */
+    /* checkpoints: model + optimizer + data position + RNG, written atomically */
+    const char *checkpoint_path; /* NULL: none */
+    int64_t checkpoint_every;    /* steps between checkpoints (0: only when stopped or done) */
+    bool resume;                 /* continue from checkpoint_path if it exists */
+    const char *plot_path;       /* SVG of the train/eval loss curves (NULL: none) */
+    el_train_progress_fn progress;
+    void *progress_user;
+} el_train_params;
+
+el_train_params el_train_default_params(void);
+
+/* Pretrains a llama-shaped model from scratch and writes it as a GGUF (arch llama, F32, with the
+ * tokenizer's vocabulary). If the progress callback stops the run, nothing is written to
+ * out_path, *stopped (if given) is set, and the checkpoint allows a resume. */
+el_status el_train(const el_train_params *p, const char *out_path, bool *stopped);
+
+typedef struct el_lora_train_params {
+    const char *base_path;  /* the frozen base model (any GGUF the engine loads) */
+    int32_t rank;
+    float alpha;
+    const char *targets;    /* comma-separated subset of q,k,v,o,gate,up,down */
+    const char *peft_dir;   /* also write a PEFT adapter folder here (NULL: no) */
+} el_lora_train_params;
+
+el_lora_train_params el_lora_train_default_params(void);
+
+/* Trains a LoRA adapter on prompt/response pairs (loss on the response tokens and EOS only; the
+ * base is frozen) and writes it as a GGUF adapter el_adapter_load reads (llama.cpp's layout). */
+el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
+                           const char *out_path, bool *stopped);
+
+/* Trains a byte-level BPE vocabulary of vocab_size tokens (256 bytes + merges + special tokens)
+ * over text files and writes it as a vocabulary-only GGUF (tokenizer.ggml.model "gpt2"). */
+el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t vocab_size,
+                             const char *out_path);
 
 #ifdef __cplusplus
 }

@@ -106,18 +106,21 @@ static el_status read_vocab(tok_state *t, const el_json_value *model, const el_j
     return st;
 }
 
-/* The merges as "left right" strings (either spelling tokenizer.json uses); *out malloc'd, each
- * string too. */
+/* The merges as "left right" strings (either spelling tokenizer.json uses) and, in cut (if not
+ * NULL), where each one's separating space is (a part of the [a, b] spelling may hold a space
+ * itself); *out and *cut malloc'd, each string too. */
 static el_status read_merges(const tok_state *t, const el_json_value *model, char ***out,
-                             size_t *n) {
+                             size_t **cut, size_t *n) {
     const el_json_value *m = el_json_get(model, "merges");
     size_t k = el_json_len(m);
     if (el_json_type(m) != EL_JSON_ARRAY)
         return el_error(EL_ERR_FORMAT, "%s: model.merges is not an array", t->path);
     char **s = calloc(k ? k : 1, sizeof *s);
-    if (!s) return el_error(EL_ERR_NOMEM, "%s: out of memory", t->path);
+    size_t *c = cut ? calloc(k ? k : 1, sizeof *c) : NULL;
     *out = s;
     *n = k;
+    if (cut) *cut = c;
+    if (!s || (cut && !c)) return el_error(EL_ERR_NOMEM, "%s: out of memory", t->path);
     for (size_t i = 0; i < k; i++) {
         const el_json_value *e = el_json_at(m, i);
         size_t la, lb;
@@ -128,8 +131,10 @@ static el_status read_merges(const tok_state *t, const el_json_value *model, cha
             if (s[i] && !strchr(a, ' '))
                 return el_error(EL_ERR_FORMAT, "%s: merge %zu \"%.40s\" has no space", t->path,
                                 i, a);
+            if (c) c[i] = (size_t)(strchr(a, ' ') - a);
         } else if ((a = el_json_str(el_json_at(e, 0), &la)) &&
                    (b = el_json_str(el_json_at(e, 1), &lb)) && el_json_len(e) == 2) {
+            if (c) c[i] = la;
             if ((s[i] = malloc(la + lb + 2))) {
                 memcpy(s[i], a, la);
                 s[i][la] = ' ';
@@ -251,7 +256,7 @@ static el_status set_gpt2(gguf_writer *w, const tok_state *t, const el_json_valu
     el_status st = pick_pre(t->path, el_json_get(root, "pre_tokenizer"), &pre);
     char **merges = NULL;
     size_t n_merges = 0;
-    if (!st) st = read_merges(t, el_json_get(root, "model"), &merges, &n_merges);
+    if (!st) st = read_merges(t, el_json_get(root, "model"), &merges, NULL, &n_merges);
     if (!st) st = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
     if (!st) st = gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
     if (!st)
@@ -294,13 +299,13 @@ static bool adds_space_prefix(const el_json_value *root) {
 static el_status set_llama(gguf_writer *w, tok_state *t, const el_json_value *root) {
     const el_json_value *model = el_json_get(root, "model");
     char **merges = NULL;
-    size_t n_merges = 0;
+    size_t n_merges = 0, *cut = NULL;
     float *scores = malloc((size_t)t->n * sizeof *scores);
     el_status st = scores ? EL_OK : el_error(EL_ERR_NOMEM, "%s: out of memory", t->path);
-    if (!st) st = read_merges(t, model, &merges, &n_merges);
+    if (!st) st = read_merges(t, model, &merges, &cut, &n_merges);
     for (int32_t i = 0; !st && i < t->n; i++) scores[i] = 1.0f; /* "not made by a merge yet" */
     for (size_t r = 0; !st && r < n_merges; r++) {
-        char *sp = strchr(merges[r], ' ');
+        char *sp = merges[r] + cut[r];
         memmove(sp, sp + 1, strlen(sp)); /* "a b" -> "ab": the piece the merge makes */
         int32_t id = el_strmap_get(&t->ids, merges[r], strlen(merges[r]));
         if (id >= 0 && scores[id] > 0.0f) scores[id] = -(float)r;
@@ -320,6 +325,7 @@ static el_status set_llama(gguf_writer *w, tok_state *t, const el_json_value *ro
     if (!st && unk_id >= 0) st = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
                                                      (uint32_t)unk_id);
     free_strs(merges, n_merges);
+    free(cut);
     free(scores);
     return st;
 }

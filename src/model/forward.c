@@ -74,6 +74,7 @@ void el_forward_free(el_forward *f) {
     free(f->cell_row);
     free(f->anc);
     free(f->mm_scratch);
+    el_lora_scratch_free(&f->lora);
     memset(f, 0, sizeof *f);
 }
 
@@ -150,10 +151,9 @@ static void rope_apply(float *vec, int n_heads, int hd, int n_rot, el_rope_style
 
 /* ------------------------------------------------------------- linear layers */
 
-/* y[r] = W x[r] (+ bias) for n rows of one linear layer of block il.
- * Adapter hook (issue 4): after the base product, for each group of rows that share an adapter
- * binding, y_g += s * (x_g A) B with A, B the adapter's matrices for (il, which). The rows of a
- * group and their binding come from el_rows; nothing here depends on the base weights. */
+/* y[r] = W x[r] (+ bias) for n rows of one linear layer of block il, then, for each group of rows
+ * that share an adapter binding, y_g += s * B (A x_g) for every bound adapter that changes this
+ * layer (kernels/lora.h). The base product is the same whatever is bound. */
 static void linear(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
                    int64_t ldy, int32_t n) {
     const el_layer *l = &f->model->layers[il];
@@ -166,6 +166,9 @@ static void linear(el_forward *f, int il, el_linear which, const float *x, int64
     if (bias)
         for (int32_t r = 0; r < n; r++)
             add_rows(y + (size_t)r * ldy, bias, (size_t)w->k_out);
+    if (f->lora_rows)
+        el_lora_apply(f->tp, f->lora_rows, il * (EL_LINEAR_DOWN + 1) + (int32_t)which, x, ldx,
+                      w->n_in, y, ldy, &f->lora);
 }
 
 /* ------------------------------------------------------------- attention */
@@ -324,6 +327,7 @@ static void block(el_forward *f, const el_rows *rows, int il) {
 void el_forward_run(el_forward *f, const el_rows *rows) {
     const el_model *m = f->model;
     const el_hparams *hp = &m->hp;
+    f->lora_rows = rows->lora && rows->lora->n_groups > 0 ? rows->lora : NULL;
     embed_rows(f, rows);
     rope_tables(f, rows);
     build_visibility(f, rows);

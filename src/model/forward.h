@@ -1,14 +1,16 @@
 /* forward.h - one forward pass over a batch of rows (DESIGN.md §1).
  *
  * Rows may be a prompt chunk, one decode step of many sequences, or a candidate tree: the forward
- * does not know which. Every matmul runs over all rows at once; only attention (and, later,
- * adapter terms) depends on the row. Scratch is allocated once for n_batch rows. */
+ * does not know which. Every matmul runs over all rows at once; only attention and the adapter
+ * terms (per group of rows sharing a binding) depend on the row. Scratch is allocated once for
+ * n_batch rows. */
 #ifndef EL_MODEL_FORWARD_H
 #define EL_MODEL_FORWARD_H
 
 #include <stdint.h>
 
 #include "core/threadpool.h"
+#include "kernels/lora.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 
@@ -23,6 +25,7 @@ typedef struct el_rows {
     const int32_t *cell;     /* [n] the cache cell of each row */
     const int32_t *out_rows; /* [n_out] rows whose logits are wanted, ascending */
     int32_t n_out;
+    const el_lora_rows *lora; /* groups of rows with adapters, or NULL (scratch reserved) */
 } el_rows;
 
 typedef struct el_forward {
@@ -48,6 +51,8 @@ typedef struct el_forward {
     int32_t *cell_row; /* [n_ctx] row of this batch in each cell, or -1 */
     uint8_t *anc;    /* [n_batch][n_batch] anc[r][j]: row j is row r or an ancestor (trees) */
     void *mm_scratch;
+    el_lora_scratch lora;          /* for the adapter terms; grown by el_lora_reserve */
+    const el_lora_rows *lora_rows; /* of the pass being run */
     float *logits;   /* [n_out][n_vocab], grown on demand */
     int32_t logits_rows;
 } el_forward;

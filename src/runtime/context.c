@@ -1,10 +1,12 @@
 /* context.c - contexts, el_decode and the KV cache calls of the public API. */
 #include "runtime/context.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "runtime/adapter.h"
 
 /* Sequences are bits of a cell's bitset; a generous bound keeps the bitsets small. */
 enum { EL_MAX_SEQ = 4096, EL_DEFAULT_MAX_CTX = 4096 };
@@ -49,7 +51,13 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
         ctx->cells = malloc((size_t)p.n_batch * sizeof *ctx->cells);
         ctx->out_rows = malloc((size_t)p.n_batch * sizeof *ctx->out_rows);
         ctx->logit_index = malloc((size_t)p.n_batch * sizeof *ctx->logit_index);
-        if (!ctx->cells || !ctx->out_rows || !ctx->logit_index)
+        ctx->bind = calloc((size_t)p.n_seq_max, sizeof *ctx->bind);
+        ctx->row_group = malloc((size_t)p.n_batch * sizeof *ctx->row_group);
+        ctx->group_rows = malloc((size_t)p.n_batch * sizeof *ctx->group_rows);
+        ctx->groups = malloc((size_t)p.n_batch * sizeof *ctx->groups);
+        ctx->group_seq = malloc((size_t)p.n_batch * sizeof *ctx->group_seq);
+        if (!ctx->cells || !ctx->out_rows || !ctx->logit_index || !ctx->bind ||
+            !ctx->row_group || !ctx->group_rows || !ctx->groups || !ctx->group_seq)
             st = el_error(EL_ERR_NOMEM, "context: out of memory");
     }
     if (st) {
@@ -70,7 +78,94 @@ void el_context_free(el_context *ctx) {
     free(ctx->cells);
     free(ctx->out_rows);
     free(ctx->logit_index);
+    if (ctx->bind)
+        for (int32_t i = 0; i < ctx->params.n_seq_max; i++)
+            el_context_bind(ctx, i, NULL, 0);
+    free(ctx->bind);
+    free(ctx->row_group);
+    free(ctx->group_rows);
+    free(ctx->groups);
+    free(ctx->group_seq);
     free(ctx);
+}
+
+el_status el_context_bind(el_context *ctx, int32_t seq_id, const el_binding *bindings,
+                          int32_t n) {
+    if (!ctx || n < 0 || (n > 0 && !bindings))
+        return el_error(EL_ERR_INVALID_ARG, "el_context_bind: NULL argument or negative count");
+    if (seq_id < 0 || seq_id >= ctx->params.n_seq_max)
+        return el_error(EL_ERR_INVALID_ARG, "el_context_bind: seq_id %d out of range (n_seq_max "
+                        "%d)", seq_id, ctx->params.n_seq_max);
+    for (int32_t i = 0; i < n; i++) {
+        const el_adapter *ad = bindings[i].adapter;
+        if (!ad)
+            return el_error(EL_ERR_INVALID_ARG, "el_context_bind: binding %d has no adapter", i);
+        if (ad->model != ctx->model)
+            return el_error(EL_ERR_MISMATCH, "el_context_bind: adapter '%s' was loaded for "
+                            "another model than this context's", ad->name);
+        if (!isfinite(bindings[i].scale))
+            return el_error(EL_ERR_INVALID_ARG, "el_context_bind: adapter '%s' has a scale that "
+                            "is not finite", ad->name);
+    }
+    el_binding *items = NULL;
+    el_lora_term *terms = NULL;
+    if (n > 0) {
+        items = malloc((size_t)n * sizeof *items);
+        terms = malloc((size_t)n * sizeof *terms);
+        if (!items || !terms) {
+            free(items);
+            free(terms);
+            return el_error(EL_ERR_NOMEM, "el_context_bind: out of memory");
+        }
+        for (int32_t i = 0; i < n; i++) {
+            items[i] = bindings[i];
+            terms[i] = el_adapter_term(items[i].adapter, items[i].scale);
+            el_adapter_retain(items[i].adapter);
+        }
+    }
+    struct el_seq_binding *b = &ctx->bind[seq_id];
+    for (int32_t i = 0; i < b->n; i++)
+        el_adapter_release(b->items[i].adapter);
+    free(b->items);
+    free(b->terms);
+    *b = (struct el_seq_binding){.items = items, .terms = terms, .n = n};
+    return EL_OK;
+}
+
+static bool same_binding(const struct el_seq_binding *a, const struct el_seq_binding *b) {
+    if (a->n != b->n) return false;
+    for (int32_t i = 0; i < a->n; i++)
+        if (a->items[i].adapter != b->items[i].adapter || a->items[i].scale != b->items[i].scale)
+            return false;
+    return true;
+}
+
+/* Groups the rows of a batch that use adapters by binding (sequences bound alike share a
+ * group), into ctx's arrays. Rows keep their order within a group. */
+static void group_rows(el_context *ctx, const el_batch *b, el_lora_rows *lr) {
+    int32_t n_groups = 0;
+    for (int32_t r = 0; r < b->n_rows; r++) {
+        const struct el_seq_binding *sb = &ctx->bind[b->seq_id[r]];
+        ctx->row_group[r] = -1;
+        if (sb->n == 0) continue;
+        int32_t g = 0;
+        while (g < n_groups && !same_binding(&ctx->bind[ctx->group_seq[g]], sb)) g++;
+        if (g == n_groups) {
+            ctx->group_seq[n_groups++] = b->seq_id[r];
+            ctx->groups[g] = (el_lora_group){.terms = sb->terms, .n_terms = sb->n};
+        }
+        ctx->row_group[r] = g;
+    }
+    int32_t off = 0;
+    for (int32_t g = 0; g < n_groups; g++) {
+        int32_t cnt = 0;
+        for (int32_t r = 0; r < b->n_rows; r++)
+            if (ctx->row_group[r] == g) ctx->group_rows[off + cnt++] = r;
+        ctx->groups[g].rows = ctx->group_rows + off;
+        ctx->groups[g].n_rows = cnt;
+        off += cnt;
+    }
+    *lr = (el_lora_rows){.groups = ctx->groups, .n_groups = n_groups};
 }
 
 /* Every field of every row, before anything changes. */
@@ -123,6 +218,14 @@ el_status el_decode(el_context *ctx, const el_batch *b) {
             ctx->out_rows[n_out++] = i;
     if ((st = el_forward_reserve_logits(&ctx->fwd, n_out)))
         return st;
+    el_lora_rows lr;
+    group_rows(ctx, b, &lr);
+    const el_hparams *hp = &ctx->model->hp;
+    int64_t o_in = (int64_t)hp->n_head * hp->head_dim_v;
+    int64_t max_in = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+    if (o_in > max_in) max_in = o_in;
+    if (lr.n_groups > 0 && (st = el_lora_reserve(&ctx->fwd.lora, &lr, max_in)))
+        return st;
     if (!el_kv_cache_find_free(&ctx->kv, n, ctx->cells))
         return el_error(EL_ERR_CONTEXT_FULL, "el_decode: the KV cache has %d free cells, the batch "
                         "needs %d (n_ctx %d)", ctx->kv.n_ctx - ctx->kv.n_used, n, ctx->kv.n_ctx);
@@ -131,6 +234,7 @@ el_status el_decode(el_context *ctx, const el_batch *b) {
     el_rows rows = {
         .n = n, .token = b->token, .embd = b->embd, .pos = b->pos, .seq_id = b->seq_id,
         .parent = b->parent, .cell = ctx->cells, .out_rows = ctx->out_rows, .n_out = n_out,
+        .lora = lr.n_groups > 0 ? &lr : NULL,
     };
     el_forward_run(&ctx->fwd, &rows);
     for (int32_t i = 0; i < n; i++)

@@ -4,6 +4,7 @@
 #define EL_RUNTIME_CONTEXT_H
 
 #include "core/threadpool.h"
+#include "kernels/lora.h"
 #include "model/forward.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
@@ -18,6 +19,17 @@ struct el_context {
     int32_t *out_rows;     /* [n_batch] rows whose logits were asked for */
     int32_t *logit_index;  /* [n_batch] row -> index into fwd.logits, or -1 */
     int32_t last_n_rows;   /* rows of the last successful decode */
+    /* adapters bound to each sequence (each holds a reference), and the rows of a batch grouped
+     * by binding (rebuilt by every decode into these n_batch-sized arrays) */
+    struct el_seq_binding {
+        el_binding *items;
+        el_lora_term *terms;
+        int32_t n;
+    } *bind;               /* [n_seq_max] */
+    int32_t *row_group;    /* [n_batch] */
+    int32_t *group_rows;   /* [n_batch] row indices, group after group */
+    el_lora_group *groups; /* [n_batch] */
+    int32_t *group_seq;    /* [n_batch] a sequence bound as each group is */
 };
 
 #endif

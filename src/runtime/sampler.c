@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "edgelora.h"
+#include "runtime/sampler.h"
 
 typedef struct el_candidate {
     int32_t id;
@@ -146,23 +147,17 @@ static void softmax(el_candidate *c, int32_t n, float temp) {
         c[i].p = (float)(c[i].p / sum);
 }
 
-el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) {
-    if (!s || !logits || !token)
-        return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
+/* Loads logits into cand and applies the penalty, then (unless greedy) sorts and applies top-k,
+ * top-p and min-p: the survivors are cand[0..return value), most likely first. Greedy keeps cand
+ * indexed by id and returns n_vocab. */
+static int32_t filter(el_sampler *s, const float *logits) {
     const el_sampler_params *p = &s->params;
     int32_t n = s->n_vocab;
     for (int32_t i = 0; i < n; i++)
         s->cand[i] = (el_candidate){.id = i, .logit = logits[i]};
     apply_repeat_penalty(s);
-
-    if (p->temperature <= 0.0f) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n; i++)
-            if (s->cand[i].logit > s->cand[best].logit)
-                best = i;
-        *token = best;
-        return EL_OK;
-    }
+    if (p->temperature <= 0.0f)
+        return n;
 
     qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
     if (p->top_k > 0 && p->top_k < n)
@@ -187,7 +182,22 @@ el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) 
             keep++;
         n = keep;
     }
-    softmax(s->cand, n, p->temperature);
+    return n;
+}
+
+el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) {
+    if (!s || !logits || !token)
+        return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
+    int32_t n = filter(s, logits);
+    if (s->params.temperature <= 0.0f) {
+        int32_t best = 0;
+        for (int32_t i = 1; i < n; i++)
+            if (s->cand[i].logit > s->cand[best].logit)
+                best = i;
+        *token = best;
+        return EL_OK;
+    }
+    softmax(s->cand, n, s->params.temperature);
     double r = rng_uniform(&s->rng), cum = 0.0;
     for (int32_t i = 0; i < n; i++) {
         cum += s->cand[i].p;
@@ -197,5 +207,18 @@ el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) 
         }
     }
     *token = s->cand[n - 1].id; /* r landed in the rounding gap at the top */
+    return EL_OK;
+}
+
+el_status el_sampler_candidates(el_sampler *s, const float *logits, int32_t *ids, int32_t cap,
+                                int32_t *n_out) {
+    if (!s || !logits || !n_out || (!ids && cap > 0))
+        return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
+    int32_t n = filter(s, logits);
+    if (s->params.temperature <= 0.0f) /* greedy ranks every token */
+        qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
+    for (int32_t i = 0; i < n && i < cap; i++)
+        ids[i] = s->cand[i].id;
+    *n_out = n;
     return EL_OK;
 }

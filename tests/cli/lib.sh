@@ -6,6 +6,9 @@ DATA=${EL_DATA_DIR:-../shared/data}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 n_fail=0
+# a copy of the program with no default model beside it (for "no model given" errors)
+mkdir -p "$TMP/bin" && cp "$EL" "$TMP/bin/edgelora" 2>/dev/null
+EL_NODEFAULT="$TMP/bin/edgelora"
 
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1"; shift; for line in "$@"; do echo "  $line"; done; n_fail=$((n_fail + 1)); }

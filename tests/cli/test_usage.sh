@@ -17,7 +17,16 @@ expect_exit bad_number 2 "$EL" run -m x -n twelve
 grep -q "'twelve' is not a whole number" "$TMP/err" && pass bad_number_message || fail bad_number_message "$(cat "$TMP/err")"
 expect_exit bad_top_p 2 "$EL" run -m x --top-p 1.5
 expect_exit missing_value 2 "$EL" run -m
-expect_exit no_model 2 "$EL" run -p hi
+EDGELORA_MODEL= expect_exit no_model 2 "$EL_NODEFAULT" run -p hi
+grep -q "no model given" "$TMP/err" && pass no_model_message || fail no_model_message "$(cat "$TMP/err")"
+# without -m, the default model: $EDGELORA_MODEL, else models/base.gguf beside the program
+if [ -f models/base.gguf ]; then
+    expect_exit default_model 0 "$EL" run -p "Hello" -n 4 --temp 0
+fi
+if [ -f "$DATA/models/llama-2-tiny-random.gguf" ]; then
+    EDGELORA_MODEL="$DATA/models/llama-2-tiny-random.gguf" expect_exit default_model_env 0 "$EL_NODEFAULT" tokenize -p "Hello world"
+    [ "$(cat "$TMP/out")" = "15043 3186" ] && pass default_model_env_used || fail default_model_env_used "$(cat "$TMP/out")"
+fi
 expect_exit missing_model_file 1 "$EL" run -m "$TMP/none.gguf" -p hi
 grep -q "$TMP/none.gguf" "$TMP/err" && pass missing_model_names_file || fail missing_model_names_file "$(cat "$TMP/err")"
 printf 'not a model at all' > "$TMP/junk.gguf"

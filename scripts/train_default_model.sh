@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# train_default_model.sh - rebuilds the default model of issue 5 from ../shared/data/corpus:
+# a byte-level BPE tokenizer, a multilingual base trained on every language of the corpus, and
+# task adapters (translation, typo correction, continuation, style). About two hours on 2 cores
+# with the defaults; every step is one edgelora command and resumes after Ctrl-C (checkpoints).
+#
+#   scripts/train_default_model.sh            # everything, into models/
+#   STEPS=200 OUT=/tmp/m scripts/train_default_model.sh   # a quick smoke run
+#
+# Environment: EL (the edgelora program), CORPUS, OUT (where the model and adapters go), WORK
+# (intermediate files), SHAPE, VOCAB, STEPS (base), ADAPTER_STEPS, THREADS, SEED.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EL=${EL:-build/edgelora}
+CORPUS=${CORPUS:-../shared/data/corpus}
+OUT=${OUT:-models}
+WORK=${WORK:-build/default-model}
+SHAPE=${SHAPE:-dim=256,layers=6,heads=8,kv_heads=4,ffn=688,ctx=256}
+VOCAB=${VOCAB:-4096}
+STEPS=${STEPS:-2500}
+ADAPTER_STEPS=${ADAPTER_STEPS:-300}
+THREADS=${THREADS:-2}
+SEED=${SEED:-1}
+LANGS="en de fr es it pt pl ru nl"
+mkdir -p "$OUT" "$WORK/data"
+[ -x "$EL" ] || { echo "build edgelora first (make)" >&2; exit 1; }
+
+# ---- 1. data: the last 2% of the lines of each file are our held-out split (the corpus's own
+# held-out slice is not in these files)
+split_file() { # in train_out eval_out
+    local n; n=$(wc -l < "$1")
+    local keep=$((n - n / 50))
+    head -n "$keep" "$1" > "$2"
+    tail -n +"$((keep + 1))" "$1" > "$3"
+}
+for l in $LANGS; do
+    split_file "$CORPUS/$l.txt" "$WORK/data/$l.train.txt" "$WORK/data/$l.eval.txt"
+done
+for l in $LANGS; do
+    [ "$l" = en ] && continue
+    split_file "$CORPUS/en-$l.tsv" "$WORK/data/en-$l.train.tsv" "$WORK/data/en-$l.eval.tsv"
+done
+# the translations are text in their languages too
+cut -f1,2 "$WORK"/data/en-*.train.tsv | tr '\t' '\n' > "$WORK/data/parallel.train.txt"
+
+# ---- 2. tokenizer
+[ -f "$OUT/tokenizer.gguf" ] || "$EL" train-tokenizer -f "$WORK"/data/*.train.txt \
+    --vocab-size "$VOCAB" -o "$OUT/tokenizer.gguf"
+
+# ---- 3. base model
+"$EL" train --shape "$SHAPE" --untied --tokenizer "$OUT/tokenizer.gguf" \
+    -f "$WORK"/data/*.train.txt --eval "$WORK"/data/{en,de,ru}.eval.txt \
+    --steps "$STEPS" --batch 16 --lr 1e-3 --warmup 100 --eval-every 100 --eval-batches 8 \
+    --seed "$SEED" -t "$THREADS" --checkpoint "$WORK/base.ckpt" --checkpoint-every 100 --resume \
+    -o "$OUT/base.gguf"
+for l in $LANGS; do # held-out perplexity per language
+    printf '%s: ' "$l"
+    "$EL" perplexity -m "$OUT/base.gguf" -f "$WORK/data/$l.eval.txt" -c 256 2>/dev/null | grep perplexity || echo "?"
+done | tee "$OUT/base.perplexity.txt"
+
+# ---- 4. adapter data as JSONL ({"prompt": ..., "response": ...})
+# awk helpers: JSON string escaping, and seeded noise for the typo task
+# (lines with a backslash or a control character are skipped: awks disagree on escaping them)
+AWK_JSON='/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
+    function js(s) { gsub(/"/, "\\\"", s)
+    gsub(/\n/, "\\n", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return "\"" s "\"" }'
+tsv_to_jsonl() { # tsv prompt_prefix > jsonl: translate English into the second column's language
+    awk -F'\t' -v pre="$2" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
+        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) "}" }' "$1"
+}
+typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped letters -> the sentence
+    awk -v seed="$SEED" "$AWK_JSON"' BEGIN { srand(seed) }
+    { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) {
+        t = s[i]; if (length(t) < 20 || length(t) > 120) continue
+        out = ""; for (j = 1; j <= length(t); j++) { c = substr(t, j, 1); d = substr(t, j + 1, 1)
+            r = c ~ /[a-z]/ ? rand() : 1 # ASCII letters only: awk sees bytes, not characters
+            if (r < 0.03) continue; else if (r < 0.06) out = out c c
+            else if (r < 0.09 && d ~ /[a-z]/) { out = out d c; j++ } else out = out c }
+        print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) "}" } }' "$1"
+}
+continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones
+    awk -v lang="$2" "$AWK_JSON"' { n = split($0, w, " "); if (n < 24) next
+        p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
+        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) "}" }' "$1"
+}
+upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adapter)
+    awk "$AWK_JSON"' { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) if (length(s[i]) > 20 && length(s[i]) < 100)
+        print "{\"prompt\": " js("Shout: " s[i] "\n") ", \"response\": " js(toupper(s[i])) "}" }' "$1"
+}
+for split in train eval; do
+    d="$WORK/data"
+    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " > "$d/translate-de.$split.jsonl"
+    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " > "$d/translate-fr.$split.jsonl"
+    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " > "$d/translate-es.$split.jsonl"
+    typo_jsonl "$d/en.$split.txt" > "$d/typo-en.$split.jsonl"
+    : > "$d/continue.$split.jsonl"
+    for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
+    upper_jsonl "$d/en.$split.txt" > "$d/shout-en.$split.jsonl"
+done
+
+# ---- 5. adapters
+for task in translate-de translate-fr translate-es typo-en continue shout-en; do
+    "$EL" finetune -m "$OUT/base.gguf" --lora --rank 16 --alpha 32 \
+        --targets q,k,v,o,gate,up,down -f "$WORK/data/$task.train.jsonl" \
+        --eval "$WORK/data/$task.eval.jsonl" --steps "$ADAPTER_STEPS" --batch 16 --lr 2e-3 \
+        --warmup 20 --eval-every 50 -c 128 --seed "$SEED" -t "$THREADS" \
+        --checkpoint "$WORK/$task.ckpt" --checkpoint-every 50 --resume -o "$OUT/$task.gguf"
+done
+echo "default model in $OUT: base.gguf, tokenizer.gguf and $(ls "$OUT"/*.gguf | wc -l) files"

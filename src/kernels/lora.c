@@ -1,0 +1,306 @@
+/* lora.c - the multi-adapter LoRA term of a linear layer (see lora.h).
+ *
+ * Per call (one slot = one linear layer of one block):
+ *  1. tasks: every (group, term) whose adapter has a pair in the slot, with where its t rows go;
+ *  2. x rows quantized to q8_0 once, if some A of the slot is q8_0;
+ *  3. job A: t[task][row][k] = A_k . x[row], units = rows of A, split evenly across threads;
+ *  4. t scaled by the task's scale (rank floats per row, on the caller) and quantized for a q8_0 B;
+ *  5. job B: y[row][o] += sum_k t[task][row][k] B_ok, threads own disjoint ranges of o: over B
+ *     packed in blocks of 32 outputs (f32/f16/bf16), or one dot product per o (q8_0).
+ * Each element of y gets its terms in a fixed order whatever the split, so the result does not
+ * depend on the number of threads (nor on whether small calls run on the caller alone).
+ * Nothing is allocated here: el_lora_reserve sized the scratch. */
+#include "kernels/lora.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/dispatch.h"
+
+/* A finite half as a float without branches, so that the loops below vectorize: the 15 bits
+ * shifted into a float's exponent and mantissa, rescaled by 2^(127-15) (exact for normal and
+ * subnormal halves; inf and NaN would not be, and the loaders refuse them in B). */
+static inline float half_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)(h & 0x7fffu) << 13;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    f *= 0x1p112f;
+    memcpy(&bits, &f, sizeof bits);
+    bits |= (uint32_t)(h & 0x8000u) << 16; /* the sign, without a compare and blend */
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline float bf16_to_float(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE float packed_elem(el_type type, const void *p, int64_t i) {
+    if (type == EL_TYPE_F16) return half_to_float(((const uint16_t *)p)[i]);
+    if (type == EL_TYPE_BF16) return bf16_to_float(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
+}
+
+/* y[32b + j] += sum_k t[k] P[b][k][j] for blocks b < n_blocks: B packed in blocks of 32
+ * outputs (see el_lora_pair), read once in order. Inlined with a constant type into the
+ * functions below, the fixed inner count vectorizes at -O2 (with AVX2 as four independent
+ * 8-wide sums, so the adds do not wait on each other). */
+static ALWAYS_INLINE void packed_body(el_type type, int64_t rank, int64_t n_blocks,
+                                      const float *t, const void *p, float *y) {
+    for (int64_t b = 0; b < n_blocks; b++, y += EL_LORA_PACK) {
+        int64_t base = b * rank * EL_LORA_PACK;
+        float acc[EL_LORA_PACK] = {0};
+        for (int64_t k = 0; k < rank; k++)
+            for (int j = 0; j < EL_LORA_PACK; j++)
+                acc[j] += t[k] * packed_elem(type, p, base + k * EL_LORA_PACK + j);
+        for (int j = 0; j < EL_LORA_PACK; j++)
+            y[j] += acc[j];
+    }
+}
+
+static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                            const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
+}
+
+/* The same loops compiled for AVX2, used when the kernels in use are AVX2 or above (the CPU has
+ * it, and neither EL_FORCE_REFERENCE nor EL_ISA_MAX asks for less). An explicit choice rather than target_clones, whose
+ * load-time resolvers crash under ThreadSanitizer. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
+                                                        int64_t n_blocks, const float *t,
+                                                        const void *p, float *y) {
+    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
+    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
+    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
+}
+
+/* The x86 kernels in use are "avx2" or "avx512..." (which implies AVX2). */
+static bool use_avx2(void) { return strncmp(el_kernels_get()->isa, "avx", 3) == 0; }
+#else
+static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                        const void *p, float *y) {
+    packed_portable(type, rank, n_blocks, t, p, y);
+}
+
+static bool use_avx2(void) { return false; }
+#endif
+
+void el_lora_packed(el_type type, int64_t rank, int64_t n_blocks, const float *t, const void *p,
+                    float *y) {
+    if (use_avx2())
+        packed_avx2(type, rank, n_blocks, t, p, y);
+    else
+        packed_portable(type, rank, n_blocks, t, p, y);
+}
+
+/* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
+ * decode step's terms (rank 16: ~0.2M for an FFN projection) take less time than waking the
+ * pool twice, and on a busy machine every dispatch can also wait for a descheduled worker. */
+enum { INLINE_MACS = 1 << 18 };
+
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Bytes of one row of n floats converted to what a weight of type wt dots with. */
+static size_t act_row_bytes(el_type wt, int64_t n) {
+    el_type vt = el_type_get(wt)->vec_dot_type;
+    return vt == EL_TYPE_F32 ? 0 : el_row_size(vt, n);
+}
+
+/* Grows *p to need bytes (never shrinks). */
+static el_status grow(void **p, size_t *cap, size_t need) {
+    if (need <= *cap) return EL_OK;
+    void *q = realloc(*p, need);
+    if (!q) return el_error(EL_ERR_NOMEM, "adapters: out of memory for %zu bytes of scratch", need);
+    *p = q;
+    *cap = need;
+    return EL_OK;
+}
+
+el_status el_lora_reserve(el_lora_scratch *s, const el_lora_rows *lr, int64_t max_in) {
+    size_t n_tasks = 0, t_floats = 0, n_rows = 0;
+    bool quantized = false;
+    for (int32_t g = 0; g < lr->n_groups; g++) {
+        const el_lora_group *gr = &lr->groups[g];
+        n_tasks += (size_t)gr->n_terms;
+        for (int32_t i = 0; i < gr->n_terms; i++) {
+            t_floats += (size_t)gr->n_rows * gr->terms[i].rank_max;
+            quantized |= gr->terms[i].quantized;
+        }
+        if (gr->n_rows > 0)
+            n_rows = max_size(n_rows, (size_t)gr->rows[gr->n_rows - 1] + 1);
+    }
+    /* q8_0 rows are smaller than float rows, so t's size in bytes bounds qt */
+    size_t qt = quantized ? t_floats * sizeof(float) : 0;
+    size_t qx = quantized ? n_rows * el_row_size(EL_TYPE_Q8_0, max_in) : 0;
+    if (n_tasks > (size_t)s->tasks_cap) {
+        el_lora_task *p = realloc(s->tasks, n_tasks * sizeof *p);
+        if (!p) return el_error(EL_ERR_NOMEM, "adapters: out of memory for %zu tasks", n_tasks);
+        s->tasks = p;
+        s->tasks_cap = (int32_t)n_tasks;
+    }
+    el_status st = grow(&s->tscratch, &s->t_cap, t_floats * sizeof(float));
+    if (!st) st = grow(&s->qt, &s->qt_cap, qt);
+    if (!st) st = grow(&s->qx, &s->qx_cap, qx);
+    s->t = s->tscratch;
+    return st;
+}
+
+void el_lora_scratch_free(el_lora_scratch *s) {
+    free(s->tasks);
+    free(s->tscratch);
+    free(s->qt);
+    free(s->qx);
+    memset(s, 0, sizeof *s);
+}
+
+typedef struct lora_job {
+    const el_lora_task *tasks;
+    int32_t n_tasks;
+    int64_t n_units;     /* sum of the tasks' ranks */
+    const float *x;
+    int64_t ldx;
+    const char *qx;      /* quantized x rows (row r at qx + r * qx_row) or NULL */
+    size_t qx_row;
+    int64_t n_in;
+    float *t;
+    const char *qt;
+    float *y;
+    int64_t ldy;
+    int64_t n_out;
+    const el_kernels *k;
+} lora_job;
+
+/* Job A: units [lo, hi) of the flat numbering of A's rows over all tasks. */
+static void job_a(void *arg, int ith, int nth) {
+    const lora_job *j = arg;
+    int64_t lo = j->n_units * ith / nth, hi = j->n_units * (ith + 1) / nth;
+    for (int32_t ti = 0; ti < j->n_tasks && lo < hi; ti++) {
+        const el_lora_task *t = &j->tasks[ti];
+        const el_weight *a = &t->pair->a;
+        int64_t rank = a->n_out, u0 = t->unit0, u1 = u0 + rank;
+        if (u1 <= lo || u0 >= hi) continue;
+        bool q = el_type_get(a->type)->vec_dot_type != EL_TYPE_F32;
+        el_vec_dot_fn dot = j->k->vec_dot[a->type];
+        const el_lora_group *g = t->group;
+        for (int64_t u = lo > u0 ? lo : u0; u < (hi < u1 ? hi : u1); u++) {
+            int64_t kk = u - u0;
+            const char *arow = (const char *)a->data + kk * a->row_bytes;
+            for (int32_t i = 0; i < g->n_rows; i++) {
+                int32_t r = g->rows[i];
+                const void *act = q ? (const void *)(j->qx + (size_t)r * j->qx_row)
+                                    : (const void *)(j->x + (size_t)r * j->ldx);
+                dot(j->n_in, &j->t[t->t_off + (size_t)i * rank + kk], arow, act);
+            }
+        }
+    }
+}
+
+/* Job B: output columns [lo, hi) of every row of every task. */
+static void job_b(void *arg, int ith, int nth) {
+    const lora_job *j = arg;
+    int64_t lo = j->n_out * ith / nth, hi = j->n_out * (ith + 1) / nth;
+    for (int32_t ti = 0; ti < j->n_tasks; ti++) {
+        const el_lora_task *t = &j->tasks[ti];
+        const el_lora_pair *p = t->pair;
+        const el_weight *b = &p->b;
+        const el_lora_group *g = t->group;
+        int64_t rank = p->a.n_out;
+        if (p->b_packed) {
+            /* threads split whole blocks of outputs */
+            int64_t nb = j->n_out / EL_LORA_PACK, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
+            size_t blk = (size_t)rank * EL_LORA_PACK * el_type_get(b->type)->type_size;
+            for (int32_t i = 0; i < g->n_rows; i++)
+                el_lora_packed(b->type, rank, b1 - b0, j->t + t->t_off + (size_t)i * rank,
+                               (const char *)b->data + b0 * blk,
+                               j->y + (size_t)g->rows[i] * j->ldy + b0 * EL_LORA_PACK);
+            continue;
+        }
+        size_t qrow = act_row_bytes(b->type, rank);
+        el_vec_dot_fn dot = j->k->vec_dot[b->type];
+        for (int32_t i = 0; i < g->n_rows; i++) {
+            const void *act = qrow ? (const void *)(j->qt + t->qt_off + (size_t)i * qrow)
+                                   : (const void *)(j->t + t->t_off + (size_t)i * rank);
+            float *yr = j->y + (size_t)g->rows[i] * j->ldy;
+            for (int64_t o = lo; o < hi; o++) {
+                float v;
+                dot(rank, &v, (const char *)b->data + o * b->row_bytes, act);
+                yr[o] += v;
+            }
+        }
+    }
+}
+
+static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
+    if (tp == NULL)
+        fn(arg, 0, 1);
+    else
+        el_threadpool_run(tp, fn, arg);
+}
+
+void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, const float *x,
+                   int64_t ldx, int64_t n_in, float *y, int64_t ldy, el_lora_scratch *s) {
+    if (!lr || lr->n_groups == 0) return;
+    lora_job j = {.tasks = s->tasks, .x = x, .ldx = ldx, .n_in = n_in, .t = s->t, .qt = s->qt,
+                  .y = y, .ldy = ldy, .k = el_kernels_get()};
+    int32_t n_tasks = 0;
+    size_t t_off = 0, qt_off = 0;
+    bool quantize_x = false;
+    for (int32_t g = 0; g < lr->n_groups; g++) {
+        const el_lora_group *gr = &lr->groups[g];
+        for (int32_t i = 0; i < gr->n_terms; i++) {
+            const el_lora_pair *p = &gr->terms[i].table[slot];
+            if (p->a.n_out == 0) continue;
+            el_lora_task *t = &s->tasks[n_tasks++];
+            *t = (el_lora_task){.pair = p, .group = gr, .scale = gr->terms[i].scale * p->scale,
+                                .unit0 = j.n_units, .t_off = t_off, .qt_off = qt_off};
+            j.n_units += p->a.n_out;
+            j.n_out = p->b.n_out;
+            t_off += (size_t)gr->n_rows * p->a.n_out;
+            if (!p->b_packed) qt_off += (size_t)gr->n_rows * act_row_bytes(p->b.type, p->a.n_out);
+            quantize_x |= act_row_bytes(p->a.type, n_in) != 0;
+        }
+    }
+    if (n_tasks == 0) return;
+    j.n_tasks = n_tasks;
+    int64_t macs = 0;
+    for (int32_t ti = 0; ti < n_tasks; ti++) {
+        const el_lora_task *t = &s->tasks[ti];
+        macs += (int64_t)t->group->n_rows * t->pair->a.n_out * (n_in + j.n_out);
+    }
+    if (macs < INLINE_MACS) tp = NULL;
+    if (quantize_x) {
+        /* q8_0 is the only quantized adapter type, so one quantized copy serves every A */
+        j.qx = s->qx;
+        j.qx_row = el_row_size(EL_TYPE_Q8_0, n_in);
+        for (int32_t g = 0; g < lr->n_groups; g++)
+            for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
+                int32_t r = lr->groups[g].rows[i];
+                el_type_get(EL_TYPE_Q8_0)->from_float(x + (size_t)r * ldx,
+                                                      (char *)s->qx + (size_t)r * j.qx_row, n_in);
+            }
+    }
+    run(tp, job_a, &j);
+    for (int32_t ti = 0; ti < n_tasks; ti++) {
+        const el_lora_task *t = &s->tasks[ti];
+        int64_t rank = t->pair->a.n_out;
+        size_t qrow = t->pair->b_packed ? 0 : act_row_bytes(t->pair->b.type, rank);
+        for (int32_t i = 0; i < t->group->n_rows; i++) {
+            float *tr = s->t + t->t_off + (size_t)i * rank;
+            for (int64_t k = 0; k < rank; k++)
+                tr[k] *= t->scale;
+            if (qrow)
+                el_type_get(el_type_get(t->pair->b.type)->vec_dot_type)
+                    ->from_float(tr, (char *)s->qt + t->qt_off + (size_t)i * qrow, rank);
+        }
+    }
+    run(tp, job_b, &j);
+}

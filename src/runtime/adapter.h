@@ -1,0 +1,67 @@
+/* adapter.h - a loaded LoRA adapter: a table of (A, B) pairs, one slot per (layer, linear) of the
+ * model it was checked against, in one owned block of memory (the file is closed after loading).
+ *
+ * Loaders (GGUF, PEFT) describe what they found as el_adapter_src entries, which point into the
+ * open file; el_adapter_build checks every entry against the model and copies it into the block
+ * (applying the RoPE row permutation where asked), so both formats share one validation. */
+#ifndef EL_RUNTIME_ADAPTER_H
+#define EL_RUNTIME_ADAPTER_H
+
+#include <stdatomic.h>
+
+#include "kernels/lora.h"
+#include "model/model.h"
+
+enum { EL_N_LINEAR = EL_LINEAR_DOWN + 1 };
+
+struct el_adapter {
+    atomic_int refs;
+    const el_model *model;
+    char *path;
+    char *name;
+    const char *format;   /* "gguf" or "peft" */
+    float alpha;
+    int32_t n_targets;
+    int32_t rank_max;
+    bool quantized;       /* some pair is q8_0 */
+    uint64_t bytes;
+    el_lora_pair *table;  /* [n_layer * EL_N_LINEAR], slot = il * EL_N_LINEAR + linear */
+    void *block;          /* every A and B */
+};
+
+/* What a loader found for one slot. Data points into the open file. */
+typedef struct el_adapter_src {
+    const char *a_name, *b_name; /* tensor names, for messages (NULL: slot empty) */
+    el_type a_type, b_type;
+    const void *a_data, *b_data;
+    int64_t a_in, a_rank;        /* A as stored: a_rank rows of a_in */
+    int64_t b_rank, b_out;       /* B as stored: b_out rows of b_rank */
+    uint64_t a_bytes, b_bytes;   /* bytes present in the file */
+    float scale;                 /* alpha / rank etc. */
+    int32_t permute_heads;       /* 0, or the head count of the HF -> GGUF RoPE row order for B */
+} el_adapter_src;
+
+/* The slot of a linear layer. */
+static inline int32_t el_adapter_slot(int il, el_linear which) {
+    return il * EL_N_LINEAR + (int32_t)which;
+}
+
+/* Block tensor name suffixes ("attn_q", ...) of the linears, as in GGUF. */
+const char *el_linear_gguf_name(el_linear which);
+
+/* Checks src[n_layer * EL_N_LINEAR] against ad->model and fills ad's table and block.
+ * path names the file in errors. */
+el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path);
+
+/* Format loaders: fill a zeroed adapter (model, path set). */
+el_status el_adapter_load_gguf(el_adapter *ad, const char *path);
+el_status el_adapter_load_peft(el_adapter *ad, const char *path);
+
+/* References held by contexts. */
+void el_adapter_retain(el_adapter *ad);
+void el_adapter_release(el_adapter *ad);
+
+/* The summary a binding needs. */
+el_lora_term el_adapter_term(const el_adapter *ad, float scale);
+
+#endif

@@ -1,0 +1,133 @@
+/* adapter_gguf.c - LoRA adapters in GGUF, as llama.cpp's convert_lora_to_gguf.py writes them:
+ *   general.type = "adapter", adapter.type = "lora", general.architecture = the base's,
+ *   adapter.lora.alpha (f32; absent or 0: the terms are not scaled by alpha / rank),
+ *   for each changed weight "<base tensor name>.lora_a" and ".lora_b" (blk.0.attn_q.weight.lora_a):
+ *     lora_a ne = [n_in, rank]   (rank rows of n_in: PEFT's lora_A, numpy shape [rank, n_in])
+ *     lora_b ne = [rank, n_out]  (n_out rows of rank: PEFT's lora_B, numpy shape [n_out, rank])
+ *   so y = W x + scale * alpha / rank * B (A x), with rank = lora_b's ne[0] (llama.cpp's rule).
+ * Only the seven projections of the blocks are supported (not token_embd or output). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "runtime/adapter.h"
+
+enum { NAME_CAP = 128 };
+
+static el_status check_kv(const gguf_file *f, const el_model *m, const char *path, float *alpha) {
+    gguf_str s;
+    el_status st = gguf_get_str(f, "general.type", &s);
+    if (st == EL_ERR_NOT_FOUND)
+        return el_error(EL_ERR_FORMAT, "%s: not an adapter: general.type is absent (expected "
+                        "'adapter')", path);
+    if (st) return st;
+    if (!gguf_str_eq(s, "adapter"))
+        return el_error(EL_ERR_FORMAT, "%s: not an adapter: general.type is '%.*s' (expected "
+                        "'adapter')", path, (int)s.len, s.ptr);
+    st = gguf_get_str(f, "adapter.type", &s);
+    if (st == EL_ERR_NOT_FOUND)
+        return el_error(EL_ERR_FORMAT, "%s: adapter.type is absent (expected 'lora')", path);
+    if (st) return st;
+    if (!gguf_str_eq(s, "lora"))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: adapter.type is '%.*s'; only 'lora' is supported",
+                        path, (int)s.len, s.ptr);
+    if ((st = gguf_get_str(f, "general.architecture", &s)) == EL_ERR_NOT_FOUND)
+        return el_error(EL_ERR_FORMAT, "%s: general.architecture is missing", path);
+    if (st) return st;
+    if (!gguf_str_eq(s, m->arch))
+        return el_error(EL_ERR_MISMATCH, "%s: the adapter is for architecture '%.*s', the model is "
+                        "'%s'", path, (int)s.len, s.ptr, m->arch);
+    *alpha = 0.0f;
+    st = gguf_get_f32(f, "adapter.lora.alpha", alpha);
+    return st == EL_ERR_NOT_FOUND ? EL_OK : st;
+}
+
+/* Parses "blk.<il>.<linear>.weight.lora_<a|b>" into slot and is_b. */
+static el_status parse_name(const char *name, const el_model *m, const char *path, int32_t *slot,
+                            bool *is_b) {
+    size_t n = strlen(name);
+    const char *sfx = n > 7 ? name + n - 7 : "";
+    if (strcmp(sfx, ".lora_a") != 0 && strcmp(sfx, ".lora_b") != 0)
+        return el_error(EL_ERR_FORMAT, "%s: tensor '%s' is not a LoRA tensor (.lora_a / .lora_b)",
+                        path, name);
+    *is_b = sfx[6] == 'b';
+    int il, used = 0;
+    char lin[32];
+    if (sscanf(name, "blk.%d.%31[a-z_].weight.lora_%*c%n", &il, lin, &used) == 2 &&
+        (size_t)used == n && il >= 0) {
+        if (il >= m->hp.n_layer)
+            return el_error(EL_ERR_MISMATCH, "%s: tensor '%s': the model has only %d blocks",
+                            path, name, m->hp.n_layer);
+        for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+            if (!strcmp(lin, el_linear_gguf_name(w))) {
+                *slot = el_adapter_slot(il, w);
+                return EL_OK;
+            }
+    }
+    return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s': only the attention and FFN projections "
+                    "of the blocks (attn_q/k/v/output, ffn_gate/up/down) can be adapted", path,
+                    name);
+}
+
+static el_status read_tensors(const gguf_file *f, const el_model *m, const char *path,
+                              float alpha, el_adapter_src *src, char *names) {
+    el_status st;
+    for (uint64_t i = 0; i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[NAME_CAP];
+        snprintf(name, sizeof name, "%.*s", (int)(t->name.len < NAME_CAP - 1 ? t->name.len
+                                                                              : NAME_CAP - 1),
+                 t->name.ptr);
+        int32_t slot = 0;
+        bool is_b = false;
+        if ((st = parse_name(name, m, path, &slot, &is_b))) return st;
+        if (t->ne[2] != 1 || t->ne[3] != 1)
+            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' is not 2-D", path, name);
+        el_adapter_src *s = &src[slot];
+        char *dst = names + ((size_t)slot * 2 + is_b) * NAME_CAP;
+        if (*dst)
+            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice", path, name);
+        memcpy(dst, name, NAME_CAP);
+        if (is_b) {
+            *s = (el_adapter_src){.a_name = s->a_name, .a_type = s->a_type, .a_data = s->a_data,
+                                  .a_in = s->a_in, .a_rank = s->a_rank, .a_bytes = s->a_bytes,
+                                  .b_name = dst, .b_type = (el_type)t->type, .b_data = t->data,
+                                  .b_rank = t->ne[0], .b_out = t->ne[1], .b_bytes = t->nbytes};
+        } else {
+            s->a_name = dst;
+            s->a_type = (el_type)t->type;
+            s->a_data = t->data;
+            s->a_in = t->ne[0];
+            s->a_rank = t->ne[1];
+            s->a_bytes = t->nbytes;
+        }
+    }
+    for (int32_t i = 0; i < m->hp.n_layer * EL_N_LINEAR; i++) {
+        el_adapter_src *s = &src[i];
+        if (!s->a_name && !s->b_name) continue;
+        if (!s->a_name || !s->b_name)
+            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' has no %s partner", path,
+                            s->a_name ? s->a_name : s->b_name, s->a_name ? ".lora_b" : ".lora_a");
+        s->scale = alpha != 0.0f ? alpha / (float)s->b_rank : 1.0f;
+    }
+    return EL_OK;
+}
+
+el_status el_adapter_load_gguf(el_adapter *ad, const char *path) {
+    gguf_file *f = NULL;
+    el_status st = gguf_open(path, &f);
+    if (st) return st;
+    size_t n_slots = (size_t)ad->model->hp.n_layer * EL_N_LINEAR;
+    el_adapter_src *src = calloc(n_slots, sizeof *src);
+    char *names = calloc(n_slots * 2, NAME_CAP);
+    if (!src || !names) st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) st = check_kv(f, ad->model, path, &ad->alpha);
+    if (!st) st = read_tensors(f, ad->model, path, ad->alpha, src, names);
+    if (!st) st = el_adapter_build(ad, src, path);
+    free(src);
+    free(names);
+    gguf_close(f);
+    return st;
+}

@@ -1,0 +1,126 @@
+/* adapter_merge.c - base + adapters as one GGUF: W' = W + sum_i scale_i * s_i * B_i A_i for every
+ * weight an adapter changes (stored as F32), every other tensor and every key copied as they are.
+ * The offline alternative to run-time adapters, and their oracle in tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "runtime/adapter.h"
+
+/* Dequantizes a stored matrix (rows of n) into floats. */
+static void to_float(const el_weight *w, float *out) {
+    const el_type_traits *tr = el_type_get(w->type);
+    for (int64_t r = 0; r < w->n_out; r++)
+        tr->to_float((const char *)w->data + r * w->row_bytes, out + r * w->n_in, w->n_in);
+}
+
+/* W (n_out x n_in floats) += s * B A. */
+static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
+    int64_t rank = p->a.n_out, n_in = p->a.n_in, n_out = p->b.n_out;
+    float *a = malloc((size_t)(rank * n_in) * sizeof *a);
+    float *b = malloc((size_t)(n_out * rank) * sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return el_error(EL_ERR_NOMEM, "merge: out of memory");
+    }
+    to_float(&p->a, a);
+    to_float(&p->b, b); /* [n_out][rank], or packed: [n_out/32][rank][32] */
+    for (int64_t o = 0; o < n_out; o++) {
+        float *row = wf + o * n_in;
+        for (int64_t k = 0; k < rank; k++) {
+            size_t at = p->b_packed ? ((size_t)(o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK +
+                                          o % EL_LORA_PACK
+                                    : (size_t)(o * rank + k);
+            float c = s * b[at];
+            const float *ak = a + k * n_in;
+            for (int64_t i = 0; i < n_in; i++)
+                row[i] += c * ak[i];
+        }
+    }
+    free(a);
+    free(b);
+    return EL_OK;
+}
+
+/* The slot of a base tensor name, or -1 if it is not a block projection. */
+static int32_t tensor_slot(const gguf_tensor *t, int n_layer) {
+    char name[128], lin[32];
+    snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
+    int il, used = 0;
+    if (sscanf(name, "blk.%d.%31[a-z_].weight%n", &il, lin, &used) != 2 ||
+        (size_t)used != strlen(name) || il < 0 || il >= n_layer)
+        return -1;
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+        if (!strcmp(lin, el_linear_gguf_name(w))) return el_adapter_slot(il, w);
+    return -1;
+}
+
+static el_status merge(el_model *m, el_adapter **ads, const float *scales, int32_t n,
+                       const char *out_path, float **merged) {
+    const gguf_file *f = m->gguf;
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return el_error(EL_ERR_NOMEM, "merge: out of memory");
+    el_status st = gguf_writer_copy_kv(w, f);
+    for (uint64_t i = 0; !st && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        int32_t slot = tensor_slot(t, m->hp.n_layer);
+        bool changed = false;
+        for (int32_t j = 0; slot >= 0 && j < n; j++)
+            changed |= ads[j]->table[slot].a.n_out > 0;
+        if (!changed) {
+            st = gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+            continue;
+        }
+        const el_weight *base = el_layer_weight(&m->layers[slot / EL_N_LINEAR],
+                                                (el_linear)(slot % EL_N_LINEAR));
+        size_t count = (size_t)(base->n_in * base->n_out);
+        if (!(merged[i] = malloc(count * sizeof(float)))) {
+            st = el_error(EL_ERR_NOMEM, "merge: out of memory for '%s'", name);
+            break;
+        }
+        to_float(base, merged[i]);
+        for (int32_t j = 0; !st && j < n; j++) {
+            const el_lora_pair *p = &ads[j]->table[slot];
+            if (p->a.n_out > 0) st = add_pair(merged[i], p, scales[j] * p->scale);
+        }
+        if (!st)
+            st = gguf_writer_add_tensor(w, name, EL_TYPE_F32, 2, t->ne, merged[i],
+                                        count * sizeof(float));
+    }
+    if (!st) st = gguf_writer_write(w, out_path);
+    gguf_writer_free(w);
+    return st;
+}
+
+el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
+                            const float *scales, int32_t n, const char *out_path) {
+    if (!base_path || !out_path || n < 0 || (n > 0 && (!adapter_paths || !scales)))
+        return el_error(EL_ERR_INVALID_ARG, "el_merge_adapters: NULL argument");
+    el_model *m = NULL;
+    el_status st = el_model_load(base_path, NULL, &m);
+    if (st) return st;
+    if (!m->gguf || !m->has_weights) {
+        el_model_free(m);
+        return el_error(EL_ERR_UNSUPPORTED, "%s: merging needs a GGUF model with weights (convert "
+                        "a llama2.c checkpoint first)", base_path);
+    }
+    el_adapter **ads = calloc((size_t)n + 1, sizeof *ads);
+    float **merged = calloc(m->gguf->n_tensors + 1, sizeof *merged);
+    if (!ads || !merged) st = el_error(EL_ERR_NOMEM, "merge: out of memory");
+    for (int32_t j = 0; !st && j < n; j++)
+        st = el_adapter_load(m, adapter_paths[j], &ads[j]);
+    if (!st) st = merge(m, ads, scales, n, out_path, merged);
+    for (uint64_t i = 0; merged && i < m->gguf->n_tensors; i++)
+        free(merged[i]);
+    for (int32_t j = 0; ads && j < n; j++)
+        el_adapter_free(ads[j]);
+    free(merged);
+    free(ads);
+    el_model_free(m);
+    return st;
+}

@@ -1,0 +1,149 @@
+/* api.c - the public training entry points: el_train (pretraining) and el_finetune_lora. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "train/export.h"
+#include "train/loop.h"
+
+el_train_params el_train_default_params(void) {
+    el_train_params p = {
+        .dim = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4, .n_ff = 172, .n_ctx = 64,
+        .tied_embeddings = true, .n_steps = 100, .batch = 8, .grad_accum = 1, .lr = 1e-3f,
+        .min_lr_ratio = 0.1f, .warmup = 10, .weight_decay = 0.1f, .beta1 = 0.9f,
+        .beta2 = 0.95f, .eps = 1e-8f, .grad_clip = 1.0f, .eval_every = 50, .eval_batches = 4,
+        .seed = 1,
+    };
+    return p;
+}
+
+el_lora_train_params el_lora_train_default_params(void) {
+    el_lora_train_params p = {.rank = 8, .alpha = 16.0f, .targets = "q,k,v,o"};
+    return p;
+}
+
+static el_status check_common(const el_train_params *p) {
+    if (!p || p->n_train_files <= 0 || !p->train_files)
+        return el_error(EL_ERR_INVALID_ARG, "no training data files given");
+    if (p->n_steps <= 0 || p->batch <= 0 || p->grad_accum <= 0 || p->warmup < 0 ||
+        !(p->lr > 0) || p->eval_every < 0 || p->checkpoint_every < 0)
+        return el_error(EL_ERR_INVALID_ARG, "steps, batch, accumulation and lr must be positive; "
+                        "warmup and intervals not negative");
+    if (p->resume && !p->checkpoint_path)
+        return el_error(EL_ERR_INVALID_ARG, "resuming needs a checkpoint path");
+    return EL_OK;
+}
+
+/* The model file's name without folders, for general.name. */
+static const char *base_name(const char *path) {
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+el_status el_train(const el_train_params *p, const char *out_path, bool *stopped) {
+    el_status st = check_common(p);
+    if (st)
+        return st;
+    if (!p->tokenizer_path)
+        return el_error(EL_ERR_INVALID_ARG, "training needs a tokenizer (a GGUF vocabulary)");
+    bool stop = false;
+    el_model *vocab = NULL;
+    el_model_params mp = el_model_default_params();
+    mp.vocab_only = true;
+    if ((st = el_model_load(p->tokenizer_path, &mp, &vocab)))
+        return st;
+    el_tconfig c = {.dim = p->dim, .n_layer = p->n_layer, .n_head = p->n_head,
+                    .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
+                    .n_vocab = vocab->hp.n_vocab, .tied = p->tied_embeddings, .rms_eps = 1e-5f,
+                    .rope_base = 10000.0f};
+    el_tdata dtrain = {0}, deval = {0};
+    el_loader ltrain = {0}, leval = {0};
+    el_tmodel m = {0};
+    el_trainer tr = {0};
+    el_threadpool *tp = NULL;
+    el_trainer_hp hp = el_trainer_hp_from(p, p->n_ctx);
+    if ((st = el_tmodel_init(&m, &c)) == EL_OK &&
+        (st = el_tdata_load_stream(&dtrain, p->train_files, p->n_train_files, vocab,
+                                   c.n_vocab)) == EL_OK &&
+        (st = el_tdata_load_stream(&deval, p->eval_files, p->n_eval_files, vocab, c.n_vocab)) ==
+            EL_OK &&
+        (st = el_loader_init(&ltrain, &dtrain, c.n_ctx, p->seed, true, "training data")) ==
+            EL_OK &&
+        (p->n_eval_files <= 0 ||
+         (st = el_loader_init(&leval, &deval, c.n_ctx, p->seed, false, "held-out data")) ==
+             EL_OK) &&
+        (st = el_train_threads(p->n_threads, &tp)) == EL_OK) {
+        el_tmodel_randomize(&m, p->seed);
+        if ((st = el_trainer_init(&tr, &m, false, &hp, tp)) == EL_OK &&
+            (st = el_train_loop(p, &tr, &ltrain, p->n_eval_files > 0 ? &leval : NULL,
+                                "pretraining loss", &stop)) == EL_OK &&
+            !stop)
+            st = el_export_model(&m, p->tokenizer_path, base_name(out_path), out_path);
+    }
+    if (stopped)
+        *stopped = stop;
+    el_trainer_free(&tr);
+    el_threadpool_free(tp);
+    el_loader_free(&ltrain);
+    el_loader_free(&leval);
+    el_tdata_free(&dtrain);
+    el_tdata_free(&deval);
+    el_tmodel_free(&m);
+    el_model_free(vocab);
+    return st;
+}
+
+el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
+                           const char *out_path, bool *stopped) {
+    el_status st = check_common(p);
+    if (st)
+        return st;
+    if (!lp || !lp->base_path || lp->rank <= 0 || !(lp->alpha > 0) || !lp->targets)
+        return el_error(EL_ERR_INVALID_ARG, "LoRA training needs a base model, a positive rank "
+                        "and alpha, and targets");
+    uint32_t targets;
+    if ((st = el_lora_parse_targets(lp->targets, &targets)))
+        return st;
+    bool stop = false;
+    el_model *base = NULL;
+    el_model_params mp = el_model_default_params();
+    if ((st = el_model_load(lp->base_path, &mp, &base)))
+        return st;
+    el_tdata dtrain = {0}, deval = {0};
+    el_loader ltrain = {0}, leval = {0};
+    el_tmodel m = {0};
+    el_trainer tr = {0};
+    el_threadpool *tp = NULL;
+    if ((st = el_tmodel_from_model(&m, base, p->n_ctx)) == EL_OK &&
+        (st = el_tmodel_add_lora(&m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&
+        (st = el_examples_load(&dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
+        (st = el_examples_load(&deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
+        (st = el_loader_init(&ltrain, &dtrain, m.c.n_ctx, p->seed, true, "training data")) ==
+            EL_OK &&
+        (p->n_eval_files <= 0 ||
+         (st = el_loader_init(&leval, &deval, m.c.n_ctx, p->seed, false, "held-out data")) ==
+             EL_OK) &&
+        (st = el_train_threads(p->n_threads, &tp)) == EL_OK) {
+        el_trainer_hp hp = el_trainer_hp_from(p, m.c.n_ctx);
+        if ((st = el_trainer_init(&tr, &m, true, &hp, tp)) == EL_OK &&
+            (st = el_train_loop(p, &tr, &ltrain, p->n_eval_files > 0 ? &leval : NULL,
+                                "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
+            !stop) {
+            st = el_export_lora(&m, base->arch, out_path);
+            if (st == EL_OK && lp->peft_dir)
+                st = el_export_peft(&m, base_name(lp->base_path), lp->peft_dir);
+        }
+    }
+    if (stopped)
+        *stopped = stop;
+    el_trainer_free(&tr);
+    el_threadpool_free(tp);
+    el_loader_free(&ltrain);
+    el_loader_free(&leval);
+    el_tdata_free(&dtrain);
+    el_tdata_free(&deval);
+    el_tmodel_free(&m);
+    el_model_free(base);
+    return st;
+}

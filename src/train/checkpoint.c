@@ -1,0 +1,133 @@
+/* checkpoint.c - saving and restoring a training run (see checkpoint.h). */
+#include "train/checkpoint.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+el_status el_history_add(el_history *h, bool eval, float step, float loss) {
+    float **a = eval ? &h->eval : &h->train;
+    size_t *n = eval ? &h->n_eval : &h->n_train, *cap = eval ? &h->cap_eval : &h->cap_train;
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 256;
+        float *p = realloc(*a, nc * 2 * sizeof *p);
+        if (!p)
+            return el_error(EL_ERR_NOMEM, "out of memory for the loss history");
+        *a = p;
+        *cap = nc;
+    }
+    (*a)[2 * *n] = step;
+    (*a)[2 * *n + 1] = loss;
+    (*n)++;
+    return EL_OK;
+}
+
+void el_history_free(el_history *h) {
+    free(h->train);
+    free(h->eval);
+    memset(h, 0, sizeof *h);
+}
+
+/* The header fields, in file order, from a trainer. */
+typedef struct header {
+    int32_t shape[8];
+    float norm_rope[2];
+    int32_t rank;
+    float alpha;
+    uint32_t targets;
+    uint64_t floats;
+} header;
+
+static header make_header(const el_trainer *t) {
+    const el_tconfig *c = &t->m->c;
+    header h = {{c->dim, c->n_layer, c->n_head, c->n_head_kv, c->n_ff, c->n_ctx, c->n_vocab,
+                 c->tied},
+                {c->rms_eps, c->rope_base},
+                t->lora ? t->m->rank : 0,
+                t->lora ? t->m->alpha : 0.0f,
+                t->lora ? t->m->targets : 0,
+                t->n};
+    return h;
+}
+
+static bool put(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loader *l,
+                             const el_history *hist) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return el_error(EL_ERR_IO, "%s: cannot create", tmp);
+    header h = make_header(t);
+    uint32_t version = 1;
+    int64_t pos[2] = {l->epoch, l->index};
+    uint64_t counts[2] = {hist->n_train, hist->n_eval};
+    bool ok = put(f, "ELCK", 4) && put(f, &version, 4) && put(f, h.shape, sizeof h.shape) &&
+              put(f, h.norm_rope, 8) && put(f, &h.rank, 4) && put(f, &h.alpha, 4) &&
+              put(f, &h.targets, 4) && put(f, &h.floats, 8) && put(f, &t->step, 8) &&
+              put(f, &l->seed, 8) && put(f, pos, 16) && put(f, counts, 16) &&
+              put(f, hist->train, hist->n_train * 2 * sizeof(float)) &&
+              put(f, hist->eval, hist->n_eval * 2 * sizeof(float)) &&
+              put(f, t->p, t->n * sizeof(float)) && put(f, t->mom, t->n * sizeof(float)) &&
+              put(f, t->vel, t->n * sizeof(float));
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+        remove(tmp);
+        return el_error(EL_ERR_IO, "%s: cannot write the checkpoint", path);
+    }
+    return EL_OK;
+}
+
+static bool get(FILE *f, void *p, size_t n) { return n == 0 || fread(p, 1, n, f) == n; }
+
+el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_history *hist) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return el_error(EL_ERR_IO, "%s: cannot open", path);
+    header want = make_header(t), got;
+    char magic[4];
+    uint32_t version;
+    int64_t step, pos[2];
+    uint64_t seed, counts[2];
+    el_status st = EL_OK;
+    if (!get(f, magic, 4) || memcmp(magic, "ELCK", 4) || !get(f, &version, 4) || version != 1)
+        st = el_error(EL_ERR_FORMAT, "%s: not an edgelora checkpoint (version 1)", path);
+    else if (!get(f, got.shape, sizeof got.shape) || !get(f, got.norm_rope, 8) ||
+             !get(f, &got.rank, 4) || !get(f, &got.alpha, 4) || !get(f, &got.targets, 4) ||
+             !get(f, &got.floats, 8) || !get(f, &step, 8) || !get(f, &seed, 8) ||
+             !get(f, pos, 16) || !get(f, counts, 16))
+        st = el_error(EL_ERR_FORMAT, "%s: truncated header", path);
+    else if (memcmp(got.shape, want.shape, sizeof got.shape) ||
+             memcmp(got.norm_rope, want.norm_rope, 8))
+        st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint is of another model shape", path);
+    else if (got.rank != want.rank || got.alpha != want.alpha || got.targets != want.targets ||
+             got.floats != want.floats)
+        st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint has other LoRA settings", path);
+    else if (seed != l->seed)
+        st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made with seed %llu, not %llu",
+                      path, (unsigned long long)seed, (unsigned long long)l->seed);
+    else if (counts[0] > (1u << 28) || counts[1] > (1u << 28) || pos[0] < 0 || pos[1] < 0 ||
+             pos[1] > l->n_items || step < 0)
+        st = el_error(EL_ERR_FORMAT, "%s: corrupted position or history", path);
+    if (st == EL_OK) {
+        el_history_free(hist);
+        float pt[2];
+        for (uint64_t i = 0; i < counts[0] + counts[1] && st == EL_OK; i++)
+            st = get(f, pt, 8) ? el_history_add(hist, i >= counts[0], pt[0], pt[1])
+                               : el_error(EL_ERR_FORMAT, "%s: truncated history", path);
+    }
+    if (st == EL_OK && (!get(f, t->p, t->n * sizeof(float)) ||
+                        !get(f, t->mom, t->n * sizeof(float)) ||
+                        !get(f, t->vel, t->n * sizeof(float)) || fgetc(f) != EOF))
+        st = el_error(EL_ERR_FORMAT, "%s: truncated or oversized parameters", path);
+    fclose(f);
+    if (st == EL_OK) {
+        t->step = step;
+        el_loader_seek(l, pos[0], pos[1]);
+    }
+    return st;
+}

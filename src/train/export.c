@@ -1,0 +1,221 @@
+/* export.c - GGUF model and adapter writers, and loading a base model for LoRA training. */
+#include "train/export.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "formats/json.h"
+#include "kernels/types.h"
+#include "model/model.h"
+
+/* Adds every tensor of a table (F32, ne = {n_in, n_out}, or {n_in} for vectors). */
+static el_status add_tensors(gguf_writer *w, const el_ttable *tb, const float *block) {
+    el_status st = EL_OK;
+    for (int32_t i = 0; i < tb->n && st == EL_OK; i++) {
+        const el_ttensor *t = &tb->t[i];
+        int64_t ne[2] = {t->n_in, t->n_out};
+        st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
+                                    block + t->offset,
+                                    (uint64_t)(t->n_in * t->n_out) * sizeof(float));
+    }
+    return st;
+}
+
+el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const char *name,
+                          const char *out_path) {
+    gguf_file *tok;
+    el_status st = gguf_open(tokenizer_gguf, &tok);
+    if (st)
+        return st;
+    gguf_writer *w = gguf_writer_create();
+    if (!w) {
+        gguf_close(tok);
+        return el_error(EL_ERR_NOMEM, "out of memory");
+    }
+    const el_tconfig *c = &m->c;
+    if ((st = gguf_writer_copy_kv(w, tok)) == EL_OK &&
+        (st = gguf_writer_set_str(w, "general.architecture", "llama")) == EL_OK &&
+        (st = gguf_writer_set_str(w, "general.name", name)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "general.file_type", 0)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.context_length", (uint32_t)c->n_ctx)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)c->dim)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.block_count", (uint32_t)c->n_layer)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.feed_forward_length", (uint32_t)c->n_ff)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.attention.head_count", (uint32_t)c->n_head)) ==
+            EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.attention.head_count_kv", (uint32_t)c->n_head_kv)) ==
+            EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.rope.dimension_count",
+                                  (uint32_t)(c->dim / c->n_head))) == EL_OK &&
+        (st = gguf_writer_set_f32(w, "llama.rope.freq_base", c->rope_base)) == EL_OK &&
+        (st = gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", c->rms_eps)) ==
+            EL_OK &&
+        (st = gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)c->n_vocab)) == EL_OK &&
+        (st = add_tensors(w, &m->base, m->w)) == EL_OK)
+        st = gguf_writer_write(w, out_path);
+    gguf_writer_free(w);
+    gguf_close(tok);
+    return st;
+}
+
+el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_path) {
+    gguf_writer *w = gguf_writer_create();
+    if (!w)
+        return el_error(EL_ERR_NOMEM, "out of memory");
+    el_status st;
+    if ((st = gguf_writer_set_str(w, "general.architecture", arch)) == EL_OK &&
+        (st = gguf_writer_set_str(w, "general.type", "adapter")) == EL_OK &&
+        (st = gguf_writer_set_str(w, "adapter.type", "lora")) == EL_OK &&
+        (st = gguf_writer_set_f32(w, "adapter.lora.alpha", m->alpha)) == EL_OK &&
+        (st = add_tensors(w, &m->lora, m->lw)) == EL_OK)
+        st = gguf_writer_write(w, out_path);
+    gguf_writer_free(w);
+    return st;
+}
+
+/* ------------------------------------------------------------- PEFT */
+
+static const char *const hf_names[EL_TN_LINEAR] = {"self_attn.q_proj", "self_attn.k_proj",
+                                                  "self_attn.v_proj", "self_attn.o_proj",
+                                                  "mlp.gate_proj",    "mlp.up_proj",
+                                                  "mlp.down_proj"};
+
+/* GGUF's llama q/k rows are Hugging Face's permuted so that rotary pairs are adjacent: HF row
+ * (h, half j, i) is GGUF row (h, i, j) for a head of hd = 2 * half rows. dst gets HF order. */
+static void unpermute_rows(float *dst, const float *src, int64_t n_heads, int64_t hd,
+                           int64_t row_len) {
+    int64_t half = hd / 2;
+    for (int64_t h = 0; h < n_heads; h++)
+        for (int64_t j = 0; j < 2; j++)
+            for (int64_t i = 0; i < half; i++)
+                memcpy(dst + ((h * hd) + j * half + i) * row_len,
+                       src + ((h * hd) + i * 2 + j) * row_len, (size_t)row_len * sizeof(float));
+}
+
+el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *dir) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return el_error(EL_ERR_IO, "%s: cannot create the folder", dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return el_error(EL_ERR_IO, "%s: cannot create", path);
+    fprintf(f, "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n"
+               "  \"base_model_name_or_path\": ");
+    el_json_write_string(f, base_name, strlen(base_name));
+    fprintf(f, ",\n  \"r\": %d,\n  \"lora_alpha\": %.9g,\n  \"lora_dropout\": 0.0,\n"
+               "  \"bias\": \"none\",\n  \"fan_in_fan_out\": false,\n  \"target_modules\": [",
+            m->rank, (double)m->alpha);
+    for (int i = 0, first = 1; i < EL_TN_LINEAR; i++)
+        if (m->targets & (1u << i)) {
+            fprintf(f, "%s\"%s\"", first ? "" : ", ", strchr(hf_names[i], '.') + 1);
+            first = 0;
+        }
+    fprintf(f, "]\n}\n");
+    if (fclose(f) != 0)
+        return el_error(EL_ERR_IO, "%s: write error", path);
+
+    /* safetensors: u64 header length, JSON header, data; tensor names as PEFT saves them */
+    size_t hcap = 256 + (size_t)m->lora.n * 160, hlen = 0;
+    char *hdr = malloc(hcap);
+    float *data = malloc(m->lora.n_floats * sizeof(float));
+    if (!hdr || !data) {
+        free(hdr);
+        free(data);
+        return el_error(EL_ERR_NOMEM, "out of memory");
+    }
+    hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "{\"__metadata__\":{\"format\":\"pt\"}");
+    int64_t hd = m->c.dim / m->c.n_head;
+    for (int il = 0; il < m->c.n_layer; il++)
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            int32_t li = m->lora_idx[il * EL_TN_LINEAR + i];
+            if (li < 0)
+                continue;
+            for (int ab = 0; ab < 2; ab++) {
+                const el_ttensor *t = &m->lora.t[li + ab];
+                const float *src = m->lw + t->offset;
+                float *dst = data + t->offset;
+                int64_t heads = i == 0 ? m->c.n_head : m->c.n_head_kv;
+                if (ab == 1 && i <= 1) /* B of q or k: rows in HF order */
+                    unpermute_rows(dst, src, heads, hd, t->n_in);
+                else
+                    memcpy(dst, src, (size_t)(t->n_in * t->n_out) * sizeof(float));
+                hlen += (size_t)snprintf(
+                    hdr + hlen, hcap - hlen,
+                    ",\"base_model.model.model.layers.%d.%s.lora_%c.weight\":{\"dtype\":\"F32\","
+                    "\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
+                    il, hf_names[i], ab ? 'B' : 'A', (long long)t->n_out, (long long)t->n_in,
+                    t->offset * sizeof(float),
+                    (t->offset + (size_t)(t->n_in * t->n_out)) * sizeof(float));
+            }
+        }
+    hlen += (size_t)snprintf(hdr + hlen, hcap - hlen, "}");
+    while (hlen % 8) /* data 8-byte aligned, header padded with spaces as the format allows */
+        hdr[hlen++] = ' ';
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    el_status st = EL_OK;
+    f = fopen(tmp, "wb");
+    if (!f) {
+        st = el_error(EL_ERR_IO, "%s: cannot create", tmp);
+    } else {
+        uint64_t n = hlen;
+        bool ok = fwrite(&n, 8, 1, f) == 1 && fwrite(hdr, 1, hlen, f) == hlen &&
+                  fwrite(data, sizeof(float), m->lora.n_floats, f) == m->lora.n_floats;
+        if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
+            remove(tmp);
+            st = el_error(EL_ERR_IO, "%s: cannot write", path);
+        }
+    }
+    free(hdr);
+    free(data);
+    return st;
+}
+
+/* ------------------------------------------------------------- base model */
+
+static void weight_to_float(const el_weight *w, float *dst) {
+    const el_type_traits *tr = el_type_get(w->type);
+    for (int64_t r = 0; r < w->n_out; r++)
+        tr->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, dst + r * w->n_in,
+                     w->n_in);
+}
+
+el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx) {
+    const el_hparams *hp = &model->hp;
+    if (!model->has_weights)
+        return el_error(EL_ERR_INVALID_ARG, "%s: the model has no weights", model->path);
+    if (strcmp(model->arch, "llama") != 0 || hp->head_dim_k != hp->n_embd / hp->n_head ||
+        hp->head_dim_v != hp->head_dim_k || hp->n_rot != hp->head_dim_k ||
+        hp->rope_freq_scale != 1.0f || model->rope_freqs)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: training supports plain llama models (full "
+                        "rotary, no rope scaling); this is %s", model->path, model->arch);
+    el_tconfig c = {.dim = hp->n_embd, .n_layer = hp->n_layer, .n_head = hp->n_head,
+                    .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
+                    .n_ctx = n_ctx > 0 ? n_ctx : hp->n_ctx_train, .n_vocab = hp->n_vocab,
+                    .tied = model->output.data == model->tok_embd.data,
+                    .rms_eps = hp->rms_eps, .rope_base = hp->rope_freq_base};
+    el_status st = el_tmodel_init(m, &c);
+    if (st)
+        return st;
+    float *w = m->w;
+    weight_to_float(&model->tok_embd, el_tm_embd(m, w));
+    for (int il = 0; il < c.n_layer; il++) {
+        const el_layer *l = &model->layers[il];
+        memcpy(el_tm_layer(m, w, il, EL_TK_ATTN_NORM), l->attn_norm, (size_t)c.dim * 4);
+        memcpy(el_tm_layer(m, w, il, EL_TK_FFN_NORM), l->ffn_norm, (size_t)c.dim * 4);
+        for (int i = 0; i < EL_TN_LINEAR; i++)
+            weight_to_float(el_layer_weight(l, (el_linear)i),
+                            el_tm_layer(m, w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)));
+    }
+    memcpy(el_tm_out_norm(m, w), model->output_norm, (size_t)c.dim * 4);
+    if (!c.tied)
+        weight_to_float(&model->output, el_tm_output(m, w));
+    return EL_OK;
+}

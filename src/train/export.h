@@ -1,0 +1,27 @@
+/* export.h - a training model to and from GGUF: the pretrained model (arch llama, F32, with the
+ * tokenizer's keys), the LoRA adapter (llama.cpp's layout), and the float32 copy of a loaded base
+ * model that LoRA training runs on. */
+#ifndef EL_TRAIN_EXPORT_H
+#define EL_TRAIN_EXPORT_H
+
+#include "train/tmodel.h"
+
+/* Writes m's base block as a llama GGUF; the tokenizer.* keys are copied from tokenizer_gguf. */
+el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const char *name,
+                          const char *out_path);
+
+/* Writes m's LoRA block as a GGUF adapter for a model of architecture arch: general.type
+ * "adapter", adapter.type "lora", adapter.lora.alpha; tensors "<base weight>.lora_a" with
+ * ne = {n_in, rank} and "<base weight>.lora_b" with ne = {rank, n_out}, F32. */
+el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_path);
+
+/* Writes m's LoRA block as a Hugging Face PEFT folder (adapter_config.json and
+ * adapter_model.safetensors). Rows of q and k are permuted back from GGUF's rotary layout to
+ * Hugging Face's. */
+el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *dir);
+
+/* A float32 training model holding the weights of a loaded llama model (dequantized), with
+ * context n_ctx. */
+el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx);
+
+#endif

@@ -1,0 +1,395 @@
+/* tmodel.c - the training model's parameter tables, and its forward and backward passes. */
+#include "train/tmodel.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "train/layers.h"
+#include "train/rng.h"
+
+static const char *const kind_names[EL_TK_COUNT] = {
+    [EL_TK_ATTN_NORM] = "attn_norm", [EL_TK_FFN_NORM] = "ffn_norm", [EL_TK_Q] = "attn_q",
+    [EL_TK_K] = "attn_k",           [EL_TK_V] = "attn_v",          [EL_TK_O] = "attn_output",
+    [EL_TK_GATE] = "ffn_gate",      [EL_TK_UP] = "ffn_up",         [EL_TK_DOWN] = "ffn_down",
+};
+static const char *const target_names[EL_TN_LINEAR] = {"q", "k", "v", "o", "gate", "up", "down"};
+
+el_status el_lora_parse_targets(const char *s, uint32_t *out) {
+    uint32_t bits = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int i = 0;
+        while (i < EL_TN_LINEAR && !(strlen(target_names[i]) == n && !strncmp(s, target_names[i], n)))
+            i++;
+        if (i == EL_TN_LINEAR)
+            return el_error(EL_ERR_INVALID_ARG, "LoRA target '%.*s' is not one of "
+                            "q,k,v,o,gate,up,down", (int)n, s);
+        bits |= 1u << i;
+        s += n + (s[n] == ',');
+    }
+    if (!bits)
+        return el_error(EL_ERR_INVALID_ARG, "no LoRA targets given");
+    *out = bits;
+    return EL_OK;
+}
+
+/* [n_out][n_in] of linear kind k */
+static void linear_shape(const el_tconfig *c, el_tkind k, int64_t *n_out, int64_t *n_in) {
+    int64_t hd = c->dim / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
+    switch (k) {
+    case EL_TK_Q: *n_out = qd, *n_in = c->dim; break;
+    case EL_TK_K:
+    case EL_TK_V: *n_out = kvd, *n_in = c->dim; break;
+    case EL_TK_O: *n_out = c->dim, *n_in = qd; break;
+    case EL_TK_GATE:
+    case EL_TK_UP: *n_out = c->n_ff, *n_in = c->dim; break;
+    case EL_TK_DOWN: *n_out = c->dim, *n_in = c->n_ff; break;
+    default: *n_out = 1, *n_in = c->dim; break; /* norms */
+    }
+}
+
+static void table_add(el_ttable *tb, const char *name, int64_t n_out, int64_t n_in, bool decay) {
+    el_ttensor *t = &tb->t[tb->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->n_out = n_out;
+    t->n_in = n_in;
+    t->offset = tb->n_floats;
+    t->decay = decay;
+    tb->n_floats += (size_t)(n_out * n_in);
+}
+
+el_status el_tmodel_init(el_tmodel *m, const el_tconfig *c) {
+    memset(m, 0, sizeof *m);
+    if (c->dim <= 0 || c->n_layer <= 0 || c->n_head <= 0 || c->n_head_kv <= 0 || c->n_ff <= 0 ||
+        c->n_ctx <= 0 || c->n_vocab <= 0 || c->dim % c->n_head || c->n_head % c->n_head_kv ||
+        (c->dim / c->n_head) % 2)
+        return el_error(EL_ERR_INVALID_ARG, "model shape dim=%d layers=%d heads=%d kv_heads=%d "
+                        "ffn=%d ctx=%d vocab=%d is not valid (sizes > 0, heads divide dim, kv_heads "
+                        "divide heads, even head size)", c->dim, c->n_layer, c->n_head,
+                        c->n_head_kv, c->n_ff, c->n_ctx, c->n_vocab);
+    m->c = *c;
+    m->base.t = calloc((size_t)c->n_layer * EL_TK_COUNT + 3, sizeof *m->base.t);
+    if (!m->base.t)
+        return el_error(EL_ERR_NOMEM, "out of memory for the model table");
+    table_add(&m->base, "token_embd.weight", c->n_vocab, c->dim, true);
+    for (int il = 0; il < c->n_layer; il++)
+        for (int k = 0; k < EL_TK_COUNT; k++) {
+            char name[64];
+            int64_t n_out, n_in;
+            linear_shape(c, (el_tkind)k, &n_out, &n_in);
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, kind_names[k]);
+            table_add(&m->base, name, n_out, n_in, k >= EL_TK_FIRST_LINEAR);
+        }
+    table_add(&m->base, "output_norm.weight", 1, c->dim, false);
+    if (!c->tied)
+        table_add(&m->base, "output.weight", c->n_vocab, c->dim, true);
+    m->w = calloc(m->base.n_floats, sizeof(float));
+    if (!m->w) {
+        el_tmodel_free(m);
+        return el_error(EL_ERR_NOMEM, "out of memory for %zu parameters", m->base.n_floats);
+    }
+    return EL_OK;
+}
+
+el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t targets,
+                             uint64_t seed) {
+    const el_tconfig *c = &m->c;
+    if (rank <= 0 || !targets)
+        return el_error(EL_ERR_INVALID_ARG, "LoRA rank %d must be positive, with targets", rank);
+    m->rank = rank;
+    m->alpha = alpha;
+    m->targets = targets;
+    m->lora.t = calloc((size_t)c->n_layer * EL_TN_LINEAR * 2, sizeof *m->lora.t);
+    m->lora_idx = malloc((size_t)c->n_layer * EL_TN_LINEAR * sizeof *m->lora_idx);
+    if (!m->lora.t || !m->lora_idx)
+        return el_error(EL_ERR_NOMEM, "out of memory for the LoRA table");
+    for (int il = 0; il < c->n_layer; il++)
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            m->lora_idx[il * EL_TN_LINEAR + i] = -1;
+            if (!(targets & (1u << i)))
+                continue;
+            int64_t n_out, n_in;
+            el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
+            linear_shape(c, k, &n_out, &n_in);
+            char name[64];
+            m->lora_idx[il * EL_TN_LINEAR + i] = m->lora.n;
+            snprintf(name, sizeof name, "blk.%d.%s.weight.lora_a", il, kind_names[k]);
+            table_add(&m->lora, name, rank, n_in, false);
+            snprintf(name, sizeof name, "blk.%d.%s.weight.lora_b", il, kind_names[k]);
+            table_add(&m->lora, name, n_out, rank, false);
+        }
+    m->lw = calloc(m->lora.n_floats, sizeof(float));
+    if (!m->lw)
+        return el_error(EL_ERR_NOMEM, "out of memory for %zu LoRA parameters", m->lora.n_floats);
+    /* A ~ U(-1/sqrt(n_in), 1/sqrt(n_in)) (PEFT's kaiming-uniform default), B = 0: training starts
+     * from the base model exactly */
+    el_rng rng;
+    el_rng_seed(&rng, seed);
+    for (int32_t i = 0; i < m->lora.n; i += 2) {
+        const el_ttensor *a = &m->lora.t[i];
+        float bound = 1.0f / sqrtf((float)a->n_in);
+        for (int64_t j = 0; j < a->n_out * a->n_in; j++)
+            m->lw[a->offset + (size_t)j] = bound * (2.0f * el_rng_uniform(&rng) - 1.0f);
+    }
+    return EL_OK;
+}
+
+void el_tmodel_free(el_tmodel *m) {
+    free(m->base.t);
+    free(m->w);
+    free(m->lora.t);
+    free(m->lora_idx);
+    free(m->lw);
+    memset(m, 0, sizeof *m);
+}
+
+void el_tmodel_randomize(el_tmodel *m, uint64_t seed) {
+    el_rng rng;
+    el_rng_seed(&rng, seed);
+    float proj_scale = 1.0f / sqrtf(2.0f * (float)m->c.n_layer);
+    for (int32_t i = 0; i < m->base.n; i++) {
+        const el_ttensor *t = &m->base.t[i];
+        float *p = m->w + t->offset;
+        size_t n = (size_t)(t->n_out * t->n_in);
+        bool proj = strstr(t->name, "attn_output") || strstr(t->name, "ffn_down");
+        for (size_t j = 0; j < n; j++)
+            p[j] = t->decay ? 0.02f * el_rng_normal(&rng) * (proj ? proj_scale : 1.0f) : 1.0f;
+    }
+}
+
+float *el_tm_layer(const el_tmodel *m, float *block, int il, el_tkind k) {
+    return block + m->base.t[1 + il * EL_TK_COUNT + k].offset;
+}
+float *el_tm_embd(const el_tmodel *m, float *block) { return block + m->base.t[0].offset; }
+float *el_tm_out_norm(const el_tmodel *m, float *block) {
+    return block + m->base.t[1 + m->c.n_layer * EL_TK_COUNT].offset;
+}
+float *el_tm_output(const el_tmodel *m, float *block) {
+    return m->c.tied ? el_tm_embd(m, block)
+                     : block + m->base.t[2 + m->c.n_layer * EL_TK_COUNT].offset;
+}
+
+/* ------------------------------------------------------------- activations */
+
+struct el_tacts {
+    int64_t B, T, N;
+    const int32_t *tokens, *targets;
+    const float *mask;
+    float loss_norm;   /* masked positions of the last forward */
+    float *cs, *sn;    /* [T][hd/2] */
+    /* kept, per layer l */
+    float *x;          /* [L+1][N][D] residual stream entering layer l (x[L]: final) */
+    float *xmid;       /* [L][N][D] after attention */
+    float *rs1, *rs2;  /* [L][N] */
+    float *xn1, *xn2;  /* [L][N][D] */
+    float *q;          /* [L][N][qd] after rope */
+    float *k, *v;      /* [L][N][kvd] (k after rope) */
+    float *att;        /* [L][B][H][T][T] */
+    float *ao;         /* [L][N][qd] */
+    float *g, *u, *h;  /* [L][N][F] */
+    float *lx;         /* [L][7][N][R] x A^T of each LoRA target */
+    float *rsf;        /* [N] */
+    float *xnf;        /* [N][D] */
+    float *probs;      /* [N][V] */
+    /* backward scratch */
+    float *dx, *dxn, *dq, *dk, *dv, *dao, *dg, *du, *dh, *dlogits, *dlx, *tmp;
+    float *datt;       /* [B][H][T][T] attention backward scratch */
+};
+
+el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out) {
+    const el_tconfig *c = &m->c;
+    el_tacts *a = calloc(1, sizeof *a);
+    if (!a)
+        return el_error(EL_ERR_NOMEM, "out of memory for activations");
+    size_t L = (size_t)c->n_layer, N = (size_t)B * T, D = (size_t)c->dim;
+    size_t hd = D / (size_t)c->n_head, qd = (size_t)c->n_head * hd, kvd = (size_t)c->n_head_kv * hd;
+    size_t F = (size_t)c->n_ff, V = (size_t)c->n_vocab, R = (size_t)m->rank;
+    size_t big = D > F ? D : F;
+    a->B = B, a->T = T, a->N = (int64_t)N;
+    struct {
+        float **p;
+        size_t n;
+    } bufs[] = {
+        {&a->cs, (size_t)T * hd / 2}, {&a->sn, (size_t)T * hd / 2},
+        {&a->x, (L + 1) * N * D},     {&a->xmid, L * N * D},
+        {&a->rs1, L * N},             {&a->rs2, L * N},
+        {&a->xn1, L * N * D},         {&a->xn2, L * N * D},
+        {&a->q, L * N * qd},          {&a->k, L * N * kvd},
+        {&a->v, L * N * kvd},         {&a->att, L * (size_t)B * c->n_head * T * T},
+        {&a->ao, L * N * qd},         {&a->g, L * N * F},
+        {&a->u, L * N * F},           {&a->h, L * N * F},
+        {&a->lx, R ? L * EL_TN_LINEAR * N * R : 1},
+        {&a->rsf, N},                 {&a->xnf, N * D},
+        {&a->probs, N * V},           {&a->dx, N * D},
+        {&a->dxn, N * D},             {&a->dq, N * qd},
+        {&a->dk, N * kvd},            {&a->dv, N * kvd},
+        {&a->dao, N * qd},            {&a->dg, N * F},
+        {&a->du, N * F},              {&a->dh, N * F},
+        {&a->dlogits, N * V},         {&a->dlx, N * (R ? R : 1)},
+        {&a->tmp, N * big},           {&a->datt, (size_t)B * c->n_head * T * T},
+    };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (!(*bufs[i].p = malloc(bufs[i].n * sizeof(float)))) {
+            el_tacts_free(a);
+            return el_error(EL_ERR_NOMEM, "out of memory for the activations of %d x %d tokens",
+                            B, T);
+        }
+    el_rope_tables(a->cs, a->sn, T, (int64_t)hd, c->rope_base);
+    *out = a;
+    return EL_OK;
+}
+
+void el_tacts_free(el_tacts *a) {
+    if (!a)
+        return;
+    float *bufs[] = {a->cs, a->sn, a->x, a->xmid, a->rs1, a->rs2, a->xn1, a->xn2, a->q, a->k,
+                     a->v, a->att, a->ao, a->g, a->u, a->h, a->lx, a->rsf, a->xnf, a->probs,
+                     a->dx, a->dxn, a->dq, a->dk, a->dv, a->dao, a->dg, a->du, a->dh, a->dlogits,
+                     a->dlx, a->tmp, a->datt};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    free(a);
+}
+
+/* ------------------------------------------------------------- forward */
+
+/* y = x W^T (+ the LoRA term of linear i of layer il) */
+static void linear_fwd(const el_tmodel *m, el_tacts *a, int il, int i, float *y, const float *x) {
+    int64_t n_out, n_in;
+    linear_shape(&m->c, (el_tkind)(EL_TK_FIRST_LINEAR + i), &n_out, &n_in);
+    el_linear_forward(y, x, el_tm_layer(m, m->w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)), a->N,
+                      n_in, n_out);
+    int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
+    if (li >= 0) {
+        float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
+        el_lora_forward(y, lx, x, m->lw + m->lora.t[li].offset, m->lw + m->lora.t[li + 1].offset,
+                        m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);
+    }
+}
+
+/* dx += dy W (+ LoRA), dW += dy^T x if grads, dA/dB if lgrads */
+static void linear_bwd(const el_tmodel *m, el_tacts *a, int il, int i, float *dx, const float *dy,
+                       const float *x, float *grads, float *lgrads) {
+    int64_t n_out, n_in;
+    el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
+    linear_shape(&m->c, k, &n_out, &n_in);
+    el_linear_backward(dx, grads ? el_tm_layer(m, grads, il, k) : NULL, dy, x,
+                       el_tm_layer(m, m->w, il, k), a->N, n_in, n_out);
+    int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
+    if (li >= 0 && lgrads) {
+        const float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
+        size_t oa = m->lora.t[li].offset, ob = m->lora.t[li + 1].offset;
+        el_lora_backward(dx, lgrads + oa, lgrads + ob, a->dlx, dy, x, lx, m->lw + oa, m->lw + ob,
+                         m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);
+    }
+}
+
+float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, const int32_t *tokens,
+                        const int32_t *targets, const float *mask, float *logits) {
+    const el_tconfig *c = &m->c;
+    int64_t N = a->N, D = c->dim, F = c->n_ff, V = c->n_vocab;
+    int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
+    el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
+    a->tokens = tokens, a->targets = targets, a->mask = mask;
+    const float *embd = el_tm_embd(m, m->w);
+    for (int64_t r = 0; r < N; r++) /* x[0][N][D] = embedding rows */
+        memcpy(a->x + r * D, embd + (size_t)tokens[r] * D, (size_t)D * sizeof(float));
+    for (int il = 0; il < c->n_layer; il++) {
+        float *x = a->x + il * N * D, *xmid = a->xmid + il * N * D, *xo = x + N * D;
+        float *xn1 = a->xn1 + il * N * D, *xn2 = a->xn2 + il * N * D;
+        float *q = a->q + il * N * qd, *k = a->k + il * N * kvd, *v = a->v + il * N * kvd;
+        float *ao = a->ao + il * N * qd, *att = a->att + il * a->B * c->n_head * a->T * a->T;
+        float *g = a->g + il * N * F, *u = a->u + il * N * F, *h = a->h + il * N * F;
+        el_rmsnorm_forward(xn1, a->rs1 + il * N, x, el_tm_layer(m, m->w, il, EL_TK_ATTN_NORM), N, D,
+                           c->rms_eps);
+        linear_fwd(m, a, il, 0, q, xn1);
+        linear_fwd(m, a, il, 1, k, xn1);
+        linear_fwd(m, a, il, 2, v, xn1);
+        el_rope_apply(q, a->cs, a->sn, N, a->T, c->n_head, hd, false);
+        el_rope_apply(k, a->cs, a->sn, N, a->T, c->n_head_kv, hd, false);
+        el_attention_forward(tp, &ad, ao, att, q, k, v);
+        linear_fwd(m, a, il, 3, a->tmp, ao); /* tmp[N][D] */
+        for (int64_t j = 0; j < N * D; j++)
+            xmid[j] = x[j] + a->tmp[j];
+        el_rmsnorm_forward(xn2, a->rs2 + il * N, xmid, el_tm_layer(m, m->w, il, EL_TK_FFN_NORM), N,
+                           D, c->rms_eps);
+        linear_fwd(m, a, il, 4, g, xn2);
+        linear_fwd(m, a, il, 5, u, xn2);
+        el_swiglu_forward(h, g, u, N * F);
+        linear_fwd(m, a, il, 6, a->tmp, h);
+        for (int64_t j = 0; j < N * D; j++)
+            xo[j] = xmid[j] + a->tmp[j];
+    }
+    el_rmsnorm_forward(a->xnf, a->rsf, a->x + c->n_layer * N * D, el_tm_out_norm(m, m->w), N, D,
+                       c->rms_eps);
+    el_linear_forward(a->probs, a->xnf, el_tm_output(m, m->w), N, D, V);
+    if (logits)
+        memcpy(logits, a->probs, (size_t)(N * V) * sizeof(float));
+    if (!targets)
+        return 0.0f;
+    double n_mask = 0.0;
+    double loss = el_xent_forward(a->probs, a->probs, targets, mask, N, V, &n_mask);
+    a->loss_norm = (float)n_mask;
+    return n_mask > 0 ? (float)(loss / n_mask) : 0.0f;
+}
+
+/* ------------------------------------------------------------- backward */
+
+void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, float *grads,
+                        float *lgrads, float scale) {
+    const el_tconfig *c = &m->c;
+    int64_t N = a->N, D = c->dim, F = c->n_ff, V = c->n_vocab;
+    int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
+    el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
+    float s = a->loss_norm > 0 ? scale / a->loss_norm : 0.0f;
+    el_xent_backward(a->dlogits, a->probs, a->targets, a->mask, N, V, s);
+    /* logits = xnf E^T: dxnf = dlogits E, dE += dlogits^T xnf */
+    memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
+    el_linear_backward(a->dxn, grads ? el_tm_output(m, grads) : NULL, a->dlogits, a->xnf,
+                       el_tm_output(m, m->w), N, D, V);
+    memset(a->dx, 0, (size_t)(N * D) * sizeof(float));
+    el_rmsnorm_backward(a->dx, grads ? el_tm_out_norm(m, grads) : NULL, a->dxn,
+                        a->x + c->n_layer * N * D, el_tm_out_norm(m, m->w), a->rsf, N, D);
+    /* a->dx is now d loss / d residual stream, carried down through the layers */
+    for (int il = c->n_layer - 1; il >= 0; il--) {
+        float *x = a->x + il * N * D, *xmid = a->xmid + il * N * D;
+        float *xn1 = a->xn1 + il * N * D, *xn2 = a->xn2 + il * N * D;
+        float *q = a->q + il * N * qd, *k = a->k + il * N * kvd, *v = a->v + il * N * kvd;
+        float *ao = a->ao + il * N * qd, *att = a->att + il * a->B * c->n_head * a->T * a->T;
+        float *g = a->g + il * N * F, *u = a->u + il * N * F, *h = a->h + il * N * F;
+        float *gw_ffn_norm = grads ? el_tm_layer(m, grads, il, EL_TK_FFN_NORM) : NULL;
+        float *gw_attn_norm = grads ? el_tm_layer(m, grads, il, EL_TK_ATTN_NORM) : NULL;
+        /* FFN: x_out = xmid + down(swiglu(gate(xn2), up(xn2))) */
+        memset(a->dh, 0, (size_t)(N * F) * sizeof(float));
+        linear_bwd(m, a, il, 6, a->dh, a->dx, h, grads, lgrads);
+        el_swiglu_backward(a->dg, a->du, a->dh, g, u, N * F);
+        memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
+        linear_bwd(m, a, il, 4, a->dxn, a->dg, xn2, grads, lgrads);
+        linear_bwd(m, a, il, 5, a->dxn, a->du, xn2, grads, lgrads);
+        el_rmsnorm_backward(a->dx, gw_ffn_norm, a->dxn, xmid,
+                            el_tm_layer(m, m->w, il, EL_TK_FFN_NORM), a->rs2 + il * N, N, D);
+        /* attention: xmid = x + o(attention(rope(q(xn1)), rope(k(xn1)), v(xn1))) */
+        memset(a->dao, 0, (size_t)(N * qd) * sizeof(float));
+        linear_bwd(m, a, il, 3, a->dao, a->dx, ao, grads, lgrads);
+        el_attention_backward(tp, &ad, a->dq, a->dk, a->dv, a->datt, a->dao, att, q, k, v);
+        el_rope_apply(a->dq, a->cs, a->sn, N, a->T, c->n_head, hd, true);
+        el_rope_apply(a->dk, a->cs, a->sn, N, a->T, c->n_head_kv, hd, true);
+        memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
+        linear_bwd(m, a, il, 0, a->dxn, a->dq, xn1, grads, lgrads);
+        linear_bwd(m, a, il, 1, a->dxn, a->dk, xn1, grads, lgrads);
+        linear_bwd(m, a, il, 2, a->dxn, a->dv, xn1, grads, lgrads);
+        el_rmsnorm_backward(a->dx, gw_attn_norm, a->dxn, x,
+                            el_tm_layer(m, m->w, il, EL_TK_ATTN_NORM), a->rs1 + il * N, N, D);
+    }
+    if (grads) {
+        float *ge = el_tm_embd(m, grads);
+        for (int64_t r = 0; r < N; r++) {
+            float *row = ge + (size_t)a->tokens[r] * D;
+            for (int64_t j = 0; j < D; j++)
+                row[j] += a->dx[r * D + j];
+        }
+    }
+}

@@ -1,0 +1,107 @@
+/* tmodel.h - the float32 training model: a llama-style decoder (RMSNorm, NORM-style RoPE, causal
+ * grouped-query attention, SwiGLU, tied or untied output head) whose forward pass stores the
+ * activations its backward pass needs.
+ *
+ * Parameters are described by a table (name as in GGUF, shape, offset); one float block holds all
+ * of them, and gradients and AdamW moments are blocks of the same size and layout, so the
+ * optimizer is one flat loop. LoRA parameters (A and B per targeted linear layer) have their own
+ * table and block: LoRA training computes no gradient for the base block at all.
+ *
+ * Shapes are row-major; a linear weight W is [n_out][n_in] (GGUF ne = {n_in, n_out}) and computes
+ * y = x W^T over rows. LoRA adds s * (x A^T) B^T with A [rank][n_in], B [n_out][rank], s = alpha /
+ * rank (llama.cpp's lora_a / lora_b). */
+#ifndef EL_TRAIN_TMODEL_H
+#define EL_TRAIN_TMODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/threadpool.h"
+#include "edgelora.h"
+
+typedef struct el_tconfig {
+    int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx, n_vocab;
+    bool tied;
+    float rms_eps, rope_base;
+} el_tconfig;
+
+/* The tensors of one block, in table order; the 7 linear ones in el_linear's order after them. */
+typedef enum el_tkind {
+    EL_TK_ATTN_NORM,
+    EL_TK_FFN_NORM,
+    EL_TK_Q,
+    EL_TK_K,
+    EL_TK_V,
+    EL_TK_O,
+    EL_TK_GATE,
+    EL_TK_UP,
+    EL_TK_DOWN,
+    EL_TK_COUNT
+} el_tkind;
+#define EL_TK_FIRST_LINEAR EL_TK_Q
+#define EL_TN_LINEAR 7
+
+typedef struct el_ttensor {
+    char name[64];     /* GGUF name ("blk.0.attn_q.weight", "....lora_a") */
+    int64_t n_out;     /* rows (1 for a vector) */
+    int64_t n_in;      /* elements per row */
+    size_t offset;     /* in floats from the block start */
+    bool decay;        /* AdamW weight decay applies (matrices, not norms) */
+} el_ttensor;
+
+typedef struct el_ttable {
+    el_ttensor *t;
+    int32_t n;
+    size_t n_floats;
+} el_ttable;
+
+typedef struct el_tmodel {
+    el_tconfig c;
+    el_ttable base;      /* tok_embd, per layer EL_TK_COUNT tensors, output_norm, [output] */
+    float *w;            /* base parameters */
+    /* LoRA (rank 0: none) */
+    int32_t rank;
+    float alpha;
+    uint32_t targets;    /* bit i: linear i (0 = q ... 6 = down) */
+    el_ttable lora;      /* per layer, per target: A then B */
+    int32_t *lora_idx;   /* [n_layer][7]: index of A in lora.t, or -1 */
+    float *lw;           /* LoRA parameters */
+} el_tmodel;
+
+/* Parses "q,k,v,o,gate,up,down" (any subset, any order) into target bits. */
+el_status el_lora_parse_targets(const char *s, uint32_t *out);
+
+el_status el_tmodel_init(el_tmodel *m, const el_tconfig *c);
+/* Adds a LoRA block (rank, alpha, targets); A gets N(0, 1/rank)-ish values from seed, B zeros. */
+el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t targets,
+                             uint64_t seed);
+void el_tmodel_free(el_tmodel *m);
+/* Random init: matrices N(0, 0.02) (output projections scaled by 1/sqrt(2 n_layer)), norms 1. */
+void el_tmodel_randomize(el_tmodel *m, uint64_t seed);
+
+/* Pointer to tensor kind k of layer il (or tok_embd / output_norm / output via the helpers) in a
+ * block laid out like the base table. */
+float *el_tm_layer(const el_tmodel *m, float *block, int il, el_tkind k);
+float *el_tm_embd(const el_tmodel *m, float *block);
+float *el_tm_out_norm(const el_tmodel *m, float *block);
+float *el_tm_output(const el_tmodel *m, float *block); /* tok_embd when tied */
+
+/* Activations of one forward pass of B sequences of T tokens, kept for the backward pass. */
+typedef struct el_tacts el_tacts;
+
+el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out);
+void el_tacts_free(el_tacts *a);
+
+/* Forward over tokens [B][T]; targets [B][T] and mask [B][T] (NULL mask: every position counts)
+ * give the mean cross-entropy over masked positions (returned; 0 if none). If logits is not NULL
+ * it receives the [B*T][n_vocab] logits. */
+float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, const int32_t *tokens,
+                        const int32_t *targets, const float *mask, float *logits);
+
+/* Backward of the last forward: adds d(scale * loss)/d(param) into grads (a base-layout block,
+ * or NULL to keep the base frozen) and lgrads (a LoRA-layout block, or NULL). */
+void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, float *grads,
+                        float *lgrads, float scale);
+
+#endif

@@ -1,0 +1,69 @@
+/* trainer.c - the optimizer step (see trainer.h). */
+#include "train/trainer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+el_status el_trainer_init(el_trainer *t, el_tmodel *m, bool lora, const el_trainer_hp *hp,
+                          el_threadpool *tp) {
+    memset(t, 0, sizeof *t);
+    if (hp->B <= 0 || hp->T <= 0 || hp->accum <= 0 || hp->n_steps <= 0 || hp->warmup < 0)
+        return el_error(EL_ERR_INVALID_ARG, "batch %d x %d, accumulation %d, %lld steps, warmup "
+                        "%lld: all must be positive", hp->B, hp->T, hp->accum,
+                        (long long)hp->n_steps, (long long)hp->warmup);
+    if (lora && !m->rank)
+        return el_error(EL_ERR_INVALID_ARG, "LoRA training needs a model with a LoRA block");
+    t->m = m;
+    t->lora = lora;
+    t->tb = lora ? &m->lora : &m->base;
+    t->p = lora ? m->lw : m->w;
+    t->n = t->tb->n_floats;
+    t->hp = *hp;
+    t->tp = tp;
+    t->g = calloc(t->n, sizeof(float));
+    t->mom = calloc(t->n, sizeof(float));
+    t->vel = calloc(t->n, sizeof(float));
+    if (!t->g || !t->mom || !t->vel) {
+        el_trainer_free(t);
+        return el_error(EL_ERR_NOMEM, "out of memory for the optimizer state of %zu parameters",
+                        t->n);
+    }
+    el_status st = el_tacts_create(m, hp->B, hp->T, &t->acts);
+    if (st)
+        el_trainer_free(t);
+    return st;
+}
+
+void el_trainer_free(el_trainer *t) {
+    free(t->g);
+    free(t->mom);
+    free(t->vel);
+    el_tacts_free(t->acts);
+    memset(t, 0, sizeof *t);
+}
+
+float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targets,
+                      const float *mask) {
+    size_t mb = (size_t)t->hp.B * t->hp.T;
+    float scale = 1.0f / (float)t->hp.accum, total = 0.0f;
+    memset(t->g, 0, t->n * sizeof(float));
+    for (int32_t a = 0; a < t->hp.accum; a++) {
+        float loss = el_tmodel_forward(t->m, t->acts, t->tp, tokens + a * mb, targets + a * mb,
+                                       mask ? mask + a * mb : NULL, NULL);
+        el_tmodel_backward(t->m, t->acts, t->tp, t->lora ? NULL : t->g, t->lora ? t->g : NULL,
+                           scale);
+        total += loss * scale;
+    }
+    t->last_norm = el_clip_grad_norm(t->g, t->n, t->hp.clip);
+    t->last_lr = el_lr_schedule(t->step, t->hp.n_steps, t->hp.warmup, t->hp.lr, t->hp.min_ratio);
+    t->step++;
+    el_adamw_step(&t->hp.adamw, t->tb, t->p, t->g, t->mom, t->vel, t->step, t->last_lr);
+    return total;
+}
+
+float el_trainer_eval(el_trainer *t, const int32_t *tokens, const int32_t *targets,
+                      const float *mask) {
+    return el_tmodel_forward(t->m, t->acts, t->tp, tokens, targets, mask, NULL);
+}

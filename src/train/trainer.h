@@ -1,0 +1,48 @@
+/* trainer.h - one optimizer step of a training model: gradient accumulation over micro-batches,
+ * global-norm clipping, the scheduled learning rate and AdamW. Trains the base block, or only the
+ * LoRA block (the base is then frozen: no base gradient is computed). */
+#ifndef EL_TRAIN_TRAINER_H
+#define EL_TRAIN_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "train/optim.h"
+#include "train/tmodel.h"
+
+typedef struct el_trainer_hp {
+    int32_t B, T;          /* micro-batch: B sequences of T tokens */
+    int32_t accum;         /* micro-batches per optimizer step */
+    int64_t n_steps, warmup;
+    float lr, min_ratio, clip;
+    el_adamw adamw;
+} el_trainer_hp;
+
+typedef struct el_trainer {
+    el_tmodel *m;
+    bool lora;              /* train m->lw (base frozen) instead of m->w */
+    const el_ttable *tb;    /* the trained block's table */
+    float *p;               /* the trained block */
+    float *g, *mom, *vel;   /* its gradients and AdamW moments, laid out like p */
+    size_t n;               /* floats in the block */
+    int64_t step;           /* optimizer steps done */
+    el_trainer_hp hp;
+    el_tacts *acts;
+    el_threadpool *tp;
+    float last_lr, last_norm;
+} el_trainer;
+
+el_status el_trainer_init(el_trainer *t, el_tmodel *m, bool lora, const el_trainer_hp *hp,
+                          el_threadpool *tp);
+void el_trainer_free(el_trainer *t);
+
+/* One optimizer step over hp.accum micro-batches: tokens, targets and mask are
+ * [accum][B][T] (mask may be NULL). Returns the mean of the micro-batch losses. */
+float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targets,
+                      const float *mask);
+
+/* Mean loss of one micro-batch without a step (held-out evaluation). */
+float el_trainer_eval(el_trainer *t, const int32_t *tokens, const int32_t *targets,
+                      const float *mask);
+
+#endif

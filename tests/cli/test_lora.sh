@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `edgelora run --lora/--lora-scaled` and `edgelora merge` on stories260K (converted to GGUF) with
+# the adapters tests/golden/make_lora_golden.py wrote for its shape: greedy text with adapters
+# bound at run time equals the greedy text of the model `merge` wrote (the merge is plain float
+# arithmetic on the weights, the run-time path never touches them), for a GGUF adapter, a PEFT
+# folder and the two mixed; scale 0 equals no adapter; bad arguments and files fail cleanly.
+cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
+
+M="$DATA/models"
+G=tests/golden
+if [ ! -f "$M/stories260K.bin" ]; then skip lora_cli "$M/stories260K.bin is absent"; finish; fi
+"$EL" convert "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -o "$TMP/base.gguf" 2>/dev/null ||
+    { fail lora_convert; finish; }
+
+gen() { "$EL" run -m "$@" -p "Once upon a time" -n 48 --temp 0 -t 2 2>"$TMP/gen_err"; }
+
+plain=$(gen "$TMP/base.gguf")
+check_same() { # name merged-adapter-args... -- run-adapter-args...
+    local name=$1; shift
+    local margs=(); while [ "$1" != -- ]; do margs+=("$1"); shift; done; shift
+    if ! "$EL" merge -m "$TMP/base.gguf" "${margs[@]}" -o "$TMP/$name.gguf" 2>"$TMP/err"; then
+        fail "$name" "merge failed: $(cat "$TMP/err")"; return; fi
+    local merged rt
+    merged=$(gen "$TMP/$name.gguf")
+    rt=$(gen "$TMP/base.gguf" "$@")
+    if [ -n "$rt" ] && [ "$rt" = "$merged" ] && [ "$rt" != "$plain" ]; then pass "$name"; else
+        fail "$name" "run-time: [$rt]" "merged:   [$merged]" "plain:    [$plain]" "$(cat "$TMP/gen_err")"; fi
+}
+check_same lora_gguf --lora $G/lora_stories.gguf -- --lora $G/lora_stories.gguf
+check_same lora_peft --lora $G/lora_stories_peft -- --lora $G/lora_stories_peft
+check_same lora_scaled_mix --lora-scaled $G/lora_stories.gguf 0.5 --lora $G/lora_stories_peft -- \
+    --lora-scaled $G/lora_stories.gguf 0.5 --lora $G/lora_stories_peft
+
+zero=$(gen "$TMP/base.gguf" --lora-scaled $G/lora_stories.gguf 0)
+[ "$zero" = "$plain" ] && pass lora_scale_zero || fail lora_scale_zero "[$zero]" "[$plain]"
+
+# the llama2.c checkpoint takes the same adapters
+bin=$("$EL" run -m "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -p "Once upon a time" -n 48 --temp 0 -t 2 --lora $G/lora_stories.gguf 2>/dev/null)
+gg=$(gen "$TMP/base.gguf" --lora $G/lora_stories.gguf)
+[ -n "$bin" ] && [ "$bin" = "$gg" ] && pass lora_llama2c_base || fail lora_llama2c_base "[$bin]" "[$gg]"
+
+expect_exit lora_missing_file 1 "$EL" run -m "$TMP/base.gguf" -p hi -n 4 --lora "$TMP/nope.gguf"
+grep -q "nope.gguf" "$TMP/err" && pass lora_missing_file_message || fail lora_missing_file_message "$(cat "$TMP/err")"
+expect_exit lora_wrong_model 1 "$EL" run -m "$TMP/base.gguf" -p hi -n 4 --lora $G/lora_llama_peft
+grep -q "adapter_model.safetensors" "$TMP/err" && pass lora_wrong_model_message || fail lora_wrong_model_message "$(cat "$TMP/err")"
+expect_exit lora_scaled_no_scale 2 "$EL" run -m "$TMP/base.gguf" -p hi --lora-scaled $G/lora_stories.gguf
+expect_exit lora_scaled_bad_scale 2 "$EL" run -m "$TMP/base.gguf" -p hi --lora-scaled $G/lora_stories.gguf abc
+expect_exit merge_help 0 "$EL" merge --help
+expect_exit merge_no_output 2 "$EL" merge -m "$TMP/base.gguf" --lora $G/lora_stories.gguf
+expect_exit merge_no_adapter 2 "$EL" merge -m "$TMP/base.gguf" -o "$TMP/x.gguf"
+expect_exit merge_unknown_option 2 "$EL" merge -m "$TMP/base.gguf" --lora $G/lora_stories.gguf -o "$TMP/x.gguf" --bogus
+expect_exit merge_wrong_model 1 "$EL" merge -m "$TMP/base.gguf" --lora $G/lora_llama_peft -o "$TMP/bad.gguf"
+[ ! -e "$TMP/bad.gguf" ] && pass merge_wrong_model_no_file || fail merge_wrong_model_no_file
+finish

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""make_train_golden.py - golden losses, gradients and training steps for tests/test_train_golden.c,
+from an independent implementation: PyTorch autograd and torch.optim.AdamW (Debian's python3-torch).
+
+The model is written here from the LLaMA definition (RMSNorm, rotary embeddings on adjacent pairs
+as Meta's reference code applies them through complex numbers, causal grouped-query attention,
+SwiGLU, tied or untied head), not from the C code.
+
+For each case a file train_<case>.bin is written, little-endian:
+  "ELTG", u32 version (1),
+  i32 dim, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied, B, T, rank, f32 alpha,
+  i32 n_steps, accum, warmup, f32 lr, min_ratio, weight_decay, beta1, beta2, eps, clip,
+  i32 tokens[n_steps*accum][B][T], i32 targets[...], f32 mask[...],
+  f32 base[n_base]            initial base parameters in the C table's order (see below)
+  f32 lora[n_lora]            initial LoRA parameters (A, B per layer and target q..down)
+  f32 loss0                   loss of the first micro-batch
+  f32 grad[n_trainable]       d loss0 / d trainable parameters (base, or LoRA if rank > 0)
+  f32 losses[n_steps]         mean micro-batch loss of each optimizer step
+  f32 final[n_trainable]      trainable parameters after n_steps steps
+Base order: token_embd [V][D]; per layer attn_norm [D], ffn_norm [D], wq [H*hd][D], wk, wv
+[KVH*hd][D], wo [D][H*hd], w_gate, w_up [F][D], w_down [D][F]; output_norm [D]; output [V][D]
+(untied only). Weights are [out][in]; y = x W^T.
+
+The schedule: lr * (step+1)/warmup during warmup, then a cosine to lr * min_ratio at n_steps.
+Weight decay applies to matrices (embeddings included), not to norms; LoRA A/B get none.
+Gradients are clipped to a global L2 norm (torch.nn.utils.clip_grad_norm_) before each step.
+
+Run with /usr/bin/python3. Deterministic: the same files every time.
+"""
+import math
+import os
+import struct
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+torch.set_num_threads(1)
+
+TARGETS = ["wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"]
+
+
+def rms_norm(x, w, eps):
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rope(x, T, hd, base):
+    # x [B, T, heads, hd]: rotate the complex numbers (x[2i], x[2i+1]) by t * base^(-2i/hd)
+    freqs = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    ang = torch.outer(torch.arange(T, dtype=torch.float64), freqs)
+    rot = torch.polar(torch.ones_like(ang), ang).to(torch.complex64)  # [T, hd/2]
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], hd // 2, 2))
+    out = torch.view_as_real(xc * rot[None, :, None, :]).flatten(3)
+    return out.type_as(x)
+
+
+class Model:
+    def __init__(self, cfg, gen):
+        D, L, H, KVH, F, V = (cfg[k] for k in ("dim", "n_layer", "n_head", "n_head_kv", "n_ff", "n_vocab"))
+        hd = D // H
+        self.cfg = cfg
+        self.base = []  # (name, tensor) in the C table's order
+
+        def mat(name, o, i, scale=0.3):
+            t = (torch.rand(o, i, generator=gen) * 2 - 1) * scale
+            self.base.append((name, t))
+            return t
+
+        def vec(name, n):
+            t = torch.rand(n, generator=gen) + 0.5
+            self.base.append((name, t))
+            return t
+
+        self.embd = mat("embd", V, D, 1.0)
+        self.layers = []
+        for il in range(L):
+            ly = {}
+            ly["attn_norm"] = vec("attn_norm", D)
+            ly["ffn_norm"] = vec("ffn_norm", D)
+            ly["wq"] = mat("wq", H * hd, D)
+            ly["wk"] = mat("wk", KVH * hd, D)
+            ly["wv"] = mat("wv", KVH * hd, D)
+            ly["wo"] = mat("wo", D, H * hd)
+            ly["w_gate"] = mat("w_gate", F, D)
+            ly["w_up"] = mat("w_up", F, D)
+            ly["w_down"] = mat("w_down", D, F)
+            self.layers.append(ly)
+        self.out_norm = vec("out_norm", D)
+        self.output = self.embd if cfg["tied"] else mat("output", V, D, 0.3)
+        self.lora = []  # (layer, target, A [r][in], B [out][r])
+        r = cfg["rank"]
+        if r:
+            for il, ly in enumerate(self.layers):
+                for tname in TARGETS:
+                    o, i = ly[tname].shape
+                    a = (torch.rand(r, i, generator=gen) * 2 - 1) * 0.5
+                    b = (torch.rand(o, r, generator=gen) * 2 - 1) * 0.5
+                    self.lora.append((il, tname, a, b))
+
+    def trainable(self):
+        if self.cfg["rank"]:
+            out = []
+            for _, _, a, b in self.lora:
+                out += [a, b]
+            return out
+        return [t for _, t in self.base]
+
+    def decays(self):
+        if self.cfg["rank"]:
+            return [False] * (2 * len(self.lora))
+        return [t.dim() == 2 for _, t in self.base]
+
+    def linear(self, il, tname, x):
+        y = x @ self.layers[il][tname].T
+        for jl, t, a, b in self.lora:
+            if jl == il and t == tname:
+                y = y + (self.cfg["alpha"] / self.cfg["rank"]) * ((x @ a.T) @ b.T)
+        return y
+
+    def loss(self, tokens, targets, mask):
+        c = self.cfg
+        D, H, KVH = c["dim"], c["n_head"], c["n_head_kv"]
+        hd = D // H
+        Bn, T = tokens.shape
+        eps = 1e-5
+        x = self.embd[tokens]  # [B, T, D]
+        causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        for il, ly in enumerate(self.layers):
+            xn = rms_norm(x, ly["attn_norm"], eps)
+            q = rope(self.linear(il, "wq", xn).view(Bn, T, H, hd), T, hd, 10000.0)
+            k = rope(self.linear(il, "wk", xn).view(Bn, T, KVH, hd), T, hd, 10000.0)
+            v = self.linear(il, "wv", xn).view(Bn, T, KVH, hd)
+            k = k.repeat_interleave(H // KVH, dim=2)
+            v = v.repeat_interleave(H // KVH, dim=2)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B, H, T, hd]
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+            s = s.masked_fill(~causal, float("-inf"))
+            o = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(Bn, T, H * hd)
+            x = x + self.linear(il, "wo", o)
+            xn = rms_norm(x, ly["ffn_norm"], eps)
+            h = torch.nn.functional.silu(self.linear(il, "w_gate", xn)) * self.linear(il, "w_up", xn)
+            x = x + self.linear(il, "w_down", h)
+        logits = rms_norm(x, self.out_norm, eps) @ self.output.T
+        nll = torch.nn.functional.cross_entropy(logits.view(-1, c["n_vocab"]), targets.view(-1), reduction="none")
+        m = mask.view(-1)
+        return (nll * m).sum() / m.sum()
+
+
+def lr_at(step, n_steps, warmup, lr, min_ratio):
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, n_steps - warmup))
+    return lr * min_ratio + 0.5 * (lr - lr * min_ratio) * (1 + math.cos(math.pi * progress))
+
+
+def flat(ts):
+    return torch.cat([t.detach().reshape(-1) for t in ts])
+
+
+def write_case(name, cfg, opt):
+    gen = torch.Generator().manual_seed(1234 + len(name))
+    model = Model(cfg, gen)
+    Bn, T, V = cfg["B"], cfg["T"], cfg["n_vocab"]
+    nb = opt["n_steps"] * opt["accum"]
+    tokens = torch.randint(0, V, (nb, Bn, T), generator=gen)
+    targets = torch.randint(0, V, (nb, Bn, T), generator=gen)
+    mask = (torch.rand(nb, Bn, T, generator=gen) > 0.25).float()
+    mask[:, :, 0] = 1.0  # never an empty mask
+    base0 = flat([t for _, t in model.base])
+    lora0 = flat([t for _, _, a, b in model.lora for t in (a, b)]) if model.lora else torch.zeros(0)
+
+    params = model.trainable()
+    for p in params:
+        p.requires_grad_(True)
+    loss0 = model.loss(tokens[0], targets[0], mask[0])
+    loss0.backward()
+    grad0 = flat([p.grad for p in params])
+    for p in params:
+        p.grad = None
+
+    dec = model.decays()
+    groups = [{"params": [p for p, d in zip(params, dec) if d], "weight_decay": opt["weight_decay"]},
+              {"params": [p for p, d in zip(params, dec) if not d], "weight_decay": 0.0}]
+    groups = [g for g in groups if g["params"]]
+    adam = torch.optim.AdamW(groups, lr=opt["lr"], betas=(opt["beta1"], opt["beta2"]), eps=opt["eps"])
+    losses = []
+    for step in range(opt["n_steps"]):
+        for g in adam.param_groups:
+            g["lr"] = lr_at(step, opt["n_steps"], opt["warmup"], opt["lr"], opt["min_ratio"])
+        total = 0.0
+        for a in range(opt["accum"]):
+            i = step * opt["accum"] + a
+            loss = model.loss(tokens[i], targets[i], mask[i]) / opt["accum"]
+            loss.backward()
+            total += loss.item()
+        losses.append(total)
+        torch.nn.utils.clip_grad_norm_(params, opt["clip"])
+        adam.step()
+        adam.zero_grad(set_to_none=True)
+    final = flat(params)
+
+    with open(os.path.join(HERE, f"train_{name}.bin"), "wb") as f:
+        f.write(b"ELTG" + struct.pack("<I", 1))
+        f.write(struct.pack("<10i", cfg["dim"], cfg["n_layer"], cfg["n_head"], cfg["n_head_kv"], cfg["n_ff"],
+                            V, int(cfg["tied"]), Bn, T, cfg["rank"]))
+        f.write(struct.pack("<f", cfg["alpha"]))
+        f.write(struct.pack("<3i", opt["n_steps"], opt["accum"], opt["warmup"]))
+        f.write(struct.pack("<7f", opt["lr"], opt["min_ratio"], opt["weight_decay"], opt["beta1"],
+                            opt["beta2"], opt["eps"], opt["clip"]))
+        f.write(tokens.to(torch.int32).numpy().tobytes())
+        f.write(targets.to(torch.int32).numpy().tobytes())
+        f.write(mask.numpy().astype("<f4").tobytes())
+        f.write(base0.numpy().astype("<f4").tobytes())
+        f.write(lora0.numpy().astype("<f4").tobytes())
+        f.write(struct.pack("<f", loss0.item()))
+        f.write(grad0.numpy().astype("<f4").tobytes())
+        f.write(struct.pack(f"<{len(losses)}f", *losses))
+        f.write(final.numpy().astype("<f4").tobytes())
+
+
+def main():
+    shape = dict(dim=16, n_layer=2, n_head=4, n_head_kv=2, n_ff=24, n_vocab=40, B=2, T=8, alpha=8.0)
+    opt = dict(n_steps=5, accum=2, warmup=2, lr=1e-2, min_ratio=0.1, weight_decay=0.1, beta1=0.9,
+               beta2=0.95, eps=1e-8, clip=1.0)
+    write_case("untied", dict(shape, tied=False, rank=0), opt)
+    write_case("tied", dict(shape, tied=True, rank=0), opt)
+    write_case("lora", dict(shape, tied=False, rank=4), dict(opt, weight_decay=0.0))
+
+
+if __name__ == "__main__":
+    main()
