@@ -110,4 +110,19 @@ void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t
 int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
                   const char *out_path);
 
+/* Perplexity as `edgelora perplexity` measures it (chunks of n_ctx tokens, each starting with
+ * BOS, the second half of each scored). n_chunks == 0 in the result means the text is shorter
+ * than one chunk. progress (may be NULL) is called after each chunk with the perplexity so far. */
+typedef struct cli_ppl {
+    double sum, sum_sq; /* of the scored tokens' negative log-likelihoods */
+    long count;         /* scored tokens */
+    size_t n_chunks;
+} cli_ppl;
+typedef void (*cli_ppl_progress_fn)(void *user, size_t done, size_t total, double ppl);
+el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
+                         int32_t n_threads, cli_ppl_progress_fn progress, void *user,
+                         cli_ppl *result);
+double cli_ppl_value(const cli_ppl *r); /* exp(mean NLL) */
+double cli_ppl_error(const cli_ppl *r); /* its standard error */
+
 #endif

@@ -1,7 +1,7 @@
 /* perplexity.c - `edgelora perplexity`: perplexity of a model over a text file, measured as
  * llama.cpp measures it so figures compare: the tokens are cut into chunks of the context size,
  * each chunk starts with BOS, and only the second half of each chunk is scored (every scored
- * token has at least half a context before it). */
+ * token has at least half a context before it). `edgelora quantize --ppl-text` uses the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,36 +24,85 @@ static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
     return log(sum) - ((double)logits[target] - max);
 }
 
-/* Scores one chunk of n_ctx tokens; adds the NLL of its second half to *sum and *sum_sq. */
-static el_status score_chunk(el_context *ctx, int32_t *chunk, int32_t n_ctx, int32_t n_vocab,
-                             int32_t n_batch, double *sum, double *sum_sq, long *count) {
-    int32_t *pos = malloc((size_t)n_batch * sizeof *pos);
-    int32_t *seq = calloc((size_t)n_batch, sizeof *seq);
-    int8_t *want = malloc((size_t)n_batch);
-    el_status st = pos && seq && want ? EL_OK : EL_ERR_NOMEM;
+/* Scores one chunk of n_ctx tokens; adds the NLL of its second half to r. */
+static el_status score_chunk(el_context *ctx, const int32_t *chunk, int32_t n_ctx,
+                             int32_t n_vocab, int32_t n_batch, int32_t *pos, int32_t *seq,
+                             int8_t *want, cli_ppl *r) {
+    el_status st = EL_OK;
     el_kv_clear(ctx);
-    int32_t first = n_ctx / 2;
     for (int32_t done = 0; st == EL_OK && done < n_ctx; done += n_batch) {
         int32_t rows = n_ctx - done < n_batch ? n_ctx - done : n_batch;
-        for (int32_t r = 0; r < rows; r++) {
-            pos[r] = done + r;
-            want[r] = (int8_t)(done + r >= first && done + r + 1 < n_ctx);
+        for (int32_t i = 0; i < rows; i++) {
+            pos[i] = done + i;
+            want[i] = (int8_t)(done + i >= n_ctx / 2 && done + i + 1 < n_ctx);
         }
         el_batch b = {.n_rows = rows, .token = chunk + done, .pos = pos, .seq_id = seq,
                       .logits = want};
         if ((st = el_decode(ctx, &b)) != EL_OK) break;
-        for (int32_t r = 0; r < rows; r++) {
-            if (!want[r]) continue;
-            double nll = token_nll(el_get_logits(ctx, r), n_vocab, chunk[done + r + 1]);
-            *sum += nll;
-            *sum_sq += nll * nll;
-            (*count)++;
+        for (int32_t i = 0; i < rows; i++) {
+            if (!want[i]) continue;
+            double nll = token_nll(el_get_logits(ctx, i), n_vocab, chunk[done + i + 1]);
+            r->sum += nll;
+            r->sum_sq += nll * nll;
+            r->count++;
         }
     }
+    return st;
+}
+
+double cli_ppl_value(const cli_ppl *r) { return exp(r->sum / (double)r->count); }
+
+double cli_ppl_error(const cli_ppl *r) {
+    double mean = r->sum / (double)r->count, var = r->sum_sq / (double)r->count - mean * mean;
+    double err = r->count > 1 ? sqrt((var > 0 ? var : 0) / (double)(r->count - 1)) : 0;
+    return exp(mean) * err;
+}
+
+el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
+                         int32_t n_threads, cli_ppl_progress_fn progress, void *user,
+                         cli_ppl *r) {
+    memset(r, 0, sizeof *r);
+    el_model_info info;
+    el_status st = el_model_get_info(m, &info);
+    int32_t bos = el_token_bos(m);
+    size_t per_chunk = (size_t)n_ctx - (bos >= 0); /* after the BOS each chunk starts with */
+    r->n_chunks = n_tokens / per_chunk;
+    if (st != EL_OK || r->n_chunks == 0) return st;
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_ctx < 512 ? n_ctx : 512;
+    cp.n_seq_max = 1;
+    cp.n_threads = n_threads;
+    el_context *ctx = NULL;
+    int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
+    int32_t *pos = malloc((size_t)cp.n_batch * sizeof *pos);
+    int32_t *seq = calloc((size_t)cp.n_batch, sizeof *seq);
+    int8_t *want = malloc((size_t)cp.n_batch);
+    st = chunk && pos && seq && want ? el_context_create(m, &cp, &ctx) : EL_ERR_NOMEM;
+    for (size_t c = 0; st == EL_OK && c < r->n_chunks; c++) {
+        size_t k = 0;
+        if (bos >= 0) chunk[k++] = bos;
+        memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
+        st = score_chunk(ctx, chunk, n_ctx, info.n_vocab, cp.n_batch, pos, seq, want, r);
+        if (st == EL_OK && progress) progress(user, c + 1, r->n_chunks, cli_ppl_value(r));
+    }
+    free(chunk);
     free(pos);
     free(seq);
     free(want);
+    el_context_free(ctx);
     return st;
+}
+
+/* Progress on stderr: chunks done, perplexity so far, ETA. */
+static void show_progress(void *user, size_t done, size_t total, double ppl) {
+    const struct timespec *t0 = user;
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+    fprintf(stderr, "\rchunk %zu/%zu  ppl %.4f  eta %.0f s   ", done, total, ppl,
+            secs / (double)done * (double)(total - done));
+    if (done == total) fputc('\n', stderr);
 }
 
 int cmd_perplexity(int argc, char **argv) {
@@ -94,55 +143,25 @@ int cmd_perplexity(int argc, char **argv) {
     }
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
-    el_context *ctx = NULL;
+    cli_ppl r = {0};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     el_status st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
     free(text);
-    el_model_info info;
-    el_model_get_info(m, &info);
-    int32_t bos = el_token_bos(m);
-    /* a chunk starts with BOS, then n_ctx - 1 tokens of the text */
-    size_t per_chunk = (size_t)n_ctx - (bos >= 0);
-    size_t n_chunks = st == EL_OK ? n_tokens / per_chunk : 0;
-    if (st == EL_OK && n_chunks == 0) {
+    if (st == EL_OK)
+        st = cli_perplexity(m, tokens, n_tokens, (int32_t)n_ctx, (int32_t)mo.threads,
+                            show_progress, &t0, &r);
+    if (st != EL_OK) {
+        rc = cli_fail("perplexity", st);
+    } else if (r.n_chunks == 0) {
         cli_error("perplexity", "%s has %zu tokens, fewer than one chunk of %ld (try a smaller -c)",
                   file, n_tokens, n_ctx);
         rc = CLI_FAIL;
+    } else {
+        printf("perplexity: %.4f +/- %.4f over %ld tokens (%zu chunks of %ld)\n", cli_ppl_value(&r),
+               cli_ppl_error(&r), r.count, r.n_chunks, n_ctx);
     }
-    el_context_params cp = el_context_default_params();
-    cp.n_ctx = (int32_t)n_ctx;
-    cp.n_batch = (int32_t)(n_ctx < 512 ? n_ctx : 512);
-    cp.n_seq_max = 1;
-    cp.n_threads = (int32_t)mo.threads;
-    if (st == EL_OK && !rc) st = el_context_create(m, &cp, &ctx);
-    int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
-    if (!chunk) st = EL_ERR_NOMEM;
-    double sum = 0, sum_sq = 0;
-    long count = 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (size_t c = 0; st == EL_OK && !rc && c < n_chunks; c++) {
-        size_t k = 0;
-        if (bos >= 0) chunk[k++] = bos;
-        memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
-        st = score_chunk(ctx, chunk, (int32_t)n_ctx, info.n_vocab, cp.n_batch, &sum, &sum_sq,
-                         &count);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-        fprintf(stderr, "\rchunk %zu/%zu  ppl %.4f  eta %.0f s   ", c + 1, n_chunks,
-                exp(sum / (double)count), secs / (double)(c + 1) * (double)(n_chunks - c - 1));
-    }
-    if (n_chunks) fputc('\n', stderr);
-    if (st == EL_OK && !rc) {
-        double mean = sum / (double)count;
-        double var = sum_sq / (double)count - mean * mean;
-        double err = count > 1 ? sqrt((var > 0 ? var : 0) / (double)(count - 1)) : 0;
-        printf("perplexity: %.4f +/- %.4f over %ld tokens (%zu chunks of %ld)\n", exp(mean),
-               exp(mean) * err, count, n_chunks, n_ctx);
-    }
-    free(chunk);
     free(tokens);
-    el_context_free(ctx);
     el_model_free(m);
-    if (rc) return rc;
-    return st == EL_OK ? CLI_OK : cli_fail("perplexity", st);
+    return rc;
 }

@@ -57,80 +57,27 @@ static bool on_tensor(void *user, const el_quantize_tensor *t) {
     return !interrupted;
 }
 
-/* -log softmax(logits)[target] in double precision. */
-static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
-    float max = logits[0];
-    for (int32_t i = 1; i < n_vocab; i++)
-        if (logits[i] > max) max = logits[i];
-    double sum = 0;
-    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - max);
-    return log(sum) - ((double)logits[target] - max);
-}
-
-/* Perplexity of the model at path over text, measured as `edgelora perplexity` does: chunks of
- * n_ctx tokens starting with BOS, the second half of each scored. Returns an exit code, after
- * printing any error. */
+/* Perplexity of the model at path over text, as `edgelora perplexity` measures it. Returns an
+ * exit code, after printing any error. */
 static int perplexity(const char *path, const char *text, size_t len, int32_t n_ctx,
-                            int32_t n_threads, double *ppl) {
+                      int32_t n_threads, double *ppl) {
     el_model *m = NULL;
-    el_context *ctx = NULL;
-    int32_t *tokens = NULL, *chunk = NULL, *pos = NULL, *seq = NULL;
-    int8_t *want = NULL;
+    int32_t *tokens = NULL;
     size_t n_tokens = 0;
+    cli_ppl r = {0};
     el_status st = el_model_load(path, NULL, &m);
     if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
-    el_context_params cp = el_context_default_params();
-    cp.n_ctx = n_ctx;
-    cp.n_batch = n_ctx < 512 ? n_ctx : 512;
-    cp.n_seq_max = 1;
-    cp.n_threads = n_threads;
-    if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
-    int32_t bos = m ? el_token_bos(m) : -1;
-    size_t per_chunk = (size_t)n_ctx - (bos >= 0), n_chunks = n_tokens / per_chunk;
-    chunk = malloc((size_t)n_ctx * sizeof *chunk);
-    pos = malloc((size_t)n_ctx * sizeof *pos);
-    seq = calloc((size_t)n_ctx, sizeof *seq);
-    want = malloc((size_t)n_ctx);
-    if (st == EL_OK && (!chunk || !pos || !seq || !want)) st = EL_ERR_NOMEM;
-    bool too_short = st == EL_OK && n_chunks == 0;
-    if (too_short)
+    if (st == EL_OK) st = cli_perplexity(m, tokens, n_tokens, n_ctx, n_threads, NULL, NULL, &r);
+    free(tokens);
+    el_model_free(m);
+    if (st != EL_OK) return cli_fail("quantize", st);
+    if (r.n_chunks == 0) {
         cli_error("quantize", "the perplexity text has %zu tokens, fewer than one chunk of %d",
                   n_tokens, n_ctx);
-    el_model_info info = {0};
-    if (m) el_model_get_info(m, &info);
-    double sum = 0;
-    long count = 0;
-    for (size_t c = 0; st == EL_OK && !too_short && c < n_chunks; c++) {
-        size_t k = 0;
-        if (bos >= 0) chunk[k++] = bos;
-        memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
-        el_kv_clear(ctx);
-        for (int32_t done = 0; st == EL_OK && done < n_ctx; done += cp.n_batch) {
-            int32_t rows = n_ctx - done < cp.n_batch ? n_ctx - done : cp.n_batch;
-            for (int32_t r = 0; r < rows; r++) {
-                pos[r] = done + r;
-                want[r] = (int8_t)(done + r >= n_ctx / 2 && done + r + 1 < n_ctx);
-            }
-            el_batch b = {.n_rows = rows, .token = chunk + done, .pos = pos, .seq_id = seq,
-                          .logits = want};
-            if ((st = el_decode(ctx, &b)) != EL_OK) break;
-            for (int32_t r = 0; r < rows; r++) {
-                if (!want[r]) continue;
-                sum += token_nll(el_get_logits(ctx, r), info.n_vocab, chunk[done + r + 1]);
-                count++;
-            }
-        }
+        return CLI_FAIL;
     }
-    *ppl = count ? exp(sum / (double)count) : NAN;
-    free(chunk);
-    free(pos);
-    free(seq);
-    free(want);
-    free(tokens);
-    el_context_free(ctx);
-    el_model_free(m);
-    if (st) return cli_fail("quantize", st);
-    return too_short ? CLI_FAIL : CLI_OK;
+    *ppl = cli_ppl_value(&r);
+    return CLI_OK;
 }
 
 int cmd_quantize(int argc, char **argv) {
