@@ -56,12 +56,6 @@ typedef struct batch_opts {
     bool seed_given;
 } batch_opts;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int parse_args(batch_opts *o, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -333,7 +327,7 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     el_sampler_free(s->smp);
     sc->n_gen_tokens += r->n_tokens - r->n_prompt;
     r->finish = reason;
-    r->time_ms = now_ms() - s->t0;
+    r->time_ms = cli_now_ms() - s->t0;
     r->done = true;
     *s = (slot){.row = -1};
     return st;
@@ -343,7 +337,7 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
  * cannot be bound) fails only that request. */
 static el_status slot_admit(scheduler *sc, slot *s, batch_request *r, const char *path) {
     int32_t seq = (int32_t)(s - sc->slots);
-    *s = (slot){.r = r, .row = -1, .t0 = now_ms()};
+    *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_context_bind(sc->ctx, seq, r->bind, r->n_bind);
     if (st != EL_OK) {
         batch_request_fail(r, path, "%s", el_last_error());
@@ -375,7 +369,7 @@ static el_status group_finish(scheduler *sc, slot *s) {
         sc->n_gen_tokens += v.n_tokens;
     }
     el_variants_free(s->group); /* its cells and bindings */
-    r->time_ms = now_ms() - s->t0;
+    r->time_ms = cli_now_ms() - s->t0;
     r->done = true;
     for (int32_t c = k - 1; c >= 0; c--) s[c] = (slot){.row = -1};
     return st;
@@ -404,7 +398,7 @@ static el_status group_admit(scheduler *sc, int32_t i, batch_request *r, const c
     gp.prompt_bindings = r->bind;
     gp.n_prompt_bindings = r->n_bind;
     slot *s = &sc->slots[i];
-    *s = (slot){.r = r, .row = -1, .t0 = now_ms()};
+    *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_variants_start(sc->ctx, &gp, r->tokens, r->n_prompt, &s->group);
     free(vp);
     if (st == EL_ERR_INVALID_ARG || st == EL_ERR_MISMATCH) {
@@ -583,9 +577,9 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     sc.logits = malloc((size_t)cp.n_batch);
     el_status st = sc.slots && sc.tok && sc.pos && sc.seq && sc.logits ? EL_OK : EL_ERR_NOMEM;
     if (st == EL_OK) st = el_context_create(m, &cp, &sc.ctx);
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     if (st == EL_OK) st = schedule(&sc, l, o->requests, out);
-    double t = now_ms() - t0;
+    double t = cli_now_ms() - t0;
     if (st == EL_OK)
         fprintf(stderr, "batch: %zu requests (%zu failed), %d at a time: %ld prompt + %ld "
                         "generated tokens in %.1f ms (%.1f generated tokens/s)\n",

@@ -47,12 +47,6 @@ static double cpu_seconds(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 typedef struct bench_opts {
     cli_model_opts mo;
     long n_prompt, n_gen, n_batch, reps;
@@ -94,22 +88,22 @@ static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *t
     el_status st = pos && seq && pp && tg && ttft ? EL_OK : EL_ERR_NOMEM;
     /* warm-up: every weight page mapped and touched, the pool's threads started */
     if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
-    double wall0 = now_seconds(), cpu0 = cpu_seconds();
+    double wall0 = cli_now_ms() / 1e3, cpu0 = cpu_seconds();
     for (int r = 0; st == EL_OK && r < reps; r++) {
         el_kv_clear(ctx);
-        double t0 = now_seconds();
+        double t0 = cli_now_ms() / 1e3;
         st = decode_run(ctx, toks, p, 0, nb, pos, seq);
-        double t1 = now_seconds(), first = 0;
+        double t1 = cli_now_ms() / 1e3, first = 0;
         for (int32_t i = 0; st == EL_OK && i < n; i++) {
             st = decode_run(ctx, toks + p + i, 1, p + i, 1, pos, seq);
-            if (i == 0) first = now_seconds() - t1;
+            if (i == 0) first = cli_now_ms() / 1e3 - t1;
         }
-        double t2 = now_seconds();
+        double t2 = cli_now_ms() / 1e3;
         pp[r] = p / (t1 - t0);
         tg[r] = n / (t2 - t1);
         ttft[r] = (t1 - t0 + first) * 1e3;
     }
-    res->cpu_share = (cpu_seconds() - cpu0) / ((now_seconds() - wall0) * res->threads);
+    res->cpu_share = (cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
     if (st == EL_OK) {
         res->pp = summarize(pp, reps);
         res->tg = summarize(tg, reps);
@@ -127,9 +121,9 @@ static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *t
 static int load_timed(const bench_opts *o, bench_result *res, el_model **out) {
     double ms[100];
     for (int r = 0; r < o->reps; r++) {
-        double t0 = now_seconds();
+        double t0 = cli_now_ms() / 1e3;
         int rc = cli_load_model("bench", &o->mo, false, out);
-        ms[r] = (now_seconds() - t0) * 1e3;
+        ms[r] = (cli_now_ms() / 1e3 - t0) * 1e3;
         if (rc) return rc;
         if (r + 1 < o->reps) el_model_free(*out);
     }

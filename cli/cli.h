@@ -42,6 +42,9 @@ bool cli_float(const char *cmd, const char *flag, const char *s, double lo, doub
                double *out);
 bool cli_u64(const char *cmd, const char *flag, const char *s, uint64_t *out);
 
+/* Milliseconds on the monotonic clock. */
+double cli_now_ms(void);
+
 /* Reads a whole file (or stdin for "-") into a malloc'd buffer; prints an error on failure. */
 char *cli_read_file(const char *cmd, const char *path, size_t *len);
 

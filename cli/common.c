@@ -101,6 +101,12 @@ char *cli_read_file(const char *cmd, const char *path, size_t *len) {
     return buf;
 }
 
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
     if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -178,14 +184,8 @@ el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add
     }
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void cli_progress_start(cli_progress *p) {
-    p->start = now_seconds();
+    p->start = cli_now_ms() / 1e3;
     p->tty = isatty(STDERR_FILENO);
     p->bytes = 0;
 }
@@ -195,7 +195,7 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
     cli_progress *p = user;
     p->bytes = bytes_done;
     if (!p->tty) return;
-    double t = now_seconds() - p->start;
+    double t = cli_now_ms() / 1e3 - p->start;
     double rate = t > 0 ? (double)bytes_done / t : 0;
     double eta = rate > 0 ? (double)(bytes_total - bytes_done) / rate : 0;
     fprintf(stderr, "\r  %d/%d tensors  %.0f/%.0f MB  %.1f MB/s  ETA %.0f s   ", done, total,
@@ -205,5 +205,5 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
 
 double cli_progress_end(cli_progress *p) {
     if (p->tty) fputc('\n', stderr);
-    return now_seconds() - p->start;
+    return cli_now_ms() / 1e3 - p->start;
 }

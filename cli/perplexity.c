@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
@@ -96,10 +95,7 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, in
 
 /* Progress on stderr: chunks done, perplexity so far, ETA. */
 static void show_progress(void *user, size_t done, size_t total, double ppl) {
-    const struct timespec *t0 = user;
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double secs = (t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) / 1e9;
+    double secs = (cli_now_ms() - *(const double *)user) / 1e3;
     fprintf(stderr, "\rchunk %zu/%zu  ppl %.4f  eta %.0f s   ", done, total, ppl,
             secs / (double)done * (double)(total - done));
     if (done == total) fputc('\n', stderr);
@@ -144,8 +140,7 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
     cli_ppl r = {0};
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = cli_now_ms();
     el_status st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
     free(text);
     if (st == EL_OK)

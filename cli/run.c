@@ -41,12 +41,6 @@ typedef struct run_opts {
     cli_variants_opts variants;
 } run_opts;
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 /* Parses the sampling flags; returns 1 if argv[*i] was one, 0 if not, -1 on a bad value. */
 static int sampling_opt(run_opts *o, int argc, char **argv, int *i) {
     const char *a = argv[*i], *v;
@@ -220,10 +214,10 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     for (size_t i = 0; i < n_prompt; i++) el_sampler_accept(smp, all[i]);
 
     size_t n = n_prompt, printed = 0;
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     st = print_new_text(m, all, n, &printed);
     if (st == EL_OK) st = feed(ctx, all, (int32_t)n, 0, cp.n_batch);
-    double t_prompt = now_ms() - t0, t1 = now_ms();
+    double t_prompt = cli_now_ms() - t0, t1 = cli_now_ms();
     long n_gen = 0;
     int32_t last_row = (int32_t)((n_prompt - 1) % (size_t)cp.n_batch);
     while (st == EL_OK && n_gen < n_predict) {
@@ -237,7 +231,7 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         if ((st = print_new_text(m, all, n, &printed)) != EL_OK) break;
         if (n_gen < n_predict) st = feed(ctx, &tok, 1, (int32_t)n - 1, 1);
     }
-    double t_gen = now_ms() - t1;
+    double t_gen = cli_now_ms() - t1;
     printf("\n");
     fflush(stdout); /* the text before the timings, when both go to one terminal */
     fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "

@@ -181,12 +181,6 @@ static void print_results(const cli_variants_opts *o, const el_model *m, const e
     fflush(stdout);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 int cli_variants_run(const cli_variants_opts *o, const cli_variants_run_args *a, el_model *m,
                      const int32_t *prompt, size_t n_prompt) {
     el_model_info info;
@@ -215,7 +209,7 @@ int cli_variants_run(const cli_variants_opts *o, const cli_variants_run_args *a,
     int rc = bind ? variant_params(o, a, m, n_predict, vp, adapters, bind) : CLI_FAIL;
     el_status st;
     if (rc == CLI_OK && (st = el_context_create(m, &cp, &ctx)) != EL_OK) rc = cli_fail("run", st);
-    double t0 = now_ms();
+    double t0 = cli_now_ms();
     if (rc == CLI_OK) {
         el_variants_params gp = el_variants_default_params();
         gp.n_variants = (int32_t)k;
@@ -226,7 +220,7 @@ int cli_variants_run(const cli_variants_opts *o, const cli_variants_run_args *a,
             rc = cli_fail("run", st);
     }
     if (rc == CLI_OK) {
-        double ms = now_ms() - t0;
+        double ms = cli_now_ms() - t0;
         long n_gen = 0;
         for (int i = 0; i < k; i++) {
             el_variant_result r;
