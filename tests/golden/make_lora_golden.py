@@ -30,47 +30,21 @@ import struct
 
 import numpy as np
 
+import make_golden
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---------------------------------------------------------------- writers
 
-GGUF_U32, GGUF_F32, GGUF_STRING = 4, 6, 8
-TYPE_ID = {"f32": 0, "f16": 1}
-
-
-def gguf_str(s):
-    b = s.encode()
-    return struct.pack("<Q", len(b)) + b
-
-
-def gguf_kv(key, value):
-    out = gguf_str(key)
-    if isinstance(value, str):
-        return out + struct.pack("<I", GGUF_STRING) + gguf_str(value)
-    if isinstance(value, float):
-        return out + struct.pack("<If", GGUF_F32, value)
-    return out + struct.pack("<II", GGUF_U32, value)
-
-
 def write_gguf(path, kvs, tensors):
-    """tensors: list of (name, numpy array of float32 or float16); ne is the reversed shape."""
-    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
-    for k, v in kvs.items():
-        head += gguf_kv(k, v)
-    offset, data = 0, b""
+    """tensors: list of (name, numpy array of float32 or float16); ne is the reversed shape.
+    Written by make_golden.py's GGUF writer (independent of the C code under test)."""
+    entries = []
     for name, arr in tensors:
         tname = "f16" if arr.dtype == np.float16 else "f32"
         raw = arr.astype("<f2" if tname == "f16" else "<f4").tobytes()
-        ne = list(reversed(arr.shape))
-        head += gguf_str(name) + struct.pack("<I", len(ne))
-        head += b"".join(struct.pack("<Q", n) for n in ne)
-        head += struct.pack("<IQ", TYPE_ID[tname], offset)
-        pad = (-len(raw)) % 32
-        data += raw + b"\0" * pad
-        offset += len(raw) + pad
-    head += b"\0" * ((-len(head)) % 32)
-    with open(path, "wb") as f:
-        f.write(head + data)
+        entries.append((name, tname, list(reversed(arr.shape)), raw))
+    make_golden.write_gguf(path, kvs, entries)
 
 
 def write_safetensors(path, tensors):
