@@ -157,14 +157,24 @@ static void *encode(pool *pl, el_type t, const float *x, int64_t n, uint64_t *by
     return d;
 }
 
+/* A GGUF writer with the keys every LoRA adapter file has (NULL if one could not be set). */
+static gguf_writer *new_lora_writer(const char *arch) {
+    gguf_writer *w = gguf_writer_create();
+    if (w && (gguf_writer_set_str(w, "general.architecture", arch) != EL_OK ||
+              gguf_writer_set_str(w, "general.type", "adapter") != EL_OK ||
+              gguf_writer_set_str(w, "adapter.type", "lora") != EL_OK)) {
+        gguf_writer_free(w);
+        w = NULL;
+    }
+    return w;
+}
+
 static int write_gguf_adapter(const char *path, const tiny_cfg *c, const lora_spec *s,
                               const char *arch) {
     pool pl = {0};
-    gguf_writer *w = gguf_writer_create();
-    int ok = gguf_writer_set_str(w, "general.architecture", arch ? arch : c->arch) == EL_OK &&
-             gguf_writer_set_str(w, "general.type", "adapter") == EL_OK &&
-             gguf_writer_set_str(w, "adapter.type", "lora") == EL_OK &&
-             gguf_writer_set_f32(w, "adapter.lora.alpha", s->alpha) == EL_OK;
+    gguf_writer *w = new_lora_writer(arch ? arch : c->arch);
+    if (!w) return 0;
+    int ok = gguf_writer_set_f32(w, "adapter.lora.alpha", s->alpha) == EL_OK;
     for (int il = 0; il < c->n_layer; il++)
         for (int l = 0; l < 7; l++) {
             if (!(s->targets >> l & 1)) continue;
@@ -717,12 +727,10 @@ static int test_errors(void) {
     }
     CHECK(expect_refused(m, p, 0, "err_trunc.gguf"));
     /* a missing partner, a rank mismatch, an unsupported tensor, an unsupported type */
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = new_lora_writer("llama");
+    CHECK(w != NULL);
     float z[96 * 8] = {0};
     int64_t ne_a[2] = {64, 4}, ne_b5[2] = {5, 64};
-    gguf_writer_set_str(w, "general.architecture", "llama");
-    gguf_writer_set_str(w, "general.type", "adapter");
-    gguf_writer_set_str(w, "adapter.type", "lora");
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_a", EL_TYPE_F32, 2, ne_a, z, 64 * 4 * 4);
     p = tmp("err_partner.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
@@ -732,19 +740,15 @@ static int test_errors(void) {
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_FORMAT, "has rank 4 but 'blk.0.attn_q.weight.lora_b'"));
     gguf_writer_free(w);
-    w = gguf_writer_create();
-    gguf_writer_set_str(w, "general.architecture", "llama");
-    gguf_writer_set_str(w, "general.type", "adapter");
-    gguf_writer_set_str(w, "adapter.type", "lora");
+    w = new_lora_writer("llama");
+    CHECK(w != NULL);
     gguf_writer_add_tensor(w, "token_embd.weight.lora_a", EL_TYPE_F32, 2, ne_a, z, 64 * 4 * 4);
     p = tmp("err_embd.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_UNSUPPORTED, "token_embd.weight.lora_a"));
     gguf_writer_free(w);
-    w = gguf_writer_create();
-    gguf_writer_set_str(w, "general.architecture", "llama");
-    gguf_writer_set_str(w, "general.type", "adapter");
-    gguf_writer_set_str(w, "adapter.type", "lora");
+    w = new_lora_writer("llama");
+    CHECK(w != NULL);
     int64_t ne_qa[2] = {64, 32}, ne_qb[2] = {32, 64};
     uint8_t q4[64 * 32];
     memset(q4, 0, sizeof q4);
@@ -757,10 +761,8 @@ static int test_errors(void) {
     CHECK(expect_refused(m, p, EL_ERR_UNSUPPORTED, "has type q4_0"));
     gguf_writer_free(w);
     /* an f16 B holding an infinity */
-    w = gguf_writer_create();
-    gguf_writer_set_str(w, "general.architecture", "llama");
-    gguf_writer_set_str(w, "general.type", "adapter");
-    gguf_writer_set_str(w, "adapter.type", "lora");
+    w = new_lora_writer("llama");
+    CHECK(w != NULL);
     uint16_t h[64 * 4] = {0};
     h[77] = 0x7c00;
     int64_t ne_ha[2] = {64, 4}, ne_hb[2] = {4, 64};
