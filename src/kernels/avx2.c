@@ -324,6 +324,25 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
 }
 
+/* For the K-quant tiles: the integer sums of four weight rows' 256 unsigned quant bytes (as 8
+ * chunks of 32, w[o][c]) against one Q8_K row, each pair product weighted by its chunk's scale
+ * (scale[o][c], int16 lanes); sum[o] gets 8 int32 partial sums for row o. */
+static inline __attribute__((always_inline)) void tile_k_sums(const el_block_q8_k *ab,
+                                                              const __m256i w[EL_TILE][8],
+                                                              const __m256i scale[EL_TILE][8],
+                                                              __m256i sum[EL_TILE]) {
+    #pragma GCC unroll 4
+    for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
+    #pragma GCC unroll 8
+    for (int c = 0; c < 8; c++) {
+        __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * c));
+        #pragma GCC unroll 4
+        for (int o = 0; o < EL_TILE; o++)
+            sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
+                _mm256_maddubs_epi16(w[o][c], yq), scale[o][c]));
+    }
+}
+
 /* The 4x4 tile of Q4_K weights against Q8_K activations. Per block, the four weight rows are
  * unpacked once into small buffers (nibbles as bytes; each sub-block's scale widened to int16
  * lanes, ready for madd; mins duplicated per pair of bsums); then for each activation row
@@ -364,16 +383,7 @@ static void tile_q4_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
         for (int r = 0; r < EL_TILE; r++) {
             const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
             __m256i sum[EL_TILE];
-            #pragma GCC unroll 4
-            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
-            #pragma GCC unroll 8
-            for (int sb = 0; sb < 8; sb++) {
-                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * sb));
-                #pragma GCC unroll 4
-                for (int o = 0; o < EL_TILE; o++)
-                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
-                        _mm256_maddubs_epi16(nib[o][sb], yq), scale[o][sb]));
-            }
+            tile_k_sums(ab, nib, scale, sum);
             __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
             __m256i mins = fold4(_mm256_madd_epi16(bs, mdup[0]), _mm256_madd_epi16(bs, mdup[1]),
                                  _mm256_madd_epi16(bs, mdup[2]), _mm256_madd_epi16(bs, mdup[3]));
@@ -431,16 +441,7 @@ static void tile_q6_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
         for (int r = 0; r < EL_TILE; r++) {
             const el_block_q8_k *ab = (const el_block_q8_k *)((const char *)a + r * a_stride) + i;
             __m256i sum[EL_TILE];
-            #pragma GCC unroll 4
-            for (int o = 0; o < EL_TILE; o++) sum[o] = _mm256_setzero_si256();
-            #pragma GCC unroll 8
-            for (int c = 0; c < 8; c++) {
-                __m256i yq = _mm256_loadu_si256((const __m256i *)(ab->qs + 32 * c));
-                #pragma GCC unroll 4
-                for (int o = 0; o < EL_TILE; o++)
-                    sum[o] = _mm256_add_epi32(sum[o], _mm256_madd_epi16(
-                        _mm256_maddubs_epi16(q6[o][c], yq), scale[o][c]));
-            }
+            tile_k_sums(ab, q6, scale, sum);
             __m256i bs = _mm256_loadu_si256((const __m256i *)ab->bsums);
             __m256i off = fold4(_mm256_madd_epi16(sc16[0], bs), _mm256_madd_epi16(sc16[1], bs),
                                 _mm256_madd_epi16(sc16[2], bs), _mm256_madd_epi16(sc16[3], bs));
