@@ -35,6 +35,47 @@ static el_status check_common(const el_train_params *p) {
     return EL_OK;
 }
 
+/* What a training run holds between its start and its end: data, loaders, model, trainer and
+ * threads. Zero-initialized, it frees cleanly at any stage of setup. */
+typedef struct train_run {
+    el_tdata dtrain, deval;
+    el_loader ltrain, leval;
+    el_tmodel m;
+    el_trainer tr;
+    el_threadpool *tp;
+} train_run;
+
+/* The loaders over the loaded data (held-out only if there are eval files) and the threads. */
+static el_status run_start(train_run *r, const el_train_params *p, int n_ctx) {
+    el_status st = el_loader_init(&r->ltrain, &r->dtrain, n_ctx, p->seed, true, "training data");
+    if (st == EL_OK && p->n_eval_files > 0)
+        st = el_loader_init(&r->leval, &r->deval, n_ctx, p->seed, false, "held-out data");
+    if (st == EL_OK)
+        st = el_train_threads(p->n_threads, &r->tp);
+    return st;
+}
+
+/* Trains r->m as set up (lora: only its adapter) and says whether a stop was asked for. */
+static el_status run_loop(train_run *r, const el_train_params *p, bool lora, const char *what,
+                          bool *stop) {
+    el_trainer_hp hp = el_trainer_hp_from(p, r->m.c.n_ctx);
+    el_status st = el_trainer_init(&r->tr, &r->m, lora, &hp, r->tp);
+    if (st == EL_OK)
+        st = el_train_loop(p, &r->tr, &r->ltrain, p->n_eval_files > 0 ? &r->leval : NULL, what,
+                           stop);
+    return st;
+}
+
+static void run_free(train_run *r) {
+    el_trainer_free(&r->tr);
+    el_threadpool_free(r->tp);
+    el_loader_free(&r->ltrain);
+    el_loader_free(&r->leval);
+    el_tdata_free(&r->dtrain);
+    el_tdata_free(&r->deval);
+    el_tmodel_free(&r->m);
+}
+
 /* The model file's name without folders, for general.name. */
 static const char *base_name(const char *path) {
     const char *s = strrchr(path, '/');
@@ -57,39 +98,20 @@ el_status el_train(const el_train_params *p, const char *out_path, bool *stopped
                     .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
                     .n_vocab = vocab->hp.n_vocab, .tied = p->tied_embeddings, .rms_eps = 1e-5f,
                     .rope_base = 10000.0f};
-    el_tdata dtrain = {0}, deval = {0};
-    el_loader ltrain = {0}, leval = {0};
-    el_tmodel m = {0};
-    el_trainer tr = {0};
-    el_threadpool *tp = NULL;
-    el_trainer_hp hp = el_trainer_hp_from(p, p->n_ctx);
-    if ((st = el_tmodel_init(&m, &c)) == EL_OK &&
-        (st = el_tdata_load_stream(&dtrain, p->train_files, p->n_train_files, vocab,
+    train_run r = {0};
+    if ((st = el_tmodel_init(&r.m, &c)) == EL_OK &&
+        (st = el_tdata_load_stream(&r.dtrain, p->train_files, p->n_train_files, vocab,
                                    c.n_vocab)) == EL_OK &&
-        (st = el_tdata_load_stream(&deval, p->eval_files, p->n_eval_files, vocab, c.n_vocab)) ==
-            EL_OK &&
-        (st = el_loader_init(&ltrain, &dtrain, c.n_ctx, p->seed, true, "training data")) ==
-            EL_OK &&
-        (p->n_eval_files <= 0 ||
-         (st = el_loader_init(&leval, &deval, c.n_ctx, p->seed, false, "held-out data")) ==
-             EL_OK) &&
-        (st = el_train_threads(p->n_threads, &tp)) == EL_OK) {
-        el_tmodel_randomize(&m, p->seed);
-        if ((st = el_trainer_init(&tr, &m, false, &hp, tp)) == EL_OK &&
-            (st = el_train_loop(p, &tr, &ltrain, p->n_eval_files > 0 ? &leval : NULL,
-                                "pretraining loss", &stop)) == EL_OK &&
-            !stop)
-            st = el_export_model(&m, p->tokenizer_path, base_name(out_path), out_path);
+        (st = el_tdata_load_stream(&r.deval, p->eval_files, p->n_eval_files, vocab,
+                                   c.n_vocab)) == EL_OK &&
+        (st = run_start(&r, p, c.n_ctx)) == EL_OK) {
+        el_tmodel_randomize(&r.m, p->seed);
+        if ((st = run_loop(&r, p, false, "pretraining loss", &stop)) == EL_OK && !stop)
+            st = el_export_model(&r.m, p->tokenizer_path, base_name(out_path), out_path);
     }
     if (stopped)
         *stopped = stop;
-    el_trainer_free(&tr);
-    el_threadpool_free(tp);
-    el_loader_free(&ltrain);
-    el_loader_free(&leval);
-    el_tdata_free(&dtrain);
-    el_tdata_free(&deval);
-    el_tmodel_free(&m);
+    run_free(&r);
     el_model_free(vocab);
     return st;
 }
@@ -110,40 +132,21 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
     el_model_params mp = el_model_default_params();
     if ((st = el_model_load(lp->base_path, &mp, &base)))
         return st;
-    el_tdata dtrain = {0}, deval = {0};
-    el_loader ltrain = {0}, leval = {0};
-    el_tmodel m = {0};
-    el_trainer tr = {0};
-    el_threadpool *tp = NULL;
-    if ((st = el_tmodel_from_model(&m, base, p->n_ctx)) == EL_OK &&
-        (st = el_tmodel_add_lora(&m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&
-        (st = el_examples_load(&dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
-        (st = el_examples_load(&deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
-        (st = el_loader_init(&ltrain, &dtrain, m.c.n_ctx, p->seed, true, "training data")) ==
-            EL_OK &&
-        (p->n_eval_files <= 0 ||
-         (st = el_loader_init(&leval, &deval, m.c.n_ctx, p->seed, false, "held-out data")) ==
-             EL_OK) &&
-        (st = el_train_threads(p->n_threads, &tp)) == EL_OK) {
-        el_trainer_hp hp = el_trainer_hp_from(p, m.c.n_ctx);
-        if ((st = el_trainer_init(&tr, &m, true, &hp, tp)) == EL_OK &&
-            (st = el_train_loop(p, &tr, &ltrain, p->n_eval_files > 0 ? &leval : NULL,
-                                "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
-            !stop) {
-            st = el_export_lora(&m, base->arch, out_path);
-            if (st == EL_OK && lp->peft_dir)
-                st = el_export_peft(&m, base_name(lp->base_path), lp->peft_dir);
-        }
+    train_run r = {0};
+    if ((st = el_tmodel_from_model(&r.m, base, p->n_ctx)) == EL_OK &&
+        (st = el_tmodel_add_lora(&r.m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&
+        (st = el_examples_load(&r.dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
+        (st = el_examples_load(&r.deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
+        (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
+        (st = run_loop(&r, p, true, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
+        !stop) {
+        st = el_export_lora(&r.m, base->arch, out_path);
+        if (st == EL_OK && lp->peft_dir)
+            st = el_export_peft(&r.m, base_name(lp->base_path), lp->peft_dir);
     }
     if (stopped)
         *stopped = stop;
-    el_trainer_free(&tr);
-    el_threadpool_free(tp);
-    el_loader_free(&ltrain);
-    el_loader_free(&leval);
-    el_tdata_free(&dtrain);
-    el_tdata_free(&deval);
-    el_tmodel_free(&m);
+    run_free(&r);
     el_model_free(base);
     return st;
 }
