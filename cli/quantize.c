@@ -12,7 +12,8 @@
 
 static const char help[] =
     "usage: edgelora quantize IN.gguf OUT.gguf --type TYPE [--ppl-text FILE [-c CTX]]\n"
-    "                         [--calibrate TEXTFILE [--calib-tokens N]] [-t THREADS]\n"
+    "                         [--calibrate TEXTFILE [--calib-tokens N] [--calib-percentile P]]\n"
+    "                         [-t THREADS]\n"
     "Writes IN with every weight matrix (2-D tensors named *weight; never norms or biases)\n"
     "converted to TYPE: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, and edgelora's own integer\n"
     "types (docs/formats.md), which llama.cpp cannot read. Rows whose length does not fit\n"
@@ -23,9 +24,10 @@ static const char help[] =
     "complete; an interrupted run leaves no file.\n"
     "With --calibrate (w8, w4, w4g* only: the types that dot int8 activations), IN is first\n"
     "run over the first N tokens of TEXTFILE (default 8192) and each weight gets a static\n"
-    "scale for its int8 activations, max|x| / 127 of its input, stored in OUT and used\n"
-    "instead of per-token scales (docs/quantize.md); --ppl-text then reports OUT with\n"
-    "static and with per-token scales.\n";
+    "scale for its int8 activations, r / 127 where r is the P-th percentile (90 to 100,\n"
+    "default 99.99; 100: the maximum) of |x| at its input; larger |x| are clipped. The scales\n"
+    "are stored in OUT and used instead of per-token scales (docs/quantize.md); --ppl-text\n"
+    "then reports OUT with static and with per-token scales.\n";
 
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
@@ -110,6 +112,7 @@ static int perplexity(const char *path, bool dynamic, const char *text, size_t l
 int cmd_quantize(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL}, *type = NULL, *ppl_file = NULL, *calib_file = NULL;
     long threads = 0, n_ctx = 512, calib_tokens = 8192;
+    double calib_percentile = 99.99;
     int n_paths = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -125,6 +128,10 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--calib-tokens")) {
             if (!(v = cli_value("quantize", argc, argv, &i)) ||
                 !cli_int("quantize", a, v, 1, 1L << 30, &calib_tokens))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "--calib-percentile")) {
+            if (!(v = cli_value("quantize", argc, argv, &i)) ||
+                !cli_float("quantize", a, v, 90.0, 100.0, &calib_percentile))
                 return CLI_USAGE;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
             if (!(v = cli_value("quantize", argc, argv, &i)) ||
@@ -173,6 +180,7 @@ int cmd_quantize(int argc, char **argv) {
     qp.user = &p;
     qp.calib_path = calib_file;
     qp.calib_tokens = calib_tokens;
+    qp.calib_percentile = calib_percentile;
     qp.calib_progress = on_calib;
     st = el_quantize(paths[0], paths[1], &qp);
     sigaction(SIGINT, &old_int, NULL);

@@ -478,11 +478,14 @@ typedef struct el_quantize_params {
     void *user;
     /* Static activation scales (docs/quantize.md): with calib_path, the input model is first run
      * over the first calib_tokens tokens of that text file, and every weight written in a type
-     * dotted with int8 activations (w8, w4, w4g*) gets the scale max|x| / 127 of its input over
-     * them, stored as a tensor "<weight>.act_scale" (docs/formats.md). NULL: none (per-token
-     * scales at run time). calib_progress (may be NULL) reports tokens run; false cancels. */
+     * dotted with int8 activations (w8, w4, w4g*) gets the scale r / 127, r the
+     * calib_percentile-th percentile of |x| at its input over them (larger |x| are clipped at
+     * run time), stored as a tensor "<weight>.act_scale" (docs/formats.md). NULL: none
+     * (per-token scales at run time). calib_progress (may be NULL) reports tokens run; false
+     * cancels. */
     const char *calib_path;
     int64_t calib_tokens;             /* default 8192 */
+    double calib_percentile;          /* 90..100 (100: the maximum); default 99.99 */
     bool (*calib_progress)(void *user, int64_t tokens_done, int64_t tokens_total);
 } el_quantize_params;
 

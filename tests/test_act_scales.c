@@ -146,8 +146,9 @@ static int test_matmul_static(void) {
     return rc;
 }
 
-/* base.gguf quantized to type with static scales calibrated on calib_text, at out. */
-static int quantize_calibrated(const char *type, const char *out) {
+/* base.gguf quantized to type with static scales calibrated on calib_text, at out, with the
+ * range of |x| at this percentile (100: the maximum). */
+static int quantize_calibrated(const char *type, const char *out, double percentile) {
     char text[512];
     if (!write_text(tmp_path(text, "calib.txt"), calib_text)) return 0;
     el_quantize_params qp = el_quantize_default_params();
@@ -155,6 +156,7 @@ static int quantize_calibrated(const char *type, const char *out) {
     qp.n_threads = 1;
     qp.calib_path = text;
     qp.calib_tokens = 1000;
+    qp.calib_percentile = percentile;
     el_status st = el_quantize(base_model, out, &qp);
     if (st) test_note("el_quantize: %s", el_last_error());
     return st == EL_OK;
@@ -166,10 +168,27 @@ static float rms_scale(const float *x, int n, float eps) {
     return 1.0f / sqrtf(ss / (float)n + eps);
 }
 
+static int cmp_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* The scale blk.0.attn_q.weight.act_scale in a file. */
+static float file_scale(const char *path, const char *name) {
+    gguf_file *g;
+    float d = -1.0f;
+    if (gguf_open(path, &g)) return d;
+    const gguf_tensor *t = gguf_find_tensor(g, name);
+    if (t && t->type == EL_TYPE_F32) memcpy(&d, t->data, sizeof d);
+    gguf_close(g);
+    return d;
+}
+
 static int test_calibration_scales(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
-    char out[512];
-    CHECK(quantize_calibrated("w8", tmp_path(out, "w8s.gguf")));
+    char out[512], out_p[512];
+    CHECK(quantize_calibrated("w8", tmp_path(out, "w8s.gguf"), 100.0));
+    CHECK(quantize_calibrated("w8", tmp_path(out_p, "w8p.gguf"), 99.5));
     /* blk.0's q, k and v see rmsnorm(embedding) * attn_norm: every calibration token, and the
      * BOS each chunk starts with */
     el_model *f;
@@ -181,13 +200,29 @@ static int test_calibration_scales(void) {
     toks[0] = el_token_bos(f);
     CHECK(toks[0] >= 0);
     int E = f->hp.n_embd;
-    float amax = 0.0f;
-    for (size_t t = 0; t <= n; t++) {
-        const float *e = (const float *)f->tok_embd.data + (size_t)toks[t] * E;
+    /* every chunk of n_ctx rows starts with BOS */
+    size_t per_chunk = (size_t)f->hp.n_ctx_train - 1, n_rows = n + (n + per_chunk - 1) / per_chunk;
+    float *all = malloc(sizeof(float) * n_rows * E);
+    CHECK(all);
+    size_t k = 0;
+    for (size_t t = 0; t < n_rows; t++) {
+        /* row t: BOS at the start of each chunk, else the next token */
+        size_t c = t / (per_chunk + 1), j = t % (per_chunk + 1);
+        int32_t tok = j == 0 ? toks[0] : toks[1 + c * per_chunk + j - 1];
+        const float *e = (const float *)f->tok_embd.data + (size_t)tok * E;
         float s = rms_scale(e, E, f->hp.rms_eps);
-        for (int i = 0; i < E; i++) amax = fmaxf(amax, fabsf(f->layers[0].attn_norm[i] * (s * e[i])));
+        for (int i = 0; i < E; i++) all[k++] = fabsf(f->layers[0].attn_norm[i] * (s * e[i]));
     }
     el_model_free(f);
+    qsort(all, k, sizeof *all, cmp_desc);
+    float amax = all[0];
+    /* the 99.5th percentile: the value 0.5% of the k values exceed, the (k/200 + 1)-th largest */
+    float p995 = all[k / 200];
+    free(all);
+    float dp = file_scale(out_p, "blk.0.attn_q.weight.act_scale");
+    test_note("99.5th percentile: %g, expected %g", (double)dp, (double)(p995 / 127.0f));
+    CHECK(fabsf(dp - p995 / 127.0f) <= 1e-6f * dp);
+    CHECK(p995 < amax);
     /* the file: one f32 scale after each of the 29 matmul weights (not token_embd: untied) */
     gguf_file *g;
     CHECK(gguf_open(out, &g) == EL_OK);
@@ -316,7 +351,7 @@ static double rel_err(const float *a, const float *b, size_t n) {
 static int check_forward(const char *type) {
     char out[512], name[64];
     snprintf(name, sizeof name, "%s_static.gguf", type);
-    CHECK(quantize_calibrated(type, tmp_path(out, name)));
+    CHECK(quantize_calibrated(type, tmp_path(out, name), 99.99));
     el_model *m, *md;
     el_model_params mp = el_model_default_params();
     mp.ignore_act_scales = true;
@@ -409,7 +444,7 @@ static int refused(const char *src, const char *name, uint32_t type, int64_t ne0
 static int test_bad_scales(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
     char good[512];
-    CHECK(quantize_calibrated("w4", tmp_path(good, "good.gguf")));
+    CHECK(quantize_calibrated("w4", tmp_path(good, "good.gguf"), 99.99));
     const char *q = "blk.1.attn_q.weight.act_scale";
     float neg = -0.01f, zero = 0.0f, nan_ = NAN, two[2] = {0.01f, 0.02f}, ok1 = 0.01f;
     uint16_t half = el_fp32_to_fp16(0.01f);

@@ -22,7 +22,8 @@
 
 el_quantize_params el_quantize_default_params(void) {
     return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL,
-                                .calib_path = NULL, .calib_tokens = 8192, .calib_progress = NULL};
+                                .calib_path = NULL, .calib_tokens = 8192,
+                                .calib_percentile = 99.99, .calib_progress = NULL};
 }
 
 /* A type el_quantize can write: a weight type (it has a dot product) with a quantizer. */
@@ -278,8 +279,8 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
                         p->type);
     if ((st = gguf_open(in_path, &s->in))) return st;
     if (p->calib_path &&
-        (st = el_calibrate(in_path, p->calib_path, p->calib_tokens, p->n_threads,
-                           p->calib_progress, p->user, &s->calib)))
+        (st = el_calibrate(in_path, p->calib_path, p->calib_tokens, p->calib_percentile,
+                           p->n_threads, p->calib_progress, p->user, &s->calib)))
         return st;
     if ((st = el_threadpool_create(p->n_threads, &s->tp))) return st;
     int nth = el_threadpool_size(s->tp);
