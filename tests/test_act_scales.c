@@ -8,7 +8,8 @@
  *  - a whole forward of models/base.gguf quantized to w8 and w4 with static scales against a
  *    float reference written here (single-token rows at position 0, where attention is the
  *    identity on V and RoPE does nothing) over the dequantized weights and fake-quantized
- *    activations; the same file with per-token scales differs from it;
+ *    activations; the same file with per-token scales differs from it; the same with tied
+ *    embeddings, where the head's scale is token_embd.weight's;
  *  - bad scale tensors (negative, zero, NaN, two values, f16, no such weight) are refused with a
  *    message naming the file and the tensor. */
 #include <math.h>
@@ -146,9 +147,10 @@ static int test_matmul_static(void) {
     return rc;
 }
 
-/* base.gguf quantized to type with static scales calibrated on calib_text, at out, with the
- * range of |x| at this percentile (100: the maximum). */
-static int quantize_calibrated(const char *type, const char *out, double percentile) {
+/* The model at in quantized to type with static scales calibrated on calib_text, at out, with
+ * the range of |x| at this percentile (100: the maximum). */
+static int quantize_calibrated(const char *in, const char *type, const char *out,
+                               double percentile) {
     char text[512];
     if (!write_text(tmp_path(text, "calib.txt"), calib_text)) return 0;
     el_quantize_params qp = el_quantize_default_params();
@@ -157,7 +159,7 @@ static int quantize_calibrated(const char *type, const char *out, double percent
     qp.calib_path = text;
     qp.calib_tokens = 1000;
     qp.calib_percentile = percentile;
-    el_status st = el_quantize(base_model, out, &qp);
+    el_status st = el_quantize(in, out, &qp);
     if (st) test_note("el_quantize: %s", el_last_error());
     return st == EL_OK;
 }
@@ -173,7 +175,7 @@ static int cmp_desc(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* The scale blk.0.attn_q.weight.act_scale in a file. */
+/* The F32 scale tensor `name` of a file, or -1 if it has none. */
 static float file_scale(const char *path, const char *name) {
     gguf_file *g;
     float d = -1.0f;
@@ -187,8 +189,8 @@ static float file_scale(const char *path, const char *name) {
 static int test_calibration_scales(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
     char out[512], out_p[512];
-    CHECK(quantize_calibrated("w8", tmp_path(out, "w8s.gguf"), 100.0));
-    CHECK(quantize_calibrated("w8", tmp_path(out_p, "w8p.gguf"), 99.5));
+    CHECK(quantize_calibrated(base_model, "w8", tmp_path(out, "w8s.gguf"), 100.0));
+    CHECK(quantize_calibrated(base_model, "w8", tmp_path(out_p, "w8p.gguf"), 99.5));
     /* blk.0's q, k and v see rmsnorm(embedding) * attn_norm: every calibration token, and the
      * BOS each chunk starts with */
     el_model *f;
@@ -348,10 +350,10 @@ static double rel_err(const float *a, const float *b, size_t n) {
     return e / (r > 0 ? r : 1);
 }
 
-static int check_forward(const char *type) {
+static int check_forward(const char *in, const char *type) {
     char out[512], name[64];
     snprintf(name, sizeof name, "%s_static.gguf", type);
-    CHECK(quantize_calibrated(type, tmp_path(out, name), 99.99));
+    CHECK(quantize_calibrated(in, type, tmp_path(out, name), 99.99));
     el_model *m, *md;
     el_model_params mp = el_model_default_params();
     mp.ignore_act_scales = true;
@@ -389,8 +391,38 @@ static int check_forward(const char *type) {
 
 static int test_forward_static(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
-    int rc = check_forward("w8");
-    return rc == TEST_PASS ? check_forward("w4") : rc;
+    int rc = check_forward(base_model, "w8");
+    return rc == TEST_PASS ? check_forward(base_model, "w4") : rc;
+}
+
+/* base.gguf without output.weight: the head is token_embd, whose scale the file holds. */
+static int test_tied_head(void) {
+    if (!have_base()) return test_skip("models/base.gguf is absent");
+    char tied[512], out[512];
+    gguf_file *g;
+    CHECK(gguf_open(base_model, &g) == EL_OK);
+    gguf_writer *w = gguf_writer_create();
+    int ok = w && !gguf_writer_copy_kv(w, g);
+    for (uint64_t i = 0; ok && i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        char tn[256];
+        snprintf(tn, sizeof tn, "%.*s", (int)t->name.len, t->name.ptr);
+        if (strcmp(tn, "output.weight") != 0)
+            ok = !gguf_writer_add_tensor(w, tn, t->type, t->n_dims, t->ne, t->data, t->nbytes);
+    }
+    ok = ok && !gguf_writer_write(w, tmp_path(tied, "tied.gguf"));
+    gguf_writer_free(w);
+    gguf_close(g);
+    CHECK(ok);
+    CHECK(quantize_calibrated(tied, "w8", tmp_path(out, "tied_w8.gguf"), 99.99));
+    float d = file_scale(out, "token_embd.weight.act_scale");
+    CHECK(d > 0.0f && file_scale(out, "output.weight.act_scale") == -1.0f);
+    el_model *m;
+    CHECK(el_model_load(out, NULL, &m) == EL_OK);
+    bool head = m->output.act_scale == d;
+    el_model_free(m);
+    CHECK(head);
+    return check_forward(tied, "w8");
 }
 
 /* ------------------------------------------------- bad scale tensors */
@@ -444,7 +476,7 @@ static int refused(const char *src, const char *name, uint32_t type, int64_t ne0
 static int test_bad_scales(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
     char good[512];
-    CHECK(quantize_calibrated("w4", tmp_path(good, "good.gguf"), 99.99));
+    CHECK(quantize_calibrated(base_model, "w4", tmp_path(good, "good.gguf"), 99.99));
     const char *q = "blk.1.attn_q.weight.act_scale";
     float neg = -0.01f, zero = 0.0f, nan_ = NAN, two[2] = {0.01f, 0.02f}, ok1 = 0.01f;
     uint16_t half = el_fp32_to_fp16(0.01f);
@@ -489,6 +521,7 @@ int main(void) {
     run_test("matmul_static", test_matmul_static);
     run_test("calibration_scales", test_calibration_scales);
     run_test("forward_static", test_forward_static);
+    run_test("tied_head", test_tied_head);
     run_test("bad_scales", test_bad_scales);
     run_test("calibration_errors", test_calibration_errors);
     return tests_exit_code();

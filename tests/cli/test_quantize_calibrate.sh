@@ -19,6 +19,10 @@ n=$(grep -c ' -> w4 .*act\. scale [0-9.e-]*$' "$TMP/out")
 "$EL" info "$TMP/w4s.gguf" > "$TMP/info" 2>&1
 n=$(grep -c '\.act_scale: f32 \[1\]' "$TMP/info")
 [ "$n" -eq 29 ] && grep -q 'blk.3.ffn_down.weight.act_scale: f32' "$TMP/info" && pass calibrate_info || fail calibrate_info "$n scale tensors"
+# requantizing drops the input's scales (they belonged to its weights) unless calibrated again
+expect_exit requantize 0 "$EL" quantize "$TMP/w4s.gguf" "$TMP/re.gguf" --type w8 -t 1
+"$EL" info "$TMP/re.gguf" > "$TMP/info" 2>&1
+! grep -q 'act_scale' "$TMP/info" && grep -q '\[  39/39\] output.weight' "$TMP/out" && pass requantize_drops_scales || fail requantize_drops_scales "$(grep act_scale "$TMP/info" | head -2)"
 expect_exit calibrate_runs 0 "$EL" run -m "$TMP/w4s.gguf" -p "The village" -n 8 --temp 0 -t 1
 
 expect_exit calibrate_not_edge_type 1 "$EL" quantize "$B" "$TMP/x.gguf" --type q8_0 --calibrate "$TMP/calib.txt"
