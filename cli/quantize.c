@@ -34,7 +34,9 @@ static void on_signal(int sig) { interrupted = sig; }
 
 typedef struct progress {
     bool tty;
-    struct timespec start;
+    struct timespec start; /* of the run */
+    struct timespec conv;  /* of the conversion (after any calibration): its MB/s and ETA */
+    long long calib_tokens; /* tokens calibration ran over */
 } progress;
 
 static double since(const struct timespec *t0) {
@@ -44,7 +46,9 @@ static double since(const struct timespec *t0) {
 }
 
 static bool on_calib(void *user, int64_t done, int64_t total) {
-    const progress *p = user;
+    progress *p = user;
+    p->calib_tokens = (long long)done;
+    if (done == total) clock_gettime(CLOCK_MONOTONIC, &p->conv);
     if (p->tty) {
         double secs = since(&p->start), frac = (double)done / (double)total;
         int fill = (int)(frac * 30);
@@ -73,7 +77,7 @@ static bool on_tensor(void *user, const el_quantize_tensor *t) {
                t->from_type);
     fflush(stdout);
     if (p->tty) {
-        double secs = since(&p->start), frac = (double)t->bytes_done / (double)t->bytes_total;
+        double secs = since(&p->conv), frac = (double)t->bytes_done / (double)t->bytes_total;
         double mb_s = (double)t->bytes_done / 1e6 / (secs > 0 ? secs : 1e-9);
         int fill = (int)(frac * 30);
         fprintf(stderr, "[%.*s%*s] tensor %d/%d  %.0f MB/s  ETA %.0f s", fill,
@@ -170,6 +174,7 @@ int cmd_quantize(int argc, char **argv) {
 
     progress p = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &p.start);
+    p.conv = p.start;
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -190,6 +195,12 @@ int cmd_quantize(int argc, char **argv) {
         free(text);
         return cli_fail("quantize", st);
     }
+    if (calib_file && calib_percentile < 100)
+        printf("static activation scales: the %gth percentile of |x| over %lld tokens of %s\n",
+               calib_percentile, p.calib_tokens, calib_file);
+    else if (calib_file)
+        printf("static activation scales: the maximum of |x| over %lld tokens of %s\n",
+               p.calib_tokens, calib_file);
     printf("wrote %s (%s) in %.1f s\n", paths[1], type, since(&p.start));
     int rc = CLI_OK;
     if (text) {

@@ -16,6 +16,7 @@ expect_exit calibrate_w4 0 "$EL" quantize "$B" "$TMP/w4s.gguf" --type w4 --calib
 # 4 layers x 7 matmuls + the output head; token_embd (untied) is no matmul input
 n=$(grep -c ' -> w4 .*act\. scale [0-9.e-]*$' "$TMP/out")
 [ "$n" -eq 29 ] && ! grep -q 'token_embd.weight .*act\. scale' "$TMP/out" && pass calibrate_report || fail calibrate_report "$n scales" "$(head -3 "$TMP/out")"
+grep -q "^static activation scales: the 99.99th percentile of |x| over [0-9]* tokens of $TMP/calib.txt$" "$TMP/out" && pass calibrate_summary || fail calibrate_summary "$(tail -2 "$TMP/out")"
 "$EL" info "$TMP/w4s.gguf" > "$TMP/info" 2>&1
 n=$(grep -c '\.act_scale: f32 \[1\]' "$TMP/info")
 [ "$n" -eq 29 ] && grep -q 'blk.3.ffn_down.weight.act_scale: f32' "$TMP/info" && pass calibrate_info || fail calibrate_info "$n scale tensors"
