@@ -1,5 +1,6 @@
 /* quantize.c - `edgelora quantize`: a GGUF model with its weight matrices in another type, the
- * error of each converted tensor and, with --ppl-text, the perplexity before and after. */
+ * error of each converted tensor, with --calibrate static activation scales, and with
+ * --ppl-text the perplexity before and after. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 static const char help[] =
     "usage: edgelora quantize IN.gguf OUT.gguf --type TYPE [--ppl-text FILE [-c CTX]]\n"
+    "                         [--calibrate TEXTFILE [--calib-tokens N] [--calib-percentile P]]\n"
     "                         [-t THREADS]\n"
     "Writes IN with every weight matrix (2-D tensors named *weight; never norms or biases)\n"
     "converted to TYPE: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, and edgelora's own integer\n"
@@ -19,14 +21,22 @@ static const char help[] =
     "type before and after and the relative RMS error ||W - Q(W)|| / ||W|| of what was\n"
     "written. With --ppl-text, also the perplexity of IN and OUT over FILE (chunks of CTX\n"
     "tokens, default 512, as `edgelora perplexity` measures it). OUT is written only when\n"
-    "complete; an interrupted run leaves no file.\n";
+    "complete; an interrupted run leaves no file.\n"
+    "With --calibrate (w8, w4, w4g* only: the types that dot int8 activations), IN is first\n"
+    "run over the first N tokens of TEXTFILE (default 8192) and each weight gets a static\n"
+    "scale for its int8 activations, r / 127 where r is the P-th percentile (90 to 100,\n"
+    "default 99.99; 100: the maximum) of |x| at its input; larger |x| are clipped. The scales\n"
+    "are stored in OUT and used instead of per-token scales (docs/quantize.md); --ppl-text\n"
+    "then reports OUT with static and with per-token scales.\n";
 
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig) { interrupted = sig; }
 
 typedef struct progress {
     bool tty;
-    struct timespec start;
+    struct timespec start; /* of the run */
+    struct timespec conv;  /* of the conversion (after any calibration): its MB/s and ETA */
+    long long calib_tokens; /* tokens calibration ran over */
 } progress;
 
 static double since(const struct timespec *t0) {
@@ -35,10 +45,30 @@ static double since(const struct timespec *t0) {
     return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+static bool on_calib(void *user, int64_t done, int64_t total) {
+    progress *p = user;
+    p->calib_tokens = (long long)done;
+    if (done == total) clock_gettime(CLOCK_MONOTONIC, &p->conv);
+    if (p->tty) {
+        double secs = since(&p->start), frac = (double)done / (double)total;
+        int fill = (int)(frac * 30);
+        fprintf(stderr, "\r\033[Kcalibrating [%.*s%*s] %lld/%lld tokens  %.0f tok/s  ETA %.0f s",
+                fill, "##############################", 30 - fill, "", (long long)done,
+                (long long)total, (double)done / (secs > 0 ? secs : 1e-9),
+                frac > 0 ? secs / frac - secs : 0.0);
+    }
+    return !interrupted;
+}
+
 static bool on_tensor(void *user, const el_quantize_tensor *t) {
     progress *p = user;
     if (p->tty) fputs("\r\033[K", stderr); /* the bar goes; the report line takes its place */
-    if (t->quantized)
+    if (t->quantized && t->act_scale > 0)
+        printf("[%4d/%d] %-32s %-6s -> %-6s rel. RMS error %.5f  act. scale %.6g%s\n",
+               t->index + 1, t->n_tensors, t->name, t->from_type, t->to_type, t->rel_rms_error,
+               (double)t->act_scale,
+               t->fallback ? "  (fallback: rows do not fit the type's blocks)" : "");
+    else if (t->quantized)
         printf("[%4d/%d] %-32s %-6s -> %-6s rel. RMS error %.5f%s\n", t->index + 1, t->n_tensors,
                t->name, t->from_type, t->to_type, t->rel_rms_error,
                t->fallback ? "  (fallback: rows do not fit the type's blocks)" : "");
@@ -47,7 +77,7 @@ static bool on_tensor(void *user, const el_quantize_tensor *t) {
                t->from_type);
     fflush(stdout);
     if (p->tty) {
-        double secs = since(&p->start), frac = (double)t->bytes_done / (double)t->bytes_total;
+        double secs = since(&p->conv), frac = (double)t->bytes_done / (double)t->bytes_total;
         double mb_s = (double)t->bytes_done / 1e6 / (secs > 0 ? secs : 1e-9);
         int fill = (int)(frac * 30);
         fprintf(stderr, "[%.*s%*s] tensor %d/%d  %.0f MB/s  ETA %.0f s", fill,
@@ -57,15 +87,18 @@ static bool on_tensor(void *user, const el_quantize_tensor *t) {
     return !interrupted;
 }
 
-/* Perplexity of the model at path over text, as `edgelora perplexity` measures it. Returns an
- * exit code, after printing any error. */
-static int perplexity(const char *path, const char *text, size_t len, int32_t n_ctx,
-                      int32_t n_threads, double *ppl) {
+/* Perplexity of the model at path over text, as `edgelora perplexity` measures it (with
+ * per-token activation scales where the file has static ones if dynamic). Returns an exit code,
+ * after printing any error. */
+static int perplexity(const char *path, bool dynamic, const char *text, size_t len,
+                      int32_t n_ctx, int32_t n_threads, double *ppl) {
     el_model *m = NULL;
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
     cli_ppl r = {0};
-    el_status st = el_model_load(path, NULL, &m);
+    el_model_params mp = el_model_default_params();
+    mp.ignore_act_scales = dynamic;
+    el_status st = el_model_load(path, &mp, &m);
     if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
     if (st == EL_OK) st = cli_perplexity(m, tokens, n_tokens, n_ctx, n_threads, NULL, NULL, &r);
     free(tokens);
@@ -81,8 +114,9 @@ static int perplexity(const char *path, const char *text, size_t len, int32_t n_
 }
 
 int cmd_quantize(int argc, char **argv) {
-    const char *paths[2] = {NULL, NULL}, *type = NULL, *ppl_file = NULL;
-    long threads = 0, n_ctx = 512;
+    const char *paths[2] = {NULL, NULL}, *type = NULL, *ppl_file = NULL, *calib_file = NULL;
+    long threads = 0, n_ctx = 512, calib_tokens = 8192;
+    double calib_percentile = 99.99;
     int n_paths = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -93,6 +127,16 @@ int cmd_quantize(int argc, char **argv) {
             if (!(type = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--ppl-text")) {
             if (!(ppl_file = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--calibrate")) {
+            if (!(calib_file = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--calib-tokens")) {
+            if (!(v = cli_value("quantize", argc, argv, &i)) ||
+                !cli_int("quantize", a, v, 1, 1L << 30, &calib_tokens))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "--calib-percentile")) {
+            if (!(v = cli_value("quantize", argc, argv, &i)) ||
+                !cli_float("quantize", a, v, 90.0, 100.0, &calib_percentile))
+                return CLI_USAGE;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
             if (!(v = cli_value("quantize", argc, argv, &i)) ||
                 !cli_int("quantize", a, v, 4, 1 << 20, &n_ctx))
@@ -130,6 +174,7 @@ int cmd_quantize(int argc, char **argv) {
 
     progress p = {.tty = isatty(STDERR_FILENO)};
     clock_gettime(CLOCK_MONOTONIC, &p.start);
+    p.conv = p.start;
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
@@ -138,6 +183,10 @@ int cmd_quantize(int argc, char **argv) {
     qp.n_threads = (int32_t)threads;
     qp.progress = on_tensor;
     qp.user = &p;
+    qp.calib_path = calib_file;
+    qp.calib_tokens = calib_tokens;
+    qp.calib_percentile = calib_percentile;
+    qp.calib_progress = on_calib;
     st = el_quantize(paths[0], paths[1], &qp);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -146,16 +195,29 @@ int cmd_quantize(int argc, char **argv) {
         free(text);
         return cli_fail("quantize", st);
     }
+    if (calib_file && calib_percentile < 100)
+        printf("static activation scales: the %gth percentile of |x| over %lld tokens of %s\n",
+               calib_percentile, p.calib_tokens, calib_file);
+    else if (calib_file)
+        printf("static activation scales: the maximum of |x| over %lld tokens of %s\n",
+               p.calib_tokens, calib_file);
     printf("wrote %s (%s) in %.1f s\n", paths[1], type, since(&p.start));
     int rc = CLI_OK;
     if (text) {
-        double before, after;
-        rc = perplexity(paths[0], text, len, (int32_t)n_ctx, (int32_t)threads, &before);
+        double before, after, dynamic = 0;
+        rc = perplexity(paths[0], false, text, len, (int32_t)n_ctx, (int32_t)threads, &before);
         if (rc == CLI_OK)
-            rc = perplexity(paths[1], text, len, (int32_t)n_ctx, (int32_t)threads, &after);
+            rc = perplexity(paths[1], false, text, len, (int32_t)n_ctx, (int32_t)threads, &after);
+        if (rc == CLI_OK && calib_file)
+            rc = perplexity(paths[1], true, text, len, (int32_t)n_ctx, (int32_t)threads, &dynamic);
         if (rc == CLI_OK)
-            printf("perplexity over %s (ctx %ld): %.4f -> %.4f (%+.2f%%)\n", ppl_file, n_ctx,
-                   before, after, 100.0 * (after / before - 1.0));
+            printf("perplexity over %s (ctx %ld): %.4f -> %.4f (%+.2f%%)%s\n", ppl_file, n_ctx,
+                   before, after, 100.0 * (after / before - 1.0),
+                   calib_file ? " with static activation scales" : "");
+        if (rc == CLI_OK && calib_file)
+            printf("perplexity over %s (ctx %ld): %.4f -> %.4f (%+.2f%%) with per-token "
+                   "activation scales\n", ppl_file, n_ctx, before, dynamic,
+                   100.0 * (dynamic / before - 1.0));
     }
     free(text);
     return rc;

@@ -49,6 +49,8 @@ typedef struct el_model el_model;
 typedef struct el_model_params {
     const char *tokenizer_path; /* llama2.c checkpoints: the tokenizer.bin to use (NULL: none) */
     bool vocab_only;            /* load only the tokenizer (vocab-only GGUFs work either way) */
+    bool ignore_act_scales;     /* quantize int8 activations per token even where the file
+                                 * stores static scales (which are then not read or checked) */
 } el_model_params;
 
 el_model_params el_model_default_params(void);
@@ -461,6 +463,8 @@ typedef struct el_quantize_tensor {
                                    * written; 0 for copied tensors */
     uint64_t bytes_in, bytes_out; /* of this tensor */
     uint64_t bytes_done, bytes_total; /* input bytes processed so far, of all tensors */
+    float act_scale;              /* static scale of its int8 activations written with it
+                                   * (calibration); 0: none, per-token scales */
 } el_quantize_tensor;
 
 /* Returns false to stop: el_quantize then returns EL_ERR_IO ("cancelled") and writes nothing. */
@@ -472,12 +476,24 @@ typedef struct el_quantize_params {
     el_quantize_progress_fn progress; /* called after each tensor, from the calling thread
                                        * (may be NULL) */
     void *user;
+    /* Static activation scales (docs/quantize.md): with calib_path, the input model is first run
+     * over the first calib_tokens tokens of that text file, and every weight written in a type
+     * dotted with int8 activations (w8, w4, w4g*) gets the scale r / 127, r the
+     * calib_percentile-th percentile of |x| at its input over them (larger |x| are clipped at
+     * run time), stored as a tensor "<weight>.act_scale" (docs/formats.md). NULL: none
+     * (per-token scales at run time). calib_progress (may be NULL) reports tokens run; false
+     * cancels. */
+    const char *calib_path;
+    int64_t calib_tokens;             /* default 8192 */
+    double calib_percentile;          /* 90..100 (100: the maximum); default 99.99 */
+    bool (*calib_progress)(void *user, int64_t tokens_done, int64_t tokens_total);
 } el_quantize_params;
 
 el_quantize_params el_quantize_default_params(void);
 
 /* Writes in_path (a GGUF model) to out_path with every 2-D weight in the requested type; 1-D
- * tensors (norms, biases) are copied. Metadata is copied, general.file_type updated. The output
+ * tensors (norms, biases) are copied, static activation scales of the input dropped (they are
+ * remade with calib_path). Metadata is copied, general.file_type updated. The output
  * is written to a temporary file and renamed: on any failure no output file exists. */
 el_status el_quantize(const char *in_path, const char *out_path, const el_quantize_params *params);
 

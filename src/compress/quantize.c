@@ -13,13 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compress/calibrate.h"
 #include "compress/quantize.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "formats/gguf.h"
+#include "model/model.h"
 
 el_quantize_params el_quantize_default_params(void) {
-    return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL};
+    return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL,
+                                .calib_path = NULL, .calib_tokens = 8192,
+                                .calib_percentile = 99.99, .calib_progress = NULL};
 }
 
 /* A type el_quantize can write: a weight type (it has a dot product) with a quantizer. */
@@ -131,6 +135,8 @@ typedef struct quant_tensor {
     uint64_t index;
     char *name; /* NUL-terminated */
     el_type to;
+    int32_t report_index; /* its index among the tensors reported */
+    float act_scale;      /* > 0: written as tensor "<name>.act_scale" after it */
 } quant_tensor;
 
 /* Everything el_quantize holds, freed in one place. */
@@ -145,6 +151,8 @@ typedef struct quant_state {
     float *scratch;
     double *err2, *ref2;
     uint64_t bytes_done, bytes_total;
+    el_calibration calib; /* n_ranges 0: no calibration */
+    int32_t n_reported;   /* tensors of the input that are written (not dropped) */
 } quant_state;
 
 static void state_free(quant_state *s) {
@@ -155,6 +163,7 @@ static void state_free(quant_state *s) {
     free(s->err2);
     free(s->ref2);
     el_threadpool_free(s->tp);
+    el_calibration_free(&s->calib);
     gguf_writer_free(s->w);
     gguf_close(s->in);
 }
@@ -189,12 +198,12 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     quant_state *s = qt->s;
     const gguf_tensor *t = &s->in->tensors[qt->index];
     el_quantize_tensor rep = {
-        .name = qt->name, .index = (int32_t)qt->index, .n_tensors = (int32_t)s->in->n_tensors,
+        .name = qt->name, .index = qt->report_index, .n_tensors = s->n_reported,
         .from_type = gguf_tensor_type_name(t->type), .to_type = gguf_tensor_type_name(qt->to),
         .quantized = qt->to != (el_type)t->type,
         .fallback = is_weight_matrix(t) && qt->to != s->want,
         .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
-        .bytes_out = nbytes, .bytes_total = s->bytes_total};
+        .bytes_out = nbytes, .bytes_total = s->bytes_total, .act_scale = qt->act_scale};
     if (rep.quantized) {
         el_status st = convert_tensor(s, t, qt->name, qt->to, buf, &rep.rel_rms_error);
         if (st) return st;
@@ -209,11 +218,39 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     return EL_OK;
 }
 
-/* Plans every output tensor (its type, checked readable) and hands it to the writer. */
+static bool is_act_scale(const gguf_tensor *t) {
+    size_t ls = strlen(EL_ACT_SCALE_SUFFIX);
+    return t->name.len >= ls &&
+           memcmp(t->name.ptr + t->name.len - ls, EL_ACT_SCALE_SUFFIX, ls) == 0;
+}
+
+/* Adds "<name>.act_scale" after a weight written in a type dotted with int8 activations, if
+ * calibration saw its input. */
+static el_status plan_act_scale(quant_state *s, quant_tensor *qt) {
+    if (s->calib.n_ranges == 0 || el_type_get((uint32_t)qt->to)->vec_dot_type != EL_TYPE_A8)
+        return EL_OK;
+    qt->act_scale = el_calibration_scale(&s->calib, qt->name);
+    if (!(qt->act_scale > 0.0f)) {
+        qt->act_scale = 0.0f; /* not a matmul input, or only zeros seen: per-token scales */
+        return EL_OK;
+    }
+    char name[256];
+    if (snprintf(name, sizeof name, "%s%s", qt->name, EL_ACT_SCALE_SUFFIX) >= (int)sizeof name)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: tensor name '%s' is too long", s->in->path,
+                        qt->name);
+    const int64_t ne[1] = {1};
+    return gguf_writer_add_tensor(s->w, name, EL_TYPE_F32, 1, ne, &qt->act_scale,
+                                  sizeof qt->act_scale);
+}
+
+/* Plans every output tensor (its type, checked readable) and hands it to the writer. Static
+ * activation scales of the input are dropped: they belong to the input's weights. */
 static el_status plan_tensor(quant_state *s, uint64_t i) {
     const gguf_tensor *t = &s->in->tensors[i];
     quant_tensor *qt = &s->tensors[i];
-    *qt = (quant_tensor){.s = s, .index = i};
+    *qt = (quant_tensor){.s = s, .index = i, .report_index = s->n_reported};
+    if (is_act_scale(t)) return EL_OK;
+    s->n_reported++;
     if (!(qt->name = strndup(t->name.ptr, (size_t)t->name.len)))
         return el_error(EL_ERR_NOMEM, "%s: out of memory", s->in->path);
     qt->to = is_weight_matrix(t) ? el_quant_fit_type(s->want, t->ne[0]) : (el_type)t->type;
@@ -224,8 +261,9 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     uint64_t rows = (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
     uint64_t nbytes = qt->to == (el_type)t->type ? t->nbytes : el_row_size(qt->to, t->ne[0]) * rows;
     s->bytes_total += t->nbytes;
-    return gguf_writer_add_tensor_fill(s->w, qt->name, (uint32_t)qt->to, t->n_dims, t->ne, nbytes,
-                                       fill_tensor, qt);
+    el_status st = gguf_writer_add_tensor_fill(s->w, qt->name, (uint32_t)qt->to, t->n_dims, t->ne,
+                                               nbytes, fill_tensor, qt);
+    return st ? st : plan_act_scale(s, qt);
 }
 
 static el_status quantize(quant_state *s, const char *in_path, const char *out_path,
@@ -235,7 +273,15 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
     el_type_from_name(p->type, &s->want);
     s->params = p;
     s->out_path = out_path;
+    if (p->calib_path && el_type_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
+        return el_error(EL_ERR_INVALID_ARG, "static activation scales (calibration) need a type "
+                        "that dots int8 activations (w8, w4, w4g32, w4g64, w4g128), not %s",
+                        p->type);
     if ((st = gguf_open(in_path, &s->in))) return st;
+    if (p->calib_path &&
+        (st = el_calibrate(in_path, p->calib_path, p->calib_tokens, p->calib_percentile,
+                           p->n_threads, p->calib_progress, p->user, &s->calib)))
+        return st;
     if ((st = el_threadpool_create(p->n_threads, &s->tp))) return st;
     int nth = el_threadpool_size(s->tp);
     uint64_t n_t = s->in->n_tensors;

@@ -36,6 +36,10 @@ static inline float el_edge_row_scale(const void *row) {
 
 void el_a8_to_float(const void *x, float *y, int64_t n);
 void el_a8_from_float(const float *x, void *y, int64_t n);
+/* An A8 row against a fixed scale d > 0 (a static per-tensor scale from calibration): q =
+ * round(x / d) clamped to -127..127, so values beyond 127 d saturate; the header holds d and the
+ * exact sum of the q, the layout every kernel reads. */
+void el_a8_from_float_static(const float *x, void *y, int64_t n, float d);
 void el_w8_to_float(const void *x, float *y, int64_t n);
 void el_w8_from_float(const float *x, void *y, int64_t n);
 void el_w4_to_float(const void *x, float *y, int64_t n);

@@ -64,6 +64,12 @@ void el_a8_from_float(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+void el_a8_from_float_static(const float *x, void *y, int64_t n, float d) {
+    el_a8_header h = {.d = d};
+    h.sum = quantize_i8(x, (int8_t *)y + sizeof h, n, d);
+    memcpy(y, &h, sizeof h);
+}
+
 void el_w8_to_float(const void *x, float *y, int64_t n) {
     float d = el_edge_row_scale(x);
     const int8_t *q = (const int8_t *)x + sizeof d;

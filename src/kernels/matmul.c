@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 
 enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
@@ -37,6 +38,7 @@ typedef struct matmul_job {
     el_vec_dot_fn vec_dot;
     el_tile_fn tile;      /* NULL: vec_dot only */
     el_from_float_fn quantize;
+    float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
     const float *x;
     int64_t ldx;
     int64_t n_rows;
@@ -51,8 +53,13 @@ typedef struct matmul_job {
 static void quantize_task(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
     int64_t lo = j->n_rows * ith / nth, hi = j->n_rows * (ith + 1) / nth;
-    for (int64_t r = lo; r < hi; r++)
-        j->quantize(j->x + r * j->ldx, (char *)j->act + r * j->act_stride, j->w->k_in);
+    for (int64_t r = lo; r < hi; r++) {
+        char *a = (char *)j->act + r * j->act_stride;
+        if (j->act_scale > 0.0f)
+            el_a8_from_float_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
+        else
+            j->quantize(j->x + r * j->ldx, a, j->w->k_in);
+    }
 }
 
 /* Output rows [o_lo, o_hi) for every activation row. */
@@ -115,6 +122,7 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
         j.act_stride = (size_t)ldx * sizeof(float);
     } else {
         j.quantize = k->quantize[vt];
+        j.act_scale = vt == EL_TYPE_A8 ? w->act_scale : 0.0f;
         j.act = scratch;
         j.act_stride = el_row_size(vt, w->k_in);
         /* one row (a decode step) is quicker to quantize than to hand out */

@@ -158,6 +158,8 @@ static void linear(el_forward *f, int il, el_linear which, const float *x, int64
                    int64_t ldy, int32_t n) {
     const el_layer *l = &f->model->layers[il];
     const el_weight *w = el_layer_weight(l, which);
+    if (f->observe)
+        f->observe(f->observe_user, il, which, x, ldx, n);
     el_matmul(f->tp, w, x, ldx, n, y, ldy, f->mm_scratch);
     const float *bias = which == EL_LINEAR_Q ? l->bq
                         : which == EL_LINEAR_K ? l->bk
@@ -336,6 +338,8 @@ void el_forward_run(el_forward *f, const el_rows *rows) {
     for (int32_t j = 0; j < rows->n_out; j++)
         rmsnorm(f->xn + (size_t)j * hp->n_embd, f->x + (size_t)rows->out_rows[j] * hp->n_embd,
                 m->output_norm, hp->n_embd, hp->rms_eps);
+    if (rows->n_out > 0 && f->observe)
+        f->observe(f->observe_user, -1, EL_LINEAR_Q, f->xn, hp->n_embd, rows->n_out);
     if (rows->n_out > 0)
         el_matmul(f->tp, &m->output, f->xn, hp->n_embd, rows->n_out, f->logits, hp->n_vocab,
                   f->mm_scratch);

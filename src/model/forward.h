@@ -28,6 +28,12 @@ typedef struct el_rows {
     const el_lora_rows *lora; /* groups of rows with adapters, or NULL (scratch reserved) */
 } el_rows;
 
+/* Sees the float input of a matmul just before it runs: n_rows rows ldx floats apart, of the
+ * weight of linear layer `which` of block il, or of the output head when il is -1. For
+ * calibrating static activation scales (compress/calibrate.c); called from the decoding thread. */
+typedef void (*el_matmul_observer)(void *user, int il, el_linear which, const float *x,
+                                   int64_t ldx, int32_t n_rows);
+
 typedef struct el_forward {
     const el_model *model;
     el_kv_cache *kv;
@@ -55,6 +61,8 @@ typedef struct el_forward {
     const el_lora_rows *lora_rows; /* of the pass being run */
     float *logits;   /* [n_out][n_vocab], grown on demand */
     int32_t logits_rows;
+    el_matmul_observer observe; /* NULL: none (set it after el_forward_init) */
+    void *observe_user;
 } el_forward;
 
 el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,

@@ -7,7 +7,8 @@
 #include "model/model.h"
 
 el_model_params el_model_default_params(void) {
-    return (el_model_params){.tokenizer_path = NULL, .vocab_only = false};
+    return (el_model_params){.tokenizer_path = NULL, .vocab_only = false,
+                             .ignore_act_scales = false};
 }
 
 const el_weight *el_layer_weight(const el_layer *l, el_linear which) {
@@ -19,6 +20,19 @@ const el_weight *el_layer_weight(const el_layer *l, el_linear which) {
     case EL_LINEAR_GATE: return &l->w_gate;
     case EL_LINEAR_UP: return &l->w_up;
     case EL_LINEAR_DOWN: return &l->w_down;
+    }
+    return NULL;
+}
+
+const char *el_linear_tensor_suffix(el_linear which) {
+    switch (which) {
+    case EL_LINEAR_Q: return "attn_q.weight";
+    case EL_LINEAR_K: return "attn_k.weight";
+    case EL_LINEAR_V: return "attn_v.weight";
+    case EL_LINEAR_O: return "attn_output.weight";
+    case EL_LINEAR_GATE: return "ffn_gate.weight";
+    case EL_LINEAR_UP: return "ffn_up.weight";
+    case EL_LINEAR_DOWN: return "ffn_down.weight";
     }
     return NULL;
 }
@@ -57,6 +71,8 @@ el_status el_model_load(const char *path, const el_model_params *params, el_mode
     el_status st = gguf_is_gguf_file(path)
                        ? el_model_load_gguf(m, params->vocab_only)
                        : el_model_load_llama2c(m, params->tokenizer_path, params->vocab_only);
+    if (st == EL_OK && m->gguf && m->has_weights && !params->ignore_act_scales)
+        st = el_model_load_act_scales(m);
     if (st) {
         el_model_free(m);
         return st;

@@ -85,6 +85,17 @@ struct el_model {
 
 /* Returns the weight of a block's linear layer. */
 const el_weight *el_layer_weight(const el_layer *l, el_linear which);
+/* The GGUF tensor name of that weight ("attn_q.weight", ...) after "blk.<il>.". */
+const char *el_linear_tensor_suffix(el_linear which);
+
+/* The suffix of the tensor that holds a weight's static activation scale: "<weight>.act_scale",
+ * one F32 element (docs/formats.md). */
+#define EL_ACT_SCALE_SUFFIX ".act_scale"
+
+/* Reads every "<weight>.act_scale" tensor of a loaded GGUF model into its weight's act_scale,
+ * checking that it is one finite positive F32 and belongs to a matmul weight of the model.
+ * Weights whose type is not dotted with a8 activations keep dynamic scales (0). */
+el_status el_model_load_act_scales(el_model *m);
 
 /* Loaders for each file kind; they fill a zeroed model (path already set). */
 el_status el_model_load_gguf(el_model *m, bool vocab_only);

@@ -1,0 +1,39 @@
+/* calibrate.h - static activation scales from running a model over calibration text. */
+#ifndef EL_COMPRESS_CALIBRATE_H
+#define EL_COMPRESS_CALIBRATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "edgelora.h"
+
+/* The range of |x| seen at the input of each matmul weight, by GGUF tensor name. */
+typedef struct el_act_range {
+    char name[96];  /* "blk.0.attn_q.weight", "output.weight" (or "token_embd.weight", tied) */
+    float amax;     /* the largest |x| (or the one at the percentile asked for) */
+} el_act_range;
+
+typedef struct el_calibration {
+    el_act_range *ranges; /* [n_ranges]: 7 per block, then the output head */
+    int32_t n_ranges;
+    int64_t n_tokens;     /* tokens the model ran over */
+} el_calibration;
+
+/* Called after each chunk with tokens done of total; returning false cancels. */
+typedef bool (*el_calib_progress_fn)(void *user, int64_t done, int64_t total);
+
+/* Runs the model at model_path (float or quantized, with a tokenizer) over the first max_tokens
+ * tokens of the text file text_path, in chunks of its training context (at most 512) that each
+ * start with BOS, and records for every matmul weight the percentile (90..100; 100: the
+ * largest) of |x| over every element of its input on all those tokens (every row, the output
+ * head's included): the value that (100 - percentile)% of the elements exceed. */
+el_status el_calibrate(const char *model_path, const char *text_path, int64_t max_tokens,
+                       double percentile, int32_t n_threads, el_calib_progress_fn progress,
+                       void *user, el_calibration *out);
+void el_calibration_free(el_calibration *c);
+
+/* The static scale of a weight's int8 activations: amax / 127, so the largest calibration
+ * value maps to 127. 0 if the weight was not seen (or saw only zeros): dynamic scales. */
+float el_calibration_scale(const el_calibration *c, const char *weight_name);
+
+#endif
