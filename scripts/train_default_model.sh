@@ -15,9 +15,9 @@ EL=${EL:-build/edgelora}
 CORPUS=${CORPUS:-../shared/data/corpus}
 OUT=${OUT:-models}
 WORK=${WORK:-build/default-model}
-SHAPE=${SHAPE:-dim=256,layers=6,heads=8,kv_heads=4,ffn=688,ctx=256}
+SHAPE=${SHAPE:-dim=256,layers=6,heads=8,kv_heads=4,ffn=688,ctx=128}
 VOCAB=${VOCAB:-4096}
-STEPS=${STEPS:-2500}
+STEPS=${STEPS:-2000}
 ADAPTER_STEPS=${ADAPTER_STEPS:-300}
 THREADS=${THREADS:-2}
 SEED=${SEED:-1}
@@ -50,7 +50,7 @@ cut -f1,2 "$WORK"/data/en-*.train.tsv | tr '\t' '\n' > "$WORK/data/parallel.trai
 # ---- 3. base model
 "$EL" train --shape "$SHAPE" --untied --tokenizer "$OUT/tokenizer.gguf" \
     -f "$WORK"/data/*.train.txt --eval "$WORK"/data/{en,de,ru}.eval.txt \
-    --steps "$STEPS" --batch 16 --lr 1e-3 --warmup 100 --eval-every 100 --eval-batches 8 \
+    --steps "$STEPS" --batch 32 --lr 1.5e-3 --warmup 100 --eval-every 100 --eval-batches 8 \
     --seed "$SEED" -t "$THREADS" --checkpoint "$WORK/base.ckpt" --checkpoint-every 100 --resume \
     -o "$OUT/base.gguf"
 for l in $LANGS; do # held-out perplexity per language
