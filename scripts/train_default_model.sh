@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # train_default_model.sh - rebuilds the default model of issue 5 from ../shared/data/corpus:
 # a byte-level BPE tokenizer, a multilingual base trained on every language of the corpus, and
-# task adapters (translation, typo correction, continuation, style). About two hours on 2 cores
-# with the defaults; every step is one edgelora command and resumes after Ctrl-C (checkpoints).
+# task adapters (translation, typo correction, continuation, style), then their held-out scores
+# against the bare base (scripts/eval_default_model.sh, into $OUT/eval.md). About two hours on 2
+# cores with the defaults; every step is one edgelora command and resumes after Ctrl-C
+# (checkpoints).
 #
 #   scripts/train_default_model.sh            # everything, into models/
 #   STEPS=200 OUT=/tmp/m scripts/train_default_model.sh   # a quick smoke run
@@ -78,10 +80,11 @@ typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped lett
             else if (r < 0.09 && d ~ /[a-z]/) { out = out d c; j++ } else out = out c }
         print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) "}" } }' "$1"
 }
-continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones
+continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones (and
+    # "lang", the language `edgelora eval --metric lang` expects; finetune ignores it)
     awk -v lang="$2" "$AWK_JSON"' { n = split($0, w, " "); if (n < 24) next
         p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
-        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) "}" }' "$1"
+        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) ", \"lang\": " js(lang) "}" }' "$1"
 }
 upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adapter)
     awk "$AWK_JSON"' { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) if (length(s[i]) > 20 && length(s[i]) < 100)
@@ -106,4 +109,7 @@ for task in translate-de translate-fr translate-es typo-en continue shout-en; do
         --warmup 20 --eval-every 50 -c 128 --seed "$SEED" -t "$THREADS" \
         --checkpoint "$WORK/$task.ckpt" --checkpoint-every 50 --resume -o "$OUT/$task.gguf"
 done
+
+# ---- 6. held-out scores of each adapter against the bare base: $OUT/eval.md
+EL="$EL" OUT="$OUT" WORK="$WORK" THREADS="$THREADS" SEED="$SEED" scripts/eval_default_model.sh
 echo "default model in $OUT: base.gguf, tokenizer.gguf and $(ls "$OUT"/*.gguf | wc -l) files"
