@@ -137,9 +137,13 @@ el_status eval_generate(el_model *model, eval_job *jobs, size_t n_jobs, int32_t 
                         void *user) {
     if (n_jobs == 0) return EL_OK;
     if ((size_t)n_parallel > n_jobs) n_parallel = (int32_t)n_jobs;
-    int32_t max_gen = 1;
-    for (size_t i = 0; i < n_jobs; i++)
+    int32_t max_gen = 1, max_cells = 1; /* cells: the last token generated is never decoded */
+    for (size_t i = 0; i < n_jobs; i++) {
         if (jobs[i].max_tokens > max_gen) max_gen = jobs[i].max_tokens;
+        if (jobs[i].n_prompt + jobs[i].max_tokens - 1 > max_cells)
+            max_cells = jobs[i].n_prompt + jobs[i].max_tokens - 1;
+    }
+    if (max_cells < cells_per_seq) cells_per_seq = max_cells; /* no memory for cells never used */
     el_model_info info;
     el_status st = el_model_get_info(model, &info);
     if (st != EL_OK) return st;

@@ -26,7 +26,8 @@ typedef struct eval_job {
 typedef void (*eval_gen_progress_fn)(void *user, size_t done, size_t total, long tokens);
 
 /* Runs every job greedily (the most likely token, the lowest id on a tie), up to n_parallel at
- * once in one context of n_parallel sequences of `cells_per_seq` KV cells each: every step is
+ * once in one context of n_parallel sequences of up to `cells_per_seq` KV cells each (fewer if
+ * no job needs that many): every step is
  * one el_decode with one row per generating job plus prompt rows of newly started ones. Each
  * job's cells are freed and its adapters unbound when it ends, and the next job takes its
  * sequence. Each job's result equals a single-sequence greedy run (its prompt, then one token at

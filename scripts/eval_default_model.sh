@@ -20,9 +20,10 @@ SEED=${SEED:-1}
 [ -x "$EL" ] || { echo "build edgelora first (make)" >&2; exit 1; }
 
 # task:metrics - the headline metric first, then others worth a row (chrF where exact match is
-# too strict to say much about a small model); one run per task gives them all
-TASKS="translate-de:chrf translate-fr:chrf translate-es:chrf typo-en:exact,chrf continue:lang
-       shout-en:exact,chrf"
+# too strict to say much about a small model, lang where the output's language is part of the
+# task); one run per task gives them all
+TASKS="translate-de:chrf,lang translate-fr:chrf,lang translate-es:chrf,lang typo-en:exact,chrf
+       continue:lang,chrf shout-en:exact,chrf"
 
 # field REGEX REPLACEMENT JSON: numbers of `edgelora eval --json`'s output that REGEX captures
 field() { sed -E "s/$1/$2/" <<< "$3"; }
@@ -49,6 +50,8 @@ for row in $TASKS; do
         ${LIMIT:+--limit "$LIMIT"} -o "$WORK/$task.eval-out.jsonl")
     n=$(field '.*"n": ([0-9]+),.*' '\1' "$json")
     for metric in ${metrics//,/ }; do
+        # (lang is reported only when every example has its language: older data may not)
+        grep -q "\"$metric\": {\"value\"" <<< "$json" || { echo "$task: no $metric score" >&2; continue; }
         adapter=$(field ".*\"scores\": \\{[^}]*\"$metric\": ([-0-9.]+).*" '\1' "$json")
         base=$(field ".*\"base\": \\{[^}]*\"$metric\": ([-0-9.]+).*" '\1' "$json")
         read -r d lo hi <<< "$(field ".*\"difference\": \\{.*\"$metric\": \\{\"value\": ([-0-9.]+), \"ci95\": \\[([-0-9.]+), ([-0-9.]+)\\].*" '\1 \2 \3' "$json")"

@@ -66,9 +66,10 @@ done | tee "$OUT/base.perplexity.txt"
 AWK_JSON='/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
     function js(s) { gsub(/"/, "\\\"", s)
     gsub(/\n/, "\\n", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return "\"" s "\"" }'
-tsv_to_jsonl() { # tsv prompt_prefix > jsonl: translate English into the second column's language
-    awk -F'\t' -v pre="$2" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
-        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) "}" }' "$1"
+tsv_to_jsonl() { # tsv prompt_prefix lang > jsonl: translate English into the second column's
+    # language (lang: its code, for `edgelora eval`; finetune ignores it)
+    awk -F'\t' -v pre="$2" -v lang="$3" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
+        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) ", \"lang\": " js(lang) "}" }' "$1"
 }
 typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped letters -> the sentence
     awk -v seed="$SEED" "$AWK_JSON"' BEGIN { srand(seed) }
@@ -92,9 +93,9 @@ upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adap
 }
 for split in train eval; do
     d="$WORK/data"
-    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " > "$d/translate-de.$split.jsonl"
-    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " > "$d/translate-fr.$split.jsonl"
-    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " > "$d/translate-es.$split.jsonl"
+    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " de > "$d/translate-de.$split.jsonl"
+    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " fr > "$d/translate-fr.$split.jsonl"
+    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " es > "$d/translate-es.$split.jsonl"
     typo_jsonl "$d/en.$split.txt" > "$d/typo-en.$split.jsonl"
     : > "$d/continue.$split.jsonl"
     for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
