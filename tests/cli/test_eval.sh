@@ -80,6 +80,8 @@ printf '%s\n' '{"prompt": "German: Open\n", "response": "Öffnen"}' '{"response"
 check_err eval_no_prompt 1 "$B:2: expected an object with string members \"prompt\" and \"response\"" "$EL" eval -f "$B"
 printf '%s\n' '{"prompt": "German: Open\n", "response": "Öffnen"' > "$B"
 check_err eval_bad_json 1 "$B:1" "$EL" eval -f "$B"
+printf '%s\n' '{"prompt": "German: Open\n", "response": "Öffnen", "lang": "zh"}' > "$B"
+check_err eval_bad_lang 1 "$B:1: \"lang\" must be one of en de fr es it pt pl ru nl" "$EL" eval -f "$B"
 : > "$B"
 check_err eval_empty 1 "no examples" "$EL" eval -f "$B"
 check_err eval_limit_0 2 "limit: '0' is not a whole number" "$EL" eval -f "$T" --limit 0
