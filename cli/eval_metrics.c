@@ -174,6 +174,34 @@ static const char *const lang_words[N_LANG] = {
              "geen of dit hebben werd moet tot",
 };
 
+/* Word endings typical of each language (lowercase, space-separated): a word ending so adds
+ * 0.5 to the language (several endings of one language may match a word: each counts).
+ * They tell short texts apart that have no function word, such as UI strings. */
+static const char *const lang_endings[N_LANG] = {
+    /* en */ "ing tion ed ly ness ment ish ful less ght",
+    /* de */ "isch ung ungen keit heit lich chen en ern tet iert ige igen sch",
+    /* fr */ "ais aise eau eaux ée ées ment tion ique eur euse oir aire ité",
+    /* es */ "ción ciones dad ado ada ados adas mente ía ano ana ico ica és",
+    /* it */ "zione zioni ità ato ata ati ano ana ese ico ica mente etto",
+    /* pt */ "ção ções ão dade ado ada mente ês ano ana ico ica",
+    /* pl */ "ski ska skie ość ych ego ów nie cja cji wy owy owa enia ania anie enie owane",
+    /* ru */ "",
+    /* nl */ "isch lijk heid ig en sche ijk aar ing",
+};
+
+/* Letter groups typical of each language, anywhere in a word: each occurrence adds 0.3. */
+static const char *const lang_groups[N_LANG] = {
+    /* en */ "th wh sh",
+    /* de */ "sch tz ei ie",
+    /* fr */ "eau ou oi",
+    /* es */ "ll ue",
+    /* it */ "zz gli cch ggi",
+    /* pt */ "nh lh",
+    /* pl */ "cz sz rz",
+    /* ru */ "",
+    /* nl */ "ij oe aa uu ui",
+};
+
 /* Letters that point to languages: a letter and its weight for each of them. */
 typedef struct lang_letter {
     uint32_t cp;
@@ -257,9 +285,36 @@ static bool in_list(const char *list, const char *word, size_t n) {
     return false;
 }
 
+/* Adds 0.5 for each ending of list that word[0..n) ends with (and is longer than). */
+static float ending_score(const char *list, const char *word, size_t n) {
+    float s = 0;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k < n && !memcmp(word + n - k, p, k)) s += 0.5f;
+        p += k + (e != NULL);
+    }
+    return s;
+}
+
+/* Adds 0.3 for each occurrence in word[0..n) of each group of list. */
+static float group_score(const char *list, const char *word, size_t n) {
+    float s = 0;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ' ');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        for (size_t i = 0; i + k <= n; i++)
+            if (!memcmp(word + i, p, k)) s += 0.3f;
+        p += k + (e != NULL);
+    }
+    return s;
+}
+
 static void score_word(const char *word, size_t n, float *score) {
-    for (int l = 0; l < N_LANG; l++)
+    for (int l = 0; l < N_LANG; l++) {
         if (in_list(lang_words[l], word, n)) score[l] += 1;
+        score[l] += ending_score(lang_endings[l], word, n) + group_score(lang_groups[l], word, n);
+    }
 }
 
 const char *eval_lang_identify(const char *text, size_t len) {

@@ -34,9 +34,10 @@ double eval_chrf_score(const eval_chrf_stats *s);
 /* The languages eval_lang_identify knows, as a NULL-terminated list of codes. */
 extern const char *const eval_lang_codes[];
 /* The language of a text among en de fr es it pt pl ru nl, or NULL if nothing in it points to
- * any: each word (lowercased letters between non-letters) found in a language's list of very
- * common function words adds 1 to that language, each characteristic letter (ß, ñ, ł, ã,
- * Cyrillic, ...) adds its weight; the highest total wins (ties: the earlier in the list). */
+ * any. Evidence per language over the words (lowercased letters between non-letters): 1 for a
+ * word in its list of very common function words, 0.5 per typical word ending, 0.3 per typical
+ * letter group, and a weight per characteristic letter (ß, ñ, ł, ã, Cyrillic, ...); the
+ * highest total wins (ties: the earlier in the list). */
 const char *eval_lang_identify(const char *text, size_t len);
 
 /* What one example scored: per-example values whose corpus score eval_corpus_score forms. */

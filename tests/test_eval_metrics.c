@@ -126,6 +126,21 @@ static int test_lang_sentences(void) {
             return TEST_FAIL;
         }
     }
+    /* short strings without a function word: endings and letter groups decide */
+    static const char *const short_cases[][2] = {
+        {"de", "Einstellungen speichern"}, {"fr", "Nouveau tableau"},
+        {"es", "Configuración avanzada"},  {"it", "Impostazioni avanzate"},
+        {"pt", "Configurações"},          {"pl", "Ustawienia zaawansowane"},
+        {"nl", "Geavanceerde instellingen opslaan"}, {"en", "Nothing happening"},
+    };
+    for (size_t i = 0; i < sizeof short_cases / sizeof short_cases[0]; i++) {
+        const char *got = eval_lang_identify(short_cases[i][1], strlen(short_cases[i][1]));
+        if (!got || strcmp(got, short_cases[i][0])) {
+            test_note("'%s': %s, expected %s", short_cases[i][1], got ? got : "(none)",
+                      short_cases[i][0]);
+            return TEST_FAIL;
+        }
+    }
     CHECK(eval_lang_identify("12345 !!! ...", 13) == NULL);
     CHECK(eval_lang_identify("", 0) == NULL);
     return TEST_PASS;
@@ -170,6 +185,43 @@ static int test_lang_corpus(void) {
     return rc;
 }
 
+/* Short UI strings (the translations of the held-out split of corpus/en-XX.tsv, the second
+ * column of its last 2% of lines) often hold no function word: the word endings and letter
+ * groups must still identify most of them. */
+static int test_lang_ui_strings(void) {
+    size_t total = 0, total_ok = 0;
+    for (const char *const *lang = eval_lang_codes + 1; *lang; lang++) { /* en-en: none */
+        char rel[64];
+        snprintf(rel, sizeof rel, "corpus/en-%s.tsv", *lang);
+        size_t size;
+        char *text = test_read_file(test_data_path(rel), &size);
+        if (!text) continue;
+        size_t n_lines = 0, line = 0, n = 0, ok = 0;
+        for (size_t i = 0; i < size; i++) n_lines += text[i] == '\n';
+        size_t first = n_lines - n_lines / 50;
+        for (char *p = text; *p;) {
+            char *e = strchr(p, '\n');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            char *tab = memchr(p, '\t', len), *tab2 = tab ? memchr(tab + 1, '\t', len - (size_t)(tab + 1 - p)) : NULL;
+            if (line++ >= first && tab && tab2) {
+                const char *got = eval_lang_identify(tab + 1, (size_t)(tab2 - tab - 1));
+                ok += got && !strcmp(got, *lang);
+                n++;
+            }
+            p += len + (e != NULL);
+        }
+        test_note("%s: %zu held-out UI strings, %.1f%% identified", *lang, n,
+                  n ? 100.0 * (double)ok / (double)n : 0);
+        total += n;
+        total_ok += ok;
+        free(text);
+    }
+    if (total == 0) return test_skip("no ../shared/data/corpus");
+    test_note("all: %.1f%%", 100.0 * (double)total_ok / (double)total);
+    CHECK(total_ok >= total * 7 / 10);
+    return TEST_PASS;
+}
+
 static int test_bootstrap(void) {
     enum { N = 400 };
     eval_score *a = calloc(N, sizeof *a), *b = calloc(N, sizeof *b);
@@ -210,6 +262,7 @@ int main(void) {
     run_test("chrf_golden", test_chrf_golden);
     run_test("lang_sentences", test_lang_sentences);
     run_test("lang_corpus", test_lang_corpus);
+    run_test("lang_ui_strings", test_lang_ui_strings);
     run_test("bootstrap", test_bootstrap);
     return tests_exit_code();
 }
