@@ -57,6 +57,11 @@ expect_exit eval_json 0 "$EL" eval --lora "$MD/translate-de.gguf" -f "$T" --comp
 [ "$(wc -l < "$TMP/out")" -eq 1 ] && grep -q '^{"file": ".*", "n": 2, .*"metric": "chrf", .*"scores": {"chrf": .*"difference": {"chrf": {"value": .*, "ci95": \[.*\]}.*}$' "$TMP/out" &&
     pass eval_json_object || fail eval_json_object "$(cat "$TMP/out")"
 
+# the base alone (no adapter), one token per output
+expect_exit eval_base_only 0 "$EL" eval -f "$T" -n 1 -t 1 -o "$TMP/base1.jsonl"
+! grep -q "^adapter" "$TMP/out" && grep -q "^tokens    at most 1 per output" "$TMP/out" && [ "$(wc -l < "$TMP/base1.jsonl")" -eq 5 ] &&
+    pass eval_base_only_report || fail eval_base_only_report "$(cat "$TMP/out")"
+
 # lang: the expected language from "lang" or a "[xx]" tag of the prompt
 L="$TMP/lang.jsonl"
 printf '%s\n' '{"prompt": "[de] Der Hund lief schnell über die", "response": " Straße und bellte laut."}' \
@@ -93,6 +98,7 @@ if [ -x "$GEN" ] && "$GEN" "$MD/base.gguf" "$TMP/misfit.gguf" 4 q 1 0.5 badshape
 else
     fail eval_adapter_mismatch "could not write a mismatched adapter with $GEN"
 fi
+check_err eval_prompt_too_long 1 "$T:1: the prompt has [0-9]* tokens; it needs 1 to 3 " "$EL" eval -f "$T" -c 4
 expect_exit eval_no_file 2 "$EL" eval --lora "$MD/translate-de.gguf"
 expect_exit eval_bad_option 2 "$EL" eval -f "$T" --frobnicate
 expect_exit eval_out_dir_missing 1 "$EL" eval -f "$T" --limit 1 -t 1 -o "$TMP/no/such/dir/res.jsonl"
