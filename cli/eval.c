@@ -534,19 +534,27 @@ static int evaluate(const eval_opts *o, el_model *m, const example_list *l, long
     if (rc == CLI_OK)
         fprintf(stderr, "eval: %zu outputs, %ld tokens generated in %.1f s (%.1f tokens/s)\n",
                 n_jobs, tokens, secs, secs > 0 ? (double)tokens / secs : 0);
-    /* each system's jobs side by side, for scoring */
-    for (size_t s = 0; s < n_sys && rc == CLI_OK; s++) {
-        if (!(all[s]->jobs = malloc(l->n * sizeof *jobs))) {
+    /* each system's jobs side by side, for scoring; the texts move there (the caller frees
+     * them) or, on failure, are freed here */
+    bool moved = rc == CLI_OK;
+    for (size_t s = 0; s < n_sys && moved; s++)
+        moved = (all[s]->jobs = calloc(l->n, sizeof *jobs)) != NULL;
+    if (moved) {
+        for (size_t i = 0; i < l->n; i++)
+            for (size_t s = 0; s < n_sys; s++) all[s]->jobs[i] = jobs[i * n_sys + s];
+    } else {
+        for (size_t j = 0; j < n_jobs; j++) free(jobs[j].text);
+        for (size_t s = 0; s < n_sys; s++) {
+            free(all[s]->jobs);
+            all[s]->jobs = NULL;
+        }
+        if (rc == CLI_OK) {
             cli_error("eval", "out of memory");
             rc = CLI_FAIL;
-            break;
         }
-        for (size_t i = 0; i < l->n; i++) all[s]->jobs[i] = jobs[i * n_sys + s];
-        rc = score_system(l, all[s]);
     }
-    if (rc != CLI_OK)
-        for (size_t j = 0; j < n_jobs; j++) free(jobs[j].text);
     free(jobs);
+    for (size_t s = 0; s < n_sys && rc == CLI_OK; s++) rc = score_system(l, all[s]);
     return rc;
 }
 

@@ -36,7 +36,8 @@ extern const char *const eval_lang_codes[];
 /* The language of a text among en de fr es it pt pl ru nl, or NULL if nothing in it points to
  * any. Evidence per language over the words (lowercased letters between non-letters): 1 for a
  * word in its list of very common function words, 0.5 per typical word ending, 0.3 per typical
- * letter group, and a weight per characteristic letter (ß, ñ, ł, ã, Cyrillic, ...); the
+ * letter group, 0.2 to es, it and pt for a word ending in a or o, and a weight per
+ * characteristic letter (ß, ñ, ł, ã, Cyrillic, ...); the
  * highest total wins (ties: the earlier in the list). */
 const char *eval_lang_identify(const char *text, size_t len);
 

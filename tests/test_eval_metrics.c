@@ -130,6 +130,7 @@ static int test_lang_sentences(void) {
     static const char *const short_cases[][2] = {
         {"de", "Einstellungen speichern"}, {"fr", "Nouveau tableau"},
         {"es", "Configuración avanzada"},  {"it", "Impostazioni avanzate"},
+        {"es", "Nombre de la cuenta"}, /* "de la" is fr and es alike: the final a decides */
         {"pt", "Configurações"},          {"pl", "Ustawienia zaawansowane"},
         {"nl", "Geavanceerde instellingen opslaan"}, {"en", "Nothing happening"},
     };
