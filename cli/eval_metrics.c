@@ -310,12 +310,13 @@ static float group_score(const char *list, const char *word, size_t n) {
     return s;
 }
 
-/* Words ending in a or o are common in es, it and pt (cadena, punto), rarer elsewhere: a little
- * evidence that tells "de la cadena" (es) from "de la chaîne" (fr), whose function words agree. */
+/* Words of 4 letters or more ending in a or o are common in es, it and pt (cadena, punto),
+ * rarer elsewhere: a little evidence that tells "de la cadena" (es) from "de la chaîne" (fr),
+ * whose function words agree. (Not the short words: French "la" must not count.) */
 static const float lang_vowel_ending[N_LANG] = {0, 0, 0, 0.2f, 0.2f, 0.2f, 0, 0, 0};
 
 static void score_word(const char *word, size_t n, float *score) {
-    bool vowel = word[n - 1] == 'a' || word[n - 1] == 'o';
+    bool vowel = n >= 4 && (word[n - 1] == 'a' || word[n - 1] == 'o');
     for (int l = 0; l < N_LANG; l++) {
         if (in_list(lang_words[l], word, n)) score[l] += 1;
         if (vowel) score[l] += lang_vowel_ending[l];

@@ -131,6 +131,7 @@ static int test_lang_sentences(void) {
         {"de", "Einstellungen speichern"}, {"fr", "Nouveau tableau"},
         {"es", "Configuración avanzada"},  {"it", "Impostazioni avanzate"},
         {"es", "Nombre de la cuenta"}, /* "de la" is fr and es alike: the final a decides */
+        {"fr", "Supprimer le fichier de la ligne de la ligne"}, /* but not the a of "la" */
         {"pt", "Configurações"},          {"pl", "Ustawienia zaawansowane"},
         {"nl", "Geavanceerde instellingen opslaan"}, {"en", "Nothing happening"},
     };
