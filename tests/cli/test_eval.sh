@@ -56,6 +56,11 @@ cmp -s "$TMP/cmp.jsonl" "$TMP/cmp1.jsonl" && pass eval_parallel_same || fail eva
 expect_exit eval_json 0 "$EL" eval --lora "$MD/translate-de.gguf" -f "$T" --compare-base --json --limit 2 -t 1
 [ "$(wc -l < "$TMP/out")" -eq 1 ] && grep -q '^{"file": ".*", "n": 2, .*"metric": "chrf", .*"scores": {"chrf": .*"difference": {"chrf": {"value": .*, "ci95": \[.*\]}.*}$' "$TMP/out" &&
     pass eval_json_object || fail eval_json_object "$(cat "$TMP/out")"
+# --json: the difference is adapter - base, and its interval is ordered
+read -r a b d lo hi <<< "$(sed -E 's/.*"scores": \{"chrf": ([-0-9.]+),.*"base": \{"chrf": ([-0-9.]+),.*"difference": \{"chrf": \{"value": ([-0-9.]+), "ci95": \[([-0-9.]+), ([-0-9.]+)\].*/\1 \2 \3 \4 \5/' "$TMP/out")"
+[[ "$hi" =~ ^-?[0-9]+\.[0-9]+$ ]] &&
+    awk -v a="$a" -v b="$b" -v d="$d" -v lo="$lo" -v hi="$hi" 'BEGIN { e = a - b - d; exit !(e < 1e-3 && e > -1e-3 && lo <= hi) }' &&
+    pass eval_json_difference || fail eval_json_difference "adapter $a base $b difference $d [$lo, $hi]"
 
 # the base alone (no adapter), one token per output
 expect_exit eval_base_only 0 "$EL" eval -f "$T" -n 1 -t 1 -o "$TMP/base1.jsonl"
