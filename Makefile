@@ -60,6 +60,8 @@ $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
+# the scores of `edgelora eval` live in the CLI; their test links them in
+$(BUILD)/tests/test_eval_metrics: $(BUILD)/cli/eval_metrics.o
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))

@@ -25,6 +25,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_adapters(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };

@@ -23,6 +23,7 @@ static const struct {
     {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # train_default_model.sh - rebuilds the default model of issue 5 from ../shared/data/corpus:
 # a byte-level BPE tokenizer, a multilingual base trained on every language of the corpus, and
-# task adapters (translation, typo correction, continuation, style). About two hours on 2 cores
-# with the defaults; every step is one edgelora command and resumes after Ctrl-C (checkpoints).
+# task adapters (translation, typo correction, continuation, style), then their held-out scores
+# against the bare base (scripts/eval_default_model.sh, into $OUT/eval.md). About two hours on 2
+# cores with the defaults; every step is one edgelora command and resumes after Ctrl-C
+# (checkpoints).
 #
 #   scripts/train_default_model.sh            # everything, into models/
 #   STEPS=200 OUT=/tmp/m scripts/train_default_model.sh   # a quick smoke run
@@ -64,9 +66,10 @@ done | tee "$OUT/base.perplexity.txt"
 AWK_JSON='/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
     function js(s) { gsub(/"/, "\\\"", s)
     gsub(/\n/, "\\n", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return "\"" s "\"" }'
-tsv_to_jsonl() { # tsv prompt_prefix > jsonl: translate English into the second column's language
-    awk -F'\t' -v pre="$2" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
-        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) "}" }' "$1"
+tsv_to_jsonl() { # tsv prompt_prefix lang > jsonl: translate English into the second column's
+    # language (lang: its code, for `edgelora eval`; finetune ignores it)
+    awk -F'\t' -v pre="$2" -v lang="$3" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
+        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) ", \"lang\": " js(lang) "}" }' "$1"
 }
 typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped letters -> the sentence
     awk -v seed="$SEED" "$AWK_JSON"' BEGIN { srand(seed) }
@@ -78,10 +81,11 @@ typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped lett
             else if (r < 0.09 && d ~ /[a-z]/) { out = out d c; j++ } else out = out c }
         print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) "}" } }' "$1"
 }
-continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones
+continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones (and
+    # "lang", the language `edgelora eval --metric lang` expects; finetune ignores it)
     awk -v lang="$2" "$AWK_JSON"' { n = split($0, w, " "); if (n < 24) next
         p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
-        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) "}" }' "$1"
+        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) ", \"lang\": " js(lang) "}" }' "$1"
 }
 upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adapter)
     awk "$AWK_JSON"' { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) if (length(s[i]) > 20 && length(s[i]) < 100)
@@ -89,9 +93,9 @@ upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adap
 }
 for split in train eval; do
     d="$WORK/data"
-    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " > "$d/translate-de.$split.jsonl"
-    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " > "$d/translate-fr.$split.jsonl"
-    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " > "$d/translate-es.$split.jsonl"
+    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " de > "$d/translate-de.$split.jsonl"
+    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " fr > "$d/translate-fr.$split.jsonl"
+    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " es > "$d/translate-es.$split.jsonl"
     typo_jsonl "$d/en.$split.txt" > "$d/typo-en.$split.jsonl"
     : > "$d/continue.$split.jsonl"
     for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
@@ -106,4 +110,7 @@ for task in translate-de translate-fr translate-es typo-en continue shout-en; do
         --warmup 20 --eval-every 50 -c 128 --seed "$SEED" -t "$THREADS" \
         --checkpoint "$WORK/$task.ckpt" --checkpoint-every 50 --resume -o "$OUT/$task.gguf"
 done
+
+# ---- 6. held-out scores of each adapter against the bare base: $OUT/eval.md
+EL="$EL" OUT="$OUT" WORK="$WORK" THREADS="$THREADS" SEED="$SEED" scripts/eval_default_model.sh
 echo "default model in $OUT: base.gguf, tokenizer.gguf and $(ls "$OUT"/*.gguf | wc -l) files"
