@@ -101,6 +101,18 @@ for split in train eval; do
     for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
     upper_jsonl "$d/en.$split.txt" > "$d/shout-en.$split.jsonl"
 done
+# held-out examples whose prompt or response also occurs in training (UI catalogs repeat strings
+# such as "Cancel" across packages) would score memory, not skill: drop them
+drop_seen() { # train.jsonl eval.jsonl: rewrites eval.jsonl
+    awk 'function key(s, part,   i) { i = index(s, ", \"response\": ")
+            return part == 1 ? substr(s, 1, i) : substr(s, i) }
+        NR == FNR { seen[key($0, 1)]; seen[key($0, 2)]; next }
+        !(key($0, 1) in seen) && !(key($0, 2) in seen)' "$1" "$2" > "$2.tmp"
+    mv "$2.tmp" "$2"
+}
+for task in translate-de translate-fr translate-es typo-en continue shout-en; do
+    drop_seen "$WORK/data/$task.train.jsonl" "$WORK/data/$task.eval.jsonl"
+done
 
 # ---- 5. adapters
 for task in translate-de translate-fr translate-es typo-en continue shout-en; do
