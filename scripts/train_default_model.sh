@@ -54,10 +54,14 @@ cut -f1,2 "$WORK"/data/en-*.train.tsv | tr '\t' '\n' > "$WORK/data/parallel.trai
     -f "$WORK"/data/*.train.txt --eval "$WORK"/data/{en,de,ru}.eval.txt \
     --steps "$STEPS" --batch 32 --lr 1.5e-3 --warmup 100 --eval-every 100 --eval-batches 8 \
     --seed "$SEED" -t "$THREADS" --checkpoint "$WORK/base.ckpt" --checkpoint-every 100 --resume \
-    -o "$OUT/base.gguf"
-for l in $LANGS; do # held-out perplexity per language
+    -o "$WORK/base.f32.gguf"
+# stored as f16: half the bytes (models/ must stay under 30 MB) for a relative error of ~2e-4;
+# the adapters below are trained on exactly this f16 base
+"$EL" quantize "$WORK/base.f32.gguf" "$OUT/base.gguf" --type f16 > "$WORK/base.quantize.txt"
+cp "$WORK/base.f32.loss.svg" "$OUT/base.loss.svg"
+for l in $LANGS; do # held-out perplexity per language, in chunks of the training context
     printf '%s: ' "$l"
-    "$EL" perplexity -m "$OUT/base.gguf" -f "$WORK/data/$l.eval.txt" -c 256 2>/dev/null | grep perplexity || echo "?"
+    "$EL" perplexity -m "$OUT/base.gguf" -f "$WORK/data/$l.eval.txt" -c "${SHAPE##*ctx=}" 2>/dev/null | grep perplexity || echo "?"
 done | tee "$OUT/base.perplexity.txt"
 
 # ---- 4. adapter data as JSONL ({"prompt": ..., "response": ...})
