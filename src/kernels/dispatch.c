@@ -10,6 +10,7 @@ static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
 void el_kernels_reference(el_kernels *k) {
     k->isa = "reference";
+    k->attend = el_attend_ref;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_traits *tr = el_type_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
@@ -19,9 +20,9 @@ void el_kernels_reference(el_kernels *k) {
     }
 }
 
-/* AVX-512 VNNI: the tiles and dot products, and the packed products. */
+/* AVX-512 VNNI: the tiles and dot products, the packed products and attention. */
 static bool avx512_all(el_kernels *k) {
-    return el_kernels_avx512(k) && el_gemm_avx512(k);
+    return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);
 }
 
 /* Per-ISA setters in order of preference, the best last. */

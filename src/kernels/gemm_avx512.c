@@ -20,7 +20,7 @@
 enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
     CHUNK = 32,         /* elements per packed chunk: 8 registers of [16 rows][4 bytes] */
-    CHUNK_BYTES = CHUNK * EL_GEMM_PANEL,
+    PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
 };
 
 /* Where a weight type keeps its quants and scales, per row: quants of chunk c (32 elements, 16
@@ -77,6 +77,7 @@ static inline void transpose16x4(const char *const *rows, size_t off, __m512i ou
  * of every row. int4: elements 0-15 are the low nibbles, 16-31 the high ones. int8: + 128. */
 static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m512i *dst) {
     size_t off = quant_offset(l, c);
+    for (int o = 0; o < EL_GEMM_PANEL; o++) _mm_prefetch(rows[o] + off + PREFETCH, _MM_HINT_T0);
     __m512i t[4];
     transpose16x4(rows, off, t);
     if (l->int8) {
@@ -103,17 +104,18 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *pane
     __m512i *q = panel;
     for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
-    int64_t groups = el_gemm_groups(w);
-    for (int64_t g = 0; g < groups; g++) {
-        if (l.group_bytes == 0) {
-            for (int o = 0; o < EL_GEMM_PANEL; o++) scales[o] = el_edge_row_scale(rows[o]);
-            continue;
-        }
-        uint16_t h[EL_GEMM_PANEL];
-        for (int o = 0; o < EL_GEMM_PANEL; o++)
-            memcpy(&h[o], rows[o] + (size_t)g * l.group_bytes, sizeof h[o]);
-        _mm512_store_ps(scales + g * EL_GEMM_PANEL,
-                        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h)));
+    /* the scales by gathers (16 narrow loads into one register would stall on forwarding):
+     * byte offsets of the panel's rows from the first */
+    int32_t offs[EL_GEMM_PANEL];
+    for (int o = 0; o < EL_GEMM_PANEL; o++) offs[o] = (int32_t)(rows[o] - rows[0]);
+    const __m512i vo = _mm512_loadu_si512(offs);
+    if (l.group_bytes == 0) {
+        _mm512_store_ps(scales, _mm512_i32gather_ps(vo, rows[0], 1));
+        return;
+    }
+    for (int64_t g = 0; g < el_gemm_groups(w); g++) {
+        __m512i h = _mm512_i32gather_epi32(vo, rows[0] + (size_t)g * l.group_bytes, 1);
+        _mm512_store_ps(scales + g * EL_GEMM_PANEL, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
     }
 }
 
