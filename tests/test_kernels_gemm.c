@@ -143,14 +143,14 @@ static int test_gemm_long_rows(void) {
 }
 
 /* The attention kernel in use against the reference: random queries, keys and values, groups
- * of 1 to 5 heads, head sizes the SIMD kernel takes (16, 64) and one it hands back (24). */
+ * of 1 to 5 heads, head sizes the SIMD kernel takes (16, 64, 80) and one it hands back (24). */
 static int test_attend(void) {
-    static const int hds[] = {16, 64, 24};
+    static const int hds[] = {16, 64, 80, 24};
     static const int32_t nvs[] = {1, 2, 15, 16, 17, 100, 300};
     el_attend_fn attend = el_kernels_get()->attend;
     CHECK(attend != NULL);
     test_rng r = {9};
-    enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 64 };
+    enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 80 };
     static float keys[MAX_NV][MAX_HD], values[MAX_NV][MAX_HD], q[MAX_GROUP * MAX_HD];
     static float scores[MAX_GROUP * MAX_NV], out[MAX_GROUP * MAX_HD], want[MAX_GROUP * MAX_HD];
     const float *kp[MAX_NV], *vp[MAX_NV];

@@ -140,7 +140,8 @@ static inline __m512i broadcast_i32(const char *p) {
 /* One scale group for 8 activation rows: acc[r] += dpbusd(q[s], 4 bytes of a[r] at 4s) for
  * s < dwords (a multiple of 8), the activation bytes taken by embedded broadcast. In assembly:
  * with the intrinsics, gcc copies every accumulator to another register and back at each step. */
-static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[8], int64_t dwords) {
+static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[8],
+                          int64_t dwords) {
     __m512i w;
     int64_t off = 0;
     __asm__("1:\n\t"
@@ -177,7 +178,8 @@ static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[
 /* n activation rows (a constant after inlining) from row r0: per group, the integer sums start
  * at the aux offset term and take one vpdpbusd per 4 elements and row; then they are scaled by
  * (weight scales x activation scale) into float sums. */
-static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0, const int n) {
+static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
+                                                       const int n) {
     __m512 f[TILE_ROWS];
     const char *a[TILE_ROWS];
     const el_gemm_aux *ax[TILE_ROWS];
