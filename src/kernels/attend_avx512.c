@@ -1,8 +1,8 @@
 /* attend_avx512.c - the attention kernel of attend.h with AVX-512: dot products and weighted
- * sums of values 16 floats at a time, the heads of a group sharing each load of a value. The
- * exponentials are the reference's (scalar expf); the weights are normalized on the output, so
- * results agree with the reference to float rounding. Head sizes that are not multiples of 16
- * (and groups of more than 64 heads) go to the reference.
+ * sums of values 16 floats at a time, the heads of a group sharing each load of a key or value.
+ * The exponentials are vectorized too (exp_nonpositive) and the weights normalized on the
+ * output, so results agree with the reference to a few float roundings. Head sizes that are not
+ * multiples of 16 (and groups of more than 64 heads) go to the reference.
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
 #include "kernels/dispatch.h"
 
@@ -18,20 +18,41 @@ enum {
     MAX_GROUP = 64, /* query heads per kv head this kernel takes */
 };
 
+/* exp(x) for x <= 0 to about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+ * polynomial of degree 6 (remainder < 2e-7 relative), times 2^n by scalef. Below -87 the
+ * result is 0 or a denormal; softmax weights that small do not count. */
+static inline __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x); /* ln2, high bits */
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);      /* and the rest */
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
 /* s = exp(s - max s) in place; returns 1 / sum s (the weights are normalized afterwards, on
  * the output). */
 static float softmax_unnormalized(float *s, int32_t nv) {
     __m512 vmax = _mm512_set1_ps(-INFINITY);
-    int32_t j = 0;
-    for (; j + 16 <= nv; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + j));
-    float max = _mm512_reduce_max_ps(vmax), sum = 0.0f;
-    for (; j < nv; j++)
-        if (s[j] > max) max = s[j];
-    for (j = 0; j < nv; j++) {
-        s[j] = expf(s[j] - max);
-        sum += s[j];
+    for (int32_t j = 0; j < nv; j += 16) {
+        __mmask16 m = nv - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nv - j)) - 1);
+        vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, s + j));
     }
-    return 1.0f / sum;
+    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), sum = _mm512_setzero_ps();
+    for (int32_t j = 0; j < nv; j += 16) {
+        __mmask16 m = nv - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nv - j)) - 1);
+        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), max));
+        _mm512_mask_storeu_ps(s + j, m, e);
+        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
 }
 
 /* out_g = norm_g sum_j p_g[j] v_j for n heads and nc 16-float columns from column c0 (both
