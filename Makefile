@@ -38,8 +38,9 @@ $(BUILD)/%.o: %.c
 MACHINE := $(shell $(CC) -dumpmachine)
 ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
 $(BUILD)/src/kernels/avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/src/kernels/avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c -mavx512f -mavx512bw \
-                                            -mavx512vl -mavx512vnni
+$(BUILD)/src/kernels/avx512.o $(BUILD)/src/kernels/gemm_avx512.o \
+$(BUILD)/src/kernels/attend_avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c \
+                                            -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 endif
 ifneq ($(filter aarch64%,$(MACHINE)),)
 $(BUILD)/src/kernels/neon_dot.o: ALLCFLAGS += -march=armv8.2-a+dotprod

@@ -10,12 +10,19 @@ static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 
 void el_kernels_reference(el_kernels *k) {
     k->isa = "reference";
+    k->attend = el_attend_ref;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_traits *tr = el_type_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
         k->quantize[t] = tr ? tr->from_float : NULL;
         k->tile[t] = NULL;
+        k->gemm[t] = NULL;
     }
+}
+
+/* AVX-512 VNNI: the tiles and dot products, the packed products and attention. */
+static bool avx512_all(el_kernels *k) {
+    return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);
 }
 
 /* Per-ISA setters in order of preference, the best last. */
@@ -24,7 +31,7 @@ static const struct {
     bool (*apply)(el_kernels *k);
 } isa_levels[] = {
     {"avx2", el_kernels_avx2},
-    {"avx512", el_kernels_avx512},
+    {"avx512", avx512_all},
     {"neon", el_kernels_neon},
     {"neon-dotprod", el_kernels_neon_dotprod},
 };

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "kernels/attend.h"
+#include "kernels/gemm.h"
 #include "kernels/types.h"
 
 /* A tile kernel computes EL_TILE x EL_TILE outputs of a matrix product at once, so each weight
@@ -27,12 +29,14 @@ typedef struct el_kernels {
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
     el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type: same bytes as from_float */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    el_attend_fn attend;                      /* attention of one row and kv head */
 } el_kernels;
 
 /* The table in use; filled on first call (thread-safe), constant afterwards. */
 const el_kernels *el_kernels_get(void);
 
-/* Fills k with the reference kernels of the traits table (and no tiles). */
+/* Fills k with the reference kernels of the traits table (and no tiles, no gemm). */
 void el_kernels_reference(el_kernels *k);
 
 /* Each of these replaces entries of k with its kernels and returns true if they were built in
@@ -40,6 +44,8 @@ void el_kernels_reference(el_kernels *k);
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
+bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
+bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
 bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
 bool el_kernels_neon_dotprod(el_kernels *k); /* + the dot product instructions (SDOT) */
 

@@ -8,10 +8,15 @@
  * Where the ISA has a tile kernel for the type (dispatch.h), full tiles of EL_TILE weight rows x
  * EL_TILE activation rows are computed by it, the edges by vec_dot. Which outputs are computed
  * which way depends only on the shapes (chunks start at multiples of TILE_OUT), so results do
- * not depend on the number of threads. */
+ * not depend on the number of threads.
+ * With several activation rows and a gemm kernel for the type (gemm.h), chunks are made of
+ * panels of EL_GEMM_PANEL weight rows instead, each unpacked once into the thread's panel buffer
+ * and run against every activation row; the per-group activation sums the gemm kernels need are
+ * computed as the rows are quantized. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
@@ -19,7 +24,9 @@
 enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
-    CHUNKS_PER_THREAD = 4 /* enough to even out uneven progress, few enough to be cheap */
+    CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
+    GEMM_MIN_ROWS = 2,     /* from 2 activation rows on, unpacking a panel once pays */
+    GEMM_MAX_K = 1 << 16   /* int32 sums of unsigned int8 weights (< 255 * 127 * k) stay exact */
 };
 
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out) {
@@ -37,6 +44,10 @@ typedef struct matmul_job {
     const el_weight *w;
     el_vec_dot_fn vec_dot;
     el_tile_fn tile;      /* NULL: vec_dot only */
+    el_gemm_fn gemm;      /* NULL: tiles and vec_dot */
+    el_gemm_aux *aux;     /* gemm: n_rows x el_gemm_groups(w) activation sums */
+    char *panels;         /* gemm: one panel buffer per thread, panel_size bytes apart */
+    size_t panel_size;
     el_from_float_fn quantize;
     float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
     const float *x;
@@ -53,12 +64,22 @@ typedef struct matmul_job {
 static void quantize_task(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
     int64_t lo = j->n_rows * ith / nth, hi = j->n_rows * (ith + 1) / nth;
+    int64_t groups = j->aux ? el_gemm_groups(j->w) : 0;
     for (int64_t r = lo; r < hi; r++) {
         char *a = (char *)j->act + r * j->act_stride;
         if (j->act_scale > 0.0f)
             el_a8_from_float_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
         else
             j->quantize(j->x + r * j->ldx, a, j->w->k_in);
+        if (j->aux) el_gemm_aux_row(j->w, a, j->aux + r * groups);
+    }
+}
+
+/* Output rows [o_lo, o_hi) for every activation row, one panel at a time. */
+static void gemm_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi, void *panel) {
+    for (int64_t o0 = o_lo; o0 < o_hi; o0 += EL_GEMM_PANEL) {
+        int64_t n = o_hi - o0 < EL_GEMM_PANEL ? o_hi - o0 : EL_GEMM_PANEL;
+        j->gemm(j->w, o0, n, j->act, j->act_stride, j->aux, j->n_rows, j->y, j->ldy, panel);
     }
 }
 
@@ -92,7 +113,11 @@ static void dot_task(void *arg, int ith, int nth) {
     /* chunk ith first (next_chunk starts at nth), then whatever is left */
     for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
         int64_t o_hi = (c + 1) * j->chunk;
-        dot_rows(j, c * j->chunk, o_hi < j->w->k_out ? o_hi : j->w->k_out);
+        if (o_hi > j->w->k_out) o_hi = j->w->k_out;
+        if (j->gemm)
+            gemm_rows(j, c * j->chunk, o_hi, j->panels + (size_t)ith * j->panel_size);
+        else
+            dot_rows(j, c * j->chunk, o_hi);
     }
 }
 
@@ -113,9 +138,24 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     const el_kernels *k = el_kernels_get();
     matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type], .x = x,
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
+    /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
+    void *gemm_mem = NULL;
+    if (k->gemm[w->type] && vt != EL_TYPE_F32 && n_rows >= GEMM_MIN_ROWS &&
+        w->k_in <= GEMM_MAX_K) {
+        size_t aux_bytes = (size_t)n_rows * el_gemm_groups(w) * sizeof(el_gemm_aux);
+        aux_bytes = (aux_bytes + 63) / 64 * 64;
+        j.panel_size = el_gemm_panel_size(w);
+        gemm_mem = aligned_alloc(64, aux_bytes + (size_t)nth * j.panel_size);
+        if (gemm_mem) {
+            j.gemm = k->gemm[w->type];
+            j.aux = gemm_mem;
+            j.panels = (char *)gemm_mem + aux_bytes;
+        }
+    }
+    int64_t unit = j.gemm ? EL_GEMM_PANEL : TILE_OUT;
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
-    if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
+    j.chunk = (per_chunk + unit - 1) / unit * unit;
+    if (j.chunk < unit) j.chunk = unit;
     atomic_init(&j.next_chunk, nth);
     if (vt == EL_TYPE_F32) {
         j.act = (const char *)x;
@@ -132,4 +172,5 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
             run(tp, quantize_task, &j);
     }
     run(tp, dot_task, &j);
+    free(gemm_mem);
 }

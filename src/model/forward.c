@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/dispatch.h"
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -46,15 +47,16 @@ el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_
     f->up = malloc(nb * hp->n_ff * sizeof(float));
     f->rope_cos = malloc(nb * (hp->n_rot / 2 + 1) * sizeof(float));
     f->rope_sin = malloc(nb * (hp->n_rot / 2 + 1) * sizeof(float));
-    f->scores = malloc(nth * n_ctx * sizeof(float));
+    f->scores = malloc(nth * (size_t)(hp->n_head / hp->n_head_kv) * n_ctx * sizeof(float));
+    f->kv_rows = malloc(nth * 2 * n_ctx * sizeof *f->kv_rows);
     f->vis = malloc(nb * n_ctx * sizeof(int32_t));
     f->n_vis = malloc(nb * sizeof(int32_t));
     f->cell_row = malloc(n_ctx * sizeof(int32_t));
     f->anc = malloc(nb * nb);
     f->mm_scratch = malloc(mm ? mm : 1);
     if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->att_out || !f->proj || !f->gate ||
-        !f->up || !f->rope_cos || !f->rope_sin || !f->scores || !f->vis || !f->n_vis ||
-        !f->cell_row || !f->anc || !f->mm_scratch) {
+        !f->up || !f->rope_cos || !f->rope_sin || !f->scores || !f->kv_rows || !f->vis ||
+        !f->n_vis || !f->cell_row || !f->anc || !f->mm_scratch) {
         el_forward_free(f);
         return el_error(EL_ERR_NOMEM, "context: out of memory for the scratch of %d rows",
                         n_batch);
@@ -69,6 +71,7 @@ void el_forward_free(el_forward *f) {
                      f->rope_cos, f->rope_sin, f->scores, f->logits};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
+    free(f->kv_rows);
     free(f->vis);
     free(f->n_vis);
     free(f->cell_row);
@@ -226,45 +229,31 @@ typedef struct attention_job {
     int il;
 } attention_job;
 
-/* One (row, head) per unit, split round-robin across the pool. */
+/* One (row, kv head) per unit, split round-robin across the pool: the dispatched attention
+ * kernel (kernels/attend.h) over the cells the row sees, for the query heads sharing the kv
+ * head. */
 static void attention_task(void *arg, int ith, int nth) {
     const attention_job *job = arg;
     el_forward *f = job->f;
     const el_hparams *hp = &f->model->hp;
     const el_kv_cache *kv = f->kv;
+    el_attend_fn attend = el_kernels_get()->attend;
     int hd_k = hp->head_dim_k, hd_v = hp->head_dim_v;
     int group = hp->n_head / hp->n_head_kv;
-    float *s = f->scores + (size_t)ith * kv->n_ctx;
-    int32_t units = job->rows->n * hp->n_head;
+    size_t n_ctx = (size_t)kv->n_ctx;
+    float *scores = f->scores + (size_t)ith * group * n_ctx;
+    const float **keys = f->kv_rows + (size_t)ith * 2 * n_ctx, **values = keys + n_ctx;
+    int32_t units = job->rows->n * hp->n_head_kv;
     for (int32_t u = ith; u < units; u += nth) {
-        int32_t r = u / hp->n_head, h = u % hp->n_head, kvh = h / group;
-        const float *q = f->q + ((size_t)r * hp->n_head + h) * hd_k;
-        const int32_t *vis = f->vis + (size_t)r * kv->n_ctx;
+        int32_t r = u / hp->n_head_kv, kvh = u % hp->n_head_kv, h0 = kvh * group;
+        const int32_t *vis = f->vis + (size_t)r * n_ctx;
         int32_t nv = f->n_vis[r];
-        float max = -INFINITY;
         for (int32_t j = 0; j < nv; j++) {
-            const float *k = el_kv_cell_k(kv, job->il, vis[j]) + (size_t)kvh * hd_k;
-            float dot = 0.0f;
-            for (int i = 0; i < hd_k; i++)
-                dot += q[i] * k[i];
-            s[j] = dot / sqrtf((float)hd_k);
-            if (s[j] > max)
-                max = s[j];
+            keys[j] = el_kv_cell_k(kv, job->il, vis[j]) + (size_t)kvh * hd_k;
+            values[j] = el_kv_cell_v(kv, job->il, vis[j]) + (size_t)kvh * hd_v;
         }
-        float sum = 0.0f;
-        for (int32_t j = 0; j < nv; j++) {
-            s[j] = expf(s[j] - max);
-            sum += s[j];
-        }
-        for (int32_t j = 0; j < nv; j++)
-            s[j] /= sum;
-        float *out = f->att_out + ((size_t)r * hp->n_head + h) * hd_v;
-        memset(out, 0, (size_t)hd_v * sizeof *out);
-        for (int32_t j = 0; j < nv; j++) {
-            const float *v = el_kv_cell_v(kv, job->il, vis[j]) + (size_t)kvh * hd_v;
-            for (int i = 0; i < hd_v; i++)
-                out[i] += s[j] * v[i];
-        }
+        attend(group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k, keys, values,
+               scores, n_ctx, f->att_out + ((size_t)r * hp->n_head + h0) * hd_v);
     }
 }
 

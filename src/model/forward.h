@@ -51,7 +51,9 @@ typedef struct el_forward {
     float *up;       /* [n_ff] */
     float *rope_cos; /* [n_batch][n_rot/2] */
     float *rope_sin;
-    float *scores;   /* [n_threads][n_ctx] attention weights of one (row, head) */
+    float *scores;   /* [n_threads][n_head / n_head_kv][n_ctx] attention weights of one
+                      * (row, kv head) */
+    const float **kv_rows; /* [n_threads][2][n_ctx] its cells' keys, then values */
     int32_t *vis;    /* [n_batch][n_ctx] cells each row attends to */
     int32_t *n_vis;  /* [n_batch] */
     int32_t *cell_row; /* [n_ctx] row of this batch in each cell, or -1 */

@@ -1,0 +1,178 @@
+/* attend_avx512.c - the attention kernel of attend.h with AVX-512: dot products and weighted
+ * sums of values 16 floats at a time, the heads of a group sharing each load of a key or value.
+ * The exponentials are vectorized too (exp_nonpositive) and the weights normalized on the
+ * output, so results agree with the reference to a few float roundings. Head sizes that are not
+ * multiples of 16 (and groups of more than 64 heads) go to the reference.
+ * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__)
+
+#include <immintrin.h>
+#include <math.h>
+
+enum {
+    HEADS_AT_ONCE = 4,        /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
+    COLUMNS_AT_ONCE = 4,
+    MAX_GROUP = 64, /* query heads per kv head this kernel takes */
+};
+
+/* exp(x) for x <= 0 to about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
+ * polynomial of degree 6 (remainder < 2e-7 relative), times 2^n by scalef. Below -87 the
+ * result is 0 or a denormal; softmax weights that small do not count. */
+static inline __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x); /* ln2, high bits */
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);      /* and the rest */
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* s = exp(s - max s) in place; returns 1 / sum s (the weights are normalized afterwards, on
+ * the output). */
+static float softmax_unnormalized(float *s, int32_t nv) {
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int32_t j = 0; j < nv; j += 16) {
+        __mmask16 m = nv - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nv - j)) - 1);
+        vmax = _mm512_mask_max_ps(vmax, m, vmax, _mm512_maskz_loadu_ps(m, s + j));
+    }
+    __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax)), sum = _mm512_setzero_ps();
+    for (int32_t j = 0; j < nv; j += 16) {
+        __mmask16 m = nv - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nv - j)) - 1);
+        __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), max));
+        _mm512_mask_storeu_ps(s + j, m, e);
+        sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return 1.0f / _mm512_reduce_add_ps(sum);
+}
+
+/* out_g = norm_g sum_j p_g[j] v_j for n heads and nc 16-float columns from column c0 (both
+ * constants after inlining, so the n x nc accumulators live in registers); p_g at p + g * ld. */
+static inline __attribute__((always_inline)) void weigh(const int n, const int nc, int c0,
+                                                        int hd_v, int32_t nv, const float *p,
+                                                        size_t ld, const float *norm,
+                                                        const float *const *v, float *out) {
+    __m512 acc[HEADS_AT_ONCE][COLUMNS_AT_ONCE];
+    #pragma GCC unroll 4
+    for (int g = 0; g < n; g++)
+        #pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) acc[g][c] = _mm512_setzero_ps();
+    for (int32_t j = 0; j < nv; j++) {
+        __m512 vj[COLUMNS_AT_ONCE];
+        #pragma GCC unroll 4
+        for (int c = 0; c < nc; c++) vj[c] = _mm512_loadu_ps(v[j] + c0 + 16 * c);
+        #pragma GCC unroll 4
+        for (int g = 0; g < n; g++) {
+            __m512 pg = _mm512_set1_ps(p[g * ld + j]);
+            #pragma GCC unroll 4
+            for (int c = 0; c < nc; c++) acc[g][c] = _mm512_fmadd_ps(pg, vj[c], acc[g][c]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int g = 0; g < n; g++)
+        #pragma GCC unroll 4
+        for (int c = 0; c < nc; c++)
+            _mm512_storeu_ps(out + (size_t)g * hd_v + c0 + 16 * c,
+                             _mm512_mul_ps(acc[g][c], _mm512_set1_ps(norm[g])));
+}
+
+/* weigh for heads [g, g + n) over all columns: 64 at a time, then 16 at a time. */
+static inline __attribute__((always_inline)) void weigh_heads(const int n, int hd_v, int32_t nv,
+                                                              const float *p, size_t ld,
+                                                              const float *norm,
+                                                              const float *const *v, float *out) {
+    int c0 = 0;
+    for (; c0 + 16 * COLUMNS_AT_ONCE <= hd_v; c0 += 16 * COLUMNS_AT_ONCE)
+        weigh(n, COLUMNS_AT_ONCE, c0, hd_v, nv, p, ld, norm, v, out);
+    for (; c0 < hd_v; c0 += 16) weigh(n, 1, c0, hd_v, nv, p, ld, norm, v, out);
+}
+
+/* The partial dot products of 4 heads, summed: [sum a0, sum a1, sum a2, sum a3]. */
+static inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+    __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(a0, a1), _mm512_unpackhi_ps(a0, a1));
+    __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
+    /* per 128-bit lane: [a0 a1 a0 a1] and [a2 a3 a2 a3] pairs -> [a0 a1 a2 a3] */
+    __m512 t = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+    __m256 u = _mm256_add_ps(_mm512_castps512_ps256(t),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+/* q_g . k / sqrt(hd_k) into scores[g * ld] for the group's heads, 4 at a time. */
+static void dot_heads(int group, int hd_k, const float *q, const float *k, float inv_scale,
+                      float *scores, size_t ld) {
+    int g = 0;
+    for (; g + 4 <= group; g += 4) {
+        const float *qg = q + (size_t)g * hd_k;
+        __m512 acc[4];
+        #pragma GCC unroll 4
+        for (int h = 0; h < 4; h++) acc[h] = _mm512_setzero_ps();
+        for (int c = 0; c < hd_k; c += 16) {
+            __m512 kc = _mm512_loadu_ps(k + c);
+            #pragma GCC unroll 4
+            for (int h = 0; h < 4; h++)
+                acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(qg + (size_t)h * hd_k + c), kc, acc[h]);
+        }
+        float d[4];
+        _mm_storeu_ps(d, _mm_mul_ps(reduce4(acc[0], acc[1], acc[2], acc[3]),
+                                    _mm_set1_ps(inv_scale)));
+        for (int h = 0; h < 4; h++) scores[(size_t)(g + h) * ld] = d[h];
+    }
+    for (; g < group; g++) {
+        const float *qg = q + (size_t)g * hd_k;
+        __m512 acc = _mm512_setzero_ps();
+        for (int c = 0; c < hd_k; c += 16)
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + c), _mm512_loadu_ps(k + c), acc);
+        scores[(size_t)g * ld] = _mm512_reduce_add_ps(acc) * inv_scale;
+    }
+}
+
+static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                   const float *const *k, const float *const *v, float *scores, size_t ld_scores,
+                   float *out) {
+    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > MAX_GROUP) {
+        el_attend_ref(group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+        return;
+    }
+    const float inv_scale = 1.0f / sqrtf((float)hd_k);
+    float norm[MAX_GROUP];
+    for (int32_t j = 0; j < nv; j++)
+        dot_heads(group, hd_k, q, k[j], inv_scale, scores + j, ld_scores);
+    for (int g = 0; g < group; g++)
+        norm[g] = softmax_unnormalized(scores + (size_t)g * ld_scores, nv);
+    for (int g = 0; g < group; g += HEADS_AT_ONCE) {
+        const float *p = scores + (size_t)g * ld_scores;
+        float *o = out + (size_t)g * hd_v;
+        switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
+        case 1: weigh_heads(1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 2: weigh_heads(2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 3: weigh_heads(3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        default: weigh_heads(4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        }
+    }
+}
+
+bool el_attend_avx512(el_kernels *k) {
+    k->attend = attend;
+    return true;
+}
+
+#else
+
+/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
+bool el_attend_avx512(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif

@@ -1,0 +1,62 @@
+/* gemm.c - the portable side of the packed products (gemm.h): scale groups, panel sizes and the
+ * per-group activation sums. The kernels themselves are per ISA (gemm_avx512.c). */
+#include "kernels/gemm.h"
+
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/edge.h"
+
+int64_t el_gemm_group_size(const el_weight *w) {
+    switch (w->type) {
+    case EL_TYPE_Q4_0:
+    case EL_TYPE_Q8_0:
+    case EL_TYPE_W4G32: return 32;
+    case EL_TYPE_W4G64: return 64;
+    case EL_TYPE_W4G128: return 128;
+    case EL_TYPE_W4:
+    case EL_TYPE_W8: return w->k_in;
+    default: return 0;
+    }
+}
+
+int64_t el_gemm_groups(const el_weight *w) {
+    int64_t g = el_gemm_group_size(w);
+    return g > 0 ? w->k_in / g : 0;
+}
+
+size_t el_gemm_panel_size(const el_weight *w) {
+    size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
+                   (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float);
+    return (bytes + 63) / 64 * 64;
+}
+
+/* The offset taken off each unsigned weight quant: 8 for int4, 128 for int8. */
+static int32_t weight_offset(el_type t) {
+    return t == EL_TYPE_Q8_0 || t == EL_TYPE_W8 ? 128 : 8;
+}
+
+static int32_t sum_i8(const int8_t *q, int64_t n) {
+    int32_t s = 0;
+    for (int64_t i = 0; i < n; i++) s += q[i];
+    return s;
+}
+
+void el_gemm_aux_row(const el_weight *w, const void *act_row, el_gemm_aux *aux) {
+    int32_t off = weight_offset(w->type);
+    if (w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0) { /* q8_0 activation blocks */
+        const el_block_q8_0 *b = act_row;
+        for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++)
+            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum_i8(b[i].qs, EL_QK8_0)};
+        return;
+    }
+    el_a8_header h; /* a8 rows: one scale; the row sum is in the header */
+    memcpy(&h, act_row, sizeof h);
+    const int8_t *q = (const int8_t *)act_row + sizeof h;
+    int64_t g = el_gemm_group_size(w), n = el_gemm_groups(w);
+    if (n == 1) {
+        aux[0] = (el_gemm_aux){h.d, -off * h.sum};
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) aux[i] = (el_gemm_aux){h.d, -off * sum_i8(q + i * g, g)};
+}

@@ -1,0 +1,54 @@
+/* gemm.h - packed multi-row products (prompt processing, small batches of concurrent rows).
+ *
+ * el_matmul dots every output with one activation row at a time (vec_dot) or 4 at a time
+ * (tiles). A gemm kernel instead works on panels of EL_GEMM_PANEL consecutive weight rows: it
+ * unpacks a panel once into unsigned bytes interleaved as [k/4][16 rows][4 bytes] in a per-thread
+ * buffer, so one byte dot instruction (x86 vpdpbusd with the activation's 4 bytes broadcast)
+ * accumulates all 16 outputs of an activation row at once, with no shuffles and no horizontal
+ * sums, and then runs every activation row over the panel while it sits in cache.
+ *
+ * Unsigned weights: int4 quants as their nibble u = q + 8, int8 quants as u = q + 128. Then
+ * sum q a = sum u a - off * sum a, with off 8 or 128: the offset term is one integer per
+ * activation row and weight scale group, computed when the activations are quantized
+ * (el_gemm_aux), and it starts the integer accumulator of that group.
+ *
+ * A weight type's scale group is the span of elements sharing a scale: a block of 32 for
+ * q4_0 / q8_0 (times the activation block's scale), a group for w4g*, the whole kept row for
+ * w4 / w8 (with the a8 row scale). Each group's integer sum is exact; it is scaled and
+ * accumulated in float, in group order, so every output's value depends only on its weight row
+ * and its activation row, never on the panel, tile or thread it was computed in. */
+#ifndef EL_KERNELS_GEMM_H
+#define EL_KERNELS_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/matmul.h"
+
+enum { EL_GEMM_PANEL = 16 };
+
+/* Per activation row and weight scale group: the activation's scale for the group and
+ * -off * (sum of its int8 quants over the group). */
+typedef struct el_gemm_aux {
+    float d;
+    int32_t comp;
+} el_gemm_aux;
+
+/* y[r * ldy + o] = dot(weight row o, activation row r) for o in [o0, o0 + n_out), n_out <=
+ * EL_GEMM_PANEL, and r < n_rows. Activation row r (of w->k_in elements, the weight's
+ * vec_dot_type) is at act + r * act_stride, its groups' aux at aux + r * el_gemm_groups(w).
+ * panel is el_gemm_panel_size(w) bytes, 64-byte aligned, private to the calling thread. */
+typedef void (*el_gemm_fn)(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                           size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                           int64_t ldy, void *panel);
+
+/* Elements per scale group of w's type over its kept row; 0 for types no gemm kernel covers. */
+int64_t el_gemm_group_size(const el_weight *w);
+/* Scale groups per kept row (k_in / el_gemm_group_size). */
+int64_t el_gemm_groups(const el_weight *w);
+/* Bytes of one thread's panel buffer for w (a multiple of 64). */
+size_t el_gemm_panel_size(const el_weight *w);
+/* The aux of one activation row (quantized, of w->k_in elements) for the groups of w. */
+void el_gemm_aux_row(const el_weight *w, const void *act_row, el_gemm_aux *aux);
+
+#endif

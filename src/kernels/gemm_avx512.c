@@ -1,0 +1,284 @@
+/* gemm_avx512.c - the packed products of gemm.h with AVX-512 VNNI: one vpdpbusd accumulates the
+ * 16 outputs of a panel for one activation row and 4 elements, taking the activation's 4 bytes
+ * by embedded broadcast; a tile of up to TILE_ROWS activation rows shares each load of the
+ * packed weights. Covers q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against
+ * a8 activations).
+ * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__)
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/edge.h"
+#include "kernels/gemm.h"
+
+enum {
+    TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
+    CHUNK = 32,         /* elements per packed chunk: 8 registers of [16 rows][4 bytes] */
+    PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
+};
+
+/* Where a weight type keeps its quants and scales, per row: quants of chunk c (32 elements, 16
+ * bytes if int4, 32 if int8) at row + quant_offset(c); the scale of group g an fp16 at
+ * row + g * group_bytes, or for per-row types a float at the start of the row. */
+typedef struct layout {
+    size_t header;      /* bytes before the first group (the per-row float scale) */
+    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
+    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
+    int64_t chunks_per_group;
+    bool int8;
+} layout;
+
+static layout layout_of(const el_weight *w) {
+    int64_t g = el_gemm_group_size(w);
+    switch (w->type) {
+    case EL_TYPE_Q4_0: return (layout){0, 18, 2, 1, false};
+    case EL_TYPE_Q8_0: return (layout){0, 34, 2, 1, true};
+    case EL_TYPE_W4: return (layout){4, 0, 0, w->k_in / CHUNK, false};
+    case EL_TYPE_W8: return (layout){4, 0, 0, w->k_in / CHUNK, true};
+    default: return (layout){0, 2 + (size_t)g / 2, 2, g / CHUNK, false}; /* w4g */
+    }
+}
+
+static size_t quant_offset(const layout *l, int64_t c) {
+    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
+           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
+}
+
+/* The 16 bytes at off of rows p[4j .. 4j+3], one row per 128-bit lane. */
+static inline __m512i load_rows4(const char *const *p, size_t off) {
+    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p[0] + off)));
+    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[1] + off)), 1);
+    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[2] + off)), 2);
+    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[3] + off)), 3);
+}
+
+/* 16 rows x 4 dwords (the 16 bytes at off of each row) into out[c] = dword c of rows 0..15.
+ * After the in-lane transposes, dword c of row 4p + l sits at position 4l + p of out[c]; one
+ * permute puts it at position 4p + l. */
+static inline void transpose16x4(const char *const *rows, size_t off, __m512i out[4]) {
+    __m512i x0 = load_rows4(rows, off), x1 = load_rows4(rows + 4, off);
+    __m512i x2 = load_rows4(rows + 8, off), x3 = load_rows4(rows + 12, off);
+    __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
+    __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    out[0] = _mm512_permutexvar_epi32(order, _mm512_unpacklo_epi64(t0, t2));
+    out[1] = _mm512_permutexvar_epi32(order, _mm512_unpackhi_epi64(t0, t2));
+    out[2] = _mm512_permutexvar_epi32(order, _mm512_unpacklo_epi64(t1, t3));
+    out[3] = _mm512_permutexvar_epi32(order, _mm512_unpackhi_epi64(t1, t3));
+}
+
+/* Chunk c of the 16 rows as 8 registers of unsigned bytes: register j holds elements 4j..4j+3
+ * of every row. int4: elements 0-15 are the low nibbles, 16-31 the high ones. int8: + 128. */
+static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m512i *dst) {
+    size_t off = quant_offset(l, c);
+    for (int o = 0; o < EL_GEMM_PANEL; o++) _mm_prefetch(rows[o] + off + PREFETCH, _MM_HINT_T0);
+    __m512i t[4];
+    transpose16x4(rows, off, t);
+    if (l->int8) {
+        const __m512i bias = _mm512_set1_epi8((char)0x80);
+        for (int j = 0; j < 4; j++) _mm512_store_si512(dst + j, _mm512_xor_si512(t[j], bias));
+        transpose16x4(rows, off + 16, t);
+        for (int j = 0; j < 4; j++) _mm512_store_si512(dst + 4 + j, _mm512_xor_si512(t[j], bias));
+    } else {
+        const __m512i low4 = _mm512_set1_epi8(0x0F);
+        for (int j = 0; j < 4; j++) {
+            _mm512_store_si512(dst + j, _mm512_and_si512(t[j], low4));
+            _mm512_store_si512(dst + 4 + j, _mm512_and_si512(_mm512_srli_epi16(t[j], 4), low4));
+        }
+    }
+}
+
+/* The panel: quants [k_in / 4][16][4] bytes, then the scales [groups][16] as floats. Rows past
+ * n_out repeat the last one (their outputs are not stored). */
+static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *panel) {
+    layout l = layout_of(w);
+    const char *rows[EL_GEMM_PANEL];
+    for (int o = 0; o < EL_GEMM_PANEL; o++)
+        rows[o] = (const char *)w->data + (o0 + (o < n_out ? o : n_out - 1)) * w->row_bytes;
+    __m512i *q = panel;
+    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
+    float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
+    /* the scales by gathers (16 narrow loads into one register would stall on forwarding):
+     * byte offsets of the panel's rows from the first */
+    int32_t offs[EL_GEMM_PANEL];
+    for (int o = 0; o < EL_GEMM_PANEL; o++) offs[o] = (int32_t)(rows[o] - rows[0]);
+    const __m512i vo = _mm512_loadu_si512(offs);
+    if (l.group_bytes == 0) {
+        _mm512_store_ps(scales, _mm512_i32gather_ps(vo, rows[0], 1));
+        return;
+    }
+    for (int64_t g = 0; g < el_gemm_groups(w); g++) {
+        __m512i h = _mm512_i32gather_epi32(vo, rows[0] + (size_t)g * l.group_bytes, 1);
+        _mm512_store_ps(scales + g * EL_GEMM_PANEL, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h)));
+    }
+}
+
+typedef struct tile_args {
+    const __m512i *q;      /* packed quants */
+    const float *scales;   /* [groups][16] */
+    int64_t groups, dwords; /* scale groups, and 4-byte steps per group */
+    const char *act;       /* first activation quant of row 0 */
+    size_t act_stride, act_group; /* bytes between rows, and between groups within a row */
+    const el_gemm_aux *aux;
+    float *y;
+    int64_t ldy;
+    __mmask16 store;       /* outputs of the panel that exist */
+} tile_args;
+
+static inline __m512i broadcast_i32(const char *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm512_set1_epi32(v);
+}
+
+/* One scale group for 8 activation rows: acc[r] += dpbusd(q[s], 4 bytes of a[r] at 4s) for
+ * s < dwords (a multiple of 8), the activation bytes taken by embedded broadcast. In assembly:
+ * with the intrinsics, gcc copies every accumulator to another register and back at each step. */
+static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[8],
+                          int64_t dwords) {
+    __m512i w;
+    int64_t off = 0;
+    __asm__("1:\n\t"
+            "vmovdqa64 (%[q]), %[w]\n\t"
+            "vpdpbusd (%[a0],%[off])%{1to16%}, %[w], %[c0]\n\t"
+            "vpdpbusd (%[a1],%[off])%{1to16%}, %[w], %[c1]\n\t"
+            "vpdpbusd (%[a2],%[off])%{1to16%}, %[w], %[c2]\n\t"
+            "vpdpbusd (%[a3],%[off])%{1to16%}, %[w], %[c3]\n\t"
+            "vpdpbusd (%[a4],%[off])%{1to16%}, %[w], %[c4]\n\t"
+            "vpdpbusd (%[a5],%[off])%{1to16%}, %[w], %[c5]\n\t"
+            "vpdpbusd (%[a6],%[off])%{1to16%}, %[w], %[c6]\n\t"
+            "vpdpbusd (%[a7],%[off])%{1to16%}, %[w], %[c7]\n\t"
+            "vmovdqa64 64(%[q]), %[w]\n\t"
+            "vpdpbusd 4(%[a0],%[off])%{1to16%}, %[w], %[c0]\n\t"
+            "vpdpbusd 4(%[a1],%[off])%{1to16%}, %[w], %[c1]\n\t"
+            "vpdpbusd 4(%[a2],%[off])%{1to16%}, %[w], %[c2]\n\t"
+            "vpdpbusd 4(%[a3],%[off])%{1to16%}, %[w], %[c3]\n\t"
+            "vpdpbusd 4(%[a4],%[off])%{1to16%}, %[w], %[c4]\n\t"
+            "vpdpbusd 4(%[a5],%[off])%{1to16%}, %[w], %[c5]\n\t"
+            "vpdpbusd 4(%[a6],%[off])%{1to16%}, %[w], %[c6]\n\t"
+            "vpdpbusd 4(%[a7],%[off])%{1to16%}, %[w], %[c7]\n\t"
+            "add $128, %[q]\n\t"
+            "add $8, %[off]\n\t"
+            "cmp %[end], %[off]\n\t"
+            "jb 1b"
+            : [c0] "+v"(acc[0]), [c1] "+v"(acc[1]), [c2] "+v"(acc[2]), [c3] "+v"(acc[3]),
+              [c4] "+v"(acc[4]), [c5] "+v"(acc[5]), [c6] "+v"(acc[6]), [c7] "+v"(acc[7]),
+              [w] "=&v"(w), [q] "+r"(q), [off] "+r"(off)
+            : [a0] "r"(a[0]), [a1] "r"(a[1]), [a2] "r"(a[2]), [a3] "r"(a[3]), [a4] "r"(a[4]),
+              [a5] "r"(a[5]), [a6] "r"(a[6]), [a7] "r"(a[7]), [end] "r"(4 * dwords)
+            : "cc", "memory");
+}
+
+/* n activation rows (a constant after inlining) from row r0: per group, the integer sums start
+ * at the aux offset term and take one vpdpbusd per 4 elements and row; then they are scaled by
+ * (weight scales x activation scale) into float sums. */
+static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
+                                                       const int n) {
+    __m512 f[TILE_ROWS];
+    const char *a[TILE_ROWS];
+    const el_gemm_aux *ax[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        f[r] = _mm512_setzero_ps();
+        a[r] = t->act + (size_t)(r0 + r) * t->act_stride;
+        ax[r] = t->aux + (r0 + r) * t->groups;
+    }
+    const __m512i *q = t->q;
+    for (int64_t g = 0; g < t->groups; g++, q += t->dwords) {
+        __m512i acc[TILE_ROWS];
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) acc[r] = _mm512_set1_epi32(ax[r][g].comp);
+        if (n == TILE_ROWS) {
+            group8(acc, q, a, t->dwords);
+        } else {
+            for (int64_t s = 0; s < t->dwords; s++) {
+                __m512i wq = _mm512_load_si512(q + s);
+                #pragma GCC unroll 8
+                for (int r = 0; r < n; r++)
+                    acc[r] = _mm512_dpbusd_epi32(acc[r], wq, broadcast_i32(a[r] + 4 * s));
+            }
+        }
+        __m512 dw = _mm512_load_ps(t->scales + g * EL_GEMM_PANEL);
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
+            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
+            a[r] += t->act_group;
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) _mm512_mask_storeu_ps(t->y + (r0 + r) * t->ldy, t->store, f[r]);
+}
+
+static void tile1(const tile_args *t, int64_t r0) { tile(t, r0, 1); }
+static void tile2(const tile_args *t, int64_t r0) { tile(t, r0, 2); }
+static void tile3(const tile_args *t, int64_t r0) { tile(t, r0, 3); }
+static void tile4(const tile_args *t, int64_t r0) { tile(t, r0, 4); }
+static void tile5(const tile_args *t, int64_t r0) { tile(t, r0, 5); }
+static void tile6(const tile_args *t, int64_t r0) { tile(t, r0, 6); }
+static void tile7(const tile_args *t, int64_t r0) { tile(t, r0, 7); }
+static void tile8(const tile_args *t, int64_t r0) { tile(t, r0, 8); }
+static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
+    NULL, tile1, tile2, tile3, tile4, tile5, tile6, tile7, tile8};
+
+static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                 void *panel) {
+    pack_panel(w, o0, n_out, panel);
+    int64_t group = el_gemm_group_size(w);
+    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
+    tile_args t = {
+        .q = panel,
+        .scales = (const float *)((const char *)panel + (size_t)w->k_in * EL_GEMM_PANEL),
+        .groups = el_gemm_groups(w),
+        .dwords = group / 4,
+        /* q8_0 blocks: fp16 d, then 32 quants; a8 rows: the header, then the quants */
+        .act = act + (q8_act ? sizeof(uint16_t) : sizeof(el_a8_header)),
+        .act_stride = act_stride,
+        .act_group = q8_act ? sizeof(el_block_q8_0) : (size_t)group,
+        .aux = aux,
+        .y = y + o0,
+        .ldy = ldy,
+        .store = (__mmask16)((1u << n_out) - 1),
+    };
+    int64_t r = 0;
+    for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
+    if (r < n_rows) tiles[n_rows - r](&t, r);
+}
+
+/* cpuid leaf 7 ebx: AVX512F (bit 16), AVX512BW (30), AVX512VL (31); ecx: AVX512_VNNI (11).
+ * The OS must save the opmask and ZMM state: xgetbv(0) bits 1, 2 and 5-7. */
+static bool cpu_has_avx512_vnni(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (1u << 27)) == 0) return false; /* OSXSAVE */
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0xE6) != 0xE6) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    const unsigned need_b = (1u << 16) | (1u << 30) | (1u << 31);
+    return (b & need_b) == need_b && (c & (1u << 11)) != 0;
+}
+
+bool el_gemm_avx512(el_kernels *k) {
+    if (!cpu_has_avx512_vnni()) return false;
+    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
+    return true;
+}
+
+#else
+
+/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
+bool el_gemm_avx512(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif

@@ -1,0 +1,193 @@
+/* test_kernels_gemm.c - the multi-row path of el_matmul (the packed gemm kernels where the CPU
+ * has them) against the reference: activations quantized by the reference quantizer and dotted
+ * by the reference vec_dot of the type, on awkward shapes (partial panels, 1..70 rows, pruned
+ * views whose bytes outside the view are NaN), with 1, 2 and 3 threads giving identical bits;
+ * and the dispatched attention kernel against el_attend_ref. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/threadpool.h"
+#include "kernels/attend.h"
+#include "kernels/dispatch.h"
+#include "kernels/matmul.h"
+#include "testutil.h"
+
+static float rand_normal(test_rng *r) {
+    float s = 0.0f;
+    for (int i = 0; i < 4; i++) s += test_rand_uniform(r, -1.0f, 1.0f);
+    return s * 0.866f;
+}
+
+typedef struct shape {
+    el_type type;
+    int64_t n_in, n_out, k_in, k_out, n_rows;
+} shape;
+
+/* The exact value of the reference's product of quantized operands, and its scale (sum of the
+ * magnitudes of the terms), from the dequantized weight row and activation row. */
+static void exact_dot(const float *w, const float *a, int64_t n, double *dot, double *mag) {
+    *dot = 0.0, *mag = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        *dot += (double)w[i] * a[i];
+        *mag += fabs((double)w[i] * a[i]);
+    }
+}
+
+static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r) {
+    const el_type_traits *t = el_type_get(s->type), *vt = el_type_get(t->vec_dot_type);
+    size_t row_bytes = el_row_size(s->type, s->n_in), kept = el_row_size(s->type, s->k_in);
+    size_t act_bytes = el_row_size(t->vec_dot_type, s->k_in);
+    int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
+    char *wq = malloc(row_bytes * (size_t)s->n_out);
+    float *wrow = malloc((size_t)s->n_in * sizeof(float));
+    float *wd = malloc((size_t)(s->k_out * s->k_in) * sizeof(float));
+    float *ad = malloc((size_t)s->k_in * sizeof(float));
+    char *aq = malloc(act_bytes);
+    float *x = malloc((size_t)(s->n_rows * ldx) * sizeof(float));
+    float *y = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
+    float *y0 = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
+    el_weight w = el_weight_view(s->type, wq, s->n_in, s->n_out);
+    w.k_in = s->k_in;
+    w.k_out = s->k_out;
+    void *scratch = malloc(el_matmul_scratch_size(&w, s->n_rows) + 1);
+    CHECK(wq && wrow && wd && ad && aq && x && y && y0 && scratch);
+    for (int64_t o = 0; o < s->n_out; o++) {
+        for (int64_t i = 0; i < s->n_in; i++) wrow[i] = rand_normal(r) * 0.05f;
+        t->from_float(wrow, wq + o * row_bytes, s->n_in);
+        /* bytes outside the view are all ones (NaN scales): reading them shows */
+        if (o < s->k_out) {
+            memset(wq + o * row_bytes + kept, 0xFF, row_bytes - kept);
+            t->to_float(wq + o * row_bytes, wd + o * s->k_in, s->k_in);
+        } else {
+            memset(wq + o * row_bytes, 0xFF, row_bytes);
+        }
+    }
+    for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
+
+    for (int p = 0; p < n_pools; p++) {
+        float *out = p == 0 ? y0 : y;
+        for (int64_t i = 0; i < s->n_rows * ldy; i++) out[i] = 12345.0f; /* sentinel */
+        el_matmul(pools[p], &w, x, ldx, s->n_rows, out, ldy, scratch);
+        if (p > 0 && memcmp(y, y0, (size_t)(s->n_rows * ldy) * sizeof *y) != 0) {
+            test_note("%s: %d threads disagree with 1", t->name, p + 1);
+            return TEST_FAIL;
+        }
+    }
+    for (int64_t row = 0; row < s->n_rows; row++) {
+        vt->from_float(x + row * ldx, aq, s->k_in); /* the reference quantizer */
+        vt->to_float(aq, ad, s->k_in);
+        for (int64_t o = 0; o < s->k_out; o++) {
+            float ref;
+            t->vec_dot(s->k_in, &ref, wq + o * row_bytes, aq);
+            double want, mag;
+            exact_dot(wd + o * s->k_in, ad, s->k_in, &want, &mag);
+            double got = y0[row * ldy + o], bound = 2e-6 * mag + 1e-30;
+            if (!(fabs(got - want) <= bound) || !(fabs(ref - want) <= bound)) {
+                test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %.9g, "
+                          "reference %.9g, exact %.9g (bound %g)", t->name, (long long)s->n_out,
+                          (long long)s->n_in, (long long)s->k_out, (long long)s->k_in,
+                          (long long)s->n_rows, (long long)row, (long long)o, got, ref, want,
+                          bound);
+                return TEST_FAIL;
+            }
+        }
+        for (int64_t o = s->k_out; o < ldy; o++) CHECK(y0[row * ldy + o] == 12345.0f);
+    }
+    free(wq), free(wrow), free(wd), free(ad), free(aq), free(x), free(y), free(y0), free(scratch);
+    return TEST_PASS;
+}
+
+static int test_gemm_types(void) {
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
+    static const int64_t dims[][4] = {
+        {1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33}, {2, 9, 1, 5}, {5, 48, 5, 47}, {2, 70, 2, 1},
+    };
+    static const int64_t rows[] = {2, 3, 7, 8, 9, 16, 17, 33, 70};
+    test_rng r = {77};
+    el_threadpool *pools[4] = {NULL, NULL, NULL, NULL};
+    for (int p = 1; p < 4; p++) CHECK(el_threadpool_create(p, &pools[p]) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        int64_t unit = el_type_get(types[ti])->block_size;
+        unit = unit < 32 ? 32 : unit;
+        for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+            for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                shape s = {types[ti], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
+                           dims[d][3], rows[ri]};
+                if (check_shape(pools, 4, &s, &r) != TEST_PASS) return TEST_FAIL;
+            }
+        }
+    }
+    if (el_kernels_get()->gemm[EL_TYPE_Q4_0] == NULL)
+        test_note("no gemm kernels on this CPU (%s): checked the tile path", el_kernels_get()->isa);
+    for (int p = 1; p < 4; p++) el_threadpool_free(pools[p]);
+    return TEST_PASS;
+}
+
+/* Long rows: the integer sums of the per-row types span all of k_in (2048 and 8192 here). */
+static int test_gemm_long_rows(void) {
+    static const el_type types[] = {EL_TYPE_W8, EL_TYPE_W4, EL_TYPE_Q4_0};
+    test_rng r = {5};
+    el_threadpool *pools[2] = {NULL, NULL};
+    CHECK(el_threadpool_create(2, &pools[1]) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        shape s = {types[ti], 8192, 20, 8192, 20, 9};
+        if (check_shape(pools, 2, &s, &r) != TEST_PASS) return TEST_FAIL;
+        shape s2 = {types[ti], 8192, 18, 2048, 17, 4};
+        if (check_shape(pools, 2, &s2, &r) != TEST_PASS) return TEST_FAIL;
+    }
+    el_threadpool_free(pools[1]);
+    return TEST_PASS;
+}
+
+/* The attention kernel in use against the reference: random queries, keys and values, groups
+ * of 1 to 5 heads, head sizes the SIMD kernel takes (16, 64, 80) and one it hands back (24). */
+static int test_attend(void) {
+    static const int hds[] = {16, 64, 80, 24};
+    static const int32_t nvs[] = {1, 2, 15, 16, 17, 100, 300};
+    el_attend_fn attend = el_kernels_get()->attend;
+    CHECK(attend != NULL);
+    test_rng r = {9};
+    enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 80 };
+    static float keys[MAX_NV][MAX_HD], values[MAX_NV][MAX_HD], q[MAX_GROUP * MAX_HD];
+    static float scores[MAX_GROUP * MAX_NV], out[MAX_GROUP * MAX_HD], want[MAX_GROUP * MAX_HD];
+    const float *kp[MAX_NV], *vp[MAX_NV];
+    for (int32_t j = 0; j < MAX_NV; j++) {
+        /* cells in a scrambled order, as a cache holds them */
+        kp[j] = keys[(j * 7) % MAX_NV];
+        vp[j] = values[(j * 11) % MAX_NV];
+        for (int i = 0; i < MAX_HD; i++) {
+            keys[j][i] = rand_normal(&r);
+            values[j][i] = rand_normal(&r);
+        }
+    }
+    for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++) {
+        for (int group = 1; group <= MAX_GROUP; group++) {
+            for (size_t n = 0; n < sizeof nvs / sizeof nvs[0]; n++) {
+                int hd = hds[h];
+                for (int i = 0; i < group * hd; i++) q[i] = rand_normal(&r) * 2.0f;
+                el_attend_ref(group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, want);
+                attend(group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, out);
+                for (int i = 0; i < group * hd; i++) {
+                    /* outputs are averages of values of magnitude ~1: relative to that */
+                    if (!(fabsf(out[i] - want[i]) <= 2e-5f)) {
+                        test_note("attend hd %d group %d cells %d: out[%d] = %.8g, want %.8g",
+                                  hd, group, nvs[n], i, out[i], want[i]);
+                        return TEST_FAIL;
+                    }
+                }
+            }
+        }
+    }
+    return TEST_PASS;
+}
+
+int main(void) {
+    test_note("kernels in use: %s", el_kernels_get()->isa);
+    run_test("gemm_types", test_gemm_types);
+    run_test("gemm_long_rows", test_gemm_long_rows);
+    run_test("attend", test_attend);
+    return tests_exit_code();
+}
