@@ -1,5 +1,6 @@
 /* test_ubatch.c - a batch run through the forward in chunks of n_ubatch rows gives the logits
- * of one pass over all its rows, and the context's scratch grows with n_ubatch, not n_batch.
+ * of one pass over all its rows; the context's scratch grows with n_ubatch, not n_batch, and is
+ * all a context adds to the process's memory besides its KV cache and logits.
  *
  * The reference is the same context code with n_ubatch >= the rows of the batch (one chunk: the
  * forward as it was before chunking existed). Chunked and unchunked run the same arithmetic on
@@ -15,6 +16,7 @@
  * Batches: a prompt with every row's logits asked for (more output rows than n_ubatch, so the
  * vocabulary projection is chunked too), then a decode step; a batch whose positions run
  * backwards (a row sees rows of later chunks); two interleaved sequences. */
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +183,66 @@ static int test_scratch_grows_with_ubatch(void) {
     return TEST_PASS;
 }
 
+/* Resident anonymous memory of this process in bytes (Linux), or 0 if unknown. */
+static uint64_t rss_anon_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "RssAnon: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* Everything a context makes resident is its KV cache, its scratch and the logits it was asked
+ * for (plus small arrays): a 200-row prompt through a context of n_batch 256 and n_ubatch 64
+ * adds no more than those and 1 MB to the process's anonymous memory, and at least the KV cells
+ * it wrote (so the measurement sees allocations: glibc is told to map every block of 64 kB or
+ * more afresh rather than reuse freed heap). Not under ASan, whose allocator and shadow memory
+ * are resident too. */
+static int test_context_memory_accounted(void) {
+#ifdef __SANITIZE_ADDRESS__
+    return test_skip("ASan's allocator and shadow memory");
+#endif
+    CHECK(mallopt(M_MMAP_THRESHOLD, 64 << 10) == 1);
+    char path[512];
+    el_model *m = synth("q4_0", path, sizeof path);
+    CHECK(m);
+    uint64_t before = rss_anon_bytes();
+    if (before == 0) {
+        el_model_free(m);
+        remove(path);
+        return test_skip("no /proc/self/status");
+    }
+    el_context *ctx = new_context(m, 256, 64);
+    CHECK(ctx);
+    el_model_info info;
+    CHECK(el_model_get_info(m, &info) == EL_OK);
+    int32_t tok[N_PROMPT], pos[N_PROMPT], seq[N_PROMPT] = {0};
+    int8_t want[N_PROMPT] = {0};
+    for (int32_t i = 0; i < N_PROMPT; i++)
+        tok[i] = i * 37 % info.n_vocab, pos[i] = i;
+    want[N_PROMPT - 1] = want[N_PROMPT / 2] = 1;
+    el_batch b = {.n_rows = N_PROMPT, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
+    CHECK(el_decode(ctx, &b) == EL_OK);
+    uint64_t after = rss_anon_bytes();
+    uint64_t kv = (uint64_t)el_kv_cell_bytes(ctx) * N_CTX;
+    uint64_t logits = 2 * (uint64_t)info.n_vocab * sizeof(float);
+    uint64_t bound = kv + ctx->fwd.scratch_bytes + logits + (1u << 20);
+    test_note("anonymous memory +%llu bytes (KV %llu + scratch %zu + logits %llu)",
+              (unsigned long long)(after - before), (unsigned long long)kv,
+              ctx->fwd.scratch_bytes, (unsigned long long)logits);
+    CHECK(after <= before + bound);
+    CHECK(after >= before + (uint64_t)el_kv_cell_bytes(ctx) * N_PROMPT);
+    el_context_free(ctx);
+    el_model_free(m);
+    remove(path);
+    return TEST_PASS;
+}
+
 static int test_ubatch_params(void) {
     char path[512];
     el_model *m = synth("q8_0", path, sizeof path);
@@ -202,6 +264,7 @@ static int test_ubatch_params(void) {
 }
 
 int main(void) {
+    run_test("context_memory_accounted", test_context_memory_accounted); /* first: a fresh heap */
     run_test("q4_0_chunked_equals_one_pass", test_q4_0_chunked_equals_one_pass);
     run_test("q8_0_chunked_equals_one_pass", test_q8_0_chunked_equals_one_pass);
     run_test("f32_any_chunk_size", test_f32_any_chunk_size);

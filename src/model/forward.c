@@ -1,9 +1,14 @@
 /* forward.c - the llama/qwen2 forward pass over a batch of rows.
  *
- * Per block: RMSNorm -> Q, K, V (one matmul each over all rows, + bias) -> RoPE at each row's
- * position -> K, V into the rows' cells -> attention of each (row, head) over the cells visible to
- * the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then the final
- * norm and the vocabulary projection, only for the rows whose logits are wanted.
+ * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias) -> RoPE at
+ * each row's position -> K, V into the rows' cells -> attention of each (row, head) over the cells
+ * visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then
+ * the final norm and the vocabulary projection, only for the rows whose logits are wanted.
+ *
+ * A pass of more than n_ubatch rows runs in chunks: per block, K and V of every chunk first (so
+ * every row's cell holds this layer's K and V before anyone attends), then the rest chunk by
+ * chunk. Only the residual stream is kept for all rows; the weights are read once per chunk,
+ * as the matmul reads them once per 64 rows anyway.
  *
  * Scalar arithmetic is float32 and in the order of llama2.c's run.c (norm, rope, softmax,
  * SwiGLU), so a float model reproduces its greedy output. */
@@ -17,13 +22,47 @@
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
-/* One block of scratch carved into the buffers of el_forward: sizes in a table, one malloc. */
-typedef struct scratch_part {
-    void **at;
-    size_t bytes;
-} scratch_part;
+/* Consecutive 64-byte aligned pieces of one block; with base NULL it only adds up their sizes. */
+typedef struct carver {
+    char *base;
+    size_t used;
+} carver;
 
-static size_t align64(size_t n) { return (n + 63) / 64 * 64; }
+static void *carve(carver *c, size_t bytes) {
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 63) / 64 * 64;
+    return p;
+}
+
+/* The buffers of f, carved from c (a sizing pass when c->base is NULL); mm: bytes of matmul
+ * scratch. Sizes in one place, so the sizing and the carving cannot disagree. */
+static void carve_scratch(el_forward *f, carver *c, size_t mm) {
+    const el_hparams *hp = &f->model->hp;
+    size_t nb = (size_t)f->n_batch, ub = (size_t)f->n_ubatch, n_ctx = (size_t)f->kv->n_ctx;
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim_k;
+    size_t o_dim = (size_t)hp->n_head * hp->head_dim_v;
+    size_t half = (size_t)hp->n_rot / 2 + 1;
+    const size_t fl = sizeof(float), i32 = sizeof(int32_t);
+    f->x = carve(c, nb * hp->n_embd * fl);
+    f->rope_cos = carve(c, nb * half * fl);
+    f->rope_sin = carve(c, nb * half * fl);
+    f->anc = carve(c, nb * nb);
+    f->cell_row = carve(c, n_ctx * i32);
+    f->xn = carve(c, ub * max_sz((size_t)hp->n_embd, o_dim) * fl);
+    f->q = carve(c, ub * q_dim * fl);
+    f->k = carve(c, ub * (size_t)f->kv->k_dim * fl);
+    f->v = carve(c, ub * (size_t)f->kv->v_dim * fl);
+    f->att_out = carve(c, ub * o_dim * fl);
+    f->proj = carve(c, ub * hp->n_embd * fl);
+    f->gate = carve(c, ub * hp->n_ff * fl);
+    f->up = carve(c, ub * hp->n_ff * fl);
+    f->vis = carve(c, ub * n_ctx * i32);
+    f->n_vis = carve(c, ub * i32);
+    f->scores = carve(c, (size_t)el_threadpool_size(f->tp) * n_ctx * fl);
+    f->mm_scratch = carve(c, mm);
+    f->chunk_groups = carve(c, ub * sizeof *f->chunk_groups);
+    f->chunk_rows = carve(c, ub * i32);
+}
 
 el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,
                           int32_t n_batch, int32_t n_ubatch) {
@@ -34,61 +73,29 @@ el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_
     f->n_batch = n_batch;
     f->n_ubatch = n_ubatch < n_batch ? n_ubatch : n_batch;
     const el_hparams *hp = &m->hp;
-    size_t nb = (size_t)n_batch, ub = (size_t)f->n_ubatch, n_ctx = (size_t)kv->n_ctx;
-    size_t q_dim = (size_t)hp->n_head * hp->head_dim_k;
-    size_t o_dim = (size_t)hp->n_head * hp->head_dim_v;
-    size_t xn_dim = max_sz((size_t)hp->n_embd, o_dim);
-    size_t half = (size_t)hp->n_rot / 2 + 1;
-    size_t nth = (size_t)el_threadpool_size(tp);
-
-    size_t mm = el_matmul_scratch_size(&m->output, (int64_t)ub);
+    size_t mm = el_matmul_scratch_size(&m->output, f->n_ubatch);
     for (int il = 0; il < hp->n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
             mm = max_sz(mm, el_matmul_scratch_size(el_layer_weight(&m->layers[il], w),
-                                                   (int64_t)ub));
-    const size_t fl = sizeof(float), i32 = sizeof(int32_t);
-    scratch_part parts[] = {
-        {(void **)&f->x, nb * hp->n_embd * fl},
-        {(void **)&f->rope_cos, nb * half * fl},
-        {(void **)&f->rope_sin, nb * half * fl},
-        {(void **)&f->anc, nb * nb},
-        {(void **)&f->cell_row, n_ctx * i32},
-        {(void **)&f->xn, ub * xn_dim * fl},
-        {(void **)&f->q, ub * q_dim * fl},
-        {(void **)&f->k, ub * kv->k_dim * fl},
-        {(void **)&f->v, ub * kv->v_dim * fl},
-        {(void **)&f->att_out, ub * o_dim * fl},
-        {(void **)&f->proj, ub * hp->n_embd * fl},
-        {(void **)&f->gate, ub * hp->n_ff * fl},
-        {(void **)&f->up, ub * hp->n_ff * fl},
-        {(void **)&f->vis, ub * n_ctx * i32},
-        {(void **)&f->n_vis, ub * i32},
-        {(void **)&f->scores, nth * n_ctx * fl},
-        {&f->mm_scratch, mm},
-        {(void **)&f->chunk_groups, ub * sizeof *f->chunk_groups},
-        {(void **)&f->chunk_rows, ub * i32},
-    };
-    size_t total = 0;
-    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        total += align64(parts[i].bytes);
-    char *block = aligned_alloc(64, total);
-    if (!block) {
+                                                   f->n_ubatch));
+    carver sizing = {0};
+    carve_scratch(f, &sizing, mm);
+    carver c = {.base = aligned_alloc(64, sizing.used)};
+    if (!c.base) {
         memset(f, 0, sizeof *f);
         return el_error(EL_ERR_NOMEM, "context: out of memory for the scratch of %d rows (%zu "
-                        "bytes)", n_batch, total);
+                        "bytes)", n_batch, sizing.used);
     }
-    for (size_t i = 0, off = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        *parts[i].at = block + off;
-        off += align64(parts[i].bytes);
-    }
-    f->scratch_bytes = total;
-    for (size_t i = 0; i < n_ctx; i++)
+    carve_scratch(f, &c, mm);
+    f->scratch = c.base;
+    f->scratch_bytes = c.used;
+    for (int32_t i = 0; i < kv->n_ctx; i++)
         f->cell_row[i] = -1;
     return EL_OK;
 }
 
 void el_forward_free(el_forward *f) {
-    free(f->x); /* the start of the one block */
+    free(f->scratch);
     free(f->logits);
     el_lora_scratch_free(&f->lora);
     memset(f, 0, sizeof *f);

@@ -61,7 +61,8 @@ typedef struct el_forward {
     const el_lora_rows *lora_rows; /* of the pass being run */
     float *logits;   /* [n_out][n_vocab], grown on demand */
     int32_t logits_rows;
-    size_t scratch_bytes; /* allocated by el_forward_init (without logits and adapter scratch) */
+    void *scratch;        /* the one block every buffer above is carved from */
+    size_t scratch_bytes; /* its size (logits and adapter scratch are apart) */
 } el_forward;
 
 /* n_ubatch (1..n_batch) bounds the rows of a chunk. Each row gets the same arithmetic in whatever
