@@ -11,8 +11,8 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH] [-r REPS]\n"
-    "                      [--json]\n"
+    "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
+    "                      [-r REPS] [--json]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores):\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"

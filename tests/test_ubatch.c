@@ -8,7 +8,7 @@
  *  - for quantized models (stories15M's shape, random weights, q4_0 and q8_0) with n_ubatch 64
  *    and 36: the matmul computes rows in blocks of 64 with 4x4 tiles inside and vec_dot for a
  *    block's last rows when fewer than 4 are left, so chunks cut at multiples of 64 give each
- *    row the same kernel, and so do chunks of 36 rows here (200 rows: every row is in a tile
+ *    row the same kernel, and so do chunks of 36 rows here (136 rows: every row is in a tile
  *    either way);
  *  - for the float32 stories260K (no tile kernel for f32) with any n_ubatch, even 1 and 7.
  * (With n_ubatch 37 a few rows move between the tile kernel and vec_dot, which sum in another
@@ -26,7 +26,7 @@
 #include "runtime/context.h"
 #include "testutil.h"
 
-enum { N_PROMPT = 200, N_CTX = 256 };
+enum { N_PROMPT = 136, N_CTX = 256 };
 
 typedef enum batch_kind { PROMPT_FORWARD, PROMPT_BACKWARD, TWO_SEQUENCES } batch_kind;
 
@@ -150,7 +150,7 @@ static int test_f32_any_chunk_size(void) {
     p.tokenizer_path = tok;
     el_model *m = NULL;
     CHECK(el_model_load(bin_path, &p, &m) == EL_OK);
-    const int32_t ubs[] = {1, 7, 64, 199};
+    const int32_t ubs[] = {1, 7, 64, N_PROMPT - 1};
     int rc = compare_chunked(m, ubs, 4);
     el_model_free(m);
     return rc;
@@ -198,7 +198,7 @@ static uint64_t rss_anon_bytes(void) {
 }
 
 /* Everything a context makes resident is its KV cache, its scratch and the logits it was asked
- * for (plus small arrays): a 200-row prompt through a context of n_batch 256 and n_ubatch 64
+ * for (plus small arrays): a 136-row prompt through a context of n_batch 256 and n_ubatch 64
  * adds no more than those and 1 MB to the process's anonymous memory, and at least the KV cells
  * it wrote (so the measurement sees allocations: glibc is told to map every block of 64 kB or
  * more afresh rather than reuse freed heap). Not under ASan, whose allocator and shadow memory
