@@ -5,14 +5,13 @@
  * The reference is the same context code with n_ubatch >= the rows of the batch (one chunk: the
  * forward as it was before chunking existed). Chunked and unchunked run the same arithmetic on
  * each row, so the logits must be bit-identical:
- *  - for quantized models (stories15M's shape, random weights, q4_0 and q8_0) with n_ubatch 64
- *    and 36: the matmul computes rows in blocks of 64 with 4x4 tiles inside and vec_dot for a
- *    block's last rows when fewer than 4 are left, so chunks cut at multiples of 64 give each
- *    row the same kernel, and so do chunks of 36 rows here (136 rows: every row is in a tile
- *    either way);
+ *  - for stories260K quantized to q4_0, q8_0 and w4 with n_ubatch 64 and 36: the matmul
+ *    computes rows in blocks of 64 with 4x4 tiles inside and vec_dot for a block's last rows
+ *    when fewer than 4 are left, so chunks cut at multiples of 64 give each row the same
+ *    kernel, and so do chunks of 36 rows here (136 rows: every row is in a tile either way);
  *  - for the float32 stories260K (no tile kernel for f32) with any n_ubatch, even 1 and 7.
- * (With n_ubatch 37 a few rows move between the tile kernel and vec_dot, which sum in another
- * order: the logits of this random-weight model then differ by ~1e-3 relative.)
+ * (With n_ubatch 37 some rows move between the q4_0/q8_0 tile kernels and vec_dot, which sum in
+ * another order: logits then differ in their last bits, ~1e-7 relative.)
  * Batches: a prompt with every row's logits asked for (more output rows than n_ubatch, so the
  * vocabulary projection is chunked too), then a decode step; a batch whose positions run
  * backwards (a row sees rows of later chunks); two interleaved sequences. */
@@ -114,19 +113,57 @@ static int compare_chunked(el_model *m, const int32_t *ubs, int n_ubs) {
     return TEST_PASS;
 }
 
-static el_model *synth(const char *type, char *path, size_t cap) {
-    snprintf(path, cap, "%s/ubatch_stories15m_%s.gguf", test_tmp_dir(), type);
+/* stories15M's shape with random q4_0 weights (written once, removed by main). */
+static char synth_path[512];
+
+static el_model *load_synth(void) {
+    if (!synth_path[0]) {
+        snprintf(synth_path, sizeof synth_path, "%s/ubatch_stories15m.gguf", test_tmp_dir());
+        if (el_synth("stories15m", "q4_0", synth_path, 11, NULL, NULL) != EL_OK) {
+            test_note("%s", el_last_error());
+            synth_path[0] = '\0';
+            return NULL;
+        }
+    }
     el_model *m = NULL;
-    if (el_synth("stories15m", type, path, 11, NULL, NULL) != EL_OK ||
-        el_model_load(path, NULL, &m) != EL_OK)
+    if (el_model_load(synth_path, NULL, &m) != EL_OK)
         test_note("%s", el_last_error());
     return m;
 }
 
+/* The llama2.c stories260K converted to GGUF (f32) once (removed by main), or NULL if the data
+ * is absent. */
+static char stories_path[1024];
+
+static const char *stories_gguf(void) {
+    if (stories_path[0])
+        return stories_path;
+    const char *bin = test_data_path("models/stories260K.bin");
+    if (!bin)
+        return NULL;
+    char bin_path[1024];
+    snprintf(bin_path, sizeof bin_path, "%s", bin);
+    const char *tok = test_data_path("models/tok512.bin");
+    snprintf(stories_path, sizeof stories_path, "%s/ubatch_stories260K.gguf", test_tmp_dir());
+    if (!tok || el_convert_llama2c(bin_path, tok, stories_path) != EL_OK) {
+        test_note("stories260K: %s", tok ? el_last_error() : "tok512.bin is absent");
+        stories_path[0] = '\0';
+        return NULL;
+    }
+    return stories_path;
+}
+
 static int check_quantized(const char *type) {
+    const char *f32 = stories_gguf();
+    if (!f32)
+        return test_skip("stories260K is absent");
     char path[512];
-    el_model *m = synth(type, path, sizeof path);
-    CHECK(m);
+    snprintf(path, sizeof path, "%s/ubatch_stories260K_%s.gguf", test_tmp_dir(), type);
+    el_quantize_params qp = el_quantize_default_params();
+    qp.type = type;
+    CHECK(el_quantize(f32, path, &qp) == EL_OK);
+    el_model *m = NULL;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
     const int32_t ubs[] = {64, 36};
     int rc = compare_chunked(m, ubs, 2);
     el_model_free(m);
@@ -136,20 +173,14 @@ static int check_quantized(const char *type) {
 
 static int test_q4_0_chunked_equals_one_pass(void) { return check_quantized("q4_0"); }
 static int test_q8_0_chunked_equals_one_pass(void) { return check_quantized("q8_0"); }
+static int test_w4_chunked_equals_one_pass(void) { return check_quantized("w4"); }
 
 static int test_f32_any_chunk_size(void) {
-    const char *bin = test_data_path("models/stories260K.bin");
-    if (!bin)
-        return test_skip("stories260K.bin is absent");
-    char bin_path[1024];
-    snprintf(bin_path, sizeof bin_path, "%s", bin);
-    const char *tok = test_data_path("models/tok512.bin");
-    if (!tok)
-        return test_skip("tok512.bin is absent");
-    el_model_params p = el_model_default_params();
-    p.tokenizer_path = tok;
+    const char *f32 = stories_gguf();
+    if (!f32)
+        return test_skip("stories260K is absent");
     el_model *m = NULL;
-    CHECK(el_model_load(bin_path, &p, &m) == EL_OK);
+    CHECK(el_model_load(f32, NULL, &m) == EL_OK);
     const int32_t ubs[] = {1, 7, 64, N_PROMPT - 1};
     int rc = compare_chunked(m, ubs, 4);
     el_model_free(m);
@@ -160,8 +191,7 @@ static int test_f32_any_chunk_size(void) {
  * and the (n_batch x n_batch bytes) tree-ancestor matrix, plus alignment: far less than the FFN
  * rows; what n_ubatch adds per row includes at least the FFN's gate and up rows. */
 static int test_scratch_grows_with_ubatch(void) {
-    char path[512];
-    el_model *m = synth("q4_0", path, sizeof path);
+    el_model *m = load_synth();
     CHECK(m);
     el_model_info info;
     CHECK(el_model_get_info(m, &info) == EL_OK);
@@ -179,7 +209,6 @@ static int test_scratch_grows_with_ubatch(void) {
     el_context_free(wide);
     el_context_free(deep);
     el_model_free(m);
-    remove(path);
     return TEST_PASS;
 }
 
@@ -208,13 +237,11 @@ static int test_context_memory_accounted(void) {
     return test_skip("ASan's allocator and shadow memory");
 #endif
     CHECK(mallopt(M_MMAP_THRESHOLD, 64 << 10) == 1);
-    char path[512];
-    el_model *m = synth("q4_0", path, sizeof path);
+    el_model *m = load_synth();
     CHECK(m);
     uint64_t before = rss_anon_bytes();
     if (before == 0) {
         el_model_free(m);
-        remove(path);
         return test_skip("no /proc/self/status");
     }
     el_context *ctx = new_context(m, 256, 64);
@@ -239,13 +266,11 @@ static int test_context_memory_accounted(void) {
     CHECK(after >= before + (uint64_t)el_kv_cell_bytes(ctx) * N_PROMPT);
     el_context_free(ctx);
     el_model_free(m);
-    remove(path);
     return TEST_PASS;
 }
 
 static int test_ubatch_params(void) {
-    char path[512];
-    el_model *m = synth("q8_0", path, sizeof path);
+    el_model *m = load_synth();
     CHECK(m);
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64;
@@ -259,7 +284,6 @@ static int test_ubatch_params(void) {
     CHECK(el_context_create(m, &cp, &ctx) == EL_ERR_INVALID_ARG && !ctx);
     CHECK(strstr(el_last_error(), "n_ubatch"));
     el_model_free(m);
-    remove(path);
     return TEST_PASS;
 }
 
@@ -267,8 +291,13 @@ int main(void) {
     run_test("context_memory_accounted", test_context_memory_accounted); /* first: a fresh heap */
     run_test("q4_0_chunked_equals_one_pass", test_q4_0_chunked_equals_one_pass);
     run_test("q8_0_chunked_equals_one_pass", test_q8_0_chunked_equals_one_pass);
+    run_test("w4_chunked_equals_one_pass", test_w4_chunked_equals_one_pass);
     run_test("f32_any_chunk_size", test_f32_any_chunk_size);
     run_test("scratch_grows_with_ubatch", test_scratch_grows_with_ubatch);
     run_test("ubatch_params", test_ubatch_params);
+    if (synth_path[0])
+        remove(synth_path);
+    if (stories_path[0])
+        remove(stories_path);
     return tests_exit_code();
 }
