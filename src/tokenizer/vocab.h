@@ -63,8 +63,9 @@ typedef const char *(*el_str_key_fn)(const void *owner, int32_t id, size_t *len)
 
 /* An open-addressing index from byte strings to the ids of a table its owner keeps: a slot is
  * an id (4 bytes; el_strmap's slots, which hold the key and its hash, take 24), the key of an id
- * comes from key(owner, id). Sized once for its ids, at most half full. The big vocabulary
- * tables use it (a 128k-token vocabulary with as many merges: 2 MB instead of 12). */
+ * comes from key(owner, id), so the owner must stay where it is. Sized once for its ids, at most
+ * half full. The big vocabulary tables use it (a 128k-token vocabulary with as many merges: 2 MB
+ * instead of 12). */
 typedef struct el_str_index {
     int32_t *slots; /* [cap] an id, or -1 */
     size_t cap;     /* power of two */
