@@ -11,18 +11,21 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-r REPS] [--json]\n"
+    "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
+    "                      [-r REPS] [--json]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores):\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
-    "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512))\n"
+    "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"
+    "         the forward runs in chunks of -u rows (default: the library's, 128)\n"
     "  tg     generation: -n single-token decode steps after the prompt\n"
     "  ttft   time to first token: the prompt plus the first generated token\n"
     "  bw     the read bandwidth of THREADS threads over a buffer as large as the weights\n"
     "         one token reads (best of several sweeps)\n"
     "then the decode bound it implies (bandwidth / those bytes), the fraction of the bound\n"
-    "generation reached, the peak resident memory, and the CPU share the timed runs got (below\n"
-    "1 when other processes took the cores). Prints medians with min and max; --json prints one\n"
-    "JSON object instead. docs/bench.md says more.\n";
+    "generation reached, the peak resident memory (against the model file plus the KV cache of\n"
+    "p + n cells), and the CPU share the timed runs got (below 1 when other processes took the\n"
+    "cores). Prints medians with min and max; --json prints one JSON object instead.\n"
+    "docs/bench.md says more.\n";
 
 typedef struct stat3 {
     double med, min, max;
@@ -49,7 +52,7 @@ static double cpu_seconds(void) {
 
 typedef struct bench_opts {
     cli_model_opts mo;
-    long n_prompt, n_gen, n_batch, reps;
+    long n_prompt, n_gen, n_batch, n_ubatch, reps; /* n_ubatch 0: the library's default */
     bool json;
 } bench_opts;
 
@@ -168,8 +171,9 @@ static void print_json(const bench_opts *o, const bench_result *r) {
     json_string(o->mo.model);
     printf(", \"type\": ");
     json_string(r->type);
-    printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld, \"reps\": %ld",
-           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->reps);
+    printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld"
+           ", \"n_ubatch\": %ld, \"reps\": %ld",
+           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
            ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
@@ -227,6 +231,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
             num = &o->n_gen;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             num = &o->n_batch;
+        } else if (!strcmp(a, "-u") || !strcmp(a, "--ubatch-size")) {
+            num = &o->n_ubatch;
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             num = &o->reps;
             hi = 100;
@@ -268,6 +274,7 @@ int cmd_bench(int argc, char **argv) {
     el_context_params cp = el_context_default_params();
     cp.n_ctx = (int32_t)(o.n_prompt + o.n_gen);
     cp.n_batch = (int32_t)o.n_batch;
+    cp.n_ubatch = (int32_t)o.n_ubatch;
     cp.n_seq_max = 1;
     cp.n_threads = res.threads;
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);

@@ -112,6 +112,9 @@ typedef struct el_context el_context;
 typedef struct el_context_params {
     int32_t n_ctx;      /* KV cells (0: the model's training context, capped at 4096) */
     int32_t n_batch;    /* most rows per el_decode call */
+    int32_t n_ubatch;   /* most rows the forward runs at once (0: 128; at most n_batch): a
+                         * larger batch goes through in chunks, with the same results, in
+                         * scratch of this size */
     int32_t n_seq_max;  /* most sequences */
     int32_t n_threads;  /* 0: all cores */
 } el_context_params;

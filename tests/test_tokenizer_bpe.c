@@ -470,14 +470,14 @@ static int test_token_to_piece(void) {
     el_vocab *v = load_vocab("gpt-2", &st);
     if (!v && st == EL_OK) return test_skip("tokenizer vocabulary not found");
     CHECK(v != NULL);
-    int32_t id = el_strmap_get(&v->token_to_id, "\xC4\xA0world", 7); /* "Ġworld" */
+    int32_t id = el_str_index_get(&v->token_to_id, "\xC4\xA0world", 7); /* "Ġworld" */
     CHECK(id >= 0);
     char buf[16];
     size_t len = 0;
     CHECK(el_vocab_token_to_piece(v, id, false, buf, sizeof buf, &len) == EL_OK);
     CHECK(len == 6 && memcmp(buf, " world", 6) == 0);
     CHECK(el_vocab_token_to_piece(v, id, false, buf, 3, &len) == EL_ERR_INVALID_ARG && len == 6);
-    id = el_strmap_get(&v->token_to_id, "\xC4\x8A", 2); /* "Ċ" */
+    id = el_str_index_get(&v->token_to_id, "\xC4\x8A", 2); /* "Ċ" */
     CHECK(id >= 0);
     CHECK(el_vocab_token_to_piece(v, id, false, buf, sizeof buf, &len) == EL_OK);
     CHECK(len == 1 && buf[0] == '\n');

@@ -1,4 +1,4 @@
-/* test_vocab.c - the string map, and llama.cpp's published tokenizer test vectors
+/* test_vocab.c - the string map and index, and llama.cpp's published tokenizer test vectors
  * (tests/test-tokenizer-0 in llama.cpp: ggml-vocab-*.gguf.inp/.out) for the SPM and WordPiece
  * vocabularies, id for id. */
 #include <stdio.h>
@@ -9,6 +9,58 @@
 #include "formats/gguf.h"
 #include "testutil.h"
 #include "tokenizer/vocab.h"
+
+/* The owner of an index's keys: fixed-width slots of a buffer, key i of length lens[i]. */
+typedef struct key_table {
+    const char *text;
+    const size_t *lens;
+} key_table;
+
+static const char *table_key(const void *owner, int32_t id, size_t *len) {
+    const key_table *t = owner;
+    *len = t->lens[id];
+    return t->text + 8 * (size_t)id;
+}
+
+static int test_str_index(void) {
+    el_str_index empty = {0};
+    CHECK(el_str_index_get(&empty, "a", 1) == -1); /* an unused index is empty */
+    enum { N = 5000 };
+    char *text = calloc(N + 3, 8);
+    size_t *lens = malloc((N + 3) * sizeof *lens);
+    CHECK(text && lens);
+    for (int i = 0; i < N; i++) lens[i] = (size_t)snprintf(text + 8 * i, 8, "k%d", i);
+    memcpy(text + 8 * N, "k7", 2), lens[N] = 2;                 /* a duplicate of key 7 */
+    lens[N + 1] = 0;                                              /* the empty key */
+    memcpy(text + 8 * (N + 2), "a\0b", 3), lens[N + 2] = 3;       /* bytes, not C strings */
+    key_table kt = {text, lens};
+    el_str_index ix;
+    CHECK(el_str_index_init(&ix, N + 3, table_key, &kt) == EL_OK);
+    CHECK(ix.cap >= 2 * (N + 3) && (ix.cap & (ix.cap - 1)) == 0);
+    for (int i = 0; i < N; i++) CHECK(el_str_index_put(&ix, i) == EL_OK);
+    CHECK(ix.n == N);
+    for (int i = 0; i < N; i++) CHECK(el_str_index_get(&ix, text + 8 * i, lens[i]) == i);
+    CHECK(el_str_index_get(&ix, "k5000", 5) == -1);
+    CHECK(el_str_index_get(&ix, "k1", 1) == -1); /* a prefix is another key */
+    CHECK(el_str_index_put(&ix, N) == EL_OK);    /* the same key: replaces id 7 */
+    CHECK(el_str_index_get(&ix, "k7", 2) == N && ix.n == N);
+    CHECK(el_str_index_get(&ix, "", 0) == -1);
+    CHECK(el_str_index_put(&ix, N + 1) == EL_OK && el_str_index_get(&ix, "", 0) == N + 1);
+    CHECK(el_str_index_put(&ix, N + 2) == EL_OK);
+    CHECK(el_str_index_get(&ix, "a\0b", 3) == N + 2 && el_str_index_get(&ix, "a", 1) == -1);
+    CHECK(el_str_index_put(&ix, -1) == EL_ERR_INVALID_ARG);
+    el_str_index_free(&ix);
+    CHECK(ix.slots == NULL && ix.cap == 0);
+    /* sized once: room for 3 ids is 16 slots, at most half of them used */
+    CHECK(el_str_index_init(&ix, 3, table_key, &kt) == EL_OK && ix.cap == 16);
+    for (int i = 0; i < 8; i++) CHECK(el_str_index_put(&ix, i) == EL_OK);
+    CHECK(el_str_index_put(&ix, 8) == EL_ERR_INVALID_ARG && ix.n == 8);
+    for (int i = 0; i < 8; i++) CHECK(el_str_index_get(&ix, text + 8 * i, lens[i]) == i);
+    el_str_index_free(&ix);
+    free(text);
+    free(lens);
+    return TEST_PASS;
+}
 
 static int test_strmap(void) {
     el_strmap m = {0};
@@ -216,6 +268,7 @@ static int test_load_validation(void) {
 int main(void) {
     run_test("load_validation", test_load_validation);
     run_test("strmap", test_strmap);
+    run_test("str_index", test_str_index);
     run_test("load_settings", test_load_settings);
     run_test("vectors_llama_spm", test_vectors_llama_spm);
     run_test("vectors_bert_bge", test_vectors_bert_bge);

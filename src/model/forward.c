@@ -1,9 +1,14 @@
 /* forward.c - the llama/qwen2 forward pass over a batch of rows.
  *
- * Per block: RMSNorm -> Q, K, V (one matmul each over all rows, + bias) -> RoPE at each row's
- * position -> K, V into the rows' cells -> attention of each (row, head) over the cells visible to
- * the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then the final
- * norm and the vocabulary projection, only for the rows whose logits are wanted.
+ * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias) -> RoPE at
+ * each row's position -> K, V into the rows' cells -> attention of each (row, head) over the cells
+ * visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then
+ * the final norm and the vocabulary projection, only for the rows whose logits are wanted.
+ *
+ * A pass of more than n_ubatch rows runs in chunks: per block, K and V of every chunk first (so
+ * every row's cell holds this layer's K and V before anyone attends), then the rest chunk by
+ * chunk. Only the residual stream is kept for all rows; the weights are read once per chunk,
+ * as the matmul reads them once per 64 rows anyway.
  *
  * Scalar arithmetic is float32 and in the order of llama2.c's run.c (norm, rope, softmax,
  * SwiGLU), so a float model reproduces its greedy output. */
@@ -18,65 +23,83 @@
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
+/* Consecutive 64-byte aligned pieces of one block; with base NULL it only adds up their sizes. */
+typedef struct carver {
+    char *base;
+    size_t used;
+} carver;
+
+static void *carve(carver *c, size_t bytes) {
+    void *p = c->base ? c->base + c->used : NULL;
+    c->used += (bytes + 63) / 64 * 64;
+    return p;
+}
+
+/* The buffers of f, carved from c (a sizing pass when c->base is NULL); mm: bytes of matmul
+ * scratch. Sizes in one place, so the sizing and the carving cannot disagree. */
+static void carve_scratch(el_forward *f, carver *c, size_t mm) {
+    const el_hparams *hp = &f->model->hp;
+    size_t nb = (size_t)f->n_batch, ub = (size_t)f->n_ubatch, n_ctx = (size_t)f->kv->n_ctx;
+    size_t q_dim = (size_t)hp->n_head * hp->head_dim_k;
+    size_t o_dim = (size_t)hp->n_head * hp->head_dim_v;
+    size_t half = (size_t)hp->n_rot / 2 + 1;
+    const size_t fl = sizeof(float), i32 = sizeof(int32_t);
+    f->x = carve(c, nb * hp->n_embd * fl);
+    f->rope_cos = carve(c, nb * half * fl);
+    f->rope_sin = carve(c, nb * half * fl);
+    f->anc = carve(c, nb * nb);
+    f->cell_row = carve(c, n_ctx * i32);
+    f->xn = carve(c, ub * max_sz((size_t)hp->n_embd, o_dim) * fl);
+    f->q = carve(c, ub * q_dim * fl);
+    f->k = carve(c, ub * (size_t)f->kv->k_dim * fl);
+    f->v = carve(c, ub * (size_t)f->kv->v_dim * fl);
+    f->att_out = carve(c, ub * o_dim * fl);
+    f->proj = carve(c, ub * hp->n_embd * fl);
+    f->gate = carve(c, ub * hp->n_ff * fl);
+    f->up = carve(c, ub * hp->n_ff * fl);
+    f->vis = carve(c, ub * n_ctx * i32);
+    f->n_vis = carve(c, ub * i32);
+    size_t nth = (size_t)el_threadpool_size(f->tp), group = (size_t)(hp->n_head / hp->n_head_kv);
+    f->scores = carve(c, nth * group * n_ctx * fl);
+    f->kv_rows = carve(c, nth * 2 * n_ctx * sizeof *f->kv_rows);
+    f->mm_scratch = carve(c, mm);
+    f->chunk_groups = carve(c, ub * sizeof *f->chunk_groups);
+    f->chunk_rows = carve(c, ub * i32);
+}
+
 el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,
-                          int32_t n_batch) {
+                          int32_t n_batch, int32_t n_ubatch) {
     memset(f, 0, sizeof *f);
     f->model = m;
     f->kv = kv;
     f->tp = tp;
     f->n_batch = n_batch;
+    f->n_ubatch = n_ubatch < n_batch ? n_ubatch : n_batch;
     const el_hparams *hp = &m->hp;
-    size_t nb = (size_t)n_batch, n_ctx = (size_t)kv->n_ctx;
-    size_t q_dim = (size_t)hp->n_head * hp->head_dim_k;
-    size_t o_dim = (size_t)hp->n_head * hp->head_dim_v;
-    size_t nth = (size_t)el_threadpool_size(tp);
-
-    size_t mm = el_matmul_scratch_size(&m->output, n_batch);
+    size_t mm = el_matmul_scratch_size(&m->output, f->n_ubatch);
     for (int il = 0; il < hp->n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-            mm = max_sz(mm, el_matmul_scratch_size(el_layer_weight(&m->layers[il], w), n_batch));
-
-    f->x = malloc(nb * hp->n_embd * sizeof(float));
-    f->xn = malloc(nb * hp->n_embd * sizeof(float));
-    f->q = malloc(nb * q_dim * sizeof(float));
-    f->k = malloc(nb * kv->k_dim * sizeof(float));
-    f->v = malloc(nb * kv->v_dim * sizeof(float));
-    f->att_out = malloc(nb * o_dim * sizeof(float));
-    f->proj = malloc(nb * hp->n_embd * sizeof(float));
-    f->gate = malloc(nb * hp->n_ff * sizeof(float));
-    f->up = malloc(nb * hp->n_ff * sizeof(float));
-    f->rope_cos = malloc(nb * (hp->n_rot / 2 + 1) * sizeof(float));
-    f->rope_sin = malloc(nb * (hp->n_rot / 2 + 1) * sizeof(float));
-    f->scores = malloc(nth * (size_t)(hp->n_head / hp->n_head_kv) * n_ctx * sizeof(float));
-    f->kv_rows = malloc(nth * 2 * n_ctx * sizeof *f->kv_rows);
-    f->vis = malloc(nb * n_ctx * sizeof(int32_t));
-    f->n_vis = malloc(nb * sizeof(int32_t));
-    f->cell_row = malloc(n_ctx * sizeof(int32_t));
-    f->anc = malloc(nb * nb);
-    f->mm_scratch = malloc(mm ? mm : 1);
-    if (!f->x || !f->xn || !f->q || !f->k || !f->v || !f->att_out || !f->proj || !f->gate ||
-        !f->up || !f->rope_cos || !f->rope_sin || !f->scores || !f->kv_rows || !f->vis ||
-        !f->n_vis || !f->cell_row || !f->anc || !f->mm_scratch) {
-        el_forward_free(f);
-        return el_error(EL_ERR_NOMEM, "context: out of memory for the scratch of %d rows",
-                        n_batch);
+            mm = max_sz(mm, el_matmul_scratch_size(el_layer_weight(&m->layers[il], w),
+                                                   f->n_ubatch));
+    carver sizing = {0};
+    carve_scratch(f, &sizing, mm);
+    carver c = {.base = aligned_alloc(64, sizing.used)};
+    if (!c.base) {
+        memset(f, 0, sizeof *f);
+        return el_error(EL_ERR_NOMEM, "context: out of memory for the scratch of %d rows (%zu "
+                        "bytes)", n_batch, sizing.used);
     }
-    for (size_t i = 0; i < n_ctx; i++)
+    carve_scratch(f, &c, mm);
+    f->scratch = c.base;
+    f->scratch_bytes = c.used;
+    for (int32_t i = 0; i < kv->n_ctx; i++)
         f->cell_row[i] = -1;
     return EL_OK;
 }
 
 void el_forward_free(el_forward *f) {
-    float *bufs[] = {f->x, f->xn, f->q, f->k, f->v, f->att_out, f->proj, f->gate, f->up,
-                     f->rope_cos, f->rope_sin, f->scores, f->logits};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-        free(bufs[i]);
-    free(f->kv_rows);
-    free(f->vis);
-    free(f->n_vis);
-    free(f->cell_row);
-    free(f->anc);
-    free(f->mm_scratch);
+    free(f->scratch);
+    free(f->logits);
     el_lora_scratch_free(&f->lora);
     memset(f, 0, sizeof *f);
 }
@@ -158,7 +181,7 @@ static void rope_apply(float *vec, int n_heads, int hd, int n_rot, el_rope_style
  * that share an adapter binding, y_g += s * B (A x_g) for every bound adapter that changes this
  * layer (kernels/lora.h). The base product is the same whatever is bound. */
 static void linear(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
-                   int64_t ldy, int32_t n) {
+                   int64_t ldy, int32_t n, const el_lora_rows *lr) {
     const el_layer *l = &f->model->layers[il];
     const el_weight *w = el_layer_weight(l, which);
     if (f->observe)
@@ -171,8 +194,8 @@ static void linear(el_forward *f, int il, el_linear which, const float *x, int64
     if (bias)
         for (int32_t r = 0; r < n; r++)
             add_rows(y + (size_t)r * ldy, bias, (size_t)w->k_out);
-    if (f->lora_rows)
-        el_lora_apply(f->tp, f->lora_rows, il * (EL_LINEAR_DOWN + 1) + (int32_t)which, x, ldx,
+    if (lr)
+        el_lora_apply(f->tp, lr, il * (EL_LINEAR_DOWN + 1) + (int32_t)which, x, ldx,
                       w->n_in, y, ldy, &f->lora);
 }
 
@@ -188,26 +211,32 @@ static int cmp_cell_pos(const void *a, const void *b, void *kv_cache) {
     return (ca > cb) - (ca < cb);
 }
 
-/* For each row, the cells it attends to in position order: visible to its sequence, position not
- * after its own, and in a tree batch, among this batch's cells only its ancestors and itself.
- * Computed once per forward; every layer and head uses it. */
-static void build_visibility(el_forward *f, const el_rows *rows) {
-    const el_kv_cache *kv = f->kv;
+/* The rows of the pass in their cells, and for a tree batch each row's ancestors. */
+static void mark_rows(el_forward *f, const el_rows *rows) {
     size_t nb = (size_t)f->n_batch;
     for (int32_t r = 0; r < rows->n; r++)
         f->cell_row[rows->cell[r]] = r;
-    if (rows->parent) {
-        for (int32_t r = 0; r < rows->n; r++) {
-            uint8_t *a = f->anc + (size_t)r * nb;
-            int32_t p = rows->parent[r];
-            if (p >= 0)
-                memcpy(a, f->anc + (size_t)p * nb, (size_t)p + 1);
-            memset(a + (p >= 0 ? p + 1 : 0), 0, (size_t)(r - (p >= 0 ? p + 1 : 0)));
-            a[r] = 1;
-        }
-    }
+    if (!rows->parent)
+        return;
     for (int32_t r = 0; r < rows->n; r++) {
-        int32_t *vis = f->vis + (size_t)r * kv->n_ctx, n = 0;
+        uint8_t *a = f->anc + (size_t)r * nb;
+        int32_t p = rows->parent[r];
+        if (p >= 0)
+            memcpy(a, f->anc + (size_t)p * nb, (size_t)p + 1);
+        memset(a + (p >= 0 ? p + 1 : 0), 0, (size_t)(r - (p >= 0 ? p + 1 : 0)));
+        a[r] = 1;
+    }
+}
+
+/* For each row of the chunk [c0, c0 + n), the cells it attends to in position order: visible to
+ * its sequence, position not after its own, and in a tree batch, among this pass's cells only
+ * its ancestors and itself. */
+static void build_visibility(el_forward *f, const el_rows *rows, int32_t c0, int32_t n_rows) {
+    const el_kv_cache *kv = f->kv;
+    size_t nb = (size_t)f->n_batch;
+    for (int32_t i = 0; i < n_rows; i++) {
+        int32_t r = c0 + i;
+        int32_t *vis = f->vis + (size_t)i * kv->n_ctx, n = 0;
         for (int32_t c = 0; c < kv->n_ctx; c++) {
             if (!el_kv_cell_has_seq(kv, c, rows->seq_id[r]) || kv->pos[c] > rows->pos[r])
                 continue;
@@ -216,16 +245,16 @@ static void build_visibility(el_forward *f, const el_rows *rows) {
                 continue;
             vis[n++] = c;
         }
-        f->n_vis[r] = n;
+        f->n_vis[i] = n;
         bool ordered = true;
-        for (int32_t i = 1; i < n && ordered; i++) ordered = kv->pos[vis[i - 1]] < kv->pos[vis[i]];
+        for (int32_t k = 1; k < n && ordered; k++) ordered = kv->pos[vis[k - 1]] < kv->pos[vis[k]];
         if (!ordered) qsort_r(vis, (size_t)n, sizeof *vis, cmp_cell_pos, (void *)kv);
     }
 }
 
 typedef struct attention_job {
     el_forward *f;
-    const el_rows *rows;
+    int32_t n_rows; /* of the chunk; row i's q, vis and output are at index i */
     int il;
 } attention_job;
 
@@ -243,7 +272,7 @@ static void attention_task(void *arg, int ith, int nth) {
     size_t n_ctx = (size_t)kv->n_ctx;
     float *scores = f->scores + (size_t)ith * group * n_ctx;
     const float **keys = f->kv_rows + (size_t)ith * 2 * n_ctx, **values = keys + n_ctx;
-    int32_t units = job->rows->n * hp->n_head_kv;
+    int32_t units = job->n_rows * hp->n_head_kv;
     for (int32_t u = ith; u < units; u += nth) {
         int32_t r = u / hp->n_head_kv, kvh = u % hp->n_head_kv, h0 = kvh * group;
         const int32_t *vis = f->vis + (size_t)r * n_ctx;
@@ -275,63 +304,128 @@ static void embed_rows(el_forward *f, const el_rows *rows) {
     }
 }
 
-static void block(el_forward *f, const el_rows *rows, int il) {
+/* The adapter groups restricted to the chunk [c0, c0 + n), rows relative to c0 (a group's rows
+ * are ascending, so the chunk's share of each is a run); NULL if no row of it uses adapters. */
+static const el_lora_rows *chunk_lora(el_forward *f, int32_t c0, int32_t n) {
+    const el_lora_rows *lr = f->lora_rows;
+    if (!lr)
+        return NULL;
+    int32_t n_groups = 0, k = 0;
+    for (int32_t g = 0; g < lr->n_groups; g++) {
+        const el_lora_group *gr = &lr->groups[g];
+        int32_t first = k;
+        for (int32_t i = 0; i < gr->n_rows; i++)
+            if (gr->rows[i] >= c0 && gr->rows[i] < c0 + n)
+                f->chunk_rows[k++] = gr->rows[i] - c0;
+        if (k > first)
+            f->chunk_groups[n_groups++] = (el_lora_group){
+                .rows = f->chunk_rows + first, .n_rows = k - first, .terms = gr->terms,
+                .n_terms = gr->n_terms};
+    }
+    f->chunk_lora = (el_lora_rows){.groups = f->chunk_groups, .n_groups = n_groups};
+    return n_groups > 0 ? &f->chunk_lora : NULL;
+}
+
+/* First half of block il for the chunk [c0, c0 + n): RMSNorm -> K, V -> RoPE on K -> the rows'
+ * cells. Leaves the normalized input in xn. */
+static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int32_t n) {
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
-    int32_t n = rows->n;
+    int n_embd = hp->n_embd, half = hp->n_rot / 2;
+    el_kv_cache *kv = f->kv;
+    const el_lora_rows *lr = chunk_lora(f, c0, n);
+
+    rmsnorm_rows(f->xn, f->x + (size_t)c0 * n_embd, l->attn_norm, n, n_embd, hp->rms_eps);
+    linear(f, il, EL_LINEAR_K, f->xn, n_embd, f->k, kv->k_dim, n, lr);
+    linear(f, il, EL_LINEAR_V, f->xn, n_embd, f->v, kv->v_dim, n, lr);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t r = c0 + i;
+        float *k = f->k + (size_t)i * kv->k_dim;
+        rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, hp->rope_style,
+                   f->rope_cos + (size_t)r * half, f->rope_sin + (size_t)r * half);
+        memcpy(el_kv_cell_k(kv, il, rows->cell[r]), k, (size_t)kv->k_dim * sizeof(float));
+        memcpy(el_kv_cell_v(kv, il, rows->cell[r]), f->v + (size_t)i * kv->v_dim,
+               (size_t)kv->v_dim * sizeof(float));
+    }
+}
+
+/* Second half of block il for the chunk [c0, c0 + n), once every row's K and V are in the
+ * cache: Q (from xn, recomputed unless still there) -> RoPE -> attention -> output projection ->
+ * residual -> RMSNorm -> SwiGLU FFN -> residual. */
+static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool xn_ready) {
+    const el_hparams *hp = &f->model->hp;
+    const el_layer *l = &f->model->layers[il];
     int n_embd = hp->n_embd, half = hp->n_rot / 2;
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
-    el_kv_cache *kv = f->kv;
+    float *x = f->x + (size_t)c0 * n_embd;
+    const el_lora_rows *lr = chunk_lora(f, c0, n);
 
-    rmsnorm_rows(f->xn, f->x, l->attn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n);
-    linear(f, il, EL_LINEAR_K, f->xn, n_embd, f->k, kv->k_dim, n);
-    linear(f, il, EL_LINEAR_V, f->xn, n_embd, f->v, kv->v_dim, n);
-    for (int32_t r = 0; r < n; r++) {
-        const float *cs = f->rope_cos + (size_t)r * half, *sn = f->rope_sin + (size_t)r * half;
-        float *k = f->k + (size_t)r * kv->k_dim;
-        rope_apply(f->q + (size_t)r * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot, hp->rope_style,
-                   cs, sn);
-        rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, hp->rope_style, cs, sn);
-        memcpy(el_kv_cell_k(kv, il, rows->cell[r]), k, (size_t)kv->k_dim * sizeof(float));
-        memcpy(el_kv_cell_v(kv, il, rows->cell[r]), f->v + (size_t)r * kv->v_dim,
-               (size_t)kv->v_dim * sizeof(float));
-    }
-    attention_job job = {.f = f, .rows = rows, .il = il};
+    if (!xn_ready)
+        rmsnorm_rows(f->xn, x, l->attn_norm, n, n_embd, hp->rms_eps);
+    linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
+    for (int32_t i = 0; i < n; i++)
+        rope_apply(f->q + (size_t)i * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot,
+                   hp->rope_style, f->rope_cos + (size_t)(c0 + i) * half,
+                   f->rope_sin + (size_t)(c0 + i) * half);
+    attention_job job = {.f = f, .n_rows = n, .il = il};
     el_threadpool_run(f->tp, attention_task, &job);
-    linear(f, il, EL_LINEAR_O, f->att_out, o_dim, f->proj, n_embd, n);
-    add_rows(f->x, f->proj, (size_t)n * n_embd);
+    linear(f, il, EL_LINEAR_O, f->att_out, o_dim, f->proj, n_embd, n, lr);
+    add_rows(x, f->proj, (size_t)n * n_embd);
 
-    rmsnorm_rows(f->xn, f->x, l->ffn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_GATE, f->xn, n_embd, f->gate, hp->n_ff, n);
-    linear(f, il, EL_LINEAR_UP, f->xn, n_embd, f->up, hp->n_ff, n);
+    rmsnorm_rows(f->xn, x, l->ffn_norm, n, n_embd, hp->rms_eps);
+    linear(f, il, EL_LINEAR_GATE, f->xn, n_embd, f->gate, hp->n_ff, n, lr);
+    linear(f, il, EL_LINEAR_UP, f->xn, n_embd, f->up, hp->n_ff, n, lr);
     for (size_t i = 0; i < (size_t)n * hp->n_ff; i++) {
         float g = f->gate[i];
         g *= 1.0f / (1.0f + expf(-g)); /* silu */
         f->gate[i] = g * f->up[i];
     }
-    linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, n);
-    add_rows(f->x, f->proj, (size_t)n * n_embd);
+    linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, n, lr);
+    add_rows(x, f->proj, (size_t)n * n_embd);
+}
+
+/* The final norm and the vocabulary projection of the rows whose logits are wanted, n_ubatch at
+ * a time through xn. */
+static void output_logits(el_forward *f, const el_rows *rows) {
+    const el_model *m = f->model;
+    const el_hparams *hp = &m->hp;
+    for (int32_t j0 = 0; j0 < rows->n_out; j0 += f->n_ubatch) {
+        int32_t n = rows->n_out - j0 < f->n_ubatch ? rows->n_out - j0 : f->n_ubatch;
+        for (int32_t j = 0; j < n; j++)
+            rmsnorm(f->xn + (size_t)j * hp->n_embd,
+                    f->x + (size_t)rows->out_rows[j0 + j] * hp->n_embd, m->output_norm,
+                    hp->n_embd, hp->rms_eps);
+        if (f->observe)
+            f->observe(f->observe_user, -1, EL_LINEAR_Q, f->xn, hp->n_embd, n);
+        el_matmul(f->tp, &m->output, f->xn, hp->n_embd, n, f->logits + (size_t)j0 * hp->n_vocab,
+                  hp->n_vocab, f->mm_scratch);
+    }
 }
 
 void el_forward_run(el_forward *f, const el_rows *rows) {
-    const el_model *m = f->model;
-    const el_hparams *hp = &m->hp;
+    const el_hparams *hp = &f->model->hp;
+    int32_t n = rows->n, ub = f->n_ubatch;
+    bool one_chunk = n <= ub;
     f->lora_rows = rows->lora && rows->lora->n_groups > 0 ? rows->lora : NULL;
     embed_rows(f, rows);
     rope_tables(f, rows);
-    build_visibility(f, rows);
-    for (int il = 0; il < hp->n_layer; il++)
-        block(f, rows, il);
-    for (int32_t j = 0; j < rows->n_out; j++)
-        rmsnorm(f->xn + (size_t)j * hp->n_embd, f->x + (size_t)rows->out_rows[j] * hp->n_embd,
-                m->output_norm, hp->n_embd, hp->rms_eps);
-    if (rows->n_out > 0 && f->observe)
-        f->observe(f->observe_user, -1, EL_LINEAR_Q, f->xn, hp->n_embd, rows->n_out);
-    if (rows->n_out > 0)
-        el_matmul(f->tp, &m->output, f->xn, hp->n_embd, rows->n_out, f->logits, hp->n_vocab,
-                  f->mm_scratch);
-    for (int32_t r = 0; r < rows->n; r++)
+    mark_rows(f, rows);
+    if (one_chunk)
+        build_visibility(f, rows, 0, n);
+    for (int il = 0; il < hp->n_layer; il++) {
+        for (int32_t c0 = 0; c0 < n; c0 += ub)
+            block_kv(f, rows, il, c0, n - c0 < ub ? n - c0 : ub);
+        for (int32_t c0 = 0; c0 < n; c0 += ub) {
+            int32_t cn = n - c0 < ub ? n - c0 : ub;
+            /* the visibility of a chunk is rebuilt for each layer: kept for every row it would
+             * take n_batch x n_ctx cells of scratch, and it costs little next to the matmuls */
+            if (!one_chunk)
+                build_visibility(f, rows, c0, cn);
+            block_rest(f, il, c0, cn, one_chunk);
+        }
+    }
+    output_logits(f, rows);
+    for (int32_t r = 0; r < n; r++)
         f->cell_row[rows->cell[r]] = -1;
 }

@@ -41,6 +41,13 @@ static int bpe_cp_to_byte(uint32_t cp) {
 
 /* ---------------------------------------------------------------- loading */
 
+/* The key of merge `rank`: its "left right" text. */
+static const char *merge_key(const void *vocab, int32_t rank, size_t *len) {
+    const el_vocab *v = vocab;
+    *len = v->merge_off[rank + 1] - v->merge_off[rank] - 1;
+    return v->merge_text + v->merge_off[rank];
+}
+
 el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
     gguf_str pre = {"default", 7}; /* llama.cpp's choice when the key is absent */
     el_status st = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
@@ -68,29 +75,36 @@ el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
                         (unsigned long long)merges->arr_n);
     }
     /* the keys are copied: the vocabulary may outlive the file */
-    size_t bytes = 0;
-    for (uint64_t i = 0; i < merges->arr_n; i++) {
+    size_t bytes = 0, n = (size_t)merges->arr_n;
+    for (size_t i = 0; i < n; i++) {
         bytes += merges->arr_str[i].len + 1;
     }
+    if (bytes > UINT32_MAX) {
+        return el_error(EL_ERR_FORMAT, "%s: %zu bytes of merges", f->path, bytes);
+    }
     v->merge_text = malloc(bytes ? bytes : 1);
-    if (!v->merge_text) {
+    v->merge_off = malloc((n + 1) * sizeof *v->merge_off);
+    if (!v->merge_text || !v->merge_off) {
         return el_error(EL_ERR_NOMEM, "%s: out of memory for %zu bytes of merges", f->path, bytes);
     }
-    if ((st = el_strmap_init(&v->merge_rank, (size_t)merges->arr_n)) != EL_OK) return st;
-    char *text = v->merge_text;
-    for (uint64_t i = 0; i < merges->arr_n; i++) {
+    if ((st = el_str_index_init(&v->merge_rank, n, merge_key, v)) != EL_OK) return st;
+    uint32_t off = 0;
+    for (size_t i = 0; i < n; i++) {
         gguf_str m = merges->arr_str[i];
+        char *text = v->merge_text + off;
         memcpy(text, m.ptr, m.len);
         text[m.len] = '\0';
+        v->merge_off[i] = off;
+        off += (uint32_t)m.len + 1;
+        v->merge_off[i + 1] = off;
         /* "left right": the first space after the first byte separates the two tokens, as in
          * llama.cpp; byte-level tokens hold no spaces (a space is 'Ġ'). An entry without one
          * can never match a pair and is left out, and a repeated pair keeps its first rank. */
         const char *sp = m.len > 1 ? memchr(text + 1, ' ', m.len - 1) : NULL;
-        if (sp && el_strmap_get(&v->merge_rank, text, m.len) < 0) {
-            st = el_strmap_put(&v->merge_rank, text, m.len, (int32_t)i);
+        if (sp && el_str_index_get(&v->merge_rank, text, m.len) < 0) {
+            st = el_str_index_put(&v->merge_rank, (int32_t)i);
             if (st != EL_OK) return st;
         }
-        text += m.len + 1;
     }
     return EL_OK;
 }
@@ -157,7 +171,7 @@ static void bpe_try_pair(const el_vocab *v, bpe_work *w, int32_t left) {
     memcpy(w->key, w->enc + l->start, l->len);
     w->key[l->len] = ' ';
     memcpy(w->key + l->len + 1, w->enc + r->start, r->len);
-    int32_t rank = el_strmap_get(&v->merge_rank, w->key, l->len + 1 + r->len);
+    int32_t rank = el_str_index_get(&v->merge_rank, w->key, l->len + 1 + r->len);
     if (rank >= 0) {
         heap_push(w, (bpe_pair){rank, left, l->next, l->len + r->len});
     }
@@ -184,7 +198,7 @@ static el_status bpe_merge_word(const el_vocab *v, bpe_work *w, int32_t n_sym, e
     }
     for (int32_t i = 0; i >= 0; i = w->sym[i].next) {
         const bpe_symbol *s = &w->sym[i];
-        int32_t id = el_strmap_get(&v->token_to_id, w->enc + s->start, s->len);
+        int32_t id = el_str_index_get(&v->token_to_id, w->enc + s->start, s->len);
         el_status st = EL_OK;
         if (id >= 0) {
             st = el_tokens_push(out, id);
@@ -194,7 +208,7 @@ static el_status bpe_merge_word(const el_vocab *v, bpe_work *w, int32_t n_sym, e
              * byte here, which only differs for characters outside ASCII. */
             for (uint32_t k = s->start; k < s->start + s->len && st == EL_OK;) {
                 size_t n = el_utf8_seq_len((unsigned char)w->enc[k]);
-                id = el_strmap_get(&v->token_to_id, w->enc + k, n);
+                id = el_str_index_get(&v->token_to_id, w->enc + k, n);
                 if (id >= 0) st = el_tokens_push(out, id);
                 k += (uint32_t)n;
             }
@@ -252,7 +266,7 @@ el_status el_bpe_tokenize(const el_vocab *v, const char *text, size_t len, el_to
         }
         w.sym[n - 1].next = -1;
         int32_t whole = el_pretok_ignore_merges(p)
-                            ? el_strmap_get(&v->token_to_id, w.enc, enc_len) : -1;
+                            ? el_str_index_get(&v->token_to_id, w.enc, enc_len) : -1;
         st = whole >= 0 ? el_tokens_push(out, whole) : bpe_merge_word(v, &w, n, out);
     }
     bpe_work_free(&w);

@@ -86,7 +86,7 @@ typedef struct spm_state {
 static el_status spm_try_pair(spm_state *s, int32_t left, int32_t right) {
     if (left < 0 || right < 0) return EL_OK;
     uint32_t size = s->sym[left].n + s->sym[right].n;
-    int32_t id = el_strmap_get(&s->v->token_to_id, s->text + s->sym[left].start, size);
+    int32_t id = el_str_index_get(&s->v->token_to_id, s->text + s->sym[left].start, size);
     if (id < 0) return EL_OK;
     spm_bigram b = {left, right, s->v->tokens[id].score, size};
     return queue_push(&s->queue, b);
@@ -112,7 +112,7 @@ static el_status spm_emit(const spm_state *s, el_tokens *out) {
     const el_vocab *v = s->v;
     for (int32_t i = 0; i >= 0; i = s->sym[i].next) {
         const spm_symbol *y = &s->sym[i];
-        int32_t id = el_strmap_get(&v->token_to_id, s->text + y->start, y->n);
+        int32_t id = el_str_index_get(&v->token_to_id, s->text + y->start, y->n);
         el_status st;
         if (id >= 0) {
             if ((st = el_tokens_push(out, id)) != EL_OK) return st;

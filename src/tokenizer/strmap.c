@@ -6,9 +6,9 @@
 #include "core/error.h"
 #include "tokenizer/vocab.h"
 
-/* FNV-1a, 64 bits. A stored hash of 0 marks an empty slot, so a key that hashes to 0 is stored
- * as 1 (it only costs a string compare on a collision). */
-static uint64_t strmap_hash(const char *key, size_t len) {
+/* A stored hash of 0 marks an empty slot, so a key that hashes to 0 is stored as 1 (it only costs
+ * a string compare on a collision). */
+uint64_t el_str_hash(const char *key, size_t len) {
     uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < len; i++) {
         h ^= (unsigned char)key[i];
@@ -89,7 +89,7 @@ el_status el_strmap_put(el_strmap *m, const char *key, size_t len, int32_t value
         el_status st = strmap_grow(m);
         if (st != EL_OK) return st;
     }
-    uint64_t h = strmap_hash(key, len);
+    uint64_t h = el_str_hash(key, len);
     size_t i = strmap_find(m, h, key, len);
     if (m->hashes[i] == 0) {
         m->hashes[i] = h;
@@ -103,7 +103,7 @@ el_status el_strmap_put(el_strmap *m, const char *key, size_t len, int32_t value
 
 int32_t el_strmap_get(const el_strmap *m, const char *key, size_t len) {
     if (m->cap == 0) return -1;
-    size_t i = strmap_find(m, strmap_hash(key, len), key, len);
+    size_t i = strmap_find(m, el_str_hash(key, len), key, len);
     return m->hashes[i] != 0 ? m->values[i] : -1;
 }
 

@@ -82,9 +82,15 @@ static el_status vocab_build_specials(el_vocab *v) {
 int32_t el_vocab_byte_token(const el_vocab *v, unsigned char b) {
     static const char hex[] = "0123456789ABCDEF";
     const char name[6] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>'};
-    int32_t id = el_strmap_get(&v->token_to_id, name, sizeof name);
+    int32_t id = el_str_index_get(&v->token_to_id, name, sizeof name);
     if (id >= 0) return id;
-    return el_strmap_get(&v->token_to_id, (const char *)&b, 1);
+    return el_str_index_get(&v->token_to_id, (const char *)&b, 1);
+}
+
+static const char *token_key(const void *vocab, int32_t id, size_t *len) {
+    const el_token_data *t = &((const el_vocab *)vocab)->tokens[id];
+    *len = t->len;
+    return t->text;
 }
 
 el_status el_vocab_index(el_vocab *v, const char *name) {
@@ -98,13 +104,13 @@ el_status el_vocab_index(el_vocab *v, const char *name) {
                             ids[i].what, (int)ids[i].id, (int)v->n_tokens);
         }
     }
-    el_status st = el_strmap_init(&v->token_to_id, (size_t)v->n_tokens);
+    el_status st = el_str_index_init(&v->token_to_id, (size_t)v->n_tokens, token_key, v);
     if (st != EL_OK) return st;
     v->max_token_len = 0;
     for (int32_t i = 0; i < v->n_tokens; i++) {
         const el_token_data *t = &v->tokens[i];
         /* a later duplicate wins, as in llama.cpp */
-        st = el_strmap_put(&v->token_to_id, t->text, t->len, i);
+        st = el_str_index_put(&v->token_to_id, i);
         if (st != EL_OK) return st;
         if (t->len > v->max_token_len) v->max_token_len = t->len;
     }
@@ -115,7 +121,7 @@ el_status el_vocab_index(el_vocab *v, const char *name) {
     if (st != EL_OK) return st;
     switch (v->kind) {
     case EL_VOCAB_SPM: v->nl = el_vocab_byte_token(v, '\n'); break;
-    case EL_VOCAB_BPE: v->nl = el_strmap_get(&v->token_to_id, "\xC4\x8A", 2); break; /* "Ċ" */
+    case EL_VOCAB_BPE: v->nl = el_str_index_get(&v->token_to_id, "\xC4\x8A", 2); break; /* "Ċ" */
     case EL_VOCAB_WPM: v->nl = -1; break;
     }
     return EL_OK;
@@ -125,10 +131,11 @@ void el_vocab_free(el_vocab *v) {
     if (!v) return;
     free(v->tokens);
     free(v->token_text);
-    el_strmap_free(&v->token_to_id);
+    el_str_index_free(&v->token_to_id);
     free(v->special_ids);
-    el_strmap_free(&v->merge_rank);
+    el_str_index_free(&v->merge_rank);
     free(v->merge_text);
+    free(v->merge_off);
     free(v);
 }
 

@@ -48,6 +48,9 @@ typedef struct el_strmap {
     size_t n;
 } el_strmap;
 
+/* FNV-1a, 64 bits, never 0. */
+uint64_t el_str_hash(const char *key, size_t len);
+
 el_status el_strmap_init(el_strmap *m, size_t expected);
 void el_strmap_free(el_strmap *m);
 /* Inserts or replaces; the key is referenced, not copied. */
@@ -55,13 +58,37 @@ el_status el_strmap_put(el_strmap *m, const char *key, size_t len, int32_t value
 /* Returns the value, or -1 if absent. */
 int32_t el_strmap_get(const el_strmap *m, const char *key, size_t len);
 
+/* The key (bytes and length) of an id of a table its owner keeps. */
+typedef const char *(*el_str_key_fn)(const void *owner, int32_t id, size_t *len);
+
+/* An open-addressing index from byte strings to the ids of a table its owner keeps: a slot is
+ * an id (4 bytes; el_strmap's slots, which hold the key and its hash, take 24), the key of an id
+ * comes from key(owner, id), so the owner must stay where it is. Sized once for its ids, at most
+ * half full. The big vocabulary tables use it (a 128k-token vocabulary with as many merges: 2 MB
+ * instead of 12). */
+typedef struct el_str_index {
+    int32_t *slots; /* [cap] an id, or -1 */
+    size_t cap;     /* power of two */
+    size_t n;
+    el_str_key_fn key;
+    const void *owner;
+} el_str_index;
+
+/* Room for n ids. */
+el_status el_str_index_init(el_str_index *ix, size_t n, el_str_key_fn key, const void *owner);
+void el_str_index_free(el_str_index *ix);
+/* Adds id, replacing an id with the same key; EL_ERR_INVALID_ARG past the n of init. */
+el_status el_str_index_put(el_str_index *ix, int32_t id);
+/* The id whose key is (key, len), or -1. */
+int32_t el_str_index_get(const el_str_index *ix, const char *key, size_t len);
+
 typedef struct el_vocab {
     el_vocab_kind kind;
     int32_t n_tokens;
     el_token_data *tokens;
     char *token_text;       /* storage of every tokens[i].text */
     uint32_t max_token_len; /* longest token text in bytes */
-    el_strmap token_to_id;
+    el_str_index token_to_id;
 
     int32_t bos, eos, eot, unk, pad, sep, cls, mask, nl; /* -1 if absent */
     bool add_bos, add_eos;
@@ -78,8 +105,9 @@ typedef struct el_vocab {
 
     /* BPE only */
     char pre[64];           /* tokenizer.ggml.pre ("gpt-2", "llama-bpe", "qwen2", ...) */
-    el_strmap merge_rank;   /* "left right" -> rank */
-    char *merge_text;       /* storage of the merge keys */
+    el_str_index merge_rank; /* "left right" -> rank */
+    char *merge_text;        /* the merge keys, each followed by a NUL */
+    uint32_t *merge_off;     /* [n_merges + 1] where each key starts in merge_text */
 } el_vocab;
 
 el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out);

@@ -68,7 +68,7 @@ static el_status wpm_flush(const el_vocab *v, wpm_word *w, el_tokens *out) {
         size_t j = n - i > v->max_token_len ? i + v->max_token_len : n;
         int32_t id = -1;
         for (; j > i; j--) {
-            id = el_strmap_get(&v->token_to_id, w->buf + i, j - i);
+            id = el_str_index_get(&v->token_to_id, w->buf + i, j - i);
             if (id >= 0) break;
         }
         if (id < 0) {

@@ -31,6 +31,10 @@ done
 want=$("$EL" info "$G" | awk '/^  [a-z_.0-9]*: [a-z0-9_]* \[[0-9]*, [0-9]*\]/ && $1 != "token_embd.weight:" { s += $(NF-1) } END { print s }')
 [ "$(num bytes_per_token)" = "$want" ] && pass bench_bytes_per_token || fail bench_bytes_per_token "bench $(num bytes_per_token), info $want"
 
+# chunks of 8 rows: same run, the chunk size echoed; 0 is not a size
+expect_exit bench_ubatch 0 "$EL" bench -m "$G" -t 1 -p 32 -n 4 -u 8 -r 1 --json
+grep -q '"n_batch": 32, "n_ubatch": 8,' "$TMP/out" && pass bench_ubatch_echo || fail bench_ubatch_echo "$(cat "$TMP/out")"
+expect_exit bench_bad_ubatch 2 "$EL" bench -m "$G" -u 0
 expect_exit bench_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1
 grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
 expect_exit bench_no_model 2 "$EL" bench -p 16
