@@ -164,7 +164,7 @@ static bool progress(const el_train_progress *pr, void *user) {
 
 void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap) {
     o->tty = isatty(2);
-    o->last_eval = NAN;
+    o->last_loss = o->last_eval = NAN;
     o->first_step = -1;
     o->p.progress = progress;
     o->p.progress_user = o;
@@ -190,6 +190,11 @@ int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped
         fprintf(stderr, "edgelora %s: interrupted%s\n", cmd,
                 o->p.checkpoint_path ? "; the checkpoint allows --resume" : "");
         return CLI_FAIL;
+    }
+    if (isnan(o->last_loss)) { /* resumed from a checkpoint that had run every step */
+        fprintf(stderr, "wrote %s (every step was done in the checkpoint)%s%s\n", out_path,
+                o->p.plot_path ? "; plot " : "", o->p.plot_path ? o->p.plot_path : "");
+        return CLI_OK;
     }
     fprintf(stderr, "wrote %s (final loss %.4f", out_path, o->last_loss);
     if (!isnan(o->last_eval))

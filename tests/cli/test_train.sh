@@ -48,6 +48,8 @@ expect_exit resume_done 0 "$EL" train --shape "$shape" --tokenizer "$TMP/tok.ggu
     --eval "$TMP/eval.txt" --steps 150 --batch 4 --lr 1e-2 --eval-every 50 -t 2 \
     --checkpoint "$TMP/run.ckpt" --resume -o "$TMP/again/model.gguf" --no-plot
 cmp -s "$TMP/model.gguf" "$TMP/again/model.gguf" && pass resume_same_model || fail resume_same_model
+grep -q "every step was done in the checkpoint" "$TMP/err" && pass resume_done_message ||
+    fail resume_done_message "$(cat "$TMP/err")"
 expect_exit resume_other_shape 1 "$EL" train --shape "dim=48,layers=2,heads=4,ctx=32" --tokenizer "$TMP/tok.gguf" \
     -f "$TMP/train.txt" --steps 40 --checkpoint "$TMP/run.ckpt" --resume -o "$TMP/x.gguf"
 
