@@ -15,6 +15,7 @@ void el_kernels_reference(el_kernels *k) {
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
         k->quantize[t] = tr ? tr->from_float : NULL;
         k->tile[t] = NULL;
+        k->gemv[t] = NULL;
     }
 }
 

@@ -36,6 +36,7 @@ typedef struct matmul_job {
     const el_weight *w;
     el_vec_dot_fn vec_dot;
     el_tile_fn tile;      /* NULL: vec_dot only */
+    el_gemv_fn gemv;      /* NULL: vec_dot only */
     el_from_float_fn quantize;
     const float *x;
     int64_t ldx;
@@ -55,27 +56,40 @@ static void quantize_task(void *arg, int ith, int nth) {
         j->quantize(j->x + r * j->ldx, (char *)j->act + r * j->act_stride, j->w->k_in);
 }
 
-/* Output rows [o_lo, o_hi) for every activation row. */
+static void vec_dots(const matmul_job *j, int64_t r, int64_t o_lo, int64_t o_hi) {
+    const el_weight *w = j->w;
+    for (int64_t o = o_lo; o < o_hi; o++)
+        j->vec_dot(w->k_in, &j->y[r * j->ldy + o], (const char *)w->data + o * w->row_bytes,
+                   j->act + r * j->act_stride);
+}
+
+/* Output rows [o_lo, o_hi) for every activation row: the rows of full tiles by the tile kernel
+ * (edges by vec_dot), the other activation rows (all of a decode step's) by gemv over the whole
+ * range, which reads the weight rows in address order. */
 static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
-    for (int64_t r0 = 0; r0 < j->n_rows; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < j->n_rows ? r0 + ROW_BLOCK : j->n_rows;
+    int64_t n_tiled = j->tile != NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
+    for (int64_t r0 = 0; r0 < n_tiled; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < n_tiled ? r0 + ROW_BLOCK : n_tiled;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
             int64_t o1 = o0 + TILE_OUT < o_hi ? o0 + TILE_OUT : o_hi;
             const char *wo = (const char *)w->data + o0 * w->row_bytes;
-            int64_t r = r0;
-            if (j->tile != NULL && o1 - o0 == EL_TILE) {
-                for (; r + EL_TILE <= r1; r += EL_TILE)
+            for (int64_t r = r0; r < r1; r += EL_TILE) {
+                if (o1 - o0 == EL_TILE)
                     j->tile(w->k_in, j->y + r * j->ldy + o0, j->ldy, wo, w->row_bytes,
                             j->act + r * j->act_stride, j->act_stride);
-            }
-            for (; r < r1; r++) {
-                const char *a = j->act + r * j->act_stride;
-                float *yr = j->y + r * j->ldy;
-                for (int64_t o = o0; o < o1; o++)
-                    j->vec_dot(w->k_in, &yr[o], (const char *)w->data + o * w->row_bytes, a);
+                else
+                    for (int64_t k = r; k < r + EL_TILE; k++) vec_dots(j, k, o0, o1);
             }
         }
+    }
+    for (int64_t r = n_tiled; r < j->n_rows; r++) {
+        if (j->gemv != NULL)
+            j->gemv(w->k_in, j->y + r * j->ldy + o_lo, o_hi - o_lo,
+                    (const char *)w->data + o_lo * w->row_bytes, w->row_bytes,
+                    j->act + r * j->act_stride);
+        else
+            vec_dots(j, r, o_lo, o_hi);
     }
 }
 
@@ -104,7 +118,8 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     el_type vt = t->vec_dot_type;
     int nth = tp ? el_threadpool_size(tp) : 1;
     const el_kernels *k = el_kernels_get();
-    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type], .x = x,
+    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
+                    .gemv = k->gemv[w->type], .x = x,
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
     j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
