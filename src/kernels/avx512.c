@@ -320,15 +320,18 @@ static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb
                                                             int64_t groups, q4_0_index ix) {
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
     __m512 acc[4][2];
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     int64_t g = 0;
     for (; g + 2 <= groups; g += 2) {
+        #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             acc[r][0] = _mm512_add_ps(acc[r][0], group_q4_0(wb[r] + g * group_bytes, p + g, ix));
             acc[r][1] = _mm512_add_ps(acc[r][1],
                                       group_q4_0(wb[r] + (g + 1) * group_bytes, p + g + 1, ix));
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < groups)
             acc[r][0] = _mm512_add_ps(acc[r][0], group_q4_0(wb[r] + g * group_bytes, p + g, ix));
@@ -355,12 +358,14 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
             if (R == 1) o[0] = 3 * m + i;
             const char *wb[4];
             float s[4];
+            #pragma GCC unroll 4
             for (int r = 0; r < R; r++)
                 wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q4_0);
             if (R == 4)
                 rows_q4_0(wb, s, 4, p, groups, ix);
             else
                 rows_q4_0(wb, s, 1, p, groups, ix);
+            #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const el_block_q4_0 *wr = (const el_block_q4_0 *)((const char *)w + o[r] * w_stride);
                 __m256 tail = _mm256_setzero_ps();
@@ -436,15 +441,18 @@ static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb
                                                             int64_t pairs, q8_0_index ix) {
     const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
     __m512 acc[4][2];
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     int64_t g = 0;
     for (; g + 2 <= pairs; g += 2) {
+        #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             acc[r][0] = _mm512_add_ps(acc[r][0], pair_q8_0(wb[r] + g * pair_bytes, p + g, ix));
             acc[r][1] = _mm512_add_ps(acc[r][1],
                                       pair_q8_0(wb[r] + (g + 1) * pair_bytes, p + g + 1, ix));
         }
     }
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < pairs)
             acc[r][0] = _mm512_add_ps(acc[r][0], pair_q8_0(wb[r] + g * pair_bytes, p + g, ix));
@@ -469,12 +477,14 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
             if (R == 1) o[0] = 3 * m + i;
             const char *wb[4];
             float s[4];
+            #pragma GCC unroll 4
             for (int r = 0; r < R; r++)
                 wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q8_0);
             if (R == 4)
                 rows_q8_0(wb, s, 4, p, pairs, ix);
             else
                 rows_q8_0(wb, s, 1, p, pairs, ix);
+            #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const el_block_q8_0 *wr = (const el_block_q8_0 *)((const char *)w + o[r] * w_stride);
                 if (first + 2 * pairs < last) { /* an odd last block */
@@ -498,36 +508,66 @@ static inline __m512i load_upto64(const void *p, int64_t len) {
  * end; the activations are used as they are (no scales to gather). Steps of 128 elements: for
  * W4 4 chunks (64 bytes), 128-bit lane c of the weights holding chunk c against the activations
  * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last elements
- * are loaded masked (zeros add nothing). */
+ * are loaded masked (zeros add nothing). R rows (1 or 4, far apart: separate streams) share the
+ * activation loads; integer sums are exact, so each row's result is the same either way. */
+static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
+                                                            int32_t dot[4], int R,
+                                                            const int8_t *act, bool w4) {
+    const __m512i top = _mm512_set1_epi8((char)0x80);
+    __m512i acc[4][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n; i += 128) {
+        __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
+        if (w4) {
+            __m512i lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
+            __m512i hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m512i qv = load_upto64(q[r] + i / 2, (n - i) / 2);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], low_nibbles(qv), lo);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], high_nibbles(qv), hi);
+            }
+        } else {
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m512i q0 = _mm512_xor_si512(load_upto64(q[r] + i, n - i), top);
+                __m512i q1 = _mm512_xor_si512(load_upto64(q[r] + i + 64, n - i - 64), top);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], q0, y0);
+                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], q1, y1);
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        dot[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
+}
+
+/* Rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) together, the last n_rows % 4 alone. */
 static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
                                                             const void *w, size_t w_stride,
                                                             const void *a, bool w4) {
     const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
-    const __m512i top = _mm512_set1_epi8((char)0x80);
     el_a8_header h;
     memcpy(&h, a, sizeof h);
-    for (int64_t o = 0; o < n_rows; o++) {
-        const char *row = (const char *)w + o * w_stride, *q = row + sizeof(float);
-        __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
-        for (int64_t i = 0; i < n; i += 128) {
-            __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
-            if (w4) {
-                __m512i qv = load_upto64(q + i / 2, (n - i) / 2);
-                acc0 = _mm512_dpbusd_epi32(acc0, low_nibbles(qv),
-                                           _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)));
-                acc1 = _mm512_dpbusd_epi32(acc1, high_nibbles(qv),
-                                           _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1)));
-            } else {
-                __m512i q0 = _mm512_xor_si512(load_upto64(q + i, n - i), top);
-                __m512i q1 = _mm512_xor_si512(load_upto64(q + i + 64, n - i - 64), top);
-                acc0 = _mm512_dpbusd_epi32(acc0, q0, y0);
-                acc1 = _mm512_dpbusd_epi32(acc1, q1, y1);
-            }
-        }
+    const int64_t m = n_rows / 4;
+    for (int64_t i = 0; i < m + n_rows % 4; i++) {
+        int R = i < m ? 4 : 1;
+        int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
+        if (R == 1) o[0] = 3 * m + i;
+        const char *q[4];
+        int32_t dot[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) q[r] = (const char *)w + o[r] * w_stride + sizeof(float);
+        if (R == 4)
+            rows_wrow(n, q, dot, 4, act, w4);
+        else
+            rows_wrow(n, q, dot, 1, act, w4);
         /* masked-off bytes of W8 count as 0 ^ 0x80 = 128, against zero activations: nothing */
-        int32_t dot = _mm512_reduce_add_epi32(_mm512_add_epi32(acc0, acc1)) -
-                      (w4 ? 8 : 128) * h.sum;
-        y[o] = el_edge_row_scale(row) * h.d * (float)dot;
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            y[o[r]] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
+                      (float)(dot[r] - (w4 ? 8 : 128) * h.sum);
     }
 }
 
