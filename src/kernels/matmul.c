@@ -6,19 +6,27 @@
  * TILE_OUT weight rows are dotted with a block of ROW_BLOCK activation rows, so a tile is read
  * from memory once per block of activations and stays in cache while the block streams past.
  * Where the ISA has a tile kernel for the type (dispatch.h), full tiles of EL_TILE weight rows x
- * EL_TILE activation rows are computed by it, the edges by vec_dot. Which outputs are computed
- * which way depends only on the shapes (chunks start at multiples of TILE_OUT), so results do
- * not depend on the number of threads. */
+ * EL_TILE activation rows are computed by it, the edges by vec_dot. The activation rows outside
+ * full tiles (all of a decode step's) go through the ISA's gemv for the type over the whole
+ * chunk, which reads the rows as sequential streams; a gemv output depends only on its row.
+ * Which outputs are computed which way depends only on the shapes (chunks start at multiples of
+ * TILE_OUT), so results do not depend on the number of threads. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "kernels/dispatch.h"
 
 enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
-    CHUNKS_PER_THREAD = 4 /* enough to even out uneven progress, few enough to be cheap */
+    CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
+    /* Weight bytes per chunk when every row goes through gemv (a decode step): a pool job ends
+     * when its slowest thread does, so the last chunk should be short (256 KB is about 10 us of
+     * memory time per core), while each gemv call prepares the activations once (well under a
+     * microsecond). */
+    GEMV_CHUNK_BYTES = 256 << 10
 };
 
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out) {
@@ -122,6 +130,9 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
                     .gemv = k->gemv[w->type], .x = x,
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    bool all_gemv = j.gemv != NULL && (j.tile == NULL || n_rows < EL_TILE);
+    if (all_gemv && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
+        per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
     if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
     atomic_init(&j.next_chunk, nth);
