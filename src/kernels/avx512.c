@@ -266,20 +266,21 @@ typedef struct q4_0_index {
     __m512i q, dw;
 } q4_0_index;
 
+/* Word 2j + t of the quants: word 2k + t of block b = j % 4 (k = j / 4), i.e. 9b + 1 + 2k + t
+ * for b < 3 and 32 + 2k + t for block 3 (second source); the scale of lane j: word 9 (j % 4). */
+static const int16_t q4_0_q_words[32] = {1,  2,  10, 11, 19, 20, 32, 33, 3,  4,  12,
+                                         13, 21, 22, 34, 35, 5,  6,  14, 15, 23, 24,
+                                         36, 37, 7,  8,  16, 17, 25, 26, 38, 39};
+static const int16_t q4_0_d_words[32] = {0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27};
+/* Lane j of the prepared activations: lane 4 (j % 4) + j / 4 of the blocks in order. */
+static const int32_t q4_0_act_lanes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+
 static q4_0_index q4_0_indexes(void) {
-    int16_t q[32] = {0}, dw[32] = {0};
-    for (int j = 0; j < 16; j++) {
-        int b = j % 4, k = j / 4;
-        for (int t = 0; t < 2; t++) q[2 * j + t] = (int16_t)(b < 3 ? 9 * b + 1 + 2 * k + t : 32 + 2 * k + t);
-        dw[j] = (int16_t)(9 * b);
-    }
-    return (q4_0_index){index_words(q), index_words(dw)};
+    return (q4_0_index){index_words(q4_0_q_words), index_words(q4_0_d_words)};
 }
 
 static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
-    int32_t order[16]; /* lane j <- the lane of block j % 4, bytes 4(j / 4).. in block order */
-    for (int j = 0; j < 16; j++) order[j] = 4 * (j % 4) + j / 4;
-    const __m512i to_lanes = index_dwords(order), ones = _mm512_set1_epi8(1);
+    const __m512i to_lanes = index_dwords(q4_0_act_lanes), ones = _mm512_set1_epi8(1);
     for (int64_t g = 0; g < groups; g++, b += 4) {
         __m512i y01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
                                              (const __m256i *)b[0].qs)),
@@ -300,8 +301,8 @@ static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
     }
 }
 
-/* The float sums (16 lanes) of one q4_0 group of a row. */
-static inline __m512 group_q4_0(const char *wb, const q4_0_prep *p, q4_0_index ix) {
+/* acc + the float sums (16 lanes) of one q4_0 group of a row. */
+static inline __m512 group_q4_0(__m512 acc, const char *wb, const q4_0_prep *p, q4_0_index ix) {
     __m512i w0 = _mm512_loadu_si512(wb);
     __m512i q = _mm512_permutex2var_epi16(
         w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 56))));
@@ -309,7 +310,7 @@ static inline __m512 group_q4_0(const char *wb, const q4_0_prep *p, q4_0_index i
     s = _mm512_dpbusd_epi32(s, high_nibbles(q), p->hi);
     __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
                                _mm512_broadcast_f32x4(p->c));
-    return _mm512_mul_ps(t, fp16_picked(ix.dw, w0));
+    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
 }
 
 /* The dots of R rows (R = 1 or 4) over prepared groups, each row as it would be alone: two
@@ -326,15 +327,14 @@ static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb
     for (; g + 2 <= groups; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = _mm512_add_ps(acc[r][0], group_q4_0(wb[r] + g * group_bytes, p + g, ix));
-            acc[r][1] = _mm512_add_ps(acc[r][1],
-                                      group_q4_0(wb[r] + (g + 1) * group_bytes, p + g + 1, ix));
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
+            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, ix);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < groups)
-            acc[r][0] = _mm512_add_ps(acc[r][0], group_q4_0(wb[r] + g * group_bytes, p + g, ix));
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
         s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
     }
 }
@@ -393,23 +393,22 @@ typedef struct q8_0_index {
     __m512i q, dw;
 } q8_0_index;
 
+/* Word 2j + t of the quants: word m = 2k + t of block b = j % 2 (k = j / 2), i.e. 1 + m for
+ * block 0, 18 + m for block 1 if m < 14, else 32 + 6 + (m - 14) (second source); the scale of
+ * lane j: word 17 (j % 2). */
+static const int16_t q8_0_q_words[32] = {1,  2,  18, 19, 3,  4,  20, 21, 5,  6,  22,
+                                         23, 7,  8,  24, 25, 9,  10, 26, 27, 11, 12,
+                                         28, 29, 13, 14, 30, 31, 15, 16, 38, 39};
+static const int16_t q8_0_d_words[32] = {0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17};
+/* Lane j of the prepared activations: lane 8 (j % 2) + j / 2 of the two blocks in order. */
+static const int32_t q8_0_act_lanes[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
+
 static q8_0_index q8_0_indexes(void) {
-    int16_t q[32] = {0}, dw[32] = {0};
-    for (int j = 0; j < 16; j++) {
-        int b = j % 2, k = j / 2;
-        for (int t = 0; t < 2; t++) {
-            int m = 2 * k + t;
-            q[2 * j + t] = (int16_t)(b == 0 ? 1 + m : m < 14 ? 18 + m : 32 + 6 + (m - 14));
-        }
-        dw[j] = (int16_t)(17 * b);
-    }
-    return (q8_0_index){index_words(q), index_words(dw)};
+    return (q8_0_index){index_words(q8_0_q_words), index_words(q8_0_d_words)};
 }
 
 static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
-    int32_t order[16]; /* lane j <- the lane of block j % 2, bytes 4(j / 2).. in block order */
-    for (int j = 0; j < 16; j++) order[j] = 8 * (j % 2) + j / 2;
-    const __m512i to_lanes = index_dwords(order), ones = _mm512_set1_epi8(1);
+    const __m512i to_lanes = index_dwords(q8_0_act_lanes), ones = _mm512_set1_epi8(1);
     for (int64_t g = 0; g < pairs; g++, b += 2) {
         __m512i y = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
                                            (const __m256i *)b[0].qs)),
@@ -423,8 +422,8 @@ static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
     }
 }
 
-/* The float sums (16 lanes) of one q8_0 pair of a row. */
-static inline __m512 pair_q8_0(const char *wb, const q8_0_prep *p, q8_0_index ix) {
+/* acc + the float sums (16 lanes) of one q8_0 pair of a row. */
+static inline __m512 pair_q8_0(__m512 acc, const char *wb, const q8_0_prep *p, q8_0_index ix) {
     __m512i w0 = _mm512_loadu_si512(wb);
     __m512i q = _mm512_permutex2var_epi16(
         w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 52))));
@@ -432,7 +431,7 @@ static inline __m512 pair_q8_0(const char *wb, const q8_0_prep *p, q8_0_index ix
                                     _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)), p->y);
     __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
                                _mm512_broadcast_f32x4(p->c));
-    return _mm512_mul_ps(t, fp16_picked(ix.dw, w0));
+    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
 }
 
 /* As rows_q4_0, for q8_0 pairs. */
@@ -447,15 +446,14 @@ static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb
     for (; g + 2 <= pairs; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = _mm512_add_ps(acc[r][0], pair_q8_0(wb[r] + g * pair_bytes, p + g, ix));
-            acc[r][1] = _mm512_add_ps(acc[r][1],
-                                      pair_q8_0(wb[r] + (g + 1) * pair_bytes, p + g + 1, ix));
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
+            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1, ix);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < pairs)
-            acc[r][0] = _mm512_add_ps(acc[r][0], pair_q8_0(wb[r] + g * pair_bytes, p + g, ix));
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
         s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
     }
 }
