@@ -1,7 +1,7 @@
 /* avx512.c - AVX-512 kernels with VNNI (vpdpbusd: 4 unsigned x signed byte products summed
  * into each 32-bit lane in one instruction) for q8_0 and q4_0 weights: dot products two blocks
  * per 512-bit register (one at a time on 256 bits for the last few), and 4x4 tiles on 256-bit
- * registers (AVX512-VL). Other types keep the
+ * registers (AVX512-VL); gemvs (decode) for q8_0, q4_0, w8 and w4. Other types keep the
  * AVX2 kernels, which the dispatcher installs first.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni (and AVX2's flags) on x86 (see
  * Makefile) and used only when the CPU and the OS support them. */
@@ -215,15 +215,17 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
-/* ---- gemv (decode): many consecutive weight rows against one activation row, one row after
- * the other. Reading the weight in address order matters: the hardware prefetcher streams one
- * sequential stream at full bandwidth, while a few rows read side by side (as the tiles do)
- * got a third of it on Zen 4, and software prefetches did not make up for it. So the work that
- * depends only on the activations is done once per call into an aligned slice on the stack
- * (GEMV_SLICE elements at a time), and each row's loop only loads it. Each row keeps float
- * sums in registers and reduces them once at its end. Weight bytes that are not 32-byte
+/* ---- gemv (decode): many consecutive weight rows against one activation row. How the weight
+ * is read decides the speed: on Zen 4 one thread reading a few rows side by side (as the tiles
+ * do: interleaved streams a row apart) got a third of the bandwidth of reading them in order,
+ * software prefetches did not make up for it, and a few streams far apart read as fast as one
+ * or faster. So rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) go together, sharing the
+ * activation loads (the last n_rows % 4 go alone, through the same code: a row's result does
+ * not depend on its company). What depends only on the activations is prepared once per call
+ * into an aligned slice on the stack (GEMV_SLICE elements at a time); each row keeps float
+ * sums in registers and reduces them once at its end. Weight quants that are not 32-byte
  * aligned (blocks of 18 or 34 bytes, which start at even offsets) are gathered by a word
- * permute of two 64-byte loads, and their fp16 scales by another. */
+ * permute of a 64-byte and a 16-byte load, and their fp16 scales by another. */
 
 enum { GEMV_SLICE = 4096 }; /* activation elements prepared at a time (about 5 KB) */
 
