@@ -197,7 +197,7 @@ enum { GEMV_ROWS = 5 };
 
 static int compare_gemvs(const el_kernels *simd) {
     test_rng r = {57};
-    static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 64, 67, 300};
+    static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 64, 67, 521};
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->gemv[ty] == NULL) continue;
         const el_type_traits *wt = el_type_get(ty);
