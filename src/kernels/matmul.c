@@ -22,10 +22,10 @@ enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
     CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
-    /* Weight bytes per chunk when every row goes through gemv (a decode step): a pool job ends
-     * when its slowest thread does, so the last chunk should be short (256 KB is about 10 us of
-     * memory time per core), while each gemv call prepares the activations once (well under a
-     * microsecond). */
+    /* Weight bytes per chunk when every row goes through gemv (a decode step) on more than one
+     * thread: a pool job ends when its slowest thread does, so the last chunk should be short
+     * (256 KB is about 10 us of memory time per core), while each gemv call prepares the
+     * activations once and starts new streams (one thread keeps the long chunks). */
     GEMV_CHUNK_BYTES = 256 << 10
 };
 
@@ -131,7 +131,7 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
     bool all_gemv = j.gemv != NULL && (j.tile == NULL || n_rows < EL_TILE);
-    if (all_gemv && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
+    if (all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j.chunk = (per_chunk + TILE_OUT - 1) / TILE_OUT * TILE_OUT;
     if (j.chunk < TILE_OUT) j.chunk = TILE_OUT;
