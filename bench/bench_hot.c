@@ -1,6 +1,7 @@
 /* bench_hot.c - kernel throughput with the data in cache (not a test): for each weight type and
- * each ISA level this build and CPU have, a dot product of one row and a 4x4 tile of four
- * weight rows by four activation rows, timed in thread CPU time, so other processes on a
+ * each ISA level this build and CPU have, a dot product of one row, a 4x4 tile of four
+ * weight rows by four activation rows and a gemv of four weight rows by one activation row
+ * (four times, for as many products as the others), timed in thread CPU time, so other processes on a
  * shared machine do not count (cache sharing still can). What the kernels can do when memory
  * is not the limit; bench_kernels measures whole matmuls.
  * Usage: bench_hot [n]   (row length, default 4096) */
@@ -42,6 +43,11 @@ static void run_dots(const el_kernels *k, el_type t, int64_t n, const char *w, s
         for (int o = 0; o < EL_TILE; o++) k->vec_dot[t](n, &y[r * EL_TILE + o], w + o * ws, a + r * as);
 }
 
+static void run_gemv(const el_kernels *k, el_type t, int64_t n, const char *w, size_t ws,
+                     const char *a, size_t as, float *y) {
+    for (int r = 0; r < EL_TILE; r++) k->gemv[t](n, &y[r * EL_TILE], EL_TILE, w, ws, a + r * as);
+}
+
 static void run_tile(const el_kernels *k, el_type t, int64_t n, const char *w, size_t ws,
                      const char *a, size_t as, float *y) {
     k->tile[t](n, y, EL_TILE, w, ws, a, as);
@@ -67,7 +73,7 @@ int main(int argc, char **argv) {
     if (!x || !w || !a) return 1;
     for (int64_t i = 0; i < EL_TILE * n; i++) x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     printf("GMAC/s with the data in cache, row length %lld, thread CPU time\n", (long long)n);
-    printf("%-13s %-7s %9s %9s\n", "isa", "type", "vec_dot", "4x4 tile");
+    printf("%-13s %-7s %9s %9s %9s\n", "isa", "type", "vec_dot", "4x4 tile", "gemv");
     el_kernels k;
     el_kernels_reference(&k);
     for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
@@ -88,6 +94,10 @@ int main(int argc, char **argv) {
             printf("%-13s %-7s %9.2f", k.isa, tr->name, macs / td * 1e-9);
             if (k.tile[t] != NULL)
                 printf(" %9.2f", macs / best_time(run_tile, &k, t, n, w, ws, a, as, y, reps) * 1e-9);
+            else if (k.gemv[t] != NULL)
+                printf(" %9s", "");
+            if (k.gemv[t] != NULL)
+                printf(" %9.2f", macs / best_time(run_gemv, &k, t, n, w, ws, a, as, y, reps) * 1e-9);
             printf("\n");
         }
     }

@@ -125,25 +125,34 @@ static int test_matmul_views(void) {
     return TEST_PASS;
 }
 
-/* The split across threads must not change any result: each output is one dot product. */
+/* The split across threads must not change any result: each output is one dot product, by the
+ * same kernel whatever the chunks (tiles and vec_dot for several rows, gemv for one). */
 static int test_matmul_threads_agree(void) {
     enum { N_IN = 512, N_OUT = 37, ROWS = 6 };
+    static const el_type types[] = {EL_TYPE_Q4_K, EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4,
+                                    EL_TYPE_W8};
     test_rng r = {4};
     float *wf = malloc(N_IN * N_OUT * sizeof *wf), x[ROWS * N_IN], y1[ROWS * N_OUT],
           y3[ROWS * N_OUT];
-    char *wq = malloc(el_row_size(EL_TYPE_Q4_K, N_IN) * N_OUT);
-    CHECK(wf && wq);
+    char *wq = malloc(el_row_size(EL_TYPE_F32, N_IN) * N_OUT);
+    char *scratch = malloc(el_row_size(EL_TYPE_F32, N_IN) * ROWS);
+    el_threadpool *tp1, *tp3;
+    CHECK(wf && wq && scratch && el_threadpool_create(1, &tp1) == EL_OK);
+    CHECK(el_threadpool_create(3, &tp3) == EL_OK);
     for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
-    el_type_get(EL_TYPE_Q4_K)->from_float(wf, wq, N_IN * N_OUT);
-    el_weight w = el_weight_view(EL_TYPE_Q4_K, wq, N_IN, N_OUT);
-    char *scratch = malloc(el_matmul_scratch_size(&w, ROWS));
-    el_threadpool *tp1, *tp3;
-    CHECK(scratch && el_threadpool_create(1, &tp1) == EL_OK);
-    CHECK(el_threadpool_create(3, &tp3) == EL_OK);
-    el_matmul(tp1, &w, x, N_IN, ROWS, y1, N_OUT, scratch);
-    el_matmul(tp3, &w, x, N_IN, ROWS, y3, N_OUT, scratch);
-    CHECK(memcmp(y1, y3, sizeof y1) == 0);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const el_type_traits *tr = el_type_get(types[t]);
+        el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
+        for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
+        for (int rows = 1; rows <= ROWS; rows += ROWS - 1) {
+            el_matmul(tp1, &w, x, N_IN, rows, y1, N_OUT, scratch);
+            el_matmul(tp3, &w, x, N_IN, rows, y3, N_OUT, scratch);
+            if (memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) != 0)
+                test_note("%s, %d rows: 1 and 3 threads differ", tr->name, rows);
+            CHECK(memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) == 0);
+        }
+    }
     el_threadpool_free(tp1);
     el_threadpool_free(tp3);
     free(wf), free(wq), free(scratch);

@@ -1,6 +1,6 @@
-/* test_kernels_simd.c - every ISA-specific kernel against the portable reference: dot products
- * and tiles on blocks of random bytes (every bit pattern of quants and scales) and awkward
- * lengths, activation quantizers byte for byte. */
+/* test_kernels_simd.c - every ISA-specific kernel against the portable reference: dot products,
+ * tiles and gemvs on blocks of random bytes (every bit pattern of quants and scales) and
+ * awkward lengths, activation quantizers byte for byte. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,9 +187,62 @@ static int compare_tiles(const el_kernels *simd) {
     return TEST_PASS;
 }
 
+/* Each output of a gemv over GEMV_ROWS weight rows against the reference vec_dot of its row, and
+ * bit for bit against the same kernel on that row alone (results must not depend on how rows are
+ * split between threads). Lengths leave every remainder of the kernels' groups of blocks and
+ * of 128 elements, and reach past the slices the kernels prepare at a time; weight rows are
+ * strided with padding so a stride mix-up shows, and the bytes after the activation row and
+ * the last weight row are poisoned (reading them shows as a wrong result). */
+enum { GEMV_ROWS = 5 };
+
+static int compare_gemvs(const el_kernels *simd) {
+    test_rng r = {57};
+    static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 64, 67, 521};
+    for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
+        if (simd->gemv[ty] == NULL) continue;
+        const el_type_traits *wt = el_type_get(ty);
+        const el_type_traits *at = el_type_get(wt->vec_dot_type);
+        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
+        for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
+            int64_t n = unit * block_counts[bc];
+            size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
+            size_t a_bytes = el_row_size(wt->vec_dot_type, n);
+            char *w = malloc(w_stride * GEMV_ROWS), *aq = malloc(a_bytes + 64);
+            float *a = malloc((size_t)n * sizeof *a), y[GEMV_ROWS + 1], alone;
+            CHECK(w && aq && a);
+            memset(w, 0xFF, w_stride * GEMV_ROWS);
+            for (int row = 0; row < GEMV_ROWS; row++)
+                random_weights((el_type)ty, w + row * w_stride, n, &r);
+            for (int64_t i = 0; i < n; i++) a[i] = test_rand_uniform(&r, -4.0f, 4.0f);
+            a[test_rand_u32(&r) % n] = -9.0f;
+            at->from_float(a, aq, n);
+            memset(aq + a_bytes, 0x7F, 64);
+            y[GEMV_ROWS] = 12345.0f;
+            simd->gemv[ty](n, y, GEMV_ROWS, w, w_stride, aq);
+            CHECK(y[GEMV_ROWS] == 12345.0f); /* past the outputs: untouched */
+            for (int o = 0; o < GEMV_ROWS; o++) {
+                const char *wo = w + o * w_stride;
+                float want = NAN;
+                wt->vec_dot(n, &want, wo, aq);
+                double mag = dot_magnitude((el_type)ty, wo, aq, n);
+                if (!(fabs((double)y[o] - want) <= 2e-5 * mag + 1e-6)) {
+                    test_note("%s gemv %s n=%lld y[%d]: got %.9g, reference %.9g", simd->isa,
+                              wt->name, (long long)n, o, y[o], want);
+                    return TEST_FAIL;
+                }
+                simd->gemv[ty](n, &alone, 1, wo, w_stride, aq);
+                CHECK(memcmp(&alone, &y[o], sizeof alone) == 0);
+            }
+            free(w), free(aq), free(a);
+        }
+    }
+    return TEST_PASS;
+}
+
 static int compare_all(const el_kernels *k) {
     if (compare_tables(k) != TEST_PASS) return TEST_FAIL;
     if (compare_quantizers(k) != TEST_PASS) return TEST_FAIL;
+    if (compare_gemvs(k) != TEST_PASS) return TEST_FAIL;
     return compare_tiles(k);
 }
 

@@ -1,7 +1,8 @@
 /* avx2.c - AVX2 dot products, one per weight type (GGUF's and edgelora's integer types of
  * edge.h), each the same sum as its reference (integer products inside blocks, scales applied
  * per block) but 32 bytes at a time; 4x4 tiles for q8_0, q4_0, q4_K, q6_K, w8 and w4 (prompt
- * processing); activation quantizers byte-exact with the reference ones.
+ * processing); gemvs for q8_0, q4_0, w8 and w4 (decode); activation quantizers byte-exact with
+ * the reference ones.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
 #include "kernels/dispatch.h"
 
@@ -659,6 +660,152 @@ static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_st
     tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
+/* ---- gemv (decode): rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) side by side, the last
+ * n_rows % 4 alone. Rows far apart are four sequential streams, which the hardware prefetcher
+ * follows (rows next to each other read side by side are not), and they share each activation
+ * load and what depends only on it; each row's arithmetic is the same with 1 or 4 rows, so
+ * results do not depend on how rows are split between threads. */
+
+/* Row o of the quad or single starting at i. */
+static inline int64_t gemv_row(int64_t i, int r, int64_t m) { return i < m ? i + r * m : 3 * m + i; }
+
+/* The dots of R rows (1 or 4) of q4_0 or q8_0 blocks with q8_0 activations: per group of 8
+ * blocks the 8 activation scales are converted once, then per block one fmadd per row (one
+ * accumulator per row: the rows are the independent chains); the last nb % 8 blocks alike
+ * with scalar scales. q4_0 nibbles stay unsigned and 8 * sum y, the same for every row, comes
+ * off in int16; q8_0 moves the weight's sign onto the activations (dot_i8). */
+static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const char *const x[4],
+                                                           float s[4], int R,
+                                                           const el_block_q8_0 *b, bool q4) {
+    const size_t x_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= nb; i += 8) {
+        __m256 db = fp16x8(b + i, sizeof *b), d[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) d[r] = _mm256_mul_ps(fp16x8(x[r] + i * x_block, x_block), db);
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m256i yq = _mm256_loadu_si256((const __m256i *)b[i + k].qs);
+            __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8(8), yq);
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const char *xb = x[r] + (i + k) * x_block;
+                __m256i p;
+                if (q4) {
+                    __m128i q = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb)->qs);
+                    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
+                    p = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(u, yq), off), ones);
+                } else {
+                    p = dot_i8(_mm256_loadu_si256((const __m256i *)((const el_block_q8_0 *)xb)->qs), yq);
+                }
+                acc[r] = _mm256_fmadd_ps(lane(d[r], k), _mm256_cvtepi32_ps(p), acc[r]);
+            }
+        }
+    }
+    for (; i < nb; i++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const char *xb = x[r] + i * x_block;
+            uint16_t dx;
+            memcpy(&dx, xb, sizeof dx);
+            __m256i p = q4 ? q4_0_dot((const el_block_q4_0 *)xb, b + i)
+                           : q8_0_dot((const el_block_q8_0 *)xb, b + i);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)),
+                                     _mm256_cvtepi32_ps(p), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
+}
+
+static inline __attribute__((always_inline)) void gemv_b32(int64_t n, float *y, int64_t n_rows,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, bool q4) {
+    const int64_t m = n_rows / 4;
+    for (int64_t i = 0; i < m + n_rows % 4; i++) {
+        const char *x[4];
+        float s[4];
+        int R = i < m ? 4 : 1;
+        for (int r = 0; r < R; r++) x[r] = (const char *)w + gemv_row(i, r, m) * w_stride;
+        if (R == 4)
+            rows_b32(n / EL_QK8_0, x, s, 4, a, q4);
+        else
+            rows_b32(n / EL_QK8_0, x, s, 1, a, q4);
+        for (int r = 0; r < R; r++) y[gemv_row(i, r, m)] = s[r];
+    }
+}
+
+static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_b32(n, y, n_rows, w, w_stride, a, true);
+}
+
+static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_b32(n, y, n_rows, w, w_stride, a, false);
+}
+
+/* W4 and W8 rows against an A8 row, R (1 or 4) at a time: int32 sums over the row (exact, so
+ * the same however rows are grouped), 32 elements per step; W4 nibbles unsigned with 8 * (the
+ * row's activation sum) off at the end, W8 with dot_i8's sign trick. */
+static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
+                                                            int32_t dot[4], int R,
+                                                            const int8_t *act, bool w4) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; i += 32) {
+        __m256i yv = _mm256_loadu_si256((const __m256i *)(act + i));
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256i p = w4 ? _mm256_madd_epi16(_mm256_maddubs_epi16(
+                                 load_chunk_u4((const uint8_t *)q[r] + i / 2), yv), ones)
+                           : dot_i8(_mm256_loadu_si256((const __m256i *)(q[r] + i)), yv);
+            acc[r] = _mm256_add_epi32(acc[r], p);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) dot[r] = hsum_epi32(acc[r]);
+}
+
+static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, bool w4) {
+    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    const int64_t m = n_rows / 4;
+    for (int64_t i = 0; i < m + n_rows % 4; i++) {
+        const char *q[4];
+        int32_t dot[4];
+        int R = i < m ? 4 : 1;
+        for (int r = 0; r < R; r++)
+            q[r] = (const char *)w + gemv_row(i, r, m) * w_stride + sizeof(float);
+        if (R == 4)
+            rows_wrow(n, q, dot, 4, act, w4);
+        else
+            rows_wrow(n, q, dot, 1, act, w4);
+        for (int r = 0; r < R; r++)
+            y[gemv_row(i, r, m)] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
+                                   (float)(dot[r] - (w4 ? 8 * h.sum : 0));
+    }
+}
+
+static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                    const void *a) {
+    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+}
+
+static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                    const void *a) {
+    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+}
+
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
  * the same bytes and sum. */
 static void quantize_a8(const float *x, void *y, int64_t n) {
@@ -716,6 +863,10 @@ bool el_kernels_avx2(el_kernels *k) {
     k->tile[EL_TYPE_W8] = tile_w8;
     k->tile[EL_TYPE_W4] = tile_w4;
     k->quantize[EL_TYPE_A8] = quantize_a8;
+    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
+    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
+    k->gemv[EL_TYPE_W8] = gemv_w8;
+    k->gemv[EL_TYPE_W4] = gemv_w4;
     return true;
 }
 

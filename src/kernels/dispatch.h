@@ -24,6 +24,15 @@ enum { EL_TILE = 4 };
 typedef void (*el_tile_fn)(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                            const void *a, size_t a_stride);
 
+/* A gemv kernel computes n_rows consecutive outputs for one activation row (a decode step):
+ *   y[o] = dot(weight row o, a)   for o < n_rows
+ * with weight row o at w + o * w_stride (n elements, n a multiple of the block size). It reads
+ * the rows in address order and prepares what depends only on the activations once for all of
+ * them. Each y[o] depends only on row o and a (not on n_rows or where the rows start), and
+ * agrees with vec_dot to float rounding. */
+typedef void (*el_gemv_fn)(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+
 typedef struct el_kernels {
     const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
@@ -31,12 +40,13 @@ typedef struct el_kernels {
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */
+    el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
 } el_kernels;
 
 /* The table in use; filled on first call (thread-safe), constant afterwards. */
 const el_kernels *el_kernels_get(void);
 
-/* Fills k with the reference kernels of the traits table (and no tiles, no gemm). */
+/* Fills k with the reference kernels of the traits table (and no tiles, gemms or gemvs). */
 void el_kernels_reference(el_kernels *k);
 
 /* Each of these replaces entries of k with its kernels and returns true if they were built in

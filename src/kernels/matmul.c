@@ -6,9 +6,11 @@
  * TILE_OUT weight rows are dotted with a block of ROW_BLOCK activation rows, so a tile is read
  * from memory once per block of activations and stays in cache while the block streams past.
  * Where the ISA has a tile kernel for the type (dispatch.h), full tiles of EL_TILE weight rows x
- * EL_TILE activation rows are computed by it, the edges by vec_dot. Which outputs are computed
- * which way depends only on the shapes (chunks start at multiples of TILE_OUT), so results do
- * not depend on the number of threads.
+ * EL_TILE activation rows are computed by it, the edges by vec_dot. The activation rows outside
+ * full tiles (all of a decode step's) go through the ISA's gemv for the type over the whole
+ * chunk, which reads the rows as sequential streams; a gemv output depends only on its row.
+ * Which outputs are computed which way depends only on the shapes (chunks start at multiples of
+ * TILE_OUT), so results do not depend on the number of threads.
  * With several activation rows and a gemm kernel for the type (gemm.h), chunks are made of
  * panels of EL_GEMM_PANEL weight rows instead, each unpacked once into the thread's panel buffer
  * and run against every activation row; the per-group activation sums the gemm kernels need are
@@ -16,6 +18,7 @@
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "kernels/dispatch.h"
@@ -26,7 +29,12 @@ enum {
     ROW_BLOCK = 64,       /* activation rows per block */
     CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
     GEMM_MIN_ROWS = 2,     /* from 2 activation rows on, unpacking a panel once pays */
-    GEMM_MAX_K = 1 << 16   /* int32 sums of unsigned int8 weights (< 255 * 127 * k) stay exact */
+    GEMM_MAX_K = 1 << 16,  /* int32 sums of unsigned int8 weights (< 255 * 127 * k) stay exact */
+    /* Weight bytes per chunk when every row goes through gemv (a decode step) on more than one
+     * thread: a pool job ends when its slowest thread does, so the last chunk should be short
+     * (256 KB is about 10 us of memory time per core), while each gemv call prepares the
+     * activations once and starts new streams (one thread keeps the long chunks). */
+    GEMV_CHUNK_BYTES = 256 << 10
 };
 
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out) {
@@ -48,6 +56,7 @@ typedef struct matmul_job {
     el_gemm_aux *aux;     /* gemm: n_rows x el_gemm_groups(w) activation sums */
     char *panels;         /* gemm: one panel buffer per thread, panel_size bytes apart */
     size_t panel_size;
+    el_gemv_fn gemv;      /* NULL: vec_dot only */
     el_from_float_fn quantize;
     float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
     const float *x;
@@ -83,27 +92,40 @@ static void gemm_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi, void *pan
     }
 }
 
-/* Output rows [o_lo, o_hi) for every activation row. */
+static void vec_dots(const matmul_job *j, int64_t r, int64_t o_lo, int64_t o_hi) {
+    const el_weight *w = j->w;
+    for (int64_t o = o_lo; o < o_hi; o++)
+        j->vec_dot(w->k_in, &j->y[r * j->ldy + o], (const char *)w->data + o * w->row_bytes,
+                   j->act + r * j->act_stride);
+}
+
+/* Output rows [o_lo, o_hi) for every activation row: the rows of full tiles by the tile kernel
+ * (edges by vec_dot), the other activation rows (all of a decode step's) by gemv over the whole
+ * range, which reads the weight rows in address order. */
 static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
-    for (int64_t r0 = 0; r0 < j->n_rows; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < j->n_rows ? r0 + ROW_BLOCK : j->n_rows;
+    int64_t n_tiled = j->tile != NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
+    for (int64_t r0 = 0; r0 < n_tiled; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < n_tiled ? r0 + ROW_BLOCK : n_tiled;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
             int64_t o1 = o0 + TILE_OUT < o_hi ? o0 + TILE_OUT : o_hi;
             const char *wo = (const char *)w->data + o0 * w->row_bytes;
-            int64_t r = r0;
-            if (j->tile != NULL && o1 - o0 == EL_TILE) {
-                for (; r + EL_TILE <= r1; r += EL_TILE)
+            for (int64_t r = r0; r < r1; r += EL_TILE) {
+                if (o1 - o0 == EL_TILE)
                     j->tile(w->k_in, j->y + r * j->ldy + o0, j->ldy, wo, w->row_bytes,
                             j->act + r * j->act_stride, j->act_stride);
-            }
-            for (; r < r1; r++) {
-                const char *a = j->act + r * j->act_stride;
-                float *yr = j->y + r * j->ldy;
-                for (int64_t o = o0; o < o1; o++)
-                    j->vec_dot(w->k_in, &yr[o], (const char *)w->data + o * w->row_bytes, a);
+                else
+                    for (int64_t k = r; k < r + EL_TILE; k++) vec_dots(j, k, o0, o1);
             }
         }
+    }
+    for (int64_t r = n_tiled; r < j->n_rows; r++) {
+        if (j->gemv != NULL)
+            j->gemv(w->k_in, j->y + r * j->ldy + o_lo, o_hi - o_lo,
+                    (const char *)w->data + o_lo * w->row_bytes, w->row_bytes,
+                    j->act + r * j->act_stride);
+        else
+            vec_dots(j, r, o_lo, o_hi);
     }
 }
 
@@ -136,7 +158,8 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     el_type vt = t->vec_dot_type;
     int nth = tp ? el_threadpool_size(tp) : 1;
     const el_kernels *k = el_kernels_get();
-    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type], .x = x,
+    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
+                    .gemv = k->gemv[w->type], .x = x,
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     void *gemm_mem = NULL;
@@ -154,6 +177,9 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
     }
     int64_t unit = j.gemm ? EL_GEMM_PANEL : TILE_OUT;
     int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    bool all_gemv = !j.gemm && j.gemv != NULL && (j.tile == NULL || n_rows < EL_TILE);
+    if (all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
+        per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j.chunk = (per_chunk + unit - 1) / unit * unit;
     if (j.chunk < unit) j.chunk = unit;
     atomic_init(&j.next_chunk, nth);
