@@ -121,7 +121,10 @@ static int measure(el_model *m, int32_t k, const int32_t *prompt, int32_t np, in
     cp.n_seq_max = k;
     cp.n_threads = threads;
     el_context *ctx;
-    if (el_context_create(m, &cp, &ctx) != EL_OK) return 0;
+    if (el_context_create(m, &cp, &ctx) != EL_OK) {
+        fprintf(stderr, "bench_ctg: %s\n", el_last_error());
+        return 0;
+    }
     el_variant_params vp[64];
     for (int32_t i = 0; i < k; i++) {
         vp[i] = el_variant_default_params();
