@@ -411,8 +411,11 @@ static int check_forward(const char *in, const char *type) {
     CHECK(ok);
     /* float rounding (measured ~1e-7), and now and then one activation a quantum off where
      * x / d lands within rounding of a half (~3e-4 each): far below what the scales change.
-     * Per-token scales: on the 256-wide default model 2 of the 6 tokens measure 2e-3 and 4e-3
-     * (1e-7 on the others and on the 192-wide one), not yet explained, hence the wider bound */
+     * Per-token scales, from the f16 file of the 256-wide default model: 2 of the 6 tokens
+     * measure 2e-3 and 4e-3 (1e-7 on the others, and on all six from the f32 file of the same
+     * model, where ffn_down stays f32 instead of f16); the engine gives the same logits for them
+     * alone or batched, so it is the reference that lands on the other side of a rounding tie;
+     * not fully explained, hence the wider bound for this case only */
     CHECK(e_static < 1e-3 && e_dyn < 1e-2);
     CHECK(apart > 10 * e_static);
     return TEST_PASS;
