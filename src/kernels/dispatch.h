@@ -54,6 +54,7 @@ void el_kernels_reference(el_kernels *k);
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
+/* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
 bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
 bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */

@@ -9,7 +9,6 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
 
-#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -252,21 +251,7 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
     if (r < n_rows) tiles[n_rows - r](&t, r);
 }
 
-/* cpuid leaf 7 ebx: AVX512F (bit 16), AVX512BW (30), AVX512VL (31); ecx: AVX512_VNNI (11).
- * The OS must save the opmask and ZMM state: xgetbv(0) bits 1, 2 and 5-7. */
-static bool cpu_has_avx512_vnni(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (1u << 27)) == 0) return false; /* OSXSAVE */
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0xE6) != 0xE6) return false;
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    const unsigned need_b = (1u << 16) | (1u << 30) | (1u << 31);
-    return (b & need_b) == need_b && (c & (1u << 11)) != 0;
-}
-
 bool el_gemm_avx512(el_kernels *k) {
-    if (!cpu_has_avx512_vnni()) return false;
     static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
                                       EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
