@@ -95,11 +95,14 @@ static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m5
 
 /* The panel: quants [k_in / 4][16][4] bytes, then the scales [groups][16] as floats. Rows past
  * n_out repeat the last one (their outputs are not stored). */
-static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *panel) {
-    layout l = layout_of(w);
-    const char *rows[EL_GEMM_PANEL];
+static void panel_rows(const el_weight *w, int64_t o0, int64_t n_out,
+                       const char *rows[EL_GEMM_PANEL]) {
     for (int o = 0; o < EL_GEMM_PANEL; o++)
         rows[o] = (const char *)w->data + (o0 + (o < n_out ? o : n_out - 1)) * w->row_bytes;
+}
+
+static void pack_panel(const el_weight *w, const char *const *rows, void *panel) {
+    layout l = layout_of(w);
     __m512i *q = panel;
     for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
@@ -226,10 +229,198 @@ static void tile8(const tile_args *t, int64_t r0) { tile(t, r0, 8); }
 static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
     NULL, tile1, tile2, tile3, tile4, tile5, tile6, tile7, tile8};
 
+/* ---- few activation rows (concurrent variants, small batches): unpacking a panel into memory
+ * and reading it back would cost more than the products it serves, so each chunk of the panel is
+ * transposed into registers and used at once by every activation row. In 256-bit registers, 8
+ * weight rows at a time: their transposes stay within 128-bit lanes, which costs half as much as
+ * the 512-bit ones (on CPUs that split 512-bit operations, as AMD's do), for the same products
+ * per cycle. */
+
+static inline __m128i load16(const char *p) { return _mm_loadu_si128((const __m128i *)p); }
+
+/* The 16 bytes at p + o * rb for the 8 rows o (rb bytes apart) as 4 registers: register c holds
+ * dword c of rows 0..7. Rows are addressed from three bases so that few registers are needed. */
+static inline void transpose8x4(const char *p, size_t rb, __m256i out[4]) {
+    const char *p3 = p + 3 * rb, *p6 = p + 6 * rb;
+    __m256i x0 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p)), load16(p + 4 * rb), 1);
+    __m256i x1 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + rb)),
+                                         load16(p3 + 2 * rb), 1);
+    __m256i x2 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + 2 * rb)), load16(p6), 1);
+    __m256i x3 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p3)), load16(p3 + 4 * rb), 1);
+    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* The chunk at p + o * rb of the 8 rows as 8 registers of unsigned bytes, as pack_chunk
+ * lays them out for 16 rows: register j holds elements 4j..4j+3 of every row. */
+static inline __attribute__((always_inline)) void load_chunk8(bool int8, const char *p, size_t rb,
+                                                              __m256i q[8]) {
+    __m256i t[4];
+    transpose8x4(p, rb, t);
+    if (int8) {
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q[j] = _mm256_xor_si256(t[j], bias);
+        transpose8x4(p + 16, rb, t);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q[4 + j] = _mm256_xor_si256(t[j], bias);
+    } else {
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            q[j] = _mm256_and_si256(t[j], low4);
+            q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4);
+        }
+    }
+}
+
+/* n activation rows (n <= TILE_ROWS, a constant after inlining) against 8 weight rows from p
+ * (rb bytes apart), whose group scales are scales[g * 16] (fp16; per-row types: row_scale), into
+ * y[r * ldy + o]. The integer sums and their scaling happen in the same order as in tile(), so
+ * the results are the same bits. */
+static inline __attribute__((always_inline)) void direct8(const layout *l, const char *p,
+                                                          size_t rb, const uint16_t *scales,
+                                                          __m256 row_scale, const tile_args *t,
+                                                          float *y, int n_rows, const int n,
+                                                          const bool int8) {
+    __m256 f[TILE_ROWS];
+    const char *a[TILE_ROWS];
+    const el_gemm_aux *ax[TILE_ROWS];
+    size_t ao[TILE_ROWS];  /* offsets of the rows' activations and aux from row 0's */
+    int64_t xo[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) { /* rows past n_rows repeat row 0; their sums are not stored */
+        int64_t row = r < n_rows ? r : 0;
+        f[r] = _mm256_setzero_ps();
+        ao[r] = (size_t)row * t->act_stride;
+        xo[r] = row * t->groups;
+        a[r] = t->act + ao[r];
+        ax[r] = t->aux + xo[r];
+    }
+    if (l->group_bytes != 0 && l->chunks_per_group == 1) { /* q4_0, q8_0, w4g32 */
+        const char *wq = p + l->scale_bytes, *ag = t->act;
+        const el_gemm_aux *xg = t->aux;
+        for (int64_t g = 0; g < t->groups; g++) {
+            __m256i acc[TILE_ROWS], q[8];
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(xg[xo[r]].comp);
+            load_chunk8(int8, wq, rb, q);
+            #pragma GCC unroll 8
+            for (int s = 0; s < 8; s++)
+                #pragma GCC unroll 8
+                for (int r = 0; r < n; r++) {
+                    int32_t v;
+                    memcpy(&v, ag + ao[r] + 4 * s, sizeof v);
+                    acc[r] = _mm256_dpbusd_epi32(acc[r], q[s], _mm256_set1_epi32(v));
+                }
+            __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)scales));
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) {
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xg[xo[r]].d));
+                f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
+            }
+            wq += l->group_bytes;
+            ag += t->act_group;
+            xg++;
+            scales += EL_GEMM_PANEL;
+        }
+    } else {
+        const size_t chunk_bytes = int8 ? 32 : 16;
+        for (int64_t g = 0; g < t->groups; g++) {
+            __m256i acc[TILE_ROWS];
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(ax[r][g].comp);
+            const char *wq = p + l->header + (size_t)g * l->group_bytes + l->scale_bytes;
+            for (int64_t c = 0; c < l->chunks_per_group; c++, wq += chunk_bytes) {
+                __m256i q[8];
+                load_chunk8(int8, wq, rb, q);
+                #pragma GCC unroll 8
+                for (int s = 0; s < 8; s++)
+                    #pragma GCC unroll 8
+                    for (int r = 0; r < n; r++) {
+                        int32_t v;
+                        memcpy(&v, a[r] + c * CHUNK + 4 * s, sizeof v);
+                        acc[r] = _mm256_dpbusd_epi32(acc[r], q[s], _mm256_set1_epi32(v));
+                    }
+            }
+            __m256 dw = row_scale;
+            if (l->group_bytes != 0)
+                dw = _mm256_cvtph_ps(
+                    _mm_load_si128((const __m128i *)(scales + g * EL_GEMM_PANEL)));
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) {
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
+                f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
+                a[r] += t->act_group;
+            }
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++)
+        if (r < n_rows) _mm256_storeu_ps(y + r * t->ldy, f[r]);
+}
+
+/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows, as two
+ * halves of 8; the scales are first copied out as [groups][16] fp16 into the panel buffer
+ * (cheaper than a gather per group, and it brings the panel's lines into cache ahead of the
+ * products). n and int8 are constants after inlining: with them the chunk stays in registers. */
+static inline __attribute__((always_inline)) void direct(const el_weight *w, const char *p,
+                                                         const tile_args *t, int n_rows,
+                                                         void *panel, const int n,
+                                                         const bool int8) {
+    layout l = layout_of(w);
+    size_t rb = w->row_bytes;
+    uint16_t *scales = panel;
+    float row_scales[EL_GEMM_PANEL];
+    for (int o = 0; o < EL_GEMM_PANEL; o++) {
+        const char *row = p + o * rb;
+        if (l.group_bytes == 0)
+            memcpy(&row_scales[o], row, sizeof(float));
+        else
+            for (int64_t g = 0; g < t->groups; g++)
+                memcpy(scales + g * EL_GEMM_PANEL + o, row + (size_t)g * l.group_bytes, 2);
+    }
+    for (int h = 0; h < 2; h++)
+        direct8(&l, p + 8 * h * rb, rb, scales + 8 * h, _mm256_loadu_ps(row_scales + 8 * h), t,
+                t->y + 8 * h, n_rows, n, int8);
+}
+
+typedef void (*direct_fn)(const el_weight *, const char *, const tile_args *, int, void *);
+static void direct2_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 2, false);
+}
+static void direct4_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 4, false);
+}
+static void direct8_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 8, false);
+}
+static void direct2_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 2, true);
+}
+static void direct4_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 4, true);
+}
+static void direct8_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 8, true);
+}
+
+/* The kernel for n_rows (2..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
+static direct_fn direct_for(bool int8, int64_t n_rows) {
+    if (n_rows <= 2) return int8 ? direct2_int8 : direct2_int4;
+    if (n_rows <= 4) return int8 ? direct4_int8 : direct4_int4;
+    return int8 ? direct8_int8 : direct8_int4;
+}
+
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                  void *panel) {
-    pack_panel(w, o0, n_out, panel);
+    const char *rows[EL_GEMM_PANEL];
+    panel_rows(w, o0, n_out, rows);
     int64_t group = el_gemm_group_size(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
     tile_args t = {
@@ -246,6 +437,11 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .ldy = ldy,
         .store = (__mmask16)((1u << n_out) - 1),
     };
+    if (n_rows <= TILE_ROWS && n_out == EL_GEMM_PANEL) {
+        direct_for(layout_of(w).int8, n_rows)(w, rows[0], &t, (int)n_rows, panel);
+        return;
+    }
+    pack_panel(w, rows, panel);
     int64_t r = 0;
     for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
     if (r < n_rows) tiles[n_rows - r](&t, r);
