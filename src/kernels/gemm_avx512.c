@@ -278,101 +278,85 @@ static inline __attribute__((always_inline)) void load_chunk8(bool int8, const c
     }
 }
 
+/* The chunk at p + o * rb of the 16 rows as 8 registers laid out as pack_chunk stores them:
+ * transposed as two halves of 8 rows in 256-bit registers, then joined. */
+static inline __attribute__((always_inline)) void load_chunk16(bool int8, const char *p,
+                                                               size_t rb, __m512i q[8]) {
+    __m256i lo[8], hi[8];
+    load_chunk8(int8, p, rb, lo);
+    load_chunk8(int8, p + 8 * rb, rb, hi);
+    #pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        q[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[j]), hi[j], 1);
+}
+
 /* acc + dpbusd(q, the 4 bytes at p broadcast), with the broadcast embedded in the instruction:
  * gcc emits a separate broadcast for the intrinsics, which costs a vector slot per product. */
-static inline __m256i dpbusd_bcast(__m256i acc, __m256i q, const char *p) {
-    __asm__("vpdpbusd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*(const int32_t *)p));
+static inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const char *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*(const int32_t *)p));
     return acc;
 }
 
-/* n activation rows (n <= TILE_ROWS, a constant after inlining) against 8 weight rows from p
- * (rb bytes apart), whose group scales are scales[g * 16] (fp16; per-row types: row_scale), into
- * y[r * ldy + o]. The integer sums and their scaling happen in the same order as in tile(), so
- * the results are the same bits. */
-static inline __attribute__((always_inline)) void direct8(const layout *l, const char *p,
-                                                          size_t rb, const uint16_t *scales,
-                                                          __m256 row_scale, const tile_args *t,
-                                                          float *y, int n_rows, const int n,
-                                                          const bool int8) {
-    __m256 f[TILE_ROWS];
+/* n activation rows (n <= TILE_ROWS, a constant after inlining; rows past n_rows repeat row 0
+ * and are not stored) against the full panel of 16 weight rows from p (rb bytes apart), whose
+ * group scales are scales[g * 16 ..] (fp16; per-row types: row_scale). The integer sums and
+ * their scaling happen in the same order as in tile(), so the results are the same bits. */
+static inline __attribute__((always_inline)) void direct16(const layout *l, const char *p,
+                                                           size_t rb, const uint16_t *scales,
+                                                           __m512 row_scale, const tile_args *t,
+                                                           int n_rows, const int n,
+                                                           const bool int8) {
+    __m512 f[TILE_ROWS];
     const char *a[TILE_ROWS];
     const el_gemm_aux *ax[TILE_ROWS];
-    size_t ao[TILE_ROWS];  /* offsets of the rows' activations and aux from row 0's */
-    int64_t xo[TILE_ROWS];
     #pragma GCC unroll 8
-    for (int r = 0; r < n; r++) { /* rows past n_rows repeat row 0; their sums are not stored */
+    for (int r = 0; r < n; r++) {
         int64_t row = r < n_rows ? r : 0;
-        f[r] = _mm256_setzero_ps();
-        ao[r] = (size_t)row * t->act_stride;
-        xo[r] = row * t->groups;
-        a[r] = t->act + ao[r];
-        ax[r] = t->aux + xo[r];
+        f[r] = _mm512_setzero_ps();
+        a[r] = t->act + (size_t)row * t->act_stride;
+        ax[r] = t->aux + row * t->groups;
     }
-    if (l->group_bytes != 0 && l->chunks_per_group == 1) { /* q4_0, q8_0, w4g32 */
-        const char *wq = p + l->scale_bytes, *ag = t->act;
-        const el_gemm_aux *xg = t->aux;
-        for (int64_t g = 0; g < t->groups; g++) {
-            __m256i acc[TILE_ROWS], q[8];
-            #pragma GCC unroll 8
-            for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(xg[xo[r]].comp);
-            load_chunk8(int8, wq, rb, q);
+    const size_t chunk_bytes = int8 ? 32 : 16;
+    for (int64_t g = 0; g < t->groups; g++) {
+        __m512i acc[TILE_ROWS];
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) acc[r] = _mm512_set1_epi32(ax[r][g].comp);
+        const char *wq = p + l->header + (size_t)g * l->group_bytes + l->scale_bytes;
+        for (int64_t c = 0; c < l->chunks_per_group; c++, wq += chunk_bytes) {
+            __m512i q[8];
+            load_chunk16(int8, wq, rb, q);
             #pragma GCC unroll 8
             for (int s = 0; s < 8; s++)
                 #pragma GCC unroll 8
-                for (int r = 0; r < n; r++) {
-                    int32_t v; /* a separate broadcast here: quicker than embedded (measured) */
-                    memcpy(&v, ag + ao[r] + 4 * s, sizeof v);
-                    acc[r] = _mm256_dpbusd_epi32(acc[r], q[s], _mm256_set1_epi32(v));
-                }
-            __m256 dw = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)scales));
-            #pragma GCC unroll 8
-            for (int r = 0; r < n; r++) {
-                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(xg[xo[r]].d));
-                f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
-            }
-            wq += l->group_bytes;
-            ag += t->act_group;
-            xg++;
-            scales += EL_GEMM_PANEL;
+                for (int r = 0; r < n; r++)
+                    acc[r] = dpbusd_bcast(acc[r], q[s], a[r] + c * CHUNK + 4 * s);
         }
-    } else {
-        const size_t chunk_bytes = int8 ? 32 : 16;
-        for (int64_t g = 0; g < t->groups; g++) {
-            __m256i acc[TILE_ROWS];
-            #pragma GCC unroll 8
-            for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(ax[r][g].comp);
-            const char *wq = p + l->header + (size_t)g * l->group_bytes + l->scale_bytes;
-            for (int64_t c = 0; c < l->chunks_per_group; c++, wq += chunk_bytes) {
-                __m256i q[8];
-                load_chunk8(int8, wq, rb, q);
-                #pragma GCC unroll 8
-                for (int s = 0; s < 8; s++)
-                    #pragma GCC unroll 8
-                    for (int r = 0; r < n; r++) {
-                        acc[r] = dpbusd_bcast(acc[r], q[s], a[r] + c * CHUNK + 4 * s);
-                    }
-            }
-            __m256 dw = row_scale;
-            if (l->group_bytes != 0)
-                dw = _mm256_cvtph_ps(
-                    _mm_load_si128((const __m128i *)(scales + g * EL_GEMM_PANEL)));
-            #pragma GCC unroll 8
-            for (int r = 0; r < n; r++) {
-                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
-                f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
-                a[r] += t->act_group;
-            }
+        __m512 dw = row_scale;
+        if (l->group_bytes != 0)
+            dw = _mm512_cvtph_ps(
+                _mm256_load_si256((const __m256i *)(scales + g * EL_GEMM_PANEL)));
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
+            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
+            a[r] += t->act_group;
         }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++)
-        if (r < n_rows) _mm256_storeu_ps(y + r * t->ldy, f[r]);
+        if (r < n_rows) _mm512_storeu_ps(t->y + r * t->ldy, f[r]);
 }
 
-/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows, as two
- * halves of 8; the scales are first copied out as [groups][16] fp16 into the panel buffer
- * (cheaper than a gather per group, and it brings the panel's lines into cache ahead of the
- * products). n and int8 are constants after inlining: with them the chunk stays in registers. */
+/* The fp16 scales of one row's groups (at row + g * group_bytes) to dst[g * EL_GEMM_PANEL]. */
+static void copy_scales(const char *row, size_t group_bytes, int64_t groups, uint16_t *dst) {
+    #pragma GCC unroll 4
+    for (int64_t g = 0; g < groups; g++, row += group_bytes, dst += EL_GEMM_PANEL)
+        memcpy(dst, row, sizeof *dst);
+}
+
+/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows; the
+ * scales are first copied out as [groups][16] fp16 into the panel buffer (cheaper than a gather
+ * per group). n and int8 are constants after inlining: with them the chunk stays in registers. */
 static inline __attribute__((always_inline)) void direct(const el_weight *w, const char *p,
                                                          const tile_args *t, int n_rows,
                                                          void *panel, const int n,
@@ -382,16 +366,12 @@ static inline __attribute__((always_inline)) void direct(const el_weight *w, con
     uint16_t *scales = panel;
     float row_scales[EL_GEMM_PANEL];
     for (int o = 0; o < EL_GEMM_PANEL; o++) {
-        const char *row = p + o * rb;
         if (l.group_bytes == 0)
-            memcpy(&row_scales[o], row, sizeof(float));
+            memcpy(&row_scales[o], p + o * rb, sizeof(float));
         else
-            for (int64_t g = 0; g < t->groups; g++)
-                memcpy(scales + g * EL_GEMM_PANEL + o, row + (size_t)g * l.group_bytes, 2);
+            copy_scales(p + o * rb, l.group_bytes, t->groups, scales + o);
     }
-    for (int h = 0; h < 2; h++)
-        direct8(&l, p + 8 * h * rb, rb, scales + 8 * h, _mm256_loadu_ps(row_scales + 8 * h), t,
-                t->y + 8 * h, n_rows, n, int8);
+    direct16(&l, p, rb, scales, _mm512_loadu_ps(row_scales), t, n_rows, n, int8);
 }
 
 typedef void (*direct_fn)(const el_weight *, const char *, const tile_args *, int, void *);
