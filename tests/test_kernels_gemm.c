@@ -143,13 +143,13 @@ static int test_gemm_long_rows(void) {
 }
 
 /* A row's outputs do not depend on how many rows share the product (few rows take a different
- * path through the kernels than many): rows computed in batches of 2..8 give the same bits as in
- * a batch of 20. Concurrent variants rely on it as they finish one by one. */
+ * path through the kernels than many): rows computed in batches of 2..20 give the same bits as in
+ * a batch of 40. Concurrent variants rely on it as they finish one by one. */
 static int test_gemm_batch_invariance(void) {
     static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4, EL_TYPE_W8,
                                     EL_TYPE_W4G64};
-    static const int64_t batches[] = {2, 3, 4, 5, 8}; /* one row is a gemv: to rounding only */
-    enum { N_OUT = 48, ROWS = 20 };
+    static const int64_t batches[] = {2, 3, 4, 5, 8, 12, 20}; /* 1 row is a gemv: rounding only */
+    enum { N_OUT = 48, ROWS = 40 };
     test_rng r = {31};
     el_threadpool *tp = NULL;
     CHECK(el_threadpool_create(2, &tp) == EL_OK);

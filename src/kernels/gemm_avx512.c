@@ -20,6 +20,10 @@ enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
     CHUNK = 32,         /* elements per packed chunk: 8 registers of [16 rows][4 bytes] */
     PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
+    /* Up to this many activation rows, a full panel is not packed but transposed in registers
+     * for each block of TILE_ROWS rows (faster on Zen 4 for q4_0 up to 32-64 rows, for w4
+     * beyond; measured with bench/bench_gemm) */
+    DIRECT_MAX_ROWS = 32,
 };
 
 /* Where a weight type keeps its quants and scales, per row: quants of chunk c (32 elements, 16
@@ -354,51 +358,70 @@ static void copy_scales(const char *row, size_t group_bytes, int64_t groups, uin
         memcpy(dst, row, sizeof *dst);
 }
 
-/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows; the
- * scales are first copied out as [groups][16] fp16 into the panel buffer (cheaper than a gather
- * per group). n and int8 are constants after inlining: with them the chunk stays in registers. */
-static inline __attribute__((always_inline)) void direct(const el_weight *w, const char *p,
-                                                         const tile_args *t, int n_rows,
-                                                         void *panel, const int n,
-                                                         const bool int8) {
-    layout l = layout_of(w);
-    size_t rb = w->row_bytes;
-    uint16_t *scales = panel;
-    float row_scales[EL_GEMM_PANEL];
+/* The panel's scales for direct16: per-group types' fp16 scales as [groups][16] in the panel
+ * buffer (scalar copies: cheaper than a gather per group), per-row types' into row_scales. */
+static void direct_scales(const layout *l, const char *p, size_t rb, int64_t groups,
+                          uint16_t *scales, float row_scales[EL_GEMM_PANEL]) {
     for (int o = 0; o < EL_GEMM_PANEL; o++) {
-        if (l.group_bytes == 0)
+        if (l->group_bytes == 0)
             memcpy(&row_scales[o], p + o * rb, sizeof(float));
         else
-            copy_scales(p + o * rb, l.group_bytes, t->groups, scales + o);
+            copy_scales(p + o * rb, l->group_bytes, groups, scales + o);
     }
-    direct16(&l, p, rb, scales, _mm512_loadu_ps(row_scales), t, n_rows, n, int8);
 }
 
-typedef void (*direct_fn)(const el_weight *, const char *, const tile_args *, int, void *);
-static void direct2_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 2, false);
+/* direct16 for n = 2, 4 or 8 rows and int4 or int8 quants: constants, so that each chunk stays
+ * in registers. */
+typedef void (*direct_fn)(const layout *, const char *, size_t, const uint16_t *, __m512,
+                          const tile_args *, int);
+static void direct2_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 2, false);
 }
-static void direct4_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 4, false);
+static void direct4_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 4, false);
 }
-static void direct8_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 8, false);
+static void direct8_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 8, false);
 }
-static void direct2_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 2, true);
+static void direct2_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 2, true);
 }
-static void direct4_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 4, true);
+static void direct4_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 4, true);
 }
-static void direct8_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 8, true);
+static void direct8_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
+                         __m512 rs, const tile_args *t, int n_rows) {
+    direct16(l, p, rb, sc, rs, t, n_rows, 8, true);
 }
 
-/* The kernel for n_rows (2..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
+/* The kernel for n_rows (1..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
 static direct_fn direct_for(bool int8, int64_t n_rows) {
     if (n_rows <= 2) return int8 ? direct2_int8 : direct2_int4;
     if (n_rows <= 4) return int8 ? direct4_int8 : direct4_int4;
     return int8 ? direct8_int8 : direct8_int4;
+}
+
+/* A full panel from p against n_rows activation rows, TILE_ROWS at a time, each block
+ * transposing the panel's chunks again (from cache). */
+static void direct(const el_weight *w, const char *p, const tile_args *t, int64_t n_rows,
+                   void *panel) {
+    layout l = layout_of(w);
+    float row_scales[EL_GEMM_PANEL];
+    direct_scales(&l, p, w->row_bytes, t->groups, panel, row_scales);
+    const __m512 rs = _mm512_loadu_ps(row_scales);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += TILE_ROWS) {
+        int64_t n = n_rows - r0 < TILE_ROWS ? n_rows - r0 : TILE_ROWS;
+        tile_args block = *t;
+        block.act += (size_t)r0 * t->act_stride;
+        block.aux += r0 * t->groups;
+        block.y += r0 * t->ldy;
+        direct_for(l.int8, n)(&l, p, w->row_bytes, panel, rs, &block, (int)n);
+    }
 }
 
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
@@ -422,8 +445,8 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .ldy = ldy,
         .store = (__mmask16)((1u << n_out) - 1),
     };
-    if (n_rows <= TILE_ROWS && n_out == EL_GEMM_PANEL) {
-        direct_for(layout_of(w).int8, n_rows)(w, rows[0], &t, (int)n_rows, panel);
+    if (n_rows <= DIRECT_MAX_ROWS && n_out == EL_GEMM_PANEL) {
+        direct(w, rows[0], &t, n_rows, panel);
         return;
     }
     pack_panel(w, rows, panel);
