@@ -19,10 +19,10 @@
 #include "kernels/gemm.h"
 
 enum {
-    TILE_ROWS = 4,  /* activation rows per tile: 16 int32 accumulators, 4 + 4 operand registers */
-    CHUNK = 32,     /* elements per chunk of a weight row: 16 bytes if int4, 32 if int8 */
-    STEP = 16,      /* elements per activation load: 4 lanes of 4 bytes */
-    STEP_BYTES = 4 * EL_GEMM_PANEL, /* packed bytes per 4 elements: [16 rows][4 bytes] */
+    TILE_ROWS = 4, /* activation rows per tile: 16 int32 accumulators, 4 + 4 operand registers */
+    CHUNK = 32,    /* elements per chunk of a weight row: 16 bytes if int4, 32 if int8 */
+    ACT_LOAD = 16, /* elements per activation load: 4 lanes of 4 bytes */
+    PACKED4 = 4 * EL_GEMM_PANEL, /* packed bytes per 4 elements: [16 rows][4 bytes] */
 };
 
 /* Where a weight type keeps its quants and scales, per row: the quants of chunk c at
@@ -77,7 +77,7 @@ static inline void transpose4x4(const char *const *r, size_t off, int8x16_t out[
 }
 
 /* Chunk c of the 16 rows as signed bytes, elements 4s..4s+3 of row o at
- * dst + s * STEP_BYTES + 4 o. int4: elements 0-15 are the low nibbles, 16-31 the high ones. */
+ * dst + s * PACKED4 + 4 o. int4: elements 0-15 are the low nibbles, 16-31 the high ones. */
 static void pack_chunk(const layout *l, const char *const *rows, int64_t c, int8_t *dst) {
     size_t off = quant_offset(l, c);
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
@@ -86,16 +86,16 @@ static void pack_chunk(const layout *l, const char *const *rows, int64_t c, int8
         int8x16_t t[4];
         transpose4x4(rows + 4 * p, off, t);
         if (l->int8) {
-            for (int s = 0; s < 4; s++) vst1q_s8(dst + s * STEP_BYTES + 16 * p, t[s]);
+            for (int s = 0; s < 4; s++) vst1q_s8(dst + s * PACKED4 + 16 * p, t[s]);
             transpose4x4(rows + 4 * p, off + 16, t);
-            for (int s = 0; s < 4; s++) vst1q_s8(dst + (4 + s) * STEP_BYTES + 16 * p, t[s]);
+            for (int s = 0; s < 4; s++) vst1q_s8(dst + (4 + s) * PACKED4 + 16 * p, t[s]);
         } else {
             for (int s = 0; s < 4; s++) {
                 uint8x16_t u = vreinterpretq_u8_s8(t[s]);
                 int8x16_t lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(u, low4)), eight);
                 int8x16_t hi = vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(u, 4)), eight);
-                vst1q_s8(dst + s * STEP_BYTES + 16 * p, lo);
-                vst1q_s8(dst + (4 + s) * STEP_BYTES + 16 * p, hi);
+                vst1q_s8(dst + s * PACKED4 + 16 * p, lo);
+                vst1q_s8(dst + (4 + s) * PACKED4 + 16 * p, hi);
             }
         }
     }
@@ -110,7 +110,7 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *pane
         rows[o] = (const char *)w->data + (o0 + (o < n_out ? o : n_out - 1)) * w->row_bytes;
     int8_t *q = panel;
     for (int64_t c = 0; c < w->k_in / CHUNK; c++)
-        pack_chunk(&l, rows, c, q + c * (CHUNK / 4) * STEP_BYTES);
+        pack_chunk(&l, rows, c, q + c * (CHUNK / 4) * PACKED4);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
         for (int o = 0; o < EL_GEMM_PANEL; o++)
@@ -144,9 +144,10 @@ static inline __attribute__((always_inline)) void dot_lane(int32x4_t acc[][4], c
     }
 }
 
-/* n activation rows (a constant after inlining) from row r0: per group, exact integer sums of
- * 16 elements per step, then scaled by (weight scales x activation scale) into float sums in
- * group order, so each output is the same whatever tile, panel or thread computes it. */
+/* n activation rows (a constant after inlining) from row r0: per group, exact integer sums
+ * (they start at 0: with signed weights the aux comp terms are 0 and not read), then scaled by
+ * (weight scales x activation scale) into float sums in group order, so each output is the
+ * same whatever tile, panel or thread computes it. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n) {
     float32x4_t f[TILE_ROWS][4];
@@ -167,14 +168,14 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) acc[r][j] = vdupq_n_s32(0);
         }
-        for (int64_t e = 0; e < t->group; e += STEP, q += 4 * STEP_BYTES) {
+        for (int64_t e = 0; e < t->group; e += ACT_LOAD, q += 4 * PACKED4) {
             int8x16_t av[TILE_ROWS];
             #pragma GCC unroll 4
             for (int r = 0; r < n; r++) av[r] = vld1q_s8(a[r] + e);
             dot_lane(acc, q, av, n, 0);
-            dot_lane(acc, q + STEP_BYTES, av, n, 1);
-            dot_lane(acc, q + 2 * STEP_BYTES, av, n, 2);
-            dot_lane(acc, q + 3 * STEP_BYTES, av, n, 3);
+            dot_lane(acc, q + PACKED4, av, n, 1);
+            dot_lane(acc, q + 2 * PACKED4, av, n, 2);
+            dot_lane(acc, q + 3 * PACKED4, av, n, 3);
         }
         const float *dw = t->scales + g * EL_GEMM_PANEL;
         #pragma GCC unroll 4
