@@ -142,6 +142,56 @@ static int test_gemm_long_rows(void) {
     return TEST_PASS;
 }
 
+/* A row's outputs do not depend on how many rows share the product (few rows take a different
+ * path through the kernels than many): rows computed in batches of 2..8 give the same bits as in
+ * a batch of 20. Concurrent variants rely on it as they finish one by one. */
+static int test_gemm_batch_invariance(void) {
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4, EL_TYPE_W8,
+                                    EL_TYPE_W4G64};
+    static const int64_t batches[] = {2, 3, 4, 5, 8}; /* one row is a gemv: to rounding only */
+    enum { N_OUT = 48, ROWS = 20 };
+    test_rng r = {31};
+    el_threadpool *tp = NULL;
+    CHECK(el_threadpool_create(2, &tp) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const el_type_traits *t = el_type_get(types[ti]);
+        if (el_kernels_get()->gemm[types[ti]] == NULL) { /* tiles and gemv: to rounding only */
+            test_note("%s: no gemm kernel here (%s)", t->name, el_kernels_get()->isa);
+            continue;
+        }
+        int64_t n_in = 256;
+        size_t row_bytes = el_row_size(types[ti], n_in);
+        char *wq = malloc(row_bytes * N_OUT);
+        float *wrow = malloc((size_t)n_in * sizeof(float));
+        float *x = malloc((size_t)(ROWS * n_in) * sizeof(float));
+        float *all = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
+        float *few = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
+        el_weight w = el_weight_view(types[ti], wq, n_in, N_OUT);
+        void *scratch = malloc(el_matmul_scratch_size(&w, ROWS) + 1);
+        CHECK(wq && wrow && x && all && few && scratch);
+        for (int64_t o = 0; o < N_OUT; o++) {
+            for (int64_t i = 0; i < n_in; i++) wrow[i] = rand_normal(&r) * 0.05f;
+            t->from_float(wrow, wq + o * row_bytes, n_in);
+        }
+        for (int64_t i = 0; i < ROWS * n_in; i++) x[i] = rand_normal(&r);
+        el_matmul(tp, &w, x, n_in, ROWS, all, N_OUT, scratch);
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+            for (int64_t r0 = 0; r0 + batches[b] <= ROWS; r0 += batches[b]) {
+                el_matmul(tp, &w, x + r0 * n_in, n_in, batches[b], few, N_OUT, scratch);
+                if (memcmp(few, all + r0 * N_OUT,
+                           (size_t)(batches[b] * N_OUT) * sizeof(float)) != 0) {
+                    test_note("%s: rows %lld.. in a batch of %lld differ from a batch of %d",
+                              t->name, (long long)r0, (long long)batches[b], ROWS);
+                    return TEST_FAIL;
+                }
+            }
+        }
+        free(wq), free(wrow), free(x), free(all), free(few), free(scratch);
+    }
+    el_threadpool_free(tp);
+    return TEST_PASS;
+}
+
 /* The attention kernel in use against the reference: random queries, keys and values, groups
  * of 1 to 5 heads, head sizes the SIMD kernel takes (16, 64, 80) and one it hands back (24). */
 static int test_attend(void) {
@@ -188,6 +238,7 @@ int main(void) {
     test_note("kernels in use: %s", el_kernels_get()->isa);
     run_test("gemm_types", test_gemm_types);
     run_test("gemm_long_rows", test_gemm_long_rows);
+    run_test("gemm_batch_invariance", test_gemm_batch_invariance);
     run_test("attend", test_attend);
     return tests_exit_code();
 }
