@@ -2,15 +2,19 @@
  *
  * el_matmul dots every output with one activation row at a time (vec_dot) or 4 at a time
  * (tiles). A gemm kernel instead works on panels of EL_GEMM_PANEL consecutive weight rows: it
- * unpacks a panel once into unsigned bytes interleaved as [k/4][16 rows][4 bytes] in a per-thread
- * buffer, so one byte dot instruction (x86 vpdpbusd with the activation's 4 bytes broadcast)
- * accumulates all 16 outputs of an activation row at once, with no shuffles and no horizontal
- * sums, and then runs every activation row over the panel while it sits in cache.
+ * unpacks a panel once into bytes interleaved as [k/4][16 rows][4 bytes] in a per-thread
+ * buffer, so one byte dot instruction (x86 vpdpbusd with the activation's 4 bytes broadcast;
+ * aarch64 takes four SDOTs by lane) accumulates all 16 outputs of an activation row at once,
+ * with no shuffles and no horizontal sums, and then runs every activation row over the panel
+ * while it sits in cache.
  *
  * Unsigned weights: int4 quants as their nibble u = q + 8, int8 quants as u = q + 128. Then
  * sum q a = sum u a - off * sum a, with off 8 or 128: the offset term is one integer per
  * activation row and weight scale group, computed when the activations are quantized
  * (el_gemm_aux), and it starts the integer accumulator of that group.
+ * Signed weights: kernels whose byte dot instruction takes both operands signed (aarch64 SDOT,
+ * gemm_neon.c) unpack the quants as q itself and need no offset term; the kernel table says
+ * which kind its gemm kernels are (el_kernels.gemm_signed), and their aux comp is 0.
  *
  * A weight type's scale group is the span of elements sharing a scale: a block of 32 for
  * q4_0 / q8_0 (times the activation block's scale), a group for w4g*, the whole kept row for
@@ -20,6 +24,7 @@
 #ifndef EL_KERNELS_GEMM_H
 #define EL_KERNELS_GEMM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,8 +32,9 @@
 
 enum { EL_GEMM_PANEL = 16 };
 
-/* Per activation row and weight scale group: the activation's scale for the group and
- * -off * (sum of its int8 quants over the group). */
+/* Per activation row and weight scale group: the activation's scale for the group and, for
+ * kernels taking unsigned weights, -off * (sum of its int8 quants over the group); 0 for kernels
+ * taking signed ones. */
 typedef struct el_gemm_aux {
     float d;
     int32_t comp;
@@ -48,7 +54,9 @@ int64_t el_gemm_group_size(const el_weight *w);
 int64_t el_gemm_groups(const el_weight *w);
 /* Bytes of one thread's panel buffer for w (a multiple of 64). */
 size_t el_gemm_panel_size(const el_weight *w);
-/* The aux of one activation row (quantized, of w->k_in elements) for the groups of w. */
-void el_gemm_aux_row(const el_weight *w, const void *act_row, el_gemm_aux *aux);
+/* The aux of one activation row (quantized, of w->k_in elements) for the groups of w, for
+ * kernels taking signed weights (signed_weights) or unsigned ones. */
+void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_row,
+                     el_gemm_aux *aux);
 
 #endif
