@@ -370,40 +370,22 @@ static void direct_scales(const layout *l, const char *p, size_t rb, int64_t gro
     }
 }
 
-/* direct16 for n = 2, 4 or 8 rows and int4 or int8 quants: constants, so that each chunk stays
- * in registers. */
-typedef void (*direct_fn)(const layout *, const char *, size_t, const uint16_t *, __m512,
-                          const tile_args *, int);
-static void direct2_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 2, false);
+/* direct16 for at most 2, 4 or 8 rows: n and int8 as constants, so that each chunk stays in
+ * registers. */
+static void direct2(const layout *l, const char *p, size_t rb, const uint16_t *sc, __m512 rs,
+                    const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 2, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 2, false);
 }
-static void direct4_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 4, false);
+static void direct4(const layout *l, const char *p, size_t rb, const uint16_t *sc, __m512 rs,
+                    const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 4, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 4, false);
 }
-static void direct8_int4(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 8, false);
-}
-static void direct2_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 2, true);
-}
-static void direct4_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 4, true);
-}
-static void direct8_int8(const layout *l, const char *p, size_t rb, const uint16_t *sc,
-                         __m512 rs, const tile_args *t, int n_rows) {
-    direct16(l, p, rb, sc, rs, t, n_rows, 8, true);
-}
-
-/* The kernel for n_rows (1..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
-static direct_fn direct_for(bool int8, int64_t n_rows) {
-    if (n_rows <= 2) return int8 ? direct2_int8 : direct2_int4;
-    if (n_rows <= 4) return int8 ? direct4_int8 : direct4_int4;
-    return int8 ? direct8_int8 : direct8_int4;
+static void direct8(const layout *l, const char *p, size_t rb, const uint16_t *sc, __m512 rs,
+                    const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 8, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 8, false);
 }
 
 /* A full panel from p against n_rows activation rows, TILE_ROWS at a time, each block
@@ -420,7 +402,9 @@ static void direct(const el_weight *w, const char *p, const tile_args *t, int64_
         block.act += (size_t)r0 * t->act_stride;
         block.aux += r0 * t->groups;
         block.y += r0 * t->ldy;
-        direct_for(l.int8, n)(&l, p, w->row_bytes, panel, rs, &block, (int)n);
+        void (*kernel)(const layout *, const char *, size_t, const uint16_t *, __m512,
+                       const tile_args *, int) = n <= 2 ? direct2 : n <= 4 ? direct4 : direct8;
+        kernel(&l, p, w->row_bytes, panel, rs, &block, (int)n);
     }
 }
 
