@@ -25,6 +25,23 @@ int64_t el_gemm_groups(const el_weight *w) {
     return g > 0 ? w->k_in / g : 0;
 }
 
+el_gemm_layout el_gemm_layout_of(const el_weight *w) {
+    int64_t g = el_gemm_group_size(w);
+    switch (w->type) {
+    case EL_TYPE_Q4_0: return (el_gemm_layout){0, sizeof(el_block_q4_0), 2, 1, false};
+    case EL_TYPE_Q8_0: return (el_gemm_layout){0, sizeof(el_block_q8_0), 2, 1, true};
+    case EL_TYPE_W4: return (el_gemm_layout){sizeof(float), 0, 0, w->k_in / EL_GEMM_CHUNK, false};
+    case EL_TYPE_W8: return (el_gemm_layout){sizeof(float), 0, 0, w->k_in / EL_GEMM_CHUNK, true};
+    default: /* w4g: an fp16 scale, then g / 2 bytes of nibbles */
+        return (el_gemm_layout){0, 2 + (size_t)g / 2, 2, g / EL_GEMM_CHUNK, false};
+    }
+}
+
+size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c) {
+    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
+           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
+}
+
 size_t el_gemm_panel_size(const el_weight *w) {
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
                    (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float);

@@ -25,12 +25,27 @@
 #define EL_KERNELS_GEMM_H
 
 #include <stdbool.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "kernels/matmul.h"
 
-enum { EL_GEMM_PANEL = 16 };
+enum {
+    EL_GEMM_PANEL = 16, /* weight rows per panel */
+    EL_GEMM_CHUNK = 32, /* elements per chunk of a weight row: 16 bytes if int4, 32 if int8 */
+};
+
+/* Where a weight type keeps its quants and scales, per row: the quants of chunk c at
+ * row + el_gemm_quant_offset(c); the scale of group g an fp16 at row + g * group_bytes, or for
+ * per-row types a float at the start of the row. */
+typedef struct el_gemm_layout {
+    size_t header;      /* bytes before the first group (the per-row float scale) */
+    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
+    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
+    int64_t chunks_per_group;
+    bool int8;
+} el_gemm_layout;
 
 /* Per activation row and weight scale group: the activation's scale for the group and, for
  * kernels taking unsigned weights, -off * (sum of its int8 quants over the group); 0 for kernels
@@ -54,6 +69,10 @@ int64_t el_gemm_group_size(const el_weight *w);
 int64_t el_gemm_groups(const el_weight *w);
 /* Bytes of one thread's panel buffer for w (a multiple of 64). */
 size_t el_gemm_panel_size(const el_weight *w);
+/* The layout of w's type (one gemm.h covers). */
+el_gemm_layout el_gemm_layout_of(const el_weight *w);
+/* Byte offset of chunk c's quants in a row. */
+size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c);
 /* The aux of one activation row (quantized, of w->k_in elements) for the groups of w, for
  * kernels taking signed weights (signed_weights) or unsigned ones. */
 void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_row,

@@ -20,39 +20,11 @@
 
 enum {
     TILE_ROWS = 4, /* activation rows per tile: 16 int32 accumulators, 4 + 4 operand registers */
-    CHUNK = 32,    /* elements per chunk of a weight row: 16 bytes if int4, 32 if int8 */
     ACT_LOAD = 16, /* elements per activation load: 4 lanes of 4 bytes */
     PACKED4 = 4 * EL_GEMM_PANEL, /* packed bytes per 4 elements: [16 rows][4 bytes] */
 };
 
-/* Where a weight type keeps its quants and scales, per row: the quants of chunk c at
- * row + quant_offset(c); the scale of group g an fp16 at row + g * group_bytes, or for per-row
- * types a float at the start of the row. */
-typedef struct layout {
-    size_t header;      /* bytes before the first group (the per-row float scale) */
-    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
-    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
-    int64_t chunks_per_group;
-    bool int8;
-} layout;
-
-static layout layout_of(const el_weight *w) {
-    int64_t g = el_gemm_group_size(w);
-    switch (w->type) {
-    case EL_TYPE_Q4_0: return (layout){0, sizeof(el_block_q4_0), 2, 1, false};
-    case EL_TYPE_Q8_0: return (layout){0, sizeof(el_block_q8_0), 2, 1, true};
-    case EL_TYPE_W4: return (layout){sizeof(float), 0, 0, w->k_in / CHUNK, false};
-    case EL_TYPE_W8: return (layout){sizeof(float), 0, 0, w->k_in / CHUNK, true};
-    default: return (layout){0, 2 + (size_t)g / 2, 2, g / CHUNK, false}; /* w4g */
-    }
-}
-
-static size_t quant_offset(const layout *l, int64_t c) {
-    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
-           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
-}
-
-static float group_scale(const layout *l, const char *row, int64_t g) {
+static float group_scale(const el_gemm_layout *l, const char *row, int64_t g) {
     if (l->group_bytes == 0) return el_edge_row_scale(row);
     uint16_t d;
     memcpy(&d, row + (size_t)g * l->group_bytes, sizeof d);
@@ -78,8 +50,8 @@ static inline void transpose4x4(const char *const *r, size_t off, int8x16_t out[
 
 /* Chunk c of the 16 rows as signed bytes, elements 4s..4s+3 of row o at
  * dst + s * PACKED4 + 4 o. int4: elements 0-15 are the low nibbles, 16-31 the high ones. */
-static void pack_chunk(const layout *l, const char *const *rows, int64_t c, int8_t *dst) {
-    size_t off = quant_offset(l, c);
+static void pack_chunk(const el_gemm_layout *l, const char *const *rows, int64_t c, int8_t *dst) {
+    size_t off = el_gemm_quant_offset(l, c);
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
     const int8x16_t eight = vdupq_n_s8(8);
     for (int p = 0; p < EL_GEMM_PANEL / 4; p++) { /* rows 4p .. 4p+3 */
@@ -104,13 +76,13 @@ static void pack_chunk(const layout *l, const char *const *rows, int64_t c, int8
 /* The panel: quants [k_in / 4][16][4] signed bytes, then the scales [groups][16] as floats.
  * Rows past n_out repeat the last one (their outputs are not stored). */
 static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *panel) {
-    layout l = layout_of(w);
+    el_gemm_layout l = el_gemm_layout_of(w);
     const char *rows[EL_GEMM_PANEL];
     for (int o = 0; o < EL_GEMM_PANEL; o++)
         rows[o] = (const char *)w->data + (o0 + (o < n_out ? o : n_out - 1)) * w->row_bytes;
     int8_t *q = panel;
-    for (int64_t c = 0; c < w->k_in / CHUNK; c++)
-        pack_chunk(&l, rows, c, q + c * (CHUNK / 4) * PACKED4);
+    for (int64_t c = 0; c < w->k_in / EL_GEMM_CHUNK; c++)
+        pack_chunk(&l, rows, c, q + c * (EL_GEMM_CHUNK / 4) * PACKED4);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
         for (int o = 0; o < EL_GEMM_PANEL; o++)
