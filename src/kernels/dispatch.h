@@ -39,6 +39,9 @@ typedef struct el_kernels {
     el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type: same bytes as from_float */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    int gemm_min_rows[EL_TYPE_COUNT];         /* activation rows from which gemm[t] beats the
+                                               * tiles and gemvs (it unpacks every panel once
+                                               * per call); set with gemm[t], >= 2 */
     el_attend_fn attend;                      /* attention of one row and kv head */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
 } el_kernels;
@@ -53,6 +56,8 @@ void el_kernels_reference(el_kernels *k);
  * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
+/* This one adds to el_kernels_avx2, which applies it once it has accepted the CPU. */
+bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 /* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */

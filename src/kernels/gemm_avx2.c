@@ -1,0 +1,305 @@
+/* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0 (against q8_0
+ * activations) and w4, w8, w4g32/64/128 (against a8 activations), for the x86 CPUs without
+ * AVX-512 VNNI, which otherwise take the 4x4 tiles of avx2.c.
+ *
+ * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
+ * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
+ * Exactness decides the representation:
+ * - int4 weights are their unsigned nibbles u = q + 8 (<= 15): with |a| <= 128 a pair is at most
+ *   2 * 15 * 128 = 3840, so the int16 sums of the 8 steps of a 32-element chunk (<= 30720) are
+ *   exact and one vpmaddwd per chunk and activation row widens them;
+ * - int8 weights as u = q + 128 would overflow (2 * 255 * 127 = 64770), so u is split into two
+ *   nibble planes u = 16 hi + lo, each summed like int4 and the hi sum shifted by 4 after
+ *   widening. That is twice the multiplies of int4, as many as the sign trick (vpsignb per
+ *   activation row and step) would cost, and it keeps gemm.h's offset (comp = -128 sum a).
+ *
+ * gemm.h's panel of up to EL_GEMM_PANEL = 16 weight rows is worked on as sub-panels of 8 rows
+ * (one ymm holds the 8 outputs of an activation row): each is unpacked into the panel buffer as
+ * [chunk][plane][step][8 rows][4 bytes] and then run against every activation row, TILE_ROWS at
+ * a time, each load of packed weights shared by the tile's rows. Per scale group the integer
+ * sum starts at the aux term and is scaled in float in group order, as gemm.h requires.
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
+ * has accepted the CPU. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/edge.h"
+#include "kernels/gemm.h"
+
+enum {
+    SUB = 8,           /* weight rows per sub-panel: 8 int32 or float lanes of a ymm */
+    TILE_ROWS = 4,     /* activation rows per tile: their accumulators stay in registers */
+    CHUNK = 32,        /* elements per chunk: the span of one exact int16 sum */
+    STEPS = CHUNK / 4, /* 4-byte steps per chunk: one packed register each per plane */
+};
+
+/* Where a weight type keeps its quants and scales, per row: quants of chunk c (16 bytes if
+ * int4, 32 if int8) at row + quant_offset(c); the scale of group g an fp16 at
+ * row + g * group_bytes, or for per-row types a float at the start of the row. */
+typedef struct layout {
+    size_t header;      /* bytes before the first group (the per-row float scale) */
+    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
+    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
+    int64_t chunks_per_group;
+    bool int8;
+} layout;
+
+static layout layout_of(const el_weight *w) {
+    int64_t g = el_gemm_group_size(w);
+    switch (w->type) {
+    case EL_TYPE_Q4_0: return (layout){0, 18, 2, 1, false};
+    case EL_TYPE_Q8_0: return (layout){0, 34, 2, 1, true};
+    case EL_TYPE_W4: return (layout){4, 0, 0, w->k_in / CHUNK, false};
+    case EL_TYPE_W8: return (layout){4, 0, 0, w->k_in / CHUNK, true};
+    default: return (layout){0, 2 + (size_t)g / 2, 2, g / CHUNK, false}; /* w4g */
+    }
+}
+
+static size_t quant_offset(const layout *l, int64_t c) {
+    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
+           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
+}
+
+/* Nibble planes per chunk: 1 for int4, 2 (lo, hi) for int8. */
+static int planes_of(const layout *l) { return l->int8 ? 2 : 1; }
+
+static inline __m256i load_rows2(const char *lo, const char *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/* The 16 bytes at off of 8 rows as out[j] = dword j of rows 0..7: rows r and r + 4 share a
+ * register (one per 128-bit lane), so the in-lane unpacks leave every row in its place. */
+static inline void transpose8x4(const char *const rows[SUB], size_t off, __m256i out[4]) {
+    __m256i x0 = load_rows2(rows[0] + off, rows[4] + off);
+    __m256i x1 = load_rows2(rows[1] + off, rows[5] + off);
+    __m256i x2 = load_rows2(rows[2] + off, rows[6] + off);
+    __m256i x3 = load_rows2(rows[3] + off, rows[7] + off);
+    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* Chunk c of the 8 rows as nibble registers: dst[p * STEPS + s] holds elements 4s..4s+3 of
+ * every row in plane p. int4: elements 0-15 are the low nibbles, 16-31 the high ones. int8:
+ * u = q + 128 as lo (plane 0) and hi (plane 1) nibbles. */
+static void pack_chunk(const layout *l, const char *const rows[SUB], int64_t c, __m256i *dst) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    size_t off = quant_offset(l, c);
+    __m256i t[4];
+    if (!l->int8) {
+        transpose8x4(rows, off, t);
+        for (int j = 0; j < 4; j++) {
+            _mm256_store_si256(dst + j, _mm256_and_si256(t[j], low4));
+            _mm256_store_si256(dst + 4 + j, _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
+        }
+        return;
+    }
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int half = 0; half < 2; half++) {
+        transpose8x4(rows, off + 16 * (size_t)half, t);
+        for (int j = 0; j < 4; j++) {
+            __m256i u = _mm256_xor_si256(t[j], bias);
+            _mm256_store_si256(dst + 4 * half + j, _mm256_and_si256(u, low4));
+            _mm256_store_si256(dst + STEPS + 4 * half + j,
+                               _mm256_and_si256(_mm256_srli_epi16(u, 4), low4));
+        }
+    }
+}
+
+/* Bytes of the panel buffer before the scales: room for gemm.h's 16 rows of int4 or 8 of two
+ * int8 planes. */
+static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GEMM_PANEL; }
+
+/* The sub-panel of rows o0 .. o0 + n - 1 (n <= SUB): quants [chunk][plane][step][8][4] bytes,
+ * then the scales [groups][8] as floats. Rows past n repeat the last one (their outputs are
+ * not stored). */
+static void pack_sub(const el_weight *w, const layout *l, int64_t o0, int64_t n, void *panel) {
+    const char *rows[SUB];
+    for (int o = 0; o < SUB; o++)
+        rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
+    __m256i *q = panel;
+    int per_chunk = planes_of(l) * STEPS;
+    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(l, rows, c, q + c * per_chunk);
+    float *scales = (float *)((char *)panel + scales_offset(w));
+    if (l->group_bytes == 0) {
+        for (int o = 0; o < SUB; o++) scales[o] = el_edge_row_scale(rows[o]);
+        return;
+    }
+    for (int64_t g = 0; g < el_gemm_groups(w); g++) {
+        uint16_t h[SUB];
+        for (int o = 0; o < SUB; o++) memcpy(&h[o], rows[o] + g * l->group_bytes, sizeof h[o]);
+        _mm256_store_ps(scales + g * SUB, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+    }
+}
+
+typedef struct tile_args {
+    const __m256i *q;       /* packed quants */
+    const float *scales;    /* [groups][8] */
+    int64_t groups, chunks_per_group;
+    const char *act;        /* first activation quant of row 0 */
+    size_t act_stride, act_chunk; /* bytes between rows, and between chunks within a row */
+    const el_gemm_aux *aux;
+    float *y;
+    int64_t ldy;
+    __m256i store;          /* lanes of the sub-panel whose outputs exist */
+} tile_args;
+
+static inline __m256i broadcast_i32(const char *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
+ * chunk into a tree of all its products, which spills most of them to the stack. */
+static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
+
+/* acc[r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
+ * against its packed weights q: exact int16 sums of the nibble products over the chunk (see the
+ * top), then one vpmaddwd per row and plane; an int8 chunk's hi plane (q + STEPS) counts 16
+ * times. */
+static inline __attribute__((always_inline)) void chunk(__m256i acc[TILE_ROWS], const __m256i *q,
+                                                        const char *const a[TILE_ROWS],
+                                                        const int n, const bool int8) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i lo[TILE_ROWS], hi[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int s = 0; s < STEPS; s++) {
+        __m256i wl = _mm256_load_si256(q + s), wh = int8 ? _mm256_load_si256(q + STEPS + s) : wl;
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m256i b = broadcast_i32(a[r] + 4 * s);
+            __m256i p = _mm256_maddubs_epi16(wl, b);
+            lo[r] = s == 0 ? p : _mm256_add_epi16(lo[r], p);
+            pin(&lo[r]);
+            if (int8) {
+                p = _mm256_maddubs_epi16(wh, b);
+                hi[r] = s == 0 ? p : _mm256_add_epi16(hi[r], p);
+                pin(&hi[r]);
+            }
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(lo[r], ones));
+        if (int8)
+            acc[r] = _mm256_add_epi32(acc[r],
+                                      _mm256_slli_epi32(_mm256_madd_epi16(hi[r], ones), 4));
+    }
+}
+
+/* n activation rows (a constant after inlining) from row r0: per group, the integer sums start
+ * at the aux offset term and take every chunk's plane sums; then they are scaled by (weight
+ * scales x activation scale) into float sums. */
+static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
+                                                       const int n, const bool int8) {
+    __m256 f[TILE_ROWS];
+    const char *a[TILE_ROWS];
+    const el_gemm_aux *ax[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        f[r] = _mm256_setzero_ps();
+        a[r] = t->act + (size_t)(r0 + r) * t->act_stride;
+        ax[r] = t->aux + (r0 + r) * t->groups;
+    }
+    const __m256i *q = t->q;
+    for (int64_t g = 0; g < t->groups; g++) {
+        __m256i acc[TILE_ROWS];
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(ax[r][g].comp);
+        for (int64_t c = 0; c < t->chunks_per_group; c++) {
+            chunk(acc, q, a, n, int8);
+            q += int8 ? 2 * STEPS : STEPS;
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) a[r] += t->act_chunk;
+        }
+        __m256 dw = _mm256_load_ps(t->scales + g * SUB);
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
+            f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) _mm256_maskstore_ps(t->y + (r0 + r) * t->ldy, t->store, f[r]);
+}
+
+static void tile1_i4(const tile_args *t, int64_t r0) { tile(t, r0, 1, false); }
+static void tile2_i4(const tile_args *t, int64_t r0) { tile(t, r0, 2, false); }
+static void tile3_i4(const tile_args *t, int64_t r0) { tile(t, r0, 3, false); }
+static void tile4_i4(const tile_args *t, int64_t r0) { tile(t, r0, 4, false); }
+static void tile1_i8(const tile_args *t, int64_t r0) { tile(t, r0, 1, true); }
+static void tile2_i8(const tile_args *t, int64_t r0) { tile(t, r0, 2, true); }
+static void tile3_i8(const tile_args *t, int64_t r0) { tile(t, r0, 3, true); }
+static void tile4_i8(const tile_args *t, int64_t r0) { tile(t, r0, 4, true); }
+/* by [int8][rows] */
+static void (*const tiles[2][TILE_ROWS + 1])(const tile_args *, int64_t) = {
+    {NULL, tile1_i4, tile2_i4, tile3_i4, tile4_i4},
+    {NULL, tile1_i8, tile2_i8, tile3_i8, tile4_i8},
+};
+
+static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                 void *panel) {
+    layout l = layout_of(w);
+    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
+    void (*const *run)(const tile_args *, int64_t) = tiles[l.int8];
+    tile_args t = {
+        .q = panel,
+        .scales = (const float *)((const char *)panel + scales_offset(w)),
+        .groups = el_gemm_groups(w),
+        .chunks_per_group = el_gemm_group_size(w) / CHUNK,
+        /* q8_0 blocks: fp16 d, then 32 quants; a8 rows: the header, then the quants */
+        .act = act + (q8_act ? sizeof(uint16_t) : sizeof(el_a8_header)),
+        .act_stride = act_stride,
+        .act_chunk = q8_act ? sizeof(el_block_q8_0) : CHUNK,
+        .aux = aux,
+        .ldy = ldy,
+    };
+    for (int64_t s0 = 0; s0 < n_out; s0 += SUB) {
+        int64_t n = n_out - s0 < SUB ? n_out - s0 : SUB;
+        pack_sub(w, &l, o0 + s0, n, panel);
+        t.y = y + o0 + s0;
+        t.store = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
+                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        int64_t r = 0;
+        for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) run[TILE_ROWS](&t, r);
+        if (r < n_rows) run[n_rows - r](&t, r);
+    }
+}
+
+/* The activation rows from which a sub-panel's unpacking pays against avx2.c's tiles and
+ * gemvs (bench/bench_gemm, 2048 x 2048, one thread): from 3 rows for int4 weights; int8
+ * weights cost twice the multiplies and twice the unpacking, and the tiles' sign trick is as
+ * fast below about 16 rows. */
+bool el_gemm_avx2(el_kernels *k) {
+    static const struct {
+        el_type type;
+        int min_rows;
+    } covered[] = {{EL_TYPE_Q4_0, 3},  {EL_TYPE_Q8_0, 16},  {EL_TYPE_W4, 3},     {EL_TYPE_W8, 16},
+                   {EL_TYPE_W4G32, 3}, {EL_TYPE_W4G64, 3}, {EL_TYPE_W4G128, 3}};
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) {
+        k->gemm[covered[i].type] = gemm;
+        k->gemm_min_rows[covered[i].type] = covered[i].min_rows;
+    }
+    return true;
+}
+
+#else
+
+/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
+bool el_gemm_avx2(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif
