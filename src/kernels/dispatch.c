@@ -17,7 +17,6 @@ void el_kernels_reference(el_kernels *k) {
         k->quantize[t] = tr ? tr->from_float : NULL;
         k->tile[t] = NULL;
         k->gemm[t] = NULL;
-        k->gemm_min_rows[t] = 0;
         k->gemv[t] = NULL;
     }
 }

@@ -39,9 +39,6 @@ typedef struct el_kernels {
     el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type: same bytes as from_float */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
-    int gemm_min_rows[EL_TYPE_COUNT];         /* activation rows from which gemm[t] beats the
-                                               * tiles and gemvs (it unpacks every panel once
-                                               * per call); set with gemm[t], >= 2 */
     el_attend_fn attend;                      /* attention of one row and kv head */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
 } el_kernels;

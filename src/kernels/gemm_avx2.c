@@ -18,6 +18,9 @@
  * [chunk][plane][step][8 rows][4 bytes] and then run against every activation row, TILE_ROWS at
  * a time, each load of packed weights shared by the tile's rows. Per scale group the integer
  * sum starts at the aux term and is scaled in float in group order, as gemm.h requires.
+ * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
+ * depends on how many rows share its product (test_ubatch), though below about 16 rows the
+ * tiles and gemvs of avx2.c are faster for int8 weights (twice the multiplies and unpacking).
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
@@ -277,20 +280,10 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
     }
 }
 
-/* The activation rows from which a sub-panel's unpacking pays against avx2.c's tiles and
- * gemvs (bench/bench_gemm, 2048 x 2048, one thread): from 3 rows for int4 weights; int8
- * weights cost twice the multiplies and twice the unpacking, and the tiles' sign trick is as
- * fast below about 16 rows. */
 bool el_gemm_avx2(el_kernels *k) {
-    static const struct {
-        el_type type;
-        int min_rows;
-    } covered[] = {{EL_TYPE_Q4_0, 3},  {EL_TYPE_Q8_0, 16},  {EL_TYPE_W4, 3},     {EL_TYPE_W8, 16},
-                   {EL_TYPE_W4G32, 3}, {EL_TYPE_W4G64, 3}, {EL_TYPE_W4G128, 3}};
-    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) {
-        k->gemm[covered[i].type] = gemm;
-        k->gemm_min_rows[covered[i].type] = covered[i].min_rows;
-    }
+    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
     return true;
 }
 

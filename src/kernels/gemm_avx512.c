@@ -95,11 +95,14 @@ static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m5
 
 /* The panel: quants [k_in / 4][16][4] bytes, then the scales [groups][16] as floats. Rows past
  * n_out repeat the last one (their outputs are not stored). */
-static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *panel) {
-    layout l = layout_of(w);
-    const char *rows[EL_GEMM_PANEL];
+static void panel_rows(const el_weight *w, int64_t o0, int64_t n_out,
+                       const char *rows[EL_GEMM_PANEL]) {
     for (int o = 0; o < EL_GEMM_PANEL; o++)
         rows[o] = (const char *)w->data + (o0 + (o < n_out ? o : n_out - 1)) * w->row_bytes;
+}
+
+static void pack_panel(const el_weight *w, const char *const *rows, void *panel) {
+    layout l = layout_of(w);
     __m512i *q = panel;
     for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
@@ -226,10 +229,183 @@ static void tile8(const tile_args *t, int64_t r0) { tile(t, r0, 8); }
 static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
     NULL, tile1, tile2, tile3, tile4, tile5, tile6, tile7, tile8};
 
+/* ---- few activation rows (concurrent variants, small batches): unpacking a panel into memory
+ * and reading it back would cost more than the products it serves, so each chunk of the panel is
+ * transposed into registers and used at once by every activation row. In 256-bit registers, 8
+ * weight rows at a time: their transposes stay within 128-bit lanes, which costs half as much as
+ * the 512-bit ones (on CPUs that split 512-bit operations, as AMD's do), for the same products
+ * per cycle. */
+
+static inline __m128i load16(const char *p) { return _mm_loadu_si128((const __m128i *)p); }
+
+/* The 16 bytes at p + o * rb for the 8 rows o (rb bytes apart) as 4 registers: register c holds
+ * dword c of rows 0..7. Rows are addressed from three bases so that few registers are needed. */
+static inline void transpose8x4(const char *p, size_t rb, __m256i out[4]) {
+    const char *p3 = p + 3 * rb, *p6 = p + 6 * rb;
+    __m256i x0 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p)), load16(p + 4 * rb), 1);
+    __m256i x1 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + rb)),
+                                         load16(p3 + 2 * rb), 1);
+    __m256i x2 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + 2 * rb)), load16(p6), 1);
+    __m256i x3 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p3)), load16(p3 + 4 * rb), 1);
+    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* The chunk at p + o * rb of the 8 rows as 8 registers of unsigned bytes, as pack_chunk
+ * lays them out for 16 rows: register j holds elements 4j..4j+3 of every row. */
+static inline __attribute__((always_inline)) void load_chunk8(bool int8, const char *p, size_t rb,
+                                                              __m256i q[8]) {
+    __m256i t[4];
+    transpose8x4(p, rb, t);
+    if (int8) {
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q[j] = _mm256_xor_si256(t[j], bias);
+        transpose8x4(p + 16, rb, t);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) q[4 + j] = _mm256_xor_si256(t[j], bias);
+    } else {
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            q[j] = _mm256_and_si256(t[j], low4);
+            q[4 + j] = _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4);
+        }
+    }
+}
+
+/* The chunk at p + o * rb of the 16 rows as 8 registers laid out as pack_chunk stores them:
+ * transposed as two halves of 8 rows in 256-bit registers, then joined. */
+static inline __attribute__((always_inline)) void load_chunk16(bool int8, const char *p,
+                                                               size_t rb, __m512i q[8]) {
+    __m256i lo[8], hi[8];
+    load_chunk8(int8, p, rb, lo);
+    load_chunk8(int8, p + 8 * rb, rb, hi);
+    #pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)
+        q[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo[j]), hi[j], 1);
+}
+
+/* acc + dpbusd(q, the 4 bytes at p broadcast), with the broadcast embedded in the instruction:
+ * gcc emits a separate broadcast for the intrinsics, which costs a vector slot per product. */
+static inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const char *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*(const int32_t *)p));
+    return acc;
+}
+
+/* n activation rows (n <= TILE_ROWS, a constant after inlining; rows past n_rows repeat row 0
+ * and are not stored) against the full panel of 16 weight rows from p (rb bytes apart), whose
+ * group scales are scales[g * 16 ..] (fp16; per-row types: row_scale). The integer sums and
+ * their scaling happen in the same order as in tile(), so the results are the same bits. */
+static inline __attribute__((always_inline)) void direct16(const layout *l, const char *p,
+                                                           size_t rb, const uint16_t *scales,
+                                                           __m512 row_scale, const tile_args *t,
+                                                           int n_rows, const int n,
+                                                           const bool int8) {
+    __m512 f[TILE_ROWS];
+    const char *a[TILE_ROWS];
+    const el_gemm_aux *ax[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        int64_t row = r < n_rows ? r : 0;
+        f[r] = _mm512_setzero_ps();
+        a[r] = t->act + (size_t)row * t->act_stride;
+        ax[r] = t->aux + row * t->groups;
+    }
+    const size_t chunk_bytes = int8 ? 32 : 16;
+    for (int64_t g = 0; g < t->groups; g++) {
+        __m512i acc[TILE_ROWS];
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) acc[r] = _mm512_set1_epi32(ax[r][g].comp);
+        const char *wq = p + l->header + (size_t)g * l->group_bytes + l->scale_bytes;
+        for (int64_t c = 0; c < l->chunks_per_group; c++, wq += chunk_bytes) {
+            __m512i q[8];
+            load_chunk16(int8, wq, rb, q);
+            #pragma GCC unroll 8
+            for (int s = 0; s < 8; s++)
+                #pragma GCC unroll 8
+                for (int r = 0; r < n; r++)
+                    acc[r] = dpbusd_bcast(acc[r], q[s], a[r] + c * CHUNK + 4 * s);
+        }
+        __m512 dw = row_scale;
+        if (l->group_bytes != 0)
+            dw = _mm512_cvtph_ps(
+                _mm256_load_si256((const __m256i *)(scales + g * EL_GEMM_PANEL)));
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
+            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
+            a[r] += t->act_group;
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++)
+        if (r < n_rows) _mm512_storeu_ps(t->y + r * t->ldy, f[r]);
+}
+
+/* The fp16 scales of one row's groups (at row + g * group_bytes) to dst[g * EL_GEMM_PANEL]. */
+static void copy_scales(const char *row, size_t group_bytes, int64_t groups, uint16_t *dst) {
+    #pragma GCC unroll 4
+    for (int64_t g = 0; g < groups; g++, row += group_bytes, dst += EL_GEMM_PANEL)
+        memcpy(dst, row, sizeof *dst);
+}
+
+/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows; the
+ * scales are first copied out as [groups][16] fp16 into the panel buffer (cheaper than a gather
+ * per group). n and int8 are constants after inlining: with them the chunk stays in registers. */
+static inline __attribute__((always_inline)) void direct(const el_weight *w, const char *p,
+                                                         const tile_args *t, int n_rows,
+                                                         void *panel, const int n,
+                                                         const bool int8) {
+    layout l = layout_of(w);
+    size_t rb = w->row_bytes;
+    uint16_t *scales = panel;
+    float row_scales[EL_GEMM_PANEL];
+    for (int o = 0; o < EL_GEMM_PANEL; o++) {
+        if (l.group_bytes == 0)
+            memcpy(&row_scales[o], p + o * rb, sizeof(float));
+        else
+            copy_scales(p + o * rb, l.group_bytes, t->groups, scales + o);
+    }
+    direct16(&l, p, rb, scales, _mm512_loadu_ps(row_scales), t, n_rows, n, int8);
+}
+
+typedef void (*direct_fn)(const el_weight *, const char *, const tile_args *, int, void *);
+static void direct2_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 2, false);
+}
+static void direct4_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 4, false);
+}
+static void direct8_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 8, false);
+}
+static void direct2_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 2, true);
+}
+static void direct4_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 4, true);
+}
+static void direct8_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
+    direct(w, p, t, n, b, 8, true);
+}
+
+/* The kernel for n_rows (2..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
+static direct_fn direct_for(bool int8, int64_t n_rows) {
+    if (n_rows <= 2) return int8 ? direct2_int8 : direct2_int4;
+    if (n_rows <= 4) return int8 ? direct4_int8 : direct4_int4;
+    return int8 ? direct8_int8 : direct8_int4;
+}
+
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                  void *panel) {
-    pack_panel(w, o0, n_out, panel);
+    const char *rows[EL_GEMM_PANEL];
+    panel_rows(w, o0, n_out, rows);
     int64_t group = el_gemm_group_size(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
     tile_args t = {
@@ -246,6 +422,11 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .ldy = ldy,
         .store = (__mmask16)((1u << n_out) - 1),
     };
+    if (n_rows <= TILE_ROWS && n_out == EL_GEMM_PANEL) {
+        direct_for(layout_of(w).int8, n_rows)(w, rows[0], &t, (int)n_rows, panel);
+        return;
+    }
+    pack_panel(w, rows, panel);
     int64_t r = 0;
     for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
     if (r < n_rows) tiles[n_rows - r](&t, r);
@@ -254,10 +435,7 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
 bool el_gemm_avx512(el_kernels *k) {
     static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
                                       EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
-    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) {
-        k->gemm[covered[i]] = gemm;
-        k->gemm_min_rows[covered[i]] = 2; /* from 2 activation rows on, unpacking a panel pays */
-    }
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
     return true;
 }
 

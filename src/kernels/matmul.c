@@ -11,10 +11,10 @@
  * chunk, which reads the rows as sequential streams; a gemv output depends only on its row.
  * Which outputs are computed which way depends only on the shapes (chunks start at multiples of
  * TILE_OUT), so results do not depend on the number of threads.
- * With a gemm kernel for the type (gemm.h) and at least its gemm_min_rows activation rows,
- * chunks are made of panels of EL_GEMM_PANEL weight rows instead, each unpacked once into the
- * thread's panel buffer and run against every activation row; the per-group activation sums the
- * gemm kernels need are computed as the rows are quantized. */
+ * With several activation rows and a gemm kernel for the type (gemm.h), chunks are made of
+ * panels of EL_GEMM_PANEL weight rows instead, each unpacked once into the thread's panel buffer
+ * and run against every activation row; the per-group activation sums the gemm kernels need are
+ * computed as the rows are quantized. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -28,6 +28,7 @@ enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
     CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
+    GEMM_MIN_ROWS = 2,     /* from 2 activation rows on, unpacking a panel once pays */
     GEMM_MAX_K = 1 << 16,  /* int32 sums of unsigned int8 weights (< 255 * 127 * k) stay exact */
     /* Weight bytes per chunk when every row goes through gemv (a decode step) on more than one
      * thread: a pool job ends when its slowest thread does, so the last chunk should be short
@@ -162,7 +163,7 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
                     .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     void *gemm_mem = NULL;
-    if (k->gemm[w->type] && vt != EL_TYPE_F32 && n_rows >= k->gemm_min_rows[w->type] &&
+    if (k->gemm[w->type] && vt != EL_TYPE_F32 && n_rows >= GEMM_MIN_ROWS &&
         w->k_in <= GEMM_MAX_K) {
         size_t aux_bytes = (size_t)n_rows * el_gemm_groups(w) * sizeof(el_gemm_aux);
         aux_bytes = (aux_bytes + 63) / 64 * 64;
