@@ -13,11 +13,13 @@
  *   widening. That is twice the multiplies of int4, as many as the sign trick (vpsignb per
  *   activation row and step) would cost, and it keeps gemm.h's offset (comp = -128 sum a).
  *
- * gemm.h's panel of up to EL_GEMM_PANEL = 16 weight rows is worked on as sub-panels of 8 rows
- * (one ymm holds the 8 outputs of an activation row): each is unpacked into the panel buffer as
- * [chunk][plane][step][8 rows][4 bytes] and then run against every activation row, TILE_ROWS at
- * a time, each load of packed weights shared by the tile's rows. Per scale group the integer
- * sum starts at the aux term and is scaled in float in group order, as gemm.h requires.
+ * Each step of 4 elements takes two packed registers and one broadcast of the activation's 4
+ * bytes per row: for int4, the 16 weight rows of gemm.h's panel (rows 0-7, rows 8-15); for int8,
+ * the two planes of 8 rows, so a panel is done as two sub-panels of 8 rows. A sub-panel is
+ * unpacked into the panel buffer as [chunk][step][2 registers][8 rows][4 bytes] and then run
+ * against every activation row, TILE_ROWS at a time, each load of packed weights shared by the
+ * tile's rows. Per scale group the integer sum starts at the aux term and is scaled in float in
+ * group order, as gemm.h requires.
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
  * depends on how many rows share its product (test_ubatch), though below about 16 rows the
  * tiles and gemvs of avx2.c are faster for int8 weights (twice the multiplies and unpacking).
@@ -35,10 +37,10 @@
 #include "kernels/gemm.h"
 
 enum {
-    SUB = 8,           /* weight rows per sub-panel: 8 int32 or float lanes of a ymm */
-    TILE_ROWS = 4,     /* activation rows per tile: their accumulators stay in registers */
+    LANES = 8,         /* int32 or float lanes of a ymm: weight rows per packed register */
+    TILE_ROWS = 4,     /* activation rows per tile: their int16 sums stay in registers */
     CHUNK = 32,        /* elements per chunk: the span of one exact int16 sum */
-    STEPS = CHUNK / 4, /* 4-byte steps per chunk: one packed register each per plane */
+    STEPS = CHUNK / 4, /* 4-byte steps per chunk: two packed registers each */
 };
 
 /* Where a weight type keeps its quants and scales, per row: quants of chunk c (16 bytes if
@@ -68,17 +70,17 @@ static size_t quant_offset(const layout *l, int64_t c) {
            (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
 }
 
-/* Nibble planes per chunk: 1 for int4, 2 (lo, hi) for int8. */
-static int planes_of(const layout *l) { return l->int8 ? 2 : 1; }
+/* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
+static int sub_rows(const layout *l) { return l->int8 ? LANES : 2 * LANES; }
 
 static inline __m256i load_rows2(const char *lo, const char *hi) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
                                    _mm_loadu_si128((const __m128i *)hi), 1);
 }
 
-/* The 16 bytes at off of 8 rows as out[j] = dword j of rows 0..7: rows r and r + 4 share a
+/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows: rows r and r + 4 share a
  * register (one per 128-bit lane), so the in-lane unpacks leave every row in its place. */
-static inline void transpose8x4(const char *const rows[SUB], size_t off, __m256i out[4]) {
+static inline void transpose8x4(const char *const *rows, size_t off, __m256i out[4]) {
     __m256i x0 = load_rows2(rows[0] + off, rows[4] + off);
     __m256i x1 = load_rows2(rows[1] + off, rows[5] + off);
     __m256i x2 = load_rows2(rows[2] + off, rows[6] + off);
@@ -91,70 +93,76 @@ static inline void transpose8x4(const char *const rows[SUB], size_t off, __m256i
     out[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* Chunk c of the 8 rows as nibble registers: dst[p * STEPS + s] holds elements 4s..4s+3 of
- * every row in plane p. int4: elements 0-15 are the low nibbles, 16-31 the high ones. int8:
- * u = q + 128 as lo (plane 0) and hi (plane 1) nibbles. */
-static void pack_chunk(const layout *l, const char *const rows[SUB], int64_t c, __m256i *dst) {
+/* Chunk c of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds elements 4s..4s+3
+ * of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles, 16-31 the high ones):
+ * k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo nibbles, k = 1 the hi. */
+static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m256i *dst) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     size_t off = quant_offset(l, c);
     __m256i t[4];
     if (!l->int8) {
-        transpose8x4(rows, off, t);
-        for (int j = 0; j < 4; j++) {
-            _mm256_store_si256(dst + j, _mm256_and_si256(t[j], low4));
-            _mm256_store_si256(dst + 4 + j, _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
+        for (int k = 0; k < 2; k++) {
+            transpose8x4(rows + LANES * k, off, t);
+            for (int j = 0; j < 4; j++) {
+                _mm256_store_si256(dst + 2 * j + k, _mm256_and_si256(t[j], low4));
+                _mm256_store_si256(dst + 2 * (4 + j) + k,
+                                   _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
+            }
         }
         return;
     }
     const __m256i bias = _mm256_set1_epi8((char)0x80);
-    for (int half = 0; half < 2; half++) {
+    for (int half = 0; half < 2; half++) { /* bytes 16 half ..: steps 4 half .. 4 half + 3 */
         transpose8x4(rows, off + 16 * (size_t)half, t);
         for (int j = 0; j < 4; j++) {
             __m256i u = _mm256_xor_si256(t[j], bias);
-            _mm256_store_si256(dst + 4 * half + j, _mm256_and_si256(u, low4));
-            _mm256_store_si256(dst + STEPS + 4 * half + j,
-                               _mm256_and_si256(_mm256_srli_epi16(u, 4), low4));
+            int s = 4 * half + j;
+            _mm256_store_si256(dst + 2 * s, _mm256_and_si256(u, low4));
+            _mm256_store_si256(dst + 2 * s + 1, _mm256_and_si256(_mm256_srli_epi16(u, 4), low4));
         }
     }
 }
 
-/* Bytes of the panel buffer before the scales: room for gemm.h's 16 rows of int4 or 8 of two
- * int8 planes. */
+/* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
 static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GEMM_PANEL; }
 
-/* The sub-panel of rows o0 .. o0 + n - 1 (n <= SUB): quants [chunk][plane][step][8][4] bytes,
- * then the scales [groups][8] as floats. Rows past n repeat the last one (their outputs are
- * not stored). */
+/* The sub-panel of rows o0 .. o0 + n - 1 (n <= sub_rows): quants [chunk][step][2][8][4] bytes,
+ * then the scales [groups][sub_rows] as floats. Rows past n repeat the last one (their outputs
+ * are not stored). */
 static void pack_sub(const el_weight *w, const layout *l, int64_t o0, int64_t n, void *panel) {
-    const char *rows[SUB];
-    for (int o = 0; o < SUB; o++)
+    int nr = sub_rows(l);
+    const char *rows[2 * LANES];
+    for (int o = 0; o < nr; o++)
         rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
     __m256i *q = panel;
-    int per_chunk = planes_of(l) * STEPS;
-    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(l, rows, c, q + c * per_chunk);
+    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(l, rows, c, q + c * 2 * STEPS);
     float *scales = (float *)((char *)panel + scales_offset(w));
     if (l->group_bytes == 0) {
-        for (int o = 0; o < SUB; o++) scales[o] = el_edge_row_scale(rows[o]);
+        for (int o = 0; o < nr; o++) scales[o] = el_edge_row_scale(rows[o]);
         return;
     }
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
-        uint16_t h[SUB];
-        for (int o = 0; o < SUB; o++) memcpy(&h[o], rows[o] + g * l->group_bytes, sizeof h[o]);
-        _mm256_store_ps(scales + g * SUB, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+        for (int o8 = 0; o8 < nr; o8 += LANES) {
+            uint16_t h[LANES];
+            for (int o = 0; o < LANES; o++)
+                memcpy(&h[o], rows[o8 + o] + g * l->group_bytes, sizeof h[o]);
+            _mm256_store_ps(scales + g * nr + o8,
+                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+        }
     }
 }
 
 typedef struct tile_args {
     const __m256i *q;       /* packed quants */
-    const float *scales;    /* [groups][8] */
+    const float *scales;    /* [groups][sub_rows] */
     int64_t groups, chunks_per_group;
-    bool int8;              /* two nibble planes per chunk */
+    bool int8;
     const char *act;        /* first activation quant of row 0 */
     size_t act_stride, act_chunk; /* bytes between rows, and between chunks within a row */
     const el_gemm_aux *aux;
     float *y;
     int64_t ldy;
-    __m256i store;          /* lanes of the sub-panel whose outputs exist */
+    __m256i store[2];       /* lanes of rows 0-7 and 8-15 whose outputs exist */
 } tile_args;
 
 static inline __m256i broadcast_i32(const char *p) {
@@ -167,76 +175,85 @@ static inline __m256i broadcast_i32(const char *p) {
  * chunk into a tree of all its products, which spills most of them to the stack. */
 static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
 
-/* acc[r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
- * against its packed weights q: exact int16 sums of the nibble products over the chunk (see the
- * top), then one vpmaddwd per row and plane; an int8 chunk's hi plane (q + STEPS) counts 16
- * times. */
-static inline __attribute__((always_inline)) void chunk(__m256i acc[TILE_ROWS], const __m256i *q,
+/* acc[k][r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
+ * against the packed weights q: exact int16 sums of the nibble products over the chunk (see the
+ * top) per packed register k, then one vpmaddwd per row and register. int4: k is rows 0-7 or
+ * 8-15. int8: the hi plane counts 16 times, into acc[0]. */
+static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
+                                                        const __m256i *q,
                                                         const char *const a[TILE_ROWS],
                                                         const int n, const bool int8) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i lo[TILE_ROWS], hi[TILE_ROWS];
+    __m256i s0[TILE_ROWS], s1[TILE_ROWS];
     #pragma GCC unroll 8
     for (int s = 0; s < STEPS; s++) {
-        __m256i wl = _mm256_load_si256(q + s), wh = int8 ? _mm256_load_si256(q + STEPS + s) : wl;
+        __m256i w0 = _mm256_load_si256(q + 2 * s), w1 = _mm256_load_si256(q + 2 * s + 1);
         #pragma GCC unroll 8
         for (int r = 0; r < n; r++) {
             __m256i b = broadcast_i32(a[r] + 4 * s);
-            __m256i p = _mm256_maddubs_epi16(wl, b);
-            lo[r] = s == 0 ? p : _mm256_add_epi16(lo[r], p);
-            pin(&lo[r]);
-            if (int8) {
-                p = _mm256_maddubs_epi16(wh, b);
-                hi[r] = s == 0 ? p : _mm256_add_epi16(hi[r], p);
-                pin(&hi[r]);
-            }
+            __m256i p0 = _mm256_maddubs_epi16(w0, b), p1 = _mm256_maddubs_epi16(w1, b);
+            s0[r] = s == 0 ? p0 : _mm256_add_epi16(s0[r], p0);
+            s1[r] = s == 0 ? p1 : _mm256_add_epi16(s1[r], p1);
+            pin(&s0[r]);
+            pin(&s1[r]);
         }
     }
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) {
-        acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(lo[r], ones));
-        if (int8)
-            acc[r] = _mm256_add_epi32(acc[r],
-                                      _mm256_slli_epi32(_mm256_madd_epi16(hi[r], ones), 4));
+        __m256i d0 = _mm256_madd_epi16(s0[r], ones), d1 = _mm256_madd_epi16(s1[r], ones);
+        if (int8) {
+            acc[0][r] = _mm256_add_epi32(acc[0][r], _mm256_add_epi32(d0, _mm256_slli_epi32(d1, 4)));
+        } else {
+            acc[0][r] = _mm256_add_epi32(acc[0][r], d0);
+            acc[1][r] = _mm256_add_epi32(acc[1][r], d1);
+        }
     }
 }
 
 /* n activation rows from row r0: per group, the integer sums start at the aux offset term and
- * take every chunk's plane sums; then they are scaled by (weight scales x activation scale)
- * into float sums. n, int8 and one_chunk (groups of one chunk: q4_0, q8_0, w4g32) are constants
+ * take every chunk's sums; then they are scaled by (weight scales x activation scale) into
+ * float sums. n, int8 and one_chunk (groups of one chunk: q4_0, q8_0, w4g32) are constants
  * after inlining; with one_chunk the chunk loop goes (15% on q4_0). */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
                                                        const bool one_chunk) {
-    __m256 f[TILE_ROWS];
+    const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
+    __m256 f[2][TILE_ROWS];
     const char *a[TILE_ROWS];
     const el_gemm_aux *ax[TILE_ROWS];
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) {
-        f[r] = _mm256_setzero_ps();
+        f[0][r] = f[1][r] = _mm256_setzero_ps();
         a[r] = t->act + (size_t)(r0 + r) * t->act_stride;
         ax[r] = t->aux + (r0 + r) * t->groups;
     }
     const __m256i *q = t->q;
     for (int64_t g = 0; g < t->groups; g++) {
-        __m256i acc[TILE_ROWS];
+        __m256i acc[2][TILE_ROWS];
         #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) acc[r] = _mm256_set1_epi32(ax[r][g].comp);
+        for (int r = 0; r < n; r++) acc[0][r] = acc[1][r] = _mm256_set1_epi32(ax[r][g].comp);
         for (int64_t c = 0; c < (one_chunk ? 1 : t->chunks_per_group); c++) {
             chunk(acc, q, a, n, int8);
-            q += int8 ? 2 * STEPS : STEPS;
+            q += 2 * STEPS;
             #pragma GCC unroll 8
             for (int r = 0; r < n; r++) a[r] += t->act_chunk;
         }
-        __m256 dw = _mm256_load_ps(t->scales + g * SUB);
-        #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) {
-            __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
-            f[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), d, f[r]);
+        #pragma GCC unroll 2
+        for (int k = 0; k < halves; k++) {
+            __m256 dw = _mm256_load_ps(t->scales + (g * halves + k) * LANES);
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) {
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
+                f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[k][r]), d, f[k][r]);
+            }
         }
     }
-    #pragma GCC unroll 8
-    for (int r = 0; r < n; r++) _mm256_maskstore_ps(t->y + (r0 + r) * t->ldy, t->store, f[r]);
+    #pragma GCC unroll 2
+    for (int k = 0; k < halves; k++) {
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++)
+            _mm256_maskstore_ps(t->y + (r0 + r) * t->ldy + k * LANES, t->store[k], f[k][r]);
+    }
 }
 
 /* The tile of n rows (a constant after inlining) for the kind of t's weight. */
@@ -263,6 +280,12 @@ static void tile4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4); }
 static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {NULL, tile1, tile2,
                                                                           tile3, tile4};
 
+/* The output lanes of a register of 8 rows whose rows exist: the first n (none if n <= 0). */
+static __m256i lanes_below(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                  void *panel) {
@@ -281,12 +304,12 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .aux = aux,
         .ldy = ldy,
     };
-    for (int64_t s0 = 0; s0 < n_out; s0 += SUB) {
-        int64_t n = n_out - s0 < SUB ? n_out - s0 : SUB;
+    for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
+        int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
         pack_sub(w, &l, o0 + s0, n, panel);
         t.y = y + o0 + s0;
-        t.store = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n),
-                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        t.store[0] = lanes_below(n);
+        t.store[1] = lanes_below(n - LANES);
         int64_t r = 0;
         for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
         if (r < n_rows) tiles[n_rows - r](&t, r);
