@@ -43,9 +43,9 @@ enum {
     STEPS = CHUNK / 4, /* 4-byte steps per chunk: two packed registers each */
 };
 
-/* Where a weight type keeps its quants and scales, per row: quants of chunk c (16 bytes if
- * int4, 32 if int8) at row + quant_offset(c); the scale of group g an fp16 at
- * row + g * group_bytes, or for per-row types a float at the start of the row. */
+/* Where a weight type keeps its quants and scales, per row: group g at row + header +
+ * g * group_bytes, its fp16 scale first (scale_bytes), then its chunks (16 bytes if int4, 32 if
+ * int8); per-row types have one group after a float scale (the header). */
 typedef struct layout {
     size_t header;      /* bytes before the first group (the per-row float scale) */
     size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
@@ -65,10 +65,8 @@ static layout layout_of(const el_weight *w) {
     }
 }
 
-static size_t quant_offset(const layout *l, int64_t c) {
-    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
-           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
-}
+/* Bytes of one chunk's quants in a weight row. */
+static size_t chunk_bytes(const layout *l) { return l->int8 ? 32 : 16; }
 
 /* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
 static int sub_rows(const layout *l) { return l->int8 ? LANES : 2 * LANES; }
@@ -93,12 +91,12 @@ static inline void transpose8x4(const char *const *rows, size_t off, __m256i out
     out[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
-/* Chunk c of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds elements 4s..4s+3
- * of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles, 16-31 the high ones):
- * k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo nibbles, k = 1 the hi. */
-static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m256i *dst) {
+/* The chunk at byte off of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds
+ * elements 4s..4s+3 of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles,
+ * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo
+ * nibbles, k = 1 the hi. */
+static void pack_chunk(const layout *l, const char *const *rows, size_t off, __m256i *dst) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    size_t off = quant_offset(l, c);
     __m256i t[4];
     if (!l->int8) {
         for (int k = 0; k < 2; k++) {
@@ -123,6 +121,13 @@ static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m2
     }
 }
 
+/* The fp16 bits at p, for _mm_setr_epi16 (8 narrow stores and one wide load would stall). */
+static inline short fp16_at(const char *p) {
+    short h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
 /* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
 static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GEMM_PANEL; }
 
@@ -135,21 +140,23 @@ static void pack_sub(const el_weight *w, const layout *l, int64_t o0, int64_t n,
     for (int o = 0; o < nr; o++)
         rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
     __m256i *q = panel;
-    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(l, rows, c, q + c * 2 * STEPS);
     float *scales = (float *)((char *)panel + scales_offset(w));
-    if (l->group_bytes == 0) {
-        for (int o = 0; o < nr; o++) scales[o] = el_edge_row_scale(rows[o]);
-        return;
-    }
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
+        size_t group = l->header + (size_t)g * l->group_bytes;
+        for (int64_t c = 0; c < l->chunks_per_group; c++, q += 2 * STEPS)
+            pack_chunk(l, rows, group + l->scale_bytes + (size_t)c * chunk_bytes(l), q);
+        if (l->group_bytes == 0) continue;
         for (int o8 = 0; o8 < nr; o8 += LANES) {
-            uint16_t h[LANES];
-            for (int o = 0; o < LANES; o++)
-                memcpy(&h[o], rows[o8 + o] + g * l->group_bytes, sizeof h[o]);
-            _mm256_store_ps(scales + g * nr + o8,
-                            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h)));
+            const char *const *r8 = rows + o8;
+            __m128i h = _mm_setr_epi16(fp16_at(r8[0] + group), fp16_at(r8[1] + group),
+                                       fp16_at(r8[2] + group), fp16_at(r8[3] + group),
+                                       fp16_at(r8[4] + group), fp16_at(r8[5] + group),
+                                       fp16_at(r8[6] + group), fp16_at(r8[7] + group));
+            _mm256_store_ps(scales + g * nr + o8, _mm256_cvtph_ps(h));
         }
     }
+    if (l->group_bytes == 0)
+        for (int o = 0; o < nr; o++) scales[o] = el_edge_row_scale(rows[o]);
 }
 
 typedef struct tile_args {
