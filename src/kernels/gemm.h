@@ -5,7 +5,8 @@
  * unpacks a panel once into unsigned bytes interleaved as [k/4][16 rows][4 bytes] in a per-thread
  * buffer, so one byte dot instruction (x86 vpdpbusd with the activation's 4 bytes broadcast)
  * accumulates all 16 outputs of an activation row at once, with no shuffles and no horizontal
- * sums, and then runs every activation row over the panel while it sits in cache.
+ * sums, and then runs every activation row over the panel while it sits in cache. (That is the
+ * AVX-512 kernel's layout; a panel buffer's layout is its kernel's own: gemm_avx2.c's differs.)
  *
  * Unsigned weights: int4 quants as their nibble u = q + 8, int8 quants as u = q + 128. Then
  * sum q a = sum u a - off * sum a, with off 8 or 128: the offset term is one integer per

@@ -10,8 +10,9 @@
  *   exact and one vpmaddwd per chunk and activation row widens them;
  * - int8 weights as u = q + 128 would overflow (2 * 255 * 127 = 64770), so u is split into two
  *   nibble planes u = 16 hi + lo, each summed like int4 and the hi sum shifted by 4 after
- *   widening. That is twice the multiplies of int4, as many as the sign trick (vpsignb per
- *   activation row and step) would cost, and it keeps gemm.h's offset (comp = -128 sum a).
+ *   widening. That is twice the multiplies of int4; the sign trick (signed weights, one more
+ *   vpsignb per activation row and step, and a vpmaddwd per step since its int16 pairs reach
+ *   32258) measured 6-13% slower, and would not keep gemm.h's offset (comp = -128 sum a).
  *
  * Each step of 4 elements takes two packed registers and one broadcast of the activation's 4
  * bytes per row: for int4, the 16 weight rows of gemm.h's panel (rows 0-7, rows 8-15); for int8,
@@ -21,8 +22,9 @@
  * tile's rows. Per scale group the integer sum starts at the aux term and is scaled in float in
  * group order, as gemm.h requires.
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
- * depends on how many rows share its product (test_ubatch), though below about 16 rows the
- * tiles and gemvs of avx2.c are faster for int8 weights (twice the multiplies and unpacking).
+ * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
+ * multiplies and unpacking) the tiles and gemvs of avx2.c are faster below about 8 (q8_0) to 16
+ * (w8) rows: 0.6x and 0.5x at 2 rows (bench/bench_gemm, EL_NO_GEMM=1 for the tiles).
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
