@@ -43,7 +43,8 @@ $(BUILD)/src/kernels/attend_avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c \
                                             -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 endif
 ifneq ($(filter aarch64%,$(MACHINE)),)
-$(BUILD)/src/kernels/neon_dot.o: ALLCFLAGS += -march=armv8.2-a+dotprod
+$(BUILD)/src/kernels/neon_dot.o \
+$(BUILD)/src/kernels/gemm_neon.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)

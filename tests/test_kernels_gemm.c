@@ -182,7 +182,8 @@ static void gemm_direct(el_gemm_fn gemm, const el_weight *w, const char *act, si
 /* One table's gemm for s->type called directly (whatever the table in use): against the
  * reference, and bit-identical when the outputs are split into other panels (as threads split
  * them) and the activation rows into other blocks (as tiles do). */
-static int check_gemm_direct(el_gemm_fn gemm, const shape *s, test_rng *r) {
+static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *s,
+                             test_rng *r) {
     el_type vt = el_type_get(s->type)->vec_dot_type;
     size_t row_bytes = el_row_size(s->type, s->n_in);
     size_t act_stride = el_row_size(vt, s->k_in) + 6; /* rows apart by more than their size */
@@ -206,7 +207,7 @@ static int check_gemm_direct(el_gemm_fn gemm, const shape *s, test_rng *r) {
     for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
     for (int64_t row = 0; row < s->n_rows; row++) {
         el_type_get(vt)->from_float(x + row * ldx, act + row * act_stride, s->k_in);
-        el_gemm_aux_row(&w, act + row * act_stride, aux + row * groups);
+        el_gemm_aux_row(&w, signed_weights, act + row * act_stride, aux + row * groups);
     }
     memset(panel, 0x7F, el_gemm_panel_size(&w));
     static const int64_t splits[][2] = {{EL_GEMM_PANEL, 1 << 30}, {7, 1}, {EL_GEMM_PANEL, 5}};
@@ -227,8 +228,11 @@ static int check_gemm_direct(el_gemm_fn gemm, const shape *s, test_rng *r) {
     return TEST_PASS;
 }
 
-/* AVX-512's gemms come with its tiles, once el_kernels_avx512 has accepted the CPU. */
+/* AVX-512's and NEON's gemms come with their other kernels, once those accepted the CPU. */
 static bool avx512_table(el_kernels *k) { return el_kernels_avx512(k) && el_gemm_avx512(k); }
+static bool neon_dotprod_table(el_kernels *k) {
+    return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
+}
 
 /* Every ISA table's gemm kernels that this CPU runs, tested directly: so each is covered
  * wherever the tests run, not only the one el_kernels_get picks. */
@@ -236,7 +240,9 @@ static int test_gemm_tables(void) {
     static const struct {
         const char *name;
         bool (*apply)(el_kernels *k);
-    } tables[] = {{"avx2", el_kernels_avx2}, {"avx512", avx512_table}};
+    } tables[] = {{"avx2", el_kernels_avx2},
+                  {"avx512", avx512_table},
+                  {"neon-dotprod", neon_dotprod_table}};
     static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
@@ -259,7 +265,7 @@ static int test_gemm_tables(void) {
                 for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
                     shape s = {types[ty], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
                                dims[d][3], rows[ri]};
-                    if (check_gemm_direct(gemm, &s, &r) != TEST_PASS) {
+                    if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
                         test_note("in the %s table", tables[ti].name);
                         return TEST_FAIL;
                     }
@@ -267,14 +273,64 @@ static int test_gemm_tables(void) {
             }
             /* long rows: the integer sums of per-row types span all of k_in */
             shape s = {types[ty], 8192, 20, 8192, 19, 6};
-            if (check_gemm_direct(gemm, &s, &r) != TEST_PASS) {
+            if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
                 test_note("in the %s table", tables[ti].name);
                 return TEST_FAIL;
             }
         }
         test_note("tested the %s table's gemm kernels", tables[ti].name);
     }
-    if (n_tested == 0) return test_skip("no x86 gemm kernels built for this CPU");
+    if (n_tested == 0) return test_skip("no gemm kernels built for this CPU");
+    return TEST_PASS;
+}
+
+/* A row's outputs do not depend on how many rows share the product (few rows take a different
+ * path through the kernels than many): rows computed in batches of 2..20 give the same bits as in
+ * a batch of 40. Concurrent variants rely on it as they finish one by one. */
+static int test_gemm_batch_invariance(void) {
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4, EL_TYPE_W8,
+                                    EL_TYPE_W4G64};
+    static const int64_t batches[] = {2, 3, 4, 5, 8, 12, 20}; /* 1 row is a gemv: rounding only */
+    enum { N_OUT = 48, ROWS = 40 };
+    test_rng r = {31};
+    el_threadpool *tp = NULL;
+    CHECK(el_threadpool_create(2, &tp) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const el_type_traits *t = el_type_get(types[ti]);
+        if (el_kernels_get()->gemm[types[ti]] == NULL) { /* tiles and gemv: to rounding only */
+            test_note("%s: no gemm kernel here (%s)", t->name, el_kernels_get()->isa);
+            continue;
+        }
+        int64_t n_in = 256;
+        size_t row_bytes = el_row_size(types[ti], n_in);
+        char *wq = malloc(row_bytes * N_OUT);
+        float *wrow = malloc((size_t)n_in * sizeof(float));
+        float *x = malloc((size_t)(ROWS * n_in) * sizeof(float));
+        float *all = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
+        float *few = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
+        el_weight w = el_weight_view(types[ti], wq, n_in, N_OUT);
+        void *scratch = malloc(el_matmul_scratch_size(&w, ROWS) + 1);
+        CHECK(wq && wrow && x && all && few && scratch);
+        for (int64_t o = 0; o < N_OUT; o++) {
+            for (int64_t i = 0; i < n_in; i++) wrow[i] = rand_normal(&r) * 0.05f;
+            t->from_float(wrow, wq + o * row_bytes, n_in);
+        }
+        for (int64_t i = 0; i < ROWS * n_in; i++) x[i] = rand_normal(&r);
+        el_matmul(tp, &w, x, n_in, ROWS, all, N_OUT, scratch);
+        for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+            for (int64_t r0 = 0; r0 + batches[b] <= ROWS; r0 += batches[b]) {
+                el_matmul(tp, &w, x + r0 * n_in, n_in, batches[b], few, N_OUT, scratch);
+                if (memcmp(few, all + r0 * N_OUT,
+                           (size_t)(batches[b] * N_OUT) * sizeof(float)) != 0) {
+                    test_note("%s: rows %lld.. in a batch of %lld differ from a batch of %d",
+                              t->name, (long long)r0, (long long)batches[b], ROWS);
+                    return TEST_FAIL;
+                }
+            }
+        }
+        free(wq), free(wrow), free(x), free(all), free(few), free(scratch);
+    }
+    el_threadpool_free(tp);
     return TEST_PASS;
 }
 
@@ -324,6 +380,7 @@ int main(void) {
     test_note("kernels in use: %s", el_kernels_get()->isa);
     run_test("gemm_types", test_gemm_types);
     run_test("gemm_long_rows", test_gemm_long_rows);
+    run_test("gemm_batch_invariance", test_gemm_batch_invariance);
     run_test("gemm_tables", test_gemm_tables);
     run_test("attend", test_attend);
     return tests_exit_code();

@@ -187,17 +187,19 @@ static int compare_tiles(const el_kernels *simd) {
     return TEST_PASS;
 }
 
-/* Each output of a gemv over GEMV_ROWS weight rows against the reference vec_dot of its row, and
- * bit for bit against the same kernel on that row alone (results must not depend on how rows are
- * split between threads). Lengths leave every remainder of the kernels' groups of blocks and
- * of 128 elements, and reach past the slices the kernels prepare at a time; weight rows are
- * strided with padding so a stride mix-up shows, and the bytes after the activation row and
- * the last weight row are poisoned (reading them shows as a wrong result). */
-enum { GEMV_ROWS = 5 };
+/* Each output of a gemv over 1 to GEMV_ROWS weight rows (counts below, at and past the kernels'
+ * groups of 4 rows, with 0 to 3 left over) against the reference vec_dot of its row, and bit for bit against
+ * the same kernel on that row alone (results must not depend on how rows are split between
+ * threads). Lengths leave every remainder of the kernels' groups of blocks and of 128
+ * elements, and reach past the slices the kernels prepare at a time; weight rows are strided
+ * with padding so a stride mix-up shows, and the bytes after the activation row and the last
+ * weight row are poisoned (reading them shows as a wrong result). */
+enum { GEMV_ROWS = 13 };
 
 static int compare_gemvs(const el_kernels *simd) {
     test_rng r = {57};
     static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 64, 67, 521};
+    static const int row_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13};
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->gemv[ty] == NULL) continue;
         const el_type_traits *wt = el_type_get(ty);
@@ -208,7 +210,9 @@ static int compare_gemvs(const el_kernels *simd) {
             size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
             size_t a_bytes = el_row_size(wt->vec_dot_type, n);
             char *w = malloc(w_stride * GEMV_ROWS), *aq = malloc(a_bytes + 64);
-            float *a = malloc((size_t)n * sizeof *a), y[GEMV_ROWS + 1], alone;
+            float *a = malloc((size_t)n * sizeof *a), y[GEMV_ROWS + 1];
+            float want[GEMV_ROWS], alone[GEMV_ROWS];
+            double mag[GEMV_ROWS];
             CHECK(w && aq && a);
             memset(w, 0xFF, w_stride * GEMV_ROWS);
             for (int row = 0; row < GEMV_ROWS; row++)
@@ -217,21 +221,25 @@ static int compare_gemvs(const el_kernels *simd) {
             a[test_rand_u32(&r) % n] = -9.0f;
             at->from_float(a, aq, n);
             memset(aq + a_bytes, 0x7F, 64);
-            y[GEMV_ROWS] = 12345.0f;
-            simd->gemv[ty](n, y, GEMV_ROWS, w, w_stride, aq);
-            CHECK(y[GEMV_ROWS] == 12345.0f); /* past the outputs: untouched */
             for (int o = 0; o < GEMV_ROWS; o++) {
                 const char *wo = w + o * w_stride;
-                float want = NAN;
-                wt->vec_dot(n, &want, wo, aq);
-                double mag = dot_magnitude((el_type)ty, wo, aq, n);
-                if (!(fabs((double)y[o] - want) <= 2e-5 * mag + 1e-6)) {
-                    test_note("%s gemv %s n=%lld y[%d]: got %.9g, reference %.9g", simd->isa,
-                              wt->name, (long long)n, o, y[o], want);
-                    return TEST_FAIL;
+                wt->vec_dot(n, &want[o], wo, aq);
+                mag[o] = dot_magnitude((el_type)ty, wo, aq, n);
+                simd->gemv[ty](n, &alone[o], 1, wo, w_stride, aq);
+            }
+            for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
+                int rows = row_counts[rc];
+                for (int o = 0; o <= rows; o++) y[o] = 12345.0f; /* sentinels */
+                simd->gemv[ty](n, y, rows, w, w_stride, aq);
+                CHECK(y[rows] == 12345.0f); /* past the outputs: untouched */
+                for (int o = 0; o < rows; o++) {
+                    if (!(fabs((double)y[o] - want[o]) <= 2e-5 * mag[o] + 1e-6)) {
+                        test_note("%s gemv %s n=%lld rows %d y[%d]: got %.9g, reference %.9g",
+                                  simd->isa, wt->name, (long long)n, rows, o, y[o], want[o]);
+                        return TEST_FAIL;
+                    }
+                    CHECK(memcmp(&alone[o], &y[o], sizeof alone[o]) == 0);
                 }
-                simd->gemv[ty](n, &alone, 1, wo, w_stride, aq);
-                CHECK(memcmp(&alone, &y[o], sizeof alone) == 0);
             }
             free(w), free(aq), free(a);
         }

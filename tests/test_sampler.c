@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "edgelora.h"
+#include "runtime/sampler.h"
 #include "testutil.h"
 
 static el_sampler_params plain_params(float temp) {
@@ -194,6 +195,52 @@ static int test_repeat_penalty(void) {
     return TEST_PASS;
 }
 
+/* The ranked candidates (top-k, and greedy with fewer asked for than there are tokens) against
+ * an independent ranking: every token compared with every other, highest logit first and ties
+ * by the lower id. Logits take few distinct values, so there are many ties. */
+static int test_ranking_top_k(void) {
+    enum { N = 2000 };
+    static float logits[N];
+    static int32_t rank[N], ids[N];
+    uint32_t x = 99;
+    for (int i = 0; i < N; i++) {
+        x = x * 1664525u + 1013904223u;
+        logits[i] = (float)((x >> 8) % 50) * 0.25f - 3.0f;
+    }
+    for (int i = 0; i < N; i++) { /* the position of token i: how many come before it */
+        int before = 0;
+        for (int j = 0; j < N; j++)
+            before += logits[j] > logits[i] || (logits[j] == logits[i] && j < i);
+        rank[before] = i;
+    }
+    static const int32_t ks[] = {1, 2, 7, 40, 1999, 2000, 5000};
+    for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+        /* top-k at temperature 1 (the survivors), and greedy asked for k ids */
+        for (int greedy = 0; greedy < 2; greedy++) {
+            el_sampler_params p = plain_params(greedy ? 0.0f : 1.0f);
+            int32_t cap = N;
+            if (greedy)
+                cap = ks[t] < N ? ks[t] : N;
+            else
+                p.top_k = ks[t];
+            el_sampler *s;
+            CHECK(el_sampler_create(&p, N, &s) == EL_OK);
+            int32_t n;
+            CHECK(el_sampler_candidates(s, logits, ids, cap, &n) == EL_OK);
+            CHECK(n == (greedy || ks[t] >= N ? N : ks[t]));
+            for (int32_t i = 0; i < (n < cap ? n : cap); i++) {
+                if (ids[i] != rank[i]) {
+                    test_note("%s k %d: candidate %d is %d, want %d", greedy ? "greedy" : "top-k",
+                              ks[t], i, ids[i], rank[i]);
+                    return TEST_FAIL;
+                }
+            }
+            el_sampler_free(s);
+        }
+    }
+    return TEST_PASS;
+}
+
 static int test_bad_params(void) {
     el_sampler_params p = plain_params(1.0f);
     el_sampler *s;
@@ -210,6 +257,7 @@ int main(void) {
     run_test("distribution", test_distribution);
     run_test("top_p_min_p", test_top_p_min_p);
     run_test("repeat_penalty", test_repeat_penalty);
+    run_test("ranking_top_k", test_ranking_top_k);
     run_test("bad_params", test_bad_params);
     return tests_exit_code();
 }

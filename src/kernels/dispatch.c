@@ -19,11 +19,18 @@ void el_kernels_reference(el_kernels *k) {
         k->gemm[t] = NULL;
         k->gemv[t] = NULL;
     }
+    k->gemm_signed = false;
 }
 
 /* AVX-512 VNNI: the tiles and dot products, the packed products and attention. */
 static bool avx512_all(el_kernels *k) {
     return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);
+}
+
+/* NEON with the dot product instructions: the dot products, tiles and gemvs, and the packed
+ * products. */
+static bool neon_dotprod_all(el_kernels *k) {
+    return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
 }
 
 /* Per-ISA setters in order of preference, the best last. */
@@ -34,7 +41,7 @@ static const struct {
     {"avx2", el_kernels_avx2},
     {"avx512", avx512_all},
     {"neon", el_kernels_neon},
-    {"neon-dotprod", el_kernels_neon_dotprod},
+    {"neon-dotprod", neon_dotprod_all},
 };
 
 static bool env_set(const char *name) {

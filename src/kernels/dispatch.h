@@ -1,7 +1,7 @@
 /* dispatch.h - the kernels in use, chosen once at start-up from the CPU's features.
  *
  * The traits table (types.h) holds the portable reference kernels; this table starts as a copy
- * of it and per-ISA files (avx2.c, avx512.c, neon.c, neon_dot.c) replace the entries they do
+ * of it and per-ISA files (avx2.c, avx512.c, neon.c, neon_dot.c, ...) replace the entries they do
  * faster. EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
  * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level; EL_NO_GEMM=1 leaves out the
  * gemm kernels (el_matmul then takes the tiles and gemvs). */
@@ -42,6 +42,7 @@ typedef struct el_kernels {
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
 } el_kernels;
 
 /* The table in use; filled on first call (thread-safe), constant afterwards. */
@@ -62,5 +63,7 @@ bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512
 bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
 bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
 bool el_kernels_neon_dotprod(el_kernels *k); /* + the dot product instructions (SDOT) */
+/* This adds to el_kernels_neon_dotprod and is applied only after it has accepted the CPU. */
+bool el_gemm_neon(el_kernels *k);            /* its packed products (gemm_neon.c) */
 
 #endif

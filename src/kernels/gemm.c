@@ -1,5 +1,5 @@
 /* gemm.c - the portable side of the packed products (gemm.h): scale groups, panel sizes and the
- * per-group activation sums. The kernels themselves are per ISA (gemm_avx512.c). */
+ * per-group activation sums. The kernels themselves are per ISA (gemm_avx512.c, gemm_neon.c). */
 #include "kernels/gemm.h"
 
 #include <string.h>
@@ -25,6 +25,23 @@ int64_t el_gemm_groups(const el_weight *w) {
     return g > 0 ? w->k_in / g : 0;
 }
 
+el_gemm_layout el_gemm_layout_of(const el_weight *w) {
+    int64_t g = el_gemm_group_size(w);
+    switch (w->type) {
+    case EL_TYPE_Q4_0: return (el_gemm_layout){0, sizeof(el_block_q4_0), 2, 1, false};
+    case EL_TYPE_Q8_0: return (el_gemm_layout){0, sizeof(el_block_q8_0), 2, 1, true};
+    case EL_TYPE_W4: return (el_gemm_layout){sizeof(float), 0, 0, w->k_in / EL_GEMM_CHUNK, false};
+    case EL_TYPE_W8: return (el_gemm_layout){sizeof(float), 0, 0, w->k_in / EL_GEMM_CHUNK, true};
+    default: /* w4g: an fp16 scale, then g / 2 bytes of nibbles */
+        return (el_gemm_layout){0, 2 + (size_t)g / 2, 2, g / EL_GEMM_CHUNK, false};
+    }
+}
+
+size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c) {
+    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
+           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
+}
+
 size_t el_gemm_panel_size(const el_weight *w) {
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
                    (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float);
@@ -42,21 +59,24 @@ static int32_t sum_i8(const int8_t *q, int64_t n) {
     return s;
 }
 
-void el_gemm_aux_row(const el_weight *w, const void *act_row, el_gemm_aux *aux) {
-    int32_t off = weight_offset(w->type);
+void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_row,
+                     el_gemm_aux *aux) {
+    /* signed weights need no offset, so no sums */
+    int32_t off = signed_weights ? 0 : weight_offset(w->type);
     if (w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0) { /* q8_0 activation blocks */
         const el_block_q8_0 *b = act_row;
-        for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++)
-            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum_i8(b[i].qs, EL_QK8_0)};
+        for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++) {
+            int32_t sum = off != 0 ? sum_i8(b[i].qs, EL_QK8_0) : 0;
+            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum};
+        }
         return;
     }
     el_a8_header h; /* a8 rows: one scale; the row sum is in the header */
     memcpy(&h, act_row, sizeof h);
     const int8_t *q = (const int8_t *)act_row + sizeof h;
     int64_t g = el_gemm_group_size(w), n = el_gemm_groups(w);
-    if (n == 1) {
-        aux[0] = (el_gemm_aux){h.d, -off * h.sum};
-        return;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t sum = n == 1 ? h.sum : off != 0 ? sum_i8(q + i * g, g) : 0;
+        aux[i] = (el_gemm_aux){h.d, -off * sum};
     }
-    for (int64_t i = 0; i < n; i++) aux[i] = (el_gemm_aux){h.d, -off * sum_i8(q + i * g, g)};
 }

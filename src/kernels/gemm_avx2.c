@@ -39,39 +39,17 @@
 #include "kernels/gemm.h"
 
 enum {
-    LANES = 8,         /* int32 or float lanes of a ymm: weight rows per packed register */
-    TILE_ROWS = 4,     /* activation rows per tile: their int16 sums stay in registers */
-    CHUNK = 32,        /* elements per chunk: the span of one exact int16 sum */
-    STEPS = CHUNK / 4, /* 4-byte steps per chunk: two packed registers each */
+    LANES = 8,                 /* int32 or float lanes of a ymm: rows per packed register */
+    TILE_ROWS = 4,             /* activation rows per tile: their int16 sums stay in registers */
+    STEPS = EL_GEMM_CHUNK / 4, /* 4-byte steps per chunk, the span of one exact int16 sum */
 };
 
-/* Where a weight type keeps its quants and scales, per row: group g at row + header +
- * g * group_bytes, its fp16 scale first (scale_bytes), then its chunks (16 bytes if int4, 32 if
- * int8); per-row types have one group after a float scale (the header). */
-typedef struct layout {
-    size_t header;      /* bytes before the first group (the per-row float scale) */
-    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
-    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
-    int64_t chunks_per_group;
-    bool int8;
-} layout;
-
-static layout layout_of(const el_weight *w) {
-    int64_t g = el_gemm_group_size(w);
-    switch (w->type) {
-    case EL_TYPE_Q4_0: return (layout){0, 18, 2, 1, false};
-    case EL_TYPE_Q8_0: return (layout){0, 34, 2, 1, true};
-    case EL_TYPE_W4: return (layout){4, 0, 0, w->k_in / CHUNK, false};
-    case EL_TYPE_W8: return (layout){4, 0, 0, w->k_in / CHUNK, true};
-    default: return (layout){0, 2 + (size_t)g / 2, 2, g / CHUNK, false}; /* w4g */
-    }
-}
-
-/* Bytes of one chunk's quants in a weight row. */
-static size_t chunk_bytes(const layout *l) { return l->int8 ? 32 : 16; }
+/* Bytes of one chunk's quants in a weight row (el_gemm_layout: a group is its fp16 scale, if it
+ * has one, and then its chunks). */
+static size_t chunk_bytes(const el_gemm_layout *l) { return l->int8 ? 32 : 16; }
 
 /* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
-static int sub_rows(const layout *l) { return l->int8 ? LANES : 2 * LANES; }
+static int sub_rows(const el_gemm_layout *l) { return l->int8 ? LANES : 2 * LANES; }
 
 static inline __m256i load_rows2(const char *lo, const char *hi) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
@@ -97,7 +75,8 @@ static inline void transpose8x4(const char *const *rows, size_t off, __m256i out
  * elements 4s..4s+3 of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles,
  * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo
  * nibbles, k = 1 the hi. */
-static void pack_chunk(const layout *l, const char *const *rows, size_t off, __m256i *dst) {
+static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t off,
+                       __m256i *dst) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i t[4];
     if (!l->int8) {
@@ -136,7 +115,8 @@ static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GE
 /* The sub-panel of rows o0 .. o0 + n - 1 (n <= sub_rows): quants [chunk][step][2][8][4] bytes,
  * then the scales [groups][sub_rows] as floats. Rows past n repeat the last one (their outputs
  * are not stored). */
-static void pack_sub(const el_weight *w, const layout *l, int64_t o0, int64_t n, void *panel) {
+static void pack_sub(const el_weight *w, const el_gemm_layout *l, int64_t o0, int64_t n,
+                     void *panel) {
     int nr = sub_rows(l);
     const char *rows[2 * LANES];
     for (int o = 0; o < nr; o++)
@@ -298,18 +278,18 @@ static __m256i lanes_below(int64_t n) {
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                  void *panel) {
-    layout l = layout_of(w);
+    el_gemm_layout l = el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
     tile_args t = {
         .q = panel,
         .scales = (const float *)((const char *)panel + scales_offset(w)),
         .groups = el_gemm_groups(w),
-        .chunks_per_group = el_gemm_group_size(w) / CHUNK,
+        .chunks_per_group = el_gemm_group_size(w) / EL_GEMM_CHUNK,
         .int8 = l.int8,
         /* q8_0 blocks: fp16 d, then 32 quants; a8 rows: the header, then the quants */
         .act = act + (q8_act ? sizeof(uint16_t) : sizeof(el_a8_header)),
         .act_stride = act_stride,
-        .act_chunk = q8_act ? sizeof(el_block_q8_0) : CHUNK,
+        .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
         .aux = aux,
         .ldy = ldy,
     };
@@ -329,6 +309,7 @@ bool el_gemm_avx2(el_kernels *k) {
     static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
                                       EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
+    k->gemm_signed = false; /* unsigned weights: the aux offset terms are wanted */
     return true;
 }
 

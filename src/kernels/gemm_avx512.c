@@ -18,36 +18,12 @@
 
 enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
-    CHUNK = 32,         /* elements per packed chunk: 8 registers of [16 rows][4 bytes] */
     PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
+    /* Up to this many activation rows, a full panel is not packed but transposed in registers
+     * for each block of TILE_ROWS rows (faster on Zen 4 for q4_0 up to 32-64 rows, for w4
+     * beyond; measured with bench/bench_gemm) */
+    DIRECT_MAX_ROWS = 32,
 };
-
-/* Where a weight type keeps its quants and scales, per row: quants of chunk c (32 elements, 16
- * bytes if int4, 32 if int8) at row + quant_offset(c); the scale of group g an fp16 at
- * row + g * group_bytes, or for per-row types a float at the start of the row. */
-typedef struct layout {
-    size_t header;      /* bytes before the first group (the per-row float scale) */
-    size_t group_bytes; /* bytes per scale group (fp16 scale + quants); 0 for per-row types */
-    size_t scale_bytes; /* bytes of the scale at the start of each group (2, or 0) */
-    int64_t chunks_per_group;
-    bool int8;
-} layout;
-
-static layout layout_of(const el_weight *w) {
-    int64_t g = el_gemm_group_size(w);
-    switch (w->type) {
-    case EL_TYPE_Q4_0: return (layout){0, 18, 2, 1, false};
-    case EL_TYPE_Q8_0: return (layout){0, 34, 2, 1, true};
-    case EL_TYPE_W4: return (layout){4, 0, 0, w->k_in / CHUNK, false};
-    case EL_TYPE_W8: return (layout){4, 0, 0, w->k_in / CHUNK, true};
-    default: return (layout){0, 2 + (size_t)g / 2, 2, g / CHUNK, false}; /* w4g */
-    }
-}
-
-static size_t quant_offset(const layout *l, int64_t c) {
-    return l->header + (size_t)(c / l->chunks_per_group) * l->group_bytes + l->scale_bytes +
-           (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
-}
 
 /* The 16 bytes at off of rows p[4j .. 4j+3], one row per 128-bit lane. */
 static inline __m512i load_rows4(const char *const *p, size_t off) {
@@ -74,8 +50,8 @@ static inline void transpose16x4(const char *const *rows, size_t off, __m512i ou
 
 /* Chunk c of the 16 rows as 8 registers of unsigned bytes: register j holds elements 4j..4j+3
  * of every row. int4: elements 0-15 are the low nibbles, 16-31 the high ones. int8: + 128. */
-static void pack_chunk(const layout *l, const char *const *rows, int64_t c, __m512i *dst) {
-    size_t off = quant_offset(l, c);
+static void pack_chunk(const el_gemm_layout *l, const char *const *rows, int64_t c, __m512i *dst) {
+    size_t off = el_gemm_quant_offset(l, c);
     for (int o = 0; o < EL_GEMM_PANEL; o++) _mm_prefetch(rows[o] + off + PREFETCH, _MM_HINT_T0);
     __m512i t[4];
     transpose16x4(rows, off, t);
@@ -102,9 +78,9 @@ static void panel_rows(const el_weight *w, int64_t o0, int64_t n_out,
 }
 
 static void pack_panel(const el_weight *w, const char *const *rows, void *panel) {
-    layout l = layout_of(w);
+    el_gemm_layout l = el_gemm_layout_of(w);
     __m512i *q = panel;
-    for (int64_t c = 0; c < w->k_in / CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
+    for (int64_t c = 0; c < w->k_in / EL_GEMM_CHUNK; c++) pack_chunk(&l, rows, c, q + c * 8);
     float *scales = (float *)((char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
     /* the scales by gathers (16 narrow loads into one register would stall on forwarding):
      * byte offsets of the panel's rows from the first */
@@ -236,17 +212,19 @@ static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
  * the 512-bit ones (on CPUs that split 512-bit operations, as AMD's do), for the same products
  * per cycle. */
 
-static inline __m128i load16(const char *p) { return _mm_loadu_si128((const __m128i *)p); }
+/* The 16 bytes at a and at b, in the low and high halves. */
+static inline __m256i rows2(const char *a, const char *b) {
+    return _mm256_inserti128_si256(
+        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+        _mm_loadu_si128((const __m128i *)b), 1);
+}
 
 /* The 16 bytes at p + o * rb for the 8 rows o (rb bytes apart) as 4 registers: register c holds
  * dword c of rows 0..7. Rows are addressed from three bases so that few registers are needed. */
 static inline void transpose8x4(const char *p, size_t rb, __m256i out[4]) {
     const char *p3 = p + 3 * rb, *p6 = p + 6 * rb;
-    __m256i x0 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p)), load16(p + 4 * rb), 1);
-    __m256i x1 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + rb)),
-                                         load16(p3 + 2 * rb), 1);
-    __m256i x2 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p + 2 * rb)), load16(p6), 1);
-    __m256i x3 = _mm256_inserti128_si256(_mm256_castsi128_si256(load16(p3)), load16(p3 + 4 * rb), 1);
+    __m256i x0 = rows2(p, p + 4 * rb), x1 = rows2(p + rb, p3 + 2 * rb);
+    __m256i x2 = rows2(p + 2 * rb, p6), x3 = rows2(p3, p3 + 4 * rb);
     __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
     __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
     out[0] = _mm256_unpacklo_epi64(t0, t2);
@@ -301,7 +279,7 @@ static inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const char *p) {
  * and are not stored) against the full panel of 16 weight rows from p (rb bytes apart), whose
  * group scales are scales[g * 16 ..] (fp16; per-row types: row_scale). The integer sums and
  * their scaling happen in the same order as in tile(), so the results are the same bits. */
-static inline __attribute__((always_inline)) void direct16(const layout *l, const char *p,
+static inline __attribute__((always_inline)) void direct16(const el_gemm_layout *l, const char *p,
                                                            size_t rb, const uint16_t *scales,
                                                            __m512 row_scale, const tile_args *t,
                                                            int n_rows, const int n,
@@ -329,7 +307,7 @@ static inline __attribute__((always_inline)) void direct16(const layout *l, cons
             for (int s = 0; s < 8; s++)
                 #pragma GCC unroll 8
                 for (int r = 0; r < n; r++)
-                    acc[r] = dpbusd_bcast(acc[r], q[s], a[r] + c * CHUNK + 4 * s);
+                    acc[r] = dpbusd_bcast(acc[r], q[s], a[r] + c * EL_GEMM_CHUNK + 4 * s);
         }
         __m512 dw = row_scale;
         if (l->group_bytes != 0)
@@ -354,51 +332,54 @@ static void copy_scales(const char *row, size_t group_bytes, int64_t groups, uin
         memcpy(dst, row, sizeof *dst);
 }
 
-/* A full panel of 16 rows from p (rb bytes apart) against n_rows <= n activation rows; the
- * scales are first copied out as [groups][16] fp16 into the panel buffer (cheaper than a gather
- * per group). n and int8 are constants after inlining: with them the chunk stays in registers. */
-static inline __attribute__((always_inline)) void direct(const el_weight *w, const char *p,
-                                                         const tile_args *t, int n_rows,
-                                                         void *panel, const int n,
-                                                         const bool int8) {
-    layout l = layout_of(w);
-    size_t rb = w->row_bytes;
-    uint16_t *scales = panel;
-    float row_scales[EL_GEMM_PANEL];
+/* The panel's scales for direct16: per-group types' fp16 scales as [groups][16] in the panel
+ * buffer (scalar copies: cheaper than a gather per group), per-row types' into row_scales. */
+static void direct_scales(const el_gemm_layout *l, const char *p, size_t rb, int64_t groups,
+                          uint16_t *scales, float row_scales[EL_GEMM_PANEL]) {
     for (int o = 0; o < EL_GEMM_PANEL; o++) {
-        if (l.group_bytes == 0)
+        if (l->group_bytes == 0)
             memcpy(&row_scales[o], p + o * rb, sizeof(float));
         else
-            copy_scales(p + o * rb, l.group_bytes, t->groups, scales + o);
+            copy_scales(p + o * rb, l->group_bytes, groups, scales + o);
     }
-    direct16(&l, p, rb, scales, _mm512_loadu_ps(row_scales), t, n_rows, n, int8);
 }
 
-typedef void (*direct_fn)(const el_weight *, const char *, const tile_args *, int, void *);
-static void direct2_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 2, false);
+/* direct16 for at most 2, 4 or 8 rows: n and int8 as constants, so that each chunk stays in
+ * registers. */
+static void direct2(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
+                    __m512 rs, const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 2, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 2, false);
 }
-static void direct4_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 4, false);
+static void direct4(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
+                    __m512 rs, const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 4, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 4, false);
 }
-static void direct8_int4(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 8, false);
-}
-static void direct2_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 2, true);
-}
-static void direct4_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 4, true);
-}
-static void direct8_int8(const el_weight *w, const char *p, const tile_args *t, int n, void *b) {
-    direct(w, p, t, n, b, 8, true);
+static void direct8(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
+                    __m512 rs, const tile_args *t, int n_rows) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 8, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, 8, false);
 }
 
-/* The kernel for n_rows (2..TILE_ROWS) activation rows: the next of 2, 4 or 8 rows. */
-static direct_fn direct_for(bool int8, int64_t n_rows) {
-    if (n_rows <= 2) return int8 ? direct2_int8 : direct2_int4;
-    if (n_rows <= 4) return int8 ? direct4_int8 : direct4_int4;
-    return int8 ? direct8_int8 : direct8_int4;
+/* A full panel from p against n_rows activation rows, TILE_ROWS at a time, each block
+ * transposing the panel's chunks again (from cache). */
+static void direct(const el_weight *w, const char *p, const tile_args *t, int64_t n_rows,
+                   void *panel) {
+    el_gemm_layout l = el_gemm_layout_of(w);
+    float row_scales[EL_GEMM_PANEL];
+    direct_scales(&l, p, w->row_bytes, t->groups, panel, row_scales);
+    const __m512 rs = _mm512_loadu_ps(row_scales);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += TILE_ROWS) {
+        int64_t n = n_rows - r0 < TILE_ROWS ? n_rows - r0 : TILE_ROWS;
+        tile_args block = *t;
+        block.act += (size_t)r0 * t->act_stride;
+        block.aux += r0 * t->groups;
+        block.y += r0 * t->ldy;
+        void (*kernel)(const el_gemm_layout *, const char *, size_t, const uint16_t *, __m512,
+                       const tile_args *, int) = n <= 2 ? direct2 : n <= 4 ? direct4 : direct8;
+        kernel(&l, p, w->row_bytes, panel, rs, &block, (int)n);
+    }
 }
 
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
@@ -422,8 +403,8 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .ldy = ldy,
         .store = (__mmask16)((1u << n_out) - 1),
     };
-    if (n_rows <= TILE_ROWS && n_out == EL_GEMM_PANEL) {
-        direct_for(layout_of(w).int8, n_rows)(w, rows[0], &t, (int)n_rows, panel);
+    if (n_rows <= DIRECT_MAX_ROWS && n_out == EL_GEMM_PANEL) {
+        direct(w, rows[0], &t, n_rows, panel);
         return;
     }
     pack_panel(w, rows, panel);

@@ -13,8 +13,8 @@
  * TILE_OUT), so results do not depend on the number of threads.
  * With several activation rows and a gemm kernel for the type (gemm.h), chunks are made of
  * panels of EL_GEMM_PANEL weight rows instead, each unpacked once into the thread's panel buffer
- * and run against every activation row; the per-group activation sums the gemm kernels need are
- * computed as the rows are quantized. */
+ * and run against every activation row; the per-group activation scales (and sums, for kernels
+ * taking unsigned weights) the gemm kernels need are computed as the rows are quantized. */
 #include "kernels/matmul.h"
 
 #include <stdatomic.h>
@@ -53,7 +53,8 @@ typedef struct matmul_job {
     el_vec_dot_fn vec_dot;
     el_tile_fn tile;      /* NULL: vec_dot only */
     el_gemm_fn gemm;      /* NULL: tiles and vec_dot */
-    el_gemm_aux *aux;     /* gemm: n_rows x el_gemm_groups(w) activation sums */
+    el_gemm_aux *aux;     /* gemm: n_rows x el_gemm_groups(w) activation scales and sums */
+    bool gemm_signed;     /* gemm: its kernels take signed weights (no sums wanted) */
     char *panels;         /* gemm: one panel buffer per thread, panel_size bytes apart */
     size_t panel_size;
     el_gemv_fn gemv;      /* NULL: vec_dot only */
@@ -80,7 +81,7 @@ static void quantize_task(void *arg, int ith, int nth) {
             el_a8_from_float_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
         else
             j->quantize(j->x + r * j->ldx, a, j->w->k_in);
-        if (j->aux) el_gemm_aux_row(j->w, a, j->aux + r * groups);
+        if (j->aux) el_gemm_aux_row(j->w, j->gemm_signed, a, j->aux + r * groups);
     }
 }
 
@@ -171,6 +172,7 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
         gemm_mem = aligned_alloc(64, aux_bytes + (size_t)nth * j.panel_size);
         if (gemm_mem) {
             j.gemm = k->gemm[w->type];
+            j.gemm_signed = k->gemm_signed;
             j.aux = gemm_mem;
             j.panels = (char *)gemm_mem + aux_bytes;
         }

@@ -18,6 +18,7 @@ static inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 
 #include "kernels/neon_q.h"
+#include "kernels/neon_gemv.h"
 
 static void vec_dot_f32(int64_t n, float *s, const void *x, const void *y) {
     const float *a = x, *b = y;
@@ -132,6 +133,7 @@ bool el_kernels_neon(el_kernels *k) {
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
     k->quantize[EL_TYPE_A8] = quantize_a8;
     neon_set_quantized(k);
+    neon_set_gemv(k);
     return true;
 }
 

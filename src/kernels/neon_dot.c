@@ -13,6 +13,7 @@ static inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 
 #include "kernels/neon_q.h"
+#include "kernels/neon_gemv.h"
 
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20) /* from the Linux arm64 uapi, for older headers */
@@ -22,6 +23,7 @@ bool el_kernels_neon_dotprod(el_kernels *k) {
     if ((getauxval(AT_HWCAP) & HWCAP_ASIMDDP) == 0) return false;
     k->isa = "neon-dotprod";
     neon_set_quantized(k);
+    neon_set_gemv(k);
     return true;
 }
 

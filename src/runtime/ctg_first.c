@@ -28,19 +28,27 @@ static el_status no_token_left(const el_variants *g, int32_t i, int32_t n_cand) 
                     g->v[i].p.first_allowed ? " within its first_allowed mask" : "");
 }
 
-/* The most likely free token among the sampler's candidates. */
+/* The most likely free token among the sampler's candidates: the best few are ranked first (a
+ * greedy sampler would otherwise sort the whole vocabulary), all of them only if none is free. */
 static el_status choose_top(el_variants *g, int32_t i, const float *logits, int32_t *tok) {
     ctg_variant *v = &g->v[i];
-    int32_t n;
-    el_status st = el_sampler_candidates(v->smp, logits, g->cand, g->n_vocab, &n);
-    if (st)
-        return st;
-    for (int32_t c = 0; c < n; c++)
-        if (!g->taken[g->cand[c]] && allowed(g, v, g->cand[c])) {
-            *tok = g->cand[c];
-            return EL_OK;
-        }
-    return no_token_left(g, i, n);
+    int32_t n, cap = 2 * g->n_variants + 64;
+    for (;;) {
+        if (cap > g->n_vocab)
+            cap = g->n_vocab;
+        el_status st = el_sampler_candidates(v->smp, logits, g->cand, cap, &n);
+        if (st)
+            return st;
+        int32_t ranked = n < cap ? n : cap;
+        for (int32_t c = 0; c < ranked; c++)
+            if (!g->taken[g->cand[c]] && allowed(g, v, g->cand[c])) {
+                *tok = g->cand[c];
+                return EL_OK;
+            }
+        if (ranked == n)
+            return no_token_left(g, i, n);
+        cap = g->n_vocab;
+    }
 }
 
 /* A draw from the sampler among its candidates that are still free (the others' logits at -inf,

@@ -135,6 +135,48 @@ static int cand_cmp(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
+static bool cand_before(const el_candidate *x, const el_candidate *y) {
+    return cand_cmp(x, y) < 0;
+}
+
+/* Restores the heap below slot i of a heap of n whose root is the candidate that comes last. */
+static void sift_down(el_candidate *h, int32_t n, int32_t i) {
+    for (;;) {
+        int32_t last = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && cand_before(&h[last], &h[l]))
+            last = l;
+        if (r < n && cand_before(&h[last], &h[r]))
+            last = r;
+        if (last == i)
+            return;
+        el_candidate t = h[i];
+        h[i] = h[last];
+        h[last] = t;
+        i = last;
+    }
+}
+
+/* Puts the k first candidates of c[0..n) in cand_cmp order at the front, sorted (the rest in
+ * any order): a heap of the k best seen so far, so a top-k of a 128K vocabulary costs one pass
+ * instead of a full sort per token. */
+static void sort_first(el_candidate *c, int32_t n, int32_t k) {
+    if (k >= n) {
+        qsort(c, (size_t)n, sizeof *c, cand_cmp);
+        return;
+    }
+    for (int32_t i = k / 2 - 1; i >= 0; i--)
+        sift_down(c, k, i);
+    for (int32_t i = k; i < n; i++) {
+        if (cand_before(&c[i], &c[0])) {
+            el_candidate t = c[0];
+            c[0] = c[i];
+            c[i] = t;
+            sift_down(c, k, 0);
+        }
+    }
+    qsort(c, (size_t)k, sizeof *c, cand_cmp);
+}
+
 /* p of each of the first n (sorted) candidates: softmax of logit/temp. */
 static void softmax(el_candidate *c, int32_t n, float temp) {
     double sum = 0.0;
@@ -159,9 +201,12 @@ static int32_t filter(el_sampler *s, const float *logits) {
     if (p->temperature <= 0.0f)
         return n;
 
-    qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
-    if (p->top_k > 0 && p->top_k < n)
+    if (p->top_k > 0 && p->top_k < n) {
+        sort_first(s->cand, n, p->top_k);
         n = p->top_k;
+    } else {
+        qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
+    }
     if (p->top_p < 1.0f) {
         /* keep the smallest prefix whose probability (at temperature 1) reaches top_p */
         softmax(s->cand, n, 1.0f);
@@ -215,8 +260,8 @@ el_status el_sampler_candidates(el_sampler *s, const float *logits, int32_t *ids
     if (!s || !logits || !n_out || (!ids && cap > 0))
         return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
     int32_t n = filter(s, logits);
-    if (s->params.temperature <= 0.0f) /* greedy ranks every token */
-        qsort(s->cand, (size_t)n, sizeof *s->cand, cand_cmp);
+    if (s->params.temperature <= 0.0f) /* greedy ranks every token; only cap are asked for */
+        sort_first(s->cand, n, cap < n ? cap : n);
     for (int32_t i = 0; i < n && i < cap; i++)
         ids[i] = s->cand[i].id;
     *n_out = n;

@@ -1,0 +1,219 @@
+/* neon_gemv.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
+ * consecutive weight rows, a decode step) for q4_0, q8_0, w4 and w8, written once against the
+ * dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and neon_dot.c
+ * (SDOT), inside their aarch64 guard.
+ *
+ * Rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) go together: they share every activation load
+ * and give the core four independent chains; the last n_rows % 4 go alone through the same
+ * code, so a row's result never depends on its company. (avx512.c chose rows far apart over
+ * neighbours by measuring on x86, where a few sequential streams read fastest; the same order
+ * is kept here, unmeasured on ARM cores.)
+ * What depends only on the activations is prepared once per call: for q4_0 and q8_0 the block
+ * scales as floats and, for q4_0, whose nibbles are dotted as unsigned u = q + 8 (no subtract
+ * per weight byte), the offset -8 * (block sum) that starts each block's integer sum; for w4
+ * the sum of the row is in the a8 header already. */
+#ifndef EL_KERNELS_NEON_GEMV_H
+#define EL_KERNELS_NEON_GEMV_H
+
+#include <arm_neon.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
+#include "kernels/edge.h"
+
+/* Activation elements prepared at a time (8 bytes per block of 32: 4 KB of stack); longer
+ * rows are done in slices, each row's sums added up across them. */
+enum { GEMV_SLICE = 16384 };
+
+/* One q8_0 activation block, prepared. */
+typedef struct gemv_block {
+    float d;     /* its scale */
+    int32_t off; /* q4_0: -8 * the sum of its quants; q8_0: 0 */
+} gemv_block;
+
+static void gemv_prepare(const el_block_q8_0 *b, int64_t nb, bool q4, gemv_block *p) {
+    for (int64_t k = 0; k < nb; k++) {
+        int32_t sum = q4 ? vaddlvq_s8(vld1q_s8(b[k].qs)) + vaddlvq_s8(vld1q_s8(b[k].qs + 16)) : 0;
+        p[k] = (gemv_block){fp16_scalar(b[k].d), -8 * sum};
+    }
+}
+
+/* The rows of step i of a gemv over n_rows rows (steps 0 .. n_rows / 4 + n_rows % 4 - 1) into
+ * o; returns how many (4, or 1 for the last n_rows % 4). */
+static inline int gemv_rows(int64_t n_rows, int64_t i, int64_t o[4]) {
+    int64_t m = n_rows / 4;
+    if (i >= m) {
+        o[0] = 3 * m + i;
+        return 1;
+    }
+    for (int r = 0; r < 4; r++) o[r] = i + r * m;
+    return 4;
+}
+
+/* acc + one weight block (q4_0 or q8_0) against an activation block (quants lo, hi, prepared
+ * p): the integer dot, started at p's offset, times the two scales. */
+static inline __attribute__((always_inline)) float32x4_t
+block_fma(float32x4_t acc, const char *blk, int8x16_t a_lo, int8x16_t a_hi, int32x4_t start,
+          float da, bool q4) {
+    int8x16_t lo, hi;
+    uint16_t d;
+    if (q4) {
+        const el_block_q4_0 *b = (const el_block_q4_0 *)blk;
+        const uint8x16_t q = vld1q_u8(b->qs);
+        lo = vreinterpretq_s8_u8(vandq_u8(q, vdupq_n_u8(0x0F)));
+        hi = vreinterpretq_s8_u8(vshrq_n_u8(q, 4));
+        d = b->d;
+    } else {
+        const el_block_q8_0 *b = (const el_block_q8_0 *)blk;
+        lo = vld1q_s8(b->qs);
+        hi = vld1q_s8(b->qs + 16);
+        d = b->d;
+    }
+    int32x4_t dot = dot_s8(dot_s8(start, lo, a_lo), hi, a_hi);
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), fp16_scalar(d) * da);
+}
+
+/* s[r] = the dot of blocks [0, nb) of the R rows wb[r] (R = 1 or 4, a constant after inlining)
+ * with the activation blocks a (prepared in p), each row as it would be alone: even and odd
+ * blocks into two accumulators per row, so consecutive blocks do not wait on each other. */
+static inline __attribute__((always_inline)) void rows_b32(const char *const wb[4], float s[4],
+                                                           const int R, const el_block_q8_0 *a,
+                                                           const gemv_block *p, int64_t nb,
+                                                           bool q4) {
+    const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
+    float32x4_t acc0[4], acc1[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = vdupq_n_f32(0.0f);
+    int64_t k = 0;
+    for (; k + 2 <= nb; k += 2) {
+        const int8x16_t a0l = vld1q_s8(a[k].qs), a0h = vld1q_s8(a[k].qs + 16);
+        const int8x16_t a1l = vld1q_s8(a[k + 1].qs), a1h = vld1q_s8(a[k + 1].qs + 16);
+        const int32x4_t s0 = vsetq_lane_s32(p[k].off, vdupq_n_s32(0), 0);
+        const int32x4_t s1 = vsetq_lane_s32(p[k + 1].off, vdupq_n_s32(0), 0);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const char *blk = wb[r] + (size_t)k * w_block;
+            acc0[r] = block_fma(acc0[r], blk, a0l, a0h, s0, p[k].d, q4);
+            acc1[r] = block_fma(acc1[r], blk + w_block, a1l, a1h, s1, p[k + 1].d, q4);
+        }
+    }
+    if (k < nb) {
+        const int8x16_t al = vld1q_s8(a[k].qs), ah = vld1q_s8(a[k].qs + 16);
+        const int32x4_t s0 = vsetq_lane_s32(p[k].off, vdupq_n_s32(0), 0);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc0[r] = block_fma(acc0[r], wb[r] + (size_t)k * w_block, al, ah, s0, p[k].d, q4);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = vaddvq_f32(vaddq_f32(acc0[r], acc1[r]));
+}
+
+/* q4_0 or q8_0 rows against q8_0 activations, slice by slice. */
+static inline __attribute__((always_inline)) void gemv_b32(int64_t n, float *y, int64_t n_rows,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, bool q4) {
+    gemv_block p[GEMV_SLICE / EL_QK8_0];
+    const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
+    const el_block_q8_0 *b = a;
+    for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
+        int64_t first = k0 / EL_QK8_0;
+        int64_t nb = (n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE) / EL_QK8_0;
+        gemv_prepare(b + first, nb, q4, p);
+        for (int64_t i = 0; i < n_rows / 4 + n_rows % 4; i++) {
+            int64_t o[4];
+            const int R = gemv_rows(n_rows, i, o);
+            const char *wb[4];
+            float s[4];
+            for (int r = 0; r < R; r++)
+                wb[r] = (const char *)w + o[r] * w_stride + (size_t)first * w_block;
+            if (R == 4)
+                rows_b32(wb, s, 4, b + first, p, nb, q4);
+            else
+                rows_b32(wb, s, 1, b + first, p, nb, q4);
+            for (int r = 0; r < R; r++) y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
+        }
+    }
+}
+
+static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_b32(n, y, n_rows, w, w_stride, a, true);
+}
+
+static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_b32(n, y, n_rows, w, w_stride, a, false);
+}
+
+/* dot[r] = the integer dot of the quants q[r] of R rows (R = 1 or 4) of W4 (unsigned nibbles
+ * u = q + 8) or W8 with the a8 quants act, over the whole row: exact, so the same alone. */
+static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
+                                                            int32_t dot[4], const int R,
+                                                            const int8_t *act, bool w4) {
+    int32x4_t acc0[4], acc1[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc0[r] = acc1[r] = vdupq_n_s32(0);
+    for (int64_t i = 0; i < n; i += EL_QK_EDGE) {
+        const int8x16_t a0 = vld1q_s8(act + i), a1 = vld1q_s8(act + i + 16);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            int8x16_t lo, hi;
+            if (w4) {
+                const uint8x16_t u = vld1q_u8((const uint8_t *)q[r] + i / 2);
+                lo = vreinterpretq_s8_u8(vandq_u8(u, vdupq_n_u8(0x0F)));
+                hi = vreinterpretq_s8_u8(vshrq_n_u8(u, 4));
+            } else {
+                lo = vld1q_s8((const int8_t *)q[r] + i);
+                hi = vld1q_s8((const int8_t *)q[r] + i + 16);
+            }
+            acc0[r] = dot_s8(acc0[r], lo, a0);
+            acc1[r] = dot_s8(acc1[r], hi, a1);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) dot[r] = vaddvq_s32(vaddq_s32(acc0[r], acc1[r]));
+}
+
+/* W4 or W8 rows against an A8 row: y[o] = row scale * activation scale * integer dot, the
+ * nibbles' offset 8 taken off with the header's sum, as the reference computes it. */
+static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
+                                                            const void *w, size_t w_stride,
+                                                            const void *a, bool w4) {
+    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    for (int64_t i = 0; i < n_rows / 4 + n_rows % 4; i++) {
+        int64_t o[4];
+        const int R = gemv_rows(n_rows, i, o);
+        const char *q[4];
+        int32_t dot[4];
+        for (int r = 0; r < R; r++) q[r] = (const char *)w + o[r] * w_stride + sizeof(float);
+        if (R == 4)
+            rows_wrow(n, q, dot, 4, act, w4);
+        else
+            rows_wrow(n, q, dot, 1, act, w4);
+        for (int r = 0; r < R; r++)
+            y[o[r]] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
+                      (float)(dot[r] - (w4 ? 8 * h.sum : 0));
+    }
+}
+
+static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                    const void *a) {
+    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+}
+
+static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                    const void *a) {
+    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+}
+
+static void neon_set_gemv(el_kernels *k) {
+    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
+    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
+    k->gemv[EL_TYPE_W4] = gemv_w4;
+    k->gemv[EL_TYPE_W8] = gemv_w8;
+}
+
+#endif
