@@ -1,7 +1,8 @@
 /* bench_gemm.c - multi-row matmul throughput (not a test): GMAC/s of el_matmul for a given
  * number of activation rows, per weight type, best of repeated runs.
  * Usage: bench_gemm [n_threads] [n_in] [n_out] [rows] [type,type,...]
- * EL_FORCE_REFERENCE=1 or EL_ISA_MAX=avx2 compare with other kernels. */
+ * EL_FORCE_REFERENCE=1 or EL_ISA_MAX=avx2 compare with other kernels, EL_NO_GEMM=1 the packed
+ * products (gemm.h) with the tiles: e.g. EL_ISA_MAX=avx2 EL_NO_GEMM=1 for AVX2's tiles. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +29,9 @@ int main(int argc, char **argv) {
     const char *list = argc > 5 ? argv[5] : "q4_0,q8_0,w4,w8,w4g32,w4g128";
     el_threadpool *tp;
     if (el_threadpool_create(n_threads, &tp) != EL_OK) return 1;
-    printf("kernels %s, %d threads, weight %lld x %lld, %lld rows\n", el_kernels_get()->isa,
-           n_threads, (long long)n_out, (long long)n_in, (long long)rows);
+    printf("kernels %s%s, %d threads, weight %lld x %lld, %lld rows\n", el_kernels_get()->isa,
+           el_kernels_get()->gemm[EL_TYPE_Q4_0] ? "" : " (no gemm)", n_threads,
+           (long long)n_out, (long long)n_in, (long long)rows);
     float *wf = malloc((size_t)n_in * sizeof *wf);
     float *x = malloc((size_t)(rows * n_in) * sizeof *x);
     float *y = malloc((size_t)(rows * n_out) * sizeof *y);

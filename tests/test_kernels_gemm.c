@@ -2,7 +2,9 @@
  * has them) against the reference: activations quantized by the reference quantizer and dotted
  * by the reference vec_dot of the type, on awkward shapes (partial panels, 1..70 rows, pruned
  * views whose bytes outside the view are NaN), with 1, 2 and 3 threads giving identical bits;
- * and the dispatched attention kernel against el_attend_ref. */
+ * every ISA table's gemm kernels this CPU runs, called directly, against the same reference and
+ * split into other panels and row blocks giving identical bits; and the dispatched attention
+ * kernel against el_attend_ref. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,28 +36,14 @@ static void exact_dot(const float *w, const float *a, int64_t n, double *dot, do
     }
 }
 
-static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r) {
-    const el_type_traits *t = el_type_get(s->type), *vt = el_type_get(t->vec_dot_type);
+/* A quantized weight of s's stored size whose bytes outside the view are all ones (NaN scales:
+ * reading them shows), and the dequantized view wd [k_out][k_in]. */
+static void make_weight(const shape *s, test_rng *r, char *wq, float *wrow, float *wd) {
+    const el_type_traits *t = el_type_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in), kept = el_row_size(s->type, s->k_in);
-    size_t act_bytes = el_row_size(t->vec_dot_type, s->k_in);
-    int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
-    char *wq = malloc(row_bytes * (size_t)s->n_out);
-    float *wrow = malloc((size_t)s->n_in * sizeof(float));
-    float *wd = malloc((size_t)(s->k_out * s->k_in) * sizeof(float));
-    float *ad = malloc((size_t)s->k_in * sizeof(float));
-    char *aq = malloc(act_bytes);
-    float *x = malloc((size_t)(s->n_rows * ldx) * sizeof(float));
-    float *y = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
-    float *y0 = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
-    el_weight w = el_weight_view(s->type, wq, s->n_in, s->n_out);
-    w.k_in = s->k_in;
-    w.k_out = s->k_out;
-    void *scratch = malloc(el_matmul_scratch_size(&w, s->n_rows) + 1);
-    CHECK(wq && wrow && wd && ad && aq && x && y && y0 && scratch);
     for (int64_t o = 0; o < s->n_out; o++) {
         for (int64_t i = 0; i < s->n_in; i++) wrow[i] = rand_normal(r) * 0.05f;
         t->from_float(wrow, wq + o * row_bytes, s->n_in);
-        /* bytes outside the view are all ones (NaN scales): reading them shows */
         if (o < s->k_out) {
             memset(wq + o * row_bytes + kept, 0xFF, row_bytes - kept);
             t->to_float(wq + o * row_bytes, wd + o * s->k_in, s->k_in);
@@ -63,6 +51,58 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
             memset(wq + o * row_bytes, 0xFF, row_bytes);
         }
     }
+}
+
+/* y [n_rows][ldy] against the reference: each activation row x[row] quantized by the reference
+ * quantizer, dotted by the reference vec_dot, both within a float rounding bound of the exact
+ * product of the quantized operands; y's columns past k_out still hold the sentinel. */
+static int check_outputs(const shape *s, const char *wq, const float *wd, const float *x,
+                         int64_t ldx, const float *y, int64_t ldy) {
+    const el_type_traits *t = el_type_get(s->type), *vt = el_type_get(t->vec_dot_type);
+    size_t row_bytes = el_row_size(s->type, s->n_in);
+    float *ad = malloc((size_t)s->k_in * sizeof(float));
+    char *aq = malloc(el_row_size(t->vec_dot_type, s->k_in));
+    CHECK(ad && aq);
+    for (int64_t row = 0; row < s->n_rows; row++) {
+        vt->from_float(x + row * ldx, aq, s->k_in); /* the reference quantizer */
+        vt->to_float(aq, ad, s->k_in);
+        for (int64_t o = 0; o < s->k_out; o++) {
+            float ref;
+            t->vec_dot(s->k_in, &ref, wq + o * row_bytes, aq);
+            double want, mag;
+            exact_dot(wd + o * s->k_in, ad, s->k_in, &want, &mag);
+            double got = y[row * ldy + o], bound = 2e-6 * mag + 1e-30;
+            if (!(fabs(got - want) <= bound) || !(fabs(ref - want) <= bound)) {
+                test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %.9g, "
+                          "reference %.9g, exact %.9g (bound %g)", t->name, (long long)s->n_out,
+                          (long long)s->n_in, (long long)s->k_out, (long long)s->k_in,
+                          (long long)s->n_rows, (long long)row, (long long)o, got, ref, want,
+                          bound);
+                return TEST_FAIL;
+            }
+        }
+        for (int64_t o = s->k_out; o < ldy; o++) CHECK(y[row * ldy + o] == 12345.0f);
+    }
+    free(ad), free(aq);
+    return TEST_PASS;
+}
+
+static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r) {
+    const el_type_traits *t = el_type_get(s->type);
+    size_t row_bytes = el_row_size(s->type, s->n_in);
+    int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
+    char *wq = malloc(row_bytes * (size_t)s->n_out);
+    float *wrow = malloc((size_t)s->n_in * sizeof(float));
+    float *wd = malloc((size_t)(s->k_out * s->k_in) * sizeof(float));
+    float *x = malloc((size_t)(s->n_rows * ldx) * sizeof(float));
+    float *y = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
+    float *y0 = malloc((size_t)(s->n_rows * ldy) * sizeof(float));
+    el_weight w = el_weight_view(s->type, wq, s->n_in, s->n_out);
+    w.k_in = s->k_in;
+    w.k_out = s->k_out;
+    void *scratch = malloc(el_matmul_scratch_size(&w, s->n_rows) + 1);
+    CHECK(wq && wrow && wd && x && y && y0 && scratch);
+    make_weight(s, r, wq, wrow, wd);
     for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
 
     for (int p = 0; p < n_pools; p++) {
@@ -74,27 +114,8 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
             return TEST_FAIL;
         }
     }
-    for (int64_t row = 0; row < s->n_rows; row++) {
-        vt->from_float(x + row * ldx, aq, s->k_in); /* the reference quantizer */
-        vt->to_float(aq, ad, s->k_in);
-        for (int64_t o = 0; o < s->k_out; o++) {
-            float ref;
-            t->vec_dot(s->k_in, &ref, wq + o * row_bytes, aq);
-            double want, mag;
-            exact_dot(wd + o * s->k_in, ad, s->k_in, &want, &mag);
-            double got = y0[row * ldy + o], bound = 2e-6 * mag + 1e-30;
-            if (!(fabs(got - want) <= bound) || !(fabs(ref - want) <= bound)) {
-                test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %.9g, "
-                          "reference %.9g, exact %.9g (bound %g)", t->name, (long long)s->n_out,
-                          (long long)s->n_in, (long long)s->k_out, (long long)s->k_in,
-                          (long long)s->n_rows, (long long)row, (long long)o, got, ref, want,
-                          bound);
-                return TEST_FAIL;
-            }
-        }
-        for (int64_t o = s->k_out; o < ldy; o++) CHECK(y0[row * ldy + o] == 12345.0f);
-    }
-    free(wq), free(wrow), free(wd), free(ad), free(aq), free(x), free(y), free(y0), free(scratch);
+    if (check_outputs(s, wq, wd, x, ldx, y0, ldy) != TEST_PASS) return TEST_FAIL;
+    free(wq), free(wrow), free(wd), free(x), free(y), free(y0), free(scratch);
     return TEST_PASS;
 }
 
@@ -139,6 +160,127 @@ static int test_gemm_long_rows(void) {
         if (check_shape(pools, 2, &s2, &r) != TEST_PASS) return TEST_FAIL;
     }
     el_threadpool_free(pools[1]);
+    return TEST_PASS;
+}
+
+/* Calls gemm as el_matmul does, over output rows [0, k_out) in panels of `panel_rows` (<=
+ * EL_GEMM_PANEL) and activation rows in blocks of `block` rows. */
+static void gemm_direct(el_gemm_fn gemm, const el_weight *w, const char *act, size_t act_stride,
+                        const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                        void *panel, int64_t panel_rows, int64_t block) {
+    int64_t groups = el_gemm_groups(w);
+    for (int64_t r0 = 0; r0 < n_rows; r0 += block) {
+        int64_t nr = n_rows - r0 < block ? n_rows - r0 : block;
+        for (int64_t o0 = 0; o0 < w->k_out; o0 += panel_rows) {
+            int64_t n = w->k_out - o0 < panel_rows ? w->k_out - o0 : panel_rows;
+            gemm(w, o0, n, act + r0 * act_stride, act_stride, aux + r0 * groups, nr,
+                 y + r0 * ldy, ldy, panel);
+        }
+    }
+}
+
+/* One table's gemm for s->type called directly (whatever the table in use): against the
+ * reference, and bit-identical when the outputs are split into other panels (as threads split
+ * them) and the activation rows into other blocks (as tiles do). */
+static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *s,
+                             test_rng *r) {
+    el_type vt = el_type_get(s->type)->vec_dot_type;
+    size_t row_bytes = el_row_size(s->type, s->n_in);
+    size_t act_stride = el_row_size(vt, s->k_in) + 6; /* rows apart by more than their size */
+    int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
+    el_weight w = el_weight_view(s->type, NULL, s->n_in, s->n_out);
+    w.k_in = s->k_in;
+    w.k_out = s->k_out;
+    int64_t groups = el_gemm_groups(&w);
+    size_t y_bytes = (size_t)(s->n_rows * ldy) * sizeof(float);
+    char *wq = malloc(row_bytes * (size_t)s->n_out);
+    float *wrow = malloc((size_t)s->n_in * sizeof(float));
+    float *wd = malloc((size_t)(s->k_out * s->k_in) * sizeof(float));
+    float *x = malloc((size_t)(s->n_rows * ldx) * sizeof(float));
+    char *act = malloc(act_stride * (size_t)s->n_rows);
+    el_gemm_aux *aux = malloc((size_t)(s->n_rows * groups) * sizeof *aux);
+    float *y0 = malloc(y_bytes), *y = malloc(y_bytes);
+    void *panel = aligned_alloc(64, el_gemm_panel_size(&w));
+    CHECK(groups > 0 && wq && wrow && wd && x && act && aux && y0 && y && panel);
+    w.data = wq;
+    make_weight(s, r, wq, wrow, wd);
+    for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
+    for (int64_t row = 0; row < s->n_rows; row++) {
+        el_type_get(vt)->from_float(x + row * ldx, act + row * act_stride, s->k_in);
+        el_gemm_aux_row(&w, signed_weights, act + row * act_stride, aux + row * groups);
+    }
+    memset(panel, 0x7F, el_gemm_panel_size(&w));
+    static const int64_t splits[][2] = {{EL_GEMM_PANEL, 1 << 30}, {7, 1}, {EL_GEMM_PANEL, 5}};
+    for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+        float *out = k == 0 ? y0 : y;
+        for (int64_t i = 0; i < s->n_rows * ldy; i++) out[i] = 12345.0f; /* sentinel */
+        gemm_direct(gemm, &w, act, act_stride, aux, s->n_rows, out, ldy, panel, splits[k][0],
+                    splits[k][1]);
+        if (k > 0 && memcmp(y, y0, y_bytes) != 0) {
+            test_note("%s: panels of %lld rows, blocks of %lld rows disagree with the whole",
+                      el_type_get(s->type)->name, (long long)splits[k][0],
+                      (long long)splits[k][1]);
+            return TEST_FAIL;
+        }
+    }
+    if (check_outputs(s, wq, wd, x, ldx, y0, ldy) != TEST_PASS) return TEST_FAIL;
+    free(wq), free(wrow), free(wd), free(x), free(act), free(aux), free(y0), free(y), free(panel);
+    return TEST_PASS;
+}
+
+/* AVX-512's and NEON's gemms come with their other kernels, once those accepted the CPU. */
+static bool avx512_table(el_kernels *k) { return el_kernels_avx512(k) && el_gemm_avx512(k); }
+static bool neon_dotprod_table(el_kernels *k) {
+    return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
+}
+
+/* Every ISA table's gemm kernels that this CPU runs, tested directly: so each is covered
+ * wherever the tests run, not only the one el_kernels_get picks. */
+static int test_gemm_tables(void) {
+    static const struct {
+        const char *name;
+        bool (*apply)(el_kernels *k);
+    } tables[] = {{"avx2", el_kernels_avx2},
+                  {"avx512", avx512_table},
+                  {"neon-dotprod", neon_dotprod_table}};
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
+    static const int64_t dims[][4] = {{1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33},
+                                      {2, 9, 1, 5},   {5, 48, 5, 47}};
+    static const int64_t rows[] = {1, 2, 3, 4, 5, 8, 9, 17};
+    test_rng r = {31};
+    int n_tested = 0;
+    for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+        el_kernels k;
+        el_kernels_reference(&k);
+        if (!tables[ti].apply(&k)) continue;
+        n_tested++;
+        for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
+            el_gemm_fn gemm = k.gemm[types[ty]];
+            CHECK(gemm != NULL);
+            int64_t unit = el_type_get(types[ty])->block_size;
+            unit = unit < 32 ? 32 : unit;
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
+                for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+                    shape s = {types[ty], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
+                               dims[d][3], rows[ri]};
+                    if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
+                        test_note("in the %s table", tables[ti].name);
+                        return TEST_FAIL;
+                    }
+                }
+            }
+            /* long rows: the integer sums of per-row types span all of k_in */
+            shape s = {types[ty], 8192, 20, 8192, 19, 6};
+            if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
+                test_note("in the %s table", tables[ti].name);
+                return TEST_FAIL;
+            }
+        }
+        test_note("tested the %s table's gemm kernels", tables[ti].name);
+    }
+    if (n_tested == 0) return test_skip("no gemm kernels built for this CPU");
     return TEST_PASS;
 }
 
@@ -239,6 +381,7 @@ int main(void) {
     run_test("gemm_types", test_gemm_types);
     run_test("gemm_long_rows", test_gemm_long_rows);
     run_test("gemm_batch_invariance", test_gemm_batch_invariance);
+    run_test("gemm_tables", test_gemm_tables);
     run_test("attend", test_attend);
     return tests_exit_code();
 }

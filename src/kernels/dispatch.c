@@ -49,7 +49,8 @@ static bool env_set(const char *name) {
     return v != NULL && strcmp(v, "") != 0 && strcmp(v, "0") != 0;
 }
 
-/* EL_ISA_MAX=avx2 (say) stops after that level, to compare ISAs on one machine. */
+/* EL_ISA_MAX=avx2 (say) stops after that level, to compare ISAs on one machine; EL_NO_GEMM=1
+ * leaves the packed products out, to compare them with the tiles they replace. */
 static void kernels_init(void) {
     el_kernels_reference(&kernels);
     if (env_set("EL_FORCE_REFERENCE")) return;
@@ -58,6 +59,8 @@ static void kernels_init(void) {
         isa_levels[i].apply(&kernels);
         if (max != NULL && strcmp(max, isa_levels[i].name) == 0) break;
     }
+    if (env_set("EL_NO_GEMM"))
+        for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) kernels.gemm[t] = NULL;
 }
 
 const el_kernels *el_kernels_get(void) {

@@ -3,7 +3,8 @@
  * The traits table (types.h) holds the portable reference kernels; this table starts as a copy
  * of it and per-ISA files (avx2.c, avx512.c, neon.c, neon_dot.c, ...) replace the entries they do
  * faster. EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
- * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level. */
+ * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level; EL_NO_GEMM=1 leaves out the
+ * gemm kernels (el_matmul then takes the tiles and gemvs). */
 #ifndef EL_KERNELS_DISPATCH_H
 #define EL_KERNELS_DISPATCH_H
 
@@ -54,6 +55,8 @@ void el_kernels_reference(el_kernels *k);
  * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
+/* This one adds to el_kernels_avx2, which applies it once it has accepted the CPU. */
+bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 /* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */

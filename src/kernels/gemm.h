@@ -6,7 +6,8 @@
  * buffer, so one byte dot instruction (x86 vpdpbusd with the activation's 4 bytes broadcast;
  * aarch64 takes four SDOTs by lane) accumulates all 16 outputs of an activation row at once,
  * with no shuffles and no horizontal sums, and then runs every activation row over the panel
- * while it sits in cache.
+ * while it sits in cache. (Without a byte dot instruction, x86 AVX2 takes vpmaddubsw and its
+ * own layout of the panel buffer: gemm_avx2.c.)
  *
  * Unsigned weights: int4 quants as their nibble u = q + 8, int8 quants as u = q + 128. Then
  * sum q a = sum u a - off * sum a, with off 8 or 128: the offset term is one integer per

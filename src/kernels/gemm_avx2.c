@@ -1,0 +1,324 @@
+/* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0 (against q8_0
+ * activations) and w4, w8, w4g32/64/128 (against a8 activations), for the x86 CPUs without
+ * AVX-512 VNNI, which otherwise take the 4x4 tiles of avx2.c.
+ *
+ * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
+ * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
+ * Exactness decides the representation:
+ * - int4 weights are their unsigned nibbles u = q + 8 (<= 15): with |a| <= 128 a pair is at most
+ *   2 * 15 * 128 = 3840, so the int16 sums of the 8 steps of a 32-element chunk (<= 30720) are
+ *   exact and one vpmaddwd per chunk and activation row widens them;
+ * - int8 weights as u = q + 128 would overflow (2 * 255 * 127 = 64770), so u is split into two
+ *   nibble planes u = 16 hi + lo, each summed like int4 and the hi sum shifted by 4 after
+ *   widening. That is twice the multiplies of int4; the sign trick (signed weights, one more
+ *   vpsignb per activation row and step, and a vpmaddwd per step since its int16 pairs reach
+ *   32258) measured 6-13% slower, and would not keep gemm.h's offset (comp = -128 sum a).
+ *
+ * Each step of 4 elements takes two packed registers and one broadcast of the activation's 4
+ * bytes per row: for int4, the 16 weight rows of gemm.h's panel (rows 0-7, rows 8-15); for int8,
+ * the two planes of 8 rows, so a panel is done as two sub-panels of 8 rows. A sub-panel is
+ * unpacked into the panel buffer as [chunk][step][2 registers][8 rows][4 bytes] and then run
+ * against every activation row, TILE_ROWS at a time, each load of packed weights shared by the
+ * tile's rows. Per scale group the integer sum starts at the aux term and is scaled in float in
+ * group order, as gemm.h requires.
+ * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
+ * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
+ * multiplies and unpacking) the tiles and gemvs of avx2.c are faster below about 8 (q8_0) to 16
+ * (w8) rows: 0.6x and 0.5x at 2 rows (bench/bench_gemm, EL_NO_GEMM=1 for the tiles).
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
+ * has accepted the CPU. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/edge.h"
+#include "kernels/gemm.h"
+
+enum {
+    LANES = 8,                 /* int32 or float lanes of a ymm: rows per packed register */
+    TILE_ROWS = 4,             /* activation rows per tile: their int16 sums stay in registers */
+    STEPS = EL_GEMM_CHUNK / 4, /* 4-byte steps per chunk, the span of one exact int16 sum */
+};
+
+/* Bytes of one chunk's quants in a weight row (el_gemm_layout: a group is its fp16 scale, if it
+ * has one, and then its chunks). */
+static size_t chunk_bytes(const el_gemm_layout *l) { return l->int8 ? 32 : 16; }
+
+/* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
+static int sub_rows(const el_gemm_layout *l) { return l->int8 ? LANES : 2 * LANES; }
+
+static inline __m256i load_rows2(const char *lo, const char *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows: rows r and r + 4 share a
+ * register (one per 128-bit lane), so the in-lane unpacks leave every row in its place. */
+static inline void transpose8x4(const char *const *rows, size_t off, __m256i out[4]) {
+    __m256i x0 = load_rows2(rows[0] + off, rows[4] + off);
+    __m256i x1 = load_rows2(rows[1] + off, rows[5] + off);
+    __m256i x2 = load_rows2(rows[2] + off, rows[6] + off);
+    __m256i x3 = load_rows2(rows[3] + off, rows[7] + off);
+    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
+    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
+    out[0] = _mm256_unpacklo_epi64(t0, t2);
+    out[1] = _mm256_unpackhi_epi64(t0, t2);
+    out[2] = _mm256_unpacklo_epi64(t1, t3);
+    out[3] = _mm256_unpackhi_epi64(t1, t3);
+}
+
+/* The chunk at byte off of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds
+ * elements 4s..4s+3 of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles,
+ * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo
+ * nibbles, k = 1 the hi. */
+static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t off,
+                       __m256i *dst) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i t[4];
+    if (!l->int8) {
+        for (int k = 0; k < 2; k++) {
+            transpose8x4(rows + LANES * k, off, t);
+            for (int j = 0; j < 4; j++) {
+                _mm256_store_si256(dst + 2 * j + k, _mm256_and_si256(t[j], low4));
+                _mm256_store_si256(dst + 2 * (4 + j) + k,
+                                   _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
+            }
+        }
+        return;
+    }
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int half = 0; half < 2; half++) { /* bytes 16 half ..: steps 4 half .. 4 half + 3 */
+        transpose8x4(rows, off + 16 * (size_t)half, t);
+        for (int j = 0; j < 4; j++) {
+            __m256i u = _mm256_xor_si256(t[j], bias);
+            int s = 4 * half + j;
+            _mm256_store_si256(dst + 2 * s, _mm256_and_si256(u, low4));
+            _mm256_store_si256(dst + 2 * s + 1, _mm256_and_si256(_mm256_srli_epi16(u, 4), low4));
+        }
+    }
+}
+
+/* The fp16 bits at p, for _mm_setr_epi16 (8 narrow stores and one wide load would stall). */
+static inline short fp16_at(const char *p) {
+    short h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
+/* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
+static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GEMM_PANEL; }
+
+/* The sub-panel of rows o0 .. o0 + n - 1 (n <= sub_rows): quants [chunk][step][2][8][4] bytes,
+ * then the scales [groups][sub_rows] as floats. Rows past n repeat the last one (their outputs
+ * are not stored). */
+static void pack_sub(const el_weight *w, const el_gemm_layout *l, int64_t o0, int64_t n,
+                     void *panel) {
+    int nr = sub_rows(l);
+    const char *rows[2 * LANES];
+    for (int o = 0; o < nr; o++)
+        rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
+    __m256i *q = panel;
+    float *scales = (float *)((char *)panel + scales_offset(w));
+    for (int64_t g = 0; g < el_gemm_groups(w); g++) {
+        size_t group = l->header + (size_t)g * l->group_bytes;
+        for (int64_t c = 0; c < l->chunks_per_group; c++, q += 2 * STEPS)
+            pack_chunk(l, rows, group + l->scale_bytes + (size_t)c * chunk_bytes(l), q);
+        if (l->group_bytes == 0) continue;
+        for (int o8 = 0; o8 < nr; o8 += LANES) {
+            const char *const *r8 = rows + o8;
+            __m128i h = _mm_setr_epi16(fp16_at(r8[0] + group), fp16_at(r8[1] + group),
+                                       fp16_at(r8[2] + group), fp16_at(r8[3] + group),
+                                       fp16_at(r8[4] + group), fp16_at(r8[5] + group),
+                                       fp16_at(r8[6] + group), fp16_at(r8[7] + group));
+            _mm256_store_ps(scales + g * nr + o8, _mm256_cvtph_ps(h));
+        }
+    }
+    if (l->group_bytes == 0)
+        for (int o = 0; o < nr; o++) scales[o] = el_edge_row_scale(rows[o]);
+}
+
+typedef struct tile_args {
+    const __m256i *q;       /* packed quants */
+    const float *scales;    /* [groups][sub_rows] */
+    int64_t groups, chunks_per_group;
+    bool int8;
+    const char *act;        /* first activation quant of row 0 */
+    size_t act_stride, act_chunk; /* bytes between rows, and between chunks within a row */
+    const el_gemm_aux *aux;
+    float *y;
+    int64_t ldy;
+    __m256i store[2];       /* lanes of rows 0-7 and 8-15 whose outputs exist */
+} tile_args;
+
+static inline __m256i broadcast_i32(const char *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
+ * chunk into a tree of all its products, which spills most of them to the stack. */
+static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
+
+/* acc[k][r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
+ * against the packed weights q: exact int16 sums of the nibble products over the chunk (see the
+ * top) per packed register k, then one vpmaddwd per row and register. int4: k is rows 0-7 or
+ * 8-15. int8: the hi plane counts 16 times, into acc[0]. */
+static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
+                                                        const __m256i *q,
+                                                        const char *const a[TILE_ROWS],
+                                                        const int n, const bool int8) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i s0[TILE_ROWS], s1[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int s = 0; s < STEPS; s++) {
+        __m256i w0 = _mm256_load_si256(q + 2 * s), w1 = _mm256_load_si256(q + 2 * s + 1);
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) {
+            __m256i b = broadcast_i32(a[r] + 4 * s);
+            __m256i p0 = _mm256_maddubs_epi16(w0, b), p1 = _mm256_maddubs_epi16(w1, b);
+            s0[r] = s == 0 ? p0 : _mm256_add_epi16(s0[r], p0);
+            s1[r] = s == 0 ? p1 : _mm256_add_epi16(s1[r], p1);
+            pin(&s0[r]);
+            pin(&s1[r]);
+        }
+    }
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        __m256i d0 = _mm256_madd_epi16(s0[r], ones), d1 = _mm256_madd_epi16(s1[r], ones);
+        if (int8) {
+            acc[0][r] = _mm256_add_epi32(acc[0][r], _mm256_add_epi32(d0, _mm256_slli_epi32(d1, 4)));
+        } else {
+            acc[0][r] = _mm256_add_epi32(acc[0][r], d0);
+            acc[1][r] = _mm256_add_epi32(acc[1][r], d1);
+        }
+    }
+}
+
+/* n activation rows from row r0: per group, the integer sums start at the aux offset term and
+ * take every chunk's sums; then they are scaled by (weight scales x activation scale) into
+ * float sums. n, int8 and one_chunk (groups of one chunk: q4_0, q8_0, w4g32) are constants
+ * after inlining; with one_chunk the chunk loop goes (15% on q4_0). */
+static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
+                                                       const int n, const bool int8,
+                                                       const bool one_chunk) {
+    const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
+    __m256 f[2][TILE_ROWS];
+    const char *a[TILE_ROWS];
+    const el_gemm_aux *ax[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        f[0][r] = f[1][r] = _mm256_setzero_ps();
+        a[r] = t->act + (size_t)(r0 + r) * t->act_stride;
+        ax[r] = t->aux + (r0 + r) * t->groups;
+    }
+    const __m256i *q = t->q;
+    for (int64_t g = 0; g < t->groups; g++) {
+        __m256i acc[2][TILE_ROWS];
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++) acc[0][r] = acc[1][r] = _mm256_set1_epi32(ax[r][g].comp);
+        for (int64_t c = 0; c < (one_chunk ? 1 : t->chunks_per_group); c++) {
+            chunk(acc, q, a, n, int8);
+            q += 2 * STEPS;
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) a[r] += t->act_chunk;
+        }
+        #pragma GCC unroll 2
+        for (int k = 0; k < halves; k++) {
+            __m256 dw = _mm256_load_ps(t->scales + (g * halves + k) * LANES);
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++) {
+                __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
+                f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[k][r]), d, f[k][r]);
+            }
+        }
+    }
+    #pragma GCC unroll 2
+    for (int k = 0; k < halves; k++) {
+        #pragma GCC unroll 8
+        for (int r = 0; r < n; r++)
+            _mm256_maskstore_ps(t->y + (r0 + r) * t->ldy + k * LANES, t->store[k], f[k][r]);
+    }
+}
+
+/* The tile of n rows (a constant after inlining) for the kind of t's weight. */
+static inline __attribute__((always_inline)) void tile_kind(const tile_args *t, int64_t r0,
+                                                            const int n) {
+    bool one_chunk = t->chunks_per_group == 1;
+    if (t->int8) {
+        if (one_chunk)
+            tile(t, r0, n, true, true);
+        else
+            tile(t, r0, n, true, false);
+    } else {
+        if (one_chunk)
+            tile(t, r0, n, false, true);
+        else
+            tile(t, r0, n, false, false);
+    }
+}
+
+static void tile1(const tile_args *t, int64_t r0) { tile_kind(t, r0, 1); }
+static void tile2(const tile_args *t, int64_t r0) { tile_kind(t, r0, 2); }
+static void tile3(const tile_args *t, int64_t r0) { tile_kind(t, r0, 3); }
+static void tile4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4); }
+static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {NULL, tile1, tile2,
+                                                                          tile3, tile4};
+
+/* The output lanes of a register of 8 rows whose rows exist: the first n (none if n <= 0). */
+static __m256i lanes_below(int64_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                 void *panel) {
+    el_gemm_layout l = el_gemm_layout_of(w);
+    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
+    tile_args t = {
+        .q = panel,
+        .scales = (const float *)((const char *)panel + scales_offset(w)),
+        .groups = el_gemm_groups(w),
+        .chunks_per_group = el_gemm_group_size(w) / EL_GEMM_CHUNK,
+        .int8 = l.int8,
+        /* q8_0 blocks: fp16 d, then 32 quants; a8 rows: the header, then the quants */
+        .act = act + (q8_act ? sizeof(uint16_t) : sizeof(el_a8_header)),
+        .act_stride = act_stride,
+        .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
+        .aux = aux,
+        .ldy = ldy,
+    };
+    for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
+        int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
+        pack_sub(w, &l, o0 + s0, n, panel);
+        t.y = y + o0 + s0;
+        t.store[0] = lanes_below(n);
+        t.store[1] = lanes_below(n - LANES);
+        int64_t r = 0;
+        for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
+        if (r < n_rows) tiles[n_rows - r](&t, r);
+    }
+}
+
+bool el_gemm_avx2(el_kernels *k) {
+    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
+    k->gemm_signed = false; /* unsigned weights: the aux offset terms are wanted */
+    return true;
+}
+
+#else
+
+/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
+bool el_gemm_avx2(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif
