@@ -334,13 +334,12 @@ static int test_gemm_batch_invariance(void) {
     return TEST_PASS;
 }
 
-/* The attention kernel in use against the reference: random queries, keys and values, groups
- * of 1 to 5 heads, head sizes the SIMD kernel takes (16, 64, 80) and one it hands back (24). */
-static int test_attend(void) {
-    static const int hds[] = {16, 64, 80, 24};
+/* One attention kernel against the reference: random queries, keys and values, groups of 1 to
+ * 5 heads, head sizes the SIMD kernels take (16, 64, 80; 24 only AVX2's) and one they hand back
+ * (20). */
+static int check_attend(el_attend_fn attend, const char *name) {
+    static const int hds[] = {16, 64, 80, 24, 20};
     static const int32_t nvs[] = {1, 2, 15, 16, 17, 100, 300};
-    el_attend_fn attend = el_kernels_get()->attend;
-    CHECK(attend != NULL);
     test_rng r = {9};
     enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 80 };
     static float keys[MAX_NV][MAX_HD], values[MAX_NV][MAX_HD], q[MAX_GROUP * MAX_HD];
@@ -365,13 +364,39 @@ static int test_attend(void) {
                 for (int i = 0; i < group * hd; i++) {
                     /* outputs are averages of values of magnitude ~1: relative to that */
                     if (!(fabsf(out[i] - want[i]) <= 2e-5f)) {
-                        test_note("attend hd %d group %d cells %d: out[%d] = %.8g, want %.8g",
-                                  hd, group, nvs[n], i, out[i], want[i]);
+                        test_note("%s attend hd %d group %d cells %d: out[%d] = %.8g, want %.8g",
+                                  name, hd, group, nvs[n], i, out[i], want[i]);
                         return TEST_FAIL;
                     }
                 }
             }
         }
+    }
+    return TEST_PASS;
+}
+
+/* AVX-512's attention comes with its other kernels, once those accepted the CPU. */
+static bool avx512_attend_table(el_kernels *k) {
+    return el_kernels_avx512(k) && el_attend_avx512(k);
+}
+
+/* The attention kernel in use, and every ISA table's one this CPU runs, called directly: so
+ * AVX2's is covered on AVX-512 machines too. */
+static int test_attend(void) {
+    static const struct {
+        const char *name;
+        bool (*apply)(el_kernels *k);
+    } tables[] = {{"avx2", el_kernels_avx2}, {"avx512", avx512_attend_table}};
+    el_attend_fn attend = el_kernels_get()->attend;
+    CHECK(attend != NULL);
+    if (check_attend(attend, el_kernels_get()->isa) != TEST_PASS) return TEST_FAIL;
+    for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+        el_kernels k;
+        el_kernels_reference(&k);
+        if (!tables[ti].apply(&k)) continue;
+        CHECK(k.attend != el_attend_ref);
+        if (check_attend(k.attend, tables[ti].name) != TEST_PASS) return TEST_FAIL;
+        test_note("tested the %s table's attention kernel", tables[ti].name);
     }
     return TEST_PASS;
 }

@@ -2,7 +2,8 @@
  * edge.h), each the same sum as its reference (integer products inside blocks, scales applied
  * per block) but 32 bytes at a time; 4x4 tiles for q8_0, q4_0, q4_K, q6_K, w8 and w4 (prompt
  * processing); gemvs for q8_0, q4_0, w8 and w4 (decode); activation quantizers byte-exact with
- * the reference ones; the packed products (gemm_avx2.c) are added here too.
+ * the reference ones; the packed products (gemm_avx2.c) and the attention kernel
+ * (attend_avx2.c) are added here too.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
 #include "kernels/dispatch.h"
 
@@ -867,7 +868,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
-    return el_gemm_avx2(k);
+    return el_gemm_avx2(k) && el_attend_avx2(k);
 }
 
 #else

@@ -55,8 +55,9 @@ void el_kernels_reference(el_kernels *k);
  * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
-/* This one adds to el_kernels_avx2, which applies it once it has accepted the CPU. */
+/* These two add to el_kernels_avx2, which applies them once it has accepted the CPU. */
 bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
+bool el_attend_avx2(el_kernels *k);          /* its attention kernel (attend_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 /* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
