@@ -3,8 +3,8 @@
  * by the reference vec_dot of the type, on awkward shapes (partial panels, 1..70 rows, pruned
  * views whose bytes outside the view are NaN), with 1, 2 and 3 threads giving identical bits;
  * every ISA table's gemm kernels this CPU runs, called directly, against the same reference and
- * split into other panels and row blocks giving identical bits; and the dispatched attention
- * kernel against el_attend_ref. */
+ * split into other panels and row blocks giving identical bits, and rows in batches of 2..20 as
+ * in a batch of 40; and the attention kernels (dispatched and per table) against el_attend_ref. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +228,55 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
     return TEST_PASS;
 }
 
+/* One table's gemm for `type` called directly: rows computed in batches of 2..20 give the same
+ * bits as in a batch of 40 (few rows may take another path through the kernel than many, as
+ * AVX-512's and AVX2's direct tiles do), over a view ending in a partial panel. */
+static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type, test_rng *r) {
+    static const int64_t batches[] = {2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 20};
+    enum { N_OUT = 48, K_OUT = 45, ROWS = 40 };
+    const el_type_traits *t = el_type_get(type);
+    el_type vt = t->vec_dot_type;
+    int64_t n_in = 256, ldy = N_OUT;
+    size_t row_bytes = el_row_size(type, n_in), act_stride = el_row_size(vt, n_in);
+    el_weight w = el_weight_view(type, NULL, n_in, N_OUT);
+    w.k_out = K_OUT;
+    int64_t groups = el_gemm_groups(&w);
+    size_t y_bytes = (size_t)(ROWS * ldy) * sizeof(float);
+    char *wq = malloc(row_bytes * N_OUT), *act = malloc(act_stride * ROWS);
+    float *x = malloc((size_t)(ROWS * n_in) * sizeof(float));
+    el_gemm_aux *aux = malloc((size_t)(ROWS * groups) * sizeof *aux);
+    float *all = malloc(y_bytes), *few = malloc(y_bytes);
+    void *panel = aligned_alloc(64, el_gemm_panel_size(&w));
+    CHECK(groups > 0 && wq && act && x && aux && all && few && panel);
+    w.data = wq;
+    for (int64_t o = 0; o < N_OUT; o++) {
+        for (int64_t i = 0; i < n_in; i++) x[i] = rand_normal(r) * 0.05f;
+        t->from_float(x, wq + o * row_bytes, n_in);
+    }
+    for (int64_t i = 0; i < ROWS * n_in; i++) x[i] = rand_normal(r);
+    for (int64_t row = 0; row < ROWS; row++) {
+        el_type_get(vt)->from_float(x + row * n_in, act + row * act_stride, n_in);
+        el_gemm_aux_row(&w, signed_weights, act + row * act_stride, aux + row * groups);
+    }
+    gemm_direct(gemm, &w, act, act_stride, aux, ROWS, all, ldy, panel, EL_GEMM_PANEL, ROWS);
+    for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+        for (int64_t r0 = 0; r0 + batches[b] <= ROWS; r0 += batches[b]) {
+            memset(few, 0, y_bytes);
+            gemm_direct(gemm, &w, act + r0 * act_stride, act_stride, aux + r0 * groups,
+                        batches[b], few, ldy, panel, EL_GEMM_PANEL, batches[b]);
+            for (int64_t row = 0; row < batches[b]; row++) {
+                if (memcmp(few + row * ldy, all + (r0 + row) * ldy, K_OUT * sizeof(float))) {
+                    test_note("%s: row %lld in a batch of %lld differs from a batch of %d",
+                              t->name, (long long)(r0 + row), (long long)batches[b], ROWS);
+                    return TEST_FAIL;
+                }
+            }
+        }
+    }
+    free(wq), free(act), free(x), free(aux), free(all), free(few), free(panel);
+    return TEST_PASS;
+}
+
 /* AVX-512's and NEON's gemms come with their other kernels, once those accepted the CPU. */
 static bool avx512_table(el_kernels *k) { return el_kernels_avx512(k) && el_gemm_avx512(k); }
 static bool neon_dotprod_table(el_kernels *k) {
@@ -273,7 +322,8 @@ static int test_gemm_tables(void) {
             }
             /* long rows: the integer sums of per-row types span all of k_in */
             shape s = {types[ty], 8192, 20, 8192, 19, 6};
-            if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
+            if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS ||
+                check_gemm_batches(gemm, k.gemm_signed, types[ty], &r) != TEST_PASS) {
                 test_note("in the %s table", tables[ti].name);
                 return TEST_FAIL;
             }

@@ -21,10 +21,13 @@
  * against every activation row, TILE_ROWS at a time, each load of packed weights shared by the
  * tile's rows. Per scale group the integer sum starts at the aux term and is scaled in float in
  * group order, as gemm.h requires.
+ * For a few activation rows (direct_max_rows) unpacking a sub-panel into memory and reading it
+ * back costs more than the products it serves: the direct tiles instead transpose each chunk of
+ * the weight rows as pack_chunk does and use it at once (chunk_direct), again for every tile of
+ * rows. Their integer sums are the same, scaled the same way, so the bits are the same.
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
  * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
- * multiplies and unpacking) the tiles and gemvs of avx2.c are faster below about 8 (q8_0) to 16
- * (w8) rows: 0.6x and 0.5x at 2 rows (bench/bench_gemm, EL_NO_GEMM=1 for the tiles).
+ * multiplies and unpacking) the tiles and gemvs of avx2.c are still faster at a few rows.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
@@ -112,20 +115,25 @@ static inline short fp16_at(const char *p) {
 /* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
 static size_t scales_offset(const el_weight *w) { return (size_t)w->k_in * EL_GEMM_PANEL; }
 
-/* The sub-panel of rows o0 .. o0 + n - 1 (n <= sub_rows): quants [chunk][step][2][8][4] bytes,
- * then the scales [groups][sub_rows] as floats. Rows past n repeat the last one (their outputs
- * are not stored). */
-static void pack_sub(const el_weight *w, const el_gemm_layout *l, int64_t o0, int64_t n,
-                     void *panel) {
-    int nr = sub_rows(l);
-    const char *rows[2 * LANES];
-    for (int o = 0; o < nr; o++)
+/* The weight rows of the sub-panel o0 .. o0 + n - 1 (n <= sub_rows): rows past n repeat the
+ * last one (their outputs are not stored). */
+static void sub_panel_rows(const el_weight *w, const el_gemm_layout *l, int64_t o0, int64_t n,
+                           const char *rows[2 * LANES]) {
+    for (int o = 0; o < sub_rows(l); o++)
         rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
+}
+
+/* The sub-panel of `rows` into the panel buffer: quants [chunk][step][2][8][4] bytes if
+ * `quants` (the direct tiles read the rows instead), then the scales [groups][sub_rows] as
+ * floats, in one pass over the rows (two passes measured some 4% slower on q4_0 at 2 rows). */
+static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *const *rows,
+                     bool quants, void *panel) {
+    int nr = sub_rows(l);
     __m256i *q = panel;
     float *scales = (float *)((char *)panel + scales_offset(w));
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
         size_t group = l->header + (size_t)g * l->group_bytes;
-        for (int64_t c = 0; c < l->chunks_per_group; c++, q += 2 * STEPS)
+        for (int64_t c = 0; quants && c < l->chunks_per_group; c++, q += 2 * STEPS)
             pack_chunk(l, rows, group + l->scale_bytes + (size_t)c * chunk_bytes(l), q);
         if (l->group_bytes == 0) continue;
         for (int o8 = 0; o8 < nr; o8 += LANES) {
@@ -142,7 +150,9 @@ static void pack_sub(const el_weight *w, const el_gemm_layout *l, int64_t o0, in
 }
 
 typedef struct tile_args {
-    const __m256i *q;       /* packed quants */
+    const __m256i *q;       /* packed quants (packed tiles) */
+    const char *const *rows; /* the sub-panel's weight rows (direct tiles) */
+    size_t group_bytes, first_quant; /* their group stride and first chunk's offset */
     const float *scales;    /* [groups][sub_rows] */
     int64_t groups, chunks_per_group;
     bool int8;
@@ -164,29 +174,32 @@ static inline __m256i broadcast_i32(const char *p) {
  * chunk into a tree of all its products, which spills most of them to the stack. */
 static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
 
-/* acc[k][r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
- * against the packed weights q: exact int16 sums of the nibble products over the chunk (see the
- * top) per packed register k, then one vpmaddwd per row and register. int4: k is rows 0-7 or
- * 8-15. int8: the hi plane counts 16 times, into acc[0]. */
-static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
-                                                        const __m256i *q,
-                                                        const char *const a[TILE_ROWS],
-                                                        const int n, const bool int8) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i s0[TILE_ROWS], s1[TILE_ROWS];
+/* Step s of a chunk (elements 4s..4s+3) for n activation rows at a[r]: the int16 sums s0, s1
+ * take the products of the two packed registers w0, w1 with the rows' 4 bytes broadcast. */
+static inline __attribute__((always_inline)) void step(__m256i s0[TILE_ROWS],
+                                                       __m256i s1[TILE_ROWS], __m256i w0,
+                                                       __m256i w1,
+                                                       const char *const a[TILE_ROWS],
+                                                       const int s, const int n) {
     #pragma GCC unroll 8
-    for (int s = 0; s < STEPS; s++) {
-        __m256i w0 = _mm256_load_si256(q + 2 * s), w1 = _mm256_load_si256(q + 2 * s + 1);
-        #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) {
-            __m256i b = broadcast_i32(a[r] + 4 * s);
-            __m256i p0 = _mm256_maddubs_epi16(w0, b), p1 = _mm256_maddubs_epi16(w1, b);
-            s0[r] = s == 0 ? p0 : _mm256_add_epi16(s0[r], p0);
-            s1[r] = s == 0 ? p1 : _mm256_add_epi16(s1[r], p1);
-            pin(&s0[r]);
-            pin(&s1[r]);
-        }
+    for (int r = 0; r < n; r++) {
+        __m256i b = broadcast_i32(a[r] + 4 * s);
+        __m256i p0 = _mm256_maddubs_epi16(w0, b), p1 = _mm256_maddubs_epi16(w1, b);
+        s0[r] = s == 0 ? p0 : _mm256_add_epi16(s0[r], p0);
+        s1[r] = s == 0 ? p1 : _mm256_add_epi16(s1[r], p1);
+        pin(&s0[r]);
+        pin(&s1[r]);
     }
+}
+
+/* acc[k][r] += a chunk's int16 sums s0, s1 of n rows, widened by one vpmaddwd per row and
+ * register. int4: k is rows 0-7 or 8-15. int8: the hi plane (s1) counts 16 times, into
+ * acc[0]. */
+static inline __attribute__((always_inline)) void widen(__m256i acc[2][TILE_ROWS],
+                                                        const __m256i s0[TILE_ROWS],
+                                                        const __m256i s1[TILE_ROWS], const int n,
+                                                        const bool int8) {
+    const __m256i ones = _mm256_set1_epi16(1);
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) {
         __m256i d0 = _mm256_madd_epi16(s0[r], ones), d1 = _mm256_madd_epi16(s1[r], ones);
@@ -199,13 +212,66 @@ static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS
     }
 }
 
+/* acc[k][r] += the int32 sums (lanes: weight rows) of one chunk of n activation rows at a[r]
+ * against the packed weights q: exact int16 sums of the nibble products over the chunk (see the
+ * top) per packed register, then widened. */
+static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
+                                                        const __m256i *q,
+                                                        const char *const a[TILE_ROWS],
+                                                        const int n, const bool int8) {
+    __m256i s0[TILE_ROWS], s1[TILE_ROWS];
+    #pragma GCC unroll 8
+    for (int s = 0; s < STEPS; s++)
+        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s, n);
+    widen(acc, s0, s1, n, int8);
+}
+
+/* chunk with the weights taken from the chunk at byte off of the sub-panel's rows, transposed
+ * as pack_chunk does and used at once, each step's registers as soon as they exist. The
+ * integer sums are exact, so they are the same as chunk's whatever the order of the steps. */
+static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TILE_ROWS],
+                                                               const char *const *rows,
+                                                               size_t off,
+                                                               const char *const a[TILE_ROWS],
+                                                               const int n, const bool int8) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i s0[TILE_ROWS], s1[TILE_ROWS], t[4];
+    if (int8) {
+        const __m256i bias = _mm256_set1_epi8((char)0x80);
+        #pragma GCC unroll 2
+        for (int half = 0; half < 2; half++) {
+            transpose8x4(rows, off + 16 * (size_t)half, t);
+            #pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i u = _mm256_xor_si256(t[j], bias);
+                step(s0, s1, _mm256_and_si256(u, low4),
+                     _mm256_and_si256(_mm256_srli_epi16(u, 4), low4), a, 4 * half + j, n);
+            }
+        }
+    } else {
+        __m256i t8[4];
+        transpose8x4(rows, off, t);
+        transpose8x4(rows + LANES, off, t8);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            step(s0, s1, _mm256_and_si256(t[j], low4), _mm256_and_si256(t8[j], low4), a, j, n);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            step(s0, s1, _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4),
+                 _mm256_and_si256(_mm256_srli_epi16(t8[j], 4), low4), a, 4 + j, n);
+    }
+    widen(acc, s0, s1, n, int8);
+}
+
 /* n activation rows from row r0: per group, the integer sums start at the aux offset term and
  * take every chunk's sums; then they are scaled by (weight scales x activation scale) into
- * float sums. n, int8 and one_chunk (groups of one chunk: q4_0, q8_0, w4g32) are constants
- * after inlining; with one_chunk the chunk loop goes (15% on q4_0). */
+ * float sums. n, int8, one_chunk (groups of one chunk: q4_0, q8_0, w4g32) and direct (chunks
+ * transposed from the rows as they are used, not read from the packed quants) are constants
+ * after inlining; with one_chunk the chunk loop goes (15% on q4_0). Both kinds of chunk give the
+ * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
-                                                       const bool one_chunk) {
+                                                       const bool one_chunk, const bool direct) {
     const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
     __m256 f[2][TILE_ROWS];
     const char *a[TILE_ROWS];
@@ -221,9 +287,15 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
         __m256i acc[2][TILE_ROWS];
         #pragma GCC unroll 8
         for (int r = 0; r < n; r++) acc[0][r] = acc[1][r] = _mm256_set1_epi32(ax[r][g].comp);
+        size_t off = t->first_quant + (size_t)g * t->group_bytes;
         for (int64_t c = 0; c < (one_chunk ? 1 : t->chunks_per_group); c++) {
-            chunk(acc, q, a, n, int8);
-            q += 2 * STEPS;
+            if (direct) {
+                chunk_direct(acc, t->rows, off, a, n, int8);
+                off += int8 ? 32 : 16;
+            } else {
+                chunk(acc, q, a, n, int8);
+                q += 2 * STEPS;
+            }
             #pragma GCC unroll 8
             for (int r = 0; r < n; r++) a[r] += t->act_chunk;
         }
@@ -247,32 +319,48 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
 
 /* The tile of n rows (a constant after inlining) for the kind of t's weight. */
 static inline __attribute__((always_inline)) void tile_kind(const tile_args *t, int64_t r0,
-                                                            const int n) {
+                                                            const int n, const bool direct) {
     bool one_chunk = t->chunks_per_group == 1;
     if (t->int8) {
         if (one_chunk)
-            tile(t, r0, n, true, true);
+            tile(t, r0, n, true, true, direct);
         else
-            tile(t, r0, n, true, false);
+            tile(t, r0, n, true, false, direct);
     } else {
         if (one_chunk)
-            tile(t, r0, n, false, true);
+            tile(t, r0, n, false, true, direct);
         else
-            tile(t, r0, n, false, false);
+            tile(t, r0, n, false, false, direct);
     }
 }
 
-static void tile1(const tile_args *t, int64_t r0) { tile_kind(t, r0, 1); }
-static void tile2(const tile_args *t, int64_t r0) { tile_kind(t, r0, 2); }
-static void tile3(const tile_args *t, int64_t r0) { tile_kind(t, r0, 3); }
-static void tile4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4); }
-static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {NULL, tile1, tile2,
-                                                                          tile3, tile4};
+static void tile1(const tile_args *t, int64_t r0) { tile_kind(t, r0, 1, false); }
+static void tile2(const tile_args *t, int64_t r0) { tile_kind(t, r0, 2, false); }
+static void tile3(const tile_args *t, int64_t r0) { tile_kind(t, r0, 3, false); }
+static void tile4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4, false); }
+static void direct1(const tile_args *t, int64_t r0) { tile_kind(t, r0, 1, true); }
+static void direct2(const tile_args *t, int64_t r0) { tile_kind(t, r0, 2, true); }
+static void direct3(const tile_args *t, int64_t r0) { tile_kind(t, r0, 3, true); }
+static void direct4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4, true); }
+/* [direct][n]: the tiles of n rows reading packed quants, or transposing the rows' chunks */
+static void (*const tiles[2][TILE_ROWS + 1])(const tile_args *, int64_t) = {
+    {NULL, tile1, tile2, tile3, tile4}, {NULL, direct1, direct2, direct3, direct4}};
 
 /* The output lanes of a register of 8 rows whose rows exist: the first n (none if n <= 0). */
 static __m256i lanes_below(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Up to how many activation rows the direct tiles are faster than packing the sub-panel
+ * (bench_gemm 1 2048 8192 R, EL_ISA_MAX=avx2, on Zen 4): one tile of rows for int8 and per-row
+ * int4 (at 2 rows q8_0 1.3x, w8 1.45x, w4 1.6x), w8 up to 8 (1.25x at 5 to 7, even at 8); q8_0
+ * and w4 break even at 5 to 8 rows and lose beyond. Int4 with a scale per group (q4_0, w4g*)
+ * gathers as many bytes of scales as it transposes quants, and is slower direct. */
+static int64_t direct_max_rows(const el_gemm_layout *l) {
+    if (l->int8 && l->group_bytes == 0) return 2 * TILE_ROWS;
+    if (l->int8 || l->group_bytes == 0) return TILE_ROWS;
+    return 0;
 }
 
 static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
@@ -292,16 +380,22 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
         .aux = aux,
         .ldy = ldy,
+        .group_bytes = l.group_bytes,
+        .first_quant = l.header + l.scale_bytes,
     };
+    const char *rows[2 * LANES];
+    t.rows = rows;
+    bool direct = n_rows <= direct_max_rows(&l);
     for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
         int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
-        pack_sub(w, &l, o0 + s0, n, panel);
+        sub_panel_rows(w, &l, o0 + s0, n, rows);
+        pack_sub(w, &l, rows, !direct, panel);
         t.y = y + o0 + s0;
         t.store[0] = lanes_below(n);
         t.store[1] = lanes_below(n - LANES);
         int64_t r = 0;
-        for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
-        if (r < n_rows) tiles[n_rows - r](&t, r);
+        for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[direct][TILE_ROWS](&t, r);
+        if (r < n_rows) tiles[direct][n_rows - r](&t, r);
     }
 }
 
