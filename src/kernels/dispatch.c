@@ -22,6 +22,13 @@ void el_kernels_reference(el_kernels *k) {
     k->gemm_signed = false;
 }
 
+void el_kernels_set_gemm(el_kernels *k, el_gemm_fn fn, bool signed_weights) {
+    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = fn;
+    k->gemm_signed = signed_weights;
+}
+
 /* AVX-512 VNNI: the tiles and dot products, the packed products and attention. */
 static bool avx512_all(el_kernels *k) {
     return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);

@@ -48,6 +48,10 @@ typedef struct el_kernels {
 /* The table in use; filled on first call (thread-safe), constant afterwards. */
 const el_kernels *el_kernels_get(void);
 
+/* Makes fn the gemm kernel of every weight type gemm.h covers; signed_weights: it takes the
+ * weight quants signed and wants no aux offset terms. */
+void el_kernels_set_gemm(el_kernels *k, el_gemm_fn fn, bool signed_weights);
+
 /* Fills k with the reference kernels of the traits table (and no tiles, gemms or gemvs). */
 void el_kernels_reference(el_kernels *k);
 

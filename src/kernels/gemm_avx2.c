@@ -400,10 +400,7 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
 }
 
 bool el_gemm_avx2(el_kernels *k) {
-    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
-                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
-    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = gemm;
-    k->gemm_signed = false; /* unsigned weights: the aux offset terms are wanted */
+    el_kernels_set_gemm(k, gemm, false); /* unsigned weights: the aux offsets are wanted */
     return true;
 }
 
