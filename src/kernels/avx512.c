@@ -223,99 +223,94 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * activation loads (the last n_rows % 4 go alone, through the same code: a row's result does
  * not depend on its company). What depends only on the activations is prepared once per call
  * into an aligned slice on the stack (GEMV_SLICE elements at a time); each row keeps float
- * sums in registers and reduces them once at its end. Weight quants that are not 32-byte
- * aligned (blocks of 18 or 34 bytes, which start at even offsets) are gathered by a word
- * permute of a 64-byte and a 16-byte load, and their fp16 scales by another. */
+ * sums in registers and reduces them once at its end.
+ *
+ * The block types work on 256-bit registers: on Zen 4 a 512-bit operation costs two 256-bit
+ * pipe slots anyway, while 512-bit cross-lane permutes (which gathering blocks of 18 or 34
+ * bytes from 64-byte loads needs) cost more than in-lane 256-bit shuffles. Weights are dotted
+ * unsigned, the first operand of vpdpbusd: int4 nibbles as u = q + 8, q8_0 quants as
+ * u = q + 128 (the top bit flipped); the extra 8 (or 128) times the activations comes off in
+ * the integer sums, which start at minus that (prepared once per call). Each block's sums are
+ * then scaled once in float by its activation scale times its weight scale. */
 
-/* Activation elements prepared at a time (q4_0 12 KB, q8_0 24 KB of stack): longer rows are
+/* Activation elements prepared at a time (q4_0 24 KB, q8_0 32 KB of stack): longer rows are
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
 
-/* int4 weights are dotted as unsigned nibbles u = q + 8 and q8_0 weights as u = q + 128 (the
- * top bit flipped), so vpdpbusd takes them as its unsigned operand. The extra 8 (or 128) times
- * the block's activation sum S comes off in float: each int32 lane of a block is scaled as
- * lane * da - c with c = bias * da * S / (lanes per block), prepared once, then times dw.
- * Lanes are ordered so that lane j belongs to block j % (blocks per register): the activation
- * scales and c then repeat every 128 bits and load as a broadcast. */
+/* The low and high nibbles of each byte. */
 static inline __m512i low_nibbles(__m512i q) { return _mm512_and_si512(q, _mm512_set1_epi8(0x0F)); }
 static inline __m512i high_nibbles(__m512i q) {
     return _mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0F));
 }
 
-/* The fp16 words that the first 16 entries of idx pick from v, as 16 floats. */
-static inline __m512 fp16_picked(__m512i idx, __m512i v) {
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
-}
-
-/* A register of 16-bit (or 32-bit) indices from an array. */
-static inline __m512i index_words(const int16_t idx[32]) { return _mm512_loadu_si512(idx); }
-static inline __m512i index_dwords(const int32_t idx[16]) { return _mm512_loadu_si512(idx); }
-
-/* The 4 int32 sums of the 128-bit lanes' corresponding lanes: lane l = v[l] + v[l+4] + ... */
-static inline __m128i fold_lanes(__m512i v) {
-    __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements). Lane j holds bytes 4k..4k+3
- * (k = j / 4) of block b = j % 4: its low nibbles meet elements 4k.., its high nibbles
- * 16 + 4k... Block b's quant word m is word 9b + 1 + m of the 64 bytes at the group's start
- * for b < 3; block 3's are the 16 bytes at byte 56. The weight scales are words 9b. */
+/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers. The 16
+ * quant bytes of blocks 0 and 1 make one register [q0 | q1], those of 2 and 3 another; an
+ * in-lane interleave of their 32-bit words (unpacklo/hi) gives two registers whose 32-bit lanes
+ * belong to blocks [0 2 0 2 | 1 3 1 3], the same order in both. So the four vpdpbusd of a group
+ * (low and high nibbles of both) accumulate into one integer register, started at -8 times the
+ * activations each lane meets (the q - 8 offset, prepared), and one float multiply-add per
+ * group scales it by the lanes' activation scale times weight scale. The four fp16 weight
+ * scales come by one word permute of the group's first 64 bytes. */
 typedef struct q4_0_prep {
-    __m512i lo, hi; /* the activations in the lanes' order */
-    __m128 d, c;    /* per block: activation scale, and 2 * d * S (8 * d * S over 4 lanes) */
+    __m256i lo[2], hi[2]; /* the activations against the low and high nibbles of each register */
+    __m256i off;          /* per lane: -8 * the sum of its activations */
+    __m256 d;             /* per lane: its block's activation scale */
 } q4_0_prep;
 
-typedef struct q4_0_index {
-    __m512i q, dw;
-} q4_0_index;
+/* Words of the group's first 64 bytes holding the weight scales in the lanes' block order
+ * (block b's scale is word 9b); the upper 8 entries are unused. */
+static const int16_t q4_0_d_words[16] = {0, 18, 0, 18, 9, 27, 9, 27};
 
-/* Word 2j + t of the quants: word 2k + t of block b = j % 4 (k = j / 4), i.e. 9b + 1 + 2k + t
- * for b < 3 and 32 + 2k + t for block 3 (second source); the scale of lane j: word 9 (j % 4). */
-static const int16_t q4_0_q_words[32] = {1,  2,  10, 11, 19, 20, 32, 33, 3,  4,  12,
-                                         13, 21, 22, 34, 35, 5,  6,  14, 15, 23, 24,
-                                         36, 37, 7,  8,  16, 17, 25, 26, 38, 39};
-static const int16_t q4_0_d_words[32] = {0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27};
-/* Lane j of the prepared activations: lane 4 (j % 4) + j / 4 of the blocks in order. */
-static const int32_t q4_0_act_lanes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-
-static q4_0_index q4_0_indexes(void) {
-    return (q4_0_index){index_words(q4_0_q_words), index_words(q4_0_d_words)};
+/* The 16 bytes at p and at p + 18 in the two 128-bit lanes. */
+static inline __m256i load_2x16(const char *p) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p)),
+                                   _mm_loadu_si128((const __m128i *)(p + 18)), 1);
 }
 
 static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
-    const __m512i to_lanes = index_dwords(q4_0_act_lanes), ones = _mm512_set1_epi8(1);
+    const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t g = 0; g < groups; g++, b += 4) {
-        __m512i y01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                             (const __m256i *)b[0].qs)),
-                                         _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-        __m512i y23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                             (const __m256i *)b[2].qs)),
-                                         _mm256_loadu_si256((const __m256i *)b[3].qs), 1);
-        /* the 16 low and 16 high elements of each block, blocks in 128-bit lanes */
-        __m512i lo = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(2, 0, 2, 0));
-        __m512i hi = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(3, 1, 3, 1));
-        p[g].lo = _mm512_permutexvar_epi32(to_lanes, lo);
-        p[g].hi = _mm512_permutexvar_epi32(to_lanes, hi);
-        __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, p[g].lo),
-                                           ones, p[g].hi);
-        p[g].d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[2].d,
-                                             (short)b[3].d, 0, 0, 0, 0));
-        p[g].c = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(2.0f), p[g].d), _mm_cvtepi32_ps(fold_lanes(sums)));
+        /* [y0 first 16 | y1 first 16], [y2 .. | y3 ..], and the same for the last 16 */
+        __m256i l01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)b[0].qs)),
+                                              _mm_loadu_si128((const __m128i *)b[1].qs), 1);
+        __m256i l23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)b[2].qs)),
+                                              _mm_loadu_si128((const __m128i *)b[3].qs), 1);
+        __m256i h01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b[0].qs + 16))),
+                                              _mm_loadu_si128((const __m128i *)(b[1].qs + 16)), 1);
+        __m256i h23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b[2].qs + 16))),
+                                              _mm_loadu_si128((const __m128i *)(b[3].qs + 16)), 1);
+        p[g].lo[0] = _mm256_unpacklo_epi32(l01, l23);
+        p[g].lo[1] = _mm256_unpackhi_epi32(l01, l23);
+        p[g].hi[0] = _mm256_unpacklo_epi32(h01, h23);
+        p[g].hi[1] = _mm256_unpackhi_epi32(h01, h23);
+        __m256i s = _mm256_setzero_si256();
+        for (int k = 0; k < 2; k++) {
+            s = _mm256_dpbusd_epi32(s, eight, p[g].lo[k]);
+            s = _mm256_dpbusd_epi32(s, eight, p[g].hi[k]);
+        }
+        p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), s);
+        p[g].d = _mm256_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[2].d, (short)b[0].d,
+                                                (short)b[2].d, (short)b[1].d, (short)b[3].d,
+                                                (short)b[1].d, (short)b[3].d));
     }
 }
 
-/* acc + the float sums (16 lanes) of one q4_0 group of a row. */
-static inline __m512 group_q4_0(__m512 acc, const char *wb, const q4_0_prep *p, q4_0_index ix) {
-    __m512i w0 = _mm512_loadu_si512(wb);
-    __m512i q = _mm512_permutex2var_epi16(
-        w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 56))));
-    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low_nibbles(q), p->lo);
-    s = _mm512_dpbusd_epi32(s, high_nibbles(q), p->hi);
-    __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
-                               _mm512_broadcast_f32x4(p->c));
-    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
+/* acc + the float sums (8 lanes) of one q4_0 group of a row. */
+static inline __m256 group_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, __m256i d_words) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i q01 = load_2x16(wb + 2), q23 = load_2x16(wb + 38);
+    __m256i u[2] = {_mm256_unpacklo_epi32(q01, q23), _mm256_unpackhi_epi32(q01, q23)};
+    __m256i s = p->off;
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(u[k], low4), p->lo[k]);
+        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(_mm256_srli_epi16(u[k], 4), low4), p->hi[k]);
+    }
+    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
+                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
+    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), p->d);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
 /* The dots of R rows (R = 1 or 4) over prepared groups, each row as it would be alone: two
@@ -323,24 +318,25 @@ static inline __m512 group_q4_0(__m512 acc, const char *wb, const q4_0_prep *p, 
  * streams) share the activation loads and give the core independent work. */
 static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb[4], float s[4],
                                                             int R, const q4_0_prep *p,
-                                                            int64_t groups, q4_0_index ix) {
+                                                            int64_t groups) {
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
-    __m512 acc[4][2];
+    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q4_0_d_words));
+    __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t g = 0;
     for (; g + 2 <= groups; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
-            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, ix);
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, d_words);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < groups)
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
-        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
 }
 
@@ -350,7 +346,6 @@ static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q4_0_prep p[GEMV_SLICE / 128];
-    const q4_0_index ix = q4_0_indexes();
     const el_block_q8_0 *b = a;
     const int64_t m = n_rows / 4;
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
@@ -367,9 +362,9 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
             for (int r = 0; r < R; r++)
                 wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q4_0);
             if (R == 4)
-                rows_q4_0(wb, s, 4, p, groups, ix);
+                rows_q4_0(wb, s, 4, p, groups);
             else
-                rows_q4_0(wb, s, 1, p, groups, ix);
+                rows_q4_0(wb, s, 1, p, groups);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const el_block_q4_0 *wr = (const el_block_q4_0 *)((const char *)w + o[r] * w_stride);
@@ -385,81 +380,73 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
     }
 }
 
-/* ---- q8_0: pairs of blocks (68 bytes). Lane j holds bytes 4k..4k+3 (k = j / 2) of block
- * b = j % 2. Block 0's quant word m is word 1 + m of the 64 bytes at the pair's start, block
- * 1's word 18 + m for m < 14, and its last two are words 6 and 7 of the 16 bytes at byte 52.
- * The scales are words 0 and 17. */
+/* ---- q8_0: pairs of blocks (68 bytes, 64 elements) on 256-bit registers. The 32 quants of
+ * each block are one load; an in-lane interleave of their 32-bit words (unpacklo/hi) gives two
+ * registers whose lanes belong to blocks [0 1 0 1 | 0 1 0 1]. Weights are dotted as u = q + 128
+ * (the top bit flipped), the unsigned operand of vpdpbusd, in one integer sum per pair started
+ * at -128 times the activations each lane meets (prepared); one float multiply-add per pair
+ * scales it by activation scale times weight scale, the two fp16 weight scales coming by one
+ * word permute of the pair's first 64 bytes. */
 typedef struct q8_0_prep {
-    __m512i y;   /* the activations in the lanes' order */
-    __m128 d, c; /* [b0 b1 b0 b1]: activation scale, and 16 * d * S (128 * d * S over 8 lanes) */
+    __m256i y[2]; /* the activations in the lanes' order */
+    __m256i off;  /* per lane: -128 * the sum of its activations */
+    __m256 d;     /* per lane: its block's activation scale */
 } q8_0_prep;
 
-typedef struct q8_0_index {
-    __m512i q, dw;
-} q8_0_index;
-
-/* Word 2j + t of the quants: word m = 2k + t of block b = j % 2 (k = j / 2), i.e. 1 + m for
- * block 0, 18 + m for block 1 if m < 14, else 32 + 6 + (m - 14) (second source); the scale of
- * lane j: word 17 (j % 2). */
-static const int16_t q8_0_q_words[32] = {1,  2,  18, 19, 3,  4,  20, 21, 5,  6,  22,
-                                         23, 7,  8,  24, 25, 9,  10, 26, 27, 11, 12,
-                                         28, 29, 13, 14, 30, 31, 15, 16, 38, 39};
-static const int16_t q8_0_d_words[32] = {0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17};
-/* Lane j of the prepared activations: lane 8 (j % 2) + j / 2 of the two blocks in order. */
-static const int32_t q8_0_act_lanes[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
-
-static q8_0_index q8_0_indexes(void) {
-    return (q8_0_index){index_words(q8_0_q_words), index_words(q8_0_d_words)};
-}
+/* Words of the pair's first 64 bytes holding the weight scales in the lanes' block order
+ * (block 0's scale is word 0, block 1's word 17); the upper 8 entries are unused. */
+static const int16_t q8_0_d_words[16] = {0, 17, 0, 17, 0, 17, 0, 17};
 
 static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
-    const __m512i to_lanes = index_dwords(q8_0_act_lanes), ones = _mm512_set1_epi8(1);
+    const __m256i top = _mm256_set1_epi8((char)0x80);
     for (int64_t g = 0; g < pairs; g++, b += 2) {
-        __m512i y = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                           (const __m256i *)b[0].qs)),
-                                       _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-        p[g].y = _mm512_permutexvar_epi32(to_lanes, y);
-        __m128i s4 = fold_lanes(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, p[g].y));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2))); /* S0 S1 S0 S1 */
-        p[g].d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[0].d,
-                                             (short)b[1].d, 0, 0, 0, 0));
-        p[g].c = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(16.0f), p[g].d), _mm_cvtepi32_ps(s4));
+        __m256i y0 = _mm256_loadu_si256((const __m256i *)b[0].qs);
+        __m256i y1 = _mm256_loadu_si256((const __m256i *)b[1].qs);
+        p[g].y[0] = _mm256_unpacklo_epi32(y0, y1);
+        p[g].y[1] = _mm256_unpackhi_epi32(y0, y1);
+        __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), top, p[g].y[0]);
+        p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(s, top, p[g].y[1]));
+        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[0].d,
+                                               (short)b[1].d, 0, 0, 0, 0));
+        p[g].d = _mm256_set_m128(d, d);
     }
 }
 
-/* acc + the float sums (16 lanes) of one q8_0 pair of a row. */
-static inline __m512 pair_q8_0(__m512 acc, const char *wb, const q8_0_prep *p, q8_0_index ix) {
-    __m512i w0 = _mm512_loadu_si512(wb);
-    __m512i q = _mm512_permutex2var_epi16(
-        w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 52))));
-    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                    _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)), p->y);
-    __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
-                               _mm512_broadcast_f32x4(p->c));
-    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
+/* acc + the float sums (8 lanes) of one q8_0 pair of a row. */
+static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, __m256i d_words) {
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    __m256i q0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 2)), top);
+    __m256i q1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 36)), top);
+    __m256i s = _mm256_dpbusd_epi32(p->off, _mm256_unpacklo_epi32(q0, q1), p->y[0]);
+    s = _mm256_dpbusd_epi32(s, _mm256_unpackhi_epi32(q0, q1), p->y[1]);
+    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
+                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
+    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), p->d);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
 /* As rows_q4_0, for q8_0 pairs. */
 static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb[4], float s[4],
                                                             int R, const q8_0_prep *p,
-                                                            int64_t pairs, q8_0_index ix) {
+                                                            int64_t pairs) {
     const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
-    __m512 acc[4][2];
+    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q8_0_d_words));
+    __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t g = 0;
     for (; g + 2 <= pairs; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
-            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1, ix);
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, d_words);
+            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1, d_words);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < pairs)
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
-        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, d_words);
+        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
 }
 
@@ -467,7 +454,6 @@ static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q8_0_prep p[GEMV_SLICE / 64];
-    const q8_0_index ix = q8_0_indexes();
     const el_block_q8_0 *b = a;
     const int64_t m = n_rows / 4;
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
@@ -484,9 +470,9 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
             for (int r = 0; r < R; r++)
                 wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q8_0);
             if (R == 4)
-                rows_q8_0(wb, s, 4, p, pairs, ix);
+                rows_q8_0(wb, s, 4, p, pairs);
             else
-                rows_q8_0(wb, s, 1, p, pairs, ix);
+                rows_q8_0(wb, s, 1, p, pairs);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const el_block_q8_0 *wr = (const el_block_q8_0 *)((const char *)w + o[r] * w_stride);
