@@ -219,11 +219,11 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * is read decides the speed: on Zen 4 one thread reading a few rows side by side (as the tiles
  * do: interleaved streams a row apart) got a third of the bandwidth of reading them in order,
  * software prefetches did not make up for it, and a few streams far apart read as fast as one
- * or faster. So rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) go together, sharing the
- * activation loads (the last n_rows % 4 go alone, through the same code: a row's result does
- * not depend on its company). What depends only on the activations is prepared once per call
- * into an aligned slice on the stack (GEMV_SLICE elements at a time); each row keeps float
- * sums in registers and reduces them once at its end.
+ * or faster. So up to four rows far apart go together, sharing the activation loads (how many:
+ * gemv_company; the rest go alone, through the same code: a row's result does not depend on
+ * its company; one driver, gemv_drive, serves every type). What depends only on the
+ * activations is prepared once per call into an aligned slice on the stack (GEMV_SLICE
+ * elements at a time); each row keeps its sums in registers and reduces them once at its end.
  *
  * The block types work on 256-bit registers: on Zen 4 a 512-bit operation costs two 256-bit
  * pipe slots anyway, while 512-bit cross-lane permutes (which gathering blocks of 18 or 34
@@ -233,10 +233,55 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * the integer sums, which start at minus that (prepared once per call). Each block's sums are
  * then scaled once in float by its activation scale times its weight scale. */
 
-/* Activation elements prepared at a time (q4_0 24 KB, q8_0 32 KB of stack): longer rows are
+/* Activation elements prepared at a time (q4_0 24 KB, q8_0 26 KB of stack): longer rows are
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
+
+/* Bytes of L1 that one pass over a group of rows may fill with its weight rows and the
+ * activations (raw or prepared) it reads once per group: past that, the rows' lines evict the
+ * activations before the next group comes back to them, and the reloads slow the streams down
+ * (on Zen 4, 32 KB of L1: q4_0 rows of 8192 read 4 at a time at 4/5 the speed of 2 at a time). */
+enum { GEMV_L1_BYTES = 24 << 10 };
+
+/* How many rows go side by side (4, 2 or 1): the most whose rows and activations fit
+ * GEMV_L1_BYTES; if even one row does not, 4, so that each activation reload serves 4 rows. */
+static int gemv_company(size_t row_bytes, size_t act_bytes) {
+    for (int R = 4; R >= 1; R /= 2)
+        if ((size_t)R * row_bytes + act_bytes <= GEMV_L1_BYTES) return R;
+    return 4;
+}
+
+/* Computes the R (4, 2 or 1) dots s[r] of rows row[r] for a type; ctx holds the rest. */
+typedef void (*gemv_rows_fn)(const void *ctx, const char *const row[4], float s[4], int R);
+
+/* y[o] (or y[o] + if accumulate) = the dot of row o, for o < n_rows: rows i, i + m, ...
+ * (m = n_rows / R) together, the last n_rows % R alone, through the same code (a row's result
+ * does not depend on its company). Inlined with rows constant, so the type's kernel is inlined
+ * for each R. */
+static inline __attribute__((always_inline)) void gemv_drive(int64_t n_rows, int R, const void *w,
+                                                             size_t w_stride, float *y,
+                                                             bool accumulate, gemv_rows_fn rows,
+                                                             const void *ctx) {
+    const int64_t m = n_rows / R;
+    for (int64_t i = 0; i < m + n_rows % R; i++) {
+        int together = i < m ? R : 1;
+        int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
+        if (together == 1) o[0] = (R - 1) * m + i;
+        const char *row[4];
+        float s[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < together; r++) row[r] = (const char *)w + o[r] * w_stride;
+        if (together == 4)
+            rows(ctx, row, s, 4);
+        else if (together == 2)
+            rows(ctx, row, s, 2);
+        else
+            rows(ctx, row, s, 1);
+        #pragma GCC unroll 4
+        for (int r = 0; r < together; r++) y[o[r]] = accumulate ? y[o[r]] + s[r] : s[r];
+    }
+}
 
 /* The low and high nibbles of each byte. */
 static inline __m512i low_nibbles(__m512i q) { return _mm512_and_si512(q, _mm512_set1_epi8(0x0F)); }
@@ -313,19 +358,32 @@ static inline __m256 group_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, 
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
-/* The dots of R rows (R = 1 or 4) over prepared groups, each row as it would be alone: two
- * groups per step into two accumulators per row. Four rows far apart in memory (four sequential
- * streams) share the activation loads and give the core independent work. */
-static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb[4], float s[4],
-                                                            int R, const q4_0_prep *p,
-                                                            int64_t groups) {
+/* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. */
+typedef struct q4_0_slice {
+    const q4_0_prep *p;
+    const el_block_q8_0 *b; /* the activation row */
+    int64_t first, groups, last; /* its first block, whole groups, and end block */
+} q4_0_slice;
+
+/* The dots of R rows over a slice, each row as it would be alone: two groups per step into two
+ * accumulators per row (rows far apart in memory: separate streams sharing the activation
+ * loads), then the last blocks one by one. */
+static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const q4_0_slice *sl = ctx;
+    const q4_0_prep *p = sl->p;
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
     const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q4_0_d_words));
+    const char *wb[4];
     __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl->first * sizeof(el_block_q4_0);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
     int64_t g = 0;
-    for (; g + 2 <= groups; g += 2) {
+    for (; g + 2 <= sl->groups; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
@@ -334,49 +392,28 @@ static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (g < groups)
+        if (g < sl->groups)
             acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+        const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
+        for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
+            __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
+            acc[r][1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q4_0_dot1(wr + k, sl->b + k)), acc[r][1]);
+        }
         s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
 }
 
-/* y[o] (+)= the dots of rows o over slices of the activations: rows i, i + m, i + 2m, i + 3m
- * (m = n_rows / 4) together, the last n_rows % 4 alone; the last nb % 4 blocks of each row go
- * one by one. */
+/* y = the rows' dots, one slice of the activations at a time (summed over slices). */
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q4_0_prep p[GEMV_SLICE / 128];
-    const el_block_q8_0 *b = a;
-    const int64_t m = n_rows / 4;
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
-        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE, groups = len / 128;
-        int64_t first = k0 / EL_QK4_0, last = (k0 + len) / EL_QK4_0;
-        prepare_q4_0(b + first, groups, p);
-        for (int64_t i = 0; i < m + n_rows % 4; i++) {
-            int R = i < m ? 4 : 1;
-            int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-            if (R == 1) o[0] = 3 * m + i;
-            const char *wb[4];
-            float s[4];
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++)
-                wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q4_0);
-            if (R == 4)
-                rows_q4_0(wb, s, 4, p, groups);
-            else
-                rows_q4_0(wb, s, 1, p, groups);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const el_block_q4_0 *wr = (const el_block_q4_0 *)((const char *)w + o[r] * w_stride);
-                __m256 tail = _mm256_setzero_ps();
-                for (int64_t k = first + 4 * groups; k < last; k++) {
-                    __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(b[k].d));
-                    tail = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q4_0_dot1(wr + k, b + k)), tail);
-                }
-                s[r] += hsum256_ps(tail);
-                y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
-            }
-        }
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q4_0_slice sl = {p, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+        prepare_q4_0(sl.b + sl.first, sl.groups, p);
+        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0),
+                             (size_t)sl.groups * sizeof *p);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
 }
 
@@ -390,14 +427,13 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
 typedef struct q8_0_prep {
     __m256i y[2]; /* the activations in the lanes' order */
     __m256i off;  /* per lane: -128 * the sum of its activations */
-    __m256 d;     /* per lane: its block's activation scale */
-} q8_0_prep;
+} q8_0_prep; /* the two activation scales of a pair apart, as 8 bytes loaded by a broadcast */
 
 /* Words of the pair's first 64 bytes holding the weight scales in the lanes' block order
  * (block 0's scale is word 0, block 1's word 17); the upper 8 entries are unused. */
 static const int16_t q8_0_d_words[16] = {0, 17, 0, 17, 0, 17, 0, 17};
 
-static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
+static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p, double *da) {
     const __m256i top = _mm256_set1_epi8((char)0x80);
     for (int64_t g = 0; g < pairs; g++, b += 2) {
         __m256i y0 = _mm256_loadu_si256((const __m256i *)b[0].qs);
@@ -406,14 +442,14 @@ static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
         p[g].y[1] = _mm256_unpackhi_epi32(y0, y1);
         __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), top, p[g].y[0]);
         p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(s, top, p[g].y[1]));
-        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[0].d,
-                                               (short)b[1].d, 0, 0, 0, 0));
-        p[g].d = _mm256_set_m128(d, d);
+        _mm_storel_pd(da + g, _mm_castps_pd(_mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d,
+                                                                    0, 0, 0, 0, 0, 0))));
     }
 }
 
 /* acc + the float sums (8 lanes) of one q8_0 pair of a row. */
-static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, __m256i d_words) {
+static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, const double *da,
+                               __m256i d_words) {
     const __m256i top = _mm256_set1_epi8((char)0x80);
     __m256i q0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 2)), top);
     __m256i q1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 36)), top);
@@ -421,69 +457,69 @@ static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, _
     s = _mm256_dpbusd_epi32(s, _mm256_unpackhi_epi32(q0, q1), p->y[1]);
     __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
                                            _mm256_loadu_si256((const __m256i *)(wb + 32)));
-    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), p->d);
+    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)),
+                             _mm256_castpd_ps(_mm256_broadcast_sd(da)));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
-/* As rows_q4_0, for q8_0 pairs. */
-static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb[4], float s[4],
-                                                            int R, const q8_0_prep *p,
-                                                            int64_t pairs) {
+/* As q4_0_slice, for q8_0 pairs. */
+typedef struct q8_0_slice {
+    const q8_0_prep *p;
+    const double *da; /* per pair: the two activation scales as floats */
+    const el_block_q8_0 *b;
+    int64_t first, pairs, last;
+} q8_0_slice;
+
+/* As rows_q4_0, for q8_0 pairs; an odd last block of each row goes alone. */
+static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const q8_0_slice *sl = ctx;
+    const q8_0_prep *p = sl->p;
     const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
     const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q8_0_d_words));
+    const char *wb[4];
     __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl->first * sizeof(el_block_q8_0);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
     int64_t g = 0;
-    for (; g + 2 <= pairs; g += 2) {
+    for (; g + 2 <= sl->pairs; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, d_words);
-            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1, d_words);
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, sl->da + g, d_words);
+            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1,
+                                  sl->da + g + 1, d_words);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (g < pairs)
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, d_words);
+        if (g < sl->pairs)
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, sl->da + g, d_words);
         s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+        const el_block_q8_0 *wr = (const el_block_q8_0 *)row[r];
+        if (sl->first + 2 * sl->pairs < sl->last) { /* an odd last block */
+            int64_t k = sl->last - 1;
+            s[r] += fp16(wr[k].d) * fp16(sl->b[k].d) *
+                    (float)hsum_epi32_256(q8_0_dot1(wr + k, sl->b + k));
+        }
     }
 }
 
-/* As gemv_q4_0; an odd last block of each row goes alone. */
+/* As gemv_q4_0. */
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q8_0_prep p[GEMV_SLICE / 64];
-    const el_block_q8_0 *b = a;
-    const int64_t m = n_rows / 4;
+    double da[GEMV_SLICE / 64];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
-        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE, pairs = len / 64;
-        int64_t first = k0 / EL_QK8_0, last = (k0 + len) / EL_QK8_0;
-        prepare_q8_0(b + first, pairs, p);
-        for (int64_t i = 0; i < m + n_rows % 4; i++) {
-            int R = i < m ? 4 : 1;
-            int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-            if (R == 1) o[0] = 3 * m + i;
-            const char *wb[4];
-            float s[4];
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++)
-                wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q8_0);
-            if (R == 4)
-                rows_q8_0(wb, s, 4, p, pairs);
-            else
-                rows_q8_0(wb, s, 1, p, pairs);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const el_block_q8_0 *wr = (const el_block_q8_0 *)((const char *)w + o[r] * w_stride);
-                if (first + 2 * pairs < last) { /* an odd last block */
-                    int64_t k = last - 1;
-                    s[r] += fp16(wr[k].d) * fp16(b[k].d) *
-                            (float)hsum_epi32_256(q8_0_dot1(wr + k, b + k));
-                }
-                y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
-            }
-        }
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q8_0_slice sl = {p, da, a, k0 / EL_QK8_0, len / 64, (k0 + len) / EL_QK8_0};
+        prepare_q8_0(sl.b + sl.first, sl.pairs, p, da);
+        int R = gemv_company((size_t)len / EL_QK8_0 * sizeof(el_block_q8_0),
+                             (size_t)sl.pairs * (sizeof *p + sizeof *da));
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q8_0, &sl);
     }
 }
 
@@ -493,19 +529,33 @@ static inline __m512i load_upto64(const void *p, int64_t len) {
     return _mm512_maskz_loadu_epi8(len > 0 ? (__mmask64)((1ull << len) - 1) : 0, p);
 }
 
+/* What W4 or W8 rows share: the A8 activation row. */
+typedef struct wrow_act {
+    const int8_t *act;
+    el_a8_header h;
+    int64_t n;
+} wrow_act;
+
 /* W4 and W8 rows against an A8 row: int32 sums over the whole row, one float multiply at the
  * end; the activations are used as they are (no scales to gather). Steps of 128 elements: for
  * W4 4 chunks (64 bytes), 128-bit lane c of the weights holding chunk c against the activations
  * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last elements
- * are loaded masked (zeros add nothing). R rows (1 or 4, far apart: separate streams) share the
- * activation loads; integer sums are exact, so each row's result is the same either way. */
-static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
-                                                            int32_t dot[4], int R,
-                                                            const int8_t *act, bool w4) {
+ * are loaded masked (zeros add nothing; masked-off bytes of W8 count as 0 ^ 0x80 = 128, against
+ * zero activations: nothing). R rows share the activation loads; integer sums are exact, so
+ * each row's result is the same in any company. */
+static inline __attribute__((always_inline)) void rows_wrow(const wrow_act *wa,
+                                                            const char *const row[4], float s[4],
+                                                            int R, bool w4) {
     const __m512i top = _mm512_set1_epi8((char)0x80);
+    const int8_t *act = wa->act;
+    const int64_t n = wa->n;
+    const char *q[4];
     __m512i acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    for (int r = 0; r < R; r++) {
+        q[r] = row[r] + sizeof(float);
+        acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+    }
     for (int64_t i = 0; i < n; i += 128) {
         __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
         if (w4) {
@@ -528,46 +578,38 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
         }
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        dot[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
+    for (int r = 0; r < R; r++) {
+        int32_t dot = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
+        s[r] = el_edge_row_scale(row[r]) * wa->h.d * (float)(dot - (w4 ? 8 : 128) * wa->h.sum);
+    }
 }
 
-/* Rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) together, the last n_rows % 4 alone. */
-static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
-                                                            const void *w, size_t w_stride,
-                                                            const void *a, bool w4) {
-    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
-    el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    const int64_t m = n_rows / 4;
-    for (int64_t i = 0; i < m + n_rows % 4; i++) {
-        int R = i < m ? 4 : 1;
-        int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-        if (R == 1) o[0] = 3 * m + i;
-        const char *q[4];
-        int32_t dot[4];
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) q[r] = (const char *)w + o[r] * w_stride + sizeof(float);
-        if (R == 4)
-            rows_wrow(n, q, dot, 4, act, w4);
-        else
-            rows_wrow(n, q, dot, 1, act, w4);
-        /* masked-off bytes of W8 count as 0 ^ 0x80 = 128, against zero activations: nothing */
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            y[o[r]] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
-                      (float)(dot[r] - (w4 ? 8 : 128) * h.sum);
-    }
+static inline __attribute__((always_inline)) void rows_w4(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_wrow(ctx, row, s, R, true);
+}
+
+static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_wrow(ctx, row, s, R, false);
+}
+
+static wrow_act wrow_activations(int64_t n, const void *a) {
+    wrow_act wa = {.act = (const int8_t *)a + sizeof(el_a8_header), .n = n};
+    memcpy(&wa.h, a, sizeof wa.h);
+    return wa;
 }
 
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+    wrow_act wa = wrow_activations(n, a);
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4, &wa);
 }
 
 static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+    wrow_act wa = wrow_activations(n, a);
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &wa);
 }
 
 /* cpuid leaf 7 ebx: AVX512F (bit 16), AVX512BW (30), AVX512VL (31); ecx: AVX512_VNNI (11).
