@@ -16,6 +16,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/gemv_drive.h"
 
 static float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -215,16 +216,10 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
-/* ---- gemv (decode): many consecutive weight rows against one activation row. How the weight
- * is read decides the speed: on Zen 4 one thread reading a few rows side by side (as the tiles
- * do: interleaved streams a row apart) got a third of the bandwidth of reading them in order,
- * software prefetches did not make up for it, and a few streams far apart read as fast as one
- * or faster. So up to four rows far apart go together, sharing the activation loads (how many:
- * gemv_company; the rest go alone, through the same code: a row's result does not depend on
- * its company; one driver, gemv_drive, serves every type). What depends only on the
- * activations is prepared once per call into an aligned slice on the stack (GEMV_SLICE
- * elements at a time); each row keeps its sums in registers and reduces them once at its end.
- *
+/* ---- gemv (decode): many consecutive weight rows against one activation row, rows side by
+ * side as gemv_drive (gemv_drive.h) picks them. What depends only on the activations is
+ * prepared once per call into an aligned slice on the stack (GEMV_SLICE elements at a time);
+ * each row keeps its sums in registers and reduces them once at its end. *
  * The block types work on 256-bit registers: on Zen 4 a 512-bit operation costs two 256-bit
  * pipe slots anyway, while 512-bit cross-lane permutes (which gathering blocks of 18 or 34
  * bytes from 64-byte loads needs) cost more than in-lane 256-bit shuffles. Weights are dotted
@@ -237,51 +232,6 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
-
-/* Bytes of L1 that one pass over a group of rows may fill with its weight rows and the
- * activations (raw or prepared) it reads once per group: past that, the rows' lines evict the
- * activations before the next group comes back to them, and the reloads slow the streams down
- * (on Zen 4, 32 KB of L1: q4_0 rows of 8192 read 4 at a time at 4/5 the speed of 2 at a time). */
-enum { GEMV_L1_BYTES = 24 << 10 };
-
-/* How many rows go side by side (4, 2 or 1): the most whose rows and activations fit
- * GEMV_L1_BYTES; if even one row does not, 4, so that each activation reload serves 4 rows. */
-static int gemv_company(size_t row_bytes, size_t act_bytes) {
-    for (int R = 4; R >= 1; R /= 2)
-        if ((size_t)R * row_bytes + act_bytes <= GEMV_L1_BYTES) return R;
-    return 4;
-}
-
-/* Computes the R (4, 2 or 1) dots s[r] of rows row[r] for a type; ctx holds the rest. */
-typedef void (*gemv_rows_fn)(const void *ctx, const char *const row[4], float s[4], int R);
-
-/* y[o] (or y[o] + if accumulate) = the dot of row o, for o < n_rows: rows i, i + m, ...
- * (m = n_rows / R) together, the last n_rows % R alone, through the same code (a row's result
- * does not depend on its company). Inlined with rows constant, so the type's kernel is inlined
- * for each R. */
-static inline __attribute__((always_inline)) void gemv_drive(int64_t n_rows, int R, const void *w,
-                                                             size_t w_stride, float *y,
-                                                             bool accumulate, gemv_rows_fn rows,
-                                                             const void *ctx) {
-    const int64_t m = n_rows / R;
-    for (int64_t i = 0; i < m + n_rows % R; i++) {
-        int together = i < m ? R : 1;
-        int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-        if (together == 1) o[0] = (R - 1) * m + i;
-        const char *row[4];
-        float s[4];
-        #pragma GCC unroll 4
-        for (int r = 0; r < together; r++) row[r] = (const char *)w + o[r] * w_stride;
-        if (together == 4)
-            rows(ctx, row, s, 4);
-        else if (together == 2)
-            rows(ctx, row, s, 2);
-        else
-            rows(ctx, row, s, 1);
-        #pragma GCC unroll 4
-        for (int r = 0; r < together; r++) y[o[r]] = accumulate ? y[o[r]] + s[r] : s[r];
-    }
-}
 
 /* The low and high nibbles of each byte. */
 static inline __m512i low_nibbles(__m512i q) { return _mm512_and_si512(q, _mm512_set1_epi8(0x0F)); }
