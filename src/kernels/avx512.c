@@ -257,24 +257,19 @@ typedef struct q4_0_prep {
  * (block b's scale is word 9b); the upper 8 entries are unused. */
 static const int16_t q4_0_d_words[16] = {0, 18, 0, 18, 9, 27, 9, 27};
 
-/* The 16 bytes at p and at p + 18 in the two 128-bit lanes. */
-static inline __m256i load_2x16(const char *p) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)p)),
-                                   _mm_loadu_si128((const __m128i *)(p + 18)), 1);
+/* The 16 bytes at lo and at hi in the two 128-bit lanes. */
+static inline __m256i load_16_16(const void *lo, const void *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
 }
 
 static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
     const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t g = 0; g < groups; g++, b += 4) {
         /* [y0 first 16 | y1 first 16], [y2 .. | y3 ..], and the same for the last 16 */
-        __m256i l01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)b[0].qs)),
-                                              _mm_loadu_si128((const __m128i *)b[1].qs), 1);
-        __m256i l23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)b[2].qs)),
-                                              _mm_loadu_si128((const __m128i *)b[3].qs), 1);
-        __m256i h01 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b[0].qs + 16))),
-                                              _mm_loadu_si128((const __m128i *)(b[1].qs + 16)), 1);
-        __m256i h23 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(b[2].qs + 16))),
-                                              _mm_loadu_si128((const __m128i *)(b[3].qs + 16)), 1);
+        __m256i l01 = load_16_16(b[0].qs, b[1].qs), l23 = load_16_16(b[2].qs, b[3].qs);
+        __m256i h01 = load_16_16(b[0].qs + 16, b[1].qs + 16);
+        __m256i h23 = load_16_16(b[2].qs + 16, b[3].qs + 16);
         p[g].lo[0] = _mm256_unpacklo_epi32(l01, l23);
         p[g].lo[1] = _mm256_unpackhi_epi32(l01, l23);
         p[g].hi[0] = _mm256_unpacklo_epi32(h01, h23);
@@ -294,7 +289,7 @@ static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
 /* acc + the float sums (8 lanes) of one q4_0 group of a row. */
 static inline __m256 group_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, __m256i d_words) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256i q01 = load_2x16(wb + 2), q23 = load_2x16(wb + 38);
+    __m256i q01 = load_16_16(wb + 2, wb + 20), q23 = load_16_16(wb + 38, wb + 56);
     __m256i u[2] = {_mm256_unpacklo_epi32(q01, q23), _mm256_unpackhi_epi32(q01, q23)};
     __m256i s = p->off;
     #pragma GCC unroll 2
@@ -347,7 +342,8 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
         const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
         for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
             __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
-            acc[r][1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q4_0_dot1(wr + k, sl->b + k)), acc[r][1]);
+            __m256i dot = q4_0_dot1(wr + k, sl->b + k);
+            acc[r][1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[r][1]);
         }
         s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
@@ -392,8 +388,8 @@ static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p, do
         p[g].y[1] = _mm256_unpackhi_epi32(y0, y1);
         __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), top, p[g].y[0]);
         p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(s, top, p[g].y[1]));
-        _mm_storel_pd(da + g, _mm_castps_pd(_mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d,
-                                                                    0, 0, 0, 0, 0, 0))));
+        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, 0, 0, 0, 0, 0, 0));
+        _mm_storel_pd(da + g, _mm_castps_pd(d)); /* d0 d1 as the 8 bytes of one double */
     }
 }
 
