@@ -485,15 +485,40 @@ typedef struct wrow_act {
 /* W4 and W8 rows against an A8 row: int32 sums over the whole row, one float multiply at the
  * end; the activations are used as they are (no scales to gather). Steps of 128 elements: for
  * W4 4 chunks (64 bytes), 128-bit lane c of the weights holding chunk c against the activations
- * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last elements
- * are loaded masked (zeros add nothing; masked-off bytes of W8 count as 0 ^ 0x80 = 128, against
- * zero activations: nothing). R rows share the activation loads; integer sums are exact, so
- * each row's result is the same in any company. */
+ * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last step's
+ * elements are loaded masked (zeros add nothing; masked-off bytes of W8 count as 0 ^ 0x80 =
+ * 128, against zero activations: nothing). R rows share the activation loads; integer sums are
+ * exact, so each row's result is the same in any company. */
+static inline __attribute__((always_inline)) void step_wrow(__m512i acc[4][2],
+                                                            const char *const q[4], int R,
+                                                            const int8_t *act, int64_t i,
+                                                            int64_t n, bool w4) {
+    const __m512i top = _mm512_set1_epi8((char)0x80);
+    __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
+    if (w4) {
+        __m512i lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
+        __m512i hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i qv = load_upto64(q[r] + i / 2, (n - i) / 2);
+            __asm__("" : "+v"(qv)); /* one load for both nibbles, not one folded into each use */
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], low_nibbles(qv), lo);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], high_nibbles(qv), hi);
+        }
+    } else {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i q0 = _mm512_xor_si512(load_upto64(q[r] + i, n - i), top);
+            __m512i q1 = _mm512_xor_si512(load_upto64(q[r] + i + 64, n - i - 64), top);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], q0, y0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], q1, y1);
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) void rows_wrow(const wrow_act *wa,
                                                             const char *const row[4], float s[4],
                                                             int R, bool w4) {
-    const __m512i top = _mm512_set1_epi8((char)0x80);
-    const int8_t *act = wa->act;
     const int64_t n = wa->n;
     const char *q[4];
     __m512i acc[4][2];
@@ -502,27 +527,9 @@ static inline __attribute__((always_inline)) void rows_wrow(const wrow_act *wa,
         q[r] = row[r] + sizeof(float);
         acc[r][0] = acc[r][1] = _mm512_setzero_si512();
     }
-    for (int64_t i = 0; i < n; i += 128) {
-        __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
-        if (w4) {
-            __m512i lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
-            __m512i hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i qv = load_upto64(q[r] + i / 2, (n - i) / 2);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], low_nibbles(qv), lo);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], high_nibbles(qv), hi);
-            }
-        } else {
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i q0 = _mm512_xor_si512(load_upto64(q[r] + i, n - i), top);
-                __m512i q1 = _mm512_xor_si512(load_upto64(q[r] + i + 64, n - i - 64), top);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], q0, y0);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], q1, y1);
-            }
-        }
-    }
+    int64_t i = 0;
+    for (; i + 128 <= n; i += 128) step_wrow(acc, q, R, wa->act, i, i + 128, w4); /* unmasked */
+    if (i < n) step_wrow(acc, q, R, wa->act, i, n, w4);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         int32_t dot = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
