@@ -219,7 +219,8 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
 /* ---- gemv (decode): many consecutive weight rows against one activation row, rows side by
  * side as gemv_drive (gemv_drive.h) picks them. What depends only on the activations is
  * prepared once per call into an aligned slice on the stack (GEMV_SLICE elements at a time);
- * each row keeps its sums in registers and reduces them once at its end. *
+ * each row keeps its sums in registers and reduces them once at its end.
+ *
  * The block types work on 256-bit registers: on Zen 4 a 512-bit operation costs two 256-bit
  * pipe slots anyway, while 512-bit cross-lane permutes (which gathering blocks of 18 or 34
  * bytes from 64-byte loads needs) cost more than in-lane 256-bit shuffles. Weights are dotted
