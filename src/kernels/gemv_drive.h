@@ -16,8 +16,9 @@
 /* Bytes of L1 that one pass over a group of rows may fill with its weight rows and the
  * activations (raw or prepared) it reads once per group: past that, the rows' lines evict the
  * activations before the next group comes back to them, and the reloads slow the streams down
- * (on Zen 4, 32 KB of L1: q4_0 rows of 8192 read 4 at a time at 4/5 the speed of 2 at a time). */
-enum { GEMV_L1_BYTES = 24 << 10 };
+ * (on Zen 4, 32 KB of L1: q4_0 rows of 8192, 4 x 4.5 KB + 12 KB, read 4 at a time at 4/5 the
+ * speed of 2 at a time; w4 rows of 8192, 4 x 4 KB + 8 KB, still read best 4 at a time). */
+enum { GEMV_L1_BYTES = 26 << 10 };
 
 /* How many rows go side by side (4, 2 or 1): the most whose rows and activations fit
  * GEMV_L1_BYTES; if even one row does not, 4, so that each activation reload serves 4 rows. */
