@@ -188,17 +188,19 @@ static int compare_tiles(const el_kernels *simd) {
 }
 
 /* Each output of a gemv over 1 to GEMV_ROWS weight rows (counts below, at and past the kernels'
- * groups of 4 rows, with 0 to 3 left over) against the reference vec_dot of its row, and bit for bit against
- * the same kernel on that row alone (results must not depend on how rows are split between
- * threads). Lengths leave every remainder of the kernels' groups of blocks and of 128
- * elements, and reach past the slices the kernels prepare at a time; weight rows are strided
- * with padding so a stride mix-up shows, and the bytes after the activation row and the last
- * weight row are poisoned (reading them shows as a wrong result). */
+ * companies of 4 and 2 rows, with rows left over) against the reference vec_dot of its row, and
+ * bit for bit against the same kernel on that row alone (results must not depend on how rows are
+ * split between threads). Lengths leave every remainder of the kernels' groups of blocks and
+ * of 128 elements, reach past the slices the kernels prepare at a time, and span the row lengths
+ * at which the AVX-512 kernels read 4, 2 or 1 rows side by side (160-480 blocks); weight rows are
+ * strided with padding so a stride mix-up shows, and the bytes after the activation row and
+ * the last weight row are poisoned (reading them shows as a wrong result). */
 enum { GEMV_ROWS = 13 };
 
 static int compare_gemvs(const el_kernels *simd) {
     test_rng r = {57};
-    static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 16, 17, 64, 67, 521};
+    static const int block_counts[] = {1,  2,  3,  4,   5,   6,   7,   8,   9,  11,
+                                       13, 16, 17, 64, 67, 160, 256, 320, 480, 521};
     static const int row_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13};
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->gemv[ty] == NULL) continue;

@@ -16,6 +16,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/gemv_drive.h"
 
 static float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -661,16 +662,11 @@ static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_st
     tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
-/* ---- gemv (decode): rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) side by side, the last
- * n_rows % 4 alone. Rows far apart are four sequential streams, which the hardware prefetcher
- * follows (rows next to each other read side by side are not), and they share each activation
- * load and what depends only on it; each row's arithmetic is the same with 1 or 4 rows, so
- * results do not depend on how rows are split between threads. */
+/* ---- gemv (decode): rows side by side as gemv_drive (gemv_drive.h) picks them, sharing each
+ * activation load and what depends only on it; each row's arithmetic is the same in any
+ * company, so results do not depend on how rows are split between threads. */
 
-/* Row o of the quad or single starting at i. */
-static inline int64_t gemv_row(int64_t i, int r, int64_t m) { return i < m ? i + r * m : 3 * m + i; }
-
-/* The dots of R rows (1 or 4) of q4_0 or q8_0 blocks with q8_0 activations: per group of 8
+/* The dots of R rows (4, 2 or 1) of q4_0 or q8_0 blocks with q8_0 activations: per group of 8
  * blocks the 8 activation scales are converted once, then per block one fmadd per row (one
  * accumulator per row: the rows are the independent chains); the last nb % 8 blocks alike
  * with scalar scales. q4_0 nibbles stay unsigned and 8 * sum y, the same for every row, comes
@@ -723,34 +719,41 @@ static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const cha
     for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
 }
 
-static inline __attribute__((always_inline)) void gemv_b32(int64_t n, float *y, int64_t n_rows,
-                                                           const void *w, size_t w_stride,
-                                                           const void *a, bool q4) {
-    const int64_t m = n_rows / 4;
-    for (int64_t i = 0; i < m + n_rows % 4; i++) {
-        const char *x[4];
-        float s[4];
-        int R = i < m ? 4 : 1;
-        for (int r = 0; r < R; r++) x[r] = (const char *)w + gemv_row(i, r, m) * w_stride;
-        if (R == 4)
-            rows_b32(n / EL_QK8_0, x, s, 4, a, q4);
-        else
-            rows_b32(n / EL_QK8_0, x, s, 1, a, q4);
-        for (int r = 0; r < R; r++) y[gemv_row(i, r, m)] = s[r];
-    }
+/* What the rows of a gemv share: its activation row and length. */
+typedef struct gemv_act {
+    const void *a;
+    int64_t n;
+} gemv_act;
+
+static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const gemv_act *ga = ctx;
+    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a, true);
+}
+
+static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const gemv_act *ga = ctx;
+    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a, false);
 }
 
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
-    gemv_b32(n, y, n_rows, w, w_stride, a, true);
+    gemv_act ga = {a, n};
+    int R = gemv_company(w_stride, el_row_size(EL_TYPE_Q8_0, n));
+    gemv_drive(n_rows, R, w, w_stride, y, false, rows_q4_0, &ga);
 }
 
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
-    gemv_b32(n, y, n_rows, w, w_stride, a, false);
+    gemv_act ga = {a, n};
+    int R = gemv_company(w_stride, el_row_size(EL_TYPE_Q8_0, n));
+    gemv_drive(n_rows, R, w, w_stride, y, false, rows_q8_0, &ga);
 }
 
-/* W4 and W8 rows against an A8 row, R (1 or 4) at a time: int32 sums over the row (exact, so
+/* W4 and W8 rows against an A8 row, R (4, 2 or 1) at a time: int32 sums over the row (exact, so
  * the same however rows are grouped), 32 elements per step; W4 nibbles unsigned with 8 * (the
  * row's activation sum) off at the end, W8 with dot_i8's sign trick. */
 static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
@@ -774,37 +777,42 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
     for (int r = 0; r < R; r++) dot[r] = hsum_epi32(acc[r]);
 }
 
-static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
-                                                            const void *w, size_t w_stride,
-                                                            const void *a, bool w4) {
-    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
+/* The R dots of W4 (w4) or W8 rows, scaled: the row's scale times the activations'. */
+static inline __attribute__((always_inline)) void rows_w(const gemv_act *ga,
+                                                         const char *const row[4], float s[4],
+                                                         int R, bool w4) {
     el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    const int64_t m = n_rows / 4;
-    for (int64_t i = 0; i < m + n_rows % 4; i++) {
-        const char *q[4];
-        int32_t dot[4];
-        int R = i < m ? 4 : 1;
-        for (int r = 0; r < R; r++)
-            q[r] = (const char *)w + gemv_row(i, r, m) * w_stride + sizeof(float);
-        if (R == 4)
-            rows_wrow(n, q, dot, 4, act, w4);
-        else
-            rows_wrow(n, q, dot, 1, act, w4);
-        for (int r = 0; r < R; r++)
-            y[gemv_row(i, r, m)] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
-                                   (float)(dot[r] - (w4 ? 8 * h.sum : 0));
-    }
+    memcpy(&h, ga->a, sizeof h);
+    const char *q[4];
+    int32_t dot[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) q[r] = row[r] + sizeof(float);
+    rows_wrow(ga->n, q, dot, R, (const int8_t *)ga->a + sizeof(el_a8_header), w4);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        s[r] = el_edge_row_scale(row[r]) * h.d * (float)(dot[r] - (w4 ? 8 * h.sum : 0));
+}
+
+static inline __attribute__((always_inline)) void rows_w4(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_w(ctx, row, s, R, true);
+}
+
+static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_w(ctx, row, s, R, false);
 }
 
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+    gemv_act ga = {a, n};
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4, &ga);
 }
 
 static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+    gemv_act ga = {a, n};
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &ga);
 }
 
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so

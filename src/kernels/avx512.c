@@ -16,6 +16,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/gemv_drive.h"
 
 static float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -215,289 +216,257 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     tile_b32(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
-/* ---- gemv (decode): many consecutive weight rows against one activation row. How the weight
- * is read decides the speed: on Zen 4 one thread reading a few rows side by side (as the tiles
- * do: interleaved streams a row apart) got a third of the bandwidth of reading them in order,
- * software prefetches did not make up for it, and a few streams far apart read as fast as one
- * or faster. So rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) go together, sharing the
- * activation loads (the last n_rows % 4 go alone, through the same code: a row's result does
- * not depend on its company). What depends only on the activations is prepared once per call
- * into an aligned slice on the stack (GEMV_SLICE elements at a time); each row keeps float
- * sums in registers and reduces them once at its end. Weight quants that are not 32-byte
- * aligned (blocks of 18 or 34 bytes, which start at even offsets) are gathered by a word
- * permute of a 64-byte and a 16-byte load, and their fp16 scales by another. */
+/* ---- gemv (decode): many consecutive weight rows against one activation row, rows side by
+ * side as gemv_drive (gemv_drive.h) picks them. What depends only on the activations is
+ * prepared once per call into an aligned slice on the stack (GEMV_SLICE elements at a time);
+ * each row keeps its sums in registers and reduces them once at its end.
+ *
+ * The block types work on 256-bit registers: on Zen 4 a 512-bit operation costs two 256-bit
+ * pipe slots anyway, while 512-bit cross-lane permutes (which gathering blocks of 18 or 34
+ * bytes from 64-byte loads needs) cost more than in-lane 256-bit shuffles. Weights are dotted
+ * unsigned, the first operand of vpdpbusd: int4 nibbles as u = q + 8, q8_0 quants as
+ * u = q + 128 (the top bit flipped); the extra 8 (or 128) times the activations comes off in
+ * the integer sums, which start at minus that (prepared once per call). Each block's sums are
+ * then scaled once in float by its activation scale times its weight scale. */
 
-/* Activation elements prepared at a time (q4_0 12 KB, q8_0 24 KB of stack): longer rows are
+/* Activation elements prepared at a time (q4_0 24 KB, q8_0 26 KB of stack): longer rows are
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
 
-/* int4 weights are dotted as unsigned nibbles u = q + 8 and q8_0 weights as u = q + 128 (the
- * top bit flipped), so vpdpbusd takes them as its unsigned operand. The extra 8 (or 128) times
- * the block's activation sum S comes off in float: each int32 lane of a block is scaled as
- * lane * da - c with c = bias * da * S / (lanes per block), prepared once, then times dw.
- * Lanes are ordered so that lane j belongs to block j % (blocks per register): the activation
- * scales and c then repeat every 128 bits and load as a broadcast. */
+/* The low and high nibbles of each byte. */
 static inline __m512i low_nibbles(__m512i q) { return _mm512_and_si512(q, _mm512_set1_epi8(0x0F)); }
 static inline __m512i high_nibbles(__m512i q) {
     return _mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0F));
 }
 
-/* The fp16 words that the first 16 entries of idx pick from v, as 16 floats. */
-static inline __m512 fp16_picked(__m512i idx, __m512i v) {
-    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(idx, v)));
-}
-
-/* A register of 16-bit (or 32-bit) indices from an array. */
-static inline __m512i index_words(const int16_t idx[32]) { return _mm512_loadu_si512(idx); }
-static inline __m512i index_dwords(const int32_t idx[16]) { return _mm512_loadu_si512(idx); }
-
-/* The 4 int32 sums of the 128-bit lanes' corresponding lanes: lane l = v[l] + v[l+4] + ... */
-static inline __m128i fold_lanes(__m512i v) {
-    __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
-
-/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements). Lane j holds bytes 4k..4k+3
- * (k = j / 4) of block b = j % 4: its low nibbles meet elements 4k.., its high nibbles
- * 16 + 4k... Block b's quant word m is word 9b + 1 + m of the 64 bytes at the group's start
- * for b < 3; block 3's are the 16 bytes at byte 56. The weight scales are words 9b. */
+/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers. The 16
+ * quant bytes of blocks 0 and 1 make one register [q0 | q1], those of 2 and 3 another; an
+ * in-lane interleave of their 32-bit words (unpacklo/hi) gives two registers whose 32-bit lanes
+ * belong to blocks [0 2 0 2 | 1 3 1 3], the same order in both. So the four vpdpbusd of a group
+ * (low and high nibbles of both) accumulate into one integer register, started at -8 times the
+ * activations each lane meets (the q - 8 offset, prepared), and one float multiply-add per
+ * group scales it by the lanes' activation scale times weight scale. The four fp16 weight
+ * scales come by one word permute of the group's first 64 bytes. */
 typedef struct q4_0_prep {
-    __m512i lo, hi; /* the activations in the lanes' order */
-    __m128 d, c;    /* per block: activation scale, and 2 * d * S (8 * d * S over 4 lanes) */
+    __m256i lo[2], hi[2]; /* the activations against the low and high nibbles of each register */
+    __m256i off;          /* per lane: -8 * the sum of its activations */
+    __m256 d;             /* per lane: its block's activation scale */
 } q4_0_prep;
 
-typedef struct q4_0_index {
-    __m512i q, dw;
-} q4_0_index;
+/* Words of the group's first 64 bytes holding the weight scales in the lanes' block order
+ * (block b's scale is word 9b); the upper 8 entries are unused. */
+static const int16_t q4_0_d_words[16] = {0, 18, 0, 18, 9, 27, 9, 27};
 
-/* Word 2j + t of the quants: word 2k + t of block b = j % 4 (k = j / 4), i.e. 9b + 1 + 2k + t
- * for b < 3 and 32 + 2k + t for block 3 (second source); the scale of lane j: word 9 (j % 4). */
-static const int16_t q4_0_q_words[32] = {1,  2,  10, 11, 19, 20, 32, 33, 3,  4,  12,
-                                         13, 21, 22, 34, 35, 5,  6,  14, 15, 23, 24,
-                                         36, 37, 7,  8,  16, 17, 25, 26, 38, 39};
-static const int16_t q4_0_d_words[32] = {0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27, 0, 9, 18, 27};
-/* Lane j of the prepared activations: lane 4 (j % 4) + j / 4 of the blocks in order. */
-static const int32_t q4_0_act_lanes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-
-static q4_0_index q4_0_indexes(void) {
-    return (q4_0_index){index_words(q4_0_q_words), index_words(q4_0_d_words)};
+/* The 16 bytes at lo and at hi in the two 128-bit lanes. */
+static inline __m256i load_16_16(const void *lo, const void *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
 }
 
 static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
-    const __m512i to_lanes = index_dwords(q4_0_act_lanes), ones = _mm512_set1_epi8(1);
+    const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t g = 0; g < groups; g++, b += 4) {
-        __m512i y01 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                             (const __m256i *)b[0].qs)),
-                                         _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-        __m512i y23 = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                             (const __m256i *)b[2].qs)),
-                                         _mm256_loadu_si256((const __m256i *)b[3].qs), 1);
-        /* the 16 low and 16 high elements of each block, blocks in 128-bit lanes */
-        __m512i lo = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(2, 0, 2, 0));
-        __m512i hi = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(3, 1, 3, 1));
-        p[g].lo = _mm512_permutexvar_epi32(to_lanes, lo);
-        p[g].hi = _mm512_permutexvar_epi32(to_lanes, hi);
-        __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, p[g].lo),
-                                           ones, p[g].hi);
-        p[g].d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[2].d,
-                                             (short)b[3].d, 0, 0, 0, 0));
-        p[g].c = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(2.0f), p[g].d), _mm_cvtepi32_ps(fold_lanes(sums)));
+        /* [y0 first 16 | y1 first 16], [y2 .. | y3 ..], and the same for the last 16 */
+        __m256i l01 = load_16_16(b[0].qs, b[1].qs), l23 = load_16_16(b[2].qs, b[3].qs);
+        __m256i h01 = load_16_16(b[0].qs + 16, b[1].qs + 16);
+        __m256i h23 = load_16_16(b[2].qs + 16, b[3].qs + 16);
+        p[g].lo[0] = _mm256_unpacklo_epi32(l01, l23);
+        p[g].lo[1] = _mm256_unpackhi_epi32(l01, l23);
+        p[g].hi[0] = _mm256_unpacklo_epi32(h01, h23);
+        p[g].hi[1] = _mm256_unpackhi_epi32(h01, h23);
+        __m256i s = _mm256_setzero_si256();
+        for (int k = 0; k < 2; k++) {
+            s = _mm256_dpbusd_epi32(s, eight, p[g].lo[k]);
+            s = _mm256_dpbusd_epi32(s, eight, p[g].hi[k]);
+        }
+        p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), s);
+        p[g].d = _mm256_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[2].d, (short)b[0].d,
+                                                (short)b[2].d, (short)b[1].d, (short)b[3].d,
+                                                (short)b[1].d, (short)b[3].d));
     }
 }
 
-/* acc + the float sums (16 lanes) of one q4_0 group of a row. */
-static inline __m512 group_q4_0(__m512 acc, const char *wb, const q4_0_prep *p, q4_0_index ix) {
-    __m512i w0 = _mm512_loadu_si512(wb);
-    __m512i q = _mm512_permutex2var_epi16(
-        w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 56))));
-    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low_nibbles(q), p->lo);
-    s = _mm512_dpbusd_epi32(s, high_nibbles(q), p->hi);
-    __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
-                               _mm512_broadcast_f32x4(p->c));
-    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
+/* acc + the float sums (8 lanes) of one q4_0 group of a row. */
+static inline __m256 group_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, __m256i d_words) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i q01 = load_16_16(wb + 2, wb + 20), q23 = load_16_16(wb + 38, wb + 56);
+    __m256i u[2] = {_mm256_unpacklo_epi32(q01, q23), _mm256_unpackhi_epi32(q01, q23)};
+    __m256i s = p->off;
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(u[k], low4), p->lo[k]);
+        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(_mm256_srli_epi16(u[k], 4), low4), p->hi[k]);
+    }
+    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
+                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
+    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), p->d);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
-/* The dots of R rows (R = 1 or 4) over prepared groups, each row as it would be alone: two
- * groups per step into two accumulators per row. Four rows far apart in memory (four sequential
- * streams) share the activation loads and give the core independent work. */
-static inline __attribute__((always_inline)) void rows_q4_0(const char *const wb[4], float s[4],
-                                                            int R, const q4_0_prep *p,
-                                                            int64_t groups, q4_0_index ix) {
+/* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. */
+typedef struct q4_0_slice {
+    const q4_0_prep *p;
+    const el_block_q8_0 *b; /* the activation row */
+    int64_t first, groups, last; /* its first block, whole groups, and end block */
+} q4_0_slice;
+
+/* The dots of R rows over a slice, each row as it would be alone: two groups per step into two
+ * accumulators per row (rows far apart in memory: separate streams sharing the activation
+ * loads), then the last blocks one by one. */
+static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const q4_0_slice *sl = ctx;
+    const q4_0_prep *p = sl->p;
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
-    __m512 acc[4][2];
+    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q4_0_d_words));
+    const char *wb[4];
+    __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl->first * sizeof(el_block_q4_0);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
     int64_t g = 0;
-    for (; g + 2 <= groups; g += 2) {
+    for (; g + 2 <= sl->groups; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
-            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, ix);
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, d_words);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (g < groups)
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, ix);
-        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+        if (g < sl->groups)
+            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+        const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
+        for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
+            __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
+            __m256i dot = q4_0_dot1(wr + k, sl->b + k);
+            acc[r][1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[r][1]);
+        }
+        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
     }
 }
 
-/* y[o] (+)= the dots of rows o over slices of the activations: rows i, i + m, i + 2m, i + 3m
- * (m = n_rows / 4) together, the last n_rows % 4 alone; the last nb % 4 blocks of each row go
- * one by one. */
+/* y = the rows' dots, one slice of the activations at a time (summed over slices). */
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q4_0_prep p[GEMV_SLICE / 128];
-    const q4_0_index ix = q4_0_indexes();
-    const el_block_q8_0 *b = a;
-    const int64_t m = n_rows / 4;
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
-        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE, groups = len / 128;
-        int64_t first = k0 / EL_QK4_0, last = (k0 + len) / EL_QK4_0;
-        prepare_q4_0(b + first, groups, p);
-        for (int64_t i = 0; i < m + n_rows % 4; i++) {
-            int R = i < m ? 4 : 1;
-            int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-            if (R == 1) o[0] = 3 * m + i;
-            const char *wb[4];
-            float s[4];
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++)
-                wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q4_0);
-            if (R == 4)
-                rows_q4_0(wb, s, 4, p, groups, ix);
-            else
-                rows_q4_0(wb, s, 1, p, groups, ix);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const el_block_q4_0 *wr = (const el_block_q4_0 *)((const char *)w + o[r] * w_stride);
-                __m256 tail = _mm256_setzero_ps();
-                for (int64_t k = first + 4 * groups; k < last; k++) {
-                    __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(b[k].d));
-                    tail = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(q4_0_dot1(wr + k, b + k)), tail);
-                }
-                s[r] += hsum256_ps(tail);
-                y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
-            }
-        }
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q4_0_slice sl = {p, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+        prepare_q4_0(sl.b + sl.first, sl.groups, p);
+        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0),
+                             (size_t)sl.groups * sizeof *p);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
 }
 
-/* ---- q8_0: pairs of blocks (68 bytes). Lane j holds bytes 4k..4k+3 (k = j / 2) of block
- * b = j % 2. Block 0's quant word m is word 1 + m of the 64 bytes at the pair's start, block
- * 1's word 18 + m for m < 14, and its last two are words 6 and 7 of the 16 bytes at byte 52.
- * The scales are words 0 and 17. */
+/* ---- q8_0: pairs of blocks (68 bytes, 64 elements) on 256-bit registers. The 32 quants of
+ * each block are one load; an in-lane interleave of their 32-bit words (unpacklo/hi) gives two
+ * registers whose lanes belong to blocks [0 1 0 1 | 0 1 0 1]. Weights are dotted as u = q + 128
+ * (the top bit flipped), the unsigned operand of vpdpbusd, in one integer sum per pair started
+ * at -128 times the activations each lane meets (prepared); one float multiply-add per pair
+ * scales it by activation scale times weight scale, the two fp16 weight scales coming by one
+ * word permute of the pair's first 64 bytes. */
 typedef struct q8_0_prep {
-    __m512i y;   /* the activations in the lanes' order */
-    __m128 d, c; /* [b0 b1 b0 b1]: activation scale, and 16 * d * S (128 * d * S over 8 lanes) */
-} q8_0_prep;
+    __m256i y[2]; /* the activations in the lanes' order */
+    __m256i off;  /* per lane: -128 * the sum of its activations */
+} q8_0_prep; /* the two activation scales of a pair apart, as 8 bytes loaded by a broadcast */
 
-typedef struct q8_0_index {
-    __m512i q, dw;
-} q8_0_index;
+/* Words of the pair's first 64 bytes holding the weight scales in the lanes' block order
+ * (block 0's scale is word 0, block 1's word 17); the upper 8 entries are unused. */
+static const int16_t q8_0_d_words[16] = {0, 17, 0, 17, 0, 17, 0, 17};
 
-/* Word 2j + t of the quants: word m = 2k + t of block b = j % 2 (k = j / 2), i.e. 1 + m for
- * block 0, 18 + m for block 1 if m < 14, else 32 + 6 + (m - 14) (second source); the scale of
- * lane j: word 17 (j % 2). */
-static const int16_t q8_0_q_words[32] = {1,  2,  18, 19, 3,  4,  20, 21, 5,  6,  22,
-                                         23, 7,  8,  24, 25, 9,  10, 26, 27, 11, 12,
-                                         28, 29, 13, 14, 30, 31, 15, 16, 38, 39};
-static const int16_t q8_0_d_words[32] = {0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17, 0, 17};
-/* Lane j of the prepared activations: lane 8 (j % 2) + j / 2 of the two blocks in order. */
-static const int32_t q8_0_act_lanes[16] = {0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15};
-
-static q8_0_index q8_0_indexes(void) {
-    return (q8_0_index){index_words(q8_0_q_words), index_words(q8_0_d_words)};
-}
-
-static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p) {
-    const __m512i to_lanes = index_dwords(q8_0_act_lanes), ones = _mm512_set1_epi8(1);
+static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p, double *da) {
+    const __m256i top = _mm256_set1_epi8((char)0x80);
     for (int64_t g = 0; g < pairs; g++, b += 2) {
-        __m512i y = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(
-                                           (const __m256i *)b[0].qs)),
-                                       _mm256_loadu_si256((const __m256i *)b[1].qs), 1);
-        p[g].y = _mm512_permutexvar_epi32(to_lanes, y);
-        __m128i s4 = fold_lanes(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, p[g].y));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2))); /* S0 S1 S0 S1 */
-        p[g].d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, (short)b[0].d,
-                                             (short)b[1].d, 0, 0, 0, 0));
-        p[g].c = _mm_mul_ps(_mm_mul_ps(_mm_set1_ps(16.0f), p[g].d), _mm_cvtepi32_ps(s4));
+        __m256i y0 = _mm256_loadu_si256((const __m256i *)b[0].qs);
+        __m256i y1 = _mm256_loadu_si256((const __m256i *)b[1].qs);
+        p[g].y[0] = _mm256_unpacklo_epi32(y0, y1);
+        p[g].y[1] = _mm256_unpackhi_epi32(y0, y1);
+        __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), top, p[g].y[0]);
+        p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(s, top, p[g].y[1]));
+        __m128 d = _mm_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[1].d, 0, 0, 0, 0, 0, 0));
+        _mm_storel_pd(da + g, _mm_castps_pd(d)); /* d0 d1 as the 8 bytes of one double */
     }
 }
 
-/* acc + the float sums (16 lanes) of one q8_0 pair of a row. */
-static inline __m512 pair_q8_0(__m512 acc, const char *wb, const q8_0_prep *p, q8_0_index ix) {
-    __m512i w0 = _mm512_loadu_si512(wb);
-    __m512i q = _mm512_permutex2var_epi16(
-        w0, ix.q, _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(wb + 52))));
-    __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                    _mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)), p->y);
-    __m512 t = _mm512_fmsub_ps(_mm512_cvtepi32_ps(s), _mm512_broadcast_f32x4(p->d),
-                               _mm512_broadcast_f32x4(p->c));
-    return _mm512_fmadd_ps(t, fp16_picked(ix.dw, w0), acc);
+/* acc + the float sums (8 lanes) of one q8_0 pair of a row. */
+static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, const double *da,
+                               __m256i d_words) {
+    const __m256i top = _mm256_set1_epi8((char)0x80);
+    __m256i q0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 2)), top);
+    __m256i q1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 36)), top);
+    __m256i s = _mm256_dpbusd_epi32(p->off, _mm256_unpacklo_epi32(q0, q1), p->y[0]);
+    s = _mm256_dpbusd_epi32(s, _mm256_unpackhi_epi32(q0, q1), p->y[1]);
+    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
+                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
+    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)),
+                             _mm256_castpd_ps(_mm256_broadcast_sd(da)));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
 }
 
-/* As rows_q4_0, for q8_0 pairs. */
-static inline __attribute__((always_inline)) void rows_q8_0(const char *const wb[4], float s[4],
-                                                            int R, const q8_0_prep *p,
-                                                            int64_t pairs, q8_0_index ix) {
+/* As q4_0_slice, for q8_0 pairs. */
+typedef struct q8_0_slice {
+    const q8_0_prep *p;
+    const double *da; /* per pair: the two activation scales as floats */
+    const el_block_q8_0 *b;
+    int64_t first, pairs, last;
+} q8_0_slice;
+
+/* As rows_q4_0, for q8_0 pairs; an odd last block of each row goes alone. */
+static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const q8_0_slice *sl = ctx;
+    const q8_0_prep *p = sl->p;
     const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
-    __m512 acc[4][2];
+    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q8_0_d_words));
+    const char *wb[4];
+    __m256 acc[4][2];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl->first * sizeof(el_block_q8_0);
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    }
     int64_t g = 0;
-    for (; g + 2 <= pairs; g += 2) {
+    for (; g + 2 <= sl->pairs; g += 2) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
-            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1, ix);
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, sl->da + g, d_words);
+            acc[r][1] = pair_q8_0(acc[r][1], wb[r] + (g + 1) * pair_bytes, p + g + 1,
+                                  sl->da + g + 1, d_words);
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        if (g < pairs)
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, ix);
-        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+        if (g < sl->pairs)
+            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, sl->da + g, d_words);
+        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+        const el_block_q8_0 *wr = (const el_block_q8_0 *)row[r];
+        if (sl->first + 2 * sl->pairs < sl->last) { /* an odd last block */
+            int64_t k = sl->last - 1;
+            s[r] += fp16(wr[k].d) * fp16(sl->b[k].d) *
+                    (float)hsum_epi32_256(q8_0_dot1(wr + k, sl->b + k));
+        }
     }
 }
 
-/* As gemv_q4_0; an odd last block of each row goes alone. */
+/* As gemv_q4_0. */
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q8_0_prep p[GEMV_SLICE / 64];
-    const q8_0_index ix = q8_0_indexes();
-    const el_block_q8_0 *b = a;
-    const int64_t m = n_rows / 4;
+    double da[GEMV_SLICE / 64];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
-        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE, pairs = len / 64;
-        int64_t first = k0 / EL_QK8_0, last = (k0 + len) / EL_QK8_0;
-        prepare_q8_0(b + first, pairs, p);
-        for (int64_t i = 0; i < m + n_rows % 4; i++) {
-            int R = i < m ? 4 : 1;
-            int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-            if (R == 1) o[0] = 3 * m + i;
-            const char *wb[4];
-            float s[4];
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++)
-                wb[r] = (const char *)w + o[r] * w_stride + first * sizeof(el_block_q8_0);
-            if (R == 4)
-                rows_q8_0(wb, s, 4, p, pairs, ix);
-            else
-                rows_q8_0(wb, s, 1, p, pairs, ix);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const el_block_q8_0 *wr = (const el_block_q8_0 *)((const char *)w + o[r] * w_stride);
-                if (first + 2 * pairs < last) { /* an odd last block */
-                    int64_t k = last - 1;
-                    s[r] += fp16(wr[k].d) * fp16(b[k].d) *
-                            (float)hsum_epi32_256(q8_0_dot1(wr + k, b + k));
-                }
-                y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
-            }
-        }
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q8_0_slice sl = {p, da, a, k0 / EL_QK8_0, len / 64, (k0 + len) / EL_QK8_0};
+        prepare_q8_0(sl.b + sl.first, sl.pairs, p, da);
+        int R = gemv_company((size_t)len / EL_QK8_0 * sizeof(el_block_q8_0),
+                             (size_t)sl.pairs * (sizeof *p + sizeof *da));
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q8_0, &sl);
     }
 }
 
@@ -507,81 +476,94 @@ static inline __m512i load_upto64(const void *p, int64_t len) {
     return _mm512_maskz_loadu_epi8(len > 0 ? (__mmask64)((1ull << len) - 1) : 0, p);
 }
 
+/* What W4 or W8 rows share: the A8 activation row. */
+typedef struct wrow_act {
+    const int8_t *act;
+    el_a8_header h;
+    int64_t n;
+} wrow_act;
+
 /* W4 and W8 rows against an A8 row: int32 sums over the whole row, one float multiply at the
  * end; the activations are used as they are (no scales to gather). Steps of 128 elements: for
  * W4 4 chunks (64 bytes), 128-bit lane c of the weights holding chunk c against the activations
- * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last elements
- * are loaded masked (zeros add nothing). R rows (1 or 4, far apart: separate streams) share the
- * activation loads; integer sums are exact, so each row's result is the same either way. */
-static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
-                                                            int32_t dot[4], int R,
-                                                            const int8_t *act, bool w4) {
+ * split into each chunk's 16 low and 16 high elements; for W8 two registers. The last step's
+ * elements are loaded masked (zeros add nothing; masked-off bytes of W8 count as 0 ^ 0x80 =
+ * 128, against zero activations: nothing). R rows share the activation loads; integer sums are
+ * exact, so each row's result is the same in any company. */
+static inline __attribute__((always_inline)) void step_wrow(__m512i acc[4][2],
+                                                            const char *const q[4], int R,
+                                                            const int8_t *act, int64_t i,
+                                                            int64_t n, bool w4) {
     const __m512i top = _mm512_set1_epi8((char)0x80);
-    __m512i acc[4][2];
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-    for (int64_t i = 0; i < n; i += 128) {
-        __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
-        if (w4) {
-            __m512i lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
-            __m512i hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i qv = load_upto64(q[r] + i / 2, (n - i) / 2);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], low_nibbles(qv), lo);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], high_nibbles(qv), hi);
-            }
-        } else {
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m512i q0 = _mm512_xor_si512(load_upto64(q[r] + i, n - i), top);
-                __m512i q1 = _mm512_xor_si512(load_upto64(q[r] + i + 64, n - i - 64), top);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], q0, y0);
-                acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], q1, y1);
-            }
+    __m512i y0 = load_upto64(act + i, n - i), y1 = load_upto64(act + i + 64, n - i - 64);
+    if (w4) {
+        __m512i lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
+        __m512i hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i qv = load_upto64(q[r] + i / 2, (n - i) / 2);
+            __asm__("" : "+v"(qv)); /* one load for both nibbles, not one folded into each use */
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], low_nibbles(qv), lo);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], high_nibbles(qv), hi);
+        }
+    } else {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512i q0 = _mm512_xor_si512(load_upto64(q[r] + i, n - i), top);
+            __m512i q1 = _mm512_xor_si512(load_upto64(q[r] + i + 64, n - i - 64), top);
+            acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], q0, y0);
+            acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], q1, y1);
         }
     }
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        dot[r] = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
 }
 
-/* Rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) together, the last n_rows % 4 alone. */
-static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
-                                                            const void *w, size_t w_stride,
-                                                            const void *a, bool w4) {
-    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
-    el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    const int64_t m = n_rows / 4;
-    for (int64_t i = 0; i < m + n_rows % 4; i++) {
-        int R = i < m ? 4 : 1;
-        int64_t o[4] = {i, i + m, i + 2 * m, i + 3 * m};
-        if (R == 1) o[0] = 3 * m + i;
-        const char *q[4];
-        int32_t dot[4];
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) q[r] = (const char *)w + o[r] * w_stride + sizeof(float);
-        if (R == 4)
-            rows_wrow(n, q, dot, 4, act, w4);
-        else
-            rows_wrow(n, q, dot, 1, act, w4);
-        /* masked-off bytes of W8 count as 0 ^ 0x80 = 128, against zero activations: nothing */
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            y[o[r]] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
-                      (float)(dot[r] - (w4 ? 8 : 128) * h.sum);
+static inline __attribute__((always_inline)) void rows_wrow(const wrow_act *wa,
+                                                            const char *const row[4], float s[4],
+                                                            int R, bool w4) {
+    const int64_t n = wa->n;
+    const char *q[4];
+    __m512i acc[4][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        q[r] = row[r] + sizeof(float);
+        acc[r][0] = acc[r][1] = _mm512_setzero_si512();
     }
+    int64_t i = 0;
+    for (; i + 128 <= n; i += 128) step_wrow(acc, q, R, wa->act, i, i + 128, w4); /* unmasked */
+    if (i < n) step_wrow(acc, q, R, wa->act, i, n, w4);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        int32_t dot = _mm512_reduce_add_epi32(_mm512_add_epi32(acc[r][0], acc[r][1]));
+        s[r] = el_edge_row_scale(row[r]) * wa->h.d * (float)(dot - (w4 ? 8 : 128) * wa->h.sum);
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_w4(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_wrow(ctx, row, s, R, true);
+}
+
+static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const char *const row[4],
+                                                          float s[4], int R) {
+    rows_wrow(ctx, row, s, R, false);
+}
+
+static wrow_act wrow_activations(int64_t n, const void *a) {
+    wrow_act wa = {.act = (const int8_t *)a + sizeof(el_a8_header), .n = n};
+    memcpy(&wa.h, a, sizeof wa.h);
+    return wa;
 }
 
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+    wrow_act wa = wrow_activations(n, a);
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4, &wa);
 }
 
 static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+    wrow_act wa = wrow_activations(n, a);
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &wa);
 }
 
 /* cpuid leaf 7 ebx: AVX512F (bit 16), AVX512BW (30), AVX512VL (31); ecx: AVX512_VNNI (11).
