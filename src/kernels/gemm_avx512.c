@@ -282,8 +282,8 @@ static inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const char *p) {
 static inline __attribute__((always_inline)) void direct16(const el_gemm_layout *l, const char *p,
                                                            size_t rb, const uint16_t *scales,
                                                            __m512 row_scale, const tile_args *t,
-                                                           int n_rows, const int n,
-                                                           const bool int8) {
+                                                           int n_rows, int64_t prefetch_chunks,
+                                                           const int n, const bool int8) {
     __m512 f[TILE_ROWS];
     const char *a[TILE_ROWS];
     const el_gemm_aux *ax[TILE_ROWS];
@@ -295,12 +295,21 @@ static inline __attribute__((always_inline)) void direct16(const el_gemm_layout 
         ax[r] = t->aux + row * t->groups;
     }
     const size_t chunk_bytes = int8 ? 32 : 16;
+    /* While the products run, the next panel is asked for: the scale pass would otherwise meet
+     * it in DRAM one line after another (half of a K = 8 step's time on the 1B shape). */
+    const char *pf = p + EL_GEMM_PANEL * rb;
+    const size_t pf_step = prefetch_chunks > 0 ? (EL_GEMM_PANEL * rb + (size_t)prefetch_chunks - 1) /
+                                                     (size_t)prefetch_chunks
+                                               : 0;
     for (int64_t g = 0; g < t->groups; g++) {
         __m512i acc[TILE_ROWS];
         #pragma GCC unroll 8
         for (int r = 0; r < n; r++) acc[r] = _mm512_set1_epi32(ax[r][g].comp);
         const char *wq = p + l->header + (size_t)g * l->group_bytes + l->scale_bytes;
         for (int64_t c = 0; c < l->chunks_per_group; c++, wq += chunk_bytes) {
+            /* the next panel (16 rows follow each other in memory), a share per chunk */
+            for (size_t b = 0; b < pf_step; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+            pf += pf_step;
             __m512i q[8];
             load_chunk16(int8, wq, rb, q);
             #pragma GCC unroll 8
@@ -345,21 +354,21 @@ static void direct_scales(const el_gemm_layout *l, const char *p, size_t rb, int
 }
 
 /* direct16 for at most 2, 4 or 8 rows: n and int8 as constants, so that each chunk stays in
- * registers. */
+ * registers; pf: over how many chunks to spread the prefetch of the next panel (0: none). */
 static void direct2(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
-                    __m512 rs, const tile_args *t, int n_rows) {
-    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 2, true);
-    else direct16(l, p, rb, sc, rs, t, n_rows, 2, false);
+                    __m512 rs, const tile_args *t, int n_rows, int64_t pf) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, pf, 2, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, pf, 2, false);
 }
 static void direct4(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
-                    __m512 rs, const tile_args *t, int n_rows) {
-    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 4, true);
-    else direct16(l, p, rb, sc, rs, t, n_rows, 4, false);
+                    __m512 rs, const tile_args *t, int n_rows, int64_t pf) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, pf, 4, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, pf, 4, false);
 }
 static void direct8(const el_gemm_layout *l, const char *p, size_t rb, const uint16_t *sc,
-                    __m512 rs, const tile_args *t, int n_rows) {
-    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, 8, true);
-    else direct16(l, p, rb, sc, rs, t, n_rows, 8, false);
+                    __m512 rs, const tile_args *t, int n_rows, int64_t pf) {
+    if (l->int8) direct16(l, p, rb, sc, rs, t, n_rows, pf, 8, true);
+    else direct16(l, p, rb, sc, rs, t, n_rows, pf, 8, false);
 }
 
 /* A full panel from p against n_rows activation rows, TILE_ROWS at a time, each block
@@ -377,8 +386,11 @@ static void direct(const el_weight *w, const char *p, const tile_args *t, int64_
         block.aux += r0 * t->groups;
         block.y += r0 * t->ldy;
         void (*kernel)(const el_gemm_layout *, const char *, size_t, const uint16_t *, __m512,
-                       const tile_args *, int) = n <= 2 ? direct2 : n <= 4 ? direct4 : direct8;
-        kernel(&l, p, w->row_bytes, panel, rs, &block, (int)n);
+                       const tile_args *, int, int64_t) =
+            n <= 2 ? direct2 : n <= 4 ? direct4 : direct8;
+        /* the first pass asks for the next panel, spread over its chunks */
+        kernel(&l, p, w->row_bytes, panel, rs, &block, (int)n,
+               r0 == 0 ? w->k_in / EL_GEMM_CHUNK : 0);
     }
 }
 
