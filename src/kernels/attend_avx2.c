@@ -1,7 +1,7 @@
 /* attend_avx2.c - the attention kernel of attend.h with AVX2 and FMA, for the x86 CPUs without
  * AVX-512 (which take attend_avx512.c): dot products and weighted sums of values 8 floats at a
  * time, the heads of a group sharing each load of a key or value and two keys sharing each load
- * of a query. The exponentials are vectorized too (exp_nonpositive) and the weights normalized
+ * of a query. The exponentials are vectorized too (exp_avx2.h) and the weights normalized
  * on the output, so results agree with the reference to a few float roundings. Head sizes that
  * are not multiples of 8 (and groups of more than 64 heads) go to the reference.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
@@ -13,6 +13,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/exp_avx2.h"
+
 enum {
     LANES = 8,          /* floats per ymm */
     HEADS_AT_ONCE = 4,  /* weighted sums: 4 heads x 2 columns of 8 floats in registers, and */
@@ -20,28 +22,6 @@ enum {
     KEYS_AT_ONCE = 2,
     MAX_GROUP = 64,     /* query heads per kv head this kernel takes */
 };
-
-/* exp(x) for x <= 0 to about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
- * polynomial of degree 6 (remainder < 2e-7 relative), times 2^n built in the exponent bits.
- * x is clamped at -87 so that n >= -126 stays a normal power of two; softmax weights that small
- * do not count. */
-static inline __m256 exp_nonpositive(__m256 x) {
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x); /* ln2, high bits */
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), r);      /* and the rest */
-    __m256 p = _mm256_set1_ps(1.0f / 720.0f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    __m256i pow2n = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2n));
-}
 
 static inline float hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -73,12 +53,12 @@ static float softmax_unnormalized(float *s, int32_t nv) {
                                                      _mm256_castsi256_ps(tail)));
     __m256 max = _mm256_set1_ps(hmax8(vmax)), sum = _mm256_setzero_ps();
     for (int32_t j = 0; j < full; j += LANES) {
-        __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(s + j), max));
+        __m256 e = el_exp_nonpositive_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), max));
         _mm256_storeu_ps(s + j, e);
         sum = _mm256_add_ps(sum, e);
     }
     if (full < nv) {
-        __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_maskload_ps(s + full, tail), max));
+        __m256 e = el_exp_nonpositive_avx2(_mm256_sub_ps(_mm256_maskload_ps(s + full, tail), max));
         _mm256_maskstore_ps(s + full, tail, e);
         sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(tail)));
     }

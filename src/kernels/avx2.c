@@ -876,7 +876,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
-    return el_gemm_avx2(k) && el_attend_avx2(k);
+    return el_gemm_avx2(k) && el_attend_avx2(k) && el_swiglu_avx2(k);
 }
 
 #else

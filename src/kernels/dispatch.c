@@ -11,6 +11,7 @@ static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
 void el_kernels_reference(el_kernels *k) {
     k->isa = "reference";
     k->attend = el_attend_ref;
+    k->swiglu = el_swiglu_ref;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_traits *tr = el_type_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;

@@ -13,6 +13,7 @@
 
 #include "kernels/attend.h"
 #include "kernels/gemm.h"
+#include "kernels/swiglu.h"
 #include "kernels/types.h"
 
 /* A tile kernel computes EL_TILE x EL_TILE outputs of a matrix product at once, so each weight
@@ -41,6 +42,7 @@ typedef struct el_kernels {
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */
+    el_swiglu_fn swiglu;                      /* the feed-forward's gated activation */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
 } el_kernels;
@@ -59,9 +61,10 @@ void el_kernels_reference(el_kernels *k);
  * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
  * are preferred (the dispatcher applies them in order). */
 bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
-/* These two add to el_kernels_avx2, which applies them once it has accepted the CPU. */
+/* These add to el_kernels_avx2, which applies them once it has accepted the CPU. */
 bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
 bool el_attend_avx2(el_kernels *k);          /* its attention kernel (attend_avx2.c) */
+bool el_swiglu_avx2(el_kernels *k);          /* its gated activation (swiglu_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 /* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */

@@ -294,16 +294,13 @@ typedef struct swiglu_job {
     size_t n;
 } swiglu_job;
 
-/* gate = silu(gate) * up, split across the pool: an expf per element is tens of microseconds
- * per layer, which the other threads would otherwise spend waiting. */
+/* gate = silu(gate) * up by the kernel table's swiglu, split across the pool: an exponential per
+ * element is tens of microseconds per layer, which the other threads would otherwise spend
+ * waiting. */
 static void swiglu_task(void *arg, int ith, int nth) {
     const swiglu_job *j = arg;
     size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
-    for (size_t i = lo; i < hi; i++) {
-        float g = j->gate[i];
-        g *= 1.0f / (1.0f + expf(-g)); /* silu */
-        j->gate[i] = g * j->up[i];
-    }
+    el_kernels_get()->swiglu(j->gate + lo, j->up + lo, hi - lo);
 }
 
 /* ------------------------------------------------------------- the pass */

@@ -1,0 +1,83 @@
+/* test_kernels_swiglu.c - the gated activation of every kernel table this CPU runs against the
+ * reference (libm's expf) and against hand-computed values: magnitudes from 1e-3 to 80 of both
+ * signs (where e^-g over- or underflows the naive formula), lengths that leave every tail, and
+ * the same bits however the array is split. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/dispatch.h"
+#include "testutil.h"
+
+/* got against want: a few float roundings of the result's size (or of the smallest normal). */
+static bool close_to(float got, double want) {
+    return fabs((double)got - want) <= 1e-6 * fabs(want) + 1e-37;
+}
+
+static int check_table(const el_kernels *k) {
+    test_rng r = {11};
+    enum { N = 77 };
+    float gate[N + 1] = {0}, up[N] = {0}, want[N] = {0};
+    for (int len = 0; len <= N; len += (len < 20 ? 1 : 19)) {
+        for (int i = 0; i < len; i++) {
+            float mag = powf(10.0f, test_rand_uniform(&r, -3.0f, 1.9f));
+            gate[i] = test_rand_u32(&r) % 2 ? mag : -mag;
+            up[i] = test_rand_uniform(&r, -2.0f, 2.0f);
+            want[i] = gate[i];
+        }
+        gate[len] = 12345.0f; /* past the end: must stay */
+        el_swiglu_ref(want, up, (size_t)len);
+        k->swiglu(gate, up, (size_t)len);
+        for (int i = 0; i < len; i++) {
+            if (!close_to(gate[i], want[i])) {
+                test_note("%s: len %d [%d]: got %.9g, reference %.9g", k->isa, len, i, gate[i],
+                          want[i]);
+                return TEST_FAIL;
+            }
+        }
+        CHECK(gate[len] == 12345.0f);
+    }
+    /* an element's result does not depend on where the array is split (the thread pool splits
+     * it by the batch's size): whole against pieces of 3, 13 and the rest, bit for bit */
+    float whole[N], pieces[N];
+    for (int i = 0; i < N; i++) {
+        whole[i] = pieces[i] = test_rand_uniform(&r, -12.0f, 12.0f);
+        up[i] = test_rand_uniform(&r, -2.0f, 2.0f);
+    }
+    k->swiglu(whole, up, N);
+    k->swiglu(pieces, up, 3);
+    k->swiglu(pieces + 3, up + 3, 13);
+    k->swiglu(pieces + 16, up + 16, N - 16);
+    CHECK(memcmp(whole, pieces, sizeof whole) == 0);
+    /* hand-computed: silu(0) = 0, silu(1) = 1 / (1 + 1/e), silu(-1) = -1 / (1 + e), and far out
+     * silu(80) = 80, silu(-80) = -80 e^-80 (about -1.4e-33) */
+    float g[9] = {0.0f, 1.0f, -1.0f, 80.0f, -80.0f, 2.0f, -2.0f, 10.0f, -10.0f};
+    float u[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    k->swiglu(g, u, 9);
+    double e = exp(1.0);
+    CHECK(g[0] == 0.0f);
+    CHECK(close_to(g[1], 1.0 / (1.0 + 1.0 / e)));
+    CHECK(close_to(g[2], -1.0 / (1.0 + e)));
+    CHECK(close_to(g[3], 80.0));
+    CHECK(fabs(g[4] - (-80.0 * exp(-80.0))) <= 1e-6 * 80.0 * exp(-80.0) + 1e-37);
+    CHECK(close_to(g[5], 2.0 / (1.0 + exp(-2.0))) && close_to(g[6], -2.0 / (1.0 + exp(2.0))));
+    CHECK(close_to(g[7], 10.0 / (1.0 + exp(-10.0))) && close_to(g[8], -10.0 / (1.0 + exp(10.0))));
+    return TEST_PASS;
+}
+
+static int test_tables(void) {
+    el_kernels ref;
+    el_kernels_reference(&ref);
+    if (check_table(&ref) != TEST_PASS) return TEST_FAIL;
+    el_kernels avx2 = ref;
+    if (el_kernels_avx2(&avx2)) {
+        test_note("tested the avx2 table's swiglu");
+        if (check_table(&avx2) != TEST_PASS) return TEST_FAIL;
+    }
+    return check_table(el_kernels_get());
+}
+
+int main(void) {
+    run_test("tables", test_tables);
+    return tests_exit_code();
+}
