@@ -1,8 +1,8 @@
 /* swiglu_avx2.c - swiglu.h with AVX2 and FMA, 8 floats at a time: silu(g) = g * sigmoid(g) with
  * e = exp(-|g|) from exp_avx2.h (never above 1, so nothing overflows), sigmoid = 1 / (1 + e) for
- * g >= 0 and e / (1 + e) below. libm's expf per element cost the 1B shape's decode and prompt
- * 1-2% and a step of 8 concurrent variants about 5%. Agrees with the reference to a few float
- * roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by
+ * g >= 0 and e / (1 + e) below. libm's expf per element took 1-2% of the 1B shape's decode and
+ * prompt time in perf profiles, and 4-6% of a run of 8 concurrent variants. Agrees with the
+ * reference to a few float roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by
  * el_kernels_avx2 once it has accepted the CPU (AVX-512 machines keep it). */
 #include "kernels/dispatch.h"
 
