@@ -3,11 +3,11 @@
  * dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and neon_dot.c
  * (SDOT), inside their aarch64 guard.
  *
- * Rows i, i + m, i + 2m, i + 3m (m = n_rows / 4) go together: they share every activation load
- * and give the core four independent chains; the last n_rows % 4 go alone through the same
- * code, so a row's result never depends on its company. (avx512.c chose rows far apart over
- * neighbours by measuring on x86, where a few sequential streams read fastest; the same order
- * is kept here, unmeasured on ARM cores.)
+ * The rows go through gemv_drive.h's loop, four far apart at a time: they share every
+ * activation load and give the core four independent chains; the last n_rows % 4 go alone
+ * through the same code, so a row's result never depends on its company. (The x86 kernels chose
+ * rows far apart over neighbours by measuring, where a few sequential streams read fastest; the
+ * same order is kept here, unmeasured on ARM cores.)
  * What depends only on the activations is prepared once per call: for q4_0 and q8_0 the block
  * scales as floats and, for q4_0, whose nibbles are dotted as unsigned u = q + 8 (no subtract
  * per weight byte), the offset -8 * (block sum) that starts each block's integer sum; for w4
@@ -21,6 +21,7 @@
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
+#include "kernels/gemv_drive.h"
 
 /* Activation elements prepared at a time (8 bytes per block of 32: 4 KB of stack); longer
  * rows are done in slices, each row's sums added up across them. */
@@ -37,18 +38,6 @@ static void gemv_prepare(const el_block_q8_0 *b, int64_t nb, bool q4, gemv_block
         int32_t sum = q4 ? vaddlvq_s8(vld1q_s8(b[k].qs)) + vaddlvq_s8(vld1q_s8(b[k].qs + 16)) : 0;
         p[k] = (gemv_block){fp16_scalar(b[k].d), -8 * sum};
     }
-}
-
-/* The rows of step i of a gemv over n_rows rows (steps 0 .. n_rows / 4 + n_rows % 4 - 1) into
- * o; returns how many (4, or 1 for the last n_rows % 4). */
-static inline int gemv_rows(int64_t n_rows, int64_t i, int64_t o[4]) {
-    int64_t m = n_rows / 4;
-    if (i >= m) {
-        o[0] = 3 * m + i;
-        return 1;
-    }
-    for (int r = 0; r < 4; r++) o[r] = i + r * m;
-    return 4;
 }
 
 /* acc + one weight block (q4_0 or q8_0) against an activation block (quants lo, hi, prepared
@@ -74,7 +63,7 @@ block_fma(float32x4_t acc, const char *blk, int8x16_t a_lo, int8x16_t a_hi, int3
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), fp16_scalar(d) * da);
 }
 
-/* s[r] = the dot of blocks [0, nb) of the R rows wb[r] (R = 1 or 4, a constant after inlining)
+/* s[r] = the dot of blocks [0, nb) of the R rows wb[r] (R = 1, 2 or 4, a constant after inlining)
  * with the activation blocks a (prepared in p), each row as it would be alone: even and odd
  * blocks into two accumulators per row, so consecutive blocks do not wait on each other. */
 static inline __attribute__((always_inline)) void rows_b32(const char *const wb[4], float s[4],
@@ -109,30 +98,43 @@ static inline __attribute__((always_inline)) void rows_b32(const char *const wb[
     for (int r = 0; r < R; r++) s[r] = vaddvq_f32(vaddq_f32(acc0[r], acc1[r]));
 }
 
+/* One slice of q8_0 activations, prepared, for the rows of gemv_drive. */
+typedef struct b32_slice {
+    const el_block_q8_0 *a; /* the slice's activation blocks */
+    const gemv_block *p;    /* prepared */
+    int64_t first, nb;      /* the slice's first block, and its blocks */
+} b32_slice;
+
+static void rows_q4_0(const void *ctx, const char *const row[4], float s[4], int R) {
+    const b32_slice *sl = ctx;
+    const char *wb[4];
+    for (int r = 0; r < R; r++) wb[r] = row[r] + (size_t)sl->first * sizeof(el_block_q4_0);
+    if (R == 4) rows_b32(wb, s, 4, sl->a, sl->p, sl->nb, true);
+    else if (R == 2) rows_b32(wb, s, 2, sl->a, sl->p, sl->nb, true);
+    else rows_b32(wb, s, 1, sl->a, sl->p, sl->nb, true);
+}
+
+static void rows_q8_0(const void *ctx, const char *const row[4], float s[4], int R) {
+    const b32_slice *sl = ctx;
+    const char *wb[4];
+    for (int r = 0; r < R; r++) wb[r] = row[r] + (size_t)sl->first * sizeof(el_block_q8_0);
+    if (R == 4) rows_b32(wb, s, 4, sl->a, sl->p, sl->nb, false);
+    else if (R == 2) rows_b32(wb, s, 2, sl->a, sl->p, sl->nb, false);
+    else rows_b32(wb, s, 1, sl->a, sl->p, sl->nb, false);
+}
+
 /* q4_0 or q8_0 rows against q8_0 activations, slice by slice. */
 static inline __attribute__((always_inline)) void gemv_b32(int64_t n, float *y, int64_t n_rows,
                                                            const void *w, size_t w_stride,
                                                            const void *a, bool q4) {
     gemv_block p[GEMV_SLICE / EL_QK8_0];
-    const size_t w_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
     const el_block_q8_0 *b = a;
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t first = k0 / EL_QK8_0;
         int64_t nb = (n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE) / EL_QK8_0;
         gemv_prepare(b + first, nb, q4, p);
-        for (int64_t i = 0; i < n_rows / 4 + n_rows % 4; i++) {
-            int64_t o[4];
-            const int R = gemv_rows(n_rows, i, o);
-            const char *wb[4];
-            float s[4];
-            for (int r = 0; r < R; r++)
-                wb[r] = (const char *)w + o[r] * w_stride + (size_t)first * w_block;
-            if (R == 4)
-                rows_b32(wb, s, 4, b + first, p, nb, q4);
-            else
-                rows_b32(wb, s, 1, b + first, p, nb, q4);
-            for (int r = 0; r < R; r++) y[o[r]] = k0 == 0 ? s[r] : y[o[r]] + s[r];
-        }
+        b32_slice sl = {b + first, p, first, nb};
+        gemv_drive(n_rows, 4, w, w_stride, y, k0 > 0, q4 ? rows_q4_0 : rows_q8_0, &sl);
     }
 }
 
@@ -146,7 +148,7 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
     gemv_b32(n, y, n_rows, w, w_stride, a, false);
 }
 
-/* dot[r] = the integer dot of the quants q[r] of R rows (R = 1 or 4) of W4 (unsigned nibbles
+/* dot[r] = the integer dot of the quants q[r] of R rows (R = 1, 2 or 4) of W4 (unsigned nibbles
  * u = q + 8) or W8 with the a8 quants act, over the whole row: exact, so the same alone. */
 static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
                                                             int32_t dot[4], const int R,
@@ -175,28 +177,45 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
     for (int r = 0; r < R; r++) dot[r] = vaddvq_s32(vaddq_s32(acc0[r], acc1[r]));
 }
 
-/* W4 or W8 rows against an A8 row: y[o] = row scale * activation scale * integer dot, the
- * nibbles' offset 8 taken off with the header's sum, as the reference computes it. */
+/* An A8 activation row for the rows of gemv_drive. */
+typedef struct wrow_act {
+    const int8_t *q; /* its quants */
+    el_a8_header h;  /* its scale and sum */
+    int64_t n;
+} wrow_act;
+
+/* s[r] = row scale * activation scale * integer dot, the nibbles' offset 8 taken off with the
+ * header's sum, as the reference computes it. */
+static inline __attribute__((always_inline)) void rows_scaled(const wrow_act *act,
+                                                              const char *const row[4],
+                                                              float s[4], const int R, bool w4) {
+    const char *q[4];
+    int32_t dot[4];
+    for (int r = 0; r < R; r++) q[r] = row[r] + sizeof(float);
+    rows_wrow(act->n, q, dot, R, act->q, w4);
+    for (int r = 0; r < R; r++)
+        s[r] = el_edge_row_scale(row[r]) * act->h.d * (float)(dot[r] - (w4 ? 8 * act->h.sum : 0));
+}
+
+static void rows_w4(const void *ctx, const char *const row[4], float s[4], int R) {
+    if (R == 4) rows_scaled(ctx, row, s, 4, true);
+    else if (R == 2) rows_scaled(ctx, row, s, 2, true);
+    else rows_scaled(ctx, row, s, 1, true);
+}
+
+static void rows_w8(const void *ctx, const char *const row[4], float s[4], int R) {
+    if (R == 4) rows_scaled(ctx, row, s, 4, false);
+    else if (R == 2) rows_scaled(ctx, row, s, 2, false);
+    else rows_scaled(ctx, row, s, 1, false);
+}
+
+/* W4 or W8 rows against an A8 row. */
 static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
                                                             const void *w, size_t w_stride,
                                                             const void *a, bool w4) {
-    const int8_t *act = (const int8_t *)a + sizeof(el_a8_header);
-    el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    for (int64_t i = 0; i < n_rows / 4 + n_rows % 4; i++) {
-        int64_t o[4];
-        const int R = gemv_rows(n_rows, i, o);
-        const char *q[4];
-        int32_t dot[4];
-        for (int r = 0; r < R; r++) q[r] = (const char *)w + o[r] * w_stride + sizeof(float);
-        if (R == 4)
-            rows_wrow(n, q, dot, 4, act, w4);
-        else
-            rows_wrow(n, q, dot, 1, act, w4);
-        for (int r = 0; r < R; r++)
-            y[o[r]] = el_edge_row_scale(q[r] - sizeof(float)) * h.d *
-                      (float)(dot[r] - (w4 ? 8 * h.sum : 0));
-    }
+    wrow_act act = {.q = (const int8_t *)a + sizeof(el_a8_header), .n = n};
+    memcpy(&act.h, a, sizeof act.h);
+    gemv_drive(n_rows, 4, w, w_stride, y, false, w4 ? rows_w4 : rows_w8, &act);
 }
 
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
