@@ -153,6 +153,19 @@ static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[
             : "cc", "memory");
 }
 
+/* f[r] += the integer sums acc[r] of group g times (weight scales dw x activation scale), for n
+ * rows: every path scales in this order, so a row's results are the same bits in each. */
+static inline __attribute__((always_inline)) void scale_group(__m512 f[], const __m512i acc[],
+                                                              __m512 dw,
+                                                              const el_gemm_aux *const ax[],
+                                                              int64_t g, const int n) {
+    #pragma GCC unroll 8
+    for (int r = 0; r < n; r++) {
+        __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
+        f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
+    }
+}
+
 /* n activation rows (a constant after inlining) from row r0: per group, the integer sums start
  * at the aux offset term and take one vpdpbusd per 4 elements and row; then they are scaled by
  * (weight scales x activation scale) into float sums. */
@@ -182,13 +195,9 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
                     acc[r] = _mm512_dpbusd_epi32(acc[r], wq, broadcast_i32(a[r] + 4 * s));
             }
         }
-        __m512 dw = _mm512_load_ps(t->scales + g * EL_GEMM_PANEL);
+        scale_group(f, acc, _mm512_load_ps(t->scales + g * EL_GEMM_PANEL), ax, g, n);
         #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) {
-            __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
-            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
-            a[r] += t->act_group;
-        }
+        for (int r = 0; r < n; r++) a[r] += t->act_group;
     }
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) _mm512_mask_storeu_ps(t->y + (r0 + r) * t->ldy, t->store, f[r]);
@@ -322,12 +331,9 @@ static inline __attribute__((always_inline)) void direct16(const el_gemm_layout 
         if (l->group_bytes != 0)
             dw = _mm512_cvtph_ps(
                 _mm256_load_si256((const __m256i *)(scales + g * EL_GEMM_PANEL)));
+        scale_group(f, acc, dw, ax, g, n);
         #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) {
-            __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
-            f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
-            a[r] += t->act_group;
-        }
+        for (int r = 0; r < n; r++) a[r] += t->act_group;
     }
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++)
