@@ -216,10 +216,10 @@ static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
 
 /* ---- few activation rows (concurrent variants, small batches): unpacking a panel into memory
  * and reading it back would cost more than the products it serves, so each chunk of the panel is
- * transposed into registers and used at once by every activation row. In 256-bit registers, 8
- * weight rows at a time: their transposes stay within 128-bit lanes, which costs half as much as
- * the 512-bit ones (on CPUs that split 512-bit operations, as AMD's do), for the same products
- * per cycle. */
+ * transposed into registers and used at once by every activation row. The transposes work on 8
+ * weight rows in 256-bit registers, within 128-bit lanes (on CPUs that split 512-bit operations,
+ * as AMD's do, that costs a fraction of 512-bit cross-lane permutes); two halves are then joined
+ * into 512-bit registers, so that one activation broadcast serves all 16 outputs. */
 
 /* The 16 bytes at a and at b, in the low and high halves. */
 static inline __m256i rows2(const char *a, const char *b) {
