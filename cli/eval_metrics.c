@@ -274,13 +274,21 @@ static size_t utf8_put(uint32_t c, char *out) {
     return 3;
 }
 
+/* The next word of a space-separated list at *p (its length; *len 0 at the end), *p moved
+ * past it and its space. */
+static const char *next_word(const char **p, size_t *len) {
+    const char *w = *p, *e = strchr(w, ' ');
+    *len = e ? (size_t)(e - w) : strlen(w);
+    *p = w + *len + (e != NULL);
+    return w;
+}
+
 /* true if word[0..n) is one of the space-separated words of list. */
 static bool in_list(const char *list, const char *word, size_t n) {
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ' ');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
-        if (k == n && !memcmp(p, word, n)) return true;
-        p += k + (e != NULL);
+    size_t k;
+    for (const char *p = list, *w; *p;) {
+        w = next_word(&p, &k);
+        if (k == n && !memcmp(w, word, n)) return true;
     }
     return false;
 }
@@ -288,11 +296,10 @@ static bool in_list(const char *list, const char *word, size_t n) {
 /* Adds 0.5 for each ending of list that word[0..n) ends with (and is longer than). */
 static float ending_score(const char *list, const char *word, size_t n) {
     float s = 0;
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ' ');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
-        if (k < n && !memcmp(word + n - k, p, k)) s += 0.5f;
-        p += k + (e != NULL);
+    size_t k;
+    for (const char *p = list, *w; *p;) {
+        w = next_word(&p, &k);
+        if (k < n && !memcmp(word + n - k, w, k)) s += 0.5f;
     }
     return s;
 }
@@ -300,12 +307,11 @@ static float ending_score(const char *list, const char *word, size_t n) {
 /* Adds 0.3 for each occurrence in word[0..n) of each group of list. */
 static float group_score(const char *list, const char *word, size_t n) {
     float s = 0;
-    for (const char *p = list; *p;) {
-        const char *e = strchr(p, ' ');
-        size_t k = e ? (size_t)(e - p) : strlen(p);
+    size_t k;
+    for (const char *p = list, *w; *p;) {
+        w = next_word(&p, &k);
         for (size_t i = 0; i + k <= n; i++)
-            if (!memcmp(word + i, p, k)) s += 0.3f;
-        p += k + (e != NULL);
+            if (!memcmp(word + i, w, k)) s += 0.3f;
     }
     return s;
 }
