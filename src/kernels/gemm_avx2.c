@@ -40,6 +40,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemm.h"
+#include "kernels/transpose_avx2.h"
 
 enum {
     LANES = 8,                 /* int32 or float lanes of a ymm: rows per packed register */
@@ -54,24 +55,12 @@ static size_t chunk_bytes(const el_gemm_layout *l) { return l->int8 ? 32 : 16; }
 /* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
 static int sub_rows(const el_gemm_layout *l) { return l->int8 ? LANES : 2 * LANES; }
 
-static inline __m256i load_rows2(const char *lo, const char *hi) {
-    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
-                                   _mm_loadu_si128((const __m128i *)hi), 1);
-}
-
-/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows: rows r and r + 4 share a
- * register (one per 128-bit lane), so the in-lane unpacks leave every row in its place. */
+/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows. */
 static inline void transpose8x4(const char *const *rows, size_t off, __m256i out[4]) {
-    __m256i x0 = load_rows2(rows[0] + off, rows[4] + off);
-    __m256i x1 = load_rows2(rows[1] + off, rows[5] + off);
-    __m256i x2 = load_rows2(rows[2] + off, rows[6] + off);
-    __m256i x3 = load_rows2(rows[3] + off, rows[7] + off);
-    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
-    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
-    out[0] = _mm256_unpacklo_epi64(t0, t2);
-    out[1] = _mm256_unpackhi_epi64(t0, t2);
-    out[2] = _mm256_unpacklo_epi64(t1, t3);
-    out[3] = _mm256_unpackhi_epi64(t1, t3);
+    el_transpose8x4_avx2(el_rows2_avx2(rows[0] + off, rows[4] + off),
+                         el_rows2_avx2(rows[1] + off, rows[5] + off),
+                         el_rows2_avx2(rows[2] + off, rows[6] + off),
+                         el_rows2_avx2(rows[3] + off, rows[7] + off), out);
 }
 
 /* The chunk at byte off of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds

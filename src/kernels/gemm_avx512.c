@@ -15,6 +15,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemm.h"
+#include "kernels/transpose_avx2.h"
 
 enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
@@ -221,25 +222,12 @@ static void (*const tiles[TILE_ROWS + 1])(const tile_args *, int64_t) = {
  * as AMD's do, that costs a fraction of 512-bit cross-lane permutes); two halves are then joined
  * into 512-bit registers, so that one activation broadcast serves all 16 outputs. */
 
-/* The 16 bytes at a and at b, in the low and high halves. */
-static inline __m256i rows2(const char *a, const char *b) {
-    return _mm256_inserti128_si256(
-        _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-        _mm_loadu_si128((const __m128i *)b), 1);
-}
-
 /* The 16 bytes at p + o * rb for the 8 rows o (rb bytes apart) as 4 registers: register c holds
  * dword c of rows 0..7. Rows are addressed from three bases so that few registers are needed. */
 static inline void transpose8x4(const char *p, size_t rb, __m256i out[4]) {
     const char *p3 = p + 3 * rb, *p6 = p + 6 * rb;
-    __m256i x0 = rows2(p, p + 4 * rb), x1 = rows2(p + rb, p3 + 2 * rb);
-    __m256i x2 = rows2(p + 2 * rb, p6), x3 = rows2(p3, p3 + 4 * rb);
-    __m256i t0 = _mm256_unpacklo_epi32(x0, x1), t1 = _mm256_unpackhi_epi32(x0, x1);
-    __m256i t2 = _mm256_unpacklo_epi32(x2, x3), t3 = _mm256_unpackhi_epi32(x2, x3);
-    out[0] = _mm256_unpacklo_epi64(t0, t2);
-    out[1] = _mm256_unpackhi_epi64(t0, t2);
-    out[2] = _mm256_unpacklo_epi64(t1, t3);
-    out[3] = _mm256_unpackhi_epi64(t1, t3);
+    el_transpose8x4_avx2(el_rows2_avx2(p, p + 4 * rb), el_rows2_avx2(p + rb, p3 + 2 * rb),
+                         el_rows2_avx2(p + 2 * rb, p6), el_rows2_avx2(p3, p3 + 4 * rb), out);
 }
 
 /* The chunk at p + o * rb of the 8 rows as 8 registers of unsigned bytes, as pack_chunk
