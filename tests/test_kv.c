@@ -5,7 +5,7 @@
 
 static int test_alloc_and_remove(void) {
     el_kv_cache c;
-    CHECK(el_kv_cache_init(&c, 2, 8, 3, 4, 6) == EL_OK);
+    CHECK(el_kv_cache_init(&c, 2, 8, 3, 2, 2, 3) == EL_OK); /* 2 kv heads: K 2, V 3 floats */
     CHECK(c.n_used == 0 && el_kv_cache_seq_pos_max(&c, 0) == -1);
     int32_t cells[8];
     CHECK(el_kv_cache_find_free(&c, 5, cells));
@@ -20,16 +20,19 @@ static int test_alloc_and_remove(void) {
     el_kv_cache_seq_remove(&c, 0, 1, 3);
     CHECK(c.n_used == 3 && c.pos[1] == -1 && c.pos[2] == -1 && c.pos[3] == 3);
     CHECK(el_kv_cache_find_free(&c, 2, cells) && cells[0] == 1 && cells[1] == 2);
-    /* K/V of distinct cells and layers do not overlap */
-    CHECK(el_kv_cell_k(&c, 1, 0) - el_kv_cell_k(&c, 0, 0) == 8 * 4);
-    CHECK(el_kv_cell_v(&c, 0, 3) - el_kv_cell_v(&c, 0, 2) == 6);
+    /* [layer][head][cell][dim]: a head's cells are consecutive, then the next head's, layer */
+    CHECK(el_kv_cell_k(&c, 0, 0, 3) - el_kv_cell_k(&c, 0, 0, 2) == 2);
+    CHECK(el_kv_cell_k(&c, 0, 1, 0) - el_kv_cell_k(&c, 0, 0, 0) == 8 * 2);
+    CHECK(el_kv_cell_k(&c, 1, 0, 0) - el_kv_cell_k(&c, 0, 0, 0) == 2 * 8 * 2);
+    CHECK(el_kv_cell_v(&c, 0, 0, 3) - el_kv_cell_v(&c, 0, 0, 2) == 3);
+    CHECK(el_kv_cell_v(&c, 1, 1, 7) + 3 - c.v == 2 * 2 * 8 * 3); /* the last one ends the block */
     el_kv_cache_free(&c);
     return TEST_PASS;
 }
 
 static int test_share(void) {
     el_kv_cache c;
-    CHECK(el_kv_cache_init(&c, 1, 6, 70, 2, 2) == EL_OK); /* 70 sequences: two bitset words */
+    CHECK(el_kv_cache_init(&c, 1, 6, 70, 1, 2, 2) == EL_OK); /* 70 sequences: two bitset words */
     for (int i = 0; i < 4; i++)
         el_kv_cache_occupy(&c, i, i, 0);
     /* share positions [0, 3) of seq 0 with seq 65 */

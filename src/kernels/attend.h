@@ -15,17 +15,6 @@ typedef void (*el_attend_fn)(int group, int hd_k, int hd_v, int32_t nv, const fl
                              const float *const *k, const float *const *v, float *scores,
                              size_t ld_scores, float *out);
 
-/* Cells ahead whose key or value lines the SIMD kernels ask for: a kv head's slice of a cell is
- * a few lines a whole cell apart (the cache keeps all heads of a cell together), a stride the
- * hardware prefetchers follow badly, so without this a long decode context was read at a
- * fraction of the bandwidth (1B shape, 1024 cells: 37 -> 40 tok/s). */
-enum { EL_ATTEND_PREFETCH_CELLS = 8 };
-
-/* Asks for the cache lines of n floats at p (a slice of a cell). */
-static inline void el_attend_prefetch(const float *p, int n) {
-    for (int i = 0; i < n; i += 16) __builtin_prefetch(p + i);
-}
-
 /* The portable reference: scalar float sums in the order of llama2.c's run.c. */
 void el_attend_ref(int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const float *const *k, const float *const *v, float *scores, size_t ld_scores,

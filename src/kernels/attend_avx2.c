@@ -77,8 +77,6 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
         #pragma GCC unroll 2
         for (int c = 0; c < nc; c++) acc[g][c] = _mm256_setzero_ps();
     for (int32_t j = 0; j < nv; j++) {
-        if (j + EL_ATTEND_PREFETCH_CELLS < nv)
-            el_attend_prefetch(v[j + EL_ATTEND_PREFETCH_CELLS] + c0, LANES * nc);
         __m256 vj[COLUMNS_AT_ONCE];
         #pragma GCC unroll 2
         for (int c = 0; c < nc; c++) vj[c] = _mm256_loadu_ps(v[j] + c0 + LANES * c);
@@ -161,8 +159,6 @@ static inline __attribute__((always_inline)) void dot_heads(const int n, int hd_
                                                             size_t ld) {
     int32_t j = 0;
     for (; j + KEYS_AT_ONCE <= nv; j += KEYS_AT_ONCE) {
-        for (int i = 0; i < KEYS_AT_ONCE && j + EL_ATTEND_PREFETCH_CELLS + i < nv; i++)
-            el_attend_prefetch(k[j + EL_ATTEND_PREFETCH_CELLS + i], hd_k);
         dots(n, KEYS_AT_ONCE, hd_k, q, k, j, inv_scale, scores, ld);
     }
     if (j < nv) dots(n, 1, hd_k, q, k, j, inv_scale, scores, ld);

@@ -67,8 +67,6 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
         #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) acc[g][c] = _mm512_setzero_ps();
     for (int32_t j = 0; j < nv; j++) {
-        if (j + EL_ATTEND_PREFETCH_CELLS < nv)
-            el_attend_prefetch(v[j + EL_ATTEND_PREFETCH_CELLS] + c0, 16 * nc);
         __m512 vj[COLUMNS_AT_ONCE];
         #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) vj[c] = _mm512_loadu_ps(v[j] + c0 + 16 * c);
@@ -149,8 +147,6 @@ static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
     const float inv_scale = 1.0f / sqrtf((float)hd_k);
     float norm[MAX_GROUP];
     for (int32_t j = 0; j < nv; j++) {
-        if (j + EL_ATTEND_PREFETCH_CELLS < nv)
-            el_attend_prefetch(k[j + EL_ATTEND_PREFETCH_CELLS], hd_k);
         dot_heads(group, hd_k, q, k[j], inv_scale, scores + j, ld_scores);
     }
     for (int g = 0; g < group; g++)

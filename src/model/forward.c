@@ -42,6 +42,8 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     size_t nb = (size_t)f->n_batch, ub = (size_t)f->n_ubatch, n_ctx = (size_t)f->kv->n_ctx;
     size_t q_dim = (size_t)hp->n_head * hp->head_dim_k;
     size_t o_dim = (size_t)hp->n_head * hp->head_dim_v;
+    size_t k_dim = (size_t)hp->n_head_kv * hp->head_dim_k;
+    size_t v_dim = (size_t)hp->n_head_kv * hp->head_dim_v;
     size_t half = (size_t)hp->n_rot / 2 + 1;
     const size_t fl = sizeof(float), i32 = sizeof(int32_t);
     f->x = carve(c, nb * hp->n_embd * fl);
@@ -51,8 +53,8 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     f->cell_row = carve(c, n_ctx * i32);
     f->xn = carve(c, ub * max_sz((size_t)hp->n_embd, o_dim) * fl);
     f->q = carve(c, ub * q_dim * fl);
-    f->k = carve(c, ub * (size_t)f->kv->k_dim * fl);
-    f->v = carve(c, ub * (size_t)f->kv->v_dim * fl);
+    f->k = carve(c, ub * k_dim * fl);
+    f->v = carve(c, ub * v_dim * fl);
     f->att_out = carve(c, ub * o_dim * fl);
     f->proj = carve(c, ub * hp->n_embd * fl);
     f->gate = carve(c, ub * hp->n_ff * fl);
@@ -278,8 +280,8 @@ static void attention_task(void *arg, int ith, int nth) {
         const int32_t *vis = f->vis + (size_t)r * n_ctx;
         int32_t nv = f->n_vis[r];
         for (int32_t j = 0; j < nv; j++) {
-            keys[j] = el_kv_cell_k(kv, job->il, vis[j]) + (size_t)kvh * hd_k;
-            values[j] = el_kv_cell_v(kv, job->il, vis[j]) + (size_t)kvh * hd_v;
+            keys[j] = el_kv_cell_k(kv, job->il, kvh, vis[j]);
+            values[j] = el_kv_cell_v(kv, job->il, kvh, vis[j]);
         }
         attend(group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k, keys, values,
                scores, n_ctx, f->att_out + ((size_t)r * hp->n_head + h0) * hd_v);
@@ -349,20 +351,25 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
     int n_embd = hp->n_embd, half = hp->n_rot / 2;
+    int k_dim = hp->n_head_kv * hp->head_dim_k, v_dim = hp->n_head_kv * hp->head_dim_v;
     el_kv_cache *kv = f->kv;
     const el_lora_rows *lr = chunk_lora(f, c0, n);
 
     rmsnorm_rows(f->xn, f->x + (size_t)c0 * n_embd, l->attn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_K, f->xn, n_embd, f->k, kv->k_dim, n, lr);
-    linear(f, il, EL_LINEAR_V, f->xn, n_embd, f->v, kv->v_dim, n, lr);
+    linear(f, il, EL_LINEAR_K, f->xn, n_embd, f->k, k_dim, n, lr);
+    linear(f, il, EL_LINEAR_V, f->xn, n_embd, f->v, v_dim, n, lr);
     for (int32_t i = 0; i < n; i++) {
         int32_t r = c0 + i;
-        float *k = f->k + (size_t)i * kv->k_dim;
+        float *k = f->k + (size_t)i * k_dim;
         rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, hp->rope_style,
                    f->rope_cos + (size_t)r * half, f->rope_sin + (size_t)r * half);
-        memcpy(el_kv_cell_k(kv, il, rows->cell[r]), k, (size_t)kv->k_dim * sizeof(float));
-        memcpy(el_kv_cell_v(kv, il, rows->cell[r]), f->v + (size_t)i * kv->v_dim,
-               (size_t)kv->v_dim * sizeof(float));
+        const float *v = f->v + (size_t)i * v_dim;
+        for (int h = 0; h < hp->n_head_kv; h++) {
+            memcpy(el_kv_cell_k(kv, il, h, rows->cell[r]), k + (size_t)h * hp->head_dim_k,
+                   (size_t)hp->head_dim_k * sizeof(float));
+            memcpy(el_kv_cell_v(kv, il, h, rows->cell[r]), v + (size_t)h * hp->head_dim_v,
+                   (size_t)hp->head_dim_v * sizeof(float));
+        }
     }
 }
 

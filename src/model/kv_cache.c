@@ -7,18 +7,20 @@
 #include "core/error.h"
 
 el_status el_kv_cache_init(el_kv_cache *c, int32_t n_layer, int32_t n_ctx, int32_t n_seq_max,
-                           int32_t k_dim, int32_t v_dim) {
+                           int32_t n_head_kv, int32_t head_dim_k, int32_t head_dim_v) {
     memset(c, 0, sizeof *c);
     c->n_ctx = n_ctx;
     c->n_seq_max = n_seq_max;
     c->n_layer = n_layer;
-    c->k_dim = k_dim;
-    c->v_dim = v_dim;
+    c->n_head_kv = n_head_kv;
+    c->head_dim_k = head_dim_k;
+    c->head_dim_v = head_dim_v;
     c->words = (n_seq_max + 63) / 64;
     c->pos = malloc((size_t)n_ctx * sizeof *c->pos);
     c->seqs = calloc((size_t)n_ctx * c->words, sizeof *c->seqs);
-    c->k = malloc((size_t)n_layer * n_ctx * k_dim * sizeof *c->k);
-    c->v = malloc((size_t)n_layer * n_ctx * v_dim * sizeof *c->v);
+    size_t slices = (size_t)n_layer * n_head_kv * n_ctx;
+    c->k = malloc(slices * head_dim_k * sizeof *c->k);
+    c->v = malloc(slices * head_dim_v * sizeof *c->v);
     if (!c->pos || !c->seqs || !c->k || !c->v) {
         el_kv_cache_free(c);
         return el_error(EL_ERR_NOMEM, "KV cache: out of memory for %d cells", n_ctx);

@@ -52,8 +52,8 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
     const el_hparams *hp = &model->hp;
     el_status st = el_threadpool_create(p.n_threads, &ctx->tp);
     if (!st)
-        st = el_kv_cache_init(&ctx->kv, hp->n_layer, p.n_ctx, p.n_seq_max,
-                              hp->n_head_kv * hp->head_dim_k, hp->n_head_kv * hp->head_dim_v);
+        st = el_kv_cache_init(&ctx->kv, hp->n_layer, p.n_ctx, p.n_seq_max, hp->n_head_kv,
+                              hp->head_dim_k, hp->head_dim_v);
     if (!st)
         st = el_forward_init(&ctx->fwd, model, &ctx->kv, ctx->tp, p.n_batch, p.n_ubatch);
     if (!st) {
@@ -303,5 +303,6 @@ int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id) {
 size_t el_kv_cell_bytes(const el_context *ctx) {
     if (!ctx)
         return 0;
-    return (size_t)ctx->kv.n_layer * (size_t)(ctx->kv.k_dim + ctx->kv.v_dim) * sizeof(float);
+    return (size_t)ctx->kv.n_layer * ctx->kv.n_head_kv *
+           (size_t)(ctx->kv.head_dim_k + ctx->kv.head_dim_v) * sizeof(float);
 }
