@@ -107,24 +107,56 @@ void el_sampler_accept(el_sampler *s, int32_t token) {
 }
 
 /* llama.cpp's rule: a token seen in the window has a positive logit divided by the penalty and a
- * non-positive one multiplied, once however often it was seen. cand is still indexed by id. */
-static void apply_repeat_penalty(el_sampler *s) {
-    float penalty = s->params.repeat_penalty;
-    if (penalty == 1.0f || s->n_history == 0)
-        return;
-    for (int32_t i = 0; i < s->n_history; i++) {
-        int32_t t = s->history[i];
-        if (t < 0 || t >= s->n_vocab || s->seen[t])
-            continue;
-        s->seen[t] = 1;
-        float *l = &s->cand[t].logit;
-        *l = *l <= 0.0f ? *l * penalty : *l / penalty;
-    }
+ * non-positive one multiplied, once however often it was seen. */
+static float penalized(float logit, float penalty) {
+    return logit <= 0.0f ? logit * penalty : logit / penalty;
+}
+
+/* Sets (on) or clears the seen mark of each token in the window; false if the penalty does
+ * nothing. */
+static bool mark_history(el_sampler *s, uint8_t on) {
+    if (s->params.repeat_penalty == 1.0f || s->n_history == 0)
+        return false;
     for (int32_t i = 0; i < s->n_history; i++) {
         int32_t t = s->history[i];
         if (t >= 0 && t < s->n_vocab)
-            s->seen[t] = 0;
+            s->seen[t] = on;
     }
+    return true;
+}
+
+/* The penalty on cand, still indexed by id. */
+static void apply_repeat_penalty(el_sampler *s) {
+    if (!mark_history(s, 1))
+        return;
+    for (int32_t i = 0; i < s->n_history; i++) {
+        int32_t t = s->history[i];
+        if (t >= 0 && t < s->n_vocab && s->seen[t]) {
+            s->cand[t].logit = penalized(s->cand[t].logit, s->params.repeat_penalty);
+            s->seen[t] = 0; /* once per distinct token */
+        }
+    }
+}
+
+/* Greedy: the highest penalized logit, the lowest id among equals, read straight from the
+ * logits (copying the vocabulary into candidates cost ~0.3 ms a token on a 128K vocabulary). */
+static int32_t greedy_pick(el_sampler *s, const float *logits) {
+    bool marked = mark_history(s, 1);
+    float pen = s->params.repeat_penalty;
+    int32_t best = 0;
+    float best_logit = marked && s->seen[0] ? penalized(logits[0], pen) : logits[0];
+    for (int32_t i = 1; i < s->n_vocab; i++) {
+        float l = logits[i];
+        if (marked && s->seen[i])
+            l = penalized(l, pen);
+        if (l > best_logit) {
+            best = i;
+            best_logit = l;
+        }
+    }
+    if (marked)
+        mark_history(s, 0);
+    return best;
 }
 
 /* Highest logit first; ties by the lower id, so the order is fully determined. */
@@ -233,15 +265,11 @@ static int32_t filter(el_sampler *s, const float *logits) {
 el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token) {
     if (!s || !logits || !token)
         return el_error(EL_ERR_INVALID_ARG, "sampler: NULL argument");
-    int32_t n = filter(s, logits);
     if (s->params.temperature <= 0.0f) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n; i++)
-            if (s->cand[i].logit > s->cand[best].logit)
-                best = i;
-        *token = best;
+        *token = greedy_pick(s, logits);
         return EL_OK;
     }
+    int32_t n = filter(s, logits);
     softmax(s->cand, n, s->params.temperature);
     double r = rng_uniform(&s->rng), cum = 0.0;
     for (int32_t i = 0; i < n; i++) {
