@@ -119,15 +119,27 @@ el_status el_forward_reserve_logits(el_forward *f, int32_t n_out) {
 
 /* ------------------------------------------------------------- row-wise operations */
 
-/* o = w * x / rms(x), in run.c's order. */
+/* o = w * x / rms(x). The squares are summed in 16 running sums, which the compiler keeps in
+ * vector registers: one running sum is a chain of dependent adds (2048 of them a row on the 1B
+ * shape, ~1 ms of each step of 8 concurrent variants), and the split sums round less. */
+enum { RMS_LANES = 16 };
+
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {
-    float ss = 0.0f;
-    for (int i = 0; i < n; i++)
-        ss += x[i] * x[i];
-    ss /= (float)n;
+    float part[RMS_LANES] = {0};
+    int i = 0;
+    for (; i + RMS_LANES <= n; i += RMS_LANES)
+        #pragma GCC unroll 16
+        for (int j = 0; j < RMS_LANES; j++)
+            part[j] += x[i + j] * x[i + j];
+    for (; i < n; i++)
+        part[0] += x[i] * x[i];
+    for (int half = RMS_LANES / 2; half > 0; half /= 2)
+        for (int j = 0; j < half; j++)
+            part[j] += part[j + half];
+    float ss = part[0] / (float)n;
     ss += eps;
     ss = 1.0f / sqrtf(ss);
-    for (int i = 0; i < n; i++)
+    for (i = 0; i < n; i++)
         o[i] = w[i] * (ss * x[i]);
 }
 
