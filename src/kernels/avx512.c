@@ -241,18 +241,20 @@ static inline __m512i high_nibbles(__m512i q) {
 }
 
 /* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers, read by
- * three 32-byte loads (bytes 0-31, 32-63 and 40-71 of the group; fewer loads, not fewer vector
- * operations, was what sped this up on Zen 4). Two word permutes of them give two registers of
- * quant bytes whose 32-bit lanes belong to blocks [0 2 0 2 | 1 3 1 3], each block's four
- * 32-bit words spread over both (q4_0_lane_word: the words each load pair can reach). So the
- * four vpdpbusd of a group (low and high nibbles of both) sum into integer lanes of one block
- * each, started at -8 times the activations each lane meets (the q - 8 offset, prepared). The
- * high nibbles are only masked, not shifted: their sums, 16 times too large, go in a second
- * register (which also halves the chain of dependent vpdpbusd) and are shifted back exactly.
- * Two groups fold into one register of 8 lanes, one per block (an in-lane interleave of 64-bit
- * halves and an add), so one conversion and one float multiply-add per two groups scale the
- * sums by activation scale times weight scale; the fp16 weight scales come by a third word
- * permute of each group's first two loads. */
+ * three 32-byte loads (bytes 0-31, 32-63 and 40-71 of the group). Two word permutes of them
+ * give two registers of quant bytes whose 32-bit lanes belong to blocks [0 2 0 2 | 1 3 1 3],
+ * each block's four 32-bit words spread over both (q4_0_lane_word: the words each pair of
+ * loads reaches). So the four vpdpbusd of a group (low and high nibbles of both) sum into
+ * integer lanes of one block each, started at -8 times the activations each lane meets (the
+ * q - 8 offset, prepared). The high nibbles are only masked, not shifted: their sums, 16 times
+ * too large, go in a second register (which also halves the chain of dependent vpdpbusd) and
+ * are shifted back exactly. Two groups fold into one register of 8 lanes, one per block (an
+ * in-lane interleave of 64-bit halves and an add), so one conversion and one float multiply-add
+ * per two groups scale the sums by activation scale times weight scale; the fp16 weight scales
+ * come by a third word permute of each group's first two loads. On Zen 4 the vector pipe slots
+ * per group set the speed, not the loads (unaligned, 72 bytes apart: no cost seen): this takes
+ * fewer than four 16-byte loads with inserts and interleaves did, and 512-bit registers (two
+ * slots per operation) were slower (docs/kernels.md). */
 typedef struct q4_0_prep {
     __m256i lo[2], hi[2]; /* the activations against the low and high nibbles of each register */
     __m256i off;          /* per lane: -8 * the sum of its activations */
