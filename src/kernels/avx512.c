@@ -229,7 +229,7 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * the integer sums, which start at minus that (prepared once per call). Each block's sums are
  * then scaled once in float by its activation scale times its weight scale. */
 
-/* Activation elements prepared at a time (q4_0 24 KB, q8_0 26 KB of stack): longer rows are
+/* Activation elements prepared at a time (q4_0 22 KB, q8_0 26 KB of stack): longer rows are
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
@@ -414,8 +414,8 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_slice sl = {p, d, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
         prepare_q4_0(sl.b + sl.first, sl.groups, p, d);
-        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0),
-                             (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d);
+        size_t prepared = (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d;
+        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
 }
