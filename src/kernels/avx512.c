@@ -243,7 +243,7 @@ static inline __m512i high_nibbles(__m512i q) {
 /* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers, read by
  * three 32-byte loads (bytes 0-31, 32-63 and 40-71 of the group). Two word permutes of them
  * give two registers of quant bytes whose 32-bit lanes belong to blocks [0 2 0 2 | 1 3 1 3],
- * each block's four 32-bit words spread over both (q4_0_lane_word: the words each pair of
+ * each block's four 32-bit words spread over both (q4_0_lanes: the words each pair of
  * loads reaches). So the four vpdpbusd of a group (low and high nibbles of both) sum into
  * integer lanes of one block each, started at -8 times the activations each lane meets (the
  * q - 8 offset, prepared). The high nibbles are only masked, not shifted: their sums, 16 times
@@ -260,10 +260,22 @@ typedef struct q4_0_prep {
     __m256i off;          /* per lane: -8 * the sum of its activations */
 } q4_0_prep;
 
-/* Lane l of a group's registers holds 4 quants of block q4_0_lane_block[l], its 32-bit word
- * q4_0_lane_word[k][l] in register k (each block's 4 words once over both registers). */
-static const uint8_t q4_0_lane_block[8] = {0, 2, 0, 2, 1, 3, 1, 3};
-static const uint8_t q4_0_lane_word[2][8] = {{0, 0, 1, 1, 0, 0, 3, 1}, {2, 2, 3, 3, 1, 2, 2, 3}};
+/* The 16 bytes at lo and at hi in the two 128-bit lanes. */
+static inline __m256i load_16_16(const void *lo, const void *hi) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo)),
+                                   _mm_loadu_si128((const __m128i *)hi), 1);
+}
+
+/* The 16-byte halves x[0] (one block's first 16 quants or activations, the same for the others)
+ * of blocks [0 | 1] and [2 | 3] into the two registers of a group, lanes of blocks
+ * [0 2 0 2 | 1 3 1 3]: by lane, the 32-bit words [0 0 1 1 0 0 3 1] of their blocks in the first
+ * register and [2 2 3 3 2 2 1 3] in the second, what the loads of the weights reach (block 1's
+ * words 1 and 3 swapped against an interleave of the halves). */
+static inline void q4_0_lanes(__m256i x01, __m256i x23, __m256i r[2]) {
+    __m256i lo = _mm256_unpacklo_epi32(x01, x23), hi = _mm256_unpackhi_epi32(x01, x23);
+    r[0] = _mm256_blend_epi32(lo, hi, 0x40);
+    r[1] = _mm256_blend_epi32(hi, lo, 0x40);
+}
 
 /* The activations of groups groups into p, and into d per two groups the activation scales of
  * their 8 blocks in the folded lanes' order (zero for the missing second group of an odd end). */
@@ -271,16 +283,9 @@ static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p, _
     const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t g = 0; g < groups; g++) {
         const el_block_q8_0 *c = b + 4 * g;
-        for (int k = 0; k < 2; k++) {
-            int8_t lo[32], hi[32];
-            for (int l = 0; l < 8; l++) {
-                const int8_t *q = c[q4_0_lane_block[l]].qs + 4 * q4_0_lane_word[k][l];
-                memcpy(lo + 4 * l, q, 4);
-                memcpy(hi + 4 * l, q + 16, 4);
-            }
-            p[g].lo[k] = _mm256_loadu_si256((const __m256i *)lo);
-            p[g].hi[k] = _mm256_loadu_si256((const __m256i *)hi);
-        }
+        q4_0_lanes(load_16_16(c[0].qs, c[1].qs), load_16_16(c[2].qs, c[3].qs), p[g].lo);
+        q4_0_lanes(load_16_16(c[0].qs + 16, c[1].qs + 16), load_16_16(c[2].qs + 16, c[3].qs + 16),
+                   p[g].hi);
         __m256i s = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
             s = _mm256_dpbusd_epi32(s, eight, p[g].lo[k]);
@@ -296,12 +301,12 @@ static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p, _
     }
 }
 
-/* Words of a group's weights gathered into the two registers, by lane the 32-bit word
- * q4_0_lane_word of block q4_0_lane_block (block b's quants start at word 1 + 9b): the first
- * register from the group's first 64 bytes, the second from its first 32 and bytes 40-71. */
+/* Words of a group's weights gathered into the two registers in q4_0_lanes' order (block b's
+ * quants start at word 1 + 9b): the first register from the group's first 64 bytes, the second
+ * from its first 32 and bytes 40-71 (so block 1's word 3, bytes 32-35, goes in the first). */
 static const int16_t q4_0_q_words[2][16] = {
     {1, 2, 19, 20, 3, 4, 21, 22, 10, 11, 28, 29, 16, 17, 30, 31},
-    {5, 6, 19, 20, 7, 8, 21, 22, 12, 13, 28, 29, 14, 15, 30, 31}};
+    {5, 6, 19, 20, 7, 8, 21, 22, 14, 15, 28, 29, 12, 13, 30, 31}};
 
 /* Words of a group's first 64 bytes holding the weight scales, for the first group of a pair
  * (lanes 0, 1, 4, 5) and the second (2, 3, 6, 7) of the folded order. */
