@@ -229,7 +229,7 @@ static void tile_q4_0(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
  * the integer sums, which start at minus that (prepared once per call). Each block's sums are
  * then scaled once in float by its activation scale times its weight scale. */
 
-/* Activation elements prepared at a time (q4_0 24 KB, q8_0 26 KB of stack): longer rows are
+/* Activation elements prepared at a time (q4_0 22 KB, q8_0 26 KB of stack): longer rows are
  * read in pieces, one pass per slice, which the prefetcher follows badly (a row of 8192 in
  * two slices read at 2/3 of the speed), so this covers the FFN widths of common models. */
 enum { GEMV_SLICE = 16384 };
@@ -240,23 +240,25 @@ static inline __m512i high_nibbles(__m512i q) {
     return _mm512_and_si512(_mm512_srli_epi16(q, 4), _mm512_set1_epi8(0x0F));
 }
 
-/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers. The 16
- * quant bytes of blocks 0 and 1 make one register [q0 | q1], those of 2 and 3 another; an
- * in-lane interleave of their 32-bit words (unpacklo/hi) gives two registers whose 32-bit lanes
- * belong to blocks [0 2 0 2 | 1 3 1 3], the same order in both. So the four vpdpbusd of a group
- * (low and high nibbles of both) accumulate into one integer register, started at -8 times the
- * activations each lane meets (the q - 8 offset, prepared), and one float multiply-add per
- * group scales it by the lanes' activation scale times weight scale. The four fp16 weight
- * scales come by one word permute of the group's first 64 bytes. */
+/* ---- q4_0: groups of 4 blocks (72 weight bytes, 128 elements) on 256-bit registers, read by
+ * three 32-byte loads (bytes 0-31, 32-63 and 40-71 of the group). Two word permutes of them
+ * give two registers of quant bytes whose 32-bit lanes belong to blocks [0 2 0 2 | 1 3 1 3],
+ * each block's four 32-bit words spread over both (q4_0_lanes: the words each pair of
+ * loads reaches). So the four vpdpbusd of a group (low and high nibbles of both) sum into
+ * integer lanes of one block each, started at -8 times the activations each lane meets (the
+ * q - 8 offset, prepared). The high nibbles are only masked, not shifted: their sums, 16 times
+ * too large, go in a second register (which also halves the chain of dependent vpdpbusd) and
+ * are shifted back exactly. Two groups fold into one register of 8 lanes, one per block (an
+ * in-lane interleave of 64-bit halves and an add), so one conversion and one float multiply-add
+ * per two groups scale the sums by activation scale times weight scale; the fp16 weight scales
+ * come by a third word permute of each group's first two loads. On Zen 4 the vector pipe slots
+ * per group set the speed, not the loads (unaligned, 72 bytes apart: no cost seen): this takes
+ * fewer than four 16-byte loads with inserts and interleaves did, and 512-bit registers (two
+ * slots per operation) were slower (docs/kernels.md). */
 typedef struct q4_0_prep {
     __m256i lo[2], hi[2]; /* the activations against the low and high nibbles of each register */
     __m256i off;          /* per lane: -8 * the sum of its activations */
-    __m256 d;             /* per lane: its block's activation scale */
 } q4_0_prep;
-
-/* Words of the group's first 64 bytes holding the weight scales in the lanes' block order
- * (block b's scale is word 9b); the upper 8 entries are unused. */
-static const int16_t q4_0_d_words[16] = {0, 18, 0, 18, 9, 27, 9, 27};
 
 /* The 16 bytes at lo and at hi in the two 128-bit lanes. */
 static inline __m256i load_16_16(const void *lo, const void *hi) {
@@ -264,89 +266,147 @@ static inline __m256i load_16_16(const void *lo, const void *hi) {
                                    _mm_loadu_si128((const __m128i *)hi), 1);
 }
 
-static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p) {
+/* The 16-byte halves x[0] (one block's first 16 quants or activations, the same for the others)
+ * of blocks [0 | 1] and [2 | 3] into the two registers of a group, lanes of blocks
+ * [0 2 0 2 | 1 3 1 3]: by lane, the 32-bit words [0 0 1 1 0 0 3 1] of their blocks in the first
+ * register and [2 2 3 3 2 2 1 3] in the second, what the loads of the weights reach (block 1's
+ * words 1 and 3 swapped against an interleave of the halves). */
+static inline void q4_0_lanes(__m256i x01, __m256i x23, __m256i r[2]) {
+    __m256i lo = _mm256_unpacklo_epi32(x01, x23), hi = _mm256_unpackhi_epi32(x01, x23);
+    r[0] = _mm256_blend_epi32(lo, hi, 0x40);
+    r[1] = _mm256_blend_epi32(hi, lo, 0x40);
+}
+
+/* The activations of groups groups into p, and into d per two groups the activation scales of
+ * their 8 blocks in the folded lanes' order (zero for the missing second group of an odd end). */
+static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p, __m256 *d) {
     const __m256i eight = _mm256_set1_epi8(8);
-    for (int64_t g = 0; g < groups; g++, b += 4) {
-        /* [y0 first 16 | y1 first 16], [y2 .. | y3 ..], and the same for the last 16 */
-        __m256i l01 = load_16_16(b[0].qs, b[1].qs), l23 = load_16_16(b[2].qs, b[3].qs);
-        __m256i h01 = load_16_16(b[0].qs + 16, b[1].qs + 16);
-        __m256i h23 = load_16_16(b[2].qs + 16, b[3].qs + 16);
-        p[g].lo[0] = _mm256_unpacklo_epi32(l01, l23);
-        p[g].lo[1] = _mm256_unpackhi_epi32(l01, l23);
-        p[g].hi[0] = _mm256_unpacklo_epi32(h01, h23);
-        p[g].hi[1] = _mm256_unpackhi_epi32(h01, h23);
+    for (int64_t g = 0; g < groups; g++) {
+        const el_block_q8_0 *c = b + 4 * g;
+        q4_0_lanes(load_16_16(c[0].qs, c[1].qs), load_16_16(c[2].qs, c[3].qs), p[g].lo);
+        q4_0_lanes(load_16_16(c[0].qs + 16, c[1].qs + 16), load_16_16(c[2].qs + 16, c[3].qs + 16),
+                   p[g].hi);
         __m256i s = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
             s = _mm256_dpbusd_epi32(s, eight, p[g].lo[k]);
             s = _mm256_dpbusd_epi32(s, eight, p[g].hi[k]);
         }
         p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), s);
-        p[g].d = _mm256_cvtph_ps(_mm_setr_epi16((short)b[0].d, (short)b[2].d, (short)b[0].d,
-                                                (short)b[2].d, (short)b[1].d, (short)b[3].d,
-                                                (short)b[1].d, (short)b[3].d));
+    }
+    for (int64_t g = 0; g < groups; g += 2) {
+        const el_block_q8_0 *c = b + 4 * g;
+        uint16_t h[8] = {0};
+        for (int k = 0; k < (g + 1 < groups ? 8 : 4); k++) h[k % 2 * 4 + k / 2] = c[k].d;
+        d[g / 2] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
     }
 }
 
-/* acc + the float sums (8 lanes) of one q4_0 group of a row. */
-static inline __m256 group_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, __m256i d_words) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256i q01 = load_16_16(wb + 2, wb + 20), q23 = load_16_16(wb + 38, wb + 56);
-    __m256i u[2] = {_mm256_unpacklo_epi32(q01, q23), _mm256_unpackhi_epi32(q01, q23)};
-    __m256i s = p->off;
+/* Words of a group's weights gathered into the two registers in q4_0_lanes' order (block b's
+ * quants start at word 1 + 9b): the first register from the group's first 64 bytes, the second
+ * from its first 32 and bytes 40-71 (so block 1's word 3, bytes 32-35, goes in the first). */
+static const int16_t q4_0_q_words[2][16] = {
+    {1, 2, 19, 20, 3, 4, 21, 22, 10, 11, 28, 29, 16, 17, 30, 31},
+    {5, 6, 19, 20, 7, 8, 21, 22, 14, 15, 28, 29, 12, 13, 30, 31}};
+
+/* Words of a group's first 64 bytes holding the weight scales, for the first group of a pair
+ * (lanes 0, 1, 4, 5) and the second (2, 3, 6, 7) of the folded order. */
+static const int16_t q4_0_d_words[2][16] = {{0, 18, 0, 0, 9, 27}, {0, 0, 0, 18, 0, 0, 9, 27}};
+
+typedef struct q4_0_consts {
+    __m256i q_words[2], d_words[2];
+} q4_0_consts;
+
+/* The integer sums of one q4_0 group of a row, lanes as the activations' [0 2 0 2 | 1 3 1 3],
+ * and into *dw the words of its scales picked by d_words. */
+static inline __m256i group_q4_0(const char *wb, const q4_0_prep *p, const __m256i q_words[2],
+                                 __m256i d_words, __mmask16 dmask, __m256i *dw) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), high4 = _mm256_set1_epi8((char)0xF0);
+    __m256i a = _mm256_loadu_si256((const __m256i *)wb);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 32));
+    __m256i u[2] = {_mm256_permutex2var_epi16(a, q_words[0], b),
+                    _mm256_permutex2var_epi16(a, q_words[1],
+                                             _mm256_loadu_si256((const __m256i *)(wb + 40)))};
+    *dw = _mm256_maskz_permutex2var_epi16(dmask, a, d_words, b);
+    __m256i s = p->off, s16 = _mm256_setzero_si256();
     #pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
         s = _mm256_dpbusd_epi32(s, _mm256_and_si256(u[k], low4), p->lo[k]);
-        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(_mm256_srli_epi16(u[k], 4), low4), p->hi[k]);
+        s16 = _mm256_dpbusd_epi32(s16, _mm256_and_si256(u[k], high4), p->hi[k]);
     }
-    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
-                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
-    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), p->d);
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+    return _mm256_add_epi32(s, _mm256_srai_epi32(s16, 4));
+}
+
+/* acc + the float sums of two groups' integer sums s0 and s1 (folded: lanes [0 2 4 6 | 1 3 5 7]
+ * of their 8 blocks) with the weight scales dw (fp16, in that order), activation scales d. */
+static inline __m256 scale_q4_0(__m256 acc, __m256i s0, __m256i s1, __m256i dw, __m256 d) {
+    __m256i t = _mm256_add_epi32(_mm256_unpacklo_epi64(s0, s1), _mm256_unpackhi_epi64(s0, s1));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(t),
+                           _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)), d), acc);
+}
+
+/* acc + the float sums of groups g and g + 1 of a row (wb the first's bytes, p its prepared
+ * activations, d their scales). */
+static inline __m256 pair_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, const __m256 *d,
+                               const q4_0_consts *c) {
+    __m256i dw0, dw1;
+    __m256i s0 = group_q4_0(wb, p, c->q_words, c->d_words[0], 0x33, &dw0);
+    __m256i s1 = group_q4_0(wb + 72, p + 1, c->q_words, c->d_words[1], 0xCC, &dw1);
+    return scale_q4_0(acc, s0, s1, _mm256_or_si256(dw0, dw1), *d);
+}
+
+/* The same for a last group alone (the second's lanes zero; nothing read past the group). */
+static inline __m256 single_q4_0(__m256 acc, const char *wb, const q4_0_prep *p, const __m256 *d,
+                                 const q4_0_consts *c) {
+    __m256i dw;
+    __m256i s0 = group_q4_0(wb, p, c->q_words, c->d_words[0], 0x33, &dw);
+    return scale_q4_0(acc, s0, _mm256_setzero_si256(), dw, *d);
 }
 
 /* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. */
 typedef struct q4_0_slice {
     const q4_0_prep *p;
+    const __m256 *d; /* per two groups: their activation scales */
     const el_block_q8_0 *b; /* the activation row */
     int64_t first, groups, last; /* its first block, whole groups, and end block */
 } q4_0_slice;
 
-/* The dots of R rows over a slice, each row as it would be alone: two groups per step into two
- * accumulators per row (rows far apart in memory: separate streams sharing the activation
- * loads), then the last blocks one by one. */
+/* The dots of R rows over a slice, each row as it would be alone: two groups per step (rows far
+ * apart in memory: separate streams sharing the activation loads), then the last blocks one by
+ * one. */
 static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
                                                             const char *const row[4], float s[4],
                                                             int R) {
     const q4_0_slice *sl = ctx;
     const q4_0_prep *p = sl->p;
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
-    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q4_0_d_words));
+    const q4_0_consts c = {{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
+                            _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
+                           {_mm256_loadu_si256((const __m256i *)q4_0_d_words[0]),
+                            _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
     const char *wb[4];
-    __m256 acc[4][2];
+    __m256 acc[4];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         wb[r] = row[r] + sl->first * sizeof(el_block_q4_0);
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+        acc[r] = _mm256_setzero_ps();
     }
     int64_t g = 0;
     for (; g + 2 <= sl->groups; g += 2) {
         #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
-            acc[r][1] = group_q4_0(acc[r][1], wb[r] + (g + 1) * group_bytes, p + g + 1, d_words);
-        }
+        for (int r = 0; r < R; r++)
+            acc[r] = pair_q4_0(acc[r], wb[r] + g * group_bytes, p + g, sl->d + g / 2, &c);
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if (g < sl->groups)
-            acc[r][0] = group_q4_0(acc[r][0], wb[r] + g * group_bytes, p + g, d_words);
+            acc[r] = single_q4_0(acc[r], wb[r] + g * group_bytes, p + g, sl->d + g / 2, &c);
         const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
         for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
             __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
             __m256i dot = q4_0_dot1(wr + k, sl->b + k);
-            acc[r][1] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[r][1]);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[r]);
         }
-        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+        s[r] = hsum256_ps(acc[r]);
     }
 }
 
@@ -354,12 +414,13 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     q4_0_prep p[GEMV_SLICE / 128];
+    __m256 d[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_slice sl = {p, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
-        prepare_q4_0(sl.b + sl.first, sl.groups, p);
-        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0),
-                             (size_t)sl.groups * sizeof *p);
+        q4_0_slice sl = {p, d, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+        prepare_q4_0(sl.b + sl.first, sl.groups, p, d);
+        size_t prepared = (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d;
+        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
 }
