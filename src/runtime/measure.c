@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -115,14 +116,20 @@ static double now_seconds(void) {
  * and the timer and the pool's wake-up are a small part of it. */
 static const size_t MIN_BYTES_PER_TIMING = (size_t)64 << 20;
 
+static const size_t HUGE_PAGE = (size_t)2 << 20;
+
 el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s) {
     *gb_s = 0;
     size_t n = bytes / sizeof(uint64_t);
     if (n < 64)
         return el_error(EL_ERR_INVALID_ARG, "read bandwidth: a buffer of %zu bytes is too small",
                         bytes);
-    size_t alloc = (n * sizeof(uint64_t) + 63) / 64 * 64;
-    uint64_t *buf = aligned_alloc(64, alloc);
+    /* In 2 MB pages where the kernel gives them, as the weights are mapped (core/mapfile.c):
+     * with 4 KB pages the bound would be that of the smaller pages' TLB misses, which decoding
+     * from 2 MB pages beats (the fraction came out above 1). */
+    size_t alloc = (n * sizeof(uint64_t) + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    uint64_t *buf = aligned_alloc(HUGE_PAGE, alloc);
+    if (buf) (void)madvise(buf, alloc, MADV_HUGEPAGE);
     el_threadpool *tp = NULL;
     el_status st = buf ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
     if (st) {
