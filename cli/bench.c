@@ -58,7 +58,7 @@ typedef struct bench_opts {
 
 typedef struct bench_result {
     int32_t threads;
-    uint64_t file_bytes, weight_bytes, bytes_per_token, kv_bytes, peak_rss;
+    uint64_t file_bytes, weight_bytes, bytes_per_token, kv_bytes, peak_rss, huge_bytes;
     const char *type;
     stat3 load_ms, pp, tg, ttft_ms, bw;
     double bound, fraction;
@@ -175,10 +175,10 @@ static void print_json(const bench_opts *o, const bench_result *r) {
            ", \"n_ubatch\": %ld, \"reps\": %ld",
            r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
-           ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu",
+           ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
            (unsigned long long)r->bytes_per_token, (unsigned long long)r->kv_bytes,
-           (unsigned long long)r->peak_rss);
+           (unsigned long long)r->peak_rss, (unsigned long long)r->huge_bytes);
     json_stat("load_ms", r->load_ms);
     json_stat("pp_tokens_per_s", r->pp);
     json_stat("tg_tokens_per_s", r->tg);
@@ -207,6 +207,9 @@ static void print_table(const bench_opts *o, const bench_result *r) {
     printf("fraction   %10.3g of the bound reached by generation\n", r->fraction);
     printf("cpu share  %10.2f of %d threads x wall time during pp and tg%s\n", r->cpu_share,
            r->threads, r->cpu_share < 0.9 ? " (other processes took cores: figures are low)" : "");
+    printf("2 MB pages %10.1f MB      of the %.1f MB file%s\n", (double)r->huge_bytes / mb,
+           (double)r->file_bytes / mb,
+           r->huge_bytes < r->file_bytes / 2 ? " (the rest in 4 KB pages: see docs/bench.md)" : "");
     printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB; ratio %.3f)\n",
            (double)r->peak_rss / mb, (double)r->file_bytes / mb, (double)r->kv_bytes / mb,
            (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes));
@@ -296,6 +299,7 @@ int cmd_bench(int argc, char **argv) {
     }
     /* peak memory before the bandwidth buffer, which is as large as the weights, exists */
     res.peak_rss = el_peak_rss_bytes();
+    res.huge_bytes = el_huge_mapped_bytes(); /* the model is still mapped */
     if (st == EL_OK) st = measure_bandwidth(&o, &res);
     if (st == EL_OK) {
         if (o.json)

@@ -435,6 +435,12 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
 /* The peak resident set size of this process so far, in bytes (0 if the system cannot say). */
 uint64_t el_peak_rss_bytes(void);
 
+/* Bytes of this process's file mappings (a loaded model's weights) that the kernel maps with
+ * 2 MB pages rather than 4 KB ones (Linux: FilePmdMapped in /proc/self/smaps_rollup; 0 where
+ * the system cannot say). Decoding reads every weight once a token, and from 4 KB pages it
+ * misses the TLB every 4 KB: docs/bench.md. */
+uint64_t el_huge_mapped_bytes(void);
+
 /* What one decode step costs in memory traffic. */
 typedef struct el_decode_cost {
     uint64_t weight_bytes_per_token; /* every layer weight + the output head: each is read whole

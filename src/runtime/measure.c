@@ -7,6 +7,7 @@
  * cache's bandwidth rather than DRAM's. */
 #include "runtime/measure.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -169,6 +170,17 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
     free(buf);
     if (st == EL_OK) *gb_s = best;
     return st;
+}
+
+uint64_t el_huge_mapped_bytes(void) {
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (!f) return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "FilePmdMapped: %llu kB", &kb) == 1) break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
 }
 
 uint64_t el_peak_rss_bytes(void) {

@@ -16,6 +16,11 @@ for t in 1 2; do
         [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }' || missing="$missing $k=$v"
     done
     [ -z "$missing" ] && pass "bench_fields_t$t" || fail "bench_fields_t$t" "missing or not positive:$missing" "$j"
+    # bytes in 2 MB pages: a count of whole 2 MB pages (0 for this small file is fine), never
+    # more than the file
+    h=$(num huge_mapped_bytes)
+    [ -n "$h" ] && awk -v h="$h" -v f="$(num file_bytes)" 'BEGIN { exit !(h >= 0 && h <= f && h % 2097152 == 0) }' &&
+        pass "bench_huge_t$t" || fail "bench_huge_t$t" "huge_mapped_bytes '$h'" "$j"
     printf '%s' "$j" | grep -q "\"threads\": $t," && printf '%s' "$j" | grep -q '"type": "q4_0"' &&
         printf '%s' "$j" | grep -q '"reps": 2,' && pass "bench_echo_t$t" || fail "bench_echo_t$t" "$j"
     # the bound is the bandwidth over the bytes per token, and the fraction tg over the bound
@@ -36,7 +41,7 @@ expect_exit bench_ubatch 0 "$EL" bench -m "$G" -t 1 -p 32 -n 4 -u 8 -r 1 --json
 grep -q '"n_batch": 32, "n_ubatch": 8,' "$TMP/out" && pass bench_ubatch_echo || fail bench_ubatch_echo "$(cat "$TMP/out")"
 expect_exit bench_bad_ubatch 2 "$EL" bench -m "$G" -u 0
 expect_exit bench_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1
-grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
+grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && grep -q '^2 MB pages ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
 expect_exit bench_no_model 2 "$EL" bench -p 16
 expect_exit bench_bad_reps 2 "$EL" bench -m "$G" -r 0
 expect_exit bench_bad_option 2 "$EL" bench -m "$G" --fast
