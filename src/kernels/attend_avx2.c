@@ -4,8 +4,8 @@
  * of a query. Keys and values are float32 or fp16 (converted on load by F16C's vcvtph2ps, which is
  * exact); one body serves both, the element type a constant after inlining. The exponentials are
  * vectorized too (exp_avx2.h) and the weights normalized on the output, so results agree with the
- * reference to a few float roundings. Head sizes that
- * are not multiples of 8 (and groups of more than 64 heads) go to the reference.
+ * reference to a few float roundings. Head sizes that are not multiples of 8 (and groups of more
+ * than 64 heads) go to the reference.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
