@@ -11,7 +11,8 @@
  * as the matmul reads them once per 64 rows anyway.
  *
  * Scalar arithmetic is float32 and in the order of llama2.c's run.c (norm, rope, softmax,
- * SwiGLU), so a float model reproduces its greedy output. */
+ * SwiGLU), so a float model with a float32 KV cache reproduces its greedy output; the default
+ * fp16 cache rounds each stored K and V element to fp16 (kv_cache.h). */
 #include "model/forward.h"
 
 #include <math.h>

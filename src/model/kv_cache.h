@@ -2,13 +2,14 @@
  *
  * A cell holds the K and V of one token for every layer, its position, and a bitset of the
  * sequences that may attend to it. A cell with no sequence bit is free. Sharing a prompt between
- * sequences sets more bits on the same cells; nothing is copied. K and V are fp16 (the default:
- * half the memory, and half the bytes attention reads per token; rounding to fp16's 11-bit
- * significand moves logits by ~1e-3 relative) or float32 (exact), one type for the whole cache
- * (EL_TYPE_F16 or EL_TYPE_F32), laid out [layer][kv head][cell][head_dim]: attention reads one
- * kv head over many
- * cells, and a sequence's cells are mostly consecutive, so that read is one contiguous stream
- * the hardware prefetchers follow (with all heads of a cell together it was a slice every
+ * sequences sets more bits on the same cells; nothing is copied.
+ *
+ * K and V are fp16 (the default, el_context_params.kv_type: half the memory, and half the bytes
+ * attention reads per token; rounding to fp16's 11-bit significand moves logits by a few 1e-4
+ * relative) or float32 (exact), one type for the whole cache. They are laid out
+ * [layer][kv head][cell][head_dim]: attention reads one kv head over many cells, and a
+ * sequence's cells are mostly consecutive, so that read is one contiguous stream the hardware
+ * prefetchers follow (with all heads of a cell together it was a slice every
  * n_head_kv * head_dim floats, read at a fraction of the bandwidth: 1B shape, 1 thread, 4.7 ms
  * a token at 512-576 cells). */
 #ifndef EL_MODEL_KV_CACHE_H
