@@ -45,6 +45,7 @@ static const char help[] =
     "                         the model's training context for n_predict -1)\n"
     "  -b, --batch-size N     most rows per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
+    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
     "  -s, --seed S           a request that gives no seed gets S + its line number\n"
     "                         (default S: from the clock)\n";
 
@@ -60,6 +61,7 @@ static int parse_args(batch_opts *o, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("batch", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("batch", &o->mo, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -568,6 +570,7 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     if (cp.n_batch < n_slots) cp.n_batch = n_slots;
     if (cp.n_batch > cp.n_ctx) cp.n_batch = cp.n_ctx;
     cp.n_threads = (int32_t)o->mo.threads;
+    cp.kv_type = o->mo.kv_type;
     scheduler sc = {.model = m, .n_slots = n_slots, .n_batch = cp.n_batch,
                     .n_vocab = info.n_vocab};
     sc.slots = calloc((size_t)n_slots, sizeof *sc.slots);

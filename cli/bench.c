@@ -12,8 +12,9 @@
 
 static const char help[] =
     "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
-    "                      [-r REPS] [--json]\n"
-    "Measures, REPS times (default 3), with THREADS threads (default: all cores):\n"
+    "                      [-r REPS] [--kv-type f16|f32] [--json]\n"
+    "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
+    "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"
     "         the forward runs in chunks of -u rows (default: the library's, 128)\n"
@@ -172,8 +173,9 @@ static void print_json(const bench_opts *o, const bench_result *r) {
     printf(", \"type\": ");
     json_string(r->type);
     printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld"
-           ", \"n_ubatch\": %ld, \"reps\": %ld",
-           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps);
+           ", \"n_ubatch\": %ld, \"reps\": %ld, \"kv_type\": \"%s\"",
+           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps,
+           cli_kv_type_name(o->mo.kv_type));
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
            ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
@@ -210,8 +212,9 @@ static void print_table(const bench_opts *o, const bench_result *r) {
     printf("2 MB pages %10.1f MB      of the %.1f MB file%s\n", (double)r->huge_bytes / mb,
            (double)r->file_bytes / mb,
            r->huge_bytes < r->file_bytes / 2 ? " (the rest in 4 KB pages: see docs/bench.md)" : "");
-    printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB; ratio %.3f)\n",
+    printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB of %s; ratio %.3f)\n",
            (double)r->peak_rss / mb, (double)r->file_bytes / mb, (double)r->kv_bytes / mb,
+           cli_kv_type_name(o->mo.kv_type),
            (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes));
 }
 
@@ -220,6 +223,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("bench", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("bench", &o->mo, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         long *num = NULL, lo = 1, hi = 1 << 20;
@@ -280,6 +284,7 @@ int cmd_bench(int argc, char **argv) {
     cp.n_ubatch = (int32_t)o.n_ubatch;
     cp.n_seq_max = 1;
     cp.n_threads = res.threads;
+    cp.kv_type = o.mo.kv_type;
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
     /* any tokens do for speed: a fixed pseudo-random sequence over the vocabulary */
     size_t n_tok = (size_t)(o.n_prompt + o.n_gen);

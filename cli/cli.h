@@ -55,11 +55,19 @@ typedef struct cli_model_opts {
     const char *tokenizer;
     long threads;
     long ctx;
+    el_kv_type kv_type; /* --kv-type (cli_kv_opt), of the commands that run a context */
 } cli_model_opts;
 
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
  * returns 0 if it is not; -1 after printing an error. */
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
+/* If argv[*i] is --kv-type f16|f32 (the KV cache's element type, for the commands that run a
+ * context: run, batch, bench, perplexity, eval), consumes it and its value into o->kv_type and
+ * returns 1; 0 if it is not; -1 after printing an error. */
+int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
+/* "f16" or "f32". */
+const char *cli_kv_type_name(el_kv_type t);
+
 /* The model to use: the given path, else the default model ($EDGELORA_MODEL, or models/base.gguf
  * beside the program, or PREFIX/share/edgelora/models/base.gguf when installed); NULL after an
  * error if there is none. The result may be static storage. */
@@ -124,8 +132,8 @@ typedef struct cli_ppl {
 } cli_ppl;
 typedef void (*cli_ppl_progress_fn)(void *user, size_t done, size_t total, double ppl);
 el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
-                         int32_t n_threads, cli_ppl_progress_fn progress, void *user,
-                         cli_ppl *result);
+                         int32_t n_threads, el_kv_type kv_type, cli_ppl_progress_fn progress,
+                         void *user, cli_ppl *result);
 double cli_ppl_value(const cli_ppl *r); /* exp(mean NLL) */
 double cli_ppl_error(const cli_ppl *r); /* its standard error */
 

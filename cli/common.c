@@ -127,6 +127,23 @@ int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int
     return 1;
 }
 
+int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i) {
+    if (strcmp(argv[*i], "--kv-type") != 0) return 0;
+    const char *v = cli_value(cmd, argc, argv, i);
+    if (!v) return -1;
+    if (!strcmp(v, "f16")) {
+        o->kv_type = EL_KV_F16;
+    } else if (!strcmp(v, "f32")) {
+        o->kv_type = EL_KV_F32;
+    } else {
+        cli_error(cmd, "--kv-type: '%s' is not f16 or f32", v);
+        return -1;
+    }
+    return 1;
+}
+
+const char *cli_kv_type_name(el_kv_type t) { return t == EL_KV_F32 ? "f32" : "f16"; }
+
 const char *cli_model_path(const char *cmd, const char *given) {
     static char path[4096];
     if (given) return given;

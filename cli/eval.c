@@ -50,6 +50,7 @@ static const char help[] =
     "  --parallel N           sequences generated together (default 16)\n"
     "  -c, --ctx-size N       KV cells per example (default: the model's training context)\n"
     "  -t, --threads N        threads (default: all cores)\n"
+    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
     "Exit status 0 when the evaluation ran (whatever the scores), 1 on failure, 2 on bad usage.\n";
 
 enum { BOOTSTRAP_ROUNDS = 1000 };
@@ -70,6 +71,7 @@ static int parse_args(eval_opts *o, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("eval", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("eval", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("eval", &o->lora, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
@@ -525,7 +527,8 @@ static int evaluate(const eval_opts *o, el_model *m, const example_list *l, long
         }
     progress p = {.tty = isatty(STDERR_FILENO), .t0 = cli_now_ms()};
     el_status st = eval_generate(m, jobs, n_jobs, (int32_t)(o->parallel ? o->parallel : 16),
-                                 (int32_t)limit, (int32_t)o->mo.threads, show_progress, &p);
+                                 (int32_t)limit, (int32_t)o->mo.threads, o->mo.kv_type,
+                                 show_progress, &p);
     if (p.tty) fputc('\n', stderr);
     long tokens = 0;
     for (size_t j = 0; j < n_jobs; j++) tokens += jobs[j].n_generated;

@@ -133,8 +133,8 @@ static el_status generate(gen_state *g, eval_job *jobs, size_t n_jobs,
 }
 
 el_status eval_generate(el_model *model, eval_job *jobs, size_t n_jobs, int32_t n_parallel,
-                        int32_t cells_per_seq, int32_t n_threads, eval_gen_progress_fn progress,
-                        void *user) {
+                        int32_t cells_per_seq, int32_t n_threads, el_kv_type kv_type,
+                        eval_gen_progress_fn progress, void *user) {
     if (n_jobs == 0) return EL_OK;
     if ((size_t)n_parallel > n_jobs) n_parallel = (int32_t)n_jobs;
     int32_t max_gen = 1, max_cells = 1; /* cells: the last token generated is never decoded */
@@ -152,6 +152,7 @@ el_status eval_generate(el_model *model, eval_job *jobs, size_t n_jobs, int32_t 
     cp.n_batch = 512;
     cp.n_seq_max = n_parallel;
     cp.n_threads = n_threads;
+    cp.kv_type = kv_type;
     gen_state g = {.model = model, .n_slots = n_parallel, .n_vocab = info.n_vocab,
                    .n_batch = cp.n_batch < cp.n_ctx ? cp.n_batch : cp.n_ctx};
     g.slots = calloc((size_t)n_parallel, sizeof *g.slots);

@@ -31,9 +31,10 @@ typedef void (*eval_gen_progress_fn)(void *user, size_t done, size_t total, long
  * one el_decode with one row per generating job plus prompt rows of newly started ones. Each
  * job's cells are freed and its adapters unbound when it ends, and the next job takes its
  * sequence. Each job's result equals a single-sequence greedy run (its prompt, then one token at
- * a time). Every job must fit: n_prompt + max_tokens - 1 <= cells_per_seq. */
+ * a time). Every job must fit: n_prompt + max_tokens - 1 <= cells_per_seq. kv_type: the KV
+ * cache's elements. */
 el_status eval_generate(el_model *model, eval_job *jobs, size_t n_jobs, int32_t n_parallel,
-                        int32_t cells_per_seq, int32_t n_threads, eval_gen_progress_fn progress,
-                        void *user);
+                        int32_t cells_per_seq, int32_t n_threads, el_kv_type kv_type,
+                        eval_gen_progress_fn progress, void *user);
 
 #endif

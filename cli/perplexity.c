@@ -9,9 +9,10 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora perplexity -m MODEL -f TEXTFILE [-c CTX] [-t THREADS]\n"
+    "usage: edgelora perplexity -m MODEL -f TEXTFILE [-c CTX] [-t THREADS] [--kv-type f16|f32]\n"
     "Prints the perplexity of MODEL over TEXTFILE (chunks of CTX tokens, default 512; the\n"
-    "second half of each chunk is scored). Progress goes to stderr.\n";
+    "second half of each chunk is scored) with a KV cache of fp16 (default) or float32\n"
+    "elements. Progress goes to stderr.\n";
 
 /* -log softmax(logits)[target] in double precision. */
 static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
@@ -58,8 +59,8 @@ double cli_ppl_error(const cli_ppl *r) {
 }
 
 el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
-                         int32_t n_threads, cli_ppl_progress_fn progress, void *user,
-                         cli_ppl *r) {
+                         int32_t n_threads, el_kv_type kv_type, cli_ppl_progress_fn progress,
+                         void *user, cli_ppl *r) {
     memset(r, 0, sizeof *r);
     el_model_info info;
     el_status st = el_model_get_info(m, &info);
@@ -72,6 +73,7 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, in
     cp.n_batch = n_ctx < 512 ? n_ctx : 512;
     cp.n_seq_max = 1;
     cp.n_threads = n_threads;
+    cp.kv_type = kv_type;
     el_context *ctx = NULL;
     int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
     int32_t *pos = malloc((size_t)cp.n_batch * sizeof *pos);
@@ -107,6 +109,7 @@ int cmd_perplexity(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_model_opt("perplexity", &mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("perplexity", &mo, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -145,7 +148,7 @@ int cmd_perplexity(int argc, char **argv) {
     free(text);
     if (st == EL_OK)
         st = cli_perplexity(m, tokens, n_tokens, (int32_t)n_ctx, (int32_t)mo.threads,
-                            show_progress, &t0, &r);
+                            mo.kv_type, show_progress, &t0, &r);
     if (st != EL_OK) {
         rc = cli_fail("perplexity", st);
     } else if (r.n_chunks == 0) {

@@ -19,6 +19,7 @@ static const char help[] =
     "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
+    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
     "  --temp T               temperature (default 0.8; 0: greedy)\n"
     "  --top-k K              keep the K most likely tokens (default 40; 0: off)\n"
     "  --top-p P              keep the smallest set with probability >= P (default 0.95)\n"
@@ -84,6 +85,7 @@ static int parse_args(run_opts *o, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("run", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("run", &o->mo, argc, argv, &i);
         if (r == 0) r = sampling_opt(o, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
         if (r == 0) r = cli_variants_opt(&o->variants, argc, argv, &i);
@@ -171,7 +173,7 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         cli_variants_run_args va = {.lora = bind, .n_lora = o->lora.n, .sp = o->sp,
                                     .ignore_eos = o->ignore_eos, .n_predict = o->n_predict,
                                     .ctx = o->mo.ctx, .n_batch = o->n_batch,
-                                    .threads = o->mo.threads};
+                                    .threads = o->mo.threads, .kv_type = o->mo.kv_type};
         int rc = cli_variants_run(&o->variants, &va, m, tokens, n_prompt);
         free(tokens);
         return rc;
@@ -202,6 +204,7 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     if (cp.n_batch > n_ctx) cp.n_batch = (int32_t)n_ctx;
     cp.n_seq_max = 1;
     cp.n_threads = (int32_t)o->mo.threads;
+    cp.kv_type = o->mo.kv_type;
     el_context *ctx = NULL;
     el_sampler *smp = NULL;
     if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||

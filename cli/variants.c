@@ -204,6 +204,7 @@ int cli_variants_run(const cli_variants_opts *o, const cli_variants_run_args *a,
     if (cp.n_batch < k) cp.n_batch = (int32_t)k;
     cp.n_seq_max = (int32_t)k;
     cp.n_threads = (int32_t)a->threads;
+    cp.kv_type = a->kv_type;
     el_context *ctx = NULL;
     el_variants *g = NULL;
     int rc = bind ? variant_params(o, a, m, n_predict, vp, adapters, bind) : CLI_FAIL;

@@ -27,6 +27,7 @@ typedef struct cli_variants_run_args {
     el_sampler_params sp;   /* variant i samples with seed sp.seed + i */
     bool ignore_eos;
     long n_predict, ctx, n_batch, threads;
+    el_kv_type kv_type;     /* of the KV cache */
 } cli_variants_run_args;
 
 int cli_variants_run(const cli_variants_opts *o, const cli_variants_run_args *a, el_model *m,

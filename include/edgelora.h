@@ -109,6 +109,15 @@ bool el_token_is_eog(const el_model *model, int32_t token); /* end of generation
  * 0..n_seq_max-1) live in one context; cells of the cache may be visible to several sequences. */
 typedef struct el_context el_context;
 
+/* The element type of the keys and values a context's KV cache stores. fp16 (the default, as in
+ * llama.cpp) halves the cache's memory and the bytes attention reads per token; rounding each
+ * element to fp16's 11-bit significand (relative error <= 2^-11) moves the logits slightly (a
+ * few 1e-4 of their largest magnitude on the test models). float32 stores them exactly. */
+typedef enum el_kv_type {
+    EL_KV_F16 = 0,
+    EL_KV_F32 = 1,
+} el_kv_type;
+
 typedef struct el_context_params {
     int32_t n_ctx;      /* KV cells (0: the model's training context, capped at 4096) */
     int32_t n_batch;    /* most rows per el_decode call */
@@ -117,6 +126,7 @@ typedef struct el_context_params {
                          * scratch of this size */
     int32_t n_seq_max;  /* most sequences */
     int32_t n_threads;  /* 0: all cores */
+    el_kv_type kv_type; /* of the KV cache (default EL_KV_F16); el_kv_cell_bytes tells the size */
 } el_context_params;
 
 el_context_params el_context_default_params(void);
@@ -153,7 +163,7 @@ el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0,
 void el_kv_clear(el_context *ctx);
 int32_t el_kv_used_cells(const el_context *ctx);
 int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id); /* -1 if empty */
-size_t el_kv_cell_bytes(const el_context *ctx); /* bytes of K and V one cell holds */
+size_t el_kv_cell_bytes(const el_context *ctx); /* bytes of K and V one cell holds (kv_type's) */
 
 /* ---------------------------------------------------------------- sampler */
 

@@ -354,6 +354,7 @@ static int engine_logits(el_model *m, const int32_t *toks, float *out) {
     cp.n_batch = N_SEQ;
     cp.n_seq_max = N_SEQ;
     cp.n_threads = 2;
+    cp.kv_type = EL_KV_F32; /* the float references keep K and V in float */
     el_context *ctx;
     if (el_context_create(m, &cp, &ctx)) return 0;
     int32_t pos[N_SEQ] = {0}, seq[N_SEQ];

@@ -377,14 +377,15 @@ static int test_mixed_stops(void) {
     vp[3].ignore_eos = true;
     vp[3].max_tokens = 25;
     /* stories260K's EOS is very unlikely, except from a nearly uniform draw: with these seeds
-     * it comes within 300 tokens */
+     * it comes within 300 tokens, with the default fp16 KV cache and the reference, AVX2 or
+     * AVX-512 kernels (the draws depend on the logits to the last bit) */
     for (int i = 4; i < 6; i++) { /* the same seed, other first tokens */
         vp[i].sampler = el_sampler_default_params();
         vp[i].sampler.temperature = 1000.0f;
         vp[i].sampler.top_k = 0;
         vp[i].sampler.top_p = 1.0f;
         vp[i].sampler.min_p = 0.0f;
-        vp[i].sampler.seed = 11;
+        vp[i].sampler.seed = 42;
         vp[i].max_tokens = 300;
     }
     el_context *ctx = new_ctx(m, np + 3 + 60 + 60 + 25 + 600, 6);

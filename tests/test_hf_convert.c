@@ -107,6 +107,7 @@ static int check_logits(const char *gguf, const expected *e, double tol) {
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64;
     cp.n_threads = 1;
+    cp.kv_type = EL_KV_F32; /* the float reference keeps K and V in float */
     CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     int32_t seq[16] = {0};
     int8_t want[16];

@@ -4,7 +4,8 @@
  * views whose bytes outside the view are NaN), with 1, 2 and 3 threads giving identical bits;
  * every ISA table's gemm kernels this CPU runs, called directly, against the same reference and
  * split into other panels and row blocks giving identical bits, and rows in batches of 2..20 as
- * in a batch of 40; and the attention kernels (dispatched and per table) against el_attend_ref. */
+ * in a batch of 40; and the attention kernels (dispatched and per table) against el_attend_ref,
+ * on float32 and fp16 keys and values. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,38 +385,52 @@ static int test_gemm_batch_invariance(void) {
     return TEST_PASS;
 }
 
-/* One attention kernel against the reference: random queries, keys and values, groups of 1 to
- * 5 heads, head sizes the SIMD kernels take (16, 64, 80; 24 only AVX2's) and one they hand back
- * (20). */
-static int check_attend(el_attend_fn attend, const char *name) {
-    static const int hds[] = {16, 64, 80, 24, 20};
-    static const int32_t nvs[] = {1, 2, 15, 16, 17, 100, 300};
+/* Random keys and values (normal, as fp16 too) in MAX_NV cells reached in a scrambled order, as
+ * a cache holds them; a query of up to MAX_GROUP heads. */
+enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 80 };
+static float keys[MAX_NV][MAX_HD], values[MAX_NV][MAX_HD];
+static uint16_t keys16[MAX_NV][MAX_HD], values16[MAX_NV][MAX_HD];
+static const void *key_rows[2][MAX_NV], *value_rows[2][MAX_NV]; /* [f32, f16][cell] */
+
+static void fill_cells(void) {
     test_rng r = {9};
-    enum { MAX_NV = 300, MAX_GROUP = 5, MAX_HD = 80 };
-    static float keys[MAX_NV][MAX_HD], values[MAX_NV][MAX_HD], q[MAX_GROUP * MAX_HD];
-    static float scores[MAX_GROUP * MAX_NV], out[MAX_GROUP * MAX_HD], want[MAX_GROUP * MAX_HD];
-    const float *kp[MAX_NV], *vp[MAX_NV];
     for (int32_t j = 0; j < MAX_NV; j++) {
-        /* cells in a scrambled order, as a cache holds them */
-        kp[j] = keys[(j * 7) % MAX_NV];
-        vp[j] = values[(j * 11) % MAX_NV];
+        int kj = (j * 7) % MAX_NV, vj = (j * 11) % MAX_NV;
+        key_rows[0][j] = keys[kj], key_rows[1][j] = keys16[kj];
+        value_rows[0][j] = values[vj], value_rows[1][j] = values16[vj];
         for (int i = 0; i < MAX_HD; i++) {
             keys[j][i] = rand_normal(&r);
             values[j][i] = rand_normal(&r);
+            keys16[j][i] = el_fp32_to_fp16(keys[j][i]);
+            values16[j][i] = el_fp32_to_fp16(values[j][i]);
         }
     }
+}
+
+/* One attention kernel against the reference, on float32 or fp16 cells: random queries, groups
+ * of 1 to 5 heads, head sizes the SIMD kernels take (16, 64, 80; 8, 24 and 40 only AVX2's) and
+ * one they hand back (20), cell counts around the vector widths. */
+static int check_attend(el_attend_fn attend, el_type kv_type, const char *name) {
+    static const int hds[] = {16, 64, 80, 8, 24, 40, 20};
+    static const int32_t nvs[] = {1, 2, 3, 15, 16, 17, 100, 300};
+    test_rng r = {13};
+    static float q[MAX_GROUP * MAX_HD], scores[MAX_GROUP * MAX_NV], out[MAX_GROUP * MAX_HD],
+        want[MAX_GROUP * MAX_HD];
+    int f16 = kv_type == EL_TYPE_F16;
+    const void *const *kp = key_rows[f16], *const *vp = value_rows[f16];
     for (size_t h = 0; h < sizeof hds / sizeof hds[0]; h++) {
         for (int group = 1; group <= MAX_GROUP; group++) {
             for (size_t n = 0; n < sizeof nvs / sizeof nvs[0]; n++) {
                 int hd = hds[h];
                 for (int i = 0; i < group * hd; i++) q[i] = rand_normal(&r) * 2.0f;
-                el_attend_ref(group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, want);
-                attend(group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, out);
+                el_attend_ref(kv_type, group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, want);
+                attend(kv_type, group, hd, hd, nvs[n], q, kp, vp, scores, MAX_NV, out);
                 for (int i = 0; i < group * hd; i++) {
                     /* outputs are averages of values of magnitude ~1: relative to that */
                     if (!(fabsf(out[i] - want[i]) <= 2e-5f)) {
-                        test_note("%s attend hd %d group %d cells %d: out[%d] = %.8g, want %.8g",
-                                  name, hd, group, nvs[n], i, out[i], want[i]);
+                        test_note("%s attend %s hd %d group %d cells %d: out[%d] = %.8g, want "
+                                  "%.8g", name, el_type_get(kv_type)->name, hd, group, nvs[n],
+                                  i, out[i], want[i]);
                         return TEST_FAIL;
                     }
                 }
@@ -425,28 +440,68 @@ static int check_attend(el_attend_fn attend, const char *name) {
     return TEST_PASS;
 }
 
+/* The reference on fp16 cells is the reference on their float values (fp16 -> float is exact),
+ * bit for bit; and near the float32 cells they were rounded from (relative error of each element
+ * <= 2^-11, so outputs of magnitude ~1 within a few 1e-3). */
+static int test_attend_ref_f16(void) {
+    fill_cells();
+    static float widened_k[MAX_NV][MAX_HD], widened_v[MAX_NV][MAX_HD];
+    const void *kw[MAX_NV], *vw[MAX_NV];
+    for (int32_t j = 0; j < MAX_NV; j++) {
+        for (int i = 0; i < MAX_HD; i++) {
+            widened_k[j][i] = el_fp16_to_fp32(keys16[j][i]);
+            widened_v[j][i] = el_fp16_to_fp32(values16[j][i]);
+        }
+        kw[j] = widened_k[(j * 7) % MAX_NV], vw[j] = widened_v[(j * 11) % MAX_NV];
+    }
+    test_rng r = {5};
+    static float q[MAX_GROUP * MAX_HD], scores[MAX_GROUP * MAX_NV], f16[MAX_GROUP * MAX_HD],
+        wide[MAX_GROUP * MAX_HD], f32[MAX_GROUP * MAX_HD];
+    for (int i = 0; i < MAX_GROUP * MAX_HD; i++) q[i] = rand_normal(&r) * 2.0f;
+    el_attend_ref(EL_TYPE_F16, MAX_GROUP, MAX_HD, MAX_HD, MAX_NV, q, key_rows[1], value_rows[1],
+                  scores, MAX_NV, f16);
+    el_attend_ref(EL_TYPE_F32, MAX_GROUP, MAX_HD, MAX_HD, MAX_NV, q, kw, vw, scores, MAX_NV,
+                  wide);
+    el_attend_ref(EL_TYPE_F32, MAX_GROUP, MAX_HD, MAX_HD, MAX_NV, q, key_rows[0], value_rows[0],
+                  scores, MAX_NV, f32);
+    CHECK(memcmp(f16, wide, sizeof f16) == 0);
+    float worst = 0.0f;
+    for (int i = 0; i < MAX_GROUP * MAX_HD; i++)
+        worst = fmaxf(worst, fabsf(f16[i] - f32[i]));
+    test_note("fp16 cells move the reference's outputs by at most %.2g", worst);
+    CHECK(worst > 0.0f && worst < 5e-3f);
+    return TEST_PASS;
+}
+
 /* AVX-512's attention comes with its other kernels, once those accepted the CPU. */
 static bool avx512_attend_table(el_kernels *k) {
     return el_kernels_avx512(k) && el_attend_avx512(k);
 }
 
-/* The attention kernel in use, and every ISA table's one this CPU runs, called directly: so
- * AVX2's is covered on AVX-512 machines too. */
+/* The attention kernel in use, and every ISA table's one this CPU runs, called directly (so
+ * AVX2's is covered on AVX-512 machines too), on float32 and on fp16 cells. */
 static int test_attend(void) {
     static const struct {
         const char *name;
         bool (*apply)(el_kernels *k);
     } tables[] = {{"avx2", el_kernels_avx2}, {"avx512", avx512_attend_table}};
+    static const el_type kv_types[] = {EL_TYPE_F32, EL_TYPE_F16};
+    fill_cells();
     el_attend_fn attend = el_kernels_get()->attend;
     CHECK(attend != NULL);
-    if (check_attend(attend, el_kernels_get()->isa) != TEST_PASS) return TEST_FAIL;
-    for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
-        el_kernels k;
-        el_kernels_reference(&k);
-        if (!tables[ti].apply(&k)) continue;
-        CHECK(k.attend != el_attend_ref);
-        if (check_attend(k.attend, tables[ti].name) != TEST_PASS) return TEST_FAIL;
-        test_note("tested the %s table's attention kernel", tables[ti].name);
+    for (size_t t = 0; t < 2; t++) {
+        if (check_attend(attend, kv_types[t], el_kernels_get()->isa) != TEST_PASS)
+            return TEST_FAIL;
+        for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+            el_kernels k;
+            el_kernels_reference(&k);
+            if (!tables[ti].apply(&k)) continue;
+            CHECK(k.attend != el_attend_ref);
+            if (check_attend(k.attend, kv_types[t], tables[ti].name) != TEST_PASS)
+                return TEST_FAIL;
+            test_note("tested the %s table's attention kernel on %s cells", tables[ti].name,
+                      el_type_get(kv_types[t])->name);
+        }
     }
     return TEST_PASS;
 }
@@ -457,6 +512,7 @@ int main(void) {
     run_test("gemm_long_rows", test_gemm_long_rows);
     run_test("gemm_batch_invariance", test_gemm_batch_invariance);
     run_test("gemm_tables", test_gemm_tables);
+    run_test("attend_ref_f16", test_attend_ref_f16);
     run_test("attend", test_attend);
     return tests_exit_code();
 }

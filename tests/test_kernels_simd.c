@@ -1,6 +1,6 @@
 /* test_kernels_simd.c - every ISA-specific kernel against the portable reference: dot products,
  * tiles and gemvs on blocks of random bytes (every bit pattern of quants and scales) and
- * awkward lengths, activation quantizers byte for byte. */
+ * awkward lengths, activation quantizers and the fp16 row conversion byte for byte. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +122,50 @@ static int compare_quantizers(const el_kernels *simd) {
             }
             free(x), free(want), free(got);
         }
+    }
+    return TEST_PASS;
+}
+
+/* The row conversion to fp16 (the KV cache's rows) must write exactly el_fp32_to_fp16's bits:
+ * magnitudes from fp16's subnormals (below 2^-14) past its largest finite value (65504, then
+ * inf), exact ties between two halves (rounded to even), zeros of both signs, inf and NaN, in
+ * rows of every length to 40 (vector bodies and tails) and 100. */
+static int compare_f16_rows(const el_kernels *simd) {
+    enum { MAX_N = 100 };
+    static const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 65504.0f, 65520.0f,
+                                    65519.99f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                                    1.0f + 0x1p-11f, 1.0f + 0x3p-11f, -(1.0f + 0x1p-11f),
+                                    0x1.0p-14f - 0x1p-26f, 0x1.002p-15f};
+    test_rng r = {21};
+    float x[MAX_N];
+    uint16_t want[MAX_N], got[MAX_N + 1];
+    for (int64_t n = 1; n <= MAX_N; n = n < 40 ? n + 1 : MAX_N) {
+        for (int rep = 0; rep < 4; rep++) {
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t pick = test_rand_u32(&r) % 4;
+                if (pick == 0) {
+                    x[i] = special[test_rand_u32(&r) % (sizeof special / sizeof special[0])];
+                } else if (pick == 1) { /* a tie: halfway between two normal halves */
+                    uint32_t h = 0x0400 + test_rand_u32(&r) % 0x7000;
+                    x[i] = (el_fp16_to_fp32((uint16_t)h) + el_fp16_to_fp32((uint16_t)(h + 1))) / 2;
+                } else {
+                    x[i] = test_rand_uniform(&r, -1.0f, 1.0f) *
+                           ldexpf(1.0f, (int)(test_rand_u32(&r) % 50) - 30);
+                }
+                want[i] = el_fp32_to_fp16(x[i]);
+            }
+            got[n] = 0xABCD;
+            simd->quantize[EL_TYPE_F16](x, got, n);
+            CHECK(got[n] == 0xABCD); /* nothing written past the row */
+            for (int64_t i = 0; i < n; i++) {
+                if (got[i] != want[i]) {
+                    test_note("%s fp16 row of %lld: x[%lld] = %a gives 0x%04x, want 0x%04x",
+                              simd->isa, (long long)n, (long long)i, x[i], got[i], want[i]);
+                    return TEST_FAIL;
+                }
+            }
+        }
+        if (n == MAX_N) break;
     }
     return TEST_PASS;
 }
@@ -252,6 +296,7 @@ static int compare_gemvs(const el_kernels *simd) {
 static int compare_all(const el_kernels *k) {
     if (compare_tables(k) != TEST_PASS) return TEST_FAIL;
     if (compare_quantizers(k) != TEST_PASS) return TEST_FAIL;
+    if (compare_f16_rows(k) != TEST_PASS) return TEST_FAIL;
     if (compare_gemvs(k) != TEST_PASS) return TEST_FAIL;
     return compare_tiles(k);
 }

@@ -1,11 +1,11 @@
-/* test_kv.c - KV cache cells: allocation, visibility bits, sharing, removal, fullness. The
- * expected states are worked out by hand in the comments. */
+/* test_kv.c - KV cache cells: allocation, visibility bits, sharing, removal, fullness, and the
+ * layout of either element type. The expected states are worked out by hand in the comments. */
 #include "model/kv_cache.h"
 #include "testutil.h"
 
 static int test_alloc_and_remove(void) {
     el_kv_cache c;
-    CHECK(el_kv_cache_init(&c, 2, 8, 3, 2, 2, 3) == EL_OK); /* 2 kv heads: K 2, V 3 floats */
+    CHECK(el_kv_cache_init(&c, EL_TYPE_F32, 2, 8, 3, 2, 2, 3) == EL_OK); /* 2 kv heads: K 2, V 3 */
     CHECK(c.n_used == 0 && el_kv_cache_seq_pos_max(&c, 0) == -1);
     int32_t cells[8];
     CHECK(el_kv_cache_find_free(&c, 5, cells));
@@ -20,19 +20,42 @@ static int test_alloc_and_remove(void) {
     el_kv_cache_seq_remove(&c, 0, 1, 3);
     CHECK(c.n_used == 3 && c.pos[1] == -1 && c.pos[2] == -1 && c.pos[3] == 3);
     CHECK(el_kv_cache_find_free(&c, 2, cells) && cells[0] == 1 && cells[1] == 2);
-    /* [layer][head][cell][dim]: a head's cells are consecutive, then the next head's, layer */
-    CHECK(el_kv_cell_k(&c, 0, 0, 3) - el_kv_cell_k(&c, 0, 0, 2) == 2);
-    CHECK(el_kv_cell_k(&c, 0, 1, 0) - el_kv_cell_k(&c, 0, 0, 0) == 8 * 2);
-    CHECK(el_kv_cell_k(&c, 1, 0, 0) - el_kv_cell_k(&c, 0, 0, 0) == 2 * 8 * 2);
-    CHECK(el_kv_cell_v(&c, 0, 0, 3) - el_kv_cell_v(&c, 0, 0, 2) == 3);
-    CHECK(el_kv_cell_v(&c, 1, 1, 7) + 3 - c.v == 2 * 2 * 8 * 3); /* the last one ends the block */
     el_kv_cache_free(&c);
+    return TEST_PASS;
+}
+
+/* Elements of the cache's type from b to a. */
+static ptrdiff_t elems(const el_kv_cache *c, const void *a, const void *b) {
+    return ((const char *)a - (const char *)b) / (ptrdiff_t)c->elem;
+}
+
+/* [layer][head][cell][dim] in elements of either type, and the bytes a cell holds: 2 layers x
+ * 2 kv heads x (2 + 3) elements of 4 or 2 bytes. Other types are refused. */
+static int test_layout(void) {
+    static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16};
+    static const size_t elem[] = {4, 2};
+    for (int t = 0; t < 2; t++) {
+        el_kv_cache c;
+        CHECK(el_kv_cache_init(&c, types[t], 2, 8, 3, 2, 2, 3) == EL_OK);
+        CHECK(c.elem == elem[t] && el_kv_cache_cell_bytes(&c) == 2 * 2 * (2 + 3) * elem[t]);
+        /* a head's cells are consecutive, then the next head's, then the next layer's */
+        CHECK(elems(&c, el_kv_cell_k(&c, 0, 0, 3), el_kv_cell_k(&c, 0, 0, 2)) == 2);
+        CHECK(elems(&c, el_kv_cell_k(&c, 0, 1, 0), el_kv_cell_k(&c, 0, 0, 0)) == 8 * 2);
+        CHECK(elems(&c, el_kv_cell_k(&c, 1, 0, 0), el_kv_cell_k(&c, 0, 0, 0)) == 2 * 8 * 2);
+        CHECK(elems(&c, el_kv_cell_v(&c, 0, 0, 3), el_kv_cell_v(&c, 0, 0, 2)) == 3);
+        /* the last one ends the block */
+        CHECK(elems(&c, el_kv_cell_v(&c, 1, 1, 7), c.v) + 3 == 2 * 2 * 8 * 3);
+        el_kv_cache_free(&c);
+    }
+    el_kv_cache c;
+    CHECK(el_kv_cache_init(&c, EL_TYPE_Q8_0, 2, 8, 3, 2, 2, 3) == EL_ERR_INVALID_ARG);
+    CHECK(el_kv_cache_init(&c, EL_TYPE_BF16, 2, 8, 3, 2, 2, 3) == EL_ERR_INVALID_ARG);
     return TEST_PASS;
 }
 
 static int test_share(void) {
     el_kv_cache c;
-    CHECK(el_kv_cache_init(&c, 1, 6, 70, 1, 2, 2) == EL_OK); /* 70 sequences: two bitset words */
+    CHECK(el_kv_cache_init(&c, EL_TYPE_F32, 1, 6, 70, 1, 2, 2) == EL_OK); /* 70 sequences: 2 words */
     for (int i = 0; i < 4; i++)
         el_kv_cache_occupy(&c, i, i, 0);
     /* share positions [0, 3) of seq 0 with seq 65 */
@@ -56,5 +79,6 @@ static int test_share(void) {
 int main(void) {
     run_test("alloc_and_remove", test_alloc_and_remove);
     run_test("share", test_share);
+    run_test("layout", test_layout);
     return tests_exit_code();
 }

@@ -55,6 +55,7 @@ static double run(el_model *m, el_adapter *a, const golden *g, int with_plain) {
     cp.n_batch = 32;
     cp.n_seq_max = 2;
     cp.n_threads = 2;
+    cp.kv_type = EL_KV_F32; /* the float64 golden logits keep K and V exact */
     el_context *ctx = NULL;
     if (el_context_create(m, &cp, &ctx) != EL_OK) return 1e9;
     el_binding b = {a, 1.0f};

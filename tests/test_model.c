@@ -4,7 +4,9 @@
  *    ../shared/data/models, made by the upstream run.c).
  *  - Rows of several sequences in one batch, a prompt shared through el_kv_seq_share, and a tree
  *    batch each give what separate linear runs give.
- *  - Errors: a full context, bad batch fields, a vocabulary-only model, broken model files. */
+ *    (The run.c reproduction uses a float32 KV cache, as run.c does; the rest the default fp16.)
+ *  - Errors: a full context, bad batch fields, a vocabulary-only model, broken model files, a bad
+ *    KV cache type. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,8 +36,12 @@ static el_model *load_stories(void) {
     return m;
 }
 
-static el_context *new_context(el_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_seq) {
+/* A context with a KV cache of kv_type: float32 where a float reference is reproduced to the
+ * last token, else the default fp16 (runs compared with runs of the same cache type). */
+static el_context *new_context_kv(el_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
+                                  el_kv_type kv_type) {
     el_context_params cp = el_context_default_params();
+    cp.kv_type = kv_type;
     cp.n_ctx = n_ctx;
     cp.n_batch = n_batch;
     cp.n_seq_max = n_seq;
@@ -44,6 +50,10 @@ static el_context *new_context(el_model *m, int32_t n_ctx, int32_t n_batch, int3
     if (el_context_create(m, &cp, &ctx) != EL_OK)
         fprintf(stderr, "context: %s\n", el_last_error());
     return ctx;
+}
+
+static el_context *new_context(el_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_seq) {
+    return new_context_kv(m, n_ctx, n_batch, n_seq, EL_KV_F16);
 }
 
 static int32_t argmax(const float *x, int32_t n) {
@@ -78,7 +88,7 @@ static const float *decode_one(el_context *ctx, int32_t token, int32_t pos, int3
 static char *generate_like_runc(el_model *m, const char *prompt, int steps) {
     int32_t toks[MAX_TOK];
     size_t n_prompt = tokenize(m, prompt, toks);
-    el_context *ctx = new_context(m, 512, 32, 1);
+    el_context *ctx = new_context_kv(m, 512, 32, 1, EL_KV_F32); /* run.c keeps K and V in float */
     size_t cap = 1 << 16, used = 0;
     char *out = calloc(cap, 1);
     if (!n_prompt || !ctx || !out) {
@@ -693,10 +703,35 @@ static int test_model_info(void) {
     CHECK(i.n_embd == 64 && i.n_ff == 172 && i.n_layer == 5 && i.n_head == 8 && i.n_head_kv == 4 &&
           i.n_vocab == 512 && i.n_ctx_train == 512 && i.has_weights);
     CHECK(i.n_params == 260032 && strcmp(i.arch, "llama") == 0);
+    /* a cell: 5 layers x (K + V) x 4 kv heads x 8 dims, fp16 by default */
     el_context *ctx = new_context(m, 0, 512, 1);
     CHECK(ctx);
+    CHECK(el_kv_cell_bytes(ctx) == 5 * 2 * 32 * 2);
+    el_context_free(ctx);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
+/* The KV cache's element type: fp16 by default, float32 on request (twice the bytes a cell
+ * holds), anything else refused with a message naming the field. */
+static int test_kv_type(void) {
+    el_model *m = load_stories();
+    if (!m)
+        return test_skip("stories260K is absent");
+    el_context_params cp = el_context_default_params();
+    CHECK(cp.kv_type == EL_KV_F16);
+    cp.n_ctx = 64;
+    cp.n_threads = 1;
+    el_context *ctx = NULL;
+    cp.kv_type = EL_KV_F32;
+    CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     CHECK(el_kv_cell_bytes(ctx) == 5 * 2 * 32 * sizeof(float));
     el_context_free(ctx);
+    cp.kv_type = (el_kv_type)2;
+    CHECK(el_context_create(m, &cp, &ctx) == EL_ERR_INVALID_ARG && ctx == NULL);
+    CHECK(strstr(el_last_error(), "kv_type") != NULL);
+    cp.kv_type = (el_kv_type)-1;
+    CHECK(el_context_create(m, &cp, &ctx) == EL_ERR_INVALID_ARG && ctx == NULL);
     el_model_free(m);
     return TEST_PASS;
 }
@@ -718,5 +753,6 @@ int main(void) {
     run_test("tiny_random_gguf", test_tiny_random_gguf);
     run_test("broken_models", test_broken_models);
     run_test("model_info", test_model_info);
+    run_test("kv_type", test_kv_type);
     return tests_exit_code();
 }

@@ -9,7 +9,9 @@
  *    (measured ~4e-7). The weights are exact on both sides: both decode the same bytes.
  *  - 5e-2 against exact float64 activations for quantized weights: the 8-bit rounding of the
  *    activations alone moves these random models' logits by 1.4e-2 .. 2.5e-2 (the script prints
- *    how much), so this bound only catches gross errors; the tight check is the one above. */
+ *    how much), so this bound only catches gross errors; the tight check is the one above.
+ * Those run with a float32 KV cache; f16_kv runs some of the models with the default fp16 one,
+ * with the looser bound justified there. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +97,7 @@ static double run_prompt(el_context *ctx, const golden *g, int one_batch, float 
 /* tol: against the reference with the same activation rounding; tol_exact: against exact
  * arithmetic (how far the rounding of activations alone moves the logits). */
 static int check_model(const char *name, double tol, double tol_exact, const char *arch,
-                       int n_threads) {
+                       int n_threads, el_kv_type kv_type) {
     char path[256];
     golden g;
     snprintf(path, sizeof path, "tests/golden/%s.logits", name);
@@ -117,6 +119,7 @@ static int check_model(const char *name, double tol, double tol_exact, const cha
     cp.n_ctx = 32;
     cp.n_batch = 16;
     cp.n_threads = n_threads;
+    cp.kv_type = kv_type;
     el_context *ctx;
     CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     float *batch = malloc((size_t)g.n_tokens * g.n_vocab * sizeof *batch);
@@ -126,8 +129,9 @@ static int check_model(const char *name, double tol, double tol_exact, const cha
     double e_single = run_prompt(ctx, &g, 0, single);
     double e_same = test_max_rel_err(batch, single, (size_t)g.n_tokens * g.n_vocab);
     double e_exact = test_max_rel_err(batch, g.logits, (size_t)g.n_tokens * g.n_vocab);
-    test_note("%-22s batch %.2e  token-by-token %.2e  (tolerance %.0e)  batch vs single %.1e  "
-              "vs exact %.2e (%.0e)", name, e_batch, e_single, tol, e_same, e_exact, tol_exact);
+    test_note("%-22s %s KV: batch %.2e  token-by-token %.2e  (tolerance %.0e)  batch vs single "
+              "%.1e  vs exact %.2e (%.0e)", name, kv_type == EL_KV_F16 ? "f16" : "f32", e_batch,
+              e_single, tol, e_same, e_exact, tol_exact);
     free(batch);
     free(single);
     el_context_free(ctx);
@@ -139,24 +143,76 @@ static int check_model(const char *name, double tol, double tol_exact, const cha
     return TEST_PASS;
 }
 
-static int test_llama_f32_gqa(void) { return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 1); }
+static int test_llama_f32_gqa(void) { return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 1, EL_KV_F32); }
 static int test_llama_f32_gqa_threads(void) {
-    return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 3);
+    return check_model("llama_f32_gqa", 1e-4, 1e-4, "llama", 3, EL_KV_F32);
 }
 static int test_llama_f16_tied(void) {
-    return check_model("llama_f16_tied", 1e-4, 1e-4, "llama", 2);
+    return check_model("llama_f16_tied", 1e-4, 1e-4, "llama", 2, EL_KV_F32);
 }
 static int test_qwen2_bf16_bias(void) {
-    return check_model("qwen2_bf16_bias", 1e-4, 1e-4, "qwen2", 2);
+    return check_model("qwen2_bf16_bias", 1e-4, 1e-4, "qwen2", 2, EL_KV_F32);
 }
 static int test_llama3_q8_0(void) {
-    return check_model("llama3_q8_0_ropefreqs", 1e-4, 5e-2, "llama", 2);
+    return check_model("llama3_q8_0_ropefreqs", 1e-4, 5e-2, "llama", 2, EL_KV_F32);
 }
 static int test_llama_q4_0_linear(void) {
-    return check_model("llama_q4_0_linear", 1e-4, 5e-2, "llama", 2);
+    return check_model("llama_q4_0_linear", 1e-4, 5e-2, "llama", 2, EL_KV_F32);
 }
-static int test_llama_q4_k(void) { return check_model("llama_q4_k", 1e-4, 5e-2, "llama", 2); }
-static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, "qwen2", 2); }
+static int test_llama_q4_k(void) { return check_model("llama_q4_k", 1e-4, 5e-2, "llama", 2, EL_KV_F32); }
+static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, "qwen2", 2, EL_KV_F32); }
+
+/* The logits of a golden prompt (one batch) with a KV cache of kv_type into out; 0 on failure. */
+static int prompt_logits(el_model *m, const golden *g, el_kv_type kv_type, float *out) {
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = 32;
+    cp.n_batch = 16;
+    cp.n_threads = 2;
+    cp.kv_type = kv_type;
+    el_context *ctx;
+    if (el_context_create(m, &cp, &ctx) != EL_OK) return 0;
+    double e = run_prompt(ctx, g, 1, out);
+    el_context_free(ctx);
+    return e >= 0;
+}
+
+/* Models with the default fp16 KV cache. Each K and V element is rounded to fp16's 11-bit
+ * significand (relative error <= 2^-11 = 4.9e-4); attention averages the values (the error of
+ * the average is at most that of its inputs) and the keys move each score by <= 2^-11 of
+ * sum |q_i k_i| / sqrt(hd); over the layers' residual stream these add up to a few 2^-11 of the
+ * logits' scale (measured 3.0e-4 and 4.3e-4 on the float models), so 3e-3 (six times 2^-11)
+ * against the float64 reference, where a float32 KV cache gives ~4e-7; and the same bound
+ * between the fp16 and float32 caches' logits, which must differ (else the fp16 cache is not
+ * in use). With quantized weights the moved activations also round differently to 8 bits, so
+ * only the loose bound against exact arithmetic applies there. */
+static int test_f16_kv(void) {
+    static const struct {
+        const char *name, *arch;
+        double tol, tol_exact;
+    } models[] = {{"llama_f32_gqa", "llama", 3e-3, 3e-3},
+                  {"qwen2_bf16_bias", "qwen2", 3e-3, 3e-3},
+                  {"llama3_q8_0_ropefreqs", "llama", 5e-2, 5e-2},
+                  {"llama_q4_k", "llama", 5e-2, 5e-2}};
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+        if (check_model(models[i].name, models[i].tol, models[i].tol_exact, models[i].arch, 2,
+                        EL_KV_F16) != TEST_PASS)
+            return TEST_FAIL;
+    golden g;
+    el_model *m = NULL;
+    CHECK(golden_read("tests/golden/llama_f32_gqa.logits", &g));
+    CHECK(el_model_load("tests/golden/llama_f32_gqa.gguf", NULL, &m) == EL_OK);
+    size_t n = (size_t)g.n_tokens * g.n_vocab;
+    float *f16 = malloc(n * sizeof *f16), *f32 = malloc(n * sizeof *f32);
+    CHECK(f16 && f32);
+    CHECK(prompt_logits(m, &g, EL_KV_F16, f16) && prompt_logits(m, &g, EL_KV_F32, f32));
+    double e = test_max_rel_err(f16, f32, n);
+    test_note("llama_f32_gqa: fp16 KV against float32 KV %.2e", e);
+    CHECK(e > 0 && e < 3e-3);
+    free(f16), free(f32);
+    el_model_free(m);
+    golden_free(&g);
+    return TEST_PASS;
+}
 
 int main(void) {
     run_test("llama_f32_gqa", test_llama_f32_gqa);
@@ -167,5 +223,6 @@ int main(void) {
     run_test("llama_q4_0_linear", test_llama_q4_0_linear);
     run_test("llama_q4_k", test_llama_q4_k);
     run_test("qwen2_q6_k", test_qwen2_q6_k);
+    run_test("f16_kv", test_f16_kv);
     return tests_exit_code();
 }

@@ -156,6 +156,7 @@ static int runtime_matches(const char *adapter_path, const char *what) {
     CHECK(want != NULL);
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 32, cp.n_batch = 32, cp.n_threads = 1;
+    cp.kv_type = EL_KV_F32; /* the training forward keeps K and V in float */
     el_context *ctx;
     CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     el_binding bind = {ad, 1.0f};

@@ -178,6 +178,7 @@ static int test_loss_falls_and_engine_agrees(void) {
 
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64, cp.n_batch = 64, cp.n_threads = 1;
+    cp.kv_type = EL_KV_F32; /* the training forward keeps K and V in float */
     el_context *ctx;
     CHECK(el_context_create(m, &cp, &ctx) == EL_OK);
     int32_t pos[64], seq[64];

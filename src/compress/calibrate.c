@@ -200,6 +200,7 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx;
     cp.n_threads = n_threads;
+    cp.kv_type = EL_KV_F32; /* the activations of exact float arithmetic, whatever runs later */
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
     if (st == EL_OK) st = name_ranges(m, out);
     if (st == EL_OK) {

@@ -4,8 +4,14 @@
 #include <math.h>
 #include <string.h>
 
-void el_attend_ref(int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const float *const *k, const float *const *v, float *scores, size_t ld_scores,
+/* Element i of a key or value row of the cache's element type. */
+static inline float kv_at(el_type kv_type, const void *row, int i) {
+    return kv_type == EL_TYPE_F16 ? el_fp16_to_fp32(((const uint16_t *)row)[i])
+                                  : ((const float *)row)[i];
+}
+
+void el_attend_ref(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
     for (int g = 0; g < group; g++) {
         const float *qg = q + (size_t)g * hd_k;
@@ -13,7 +19,7 @@ void el_attend_ref(int group, int hd_k, int hd_v, int32_t nv, const float *q,
         for (int32_t j = 0; j < nv; j++) {
             float dot = 0.0f;
             for (int i = 0; i < hd_k; i++)
-                dot += qg[i] * k[j][i];
+                dot += qg[i] * kv_at(kv_type, k[j], i);
             s[j] = dot / sqrtf((float)hd_k);
             if (s[j] > max)
                 max = s[j];
@@ -28,6 +34,6 @@ void el_attend_ref(int group, int hd_k, int hd_v, int32_t nv, const float *q,
         memset(o, 0, (size_t)hd_v * sizeof *o);
         for (int32_t j = 0; j < nv; j++)
             for (int i = 0; i < hd_v; i++)
-                o[i] += s[j] * v[j][i];
+                o[i] += s[j] * kv_at(kv_type, v[j], i);
     }
 }

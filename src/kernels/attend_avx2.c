@@ -1,14 +1,16 @@
 /* attend_avx2.c - the attention kernel of attend.h with AVX2 and FMA, for the x86 CPUs without
  * AVX-512 (which take attend_avx512.c): dot products and weighted sums of values 8 floats at a
  * time, the heads of a group sharing each load of a key or value and two keys sharing each load
- * of a query. The exponentials are vectorized too (exp_avx2.h) and the weights normalized
- * on the output, so results agree with the reference to a few float roundings. Head sizes that
- * are not multiples of 8 (and groups of more than 64 heads) go to the reference.
+ * of a query. Keys and values are float32 or fp16 (converted on load by F16C's vcvtph2ps, which is
+ * exact); one body serves both, the element type a constant after inlining. The exponentials are
+ * vectorized too (exp_avx2.h) and the weights normalized on the output, so results agree with the
+ * reference to a few float roundings. Head sizes that are not multiples of 8 (and groups of more
+ * than 64 heads) go to the reference.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
 #include <math.h>
@@ -22,6 +24,13 @@ enum {
     KEYS_AT_ONCE = 2,
     MAX_GROUP = 64,     /* query heads per kv head this kernel takes */
 };
+
+/* 8 elements of a key or value row from element c, as floats: fp16 (f16) or float32. */
+static inline __attribute__((always_inline)) __m256 load8(const bool f16, const void *row,
+                                                          int c) {
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + c)))
+               : _mm256_loadu_ps((const float *)row + c);
+}
 
 static inline float hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -67,10 +76,11 @@ static float softmax_unnormalized(float *s, int32_t nv) {
 
 /* out_g = norm_g sum_j p_g[j] v_j for n heads and nc 8-float columns from column c0 (both
  * constants after inlining, so the n x nc accumulators live in registers); p_g at p + g * ld. */
-static inline __attribute__((always_inline)) void weigh(const int n, const int nc, int c0,
-                                                        int hd_v, int32_t nv, const float *p,
-                                                        size_t ld, const float *norm,
-                                                        const float *const *v, float *out) {
+static inline __attribute__((always_inline)) void weigh(const bool f16, const int n,
+                                                        const int nc, int c0, int hd_v,
+                                                        int32_t nv, const float *p, size_t ld,
+                                                        const float *norm,
+                                                        const void *const *v, float *out) {
     __m256 acc[HEADS_AT_ONCE][COLUMNS_AT_ONCE];
     #pragma GCC unroll 4
     for (int g = 0; g < n; g++)
@@ -79,7 +89,7 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
     for (int32_t j = 0; j < nv; j++) {
         __m256 vj[COLUMNS_AT_ONCE];
         #pragma GCC unroll 2
-        for (int c = 0; c < nc; c++) vj[c] = _mm256_loadu_ps(v[j] + c0 + LANES * c);
+        for (int c = 0; c < nc; c++) vj[c] = load8(f16, v[j], c0 + LANES * c);
         #pragma GCC unroll 4
         for (int g = 0; g < n; g++) {
             __m256 pg = _mm256_broadcast_ss(p + g * ld + j);
@@ -96,14 +106,15 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
 }
 
 /* weigh for heads [g, g + n) over all columns: 16 at a time, then 8. */
-static inline __attribute__((always_inline)) void weigh_heads(const int n, int hd_v, int32_t nv,
+static inline __attribute__((always_inline)) void weigh_heads(const bool f16, const int n,
+                                                              int hd_v, int32_t nv,
                                                               const float *p, size_t ld,
                                                               const float *norm,
-                                                              const float *const *v, float *out) {
+                                                              const void *const *v, float *out) {
     int c0 = 0;
     for (; c0 + LANES * COLUMNS_AT_ONCE <= hd_v; c0 += LANES * COLUMNS_AT_ONCE)
-        weigh(n, COLUMNS_AT_ONCE, c0, hd_v, nv, p, ld, norm, v, out);
-    for (; c0 < hd_v; c0 += LANES) weigh(n, 1, c0, hd_v, nv, p, ld, norm, v, out);
+        weigh(f16, n, COLUMNS_AT_ONCE, c0, hd_v, nv, p, ld, norm, v, out);
+    for (; c0 < hd_v; c0 += LANES) weigh(f16, n, 1, c0, hd_v, nv, p, ld, norm, v, out);
 }
 
 /* The partial dot products of 4 heads, summed: [sum a0, sum a1, sum a2, sum a3]. */
@@ -115,8 +126,9 @@ static inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
 
 /* q_g . k_j / sqrt(hd_k) into scores[g * ld + j] for n heads from q (n <= 4) and m keys from
  * cell j0 (m <= 2), both constants after inlining: n x m independent sums in registers. */
-static inline __attribute__((always_inline)) void dots(const int n, const int m, int hd_k,
-                                                       const float *q, const float *const *k,
+static inline __attribute__((always_inline)) void dots(const bool f16, const int n, const int m,
+                                                       int hd_k, const float *q,
+                                                       const void *const *k,
                                                        int32_t j0, float inv_scale,
                                                        float *scores, size_t ld) {
     __m256 acc[KEYS_AT_ONCE][HEADS_AT_ONCE];
@@ -127,7 +139,7 @@ static inline __attribute__((always_inline)) void dots(const int n, const int m,
     for (int c = 0; c < hd_k; c += LANES) {
         __m256 kc[KEYS_AT_ONCE];
         #pragma GCC unroll 2
-        for (int i = 0; i < m; i++) kc[i] = _mm256_loadu_ps(k[j0 + i] + c);
+        for (int i = 0; i < m; i++) kc[i] = load8(f16, k[j0 + i], c);
         #pragma GCC unroll 4
         for (int h = 0; h < n; h++) {
             __m256 qh = _mm256_loadu_ps(q + (size_t)h * hd_k + c);
@@ -152,35 +164,37 @@ static inline __attribute__((always_inline)) void dots(const int n, const int m,
 }
 
 /* dots for heads [g, g + n) over every cell: two keys at a time, then the last one. */
-static inline __attribute__((always_inline)) void dot_heads(const int n, int hd_k, int32_t nv,
+static inline __attribute__((always_inline)) void dot_heads(const bool f16, const int n,
+                                                            int hd_k, int32_t nv,
                                                             const float *q,
-                                                            const float *const *k,
+                                                            const void *const *k,
                                                             float inv_scale, float *scores,
                                                             size_t ld) {
     int32_t j = 0;
     for (; j + KEYS_AT_ONCE <= nv; j += KEYS_AT_ONCE) {
-        dots(n, KEYS_AT_ONCE, hd_k, q, k, j, inv_scale, scores, ld);
+        dots(f16, n, KEYS_AT_ONCE, hd_k, q, k, j, inv_scale, scores, ld);
     }
-    if (j < nv) dots(n, 1, hd_k, q, k, j, inv_scale, scores, ld);
+    if (j < nv) dots(f16, n, 1, hd_k, q, k, j, inv_scale, scores, ld);
 }
 
-static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const float *const *k, const float *const *v, float *scores, size_t ld_scores,
-                   float *out) {
-    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > MAX_GROUP) {
-        el_attend_ref(group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
-        return;
-    }
+/* The kernel for keys and values of one element type (f16: fp16, else float32). */
+static inline __attribute__((always_inline)) void attend_typed(const bool f16, int group,
+                                                               int hd_k, int hd_v, int32_t nv,
+                                                               const float *q,
+                                                               const void *const *k,
+                                                               const void *const *v,
+                                                               float *scores, size_t ld_scores,
+                                                               float *out) {
     const float inv_scale = 1.0f / sqrtf((float)hd_k);
     float norm[MAX_GROUP];
     for (int g = 0; g < group; g += HEADS_AT_ONCE) {
         const float *qg = q + (size_t)g * hd_k;
         float *s = scores + (size_t)g * ld_scores;
         switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: dot_heads(1, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        case 2: dot_heads(2, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        case 3: dot_heads(3, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        default: dot_heads(4, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
+        case 1: dot_heads(f16, 1, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
+        case 2: dot_heads(f16, 2, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
+        case 3: dot_heads(f16, 3, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
+        default: dot_heads(f16, 4, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
         }
     }
     for (int g = 0; g < group; g++)
@@ -189,12 +203,23 @@ static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
         const float *p = scores + (size_t)g * ld_scores;
         float *o = out + (size_t)g * hd_v;
         switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: weigh_heads(1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 2: weigh_heads(2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 3: weigh_heads(3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        default: weigh_heads(4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 1: weigh_heads(f16, 1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 2: weigh_heads(f16, 2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 3: weigh_heads(f16, 3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        default: weigh_heads(f16, 4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
         }
     }
+}
+
+static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                   float *out) {
+    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > MAX_GROUP)
+        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+    else if (kv_type == EL_TYPE_F16)
+        attend_typed(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+    else
+        attend_typed(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
 }
 
 bool el_attend_avx2(el_kernels *k) {
@@ -204,7 +229,7 @@ bool el_attend_avx2(el_kernels *k) {
 
 #else
 
-/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
+/* Built without AVX2/F16C code generation (not x86, or without the Makefile's per-file flags). */
 bool el_attend_avx2(el_kernels *k) {
     (void)k;
     return false;

@@ -1,8 +1,10 @@
 /* attend_avx512.c - the attention kernel of attend.h with AVX-512: dot products and weighted
  * sums of values 16 floats at a time, the heads of a group sharing each load of a key or value.
- * The exponentials are vectorized too (exp_nonpositive) and the weights normalized on the
- * output, so results agree with the reference to a few float roundings. Head sizes that are not
- * multiples of 16 (and groups of more than 64 heads) go to the reference.
+ * Keys and values are float32 or fp16 (converted on load by vcvtph2ps, which is exact); one body
+ * serves both, the element type a constant after inlining. The exponentials are vectorized too
+ * (exp_nonpositive) and the weights normalized on the output, so results agree with the
+ * reference to a few float roundings. Head sizes that are not multiples of 16 (and groups of more
+ * than 64 heads) go to the reference.
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
 #include "kernels/dispatch.h"
 
@@ -17,6 +19,13 @@ enum {
     COLUMNS_AT_ONCE = 4,
     MAX_GROUP = 64, /* query heads per kv head this kernel takes */
 };
+
+/* 16 elements of a key or value row from element c, as floats: fp16 (f16) or float32. */
+static inline __attribute__((always_inline)) __m512 load16(const bool f16, const void *row,
+                                                           int c) {
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)row + c)))
+               : _mm512_loadu_ps((const float *)row + c);
+}
 
 /* exp(x) for x <= 0 to about 2 ulp: x = n ln2 + r with |r| <= ln2 / 2, e^r by its Taylor
  * polynomial of degree 6 (remainder < 2e-7 relative), times 2^n by scalef. Below -87 the
@@ -57,10 +66,11 @@ static float softmax_unnormalized(float *s, int32_t nv) {
 
 /* out_g = norm_g sum_j p_g[j] v_j for n heads and nc 16-float columns from column c0 (both
  * constants after inlining, so the n x nc accumulators live in registers); p_g at p + g * ld. */
-static inline __attribute__((always_inline)) void weigh(const int n, const int nc, int c0,
-                                                        int hd_v, int32_t nv, const float *p,
-                                                        size_t ld, const float *norm,
-                                                        const float *const *v, float *out) {
+static inline __attribute__((always_inline)) void weigh(const bool f16, const int n,
+                                                        const int nc, int c0, int hd_v,
+                                                        int32_t nv, const float *p, size_t ld,
+                                                        const float *norm,
+                                                        const void *const *v, float *out) {
     __m512 acc[HEADS_AT_ONCE][COLUMNS_AT_ONCE];
     #pragma GCC unroll 4
     for (int g = 0; g < n; g++)
@@ -69,7 +79,7 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
     for (int32_t j = 0; j < nv; j++) {
         __m512 vj[COLUMNS_AT_ONCE];
         #pragma GCC unroll 4
-        for (int c = 0; c < nc; c++) vj[c] = _mm512_loadu_ps(v[j] + c0 + 16 * c);
+        for (int c = 0; c < nc; c++) vj[c] = load16(f16, v[j], c0 + 16 * c);
         #pragma GCC unroll 4
         for (int g = 0; g < n; g++) {
             __m512 pg = _mm512_set1_ps(p[g * ld + j]);
@@ -86,14 +96,15 @@ static inline __attribute__((always_inline)) void weigh(const int n, const int n
 }
 
 /* weigh for heads [g, g + n) over all columns: 64 at a time, then 16 at a time. */
-static inline __attribute__((always_inline)) void weigh_heads(const int n, int hd_v, int32_t nv,
+static inline __attribute__((always_inline)) void weigh_heads(const bool f16, const int n,
+                                                              int hd_v, int32_t nv,
                                                               const float *p, size_t ld,
                                                               const float *norm,
-                                                              const float *const *v, float *out) {
+                                                              const void *const *v, float *out) {
     int c0 = 0;
     for (; c0 + 16 * COLUMNS_AT_ONCE <= hd_v; c0 += 16 * COLUMNS_AT_ONCE)
-        weigh(n, COLUMNS_AT_ONCE, c0, hd_v, nv, p, ld, norm, v, out);
-    for (; c0 < hd_v; c0 += 16) weigh(n, 1, c0, hd_v, nv, p, ld, norm, v, out);
+        weigh(f16, n, COLUMNS_AT_ONCE, c0, hd_v, nv, p, ld, norm, v, out);
+    for (; c0 < hd_v; c0 += 16) weigh(f16, n, 1, c0, hd_v, nv, p, ld, norm, v, out);
 }
 
 /* The partial dot products of 4 heads, summed: [sum a0, sum a1, sum a2, sum a3]. */
@@ -109,8 +120,10 @@ static inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
 }
 
 /* q_g . k / sqrt(hd_k) into scores[g * ld] for the group's heads, 4 at a time. */
-static void dot_heads(int group, int hd_k, const float *q, const float *k, float inv_scale,
-                      float *scores, size_t ld) {
+static inline __attribute__((always_inline)) void dot_heads(const bool f16, int group, int hd_k,
+                                                            const float *q, const void *k,
+                                                            float inv_scale, float *scores,
+                                                            size_t ld) {
     int g = 0;
     for (; g + 4 <= group; g += 4) {
         const float *qg = q + (size_t)g * hd_k;
@@ -118,7 +131,7 @@ static void dot_heads(int group, int hd_k, const float *q, const float *k, float
         #pragma GCC unroll 4
         for (int h = 0; h < 4; h++) acc[h] = _mm512_setzero_ps();
         for (int c = 0; c < hd_k; c += 16) {
-            __m512 kc = _mm512_loadu_ps(k + c);
+            __m512 kc = load16(f16, k, c);
             #pragma GCC unroll 4
             for (int h = 0; h < 4; h++)
                 acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(qg + (size_t)h * hd_k + c), kc, acc[h]);
@@ -132,22 +145,23 @@ static void dot_heads(int group, int hd_k, const float *q, const float *k, float
         const float *qg = q + (size_t)g * hd_k;
         __m512 acc = _mm512_setzero_ps();
         for (int c = 0; c < hd_k; c += 16)
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + c), _mm512_loadu_ps(k + c), acc);
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + c), load16(f16, k, c), acc);
         scores[(size_t)g * ld] = _mm512_reduce_add_ps(acc) * inv_scale;
     }
 }
 
-static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const float *const *k, const float *const *v, float *scores, size_t ld_scores,
-                   float *out) {
-    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > MAX_GROUP) {
-        el_attend_ref(group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
-        return;
-    }
+/* The kernel for keys and values of one element type (f16: fp16, else float32). */
+static inline __attribute__((always_inline)) void attend_typed(const bool f16, int group,
+                                                               int hd_k, int hd_v, int32_t nv,
+                                                               const float *q,
+                                                               const void *const *k,
+                                                               const void *const *v,
+                                                               float *scores, size_t ld_scores,
+                                                               float *out) {
     const float inv_scale = 1.0f / sqrtf((float)hd_k);
     float norm[MAX_GROUP];
     for (int32_t j = 0; j < nv; j++) {
-        dot_heads(group, hd_k, q, k[j], inv_scale, scores + j, ld_scores);
+        dot_heads(f16, group, hd_k, q, k[j], inv_scale, scores + j, ld_scores);
     }
     for (int g = 0; g < group; g++)
         norm[g] = softmax_unnormalized(scores + (size_t)g * ld_scores, nv);
@@ -155,12 +169,23 @@ static void attend(int group, int hd_k, int hd_v, int32_t nv, const float *q,
         const float *p = scores + (size_t)g * ld_scores;
         float *o = out + (size_t)g * hd_v;
         switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: weigh_heads(1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 2: weigh_heads(2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 3: weigh_heads(3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        default: weigh_heads(4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 1: weigh_heads(f16, 1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 2: weigh_heads(f16, 2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        case 3: weigh_heads(f16, 3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        default: weigh_heads(f16, 4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
         }
     }
+}
+
+static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                   float *out) {
+    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > MAX_GROUP)
+        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+    else if (kv_type == EL_TYPE_F16)
+        attend_typed(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+    else
+        attend_typed(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
 }
 
 bool el_attend_avx512(el_kernels *k) {

@@ -493,6 +493,17 @@ static void quantize_q8_0(const float *x, void *y, int64_t n) {
     }
 }
 
+/* Float32 to fp16 by F16C, rounding to nearest even like el_fp32_to_fp16 (which also quiets a
+ * NaN the same way): the rows the KV cache stores. */
+static void quantize_f16(const float *x, void *y, int64_t n) {
+    uint16_t *h = y;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) h[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 static void quantize_q8_k(const float *x, void *y, int64_t n) {
     el_block_q8_k *b = y;
     for (int64_t i = 0; i < n / EL_QK_K; i++, b++, x += EL_QK_K) {
@@ -860,6 +871,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
     k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
+    k->quantize[EL_TYPE_F16] = quantize_f16;
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
     k->tile[EL_TYPE_Q4_K] = tile_q4_k;

@@ -38,7 +38,8 @@ typedef void (*el_gemv_fn)(int64_t n, float *y, int64_t n_rows, const void *w, s
 typedef struct el_kernels {
     const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
-    el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type: same bytes as from_float */
+    el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type, and EL_TYPE_F16 (the KV
+                                               * cache's rows): same bytes as from_float */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */

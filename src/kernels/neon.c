@@ -124,6 +124,16 @@ static void quantize_a8(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+/* Float32 to fp16, rounding to nearest even (the default rounding mode) like el_fp32_to_fp16:
+ * the rows the KV cache stores. */
+static void quantize_f16(const float *x, void *y, int64_t n) {
+    uint16_t *h = y;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        vst1_u16(h + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));
+    for (; i < n; i++) h[i] = el_fp32_to_fp16(x[i]);
+}
+
 bool el_kernels_neon(el_kernels *k) {
     k->isa = "neon";
     k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
@@ -131,6 +141,7 @@ bool el_kernels_neon(el_kernels *k) {
     k->vec_dot[EL_TYPE_BF16] = vec_dot_bf16;
     k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
+    k->quantize[EL_TYPE_F16] = quantize_f16;
     k->quantize[EL_TYPE_A8] = quantize_a8;
     neon_set_quantized(k);
     neon_set_gemv(k);

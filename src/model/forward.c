@@ -11,7 +11,8 @@
  * as the matmul reads them once per 64 rows anyway.
  *
  * Scalar arithmetic is float32 and in the order of llama2.c's run.c (norm, rope, softmax,
- * SwiGLU), so a float model reproduces its greedy output. */
+ * SwiGLU), so a float model with a float32 KV cache reproduces its greedy output; the default
+ * fp16 cache rounds each stored K and V element to fp16 (kv_cache.h). */
 #include "model/forward.h"
 
 #include <math.h>
@@ -285,7 +286,7 @@ static void attention_task(void *arg, int ith, int nth) {
     int group = hp->n_head / hp->n_head_kv;
     size_t n_ctx = (size_t)kv->n_ctx;
     float *scores = f->scores + (size_t)ith * group * n_ctx;
-    const float **keys = f->kv_rows + (size_t)ith * 2 * n_ctx, **values = keys + n_ctx;
+    const void **keys = f->kv_rows + (size_t)ith * 2 * n_ctx, **values = keys + n_ctx;
     int32_t units = job->n_rows * hp->n_head_kv;
     for (int32_t u = ith; u < units; u += nth) {
         int32_t r = u / hp->n_head_kv, kvh = u % hp->n_head_kv, h0 = kvh * group;
@@ -295,7 +296,7 @@ static void attention_task(void *arg, int ith, int nth) {
             keys[j] = el_kv_cell_k(kv, job->il, kvh, vis[j]);
             values[j] = el_kv_cell_v(kv, job->il, kvh, vis[j]);
         }
-        attend(group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k, keys, values,
+        attend(kv->type, group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k, keys, values,
                scores, n_ctx, f->att_out + ((size_t)r * hp->n_head + h0) * hd_v);
     }
 }
@@ -357,6 +358,16 @@ static const el_lora_rows *chunk_lora(el_forward *f, int32_t c0, int32_t n) {
     return n_groups > 0 ? &f->chunk_lora : NULL;
 }
 
+/* n floats of src into a K or V row of the cache, converted to its element type: fp16 by the
+ * kernel table's row conversion (F16C or NEON where there is one; round to nearest even either
+ * way, el_fp32_to_fp16's bytes). */
+static void store_kv_row(const el_kv_cache *kv, void *dst, const float *src, int n) {
+    if (kv->type == EL_TYPE_F16)
+        el_kernels_get()->quantize[EL_TYPE_F16](src, dst, n);
+    else
+        memcpy(dst, src, (size_t)n * sizeof *src);
+}
+
 /* First half of block il for the chunk [c0, c0 + n): RMSNorm -> K, V -> RoPE on K -> the rows'
  * cells. Leaves the normalized input in xn. */
 static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int32_t n) {
@@ -377,10 +388,10 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
                    f->rope_cos + (size_t)r * half, f->rope_sin + (size_t)r * half);
         const float *v = f->v + (size_t)i * v_dim;
         for (int h = 0; h < hp->n_head_kv; h++) {
-            memcpy(el_kv_cell_k(kv, il, h, rows->cell[r]), k + (size_t)h * hp->head_dim_k,
-                   (size_t)hp->head_dim_k * sizeof(float));
-            memcpy(el_kv_cell_v(kv, il, h, rows->cell[r]), v + (size_t)h * hp->head_dim_v,
-                   (size_t)hp->head_dim_v * sizeof(float));
+            store_kv_row(kv, el_kv_cell_k(kv, il, h, rows->cell[r]),
+                         k + (size_t)h * hp->head_dim_k, hp->head_dim_k);
+            store_kv_row(kv, el_kv_cell_v(kv, il, h, rows->cell[r]),
+                         v + (size_t)h * hp->head_dim_v, hp->head_dim_v);
         }
     }
 }

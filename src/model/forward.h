@@ -60,7 +60,7 @@ typedef struct el_forward {
     int32_t *n_vis;  /* [n_ubatch] */
     float *scores;   /* [n_threads][n_head / n_head_kv][n_ctx] attention weights of one
                       * (row, kv head) */
-    const float **kv_rows; /* [n_threads][2][n_ctx] its cells' keys, then values */
+    const void **kv_rows;  /* [n_threads][2][n_ctx] its cells' keys, then values */
     void *mm_scratch; /* activations of n_ubatch rows quantized for any weight */
     el_lora_group *chunk_groups; /* [n_ubatch] the adapter groups cut to one chunk, */
     int32_t *chunk_rows;         /* [n_ubatch] with row indices relative to it */

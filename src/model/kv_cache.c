@@ -6,9 +6,15 @@
 
 #include "core/error.h"
 
-el_status el_kv_cache_init(el_kv_cache *c, int32_t n_layer, int32_t n_ctx, int32_t n_seq_max,
-                           int32_t n_head_kv, int32_t head_dim_k, int32_t head_dim_v) {
+el_status el_kv_cache_init(el_kv_cache *c, el_type type, int32_t n_layer, int32_t n_ctx,
+                           int32_t n_seq_max, int32_t n_head_kv, int32_t head_dim_k,
+                           int32_t head_dim_v) {
     memset(c, 0, sizeof *c);
+    if (type != EL_TYPE_F16 && type != EL_TYPE_F32)
+        return el_error(EL_ERR_INVALID_ARG, "KV cache: element type %d is neither f16 nor f32",
+                        (int)type);
+    c->type = type;
+    c->elem = type == EL_TYPE_F16 ? sizeof(uint16_t) : sizeof(float);
     c->n_ctx = n_ctx;
     c->n_seq_max = n_seq_max;
     c->n_layer = n_layer;
@@ -19,8 +25,8 @@ el_status el_kv_cache_init(el_kv_cache *c, int32_t n_layer, int32_t n_ctx, int32
     c->pos = malloc((size_t)n_ctx * sizeof *c->pos);
     c->seqs = calloc((size_t)n_ctx * c->words, sizeof *c->seqs);
     size_t slices = (size_t)n_layer * n_head_kv * n_ctx;
-    c->k = malloc(slices * head_dim_k * sizeof *c->k);
-    c->v = malloc(slices * head_dim_v * sizeof *c->v);
+    c->k = malloc(slices * head_dim_k * c->elem);
+    c->v = malloc(slices * head_dim_v * c->elem);
     if (!c->pos || !c->seqs || !c->k || !c->v) {
         el_kv_cache_free(c);
         return el_error(EL_ERR_NOMEM, "KV cache: out of memory for %d cells", n_ctx);

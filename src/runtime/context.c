@@ -16,7 +16,8 @@ enum { EL_MAX_SEQ = 4096, EL_DEFAULT_MAX_CTX = 4096, EL_DEFAULT_UBATCH = 128 };
 
 el_context_params el_context_default_params(void) {
     return (el_context_params){
-        .n_ctx = 0, .n_batch = 512, .n_ubatch = 0, .n_seq_max = 1, .n_threads = 0};
+        .n_ctx = 0, .n_batch = 512, .n_ubatch = 0, .n_seq_max = 1, .n_threads = 0,
+        .kv_type = EL_KV_F16};
 }
 
 el_status el_context_create(el_model *model, const el_context_params *params, el_context **out) {
@@ -39,6 +40,9 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
                         "context: invalid parameters (n_ctx %d, n_batch %d, n_ubatch %d, n_seq_max "
                         "%d (1..%d), n_threads %d)", p.n_ctx, p.n_batch, p.n_ubatch, p.n_seq_max,
                         EL_MAX_SEQ, p.n_threads);
+    if (p.kv_type != EL_KV_F16 && p.kv_type != EL_KV_F32)
+        return el_error(EL_ERR_INVALID_ARG, "context: invalid kv_type %d (EL_KV_F16 %d or "
+                        "EL_KV_F32 %d)", (int)p.kv_type, (int)EL_KV_F16, (int)EL_KV_F32);
     if (p.n_batch > p.n_ctx)
         p.n_batch = p.n_ctx;
     if (p.n_ubatch > p.n_batch)
@@ -52,8 +56,9 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
     const el_hparams *hp = &model->hp;
     el_status st = el_threadpool_create(p.n_threads, &ctx->tp);
     if (!st)
-        st = el_kv_cache_init(&ctx->kv, hp->n_layer, p.n_ctx, p.n_seq_max, hp->n_head_kv,
-                              hp->head_dim_k, hp->head_dim_v);
+        st = el_kv_cache_init(&ctx->kv, p.kv_type == EL_KV_F16 ? EL_TYPE_F16 : EL_TYPE_F32,
+                              hp->n_layer, p.n_ctx, p.n_seq_max, hp->n_head_kv, hp->head_dim_k,
+                              hp->head_dim_v);
     if (!st)
         st = el_forward_init(&ctx->fwd, model, &ctx->kv, ctx->tp, p.n_batch, p.n_ubatch);
     if (!st) {
@@ -303,6 +308,5 @@ int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id) {
 size_t el_kv_cell_bytes(const el_context *ctx) {
     if (!ctx)
         return 0;
-    return (size_t)ctx->kv.n_layer * ctx->kv.n_head_kv *
-           (size_t)(ctx->kv.head_dim_k + ctx->kv.head_dim_v) * sizeof(float);
+    return el_kv_cache_cell_bytes(&ctx->kv);
 }

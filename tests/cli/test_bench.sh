@@ -36,6 +36,22 @@ done
 want=$("$EL" info "$G" | awk '/^  [a-z_.0-9]*: [a-z0-9_]* \[[0-9]*, [0-9]*\]/ && $1 != "token_embd.weight:" { s += $(NF-1) } END { print s }')
 [ "$(num bytes_per_token)" = "$want" ] && pass bench_bytes_per_token || fail bench_bytes_per_token "bench $(num bytes_per_token), info $want"
 
+# the KV cache's element type, echoed, and its bytes: this model has 1 layer of 2 kv heads of 16
+# dims (128 / 8 heads), so a cell holds 2 x 2 x 16 = 64 elements of K and V; -p 32 -n 8 is 40
+# cells: 5120 bytes of fp16 (the default), 10240 of float32
+expect_exit bench_kv_default 0 "$EL" bench -m "$G" -t 1 -p 32 -n 8 -r 1 --json
+grep -q '"kv_type": "f16"' "$TMP/out" && grep -q '"kv_bytes": 5120,' "$TMP/out" &&
+    pass bench_kv_f16_bytes || fail bench_kv_f16_bytes "$(cat "$TMP/out")"
+expect_exit bench_kv_f32 0 "$EL" bench -m "$G" -t 1 -p 32 -n 8 -r 1 --kv-type f32 --json
+grep -q '"kv_type": "f32"' "$TMP/out" && grep -q '"kv_bytes": 10240,' "$TMP/out" &&
+    pass bench_kv_f32_bytes || fail bench_kv_f32_bytes "$(cat "$TMP/out")"
+expect_exit bench_kv_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1 --kv-type f32
+grep -q 'KV cache 0.0 MB of f32' "$TMP/out" && pass bench_kv_table_row || fail bench_kv_table_row "$(cat "$TMP/out")"
+expect_exit bench_bad_kv_type 2 "$EL" bench -m "$G" --kv-type q8_0
+grep -q "kv-type: 'q8_0' is not f16 or f32" "$TMP/err" && pass bench_bad_kv_type_message ||
+    fail bench_bad_kv_type_message "$(cat "$TMP/err")"
+expect_exit bench_kv_type_no_value 2 "$EL" bench -m "$G" --kv-type
+
 # chunks of 8 rows: same run, the chunk size echoed; 0 is not a size
 expect_exit bench_ubatch 0 "$EL" bench -m "$G" -t 1 -p 32 -n 4 -u 8 -r 1 --json
 grep -q '"n_batch": 32, "n_ubatch": 8,' "$TMP/out" && pass bench_ubatch_echo || fail bench_ubatch_echo "$(cat "$TMP/out")"
