@@ -1,6 +1,7 @@
 /* bench.c - `edgelora bench`: load time, prompt and generation speed, time to first token and
  * peak memory of a model, and in the same run the memory read bandwidth that bounds generation
- * (each decoded token reads every layer weight and the output head once). */
+ * (each decoded token reads every layer weight and the output head once), measured on the
+ * weights themselves before each generation. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,14 +19,16 @@ static const char help[] =
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"
     "         the forward runs in chunks of -u rows (default: the library's, 128)\n"
+    "  bw     the read bandwidth of THREADS threads reading the weights one token reads, where\n"
+    "         they are mapped (best of several sweeps), just before each generation\n"
     "  tg     generation: -n single-token decode steps after the prompt\n"
     "  ttft   time to first token: the prompt plus the first generated token\n"
-    "  bw     the read bandwidth of THREADS threads over a buffer as large as the weights\n"
-    "         one token reads (best of several sweeps)\n"
     "then the decode bound it implies (bandwidth / those bytes), the fraction of the bound\n"
-    "generation reached, the peak resident memory (against the model file plus the KV cache of\n"
-    "p + n cells), and the CPU share the timed runs got (below 1 when other processes took the\n"
-    "cores). Prints medians with min and max; --json prints one JSON object instead.\n"
+    "generation reached (the median over repetitions of each generation against the bandwidth\n"
+    "measured before it), the pages mapping the weights, the peak resident memory (against\n"
+    "the model file plus the KV cache of p + n cells), and the CPU share the timed runs got\n"
+    "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
+    "prints one JSON object instead.\n"
     "docs/bench.md says more.\n";
 
 typedef struct stat3 {
@@ -81,15 +84,19 @@ static el_status decode_run(el_context *ctx, const int32_t *toks, int32_t n, int
     return EL_OK;
 }
 
-/* The timed repetitions: prompt, then generation, from an empty cache each time. */
-static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *toks,
-                          bench_result *res) {
+/* The timed repetitions, from an empty cache each time: the prompt, then the read bandwidth of
+ * the weights (el_model_read_bandwidth: this VM's memory speed changes between states within a
+ * run, so each generation is judged against the bandwidth measured just before it), then
+ * generation. */
+static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *o,
+                          const int32_t *toks, bench_result *res) {
     int32_t p = (int32_t)o->n_prompt, n = (int32_t)o->n_gen, nb = (int32_t)o->n_batch;
     int reps = (int)o->reps;
     int32_t *pos = malloc((size_t)nb * sizeof *pos), *seq = calloc((size_t)nb, sizeof *seq);
     double *pp = malloc((size_t)reps * sizeof *pp), *tg = malloc((size_t)reps * sizeof *tg);
-    double *ttft = malloc((size_t)reps * sizeof *ttft);
-    el_status st = pos && seq && pp && tg && ttft ? EL_OK : EL_ERR_NOMEM;
+    double *ttft = malloc((size_t)reps * sizeof *ttft), *bw = malloc((size_t)reps * sizeof *bw);
+    double *frac = malloc((size_t)reps * sizeof *frac);
+    el_status st = pos && seq && pp && tg && ttft && bw && frac ? EL_OK : EL_ERR_NOMEM;
     /* warm-up: every weight page mapped and touched, the pool's threads started */
     if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
     double wall0 = cli_now_ms() / 1e3, cpu0 = cpu_seconds();
@@ -98,26 +105,34 @@ static el_status run_reps(el_context *ctx, const bench_opts *o, const int32_t *t
         double t0 = cli_now_ms() / 1e3;
         st = decode_run(ctx, toks, p, 0, nb, pos, seq);
         double t1 = cli_now_ms() / 1e3, first = 0;
+        if (st == EL_OK) st = el_model_read_bandwidth(m, res->threads, &bw[r]);
+        double t1b = cli_now_ms() / 1e3;
         for (int32_t i = 0; st == EL_OK && i < n; i++) {
             st = decode_run(ctx, toks + p + i, 1, p + i, 1, pos, seq);
-            if (i == 0) first = cli_now_ms() / 1e3 - t1;
+            if (i == 0) first = cli_now_ms() / 1e3 - t1b;
         }
         double t2 = cli_now_ms() / 1e3;
         pp[r] = p / (t1 - t0);
-        tg[r] = n / (t2 - t1);
+        tg[r] = n / (t2 - t1b);
         ttft[r] = (t1 - t0 + first) * 1e3;
+        frac[r] = tg[r] / (bw[r] * 1e9 / (double)res->bytes_per_token);
     }
     res->cpu_share = (cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
     if (st == EL_OK) {
         res->pp = summarize(pp, reps);
         res->tg = summarize(tg, reps);
         res->ttft_ms = summarize(ttft, reps);
+        res->bw = summarize(bw, reps);
+        res->bound = res->bw.med * 1e9 / (double)res->bytes_per_token;
+        res->fraction = summarize(frac, reps).med;
     }
     free(pos);
     free(seq);
     free(pp);
     free(tg);
     free(ttft);
+    free(bw);
+    free(frac);
     return st;
 }
 
@@ -133,19 +148,6 @@ static int load_timed(const bench_opts *o, bench_result *res, el_model **out) {
     }
     res->load_ms = summarize(ms, (int)o->reps);
     return CLI_OK;
-}
-
-static el_status measure_bandwidth(const bench_opts *o, bench_result *res) {
-    double bw[100];
-    for (int r = 0; r < o->reps; r++) {
-        el_status st = el_measure_read_bandwidth((size_t)res->bytes_per_token, res->threads,
-                                                 &bw[r]);
-        if (st) return st;
-    }
-    res->bw = summarize(bw, (int)o->reps);
-    res->bound = res->bw.med * 1e9 / (double)res->bytes_per_token;
-    res->fraction = res->tg.med / res->bound;
-    return EL_OK;
 }
 
 static void json_string(const char *s) {
@@ -300,12 +302,10 @@ int cmd_bench(int argc, char **argv) {
         res.weight_bytes = info.weight_bytes;
         res.bytes_per_token = cost.weight_bytes_per_token;
         res.kv_bytes = (uint64_t)el_kv_cell_bytes(ctx) * (uint64_t)cp.n_ctx;
-        st = run_reps(ctx, &o, toks, &res);
+        st = run_reps(ctx, m, &o, toks, &res);
     }
-    /* peak memory before the bandwidth buffer, which is as large as the weights, exists */
     res.peak_rss = el_peak_rss_bytes();
     res.huge_bytes = el_huge_mapped_bytes(); /* the model is still mapped */
-    if (st == EL_OK) st = measure_bandwidth(&o, &res);
     if (st == EL_OK) {
         if (o.json)
             print_json(&o, &res);

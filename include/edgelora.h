@@ -442,6 +442,12 @@ el_status el_synth(const char *shape, const char *type, const char *out_path, ui
  * cannot be optimized away. Takes a few tenths of a second. */
 el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s);
 
+/* The same figure over the weights of m that one decode step reads (every layer weight and the
+ * output head, as el_model_decode_cost counts them), read where they are mapped: the memory,
+ * page sizes and caches decoding itself reads, so that (this bandwidth / weight bytes per token)
+ * bounds decoding for whatever state they are in. Every sweep's sum must equal the first's. */
+el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *gb_s);
+
 /* The peak resident set size of this process so far, in bytes (0 if the system cannot say). */
 uint64_t el_peak_rss_bytes(void);
 

@@ -97,11 +97,36 @@ static int test_decode_cost_untied(void) {
 }
 static int test_decode_cost_tied(void) { return test_decode_cost("llama_f16_tied.gguf", "f16", 1); }
 
+/* The bandwidth of reading a model's weights: a finite positive figure for a real model (its sum
+ * checked inside against its first sweep), a clear refusal of vocabulary-only files and of too
+ * many threads. */
+static int test_model_bandwidth(void) {
+    el_model *m;
+    CHECK(el_model_load("tests/golden/llama_f32_gqa.gguf", NULL, &m) == EL_OK);
+    double one = 0, two = 0, gb_s = 0;
+    el_status st1 = el_model_read_bandwidth(m, 1, &one);
+    el_status st2 = el_model_read_bandwidth(m, 2, &two);
+    el_status st3 = el_model_read_bandwidth(m, 1000, &gb_s);
+    el_model_free(m);
+    CHECK(st1 == EL_OK && isfinite(one) && one > 0.1 && one < 10000);
+    CHECK(st2 == EL_OK && isfinite(two) && two > 0.1 && two < 10000);
+    CHECK(st3 == EL_ERR_INVALID_ARG && strstr(el_last_error(), "threads"));
+    el_model_params p = el_model_default_params();
+    p.vocab_only = true;
+    CHECK(el_model_load("models/tokenizer.gguf", &p, &m) == EL_OK);
+    st1 = el_model_read_bandwidth(m, 1, &gb_s);
+    el_model_free(m);
+    CHECK(st1 == EL_ERR_INVALID_ARG && strstr(el_last_error(), "no weights"));
+    CHECK(el_model_read_bandwidth(NULL, 1, &gb_s) == EL_ERR_INVALID_ARG);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("read_sum", test_read_sum);
     run_test("bandwidth", test_bandwidth);
     run_test("peak_rss", test_peak_rss);
     run_test("decode_cost_untied", test_decode_cost_untied);
     run_test("decode_cost_tied", test_decode_cost_tied);
+    run_test("model_bandwidth", test_model_bandwidth);
     return tests_exit_code();
 }

@@ -2,9 +2,11 @@
  * a decode step is bound by, peak resident memory, and the bytes of weights one token reads.
  *
  * Decoding one token reads every layer weight and the output head once, so its speed is bounded
- * by (read bandwidth) / (those bytes). The bandwidth is measured over a buffer as large as those
- * bytes, with the same number of threads, so a model that fits in a cache is judged against that
- * cache's bandwidth rather than DRAM's. */
+ * by (read bandwidth) / (those bytes). el_model_read_bandwidth reads those very weights where
+ * they are mapped, with the same number of threads: a model that fits in a cache is judged
+ * against that cache's bandwidth rather than DRAM's, and weights mapped by 4 KB or 2 MB pages
+ * against the bandwidth through those pages. el_measure_read_bandwidth reads a buffer of its
+ * own. */
 #include "runtime/measure.h"
 
 #include <stdio.h>
@@ -68,9 +70,16 @@ static uint64_t sum_streams(const uint64_t *p, size_t n) {
     return a[0] + a[1] + sum_words(p + STREAMS * part, n - STREAMS * part);
 }
 
+/* A stretch of whole 64-bit words to read. */
+typedef struct read_region {
+    const uint64_t *p;
+    size_t n;
+} read_region;
+
 typedef struct read_job {
-    const uint64_t *buf;
-    uint64_t *fill; /* non-NULL: write word i = i instead of reading */
+    const read_region *reg; /* each thread reads its share of every region, in order */
+    size_t n_reg;
+    uint64_t *fill; /* non-NULL: write word i = i of fill's n words instead of reading */
     size_t n;
     int sweeps;
     uint64_t partial[MAX_THREADS]; /* each thread's sum */
@@ -88,23 +97,32 @@ static void share(size_t n, int ith, int nth, size_t *lo, size_t *hi) {
 static void read_task(void *arg, int ith, int nth) {
     read_job *j = arg;
     size_t lo, hi;
-    share(j->n, ith, nth, &lo, &hi);
     if (j->fill) {
+        share(j->n, ith, nth, &lo, &hi);
         for (size_t i = lo; i < hi; i++) j->fill[i] = i;
         return;
     }
     uint64_t s = 0;
-    for (int k = 0; k < j->sweeps; k++) s += sum_streams(j->buf + lo, hi - lo);
+    for (int k = 0; k < j->sweeps; k++)
+        for (size_t r = 0; r < j->n_reg; r++) {
+            share(j->reg[r].n, ith, nth, &lo, &hi);
+            s += sum_streams(j->reg[r].p + lo, hi - lo);
+        }
     j->partial[ith] = s;
 }
 
-uint64_t el_read_sum(el_threadpool *tp, const uint64_t *buf, size_t n, int sweeps) {
-    if (el_threadpool_size(tp) > MAX_THREADS) return 0;
-    read_job j = {.buf = buf, .n = n, .sweeps = sweeps};
+static uint64_t read_regions(el_threadpool *tp, const read_region *reg, size_t n_reg, int sweeps) {
+    read_job j = {.reg = reg, .n_reg = n_reg, .sweeps = sweeps};
     el_threadpool_run(tp, read_task, &j);
     uint64_t s = 0;
     for (int t = 0; t < el_threadpool_size(tp); t++) s += j.partial[t];
     return s;
+}
+
+uint64_t el_read_sum(el_threadpool *tp, const uint64_t *buf, size_t n, int sweeps) {
+    if (el_threadpool_size(tp) > MAX_THREADS) return 0;
+    read_region r = {buf, n};
+    return read_regions(tp, &r, 1, sweeps);
 }
 
 static double now_seconds(void) {
@@ -119,15 +137,41 @@ static const size_t MIN_BYTES_PER_TIMING = (size_t)64 << 20;
 
 static const size_t HUGE_PAGE = (size_t)2 << 20;
 
+static int32_t pool_too_large(el_threadpool *tp) {
+    return el_threadpool_size(tp) > MAX_THREADS;
+}
+
+/* The best rate, in GB/s, at which the pool reads the regions (each sweep summing to one, mod
+ * 2^64): after a warm-up sweep (caches, TLB, the pool's workers), at least 5 timings and 0.2 s,
+ * each sweeping at least MIN_BYTES_PER_TIMING. A wrong sum is a bug, reported. */
+static el_status time_reads(el_threadpool *tp, const read_region *reg, size_t n_reg, uint64_t one,
+                            double *gb_s) {
+    size_t bytes = 0;
+    for (size_t r = 0; r < n_reg; r++) bytes += reg[r].n * sizeof(uint64_t);
+    int sweeps = (int)((MIN_BYTES_PER_TIMING + bytes - 1) / bytes);
+    uint64_t want = one * (uint64_t)sweeps;
+    double best = 0, start = now_seconds();
+    read_regions(tp, reg, n_reg, 1);
+    for (int t = 0; t < 50 && (t < 5 || now_seconds() - start < 0.2); t++) {
+        double t0 = now_seconds();
+        uint64_t s = read_regions(tp, reg, n_reg, sweeps);
+        double dt = now_seconds() - t0;
+        if (s != want) return el_error(EL_ERR_INVALID_ARG, "read bandwidth: wrong sum (a bug)");
+        double rate = (double)bytes * sweeps / dt / 1e9;
+        if (dt > 0 && rate > best) best = rate;
+    }
+    *gb_s = best;
+    return EL_OK;
+}
+
 el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s) {
     *gb_s = 0;
     size_t n = bytes / sizeof(uint64_t);
     if (n < 64)
         return el_error(EL_ERR_INVALID_ARG, "read bandwidth: a buffer of %zu bytes is too small",
                         bytes);
-    /* In 2 MB pages where the kernel gives them, as the weights are mapped (core/mapfile.c):
-     * with 4 KB pages the bound would be that of the smaller pages' TLB misses, which decoding
-     * from 2 MB pages beats (the fraction came out above 1). */
+    /* In 2 MB pages where the kernel gives them, as model weights are mapped (core/mapfile.c):
+     * through 4 KB pages one core reads ~10% less (their TLB misses). */
     size_t alloc = (n * sizeof(uint64_t) + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     uint64_t *buf = aligned_alloc(HUGE_PAGE, alloc);
     if (buf) (void)madvise(buf, alloc, MADV_HUGEPAGE);
@@ -138,7 +182,7 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
         return st == EL_ERR_NOMEM ? el_error(st, "read bandwidth: no memory for %zu bytes", bytes)
                                   : st;
     }
-    if (el_threadpool_size(tp) > MAX_THREADS) {
+    if (pool_too_large(tp)) {
         el_threadpool_free(tp);
         free(buf);
         return el_error(EL_ERR_INVALID_ARG, "read bandwidth: at most %d threads, not %d",
@@ -147,25 +191,12 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
     read_job fill = {.fill = buf, .n = n};
     el_threadpool_run(tp, read_task, &fill); /* each thread touches its own share first */
 
-    size_t buf_bytes = n * sizeof(uint64_t);
-    int sweeps = (int)((MIN_BYTES_PER_TIMING + buf_bytes - 1) / buf_bytes);
+    read_region whole = {buf, n};
     /* word i holds i, so one sweep sums to n(n-1)/2 (mod 2^64) */
     uint64_t one = (n % 2 == 0) ? (uint64_t)(n / 2) * (uint64_t)(n - 1)
                                 : (uint64_t)n * (uint64_t)((n - 1) / 2);
-    uint64_t want = one * (uint64_t)sweeps;
-    double best = 0, start = now_seconds();
-    el_read_sum(tp, buf, n, 1); /* warm-up: caches, TLB, the pool's workers */
-    for (int t = 0; t < 50 && (t < 5 || now_seconds() - start < 0.2); t++) {
-        double t0 = now_seconds();
-        uint64_t s = el_read_sum(tp, buf, n, sweeps);
-        double dt = now_seconds() - t0;
-        if (s != want) {
-            st = el_error(EL_ERR_INVALID_ARG, "read bandwidth: wrong sum (a bug)");
-            break;
-        }
-        double rate = (double)buf_bytes * sweeps / dt / 1e9;
-        if (dt > 0 && rate > best) best = rate;
-    }
+    double best = 0;
+    st = time_reads(tp, &whole, 1, one, &best);
     el_threadpool_free(tp);
     free(buf);
     if (st == EL_OK) *gb_s = best;
@@ -191,6 +222,49 @@ uint64_t el_peak_rss_bytes(void) {
 
 static uint64_t weight_bytes(const el_weight *w) {
     return (uint64_t)w->row_bytes * (uint64_t)w->n_out;
+}
+
+/* The weights a decode step reads (as el_model_decode_cost counts them), each as the whole
+ * 64-bit words it spans from its first 8-byte boundary, into reg[]; returns how many. */
+static size_t decode_regions(const el_model *m, read_region *reg) {
+    size_t n = 0;
+    for (int il = 0; il <= m->hp.n_layer; il++) {
+        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
+            const el_weight *w = il < m->hp.n_layer ? el_layer_weight(&m->layers[il], k)
+                                                    : &m->output;
+            uintptr_t a = (uintptr_t)w->data, b = a + weight_bytes(w);
+            uintptr_t first = (a + 7) / 8 * 8;
+            if (b > first) reg[n++] = (read_region){(const uint64_t *)first, (b - first) / 8};
+            if (il == m->hp.n_layer) break; /* the output head: one weight */
+        }
+    }
+    return n;
+}
+
+el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *gb_s) {
+    if (!m || !gb_s) return el_error(EL_ERR_INVALID_ARG, "el_model_read_bandwidth: NULL argument");
+    *gb_s = 0;
+    if (!m->has_weights)
+        return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
+                        m->path);
+    size_t cap = (size_t)m->hp.n_layer * (EL_LINEAR_DOWN + 1) + 1;
+    read_region *reg = malloc(cap * sizeof *reg);
+    el_threadpool *tp = NULL;
+    el_status st = reg ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
+    if (st == EL_ERR_NOMEM) st = el_error(st, "read bandwidth: no memory");
+    if (st == EL_OK && pool_too_large(tp))
+        st = el_error(EL_ERR_INVALID_ARG, "read bandwidth: at most %d threads, not %d",
+                      MAX_THREADS, n_threads);
+    if (st == EL_OK) {
+        size_t n_reg = decode_regions(m, reg);
+        /* the weights are what they are: one sweep's sum, and every later sweep must agree */
+        uint64_t one = read_regions(tp, reg, n_reg, 1);
+        st = n_reg > 0 ? time_reads(tp, reg, n_reg, one, gb_s)
+                       : el_error(EL_ERR_INVALID_ARG, "%s: no weights to read", m->path);
+    }
+    el_threadpool_free(tp);
+    free(reg);
+    return st;
 }
 
 el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
