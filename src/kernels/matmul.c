@@ -178,7 +178,9 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
         }
     }
     int64_t unit = j.gemm ? EL_GEMM_PANEL : TILE_OUT;
-    int64_t per_chunk = w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
+    /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
+     * matrix instead of restarting per chunk */
+    int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
     bool all_gemv = !j.gemm && j.gemv != NULL && (j.tile == NULL || n_rows < EL_TILE);
     if (all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
