@@ -408,8 +408,9 @@ static void fill_cells(void) {
 }
 
 /* One attention kernel against the reference, on float32 or fp16 cells: random queries, groups
- * of 1 to 5 heads, head sizes the SIMD kernels take (16, 64, 80; 8, 24 and 40 only AVX2's) and
- * one they hand back (20), cell counts around the vector widths. */
+ * of 1 to 5 heads, head sizes the SIMD kernels take (16, 64, 80; 8, 24 and 40 only AVX2's and
+ * NEON's) and one the x86 ones hand back (20; NEON's takes it, with a last step of 4 elements),
+ * cell counts around the vector widths. */
 static int check_attend(el_attend_fn attend, el_type kv_type, const char *name) {
     static const int hds[] = {16, 64, 80, 8, 24, 40, 20};
     static const int32_t nvs[] = {1, 2, 3, 15, 16, 17, 100, 300};
@@ -478,13 +479,20 @@ static bool avx512_attend_table(el_kernels *k) {
     return el_kernels_avx512(k) && el_attend_avx512(k);
 }
 
+/* NEON's likewise (every aarch64 CPU). */
+static bool neon_attend_table(el_kernels *k) {
+    return el_kernels_neon(k) && el_attend_neon(k);
+}
+
 /* The attention kernel in use, and every ISA table's one this CPU runs, called directly (so
  * AVX2's is covered on AVX-512 machines too), on float32 and on fp16 cells. */
 static int test_attend(void) {
     static const struct {
         const char *name;
         bool (*apply)(el_kernels *k);
-    } tables[] = {{"avx2", el_kernels_avx2}, {"avx512", avx512_attend_table}};
+    } tables[] = {{"avx2", el_kernels_avx2},
+                  {"avx512", avx512_attend_table},
+                  {"neon", neon_attend_table}};
     static const el_type kv_types[] = {EL_TYPE_F32, EL_TYPE_F16};
     fill_cells();
     el_attend_fn attend = el_kernels_get()->attend;

@@ -35,8 +35,13 @@ static bool avx512_all(el_kernels *k) {
     return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);
 }
 
+/* NEON (every aarch64 CPU): the dot products, tiles and gemvs, and attention. */
+static bool neon_all(el_kernels *k) {
+    return el_kernels_neon(k) && el_attend_neon(k);
+}
+
 /* NEON with the dot product instructions: the dot products, tiles and gemvs, and the packed
- * products. */
+ * products (attention stays the NEON level's). */
 static bool neon_dotprod_all(el_kernels *k) {
     return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
 }
@@ -48,7 +53,7 @@ static const struct {
 } isa_levels[] = {
     {"avx2", el_kernels_avx2},
     {"avx512", avx512_all},
-    {"neon", el_kernels_neon},
+    {"neon", neon_all},
     {"neon-dotprod", neon_dotprod_all},
 };
 

@@ -71,6 +71,8 @@ bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
 bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
 bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
+/* This adds to el_kernels_neon and is applied only after it has accepted the CPU. */
+bool el_attend_neon(el_kernels *k);          /* its attention kernel (attend_neon.c) */
 bool el_kernels_neon_dotprod(el_kernels *k); /* + the dot product instructions (SDOT) */
 /* This adds to el_kernels_neon_dotprod and is applied only after it has accepted the CPU. */
 bool el_gemm_neon(el_kernels *k);            /* its packed products (gemm_neon.c) */

@@ -90,18 +90,8 @@ static uint32_t float_to_bits(float f) {
     return u;
 }
 
-float el_fp16_to_fp32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1F;
-    uint32_t man = h & 0x3FF;
-    if (exp == 0x1F) return bits_to_float(sign | 0x7F800000u | (man << 13)); /* inf, nan */
-    if (exp == 0) {
-        /* zero or subnormal: man units of 2^-24, exact in float */
-        float f = (float)man * 0x1p-24f;
-        return sign ? -f : f;
-    }
-    return bits_to_float(sign | ((exp + 112) << 23) | (man << 13)); /* rebias 15 -> 127 */
-}
+/* The external definition of the inline one in types.h. */
+extern float el_fp16_to_fp32(uint16_t h);
 
 /* Rounds q + rem/2^shift to the nearest integer, ties to even. */
 static uint32_t round_shifted(uint32_t q, uint32_t rem, int shift) {

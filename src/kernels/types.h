@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef enum el_type {
     EL_TYPE_F32 = 0,
@@ -60,8 +61,24 @@ size_t el_row_size(el_type type, int64_t n);
 /* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
 bool el_type_from_name(const char *name, el_type *out);
 
-/* IEEE half and bfloat16 conversions. */
-float el_fp16_to_fp32(uint16_t h);
+/* IEEE half and bfloat16 conversions. fp16 -> float is an inline definition (C99 inline; its
+ * external definition is in types.c), so loops over fp16 elements such as the reference
+ * attention's over the KV cache convert without a call. */
+inline float el_fp16_to_fp32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1F;
+    uint32_t man = h & 0x3FF;
+    if (exp == 0) {
+        /* zero or subnormal: man units of 2^-24, exact in float */
+        float f = (float)man * 0x1p-24f;
+        return sign ? -f : f;
+    }
+    uint32_t bits = exp == 0x1F ? sign | 0x7F800000u | (man << 13)     /* inf, nan */
+                                : sign | ((exp + 112) << 23) | (man << 13); /* rebias 15 -> 127 */
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 uint16_t el_fp32_to_fp16(float f);
 float el_bf16_to_fp32(uint16_t h);
 uint16_t el_fp32_to_bf16(float f);
