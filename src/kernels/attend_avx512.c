@@ -14,11 +14,9 @@
 #include <immintrin.h>
 #include <math.h>
 
-enum {
-    HEADS_AT_ONCE = 4,        /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
-    COLUMNS_AT_ONCE = 4,
-    MAX_GROUP = 64, /* query heads per kv head this kernel takes */
-};
+#include "kernels/attend_drive.h"
+
+enum { COLUMNS_AT_ONCE = 4 }; /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
 
 /* 16 elements of a key or value row from element c, as floats: fp16 (f16) or float32. */
 static inline __attribute__((always_inline)) __m512 load16(const bool f16, const void *row,
@@ -71,7 +69,7 @@ static inline __attribute__((always_inline)) void weigh(const bool f16, const in
                                                         int32_t nv, const float *p, size_t ld,
                                                         const float *norm,
                                                         const void *const *v, float *out) {
-    __m512 acc[HEADS_AT_ONCE][COLUMNS_AT_ONCE];
+    __m512 acc[ATTEND_HEADS_AT_ONCE][COLUMNS_AT_ONCE];
     #pragma GCC unroll 4
     for (int g = 0; g < n; g++)
         #pragma GCC unroll 4
@@ -119,60 +117,33 @@ static inline __m128 reduce4(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
 }
 
-/* q_g . k / sqrt(hd_k) into scores[g * ld] for the group's heads, 4 at a time. */
-static inline __attribute__((always_inline)) void dot_heads(const bool f16, int group, int hd_k,
-                                                            const float *q, const void *k,
+/* q_h . k_j / sqrt(hd_k) into scores[h * ld + j] for n heads (a constant after inlining) and
+ * every cell: a cell's key is loaded once for the n heads; 4 heads' sums are reduced together. */
+static inline __attribute__((always_inline)) void dot_heads(const bool f16, const int n, int hd_k,
+                                                            int32_t nv, const float *q,
+                                                            const void *const *k,
                                                             float inv_scale, float *scores,
                                                             size_t ld) {
-    int g = 0;
-    for (; g + 4 <= group; g += 4) {
-        const float *qg = q + (size_t)g * hd_k;
-        __m512 acc[4];
-        #pragma GCC unroll 4
-        for (int h = 0; h < 4; h++) acc[h] = _mm512_setzero_ps();
-        for (int c = 0; c < hd_k; c += 16) {
-            __m512 kc = load16(f16, k, c);
-            #pragma GCC unroll 4
-            for (int h = 0; h < 4; h++)
-                acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(qg + (size_t)h * hd_k + c), kc, acc[h]);
-        }
-        float d[4];
-        _mm_storeu_ps(d, _mm_mul_ps(reduce4(acc[0], acc[1], acc[2], acc[3]),
-                                    _mm_set1_ps(inv_scale)));
-        for (int h = 0; h < 4; h++) scores[(size_t)(g + h) * ld] = d[h];
-    }
-    for (; g < group; g++) {
-        const float *qg = q + (size_t)g * hd_k;
-        __m512 acc = _mm512_setzero_ps();
-        for (int c = 0; c < hd_k; c += 16)
-            acc = _mm512_fmadd_ps(_mm512_loadu_ps(qg + c), load16(f16, k, c), acc);
-        scores[(size_t)g * ld] = _mm512_reduce_add_ps(acc) * inv_scale;
-    }
-}
-
-/* The kernel for keys and values of one element type (f16: fp16, else float32). */
-static inline __attribute__((always_inline)) void attend_typed(const bool f16, int group,
-                                                               int hd_k, int hd_v, int32_t nv,
-                                                               const float *q,
-                                                               const void *const *k,
-                                                               const void *const *v,
-                                                               float *scores, size_t ld_scores,
-                                                               float *out) {
-    const float inv_scale = 1.0f / sqrtf((float)hd_k);
-    float norm[MAX_GROUP];
     for (int32_t j = 0; j < nv; j++) {
-        dot_heads(f16, group, hd_k, q, k[j], inv_scale, scores + j, ld_scores);
-    }
-    for (int g = 0; g < group; g++)
-        norm[g] = softmax_unnormalized(scores + (size_t)g * ld_scores, nv);
-    for (int g = 0; g < group; g += HEADS_AT_ONCE) {
-        const float *p = scores + (size_t)g * ld_scores;
-        float *o = out + (size_t)g * hd_v;
-        switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: weigh_heads(f16, 1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 2: weigh_heads(f16, 2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 3: weigh_heads(f16, 3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        default: weigh_heads(f16, 4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
+        __m512 acc[ATTEND_HEADS_AT_ONCE];
+        #pragma GCC unroll 4
+        for (int h = 0; h < n; h++) acc[h] = _mm512_setzero_ps();
+        for (int c = 0; c < hd_k; c += 16) {
+            __m512 kc = load16(f16, k[j], c);
+            #pragma GCC unroll 4
+            for (int h = 0; h < n; h++)
+                acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q + (size_t)h * hd_k + c), kc, acc[h]);
+        }
+        if (n == ATTEND_HEADS_AT_ONCE) {
+            float d[ATTEND_HEADS_AT_ONCE];
+            _mm_storeu_ps(d, _mm_mul_ps(reduce4(acc[0], acc[1], acc[2], acc[3]),
+                                        _mm_set1_ps(inv_scale)));
+            #pragma GCC unroll 4
+            for (int h = 0; h < n; h++) scores[(size_t)h * ld + j] = d[h];
+        } else {
+            #pragma GCC unroll 4
+            for (int h = 0; h < n; h++)
+                scores[(size_t)h * ld + j] = _mm512_reduce_add_ps(acc[h]) * inv_scale;
         }
     }
 }
@@ -180,12 +151,14 @@ static inline __attribute__((always_inline)) void attend_typed(const bool f16, i
 static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
-    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > MAX_GROUP)
+    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > ATTEND_MAX_GROUP)
         el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
     else if (kv_type == EL_TYPE_F16)
-        attend_typed(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                     softmax_unnormalized, weigh_heads);
     else
-        attend_typed(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                     softmax_unnormalized, weigh_heads);
 }
 
 bool el_attend_avx512(el_kernels *k) {

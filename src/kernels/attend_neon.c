@@ -14,12 +14,12 @@
 #include <arm_neon.h>
 #include <math.h>
 
+#include "kernels/attend_drive.h"
+
 enum {
     LANES = 4,           /* floats per q register */
-    HEADS_AT_ONCE = 4,   /* weighted sums: 4 heads x 4 columns of 4 floats in registers, and */
-    COLUMNS_AT_ONCE = 4, /* dot products: 4 heads x 2 keys (8 independent sums) */
-    KEYS_AT_ONCE = 2,
-    MAX_GROUP = 64,      /* query heads per kv head this kernel takes */
+    COLUMNS_AT_ONCE = 4, /* weighted sums: 4 heads x 4 columns of 4 floats in registers, and */
+    KEYS_AT_ONCE = 2,    /* dot products: 4 heads x 2 keys (8 independent sums) */
 };
 
 /* 4 elements of a key or value row from element c, as floats: fp16 (f16) or float32. */
@@ -101,7 +101,7 @@ static inline __attribute__((always_inline)) void weigh(const bool f16, const in
                                                         int32_t nv, const float *p, size_t ld,
                                                         const float *norm,
                                                         const void *const *v, float *out) {
-    float32x4_t acc[HEADS_AT_ONCE][COLUMNS_AT_ONCE];
+    float32x4_t acc[ATTEND_HEADS_AT_ONCE][COLUMNS_AT_ONCE];
     #pragma GCC unroll 4
     for (int g = 0; g < n; g++)
         #pragma GCC unroll 4
@@ -145,7 +145,7 @@ static inline __attribute__((always_inline)) void dots(const bool f16, const int
                                                        const void *const *k,
                                                        int32_t j0, float inv_scale,
                                                        float *scores, size_t ld) {
-    float32x4_t acc[KEYS_AT_ONCE][HEADS_AT_ONCE];
+    float32x4_t acc[KEYS_AT_ONCE][ATTEND_HEADS_AT_ONCE];
     #pragma GCC unroll 2
     for (int i = 0; i < m; i++)
         #pragma GCC unroll 4
@@ -177,11 +177,11 @@ static inline __attribute__((always_inline)) void dots(const bool f16, const int
     }
     #pragma GCC unroll 2
     for (int i = 0; i < m; i++) {
-        if (n == HEADS_AT_ONCE) {
+        if (n == ATTEND_HEADS_AT_ONCE) {
             /* pairwise adds: [sum acc0, sum acc1, sum acc2, sum acc3] */
             float32x4_t t = vpaddq_f32(vpaddq_f32(acc[i][0], acc[i][1]),
                                        vpaddq_f32(acc[i][2], acc[i][3]));
-            float d[HEADS_AT_ONCE];
+            float d[ATTEND_HEADS_AT_ONCE];
             vst1q_f32(d, vmulq_n_f32(t, inv_scale));
             #pragma GCC unroll 4
             for (int h = 0; h < n; h++) scores[(size_t)h * ld + j0 + i] = d[h];
@@ -206,50 +206,18 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
     if (j < nv) dots(f16, n, 1, hd_k, q, k, j, inv_scale, scores, ld);
 }
 
-/* The kernel for keys and values of one element type (f16: fp16, else float32). */
-static inline __attribute__((always_inline)) void attend_typed(const bool f16, int group,
-                                                               int hd_k, int hd_v, int32_t nv,
-                                                               const float *q,
-                                                               const void *const *k,
-                                                               const void *const *v,
-                                                               float *scores, size_t ld_scores,
-                                                               float *out) {
-    const float inv_scale = 1.0f / sqrtf((float)hd_k);
-    float norm[MAX_GROUP];
-    for (int g = 0; g < group; g += HEADS_AT_ONCE) {
-        const float *qg = q + (size_t)g * hd_k;
-        float *s = scores + (size_t)g * ld_scores;
-        switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: dot_heads(f16, 1, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        case 2: dot_heads(f16, 2, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        case 3: dot_heads(f16, 3, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        default: dot_heads(f16, 4, hd_k, nv, qg, k, inv_scale, s, ld_scores); break;
-        }
-    }
-    for (int g = 0; g < group; g++)
-        norm[g] = softmax_unnormalized(scores + (size_t)g * ld_scores, nv);
-    for (int g = 0; g < group; g += HEADS_AT_ONCE) {
-        const float *p = scores + (size_t)g * ld_scores;
-        float *o = out + (size_t)g * hd_v;
-        switch (group - g < HEADS_AT_ONCE ? group - g : HEADS_AT_ONCE) {
-        case 1: weigh_heads(f16, 1, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 2: weigh_heads(f16, 2, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        case 3: weigh_heads(f16, 3, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        default: weigh_heads(f16, 4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
-        }
-    }
-}
-
 static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
     /* (no cells: the reference's zeros, where 1 / sum would make 0 * inf) */
-    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > MAX_GROUP || nv < 1)
+    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > ATTEND_MAX_GROUP || nv < 1)
         el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
     else if (kv_type == EL_TYPE_F16)
-        attend_typed(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                     softmax_unnormalized, weigh_heads);
     else
-        attend_typed(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                     softmax_unnormalized, weigh_heads);
 }
 
 bool el_attend_neon(el_kernels *k) {
