@@ -5,7 +5,7 @@
  * exact); one body serves both, the element type a constant after inlining. The exponentials are
  * vectorized too (exp_avx2.h) and the weights normalized on the output, so results agree with the
  * reference to a few float roundings. Head sizes that are not multiples of 8 (and groups of more
- * than 64 heads) go to the reference.
+ * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
  * has accepted the CPU. */
 #include "kernels/dispatch.h"
@@ -179,14 +179,8 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
 static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
-    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > ATTEND_MAX_GROUP)
-        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
-    else if (kv_type == EL_TYPE_F16)
-        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
-    else
-        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
+    attend_simd(LANES, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                softmax_unnormalized, weigh_heads);
 }
 
 bool el_attend_avx2(el_kernels *k) {

@@ -4,7 +4,7 @@
  * serves both, the element type a constant after inlining. The exponentials are vectorized too
  * (exp_nonpositive) and the weights normalized on the output, so results agree with the
  * reference to a few float roundings. Head sizes that are not multiples of 16 (and groups of more
- * than 64 heads) go to the reference.
+ * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
 #include "kernels/dispatch.h"
 
@@ -151,14 +151,8 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
 static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
-    if (hd_k % 16 != 0 || hd_v % 16 != 0 || group > ATTEND_MAX_GROUP)
-        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
-    else if (kv_type == EL_TYPE_F16)
-        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
-    else
-        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
+    attend_simd(16, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                softmax_unnormalized, weigh_heads);
 }
 
 bool el_attend_avx512(el_kernels *k) {

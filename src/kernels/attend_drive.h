@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/attend.h"
+
 enum {
     ATTEND_HEADS_AT_ONCE = 4, /* query heads a step serves with one key or value load */
     ATTEND_MAX_GROUP = 64,    /* query heads per kv head the SIMD kernels take */
@@ -52,6 +54,23 @@ static inline __attribute__((always_inline)) void attend_drive(
         default: weigh(f16, 4, hd_v, nv, p, ld_scores, norm + g, v, o); break;
         }
     }
+}
+
+/* An ISA's whole el_attend_fn: shapes its steps do not take (head sizes not a multiple of its
+ * lanes, groups over ATTEND_MAX_GROUP, no cells, where 1 / sum would make 0 * inf) go to the
+ * reference; otherwise the element type becomes a constant for the steps. */
+static inline __attribute__((always_inline)) void attend_simd(
+    int lanes, el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+    const void *const *k, const void *const *v, float *scores, size_t ld_scores, float *out,
+    attend_dots_fn dots, attend_softmax_fn softmax, attend_weigh_fn weigh) {
+    if (hd_k % lanes != 0 || hd_v % lanes != 0 || group > ATTEND_MAX_GROUP || nv < 1)
+        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
+    else if (kv_type == EL_TYPE_F16)
+        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dots, softmax,
+                     weigh);
+    else
+        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dots,
+                     softmax, weigh);
 }
 
 #endif

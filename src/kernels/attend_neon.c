@@ -45,8 +45,8 @@ static inline __attribute__((always_inline)) void load8(const bool f16, const vo
 /* exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts, so r is nearly
  * exact), e^r by its Taylor polynomial of degree 6 (remainder < 2e-7 relative), times 2^n built
  * in the exponent bits. Against double exp on every multiple of 1e-6 in [-87, 0] (under qemu):
- * relative error at most 2.4e-7, under 3 ulp. x is clamped at -87 so that n >= -126 stays a normal power of two;
- * softmax weights that small do not count. */
+ * relative error at most 2.4e-7, under 3 ulp. x is clamped at -87 so that n >= -126 stays a
+ * normal power of two; softmax weights that small do not count. */
 static inline float32x4_t exp_nonpositive(float32x4_t x) {
     x = vmaxq_f32(x, vdupq_n_f32(-87.0f));
     float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));
@@ -209,15 +209,8 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
 static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                    float *out) {
-    /* (no cells: the reference's zeros, where 1 / sum would make 0 * inf) */
-    if (hd_k % LANES != 0 || hd_v % LANES != 0 || group > ATTEND_MAX_GROUP || nv < 1)
-        el_attend_ref(kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out);
-    else if (kv_type == EL_TYPE_F16)
-        attend_drive(true, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
-    else
-        attend_drive(false, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
-                     softmax_unnormalized, weigh_heads);
+    attend_simd(LANES, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
+                softmax_unnormalized, weigh_heads);
 }
 
 bool el_attend_neon(el_kernels *k) {

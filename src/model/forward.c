@@ -296,8 +296,8 @@ static void attention_task(void *arg, int ith, int nth) {
             keys[j] = el_kv_cell_k(kv, job->il, kvh, vis[j]);
             values[j] = el_kv_cell_v(kv, job->il, kvh, vis[j]);
         }
-        attend(kv->type, group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k, keys, values,
-               scores, n_ctx, f->att_out + ((size_t)r * hp->n_head + h0) * hd_v);
+        attend(kv->type, group, hd_k, hd_v, nv, f->q + ((size_t)r * hp->n_head + h0) * hd_k,
+               keys, values, scores, n_ctx, f->att_out + ((size_t)r * hp->n_head + h0) * hd_v);
     }
 }
 
