@@ -224,20 +224,24 @@ static uint64_t weight_bytes(const el_weight *w) {
     return (uint64_t)w->row_bytes * (uint64_t)w->n_out;
 }
 
-/* The weights a decode step reads (as el_model_decode_cost counts them), each as the whole
- * 64-bit words it spans from its first 8-byte boundary, into reg[]; returns how many. */
+/* w's bytes as the whole 64-bit words they span from their first 8-byte boundary, into *r;
+ * false if there are none. */
+static bool word_region(const el_weight *w, read_region *r) {
+    uintptr_t a = (uintptr_t)w->data, b = a + weight_bytes(w);
+    uintptr_t first = (a + 7) / 8 * 8;
+    if (b <= first) return false;
+    *r = (read_region){(const uint64_t *)first, (b - first) / 8};
+    return true;
+}
+
+/* The weights a decode step reads (as el_model_decode_cost counts them) into reg[]; returns
+ * how many. */
 static size_t decode_regions(const el_model *m, read_region *reg) {
     size_t n = 0;
-    for (int il = 0; il <= m->hp.n_layer; il++) {
-        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
-            const el_weight *w = il < m->hp.n_layer ? el_layer_weight(&m->layers[il], k)
-                                                    : &m->output;
-            uintptr_t a = (uintptr_t)w->data, b = a + weight_bytes(w);
-            uintptr_t first = (a + 7) / 8 * 8;
-            if (b > first) reg[n++] = (read_region){(const uint64_t *)first, (b - first) / 8};
-            if (il == m->hp.n_layer) break; /* the output head: one weight */
-        }
-    }
+    for (int il = 0; il < m->hp.n_layer; il++)
+        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++)
+            n += word_region(el_layer_weight(&m->layers[il], k), &reg[n]);
+    n += word_region(&m->output, &reg[n]);
     return n;
 }
 
