@@ -9,11 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "bench.h"
 
 static const char help[] =
     "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
-    "                      [-r REPS] [--kv-type f16|f32] [--json]\n"
+    "                      [-r REPS] [--kv-type f16|f32] [--variants K] [--json]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
@@ -29,22 +29,21 @@ static const char help[] =
     "the model file plus the KV cache of p + n cells), and the CPU share the timed runs got\n"
     "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
     "prints one JSON object instead.\n"
+    "--variants K measures concurrent variants instead (docs/ctg.md): each repetition runs K\n"
+    "greedy variants of -n tokens (default 64) after one -p-token prompt (default 128), and one\n"
+    "alone, and reports both wall times with the prompt, their ratio (K sequential runs: K),\n"
+    "the time per step, and the KV cache bytes the prompt and each extra variant take.\n"
     "docs/bench.md says more.\n";
-
-typedef struct stat3 {
-    double med, min, max;
-} stat3;
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* Median, min and max of n values (sorted in place). */
-static stat3 summarize(double *v, int n) {
+bench_stat bench_summarize(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return (stat3){med, v[0], v[n - 1]};
+    return (bench_stat){med, v[0], v[n - 1]};
 }
 
 static double cpu_seconds(void) {
@@ -54,17 +53,11 @@ static double cpu_seconds(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
-typedef struct bench_opts {
-    cli_model_opts mo;
-    long n_prompt, n_gen, n_batch, n_ubatch, reps; /* n_ubatch 0: the library's default */
-    bool json;
-} bench_opts;
-
 typedef struct bench_result {
     int32_t threads;
     uint64_t file_bytes, weight_bytes, bytes_per_token, kv_bytes, peak_rss, huge_bytes;
     const char *type;
-    stat3 load_ms, pp, tg, ttft_ms, bw;
+    bench_stat load_ms, pp, tg, ttft_ms, bw;
     double bound, fraction;
     double cpu_share; /* CPU time of the timed runs / (wall time * threads): < 1 when other
                        * processes took the cores (the pool's workers spin, so an idle machine
@@ -119,12 +112,12 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
     }
     res->cpu_share = (cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
     if (st == EL_OK) {
-        res->pp = summarize(pp, reps);
-        res->tg = summarize(tg, reps);
-        res->ttft_ms = summarize(ttft, reps);
-        res->bw = summarize(bw, reps);
+        res->pp = bench_summarize(pp, reps);
+        res->tg = bench_summarize(tg, reps);
+        res->ttft_ms = bench_summarize(ttft, reps);
+        res->bw = bench_summarize(bw, reps);
         res->bound = res->bw.med * 1e9 / (double)res->bytes_per_token;
-        res->fraction = summarize(frac, reps).med;
+        res->fraction = bench_summarize(frac, reps).med;
     }
     free(pos);
     free(seq);
@@ -146,11 +139,11 @@ static int load_timed(const bench_opts *o, bench_result *res, el_model **out) {
         if (rc) return rc;
         if (r + 1 < o->reps) el_model_free(*out);
     }
-    res->load_ms = summarize(ms, (int)o->reps);
+    res->load_ms = bench_summarize(ms, (int)o->reps);
     return CLI_OK;
 }
 
-static void json_string(const char *s) {
+void bench_json_string(const char *s) {
     putchar('"');
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -164,16 +157,16 @@ static void json_string(const char *s) {
     putchar('"');
 }
 
-static void json_stat(const char *name, stat3 s) {
+void bench_json_stat(const char *name, bench_stat s) {
     printf(", \"%s\": %.6g, \"%s_min\": %.6g, \"%s_max\": %.6g", name, s.med, name, s.min, name,
            s.max);
 }
 
 static void print_json(const bench_opts *o, const bench_result *r) {
     printf("{\"model\": ");
-    json_string(o->mo.model);
+    bench_json_string(o->mo.model);
     printf(", \"type\": ");
-    json_string(r->type);
+    bench_json_string(r->type);
     printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld"
            ", \"n_ubatch\": %ld, \"reps\": %ld, \"kv_type\": \"%s\"",
            r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps,
@@ -183,11 +176,11 @@ static void print_json(const bench_opts *o, const bench_result *r) {
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
            (unsigned long long)r->bytes_per_token, (unsigned long long)r->kv_bytes,
            (unsigned long long)r->peak_rss, (unsigned long long)r->huge_bytes);
-    json_stat("load_ms", r->load_ms);
-    json_stat("pp_tokens_per_s", r->pp);
-    json_stat("tg_tokens_per_s", r->tg);
-    json_stat("ttft_ms", r->ttft_ms);
-    json_stat("bandwidth_gb_s", r->bw);
+    bench_json_stat("load_ms", r->load_ms);
+    bench_json_stat("pp_tokens_per_s", r->pp);
+    bench_json_stat("tg_tokens_per_s", r->tg);
+    bench_json_stat("ttft_ms", r->ttft_ms);
+    bench_json_stat("bandwidth_gb_s", r->bw);
     printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g, \"cpu_share\": %.3f}\n",
            r->bound, r->fraction, r->cpu_share);
 }
@@ -221,7 +214,7 @@ static void print_table(const bench_opts *o, const bench_result *r) {
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
-    *o = (bench_opts){.n_prompt = 512, .n_gen = 128, .n_batch = 0, .reps = 3};
+    *o = (bench_opts){.reps = 3}; /* -p and -n: 0 until given, then the mode's default */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("bench", &o->mo, argc, argv, &i);
@@ -245,6 +238,9 @@ static int parse(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             num = &o->reps;
             hi = 100;
+        } else if (!strcmp(a, "--variants")) {
+            num = &o->variants;
+            hi = 256;
         } else {
             cli_error("bench", "unknown option '%s'", a);
             return CLI_USAGE;
@@ -261,6 +257,13 @@ static int parse(int argc, char **argv, bench_opts *o) {
         cli_error("bench", "-c is not an option of bench: the context is -p + -n tokens");
         return CLI_USAGE;
     }
+    if (!o->n_prompt) o->n_prompt = o->variants ? 128 : 512;
+    if (!o->n_gen) o->n_gen = o->variants ? 64 : 128;
+    if (o->variants && o->n_gen < 2) {
+        cli_error("bench", "--variants needs -n 2 or more: each variant's first token comes "
+                           "from the prompt, the decode steps measured come after it");
+        return CLI_USAGE;
+    }
     if (!o->n_batch) o->n_batch = o->n_prompt < 512 ? o->n_prompt : 512;
     return CLI_OK;
 }
@@ -275,6 +278,11 @@ int cmd_bench(int argc, char **argv) {
     if (stat(o.mo.model, &sb) == 0) res.file_bytes = (uint64_t)sb.st_size;
     el_model *m = NULL;
     if ((rc = load_timed(&o, &res, &m))) return rc;
+    if (o.variants) {
+        rc = bench_variants(&o, m, res.threads, res.file_bytes, res.load_ms);
+        el_model_free(m);
+        return rc;
+    }
     el_model_info info;
     el_decode_cost cost;
     el_status st = el_model_get_info(m, &info);

@@ -65,4 +65,41 @@ expect_exit bench_no_model 2 "$EL" bench -p 16
 expect_exit bench_bad_reps 2 "$EL" bench -m "$G" -r 0
 expect_exit bench_bad_option 2 "$EL" bench -m "$G" --fast
 expect_exit bench_missing_file 1 "$EL" bench -m /nonexistent.gguf
+# --variants K: K greedy variants against one, for sanity (not speed). Each variant of -n 6 tokens
+# decodes 5 of them (its first comes from the prompt's logits), so K = 3 after 10 prompt tokens
+# leaves 10 + 3 x 5 cells; a cell of this model (1 layer, 2 kv heads of 16 dims, K and V) is
+# 2 x 2 x 16 elements: 128 bytes of fp16, 256 of float32.
+for kv in f16 f32; do
+    expect_exit "bench_variants_$kv" 0 "$EL" bench -m "$G" -t 2 --variants 3 -p 10 -n 6 -r 1 --kv-type $kv --json
+    j=$(cat "$TMP/out")
+    cell=$([ $kv = f16 ] && echo 128 || echo 256)
+    missing=""
+    for k in one_ms all_ms one_prompt_ms all_prompt_ms one_step_ms all_step_ms wall_ratio \
+             generation_ratio cpu_ratio load_ms peak_rss_bytes file_bytes; do
+        v=$(num $k)
+        [ -n "$v" ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }' || missing="$missing $k=$v"
+    done
+    [ -z "$missing" ] && pass "bench_variants_fields_$kv" || fail "bench_variants_fields_$kv" "missing or not positive:$missing" "$j"
+    [ "$(num kv_cell_bytes)" = $cell ] && [ "$(num kv_cells_used)" = 25 ] &&
+        [ "$(num prompt_kv_bytes)" = $((10 * cell)) ] && [ "$(num extra_variant_cells)" = 5 ] &&
+        [ "$(num extra_variant_bytes)" = $((5 * cell)) ] && printf '%s' "$j" | grep -q '"variants": 3,' &&
+        pass "bench_variants_kv_$kv" || fail "bench_variants_kv_$kv" "$j"
+    # one repetition: the ratio is the two wall times' quotient, each wall time at least its
+    # prompt plus its 5 steps
+    awk -v r="$(num wall_ratio)" -v a="$(num all_ms)" -v o="$(num one_ms)" -v op="$(num one_prompt_ms)" \
+        -v os="$(num one_step_ms)" -v ap="$(num all_prompt_ms)" -v as="$(num all_step_ms)" \
+        'BEGIN { exit !(r > 0.999 * a / o && r < 1.001 * a / o && o >= 0.999 * (op + 5 * os) &&
+                        a >= 0.999 * (ap + 5 * as)) }' &&
+        pass "bench_variants_consistent_$kv" || fail "bench_variants_consistent_$kv" "$j"
+done
+expect_exit bench_variants_table 0 "$EL" bench -m "$G" -t 1 --variants 2 -p 8 -n 4 -r 2
+grep -q '^K = 1 ' "$TMP/out" && grep -q '^K = 2 ' "$TMP/out" && grep -q '^ratio ' "$TMP/out" &&
+    grep -q '^KV cache   128 bytes a cell (f16); the prompt stored once: 8 cells = 1024 bytes; each extra variant 3 cells = 384 bytes' "$TMP/out" &&
+    pass bench_variants_table_rows || fail bench_variants_table_rows "$(cat "$TMP/out")"
+expect_exit bench_variants_zero 2 "$EL" bench -m "$G" --variants 0
+expect_exit bench_variants_no_value 2 "$EL" bench -m "$G" --variants
+expect_exit bench_variants_too_many 2 "$EL" bench -m "$G" --variants 257
+expect_exit bench_variants_one_token 2 "$EL" bench -m "$G" --variants 2 -n 1
+grep -q -- "--variants needs -n 2 or more" "$TMP/err" && pass bench_variants_one_token_message ||
+    fail bench_variants_one_token_message "$(cat "$TMP/err")"
 finish

@@ -1,0 +1,34 @@
+/* bench.h - what `edgelora bench` (bench.c) and its concurrent-variants mode (bench_variants.c)
+ * share: the options, median-and-range summaries, JSON strings. */
+#ifndef EL_CLI_BENCH_H
+#define EL_CLI_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli.h"
+
+typedef struct bench_stat {
+    double med, min, max;
+} bench_stat;
+
+typedef struct bench_opts {
+    cli_model_opts mo;
+    long n_prompt, n_gen, n_batch, n_ubatch, reps; /* n_ubatch 0: the library's default */
+    long variants; /* > 0: measure K concurrent variants against one (bench_variants) */
+    bool json;
+} bench_opts;
+
+/* Median, min and max of n values (sorted in place). */
+bench_stat bench_summarize(double *v, int n);
+/* s as a JSON string literal on stdout. */
+void bench_json_string(const char *s);
+/* `, "name": med, "name_min": min, "name_max": max` on stdout. */
+void bench_json_stat(const char *name, bench_stat s);
+
+/* The concurrent-variants measurement on a loaded model (load_ms: its load times, for the
+ * report); prints the table or the JSON object. Returns the process exit code. */
+int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t file_bytes,
+                   bench_stat load_ms);
+
+#endif
