@@ -143,7 +143,8 @@ static int load_timed(const bench_opts *o, bench_result *res, el_model **out) {
     return CLI_OK;
 }
 
-void bench_json_string(const char *s) {
+/* s as a JSON string literal on stdout. */
+static void bench_json_string(const char *s) {
     putchar('"');
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -162,15 +163,19 @@ void bench_json_stat(const char *name, bench_stat s) {
            s.max);
 }
 
-static void print_json(const bench_opts *o, const bench_result *r) {
+void bench_json_begin(const bench_opts *o, const char *type, int32_t threads) {
     printf("{\"model\": ");
     bench_json_string(o->mo.model);
     printf(", \"type\": ");
-    bench_json_string(r->type);
-    printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"n_batch\": %ld"
-           ", \"n_ubatch\": %ld, \"reps\": %ld, \"kv_type\": \"%s\"",
-           r->threads, o->n_prompt, o->n_gen, o->n_batch, o->n_ubatch, o->reps,
+    bench_json_string(type);
+    printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"reps\": %ld"
+           ", \"kv_type\": \"%s\"", threads, o->n_prompt, o->n_gen, o->reps,
            cli_kv_type_name(o->mo.kv_type));
+}
+
+static void print_json(const bench_opts *o, const bench_result *r) {
+    bench_json_begin(o, r->type, r->threads);
+    printf(", \"n_batch\": %ld, \"n_ubatch\": %ld", o->n_batch, o->n_ubatch);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
            ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,

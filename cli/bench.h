@@ -21,8 +21,9 @@ typedef struct bench_opts {
 
 /* Median, min and max of n values (sorted in place). */
 bench_stat bench_summarize(double *v, int n);
-/* s as a JSON string literal on stdout. */
-void bench_json_string(const char *s);
+/* `{"model": .., "type": .., "threads": .., "n_prompt": .., "n_gen": .., "reps": .., "kv_type":
+ * ..` on stdout: what both JSON objects begin with. */
+void bench_json_begin(const bench_opts *o, const char *type, int32_t threads);
 /* `, "name": med, "name_min": min, "name_max": max` on stdout. */
 void bench_json_stat(const char *name, bench_stat s);
 

@@ -100,13 +100,8 @@ static void print_table(const bench_opts *o, const variants_report *r) {
 
 static void print_json(const bench_opts *o, const variants_report *r) {
     const variants_run *v = &r->last_all;
-    printf("{\"model\": ");
-    bench_json_string(o->mo.model);
-    printf(", \"type\": ");
-    bench_json_string(r->type);
-    printf(", \"threads\": %d, \"variants\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"reps\": %ld"
-           ", \"kv_type\": \"%s\", \"file_bytes\": %llu, \"peak_rss_bytes\": %llu",
-           r->threads, r->k, o->n_prompt, o->n_gen, o->reps, cli_kv_type_name(o->mo.kv_type),
+    bench_json_begin(o, r->type, r->threads);
+    printf(", \"variants\": %d, \"file_bytes\": %llu, \"peak_rss_bytes\": %llu", r->k,
            (unsigned long long)r->file_bytes, (unsigned long long)r->peak_rss);
     bench_json_stat("load_ms", r->load_ms);
     bench_json_stat("one_ms", r->one_ms);
