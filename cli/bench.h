@@ -1,5 +1,5 @@
 /* bench.h - what `edgelora bench` (bench.c) and its concurrent-variants mode (bench_variants.c)
- * share: the options, median-and-range summaries, JSON strings. */
+ * share: the options, median-and-range summaries, the start of their JSON objects. */
 #ifndef EL_CLI_BENCH_H
 #define EL_CLI_BENCH_H
 
