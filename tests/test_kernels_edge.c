@@ -156,10 +156,74 @@ static int test_vec_dot_ref(void) {
     return TEST_PASS;
 }
 
+/* W8A16 (edge.h): W8's bytes against A16 rows. Layouts, a row built by hand, A16's round trip
+ * within half a step (amax / 32767 / 2), and the dot product against the float dot product of
+ * the dequantized rows, at full length and on prefixes. */
+static int test_w8a16(void) {
+    enum { N = 512 };
+    const el_type_traits *wt = el_type_get(EL_TYPE_W8A16), *at = el_type_get(EL_TYPE_A16);
+    CHECK(wt && at && wt->vec_dot && wt->vec_dot_type == EL_TYPE_A16 && at->vec_dot == NULL);
+    CHECK(el_row_size(EL_TYPE_W8A16, 64) == el_row_size(EL_TYPE_W8, 64));
+    CHECK(el_row_size(EL_TYPE_A16, 64) == 4 + 2 * 64);
+    el_type ty;
+    CHECK(el_type_from_name("W8A16", &ty) && ty == EL_TYPE_W8A16);
+    /* by hand: d_w = 0.5, q[0] = -3, q[31] = 127; d_a = 0.25, a[0] = -32767, a[31] = 2 */
+    uint8_t w[4 + 32] = {0}, a[4 + 64] = {0};
+    float dw = 0.5f, da = 0.25f, y[N];
+    memcpy(w, &dw, 4);
+    memcpy(a, &da, 4);
+    w[4] = (uint8_t)-3;
+    w[4 + 31] = 127;
+    int16_t a0 = -32767, a31 = 2;
+    memcpy(a + 4, &a0, 2);
+    memcpy(a + 4 + 62, &a31, 2);
+    at->to_float(a, y, 32);
+    CHECK(y[0] == -8191.75f && y[31] == 0.5f && y[1] == 0.0f);
+    float s = NAN;
+    wt->vec_dot(32, &s, w, a);
+    CHECK(s == (-3.0f * -32767.0f + 127.0f * 2.0f) * 0.125f);
+    /* round trip of A16 */
+    test_rng r = {12};
+    float x[N], xd[N], ad[N];
+    uint8_t *wq = malloc(el_row_size(EL_TYPE_W8A16, N)), *aq = malloc(el_row_size(EL_TYPE_A16, N));
+    CHECK(wq && aq);
+    for (int rep = 0; rep < 3; rep++) {
+        float amax = 0.0f;
+        for (int i = 0; i < N; i++) {
+            x[i] = rep == 2 ? 0.0f : rand_normal(&r) * (rep + 1);
+            amax = fmaxf(amax, fabsf(x[i]));
+        }
+        at->from_float(x, aq, N);
+        at->to_float(aq, y, N);
+        for (int i = 0; i < N; i++) CHECK(fabs((double)x[i] - y[i]) <= amax / 32767.0 * 0.5 * (1 + 1e-6));
+    }
+    /* the dot product, as test_vec_dot_ref does for the A8 types */
+    for (int i = 0; i < N; i++) {
+        x[i] = rand_normal(&r) * 0.05f;
+        y[i] = rand_normal(&r) * 3.0f + 0.5f;
+    }
+    wt->from_float(x, wq, N);
+    wt->to_float(wq, xd, N);
+    for (int64_t k = 32; k <= N; k *= 2) {
+        at->from_float(y, aq, k);
+        at->to_float(aq, ad, k);
+        double want = 0.0, mag = 0.0;
+        for (int64_t i = 0; i < k; i++) {
+            want += (double)xd[i] * ad[i];
+            mag += fabs((double)xd[i] * ad[i]);
+        }
+        wt->vec_dot(k, &s, wq, aq);
+        CHECK(fabs(s - want) <= 1e-6 * mag + 1e-6);
+    }
+    free(wq), free(aq);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("layouts", test_layouts);
     run_test("hand_built", test_hand_built);
     run_test("roundtrip", test_roundtrip);
     run_test("vec_dot_ref", test_vec_dot_ref);
+    run_test("w8a16", test_w8a16);
     return tests_exit_code();
 }

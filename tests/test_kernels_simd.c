@@ -49,7 +49,8 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
 static int compare_tables(const el_kernels *simd) {
     static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
                                     EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
-                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128};
+                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128,
+                                    EL_TYPE_W8A16};
     test_rng r = {99};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_traits *wt = el_type_get(types[ti]);
@@ -293,10 +294,54 @@ static int compare_gemvs(const el_kernels *simd) {
     return TEST_PASS;
 }
 
+/* W8A16 sums must be exact past the int32 range, so every kernel (dot product and tile) gives
+ * the reference's bits:
+ * random rows, and rows of one extreme weight (127, or -128 as a stored byte may hold) against
+ * +-32767 on lengths whose sums pass 2^31 (65536 x 127 x 32767 = 2.7e11), where the result must
+ * also be (d_w d_a) times the float of the sum worked out here by hand. */
+static int compare_w8a16(const el_kernels *simd) {
+    static const int64_t lengths[] = {32, 64, 992, 1024, 1056, 4128, 65536};
+    test_rng r = {5};
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        int64_t n = lengths[li];
+        char *w = malloc(el_row_size(EL_TYPE_W8A16, n)), *a = malloc(el_row_size(EL_TYPE_A16, n));
+        CHECK(w && a);
+        float dw = 0.5f, da = 0.25f;
+        memcpy(w, &dw, sizeof dw);
+        memcpy(a, &da, sizeof da);
+        for (int pattern = 0; pattern < 4; pattern++) {
+            int8_t wq = pattern == 1 ? 127 : -128;
+            int16_t aq = pattern == 3 ? 32767 : -32767;
+            for (int64_t i = 0; i < n; i++) {
+                int16_t v = pattern == 0 ? (int16_t)(test_rand_u32(&r) % 65535 - 32767) : aq;
+                w[sizeof dw + i] = (char)(pattern == 0 ? (int8_t)test_rand_u32(&r) : wq);
+                memcpy(a + sizeof da + 2 * i, &v, sizeof v);
+            }
+            float want = NAN, got = NAN, tile[EL_TILE * EL_TILE];
+            el_type_get(EL_TYPE_W8A16)->vec_dot(n, &want, w, a);
+            simd->vec_dot[EL_TYPE_W8A16](n, &got, w, a);
+            if (memcmp(&want, &got, sizeof got) != 0) {
+                test_note("%s w8a16 n=%lld pattern %d: got %.9g, reference %.9g", simd->isa,
+                          (long long)n, pattern, got, want);
+                return TEST_FAIL;
+            }
+            if (simd->tile[EL_TYPE_W8A16]) { /* the same rows EL_TILE times (strides 0) */
+                simd->tile[EL_TYPE_W8A16](n, tile, EL_TILE, w, 0, a, 0);
+                for (int t = 0; t < EL_TILE * EL_TILE; t++)
+                    CHECK(memcmp(&want, &tile[t], sizeof want) == 0);
+            }
+            if (pattern > 0) CHECK(want == dw * da * (float)((int64_t)wq * aq * n));
+        }
+        free(w), free(a);
+    }
+    return TEST_PASS;
+}
+
 static int compare_all(const el_kernels *k) {
     if (compare_tables(k) != TEST_PASS) return TEST_FAIL;
     if (compare_quantizers(k) != TEST_PASS) return TEST_FAIL;
     if (compare_f16_rows(k) != TEST_PASS) return TEST_FAIL;
+    if (compare_w8a16(k) != TEST_PASS) return TEST_FAIL;
     if (compare_gemvs(k) != TEST_PASS) return TEST_FAIL;
     return compare_tiles(k);
 }

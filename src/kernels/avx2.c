@@ -541,6 +541,30 @@ static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)hsum_epi32(_mm256_add_epi32(acc0, acc1));
 }
 
+/* W8 . A16: int8 weights widened to int16, vpmaddwd against the activations, int32 lanes
+ * added into int64 ones every EL_A16_RUN elements (edge.h); the exact sum as the reference's. */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    const char *a = (const char *)y + sizeof(el_a16_header);
+    __m256i acc64 = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n;) {
+        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        __m256i acc = _mm256_setzero_si256();
+        for (; i < end; i += 16) {
+            __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + i)));
+            __m256i v = _mm256_loadu_si256((const __m256i *)(a + 2 * i));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(w, v));
+        }
+        acc64 = _mm256_add_epi64(acc64, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc)));
+        acc64 = _mm256_add_epi64(acc64, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1)));
+    }
+    int64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, acc64);
+    el_a16_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
+}
+
 /* The 32 unsigned nibbles (0..15) of an int4 chunk, in element order. */
 static inline __m256i load_chunk_u4(const uint8_t *qs) {
     __m128i q = _mm_loadu_si128((const __m128i *)qs);
@@ -877,6 +901,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->tile[EL_TYPE_Q4_K] = tile_q4_k;
     k->tile[EL_TYPE_Q6_K] = tile_q6_k;
     k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
     k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
     k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;

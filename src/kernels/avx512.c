@@ -640,6 +640,80 @@ static bool cpu_has_avx512_vnni(void) {
     return (b & need_b) == need_b && (c & (1u << 11)) != 0;
 }
 
+/* W8 . A16 with AVX-512 VNNI: 32 weights widened to int16 per step, vpdpwssd against the
+ * activations, int32 lanes added into int64 ones every EL_A16_RUN elements (edge.h). */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    const char *a = (const char *)y + sizeof(el_a16_header);
+    __m512i acc64 = _mm512_setzero_si512();
+    for (int64_t i = 0; i < n;) {
+        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        __m512i acc = _mm512_setzero_si512();
+        for (; i < end; i += 32) {
+            __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + i)));
+            acc = _mm512_dpwssd_epi32(acc, w, _mm512_loadu_si512(a + 2 * i));
+        }
+        acc64 = _mm512_add_epi64(acc64, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)));
+        acc64 = _mm512_add_epi64(acc64, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
+    }
+    el_a16_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)_mm512_reduce_add_epi64(acc64);
+}
+
+/* The sum of the 16 int32 lanes of v, in int64 (lanes may sum past 2^31). */
+static inline int64_t hsum_epi32_wide(__m512i v) {
+    return _mm512_reduce_add_epi64(_mm512_add_epi64(
+        _mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)),
+        _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))));
+}
+
+/* EL_TILE W8 rows against EL_TILE A16 rows (a prompt): each weight chunk widened once for the
+ * tile's activation rows, each activation chunk loaded once for its weight rows; the sums and
+ * their scaling as vec_dot_w8a16's, so the bits are the same. */
+static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride) {
+    const int8_t *q[EL_TILE];
+    const char *v[EL_TILE];
+    int64_t sum[EL_TILE][EL_TILE] = {{0}};
+    for (int t = 0; t < EL_TILE; t++) {
+        q[t] = (const int8_t *)((const char *)w + t * w_stride) + sizeof(float);
+        v[t] = (const char *)a + t * a_stride + sizeof(el_a16_header);
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        __m512i acc[EL_TILE][EL_TILE];
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++)
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) acc[r][o] = _mm512_setzero_si512();
+        for (; i < end; i += 32) {
+            __m512i wq[EL_TILE];
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++)
+                wq[o] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[o] + i)));
+            #pragma GCC unroll 4
+            for (int r = 0; r < EL_TILE; r++) {
+                __m512i av = _mm512_loadu_si512(v[r] + 2 * i);
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    acc[r][o] = _mm512_dpwssd_epi32(acc[r][o], wq[o], av);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < EL_TILE; r++)
+            #pragma GCC unroll 4
+            for (int o = 0; o < EL_TILE; o++) sum[r][o] += hsum_epi32_wide(acc[r][o]);
+    }
+    for (int r = 0; r < EL_TILE; r++) {
+        el_a16_header h;
+        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
+        for (int o = 0; o < EL_TILE; o++)
+            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
+                             (float)sum[r][o];
+    }
+}
+
 bool el_kernels_avx512(el_kernels *k) {
     if (!cpu_has_avx512_vnni()) return false;
     k->isa = "avx512vnni";
@@ -651,6 +725,8 @@ bool el_kernels_avx512(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
+    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
+    k->tile[EL_TYPE_W8A16] = tile_w8a16;
     return true;
 }
 

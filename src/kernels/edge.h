@@ -26,7 +26,12 @@ typedef struct el_a8_header {
 } el_a8_header;
 _Static_assert(sizeof(el_a8_header) == 8, "a8 row header is 8 bytes");
 
-/* W8 row: float d, then n int8 q (-127..127); W4 row: float d, then n/2 bytes of int4 chunks.
+/* A16 row: float d, then n int16 q; x[j] = d * q[j], q in -32767..32767. */
+typedef struct el_a16_header {
+    float d;
+} el_a16_header;
+
+/* W8 row (and W8A16's, the same bytes): float d, then n int8 q (-127..127); W4 row: float d, then n/2 bytes of int4 chunks.
  * W4G<G> block: fp16 d, then G/2 bytes (G/32 int4 chunks); x = d * (nibble - 8). */
 static inline float el_edge_row_scale(const void *row) {
     float d;
@@ -40,6 +45,8 @@ void el_a8_from_float(const float *x, void *y, int64_t n);
  * round(x / d) clamped to -127..127, so values beyond 127 d saturate; the header holds d and the
  * exact sum of the q, the layout every kernel reads. */
 void el_a8_from_float_static(const float *x, void *y, int64_t n, float d);
+void el_a16_to_float(const void *x, float *y, int64_t n);
+void el_a16_from_float(const float *x, void *y, int64_t n);
 void el_w8_to_float(const void *x, float *y, int64_t n);
 void el_w8_from_float(const float *x, void *y, int64_t n);
 void el_w4_to_float(const void *x, float *y, int64_t n);
@@ -59,5 +66,13 @@ void el_vec_dot_w4_ref(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_w4g_ref_32(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_w4g_ref_64(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_w4g_ref_128(int64_t n, float *s, const void *x, const void *y);
+/* W8A16: a W8 row against an A16 row. A product reaches 127 * 32767, so the sum is exact in
+ * int64 (kernels sum int32 partial sums short enough not to overflow into it) and converted to
+ * float once: *s = (d_w * d_a) * (float)sum, the same bits in every kernel. */
+void el_vec_dot_w8a16_ref(int64_t n, float *s, const void *x, const void *y);
+/* Elements a SIMD W8A16 kernel sums in int32 lanes before it adds them into int64 ones: a lane
+ * takes at most a quarter of them (NEON's vmlal: 4 lanes), 256 products of at most 128 * 32767
+ * (a stored weight may be -128), 1.07e9 < 2^31. */
+enum { EL_A16_RUN = 1024 };
 
 #endif

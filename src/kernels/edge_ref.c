@@ -1,5 +1,6 @@
 /* edge_ref.c - reference conversions and dot products of edgelora's integer types (edge.h).
- * Quantizers are symmetric round-to-nearest: d = amax / 127 (int8) or amax / 7 (int4). */
+ * Quantizers are symmetric round-to-nearest: d = amax / 127 (int8), amax / 32767 (int16) or
+ * amax / 7 (int4). */
 #include <math.h>
 #include <string.h>
 
@@ -70,6 +71,28 @@ void el_a8_from_float_static(const float *x, void *y, int64_t n, float d) {
     memcpy(y, &h, sizeof h);
 }
 
+void el_a16_to_float(const void *x, float *y, int64_t n) {
+    el_a16_header h;
+    memcpy(&h, x, sizeof h);
+    const char *q = (const char *)x + sizeof h;
+    for (int64_t i = 0; i < n; i++) {
+        int16_t v;
+        memcpy(&v, q + 2 * i, sizeof v);
+        y[i] = h.d * v;
+    }
+}
+
+void el_a16_from_float(const float *x, void *y, int64_t n) {
+    el_a16_header h = {.d = absmax(x, n) / 32767.0f};
+    float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
+    char *q = (char *)y + sizeof h;
+    for (int64_t i = 0; i < n; i++) {
+        int16_t v = (int16_t)clampi((int)lrintf(x[i] * id), -32767, 32767);
+        memcpy(q + 2 * i, &v, sizeof v);
+    }
+    memcpy(y, &h, sizeof h);
+}
+
 void el_w8_to_float(const void *x, float *y, int64_t n) {
     float d = el_edge_row_scale(x);
     const int8_t *q = (const int8_t *)x + sizeof d;
@@ -128,6 +151,20 @@ void el_vec_dot_w8_ref(int64_t n, float *s, const void *x, const void *y) {
     const int8_t *a = (const int8_t *)y + sizeof h;
     int32_t acc = 0;
     for (int64_t i = 0; i < n; i++) acc += q[i] * a[i];
+    *s = el_edge_row_scale(x) * h.d * (float)acc;
+}
+
+void el_vec_dot_w8a16_ref(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    el_a16_header h;
+    memcpy(&h, y, sizeof h);
+    const char *a = (const char *)y + sizeof h;
+    int64_t acc = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int16_t v;
+        memcpy(&v, a + 2 * i, sizeof v);
+        acc += (int32_t)q[i] * v;
+    }
     *s = el_edge_row_scale(x) * h.d * (float)acc;
 }
 

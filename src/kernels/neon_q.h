@@ -340,6 +340,33 @@ static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
 }
 
+/* W8 . A16: int8 weights widened to int16, widening multiply-adds into int32 lanes, added
+ * pairwise into int64 lanes every EL_A16_RUN elements (edge.h); the exact sum as the
+ * reference's. */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    const char *a = (const char *)y + sizeof(el_a16_header);
+    int64x2_t acc64 = vdupq_n_s64(0);
+    for (int64_t i = 0; i < n;) {
+        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        int32x4_t acc = vdupq_n_s32(0);
+        for (; i < end; i += 16) {
+            int8x16_t w = vld1q_s8(q + i);
+            int16x8_t wl = vmovl_s8(vget_low_s8(w)), wh = vmovl_high_s8(w);
+            int16x8_t v0 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)a + 2 * i));
+            int16x8_t v1 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)a + 2 * i + 16));
+            acc = vmlal_s16(acc, vget_low_s16(wl), vget_low_s16(v0));
+            acc = vmlal_high_s16(acc, wl, v0);
+            acc = vmlal_s16(acc, vget_low_s16(wh), vget_low_s16(v1));
+            acc = vmlal_high_s16(acc, wh, v1);
+        }
+        acc64 = vpadalq_s32(acc64, acc);
+    }
+    el_a16_header h;
+    memcpy(&h, y, sizeof h);
+    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s64(acc64);
+}
+
 /* The 32 values (nibble - 8) of an int4 chunk as signed bytes, in element order. */
 static inline void chunk_s4(const uint8_t *qs, int8x16_t *lo, int8x16_t *hi) {
     const uint8x16_t q = vld1q_u8(qs);
@@ -456,6 +483,7 @@ static void neon_set_quantized(el_kernels *k) {
     k->tile[EL_TYPE_Q4_K] = tile_q4_k;
     k->tile[EL_TYPE_Q6_K] = tile_q6_k;
     k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
+    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
     k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
     k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;

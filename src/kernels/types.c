@@ -54,6 +54,14 @@ static const el_type_traits type_traits[EL_TYPE_COUNT] = {
     [EL_TYPE_W4G128] = {.name = "w4g128", .block_size = 128, .type_size = 2 + 128 / 2,
                         .to_float = el_w4g_to_float_128, .from_float = el_w4g_from_float_128,
                         .vec_dot = el_vec_dot_w4g_ref_128, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_A16] = {.name = "a16", .block_size = EL_QK_EDGE, .type_size = 2 * EL_QK_EDGE,
+                     .row_header = sizeof(el_a16_header), .to_float = el_a16_to_float,
+                     .from_float = el_a16_from_float, .vec_dot = NULL,
+                     .vec_dot_type = EL_TYPE_A16},
+    [EL_TYPE_W8A16] = {.name = "w8a16", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
+                       .row_header = sizeof(float), .to_float = el_w8_to_float,
+                       .from_float = el_w8_from_float, .vec_dot = el_vec_dot_w8a16_ref,
+                       .vec_dot_type = EL_TYPE_A16},
 };
 
 const el_type_traits *el_type_get(uint32_t type) {

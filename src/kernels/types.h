@@ -23,13 +23,16 @@ typedef enum el_type {
     /* edgelora's integer types (docs/formats.md): int8 activations with one scale per row
      * (per token), int8 or int4 weights with one scale per row (per output channel) or per
      * group of 32, 64 or 128. Their dot products are integer ones with one float multiply per
-     * row or group. */
+     * row or group. W8A16 stores what W8 stores and takes int16 activations instead (for layers
+     * whose activations int8 cannot resolve). */
     EL_TYPE_A8 = 64,     /* activations only: the dot type of the types below */
     EL_TYPE_W8 = 65,     /* int8, per-row scale */
     EL_TYPE_W4 = 66,     /* int4, per-row scale */
     EL_TYPE_W4G32 = 67,  /* int4, per-group scales */
     EL_TYPE_W4G64 = 68,
     EL_TYPE_W4G128 = 69,
+    EL_TYPE_W8A16 = 70,  /* int8, per-row scale, dotted with A16 activations */
+    EL_TYPE_A16 = 71,    /* activations only: int16 with one scale per row, W8A16's dot type */
     EL_TYPE_COUNT = 72
 } el_type;
 

@@ -25,6 +25,7 @@ static bool is_supported_weight_type(uint32_t t) {
     case EL_TYPE_W4G32:
     case EL_TYPE_W4G64:
     case EL_TYPE_W4G128:
+    case EL_TYPE_W8A16:
         return el_type_get(t) != NULL;
     default:
         return false;
