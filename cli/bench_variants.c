@@ -20,9 +20,10 @@ typedef struct variants_run {
     size_t cell_bytes;
 } variants_run;
 
-/* One timed run of k variants in a fresh context (its creation not timed). */
+/* One timed run of the first k of the variants vp in a fresh context (its creation not timed). */
 static el_status run_variants(el_model *m, const bench_opts *o, int32_t threads, int32_t k,
-                              const int32_t *prompt, variants_run *out) {
+                              const el_variant_params *vp, const int32_t *prompt,
+                              variants_run *out) {
     int32_t np = (int32_t)o->n_prompt, n = (int32_t)o->n_gen;
     el_context_params cp = el_context_default_params();
     cp.n_ctx = np + k * n;
@@ -31,23 +32,15 @@ static el_status run_variants(el_model *m, const bench_opts *o, int32_t threads,
     cp.n_seq_max = k;
     cp.n_threads = threads;
     cp.kv_type = o->mo.kv_type;
-    el_variant_params *vp = calloc((size_t)k, sizeof *vp);
-    if (!vp) return EL_ERR_NOMEM;
-    for (int32_t i = 0; i < k; i++) {
-        vp[i] = el_variant_default_params();
-        vp[i].sampler.temperature = 0.0f;
-        vp[i].max_tokens = n;
-        vp[i].ignore_eos = true;
-    }
     el_variants_params gp = el_variants_default_params();
     gp.n_variants = k;
     gp.variants = vp;
     el_context *ctx = NULL;
     el_variants *g = NULL;
     el_status st = el_context_create(m, &cp, &ctx);
-    double c0 = cpu_ms(), t0 = cli_now_ms(), t1 = t0;
+    double c0 = cpu_ms(), t0 = cli_now_ms();
     if (st == EL_OK) st = el_variants_start(ctx, &gp, prompt, np, &g);
-    t1 = cli_now_ms();
+    double t1 = cli_now_ms();
     while (st == EL_OK && el_variants_running(g) > 0) st = el_variants_step(g);
     double t2 = cli_now_ms();
     if (st == EL_OK) {
@@ -60,7 +53,6 @@ static el_status run_variants(el_model *m, const bench_opts *o, int32_t threads,
     }
     el_variants_free(g);
     el_context_free(ctx);
-    free(vp);
     return st;
 }
 
@@ -130,7 +122,18 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
     int32_t *prompt = malloc((size_t)np * sizeof *prompt);
     enum { SERIES = 9 };
     double *v = malloc((size_t)reps * SERIES * sizeof *v); /* reps values of each series */
-    if (st == EL_OK && (!prompt || !v)) st = EL_ERR_NOMEM;
+    el_variant_params *vp = malloc((size_t)k * sizeof *vp);
+    if (!prompt || !v || !vp) {
+        free(prompt), free(v), free(vp);
+        cli_error("bench", "out of memory for %d variants of %ld tokens", k, o->n_gen);
+        return CLI_FAIL;
+    }
+    for (int32_t i = 0; i < k; i++) { /* greedy, every one making -n tokens */
+        vp[i] = el_variant_default_params();
+        vp[i].sampler.temperature = 0.0f;
+        vp[i].max_tokens = (int32_t)o->n_gen;
+        vp[i].ignore_eos = true;
+    }
     /* any tokens do for speed: a fixed pseudo-random prompt over the vocabulary */
     uint64_t rng = 0x9E3779B97F4A7C15ull;
     for (int32_t i = 0; st == EL_OK && i < np; i++) {
@@ -141,15 +144,14 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
     /* a warm-up run maps and touches every weight page and starts the pool's threads; then each
      * repetition runs one and K back to back, so both see the machine in the same state */
     variants_run one, all;
-    if (st == EL_OK) st = run_variants(m, o, threads, 1, prompt, &one);
+    if (st == EL_OK) st = run_variants(m, o, threads, 1, vp, prompt, &one);
     for (int i = 0; st == EL_OK && i < reps; i++) {
-        st = run_variants(m, o, threads, 1, prompt, &one);
-        if (st == EL_OK) st = run_variants(m, o, threads, k, prompt, &all);
+        st = run_variants(m, o, threads, 1, vp, prompt, &one);
+        if (st == EL_OK) st = run_variants(m, o, threads, k, vp, prompt, &all);
         if (st != EL_OK) break;
         double t1 = one.prompt_ms + one.gen_ms, tk = all.prompt_ms + all.gen_ms;
-        double row[SERIES] = {t1, tk, one.prompt_ms, all.prompt_ms, one.gen_ms / steps,
-                              all.gen_ms / steps, tk / t1,
-                              all.gen_ms / one.gen_ms,
+        double row[SERIES] = {t1,         tk, one.prompt_ms, all.prompt_ms, one.gen_ms / steps,
+                              all.gen_ms / steps,  tk / t1, all.gen_ms / one.gen_ms,
                               all.cpu_ms / one.cpu_ms};
         for (int j = 0; j < SERIES; j++) v[j * reps + i] = row[j];
         r.last_all = all;
@@ -168,5 +170,6 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
     }
     free(prompt);
     free(v);
+    free(vp);
     return st ? cli_fail("bench", st) : CLI_OK;
 }
