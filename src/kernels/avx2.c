@@ -565,6 +565,59 @@ static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
 }
 
+/* The sum of the 8 int32 lanes of v, in int64 (lanes may sum past 2^31). */
+static inline int64_t hsum_epi32_wide(__m256i v) {
+    __m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)),
+                                 _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)));
+    __m128i h = _mm_add_epi64(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+    return _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
+}
+
+/* EL_TILE W8 rows against EL_TILE A16 rows, two activation rows at a time (16 registers do not
+ * hold all 16 sums): the sums and their scaling as vec_dot_w8a16's, so the bits are the same. */
+static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride) {
+    const int8_t *q[EL_TILE];
+    for (int o = 0; o < EL_TILE; o++) q[o] = (const int8_t *)((const char *)w + o * w_stride) + 4;
+    for (int r0 = 0; r0 < EL_TILE; r0 += 2) {
+        const char *v[2] = {(const char *)a + r0 * a_stride + sizeof(el_a16_header),
+                            (const char *)a + (r0 + 1) * a_stride + sizeof(el_a16_header)};
+        int64_t sum[2][EL_TILE] = {{0}};
+        for (int64_t i = 0; i < n;) {
+            int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+            __m256i acc[2][EL_TILE];
+            #pragma GCC unroll 2
+            for (int r = 0; r < 2; r++)
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++) acc[r][o] = _mm256_setzero_si256();
+            for (; i < end; i += 16) {
+                __m256i wq[EL_TILE];
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++)
+                    wq[o] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q[o] + i)));
+                #pragma GCC unroll 2
+                for (int r = 0; r < 2; r++) {
+                    __m256i av = _mm256_loadu_si256((const __m256i *)(v[r] + 2 * i));
+                    #pragma GCC unroll 4
+                    for (int o = 0; o < EL_TILE; o++)
+                        acc[r][o] = _mm256_add_epi32(acc[r][o], _mm256_madd_epi16(wq[o], av));
+                }
+            }
+            #pragma GCC unroll 2
+            for (int r = 0; r < 2; r++)
+                #pragma GCC unroll 4
+                for (int o = 0; o < EL_TILE; o++) sum[r][o] += hsum_epi32_wide(acc[r][o]);
+        }
+        for (int r = 0; r < 2; r++) {
+            el_a16_header h;
+            memcpy(&h, (const char *)a + (r0 + r) * a_stride, sizeof h);
+            for (int o = 0; o < EL_TILE; o++)
+                y[(r0 + r) * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
+                                        (float)sum[r][o];
+        }
+    }
+}
+
 /* The 32 unsigned nibbles (0..15) of an int4 chunk, in element order. */
 static inline __m256i load_chunk_u4(const uint8_t *qs) {
     __m128i q = _mm_loadu_si128((const __m128i *)qs);
@@ -907,6 +960,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
     k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
     k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W8A16] = tile_w8a16;
     k->tile[EL_TYPE_W4] = tile_w4;
     k->quantize[EL_TYPE_A8] = quantize_a8;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;

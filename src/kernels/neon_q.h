@@ -367,6 +367,46 @@ static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s64(acc64);
 }
 
+/* EL_TILE W8 rows against EL_TILE A16 rows: each weight chunk widened once for the tile's
+ * activation rows; the sums and their scaling as vec_dot_w8a16's, so the bits are the same. */
+static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride) {
+    const int8_t *q[EL_TILE];
+    const uint8_t *v[EL_TILE];
+    int64_t sum[EL_TILE][EL_TILE];
+    for (int t = 0; t < EL_TILE; t++) {
+        q[t] = (const int8_t *)((const char *)w + t * w_stride) + sizeof(float);
+        v[t] = (const uint8_t *)a + t * a_stride + sizeof(el_a16_header);
+        for (int o = 0; o < EL_TILE; o++) sum[t][o] = 0;
+    }
+    for (int64_t i = 0; i < n;) {
+        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        int32x4_t acc[EL_TILE][EL_TILE];
+        for (int r = 0; r < EL_TILE; r++)
+            for (int o = 0; o < EL_TILE; o++) acc[r][o] = vdupq_n_s32(0);
+        for (; i < end; i += 8) {
+            int16x8_t wq[EL_TILE];
+            for (int o = 0; o < EL_TILE; o++) wq[o] = vmovl_s8(vld1_s8(q[o] + i));
+            for (int r = 0; r < EL_TILE; r++) {
+                int16x8_t av = vreinterpretq_s16_u8(vld1q_u8(v[r] + 2 * i));
+                for (int o = 0; o < EL_TILE; o++) {
+                    acc[r][o] = vmlal_s16(acc[r][o], vget_low_s16(wq[o]), vget_low_s16(av));
+                    acc[r][o] = vmlal_high_s16(acc[r][o], wq[o], av);
+                }
+            }
+        }
+        for (int r = 0; r < EL_TILE; r++)
+            for (int o = 0; o < EL_TILE; o++) sum[r][o] += vaddlvq_s32(acc[r][o]);
+    }
+    for (int r = 0; r < EL_TILE; r++) {
+        el_a16_header h;
+        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
+        for (int o = 0; o < EL_TILE; o++)
+            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
+                             (float)sum[r][o];
+    }
+}
+
 /* The 32 values (nibble - 8) of an int4 chunk as signed bytes, in element order. */
 static inline void chunk_s4(const uint8_t *qs, int8x16_t *lo, int8x16_t *hi) {
     const uint8x16_t q = vld1q_u8(qs);
@@ -489,6 +529,7 @@ static void neon_set_quantized(el_kernels *k) {
     k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
     k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
     k->tile[EL_TYPE_W8] = tile_w8;
+    k->tile[EL_TYPE_W8A16] = tile_w8a16;
     k->tile[EL_TYPE_W4] = tile_w4;
 }
 
