@@ -324,6 +324,13 @@ static int test_type_names(void) {
     CHECK(el_quant_file_type(EL_TYPE_F32) == 0);
     CHECK(el_quantize_type_check("w4g64", &readable) == EL_OK && !readable);
     CHECK(el_quantize_type_check("a8", &readable) == EL_ERR_INVALID_ARG); /* activations */
+    CHECK(el_quantize_type_check("a16", &readable) == EL_ERR_INVALID_ARG);
+    /* the profiles' names for the per-channel types that store them */
+    el_type t;
+    CHECK(el_type_from_name("W4A8", &t) && t == EL_TYPE_W4);
+    CHECK(el_type_from_name("w8a8", &t) && t == EL_TYPE_W8);
+    CHECK(el_type_from_name("w8a16", &t) && t == EL_TYPE_W8A16);
+    CHECK(el_quantize_type_check("w4a8", &readable) == EL_OK && !readable);
     return TEST_PASS;
 }
 

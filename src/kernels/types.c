@@ -75,8 +75,20 @@ size_t el_row_size(el_type type, int64_t n) {
     return t->row_header + (size_t)(n / t->block_size) * t->type_size;
 }
 
+/* Names of the edge profiles (weights x activations) for the types that store them. */
+static const struct {
+    const char *name;
+    el_type type;
+} profile_names[] = {{"w4a8", EL_TYPE_W4}, {"w8a8", EL_TYPE_W8}};
+
 bool el_type_from_name(const char *name, el_type *out) {
     if (name == NULL) return false;
+    for (size_t i = 0; i < sizeof profile_names / sizeof profile_names[0]; i++) {
+        if (strcasecmp(name, profile_names[i].name) == 0) {
+            *out = profile_names[i].type;
+            return true;
+        }
+    }
     for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
         if (type_traits[i].name != NULL && strcasecmp(name, type_traits[i].name) == 0) {
             *out = (el_type)i;
