@@ -294,7 +294,7 @@ static int compare_gemvs(const el_kernels *simd) {
     return TEST_PASS;
 }
 
-/* W8A16 sums must be exact past the int32 range, so every kernel (dot product and tile) gives
+/* W8A16 sums must be exact past the int32 range, so every kernel (dot product, tile, gemv) gives
  * the reference's bits:
  * random rows, and rows of one extreme weight (127, or -128 as a stored byte may hold) against
  * +-32767 on lengths whose sums pass 2^31 (65536 x 127 x 32767 = 2.7e11), where the result must
@@ -329,6 +329,11 @@ static int compare_w8a16(const el_kernels *simd) {
                 simd->tile[EL_TYPE_W8A16](n, tile, EL_TILE, w, 0, a, 0);
                 for (int t = 0; t < EL_TILE * EL_TILE; t++)
                     CHECK(memcmp(&want, &tile[t], sizeof want) == 0);
+            }
+            if (simd->gemv[EL_TYPE_W8A16]) { /* the row 9 times: alone and in company */
+                float y[9];
+                simd->gemv[EL_TYPE_W8A16](n, y, 9, w, 0, a);
+                for (int t = 0; t < 9; t++) CHECK(memcmp(&want, &y[t], sizeof want) == 0);
             }
             if (pattern > 0) CHECK(want == dw * da * (float)((int64_t)wq * aq * n));
         }

@@ -714,6 +714,66 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
     }
 }
 
+/* W8A16 rows against one A16 row (a decode step): R rows far apart share each activation load;
+ * per row the sums of vec_dot_w8a16 (int32 lanes into int64 every EL_A16_RUN elements) and its
+ * scaling, so the bits are the same in any company. */
+typedef struct a16_act {
+    const char *act; /* the int16 values */
+    float d;
+    int64_t n;
+} a16_act;
+
+static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
+                                                             const char *const row[4], float s[4],
+                                                             int R) {
+    const a16_act *aa = ctx;
+    const int8_t *q[4];
+    int64_t sum[4] = {0, 0, 0, 0};
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) q[r] = (const int8_t *)row[r] + sizeof(float);
+    for (int64_t i = 0; i < aa->n;) {
+        int64_t end = aa->n - i < EL_A16_RUN ? aa->n : i + EL_A16_RUN;
+        __m512i acc[4][2];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+        for (; i + 64 <= end; i += 64) { /* two sums per row: two chains of vpdpwssd */
+            __m512i a0 = _mm512_loadu_si512(aa->act + 2 * i);
+            __m512i a1 = _mm512_loadu_si512(aa->act + 2 * i + 64);
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m512i w0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i)));
+                __m512i w1 =
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i + 32)));
+                acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], w0, a0);
+                acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], w1, a1);
+            }
+        }
+        if (i < end) { /* a last 32 */
+            __m512i a0 = _mm512_loadu_si512(aa->act + 2 * i);
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++)
+                acc[r][0] = _mm512_dpwssd_epi32(
+                    acc[r][0], _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i))),
+                    a0);
+            i += 32;
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            sum[r] += hsum_epi32_wide(acc[r][0]) + hsum_epi32_wide(acc[r][1]);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = el_edge_row_scale(row[r]) * aa->d * (float)sum[r];
+}
+
+static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    el_a16_header h;
+    memcpy(&h, a, sizeof h);
+    a16_act aa = {.act = (const char *)a + sizeof h, .d = h.d, .n = n};
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n * 2), w, w_stride, y, false, rows_w8a16,
+               &aa);
+}
+
 bool el_kernels_avx512(el_kernels *k) {
     if (!cpu_has_avx512_vnni()) return false;
     k->isa = "avx512vnni";
@@ -727,6 +787,7 @@ bool el_kernels_avx512(el_kernels *k) {
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
     k->tile[EL_TYPE_W8A16] = tile_w8a16;
+    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
     return true;
 }
 
