@@ -578,7 +578,8 @@ static inline int64_t hsum_epi32_wide(__m256i v) {
 static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
     const int8_t *q[EL_TILE];
-    for (int o = 0; o < EL_TILE; o++) q[o] = (const int8_t *)((const char *)w + o * w_stride) + 4;
+    for (int o = 0; o < EL_TILE; o++)
+        q[o] = (const int8_t *)((const char *)w + o * w_stride) + sizeof(float);
     for (int r0 = 0; r0 < EL_TILE; r0 += 2) {
         const char *v[2] = {(const char *)a + r0 * a_stride + sizeof(el_a16_header),
                             (const char *)a + (r0 + 1) * a_stride + sizeof(el_a16_header)};
