@@ -904,6 +904,51 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &ga);
 }
 
+/* W8A16 rows against one A16 row: R rows far apart share each activation load; per row
+ * vec_dot_w8a16's sums and scaling, so the bits are the same in any company. */
+typedef struct a16_act {
+    const char *q; /* the int16 values */
+    float d;
+    int64_t n;
+} a16_act;
+
+static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
+                                                             const char *const row[4], float s[4],
+                                                             int R) {
+    const a16_act *aa = ctx;
+    const int8_t *q[4];
+    int64_t sum[4] = {0, 0, 0, 0};
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) q[r] = (const int8_t *)row[r] + sizeof(float);
+    for (int64_t i = 0; i < aa->n;) {
+        int64_t end = aa->n - i < EL_A16_RUN ? aa->n : i + EL_A16_RUN;
+        __m256i acc[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
+        for (; i < end; i += 16) {
+            __m256i av = _mm256_loadu_si256((const __m256i *)(aa->q + 2 * i));
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                __m256i wq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q[r] + i)));
+                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(wq, av));
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) sum[r] += hsum_epi32_wide(acc[r]);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = el_edge_row_scale(row[r]) * aa->d * (float)sum[r];
+}
+
+static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    el_a16_header h;
+    memcpy(&h, a, sizeof h);
+    a16_act aa = {.q = (const char *)a + sizeof h, .d = h.d, .n = n};
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n * 2), w, w_stride, y, false, rows_w8a16,
+               &aa);
+}
+
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
  * the same bytes and sum. */
 static void quantize_a8(const float *x, void *y, int64_t n) {
@@ -968,6 +1013,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
+    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
     return el_gemm_avx2(k) && el_attend_avx2(k) && el_swiglu_avx2(k);
 }
 

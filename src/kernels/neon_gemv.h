@@ -1,5 +1,5 @@
 /* neon_gemv.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
- * consecutive weight rows, a decode step) for q4_0, q8_0, w4 and w8, written once against the
+ * consecutive weight rows, a decode step) for q4_0, q8_0, w4, w8 and w8a16, written once against the
  * dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and neon_dot.c
  * (SDOT), inside their aarch64 guard.
  *
@@ -228,11 +228,71 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_wrow(n, y, n_rows, w, w_stride, a, false);
 }
 
+/* W8A16 rows against an A16 row: R rows share each activation load; per row vec_dot_w8a16's
+ * sums (int32 lanes added pairwise into int64 ones every EL_A16_RUN elements) and scaling, so
+ * the bits are the same in any company. */
+typedef struct a16_act {
+    const uint8_t *q; /* its int16 values */
+    float d;
+    int64_t n;
+} a16_act;
+
+static inline __attribute__((always_inline)) void rows_w8a16_r(const a16_act *act,
+                                                               const char *const row[4],
+                                                               float s[4], const int R) {
+    const int8_t *q[4];
+    int64x2_t sum[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        q[r] = (const int8_t *)row[r] + sizeof(float);
+        sum[r] = vdupq_n_s64(0);
+    }
+    for (int64_t i = 0; i < act->n;) {
+        int64_t end = act->n - i < EL_A16_RUN ? act->n : i + EL_A16_RUN;
+        int32x4_t acc[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r] = vdupq_n_s32(0);
+        for (; i < end; i += 16) {
+            const int16x8_t a0 = vreinterpretq_s16_u8(vld1q_u8(act->q + 2 * i));
+            const int16x8_t a1 = vreinterpretq_s16_u8(vld1q_u8(act->q + 2 * i + 16));
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) {
+                const int8x16_t w = vld1q_s8(q[r] + i);
+                const int16x8_t wl = vmovl_s8(vget_low_s8(w)), wh = vmovl_high_s8(w);
+                acc[r] = vmlal_s16(acc[r], vget_low_s16(wl), vget_low_s16(a0));
+                acc[r] = vmlal_high_s16(acc[r], wl, a0);
+                acc[r] = vmlal_s16(acc[r], vget_low_s16(wh), vget_low_s16(a1));
+                acc[r] = vmlal_high_s16(acc[r], wh, a1);
+            }
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) sum[r] = vpadalq_s32(sum[r], acc[r]);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        s[r] = el_edge_row_scale(row[r]) * act->d * (float)vaddvq_s64(sum[r]);
+}
+
+static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], int R) {
+    if (R == 4) rows_w8a16_r(ctx, row, s, 4);
+    else if (R == 2) rows_w8a16_r(ctx, row, s, 2);
+    else rows_w8a16_r(ctx, row, s, 1);
+}
+
+static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    el_a16_header h;
+    memcpy(&h, a, sizeof h);
+    a16_act act = {.q = (const uint8_t *)a + sizeof h, .d = h.d, .n = n};
+    gemv_drive(n_rows, 4, w, w_stride, y, false, rows_w8a16, &act);
+}
+
 static void neon_set_gemv(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->gemv[EL_TYPE_W8] = gemv_w8;
+    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
 }
 
 #endif
