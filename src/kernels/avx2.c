@@ -17,6 +17,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemv_drive.h"
+#include "kernels/w8a16.h"
 
 static float hsum_ps(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -541,30 +542,6 @@ static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)hsum_epi32(_mm256_add_epi32(acc0, acc1));
 }
 
-/* W8 . A16: int8 weights widened to int16, vpmaddwd against the activations, int32 lanes
- * added into int64 ones every EL_A16_RUN elements (edge.h); the exact sum as the reference's. */
-static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
-    const int8_t *q = (const int8_t *)x + sizeof(float);
-    const char *a = (const char *)y + sizeof(el_a16_header);
-    __m256i acc64 = _mm256_setzero_si256();
-    for (int64_t i = 0; i < n;) {
-        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
-        __m256i acc = _mm256_setzero_si256();
-        for (; i < end; i += 16) {
-            __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q + i)));
-            __m256i v = _mm256_loadu_si256((const __m256i *)(a + 2 * i));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(w, v));
-        }
-        acc64 = _mm256_add_epi64(acc64, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(acc)));
-        acc64 = _mm256_add_epi64(acc64, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(acc, 1)));
-    }
-    int64_t lanes[4];
-    _mm256_storeu_si256((__m256i *)lanes, acc64);
-    el_a16_header h;
-    memcpy(&h, y, sizeof h);
-    *s = el_edge_row_scale(x) * h.d * (float)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
-}
-
 /* The sum of the 8 int32 lanes of v, in int64 (lanes may sum past 2^31). */
 static inline int64_t hsum_epi32_wide(__m256i v) {
     __m256i w = _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v)),
@@ -573,19 +550,42 @@ static inline int64_t hsum_epi32_wide(__m256i v) {
     return _mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1);
 }
 
+/* 16 int8 weights widened to int16. */
+static inline __m256i widen16(const int8_t *q) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)q));
+}
+
+/* W8 . A16: int8 weights widened to int16, vpmaddwd against the activations, int32 lanes added
+ * into int64 ones every run (w8a16.h). */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    el_a16_view a = el_a16_view_of(y, n);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t end = el_a16_run_end(i, n);
+        __m256i acc = _mm256_setzero_si256();
+        for (; i < end; i += 16) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(a.q + 2 * i));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(widen16(q + i), v));
+        }
+        sum += hsum_epi32_wide(acc);
+    }
+    *s = el_w8a16_scale(x, a.d, sum);
+}
+
 /* EL_TILE W8 rows against EL_TILE A16 rows, two activation rows at a time (16 registers do not
- * hold all 16 sums): the sums and their scaling as vec_dot_w8a16's, so the bits are the same. */
+ * hold all 16 sums). */
 static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
     const int8_t *q[EL_TILE];
+    int64_t sum[EL_TILE][EL_TILE] = {{0}};
     for (int o = 0; o < EL_TILE; o++)
         q[o] = (const int8_t *)((const char *)w + o * w_stride) + sizeof(float);
     for (int r0 = 0; r0 < EL_TILE; r0 += 2) {
-        const char *v[2] = {(const char *)a + r0 * a_stride + sizeof(el_a16_header),
-                            (const char *)a + (r0 + 1) * a_stride + sizeof(el_a16_header)};
-        int64_t sum[2][EL_TILE] = {{0}};
+        const char *v[2] = {el_a16_view_of((const char *)a + r0 * a_stride, n).q,
+                            el_a16_view_of((const char *)a + (r0 + 1) * a_stride, n).q};
         for (int64_t i = 0; i < n;) {
-            int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+            int64_t end = el_a16_run_end(i, n);
             __m256i acc[2][EL_TILE];
             #pragma GCC unroll 2
             for (int r = 0; r < 2; r++)
@@ -594,8 +594,7 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
             for (; i < end; i += 16) {
                 __m256i wq[EL_TILE];
                 #pragma GCC unroll 4
-                for (int o = 0; o < EL_TILE; o++)
-                    wq[o] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q[o] + i)));
+                for (int o = 0; o < EL_TILE; o++) wq[o] = widen16(q[o] + i);
                 #pragma GCC unroll 2
                 for (int r = 0; r < 2; r++) {
                     __m256i av = _mm256_loadu_si256((const __m256i *)(v[r] + 2 * i));
@@ -607,16 +606,10 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
             #pragma GCC unroll 2
             for (int r = 0; r < 2; r++)
                 #pragma GCC unroll 4
-                for (int o = 0; o < EL_TILE; o++) sum[r][o] += hsum_epi32_wide(acc[r][o]);
-        }
-        for (int r = 0; r < 2; r++) {
-            el_a16_header h;
-            memcpy(&h, (const char *)a + (r0 + r) * a_stride, sizeof h);
-            for (int o = 0; o < EL_TILE; o++)
-                y[(r0 + r) * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
-                                        (float)sum[r][o];
+                for (int o = 0; o < EL_TILE; o++) sum[r0 + r][o] += hsum_epi32_wide(acc[r][o]);
         }
     }
+    el_w8a16_tile_store(sum, y, ldy, w, w_stride, a, a_stride);
 }
 
 /* The 32 unsigned nibbles (0..15) of an int4 chunk, in element order. */
@@ -904,49 +897,39 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &ga);
 }
 
-/* W8A16 rows against one A16 row: R rows far apart share each activation load; per row
- * vec_dot_w8a16's sums and scaling, so the bits are the same in any company. */
-typedef struct a16_act {
-    const char *q; /* the int16 values */
-    float d;
-    int64_t n;
-} a16_act;
-
+/* W8A16 rows against one A16 row: R rows far apart share each activation load; a row's sum is
+ * exact, so the same in any company. */
 static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
-    const a16_act *aa = ctx;
+    const el_a16_view *a = ctx;
     const int8_t *q[4];
     int64_t sum[4] = {0, 0, 0, 0};
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) q[r] = (const int8_t *)row[r] + sizeof(float);
-    for (int64_t i = 0; i < aa->n;) {
-        int64_t end = aa->n - i < EL_A16_RUN ? aa->n : i + EL_A16_RUN;
+    for (int64_t i = 0; i < a->n;) {
+        int64_t end = el_a16_run_end(i, a->n);
         __m256i acc[4];
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
         for (; i < end; i += 16) {
-            __m256i av = _mm256_loadu_si256((const __m256i *)(aa->q + 2 * i));
+            __m256i av = _mm256_loadu_si256((const __m256i *)(a->q + 2 * i));
             #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                __m256i wq = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(q[r] + i)));
-                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(wq, av));
-            }
+            for (int r = 0; r < R; r++)
+                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(widen16(q[r] + i), av));
         }
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) sum[r] += hsum_epi32_wide(acc[r]);
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = el_edge_row_scale(row[r]) * aa->d * (float)sum[r];
+    for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, sum[r]);
 }
 
 static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    el_a16_header h;
-    memcpy(&h, a, sizeof h);
-    a16_act aa = {.q = (const char *)a + sizeof h, .d = h.d, .n = n};
+    el_a16_view v = el_a16_view_of(a, n);
     gemv_drive(n_rows, gemv_company(w_stride, (size_t)n * 2), w, w_stride, y, false, rows_w8a16,
-               &aa);
+               &v);
 }
 
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so

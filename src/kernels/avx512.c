@@ -17,6 +17,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemv_drive.h"
+#include "kernels/w8a16.h"
 
 static float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -640,27 +641,6 @@ static bool cpu_has_avx512_vnni(void) {
     return (b & need_b) == need_b && (c & (1u << 11)) != 0;
 }
 
-/* W8 . A16 with AVX-512 VNNI: 32 weights widened to int16 per step, vpdpwssd against the
- * activations, int32 lanes added into int64 ones every EL_A16_RUN elements (edge.h). */
-static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
-    const int8_t *q = (const int8_t *)x + sizeof(float);
-    const char *a = (const char *)y + sizeof(el_a16_header);
-    __m512i acc64 = _mm512_setzero_si512();
-    for (int64_t i = 0; i < n;) {
-        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
-        __m512i acc = _mm512_setzero_si512();
-        for (; i < end; i += 32) {
-            __m512i w = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q + i)));
-            acc = _mm512_dpwssd_epi32(acc, w, _mm512_loadu_si512(a + 2 * i));
-        }
-        acc64 = _mm512_add_epi64(acc64, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(acc)));
-        acc64 = _mm512_add_epi64(acc64, _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(acc, 1)));
-    }
-    el_a16_header h;
-    memcpy(&h, y, sizeof h);
-    *s = el_edge_row_scale(x) * h.d * (float)_mm512_reduce_add_epi64(acc64);
-}
-
 /* The sum of the 16 int32 lanes of v, in int64 (lanes may sum past 2^31). */
 static inline int64_t hsum_epi32_wide(__m512i v) {
     return _mm512_reduce_add_epi64(_mm512_add_epi64(
@@ -668,9 +648,29 @@ static inline int64_t hsum_epi32_wide(__m512i v) {
         _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1))));
 }
 
+/* 32 int8 weights widened to int16. */
+static inline __m512i widen32(const int8_t *q) {
+    return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)q));
+}
+
+/* W8 . A16 with AVX-512 VNNI: 32 weights widened per step, vpdpwssd against the activations,
+ * int32 lanes added into int64 ones every run (w8a16.h). */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    const int8_t *q = (const int8_t *)x + sizeof(float);
+    el_a16_view a = el_a16_view_of(y, n);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n;) {
+        int64_t end = el_a16_run_end(i, n);
+        __m512i acc = _mm512_setzero_si512();
+        for (; i < end; i += 32)
+            acc = _mm512_dpwssd_epi32(acc, widen32(q + i), _mm512_loadu_si512(a.q + 2 * i));
+        sum += hsum_epi32_wide(acc);
+    }
+    *s = el_w8a16_scale(x, a.d, sum);
+}
+
 /* EL_TILE W8 rows against EL_TILE A16 rows (a prompt): each weight chunk widened once for the
- * tile's activation rows, each activation chunk loaded once for its weight rows; the sums and
- * their scaling as vec_dot_w8a16's, so the bits are the same. */
+ * tile's activation rows, each activation chunk loaded once for its weight rows. */
 static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
     const int8_t *q[EL_TILE];
@@ -678,10 +678,10 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
     int64_t sum[EL_TILE][EL_TILE] = {{0}};
     for (int t = 0; t < EL_TILE; t++) {
         q[t] = (const int8_t *)((const char *)w + t * w_stride) + sizeof(float);
-        v[t] = (const char *)a + t * a_stride + sizeof(el_a16_header);
+        v[t] = el_a16_view_of((const char *)a + t * a_stride, n).q;
     }
     for (int64_t i = 0; i < n;) {
-        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        int64_t end = el_a16_run_end(i, n);
         __m512i acc[EL_TILE][EL_TILE];
         #pragma GCC unroll 4
         for (int r = 0; r < EL_TILE; r++)
@@ -690,8 +690,7 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
         for (; i < end; i += 32) {
             __m512i wq[EL_TILE];
             #pragma GCC unroll 4
-            for (int o = 0; o < EL_TILE; o++)
-                wq[o] = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[o] + i)));
+            for (int o = 0; o < EL_TILE; o++) wq[o] = widen32(q[o] + i);
             #pragma GCC unroll 4
             for (int r = 0; r < EL_TILE; r++) {
                 __m512i av = _mm512_loadu_si512(v[r] + 2 * i);
@@ -705,56 +704,38 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
             #pragma GCC unroll 4
             for (int o = 0; o < EL_TILE; o++) sum[r][o] += hsum_epi32_wide(acc[r][o]);
     }
-    for (int r = 0; r < EL_TILE; r++) {
-        el_a16_header h;
-        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
-        for (int o = 0; o < EL_TILE; o++)
-            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
-                             (float)sum[r][o];
-    }
+    el_w8a16_tile_store(sum, y, ldy, w, w_stride, a, a_stride);
 }
 
-/* W8A16 rows against one A16 row (a decode step): R rows far apart share each activation load;
- * per row the sums of vec_dot_w8a16 (int32 lanes into int64 every EL_A16_RUN elements) and its
- * scaling, so the bits are the same in any company. */
-typedef struct a16_act {
-    const char *act; /* the int16 values */
-    float d;
-    int64_t n;
-} a16_act;
-
+/* W8A16 rows against one A16 row (a decode step): R rows far apart share each activation load,
+ * two chains of vpdpwssd per row; a row's sum is exact, so the same in any company. */
 static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
-    const a16_act *aa = ctx;
+    const el_a16_view *a = ctx;
     const int8_t *q[4];
     int64_t sum[4] = {0, 0, 0, 0};
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) q[r] = (const int8_t *)row[r] + sizeof(float);
-    for (int64_t i = 0; i < aa->n;) {
-        int64_t end = aa->n - i < EL_A16_RUN ? aa->n : i + EL_A16_RUN;
+    for (int64_t i = 0; i < a->n;) {
+        int64_t end = el_a16_run_end(i, a->n);
         __m512i acc[4][2];
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
-        for (; i + 64 <= end; i += 64) { /* two sums per row: two chains of vpdpwssd */
-            __m512i a0 = _mm512_loadu_si512(aa->act + 2 * i);
-            __m512i a1 = _mm512_loadu_si512(aa->act + 2 * i + 64);
+        for (; i + 64 <= end; i += 64) {
+            __m512i a0 = _mm512_loadu_si512(a->q + 2 * i);
+            __m512i a1 = _mm512_loadu_si512(a->q + 2 * i + 64);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                __m512i w0 = _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i)));
-                __m512i w1 =
-                    _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i + 32)));
-                acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], w0, a0);
-                acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], w1, a1);
+                acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], widen32(q[r] + i), a0);
+                acc[r][1] = _mm512_dpwssd_epi32(acc[r][1], widen32(q[r] + i + 32), a1);
             }
         }
         if (i < end) { /* a last 32 */
-            __m512i a0 = _mm512_loadu_si512(aa->act + 2 * i);
+            __m512i a0 = _mm512_loadu_si512(a->q + 2 * i);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++)
-                acc[r][0] = _mm512_dpwssd_epi32(
-                    acc[r][0], _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)(q[r] + i))),
-                    a0);
+                acc[r][0] = _mm512_dpwssd_epi32(acc[r][0], widen32(q[r] + i), a0);
             i += 32;
         }
         #pragma GCC unroll 4
@@ -762,16 +743,14 @@ static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
             sum[r] += hsum_epi32_wide(acc[r][0]) + hsum_epi32_wide(acc[r][1]);
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = el_edge_row_scale(row[r]) * aa->d * (float)sum[r];
+    for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, sum[r]);
 }
 
 static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    el_a16_header h;
-    memcpy(&h, a, sizeof h);
-    a16_act aa = {.act = (const char *)a + sizeof h, .d = h.d, .n = n};
+    el_a16_view v = el_a16_view_of(a, n);
     gemv_drive(n_rows, gemv_company(w_stride, (size_t)n * 2), w, w_stride, y, false, rows_w8a16,
-               &aa);
+               &v);
 }
 
 bool el_kernels_avx512(el_kernels *k) {

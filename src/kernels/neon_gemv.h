@@ -22,6 +22,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
 #include "kernels/gemv_drive.h"
+#include "kernels/w8a16.h"
 
 /* Activation elements prepared at a time (8 bytes per block of 32: 4 KB of stack); longer
  * rows are done in slices, each row's sums added up across them. */
@@ -228,16 +229,9 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_wrow(n, y, n_rows, w, w_stride, a, false);
 }
 
-/* W8A16 rows against an A16 row: R rows share each activation load; per row vec_dot_w8a16's
- * sums (int32 lanes added pairwise into int64 ones every EL_A16_RUN elements) and scaling, so
- * the bits are the same in any company. */
-typedef struct a16_act {
-    const uint8_t *q; /* its int16 values */
-    float d;
-    int64_t n;
-} a16_act;
-
-static inline __attribute__((always_inline)) void rows_w8a16_r(const a16_act *act,
+/* W8A16 rows against an A16 row: R rows share each activation load (neon_q.h's mlal16_w8a16
+ * per row); a row's sum is exact, so the same in any company. */
+static inline __attribute__((always_inline)) void rows_w8a16_r(const el_a16_view *a,
                                                                const char *const row[4],
                                                                float s[4], const int R) {
     const int8_t *q[4];
@@ -247,30 +241,20 @@ static inline __attribute__((always_inline)) void rows_w8a16_r(const a16_act *ac
         q[r] = (const int8_t *)row[r] + sizeof(float);
         sum[r] = vdupq_n_s64(0);
     }
-    for (int64_t i = 0; i < act->n;) {
-        int64_t end = act->n - i < EL_A16_RUN ? act->n : i + EL_A16_RUN;
+    for (int64_t i = 0; i < a->n;) {
+        int64_t end = el_a16_run_end(i, a->n);
         int32x4_t acc[4];
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[r] = vdupq_n_s32(0);
         for (; i < end; i += 16) {
-            const int16x8_t a0 = vreinterpretq_s16_u8(vld1q_u8(act->q + 2 * i));
-            const int16x8_t a1 = vreinterpretq_s16_u8(vld1q_u8(act->q + 2 * i + 16));
             #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const int8x16_t w = vld1q_s8(q[r] + i);
-                const int16x8_t wl = vmovl_s8(vget_low_s8(w)), wh = vmovl_high_s8(w);
-                acc[r] = vmlal_s16(acc[r], vget_low_s16(wl), vget_low_s16(a0));
-                acc[r] = vmlal_high_s16(acc[r], wl, a0);
-                acc[r] = vmlal_s16(acc[r], vget_low_s16(wh), vget_low_s16(a1));
-                acc[r] = vmlal_high_s16(acc[r], wh, a1);
-            }
+            for (int r = 0; r < R; r++) acc[r] = mlal16_w8a16(acc[r], q[r] + i, a->q + 2 * i);
         }
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) sum[r] = vpadalq_s32(sum[r], acc[r]);
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-        s[r] = el_edge_row_scale(row[r]) * act->d * (float)vaddvq_s64(sum[r]);
+    for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, vaddvq_s64(sum[r]));
 }
 
 static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], int R) {
@@ -281,10 +265,8 @@ static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], in
 
 static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    el_a16_header h;
-    memcpy(&h, a, sizeof h);
-    a16_act act = {.q = (const uint8_t *)a + sizeof h, .d = h.d, .n = n};
-    gemv_drive(n_rows, 4, w, w_stride, y, false, rows_w8a16, &act);
+    el_a16_view v = el_a16_view_of(a, n);
+    gemv_drive(n_rows, 4, w, w_stride, y, false, rows_w8a16, &v);
 }
 
 static void neon_set_gemv(el_kernels *k) {

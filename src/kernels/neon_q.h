@@ -16,6 +16,7 @@
 #include "kernels/blocks.h"
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
+#include "kernels/w8a16.h"
 
 static inline float fp16_scalar(uint16_t h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
@@ -340,47 +341,46 @@ static void vec_dot_w8(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
 }
 
-/* W8 . A16: int8 weights widened to int16, widening multiply-adds into int32 lanes, added
- * pairwise into int64 lanes every EL_A16_RUN elements (edge.h); the exact sum as the
- * reference's. */
+/* acc + the products of 16 int8 weights (widened) with 16 int16 activations at v. */
+static inline int32x4_t mlal16_w8a16(int32x4_t acc, const int8_t *q, const char *v) {
+    const int8x16_t w = vld1q_s8(q);
+    const int16x8_t wl = vmovl_s8(vget_low_s8(w)), wh = vmovl_high_s8(w);
+    const int16x8_t a0 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)v));
+    const int16x8_t a1 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)v + 16));
+    acc = vmlal_s16(acc, vget_low_s16(wl), vget_low_s16(a0));
+    acc = vmlal_high_s16(acc, wl, a0);
+    acc = vmlal_s16(acc, vget_low_s16(wh), vget_low_s16(a1));
+    return vmlal_high_s16(acc, wh, a1);
+}
+
+/* W8 . A16: widening multiply-adds into int32 lanes, added pairwise into int64 lanes every run
+ * (w8a16.h). */
 static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
     const int8_t *q = (const int8_t *)x + sizeof(float);
-    const char *a = (const char *)y + sizeof(el_a16_header);
-    int64x2_t acc64 = vdupq_n_s64(0);
+    el_a16_view a = el_a16_view_of(y, n);
+    int64x2_t sum = vdupq_n_s64(0);
     for (int64_t i = 0; i < n;) {
-        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        int64_t end = el_a16_run_end(i, n);
         int32x4_t acc = vdupq_n_s32(0);
-        for (; i < end; i += 16) {
-            int8x16_t w = vld1q_s8(q + i);
-            int16x8_t wl = vmovl_s8(vget_low_s8(w)), wh = vmovl_high_s8(w);
-            int16x8_t v0 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)a + 2 * i));
-            int16x8_t v1 = vreinterpretq_s16_u8(vld1q_u8((const uint8_t *)a + 2 * i + 16));
-            acc = vmlal_s16(acc, vget_low_s16(wl), vget_low_s16(v0));
-            acc = vmlal_high_s16(acc, wl, v0);
-            acc = vmlal_s16(acc, vget_low_s16(wh), vget_low_s16(v1));
-            acc = vmlal_high_s16(acc, wh, v1);
-        }
-        acc64 = vpadalq_s32(acc64, acc);
+        for (; i < end; i += 16) acc = mlal16_w8a16(acc, q + i, a.q + 2 * i);
+        sum = vpadalq_s32(sum, acc);
     }
-    el_a16_header h;
-    memcpy(&h, y, sizeof h);
-    *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s64(acc64);
+    *s = el_w8a16_scale(x, a.d, vaddvq_s64(sum));
 }
 
 /* EL_TILE W8 rows against EL_TILE A16 rows: each weight chunk widened once for the tile's
- * activation rows; the sums and their scaling as vec_dot_w8a16's, so the bits are the same. */
+ * activation rows. */
 static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
     const int8_t *q[EL_TILE];
     const uint8_t *v[EL_TILE];
-    int64_t sum[EL_TILE][EL_TILE];
+    int64_t sum[EL_TILE][EL_TILE] = {{0}};
     for (int t = 0; t < EL_TILE; t++) {
         q[t] = (const int8_t *)((const char *)w + t * w_stride) + sizeof(float);
-        v[t] = (const uint8_t *)a + t * a_stride + sizeof(el_a16_header);
-        for (int o = 0; o < EL_TILE; o++) sum[t][o] = 0;
+        v[t] = (const uint8_t *)el_a16_view_of((const char *)a + t * a_stride, n).q;
     }
     for (int64_t i = 0; i < n;) {
-        int64_t end = n - i < EL_A16_RUN ? n : i + EL_A16_RUN;
+        int64_t end = el_a16_run_end(i, n);
         int32x4_t acc[EL_TILE][EL_TILE];
         for (int r = 0; r < EL_TILE; r++)
             for (int o = 0; o < EL_TILE; o++) acc[r][o] = vdupq_n_s32(0);
@@ -398,13 +398,7 @@ static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w
         for (int r = 0; r < EL_TILE; r++)
             for (int o = 0; o < EL_TILE; o++) sum[r][o] += vaddlvq_s32(acc[r][o]);
     }
-    for (int r = 0; r < EL_TILE; r++) {
-        el_a16_header h;
-        memcpy(&h, (const char *)a + r * a_stride, sizeof h);
-        for (int o = 0; o < EL_TILE; o++)
-            y[r * ldy + o] = el_edge_row_scale((const char *)w + o * w_stride) * h.d *
-                             (float)sum[r][o];
-    }
+    el_w8a16_tile_store(sum, y, ldy, w, w_stride, a, a_stride);
 }
 
 /* The 32 values (nibble - 8) of an int4 chunk as signed bytes, in element order. */
