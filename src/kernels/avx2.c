@@ -459,10 +459,13 @@ static void tile_q6_k(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
     for (int r = 0; r < EL_TILE; r++) store_fold(y + r * ldy, acc[r]);
 }
 
-static float absmax(const float *x, int n) {
+/* max |x[i]| over n (a multiple of 8); NaN elements are passed over, as the reference's fmaxf
+ * does (maxps returns its second operand when the first is NaN). */
+static float absmax(const float *x, int64_t n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 m = _mm256_setzero_ps();
-    for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+    for (int64_t i = 0; i < n; i += 8)
+        m = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)), m);
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     h = _mm_max_ss(h, _mm_movehdup_ps(h));
@@ -935,9 +938,7 @@ static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_
 /* A8 row: the reference's arithmetic (d = amax / 127 over the row, q = round(x * (1 / d))), so
  * the same bytes and sum. */
 static void quantize_a8(const float *x, void *y, int64_t n) {
-    float amax = 0.0f;
-    for (int64_t i = 0; i < n; i += 32) amax = fmaxf(amax, absmax(x + i, 32));
-    el_a8_header h = {.d = amax / 127.0f};
+    el_a8_header h = {.d = absmax(x, n) / 127.0f};
     float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
     int8_t *q = (int8_t *)y + sizeof h;
     __m256i sum = _mm256_setzero_si256();
@@ -948,6 +949,25 @@ static void quantize_a8(const float *x, void *y, int64_t n) {
                                                      _mm256_add_epi32(qi[2], qi[3])));
     }
     h.sum = hsum_epi32(sum);
+    memcpy(y, &h, sizeof h);
+}
+
+/* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to
+ * nearest even by cvtps, clamped to -32767..32767), so the same bytes. */
+static void quantize_a16(const float *x, void *y, int64_t n) {
+    el_a16_header h = {.d = absmax(x, n) / 32767.0f};
+    const __m256 id = _mm256_set1_ps(h.d > 0.0f ? 1.0f / h.d : 0.0f);
+    const __m256i hi = _mm256_set1_epi32(32767), lo = _mm256_set1_epi32(-32767);
+    char *q = (char *)y + sizeof h;
+    for (int64_t i = 0; i < n; i += 16) {
+        __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), id));
+        __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), id));
+        a = _mm256_max_epi32(_mm256_min_epi32(a, hi), lo);
+        b = _mm256_max_epi32(_mm256_min_epi32(b, hi), lo);
+        /* packs works per 128-bit lane: a0 b0 a1 b1 in quarters, put back in order */
+        __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi32(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(q + 2 * i), p);
+    }
     memcpy(y, &h, sizeof h);
 }
 
@@ -992,6 +1012,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->tile[EL_TYPE_W8A16] = tile_w8a16;
     k->tile[EL_TYPE_W4] = tile_w4;
     k->quantize[EL_TYPE_A8] = quantize_a8;
+    k->quantize[EL_TYPE_A16] = quantize_a16;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_W8] = gemv_w8;

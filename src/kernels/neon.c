@@ -124,6 +124,25 @@ static void quantize_a8(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+/* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to
+ * nearest even, clamped to -32767..32767), so the same bytes. */
+static void quantize_a16(const float *x, void *y, int64_t n) {
+    float32x4_t m = vdupq_n_f32(0.0f);
+    for (int64_t i = 0; i < n; i += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(x + i)));
+    el_a16_header h = {.d = vmaxvq_f32(m) / 32767.0f};
+    float id = h.d > 0.0f ? 1.0f / h.d : 0.0f;
+    const int32x4_t hi = vdupq_n_s32(32767), lo = vdupq_n_s32(-32767);
+    uint8_t *q = (uint8_t *)y + sizeof h;
+    for (int64_t i = 0; i < n; i += 8) {
+        int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + i), id));
+        int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + i + 4), id));
+        a = vmaxq_s32(vminq_s32(a, hi), lo);
+        b = vmaxq_s32(vminq_s32(b, hi), lo);
+        vst1q_u8(q + 2 * i, vreinterpretq_u8_s16(vcombine_s16(vmovn_s32(a), vmovn_s32(b))));
+    }
+    memcpy(y, &h, sizeof h);
+}
+
 /* Float32 to fp16, rounding to nearest even (the default rounding mode) like el_fp32_to_fp16:
  * the rows the KV cache stores. */
 static void quantize_f16(const float *x, void *y, int64_t n) {
@@ -143,6 +162,7 @@ bool el_kernels_neon(el_kernels *k) {
     k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
     k->quantize[EL_TYPE_F16] = quantize_f16;
     k->quantize[EL_TYPE_A8] = quantize_a8;
+    k->quantize[EL_TYPE_A16] = quantize_a16;
     neon_set_quantized(k);
     neon_set_gemv(k);
     return true;
