@@ -11,7 +11,8 @@ static const char help[] =
     "  --shape SHAPE  llama-3.2-1b, stories110m, stories15m, qwen2.5-0.5b, smollm-135m,\n"
     "                 tinyllama-1.1b\n"
     "  --type T       type of the weight matrices: q4_0 (default), q8_0, q4_k, q6_k, f16, bf16,\n"
-    "                 f32\n"
+    "                 f32, or edgelora's own w8 (w8a8), w4 (w4a8), w4g32, w4g64, w4g128, w8a16\n"
+    "                 (which llama.cpp cannot read)\n"
     "  --seed S       seed of the weights and vocabulary (default 1)\n"
     "  --list         print the known shapes\n";
 
@@ -46,6 +47,10 @@ int cmd_synth(int argc, char **argv) {
     }
     fprintf(stderr, "edgelora synth: warning: the weights are random; use this model for speed "
             "and memory measurements only\n");
+    bool readable = true;
+    if (type && el_quantize_type_check(type, &readable) == EL_OK && !readable)
+        fprintf(stderr, "edgelora synth: warning: %s is an edgelora type; llama.cpp cannot read "
+                "%s\n", type, out);
     cli_progress pr;
     cli_progress_start(&pr);
     el_status st = el_synth(shape, type, out, seed, cli_progress_update, &pr);

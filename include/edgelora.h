@@ -429,7 +429,8 @@ const char *const *el_synth_shapes(void);
 /* Writes a model with the exact shape (hyper-parameters, tensor shapes, vocabulary size and
  * special token ids) of a real architecture, with random weights (deterministic for a seed) and a
  * synthesized but valid tokenizer: for measuring speed and memory at real sizes, never quality.
- * type as for el_convert_hf (NULL: "q4_0"). Tensors are produced one at a time while writing. */
+ * type: any weight type, ggml's as for el_convert_hf or edgelora's own (w8, w4, w4g32, w4g64,
+ * w4g128, w8a16; NULL: "q4_0"). Tensors are produced one at a time while writing. */
 el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
                    el_progress_fn progress, void *user);
 

@@ -73,6 +73,8 @@ static int check_stories15m(const char *type) {
 static int test_stories15m_q8_0(void) { return check_stories15m("q8_0"); }
 static int test_stories15m_q4_0(void) { return check_stories15m("q4_0"); }
 static int test_stories15m_f16(void) { return check_stories15m("f16"); }
+static int test_stories15m_w4(void) { return check_stories15m("w4a8"); }
+static int test_stories15m_w8a16(void) { return check_stories15m("w8a16"); }
 
 static int test_smollm(void) {
     char path[512];
@@ -145,6 +147,7 @@ static int test_bad_args(void) {
     CHECK(el_synth("llama-9b", "q4_0", path, 1, NULL, NULL) == EL_ERR_INVALID_ARG);
     CHECK(strstr(el_last_error(), "llama-9b"));
     CHECK(el_synth("stories15m", "q3_x", path, 1, NULL, NULL) == EL_ERR_INVALID_ARG);
+    CHECK(el_synth("stories15m", "a16", path, 1, NULL, NULL) == EL_ERR_INVALID_ARG); /* activations */
     CHECK(el_synth("stories15m", "q4_0", "/nonexistent/dir/x.gguf", 1, NULL, NULL) == EL_ERR_IO);
     const char *const *s = el_synth_shapes();
     int n = 0;
@@ -157,6 +160,8 @@ int main(void) {
     run_test("stories15m_q8_0", test_stories15m_q8_0);
     run_test("stories15m_q4_0", test_stories15m_q4_0);
     run_test("stories15m_f16", test_stories15m_f16);
+    run_test("stories15m_w4", test_stories15m_w4);
+    run_test("stories15m_w8a16", test_stories15m_w8a16);
     run_test("smollm", test_smollm);
     run_test("vocab_llama3", test_vocab_llama3);
     run_test("vocab_qwen2", test_vocab_qwen2);

@@ -26,18 +26,12 @@ el_quantize_params el_quantize_default_params(void) {
                                 .calib_percentile = 99.99, .calib_progress = NULL};
 }
 
-/* A type el_quantize can write: a weight type (it has a dot product) with a quantizer. */
-static bool is_target(el_type t) {
-    const el_type_traits *tr = el_type_get((uint32_t)t);
-    return tr && tr->vec_dot && tr->from_float && tr->to_float;
-}
-
 el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
     el_type t;
-    if (!type || !el_type_from_name(type, &t) || !is_target(t)) {
+    if (!type || !el_type_from_name(type, &t) || !el_type_is_weight(t)) {
         char names[512] = "";
         for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
-            if (!is_target((el_type)i)) continue;
+            if (!el_type_is_weight((el_type)i)) continue;
             size_t len = strlen(names);
             snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
                      el_type_get(i)->name);

@@ -238,7 +238,7 @@ static uint32_t file_type(el_type t) {
     case EL_TYPE_Q4_K: return 14; /* Q4_K_S: every matrix Q4_K */
     case EL_TYPE_Q6_K: return 18;
     case EL_TYPE_BF16: return 32;
-    default: return 0;
+    default: return (uint32_t)t >= 64 ? 1000 + (uint32_t)t : 0; /* ours: as quantize numbers them */
     }
 }
 

@@ -75,6 +75,11 @@ size_t el_row_size(el_type type, int64_t n) {
     return t->row_header + (size_t)(n / t->block_size) * t->type_size;
 }
 
+bool el_type_is_weight(el_type t) {
+    const el_type_traits *tr = el_type_get((uint32_t)t);
+    return tr && tr->vec_dot && tr->from_float && tr->to_float;
+}
+
 /* Names of the edge profiles (weights x activations) for the types that store them. */
 static const struct {
     const char *name;

@@ -63,6 +63,9 @@ const el_type_traits *el_type_get(uint32_t type);
 size_t el_row_size(el_type type, int64_t n);
 /* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
 bool el_type_from_name(const char *name, el_type *out);
+/* Whether t is a weight type a model can be written in: it has a dot product and converts from
+ * and to float (not an activation-only type such as q8_K, a8 or a16). */
+bool el_type_is_weight(el_type t);
 
 /* IEEE half and bfloat16 conversions. fp16 -> float is an inline definition (C99 inline; its
  * external definition is in types.c), so loops over fp16 elements such as the reference

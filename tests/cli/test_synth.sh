@@ -18,6 +18,13 @@ done && pass synth_info_shape
 expect_exit synth_run 0 "$EL" run -m "$TMP/s.gguf" -p "Once" -n 8 --temp 0
 expect_exit synth_same_seed 0 "$EL" synth --shape stories15m --type q8_0 -o "$TMP/t.gguf" --seed 5
 cmp -s "$TMP/s.gguf" "$TMP/t.gguf" && pass synth_deterministic || fail synth_deterministic "same seed, different files"
+# edgelora's own types: written, run, and warned about (llama.cpp cannot read them)
+expect_exit synth_w4 0 "$EL" synth --shape stories15m --type w4 -o "$TMP/w.gguf" --seed 5
+grep -q "llama.cpp cannot read" "$TMP/err" && pass synth_w4_warns || fail synth_w4_warns "$(cat "$TMP/err")"
+expect_exit synth_w4_info 0 "$EL" info "$TMP/w.gguf"
+grep -q "blk.0.ffn_up.weight: w4 " "$TMP/out" && grep -q "general.file_type: u32 = 1066" "$TMP/out" &&
+    pass synth_w4_types || fail synth_w4_types "$(grep -E 'ffn_up|file_type' "$TMP/out")"
+expect_exit synth_w4_run 0 "$EL" run -m "$TMP/w.gguf" -p "Once" -n 4 --temp 0
 expect_exit synth_unknown_shape 1 "$EL" synth --shape gpt-5 -o "$TMP/x.gguf"
 expect_exit synth_no_output 2 "$EL" synth --shape stories15m
 expect_exit synth_bad_seed 2 "$EL" synth --shape stories15m -o "$TMP/x.gguf" --seed abc
