@@ -1,6 +1,6 @@
 /* edge.h - layouts and reference kernels of edgelora's integer types (ids 64 and up, see
- * types.h and docs/formats.md): int8 activations with a per-row (per-token) scale, int8 / int4
- * weights with a per-row (per-output-channel) or per-group scale.
+ * types.h and docs/formats.md): int8 or int16 activations with a per-row (per-token) scale,
+ * int8 / int4 weights with a per-row (per-output-channel) or per-group scale.
  *
  * Every type works in chunks of 32 elements. An int4 chunk is 16 bytes: element j < 16 is the
  * low nibble of byte j, element 16 + j its high nibble (the order of Q4_0), and the value is
@@ -31,8 +31,9 @@ typedef struct el_a16_header {
     float d;
 } el_a16_header;
 
-/* W8 row (and W8A16's, the same bytes): float d, then n int8 q (-127..127); W4 row: float d, then n/2 bytes of int4 chunks.
- * W4G<G> block: fp16 d, then G/2 bytes (G/32 int4 chunks); x = d * (nibble - 8). */
+/* W8 row (and W8A16's, the same bytes): float d, then n int8 q (-127..127); W4 row: float d,
+ * then n/2 bytes of int4 chunks. W4G<G> block: fp16 d, then G/2 bytes (G/32 int4 chunks);
+ * x = d * (nibble - 8). */
 static inline float el_edge_row_scale(const void *row) {
     float d;
     memcpy(&d, row, sizeof d);
