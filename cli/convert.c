@@ -14,7 +14,8 @@ static const char help[] =
     "or BF16), tokenizer.json and tokenizer_config.json. It becomes one GGUF file with the names,\n"
     "layouts and metadata of llama.cpp's converter, so llama.cpp can load it too.\n"
     "  --type T   type of the weight matrices: f32, f16 (default), bf16, q8_0, q4_0, q4_k,\n"
-    "             q6_k; norms and biases stay f32\n"
+    "             q6_k, or edgelora's own w8 (w8a8), w4 (w4a8), w4g32, w4g64, w4g128, w8a16\n"
+    "             (which llama.cpp cannot read); norms and biases stay f32\n"
     "\n"
     "MODEL.bin is a llama2.c checkpoint; with its tokenizer it becomes a GGUF file (architecture\n"
     "llama, F32 weights, a SentencePiece-style vocabulary).\n"
@@ -61,6 +62,10 @@ int cmd_convert(int argc, char **argv) {
                       "has its tokenizer.json");
             return CLI_USAGE;
         }
+        bool readable = true;
+        if (type && el_quantize_type_check(type, &readable) == EL_OK && !readable)
+            fprintf(stderr, "edgelora convert: warning: %s is an edgelora type; llama.cpp cannot "
+                    "read %s\n", type, out);
         cli_progress pr;
         cli_progress_start(&pr);
         st = el_convert_hf(in, out, type, cli_progress_update, &pr);

@@ -417,9 +417,10 @@ typedef void (*el_progress_fn)(void *user, int32_t done, int32_t total, uint64_t
  * model.safetensors.index.json; tokenizer.json and tokenizer_config.json) of architecture
  * LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM to one GGUF file with the names,
  * layouts and metadata of llama.cpp's converter. type ("f32", "f16", "bf16", "q8_0", "q4_0",
- * "q4_k", "q6_k"; NULL: "f16") is the type of the 2-D weights; vectors stay f32. A matrix whose
- * rows do not divide into the type's blocks is written as f16. progress may be NULL. The file is
- * written to a temporary name and renamed: a failure leaves no output file. */
+ * "q4_k", "q6_k", or edgelora's own "w8", "w4", "w4g32", "w4g64", "w4g128", "w8a16", which
+ * llama.cpp cannot read; NULL: "f16") is the type of the 2-D weights; vectors stay f32. A
+ * matrix whose rows do not divide into the type's blocks is written as f16. progress may be
+ * NULL. The file is written to a temporary name and renamed: a failure leaves no output file. */
 el_status el_convert_hf(const char *dir, const char *out_path, const char *type,
                         el_progress_fn progress, void *user);
 
@@ -429,8 +430,7 @@ const char *const *el_synth_shapes(void);
 /* Writes a model with the exact shape (hyper-parameters, tensor shapes, vocabulary size and
  * special token ids) of a real architecture, with random weights (deterministic for a seed) and a
  * synthesized but valid tokenizer: for measuring speed and memory at real sizes, never quality.
- * type: any weight type, ggml's as for el_convert_hf or edgelora's own (w8, w4, w4g32, w4g64,
- * w4g128, w8a16; NULL: "q4_0"). Tensors are produced one at a time while writing. */
+ * type as for el_convert_hf (NULL: "q4_0"). Tensors are produced one at a time while writing. */
 el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
                    el_progress_fn progress, void *user);
 

@@ -152,6 +152,9 @@ static int test_qwen2_f32(void) { return check_folder("qwen2", "f32", 1e-4); }
 static int test_mistral_f32(void) { return check_folder("mistral", "f32", 1e-4); }
 static int test_llama_q8_0(void) { return check_folder("llama", "q8_0", 5e-2); }
 static int test_qwen2_f16(void) { return check_folder("qwen2", "f16", 1e-4); }
+/* edgelora's types, within q8_0's bound (w8: int8 per channel; w8a16 also 16-bit activations) */
+static int test_llama_w8(void) { return check_folder("llama", "w8", 5e-2); }
+static int test_qwen2_w8a16(void) { return check_folder("qwen2", "w8a16", 5e-2); }
 
 /* What llama.cpp reads: the keys and names its converter writes. */
 static int test_llama_metadata(void) {
@@ -597,6 +600,8 @@ int main(void) {
     run_test("mistral_f32", test_mistral_f32);
     run_test("llama_q8_0", test_llama_q8_0);
     run_test("qwen2_f16", test_qwen2_f16);
+    run_test("llama_w8", test_llama_w8);
+    run_test("qwen2_w8a16", test_qwen2_w8a16);
     run_test("llama_metadata", test_llama_metadata);
     run_test("sharded", test_sharded);
     run_test("unaligned_f32", test_unaligned_f32);

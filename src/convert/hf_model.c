@@ -284,16 +284,12 @@ el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *n
 }
 
 el_status el_hf_target_type(const char *name, const char *def, el_type *out) {
-    static const el_type ok[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                 EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
     el_type t;
     if (!name) name = def;
-    if (el_type_from_name(name, &t))
-        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-            if (ok[i] == t && el_type_get(t) && el_type_get(t)->from_float) {
-                *out = t;
-                return EL_OK;
-            }
+    if (el_type_from_name(name, &t) && el_type_is_weight(t)) {
+        *out = t;
+        return EL_OK;
+    }
     return el_error(EL_ERR_INVALID_ARG, "type '%s' cannot be written (f32, f16, bf16, q8_0, q4_0, "
-                    "q4_k, q6_k)", name);
+                    "q4_k, q6_k, or edgelora's w8, w4, w4g32, w4g64, w4g128, w8a16)", name);
 }

@@ -151,13 +151,9 @@ el_status el_synth(const char *shape_name, const char *type, const char *out_pat
                         "stories110m, stories15m, qwen2.5-0.5b, smollm-135m, tinyllama-1.1b)",
                         shape_name ? shape_name : "(null)");
     if (!out_path) return el_error(EL_ERR_INVALID_ARG, "synth: no output path");
-    /* any weight type: ggml's, or edgelora's own for measuring them at real sizes */
     el_type target;
-    if (!type) type = "q4_0";
-    if (!el_type_from_name(type, &target) || !el_type_is_weight(target))
-        return el_error(EL_ERR_INVALID_ARG, "synth: type '%s' cannot be written (f32, f16, bf16, "
-                        "q8_0, q4_0, q4_k, q6_k, w8, w4, w4g32, w4g64, w4g128, w8a16)", type);
-    el_status st = EL_OK;
+    el_status st = el_hf_target_type(type, "q4_0", &target);
+    if (st) return st;
     el_hf_tensor *plan = NULL;
     job *jobs = NULL;
     int32_t n = 0, done = 0;

@@ -16,6 +16,10 @@ expect_exit tokenize_hf_mistral 0 "$EL" tokenize -m "$TMP/mistral.gguf" -p "the"
 # "▁the" is one piece of the tiny SentencePiece vocabulary of make_hf_golden.py: after 259
 # special and byte tokens and the 10 letters "▁etaoinshr", the 8th merge (▁th + e) makes id 276
 [ "$(cat "$TMP/out")" = "276" ] && pass tokenize_hf_mistral_ids || fail tokenize_hf_mistral_ids "got [$(cat "$TMP/out")]"
+# edgelora's own types: written, warned about, and run
+expect_exit convert_hf_w4a8 0 "$EL" convert "$G/llama" -o "$TMP/llama_w4.gguf" --type w4a8
+grep -q "llama.cpp cannot read" "$TMP/err" && pass convert_hf_w4a8_warns || fail convert_hf_w4a8_warns "$(cat "$TMP/err")"
+expect_exit run_hf_w4a8 0 "$EL" run -m "$TMP/llama_w4.gguf" -p "the" -n 4 --temp 0
 
 expect_exit convert_hf_bad_type 1 "$EL" convert "$G/llama" -o "$TMP/x.gguf" --type q9_9
 expect_exit convert_hf_tokenizer_flag 2 "$EL" convert "$G/llama" --tokenizer t.bin -o "$TMP/x.gguf"
