@@ -46,7 +46,15 @@ bench_stat bench_summarize(double *v, int n) {
     return (bench_stat){med, v[0], v[n - 1]};
 }
 
-static double cpu_seconds(void) {
+void bench_tokens(int32_t *toks, size_t n, int32_t n_vocab) {
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < n; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        toks[i] = (int32_t)((rng >> 33) % (uint64_t)n_vocab);
+    }
+}
+
+double bench_cpu_seconds(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
@@ -92,7 +100,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
     el_status st = pos && seq && pp && tg && ttft && bw && frac ? EL_OK : EL_ERR_NOMEM;
     /* warm-up: every weight page mapped and touched, the pool's threads started */
     if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
-    double wall0 = cli_now_ms() / 1e3, cpu0 = cpu_seconds();
+    double wall0 = cli_now_ms() / 1e3, cpu0 = bench_cpu_seconds();
     for (int r = 0; st == EL_OK && r < reps; r++) {
         el_kv_clear(ctx);
         double t0 = cli_now_ms() / 1e3;
@@ -110,7 +118,8 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
         ttft[r] = (t1 - t0 + first) * 1e3;
         frac[r] = tg[r] / (bw[r] * 1e9 / (double)res->bytes_per_token);
     }
-    res->cpu_share = (cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
+    res->cpu_share =
+        (bench_cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
     if (st == EL_OK) {
         res->pp = bench_summarize(pp, reps);
         res->tg = bench_summarize(tg, reps);
@@ -301,15 +310,10 @@ int cmd_bench(int argc, char **argv) {
     cp.n_threads = res.threads;
     cp.kv_type = o.mo.kv_type;
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
-    /* any tokens do for speed: a fixed pseudo-random sequence over the vocabulary */
     size_t n_tok = (size_t)(o.n_prompt + o.n_gen);
     int32_t *toks = malloc(n_tok * sizeof *toks);
     if (st == EL_OK && !toks) st = EL_ERR_NOMEM;
-    uint64_t rng = 0x9E3779B97F4A7C15ull;
-    for (size_t i = 0; st == EL_OK && i < n_tok; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        toks[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
-    }
+    if (st == EL_OK) bench_tokens(toks, n_tok, info.n_vocab);
     if (st == EL_OK) {
         res.type = cost.weight_type;
         res.weight_bytes = info.weight_bytes;

@@ -1,9 +1,11 @@
 /* bench.h - what `edgelora bench` (bench.c) and its concurrent-variants mode (bench_variants.c)
- * share: the options, median-and-range summaries, the start of their JSON objects. */
+ * share: the options, the tokens they decode, CPU time, median-and-range summaries, the start
+ * of their JSON objects. */
 #ifndef EL_CLI_BENCH_H
 #define EL_CLI_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cli.h"
@@ -19,6 +21,10 @@ typedef struct bench_opts {
     bool json;
 } bench_opts;
 
+/* Any tokens do for speed: n of a fixed pseudo-random sequence over the vocabulary. */
+void bench_tokens(int32_t *toks, size_t n, int32_t n_vocab);
+/* CPU time of the process, all threads: the work done, whatever else shares the cores. */
+double bench_cpu_seconds(void);
 /* Median, min and max of n values (sorted in place). */
 bench_stat bench_summarize(double *v, int n);
 /* `{"model": .., "type": .., "threads": .., "n_prompt": .., "n_gen": .., "reps": .., "kv_type":

@@ -3,15 +3,8 @@
  * variant alone, and what each extra variant costs in KV cache. Every variant is greedy and
  * ignores end-of-generation, so each makes exactly -n tokens whatever the model. */
 #include <stdlib.h>
-#include <time.h>
 
 #include "bench.h"
-
-static double cpu_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 typedef struct variants_run {
     double prompt_ms, gen_ms, cpu_ms;
@@ -38,13 +31,15 @@ static el_status run_variants(el_model *m, const bench_opts *o, int32_t threads,
     el_context *ctx = NULL;
     el_variants *g = NULL;
     el_status st = el_context_create(m, &cp, &ctx);
-    double c0 = cpu_ms(), t0 = cli_now_ms();
+    double c0 = bench_cpu_seconds(), t0 = cli_now_ms();
     if (st == EL_OK) st = el_variants_start(ctx, &gp, prompt, np, &g);
     double t1 = cli_now_ms();
     while (st == EL_OK && el_variants_running(g) > 0) st = el_variants_step(g);
     double t2 = cli_now_ms();
     if (st == EL_OK) {
-        *out = (variants_run){.prompt_ms = t1 - t0, .gen_ms = t2 - t1, .cpu_ms = cpu_ms() - c0,
+        *out = (variants_run){.prompt_ms = t1 - t0,
+                              .gen_ms = t2 - t1,
+                              .cpu_ms = (bench_cpu_seconds() - c0) * 1e3,
                               .cells = el_kv_used_cells(ctx),
                               .cell_bytes = el_kv_cell_bytes(ctx)};
         el_variant_result r;
@@ -134,12 +129,7 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
         vp[i].max_tokens = (int32_t)o->n_gen;
         vp[i].ignore_eos = true;
     }
-    /* any tokens do for speed: a fixed pseudo-random prompt over the vocabulary */
-    uint64_t rng = 0x9E3779B97F4A7C15ull;
-    for (int32_t i = 0; st == EL_OK && i < np; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        prompt[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
-    }
+    if (st == EL_OK) bench_tokens(prompt, (size_t)np, info.n_vocab);
     variants_report r = {.k = k, .threads = threads, .file_bytes = file_bytes, .load_ms = load_ms};
     /* a warm-up run maps and touches every weight page and starts the pool's threads; then each
      * repetition runs one and K back to back, so both see the machine in the same state */
