@@ -653,22 +653,6 @@ static inline __m512i widen32(const int8_t *q) {
     return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)q));
 }
 
-/* W8 . A16 with AVX-512 VNNI: 32 weights widened per step, vpdpwssd against the activations,
- * int32 lanes added into int64 ones every run (w8a16.h). */
-static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
-    const int8_t *q = (const int8_t *)x + sizeof(float);
-    el_a16_view a = el_a16_view_of(y, n);
-    int64_t sum = 0;
-    for (int64_t i = 0; i < n;) {
-        int64_t end = el_a16_run_end(i, n);
-        __m512i acc = _mm512_setzero_si512();
-        for (; i < end; i += 32)
-            acc = _mm512_dpwssd_epi32(acc, widen32(q + i), _mm512_loadu_si512(a.q + 2 * i));
-        sum += hsum_epi32_wide(acc);
-    }
-    *s = el_w8a16_scale(x, a.d, sum);
-}
-
 /* EL_TILE W8 rows against EL_TILE A16 rows (a prompt): each weight chunk widened once for the
  * tile's activation rows, each activation chunk loaded once for its weight rows. */
 static void tile_w8a16(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
@@ -744,6 +728,13 @@ static inline __attribute__((always_inline)) void rows_w8a16(const void *ctx,
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, sum[r]);
+}
+
+/* W8 . A16: one row of rows_w8a16. */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    el_a16_view a = el_a16_view_of(y, n);
+    const char *const row[4] = {x};
+    rows_w8a16(&a, row, s, 1);
 }
 
 static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,

@@ -229,34 +229,6 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_wrow(n, y, n_rows, w, w_stride, a, false);
 }
 
-/* W8A16 rows against an A16 row: R rows share each activation load (neon_q.h's mlal16_w8a16
- * per row); a row's sum is exact, so the same in any company. */
-static inline __attribute__((always_inline)) void rows_w8a16_r(const el_a16_view *a,
-                                                               const char *const row[4],
-                                                               float s[4], const int R) {
-    const int8_t *q[4];
-    int64x2_t sum[4];
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        q[r] = (const int8_t *)row[r] + sizeof(float);
-        sum[r] = vdupq_n_s64(0);
-    }
-    for (int64_t i = 0; i < a->n;) {
-        int64_t end = el_a16_run_end(i, a->n);
-        int32x4_t acc[4];
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) acc[r] = vdupq_n_s32(0);
-        for (; i < end; i += 16) {
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) acc[r] = mlal16_w8a16(acc[r], q[r] + i, a->q + 2 * i);
-        }
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) sum[r] = vpadalq_s32(sum[r], acc[r]);
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, vaddvq_s64(sum[r]));
-}
-
 static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], int R) {
     if (R == 4) rows_w8a16_r(ctx, row, s, 4);
     else if (R == 2) rows_w8a16_r(ctx, row, s, 2);

@@ -353,19 +353,39 @@ static inline int32x4_t mlal16_w8a16(int32x4_t acc, const int8_t *q, const char 
     return vmlal_high_s16(acc, wh, a1);
 }
 
-/* W8 . A16: widening multiply-adds into int32 lanes, added pairwise into int64 lanes every run
- * (w8a16.h). */
-static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
-    const int8_t *q = (const int8_t *)x + sizeof(float);
-    el_a16_view a = el_a16_view_of(y, n);
-    int64x2_t sum = vdupq_n_s64(0);
-    for (int64_t i = 0; i < n;) {
-        int64_t end = el_a16_run_end(i, n);
-        int32x4_t acc = vdupq_n_s32(0);
-        for (; i < end; i += 16) acc = mlal16_w8a16(acc, q + i, a.q + 2 * i);
-        sum = vpadalq_s32(sum, acc);
+/* R W8A16 rows against an A16 row (R = 1 for the dot product, more for neon_gemv.h's gemv): the
+ * rows share each activation load; a row's sum is exact, so the same in any company. */
+static inline __attribute__((always_inline)) void rows_w8a16_r(const el_a16_view *a,
+                                                               const char *const row[4],
+                                                               float s[4], const int R) {
+    const int8_t *q[4];
+    int64x2_t sum[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        q[r] = (const int8_t *)row[r] + sizeof(float);
+        sum[r] = vdupq_n_s64(0);
     }
-    *s = el_w8a16_scale(x, a.d, vaddvq_s64(sum));
+    for (int64_t i = 0; i < a->n;) {
+        int64_t end = el_a16_run_end(i, a->n);
+        int32x4_t acc[4];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) acc[r] = vdupq_n_s32(0);
+        for (; i < end; i += 16) {
+            #pragma GCC unroll 4
+            for (int r = 0; r < R; r++) acc[r] = mlal16_w8a16(acc[r], q[r] + i, a->q + 2 * i);
+        }
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) sum[r] = vpadalq_s32(sum[r], acc[r]);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = el_w8a16_scale(row[r], a->d, vaddvq_s64(sum[r]));
+}
+
+/* W8 . A16: one row of rows_w8a16_r. */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    el_a16_view a = el_a16_view_of(y, n);
+    const char *const row[4] = {x};
+    rows_w8a16_r(&a, row, s, 1);
 }
 
 /* EL_TILE W8 rows against EL_TILE A16 rows: each weight chunk widened once for the tile's
