@@ -16,7 +16,26 @@
 
 #include "kernels/attend_drive.h"
 
-enum { COLUMNS_AT_ONCE = 4 }; /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
+enum {
+    COLUMNS_AT_ONCE = 4, /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
+    /* Cells ahead whose key or value row a step asks the memory for. Without asking, a long
+     * context's loads waited on DRAM (each cell's row comes by its own pointer): one thread,
+     * 2048 cells of the 1B shape (67 MB of fp16 a token) read at 11-14 GB/s, 23-25 ns a cell
+     * and kv head; asking 16 cells (2 KB) ahead, 19-20 ns, and at 512 cells 18-20 -> 15-17
+     * (bench_attend and the kernel before, in one process; 8 and 32 cells ahead were no
+     * better). The AVX2 kernel, measured the same way, gained nothing from it. */
+    PREFETCH_CELLS = 16,
+};
+
+/* Asks for bytes [first, first + bytes) of the row of cell j + PREFETCH_CELLS, if there is
+ * such a cell (the lines they touch: one every 64 bytes, and the last). */
+static inline void prefetch_row(const void *const *rows, int32_t j, int32_t nv, size_t first,
+                                size_t bytes) {
+    if (j + PREFETCH_CELLS >= nv) return;
+    const char *r = (const char *)rows[j + PREFETCH_CELLS] + first;
+    for (size_t b = 0; b < bytes; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
+    _mm_prefetch(r + bytes - 1, _MM_HINT_T0);
+}
 
 /* 16 elements of a key or value row from element c, as floats: fp16 (f16) or float32. */
 static inline __attribute__((always_inline)) __m512 load16(const bool f16, const void *row,
@@ -74,7 +93,9 @@ static inline __attribute__((always_inline)) void weigh(const bool f16, const in
     for (int g = 0; g < n; g++)
         #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) acc[g][c] = _mm512_setzero_ps();
+    const size_t elem = f16 ? 2 : 4;
     for (int32_t j = 0; j < nv; j++) {
+        prefetch_row(v, j, nv, (size_t)c0 * elem, (size_t)nc * 16 * elem);
         __m512 vj[COLUMNS_AT_ONCE];
         #pragma GCC unroll 4
         for (int c = 0; c < nc; c++) vj[c] = load16(f16, v[j], c0 + 16 * c);
@@ -124,7 +145,9 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
                                                             const void *const *k,
                                                             float inv_scale, float *scores,
                                                             size_t ld) {
+    const size_t row_bytes = (size_t)hd_k * (f16 ? 2 : 4);
     for (int32_t j = 0; j < nv; j++) {
+        prefetch_row(k, j, nv, 0, row_bytes);
         __m512 acc[ATTEND_HEADS_AT_ONCE];
         #pragma GCC unroll 4
         for (int h = 0; h < n; h++) acc[h] = _mm512_setzero_ps();
