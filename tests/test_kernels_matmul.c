@@ -147,8 +147,10 @@ static int test_matmul_threads_agree(void) {
         el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
         for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
         for (int rows = 1; rows <= ROWS; rows += ROWS - 1) {
+            for (int i = 0; i < rows * N_OUT; i++) y1[i] = y3[i] = NAN; /* catches a row left out */
             el_matmul(tp1, &w, x, N_IN, rows, y1, N_OUT, scratch);
             el_matmul(tp3, &w, x, N_IN, rows, y3, N_OUT, scratch);
+            for (int i = 0; i < rows * N_OUT; i++) CHECK(isfinite(y1[i]));
             if (memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) != 0)
                 test_note("%s, %d rows: 1 and 3 threads differ", tr->name, rows);
             CHECK(memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) == 0);
@@ -157,6 +159,51 @@ static int test_matmul_threads_agree(void) {
     el_threadpool_free(tp1);
     el_threadpool_free(tp3);
     free(wf), free(wq), free(scratch);
+    return TEST_PASS;
+}
+
+/* A decode step (one activation row) of a matrix large enough that its rows go in long first
+ * chunks and then short ones (matmul.c), on 2 and 3 threads: every output is written, the same
+ * as on one thread, and near the float product of the dequantized weights. */
+static int test_matmul_decode_chunks(void) {
+    enum { N_IN = 4096, N_OUT = 1000 };
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4, EL_TYPE_Q8_0};
+    test_rng r = {5};
+    float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd),
+          x[N_IN], y1[N_OUT], yn[N_OUT];
+    char *wq = malloc(el_row_size(EL_TYPE_F32, N_IN) * N_OUT);
+    char *scratch = malloc(el_row_size(EL_TYPE_F32, N_IN));
+    el_threadpool *tp[3] = {NULL, NULL, NULL};
+    CHECK(wf && wd && wq && scratch);
+    for (int t = 0; t < 3; t++) CHECK(el_threadpool_create(t + 1, &tp[t]) == EL_OK);
+    for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
+    for (int i = 0; i < N_IN; i++) x[i] = rand_normal(&r);
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const el_type_traits *tr = el_type_get(types[t]);
+        el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
+        for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
+        for (int i = 0; i < N_OUT; i++) y1[i] = NAN;
+        el_matmul(tp[0], &w, x, N_IN, 1, y1, N_OUT, scratch);
+        for (int o = 0; o < N_OUT; o++) {
+            tr->to_float(wq + o * w.row_bytes, wd, N_IN);
+            double want = 0.0, mag = 0.0;
+            for (int i = 0; i < N_IN; i++) {
+                want += (double)wd[i] * x[i];
+                mag += fabs((double)wd[i] * x[i]);
+            }
+            /* int8 activations: each off by up to ~1/254 of its block's largest */
+            CHECK(fabs(y1[o] - want) <= 0.02 * mag + 1e-3);
+        }
+        for (int n = 2; n <= 3; n++) {
+            for (int i = 0; i < N_OUT; i++) yn[i] = NAN;
+            el_matmul(tp[n - 1], &w, x, N_IN, 1, yn, N_OUT, scratch);
+            if (memcmp(y1, yn, sizeof y1) != 0)
+                test_note("%s: 1 and %d threads differ", tr->name, n);
+            CHECK(memcmp(y1, yn, sizeof y1) == 0);
+        }
+    }
+    for (int t = 0; t < 3; t++) el_threadpool_free(tp[t]);
+    free(wf), free(wd), free(wq), free(scratch);
     return TEST_PASS;
 }
 
@@ -178,5 +225,6 @@ int main(void) {
     run_test("scratch_size", test_scratch_size);
     run_test("matmul_views", test_matmul_views);
     run_test("matmul_threads_agree", test_matmul_threads_agree);
+    run_test("matmul_decode_chunks", test_matmul_decode_chunks);
     return tests_exit_code();
 }
