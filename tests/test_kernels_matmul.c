@@ -207,6 +207,80 @@ static int test_matmul_decode_chunks(void) {
     return TEST_PASS;
 }
 
+/* el_matmul_many gives the bits of one el_matmul per weight, on 1, 2 and 3 threads: together
+ * (decode steps of weights taking the same activations, the Q, K and V of a layer, say; 1 row,
+ * or 3 of a type without gemm) and apart (rows that go through gemm; different activation
+ * types; different static scales; a weight with no rows). Outputs start as NaN, so a product
+ * left out shows. */
+static int test_matmul_many(void) {
+    enum { N_IN = 1024, MAX_OUT = 700, ROWS = 5, N = 3 };
+    static const struct {
+        el_type type[N];
+        int64_t n_out[N];
+        float act_scale[N];
+    } sets[] = {
+        {{EL_TYPE_Q4_0, EL_TYPE_Q4_0, EL_TYPE_Q4_0}, {512, 128, 700}, {0, 0, 0}},
+        {{EL_TYPE_W4, EL_TYPE_W8, EL_TYPE_W4}, {64, 700, 3}, {0, 0, 0}},
+        {{EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_Q4_K}, {300, 200, 100}, {0, 0, 0}},
+        {{EL_TYPE_W4, EL_TYPE_W4, EL_TYPE_W4}, {256, 256, 256}, {0.05f, 0.05f, 0.08f}},
+        {{EL_TYPE_Q8_0, EL_TYPE_Q8_0, EL_TYPE_Q8_0}, {96, 0, 160}, {0, 0, 0}},
+        /* no gemm: 3 rows still go through gemv (together) */
+        {{EL_TYPE_W8A16, EL_TYPE_W8A16, EL_TYPE_W8A16}, {200, 64, 300}, {0, 0, 0}},
+    };
+    test_rng r = {6};
+    size_t max_row = el_row_size(EL_TYPE_F32, N_IN);
+    float *wf = malloc((size_t)N_IN * MAX_OUT * sizeof *wf), x[ROWS * N_IN];
+    float *want = malloc((size_t)N * ROWS * MAX_OUT * sizeof *want);
+    float *got = malloc((size_t)N * ROWS * MAX_OUT * sizeof *got);
+    char *wq[N], *scratch = malloc(max_row * ROWS);
+    el_threadpool *tp[3] = {NULL, NULL, NULL};
+    CHECK(wf && want && got && scratch);
+    for (int i = 0; i < N; i++) CHECK((wq[i] = malloc(max_row * MAX_OUT)) != NULL);
+    for (int t = 0; t < 3; t++) CHECK(el_threadpool_create(t + 1, &tp[t]) == EL_OK);
+    for (int i = 0; i < N_IN * MAX_OUT; i++) wf[i] = rand_normal(&r);
+    for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
+    for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+        el_weight w[N];
+        const el_weight *wp[N];
+        float *yw[N], *yg[N];
+        int64_t ldy[N];
+        for (int i = 0; i < N; i++) {
+            const el_type_traits *tr = el_type_get(sets[s].type[i]);
+            w[i] = el_weight_view(sets[s].type[i], wq[i], N_IN, sets[s].n_out[i]);
+            w[i].act_scale = sets[s].act_scale[i];
+            for (int64_t o = 0; o < w[i].n_out; o++)
+                tr->from_float(wf + o * N_IN, wq[i] + o * w[i].row_bytes, N_IN);
+            wp[i] = &w[i];
+            ldy[i] = MAX_OUT;
+            yw[i] = want + (size_t)i * ROWS * MAX_OUT;
+            yg[i] = got + (size_t)i * ROWS * MAX_OUT;
+        }
+        for (int rows = 1; rows <= ROWS; rows += 2) {
+            for (int t = 0; t < 3; t++) {
+                for (size_t i = 0; i < (size_t)N * ROWS * MAX_OUT; i++) want[i] = got[i] = NAN;
+                for (int i = 0; i < N; i++)
+                    el_matmul(tp[t], &w[i], x, N_IN, rows, yw[i], ldy[i], scratch);
+                el_matmul_many(tp[t], N, wp, x, N_IN, rows, yg, ldy, scratch);
+                for (int i = 0; i < N; i++)
+                    for (int row = 0; row < rows; row++)
+                        for (int64_t o = 0; o < w[i].k_out; o++) {
+                            float a = yw[i][row * MAX_OUT + o], b = yg[i][row * MAX_OUT + o];
+                            if (!(isfinite(b) && memcmp(&a, &b, sizeof a) == 0)) {
+                                test_note("set %zu, %d rows, %d threads: product %d row %d "
+                                          "output %lld: %g, alone %g", s, rows, t + 1, i, row,
+                                          (long long)o, b, a);
+                                return TEST_FAIL;
+                            }
+                        }
+            }
+        }
+    }
+    for (int t = 0; t < 3; t++) el_threadpool_free(tp[t]);
+    for (int i = 0; i < N; i++) free(wq[i]);
+    free(wf), free(want), free(got), free(scratch);
+    return TEST_PASS;
+}
+
 static int test_scratch_size(void) {
     el_weight w = el_weight_view(EL_TYPE_Q4_K, NULL, 512, 10);
     CHECK(el_matmul_scratch_size(&w, 3) == 3 * 2 * 292); /* q8_K rows of 512 */
@@ -226,5 +300,6 @@ int main(void) {
     run_test("matmul_views", test_matmul_views);
     run_test("matmul_threads_agree", test_matmul_threads_agree);
     run_test("matmul_decode_chunks", test_matmul_decode_chunks);
+    run_test("matmul_many", test_matmul_many);
     return tests_exit_code();
 }

@@ -77,11 +77,22 @@ typedef struct matmul_job {
     size_t act_stride;
     float *y;
     int64_t ldy;
+    bool all_gemv;             /* every activation row goes through gemv (a decode step) */
     int nth;                   /* threads, each starting with one of the first nth chunks */
     int64_t first;             /* output rows of each of those (a multiple of TILE_OUT) */
     int64_t chunk;             /* output rows of each chunk after them (the same multiple) */
-    atomic_llong next_chunk;   /* the next chunk nobody has taken */
+    int64_t n_chunks;
+    void *gemm_mem;            /* what was allocated for the gemm (aux and panels), or NULL */
 } matmul_job;
+
+/* The products of one pool job: their chunks, numbered one product after the other; thread ith
+ * starts with chunk ith, and takes the rest from next_chunk. */
+typedef struct matmul_batch {
+    matmul_job *jobs;
+    int n;
+    int64_t n_chunks;
+    atomic_llong next_chunk;
+} matmul_batch;
 
 static void quantize_task(void *arg, int ith, int nth) {
     const matmul_job *j = arg;
@@ -142,20 +153,29 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     }
 }
 
-static void dot_task(void *arg, int ith, int nth) {
-    matmul_job *j = arg;
+/* Chunk c of a product on thread ith: the first nth chunks are `first` rows long, the rest
+ * `chunk` rows. */
+static void run_chunk(const matmul_job *j, int64_t c, int ith) {
     int64_t rest = j->nth * j->first; /* where the chunks after the first ones start */
-    int64_t n_chunks = j->nth + (j->w->k_out > rest ? (j->w->k_out - rest + j->chunk - 1) / j->chunk : 0);
-    /* chunk ith first (next_chunk starts at nth), then whatever is left */
-    for (int64_t c = ith; c < n_chunks; c = atomic_fetch_add(&j->next_chunk, 1)) {
-        int64_t o_lo = c < j->nth ? c * j->first : rest + (c - j->nth) * j->chunk;
-        int64_t o_hi = o_lo + (c < j->nth ? j->first : j->chunk);
-        if (o_hi > j->w->k_out) o_hi = j->w->k_out;
-        if (o_lo >= o_hi) continue; /* a first chunk past the end of a small matrix */
-        if (j->gemm)
-            gemm_rows(j, o_lo, o_hi, j->panels + (size_t)ith * j->panel_size);
-        else
-            dot_rows(j, o_lo, o_hi);
+    int64_t o_lo = c < j->nth ? c * j->first : rest + (c - j->nth) * j->chunk;
+    int64_t o_hi = o_lo + (c < j->nth ? j->first : j->chunk);
+    if (o_hi > j->w->k_out) o_hi = j->w->k_out;
+    if (o_lo >= o_hi) return; /* a first chunk past the end of a small matrix */
+    if (j->gemm)
+        gemm_rows(j, o_lo, o_hi, j->panels + (size_t)ith * j->panel_size);
+    else
+        dot_rows(j, o_lo, o_hi);
+}
+
+static void dot_task(void *arg, int ith, int nth) {
+    (void)nth;
+    matmul_batch *b = arg;
+    int p = 0;
+    int64_t p_start = 0; /* the batch's number of product p's chunk 0 */
+    /* chunk ith first (next_chunk starts at nth), then whatever is left, in increasing order */
+    for (int64_t c = ith; c < b->n_chunks; c = atomic_fetch_add(&b->next_chunk, 1)) {
+        while (c >= p_start + b->jobs[p].n_chunks) p_start += b->jobs[p++].n_chunks;
+        run_chunk(&b->jobs[p], c - p_start, ith);
     }
 }
 
@@ -167,61 +187,112 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
-void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
-               float *y, int64_t ldy, void *scratch) {
-    if (n_rows <= 0 || w->k_out <= 0) return;
-    const el_type_traits *t = el_type_get(w->type);
-    el_type vt = t->vec_dot_type;
-    int nth = tp ? el_threadpool_size(tp) : 1;
+/* Everything j needs for y = x W^T but its activations, with nth threads: the kernels, the gemm's
+ * memory (if it can have it), and the chunks. */
+static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x, int64_t ldx,
+                      int64_t n_rows, float *y, int64_t ldy) {
+    el_type vt = el_type_get(w->type)->vec_dot_type;
     const el_kernels *k = el_kernels_get();
-    matmul_job j = {.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
-                    .gemv = k->gemv[w->type], .x = x,
-                    .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy};
+    *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
+                      .gemv = k->gemv[w->type], .x = x, .ldx = ldx, .n_rows = n_rows, .y = y,
+                      .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
-    void *gemm_mem = NULL;
     if (k->gemm[w->type] && vt != EL_TYPE_F32 && n_rows >= GEMM_MIN_ROWS &&
         w->k_in <= GEMM_MAX_K) {
         size_t aux_bytes = (size_t)n_rows * el_gemm_groups(w) * sizeof(el_gemm_aux);
         aux_bytes = (aux_bytes + 63) / 64 * 64;
-        j.panel_size = el_gemm_panel_size(w);
-        gemm_mem = aligned_alloc(64, aux_bytes + (size_t)nth * j.panel_size);
-        if (gemm_mem) {
-            j.gemm = k->gemm[w->type];
-            j.gemm_signed = k->gemm_signed;
-            j.aux = gemm_mem;
-            j.panels = (char *)gemm_mem + aux_bytes;
+        j->panel_size = el_gemm_panel_size(w);
+        j->gemm_mem = aligned_alloc(64, aux_bytes + (size_t)nth * j->panel_size);
+        if (j->gemm_mem) {
+            j->gemm = k->gemm[w->type];
+            j->gemm_signed = k->gemm_signed;
+            j->aux = j->gemm_mem;
+            j->panels = (char *)j->gemm_mem + aux_bytes;
         }
     }
-    int64_t unit = j.gemm ? EL_GEMM_PANEL : TILE_OUT;
+    int64_t unit = j->gemm ? EL_GEMM_PANEL : TILE_OUT;
     /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
      * matrix instead of restarting per chunk */
     int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    bool all_gemv = !j.gemm && j.gemv != NULL && (j.tile == NULL || n_rows < EL_TILE);
-    if (all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
+    j->all_gemv = !j->gemm && j->gemv != NULL && (j->tile == NULL || n_rows < EL_TILE);
+    if (j->all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
-    j.chunk = (per_chunk + unit - 1) / unit * unit;
-    if (j.chunk < unit) j.chunk = unit;
-    j.nth = nth;
-    j.first = j.chunk;
-    if (all_gemv && nth > 1) {
+    j->chunk = (per_chunk + unit - 1) / unit * unit;
+    if (j->chunk < unit) j->chunk = unit;
+    j->first = j->chunk;
+    if (j->all_gemv && nth > 1) {
         int64_t share = w->k_out * GEMV_FIRST_EIGHTHS / 8 / nth / unit * unit;
-        if (share > j.first) j.first = share;
+        if (share > j->first) j->first = share;
     }
-    atomic_init(&j.next_chunk, nth);
+    int64_t rest = nth * j->first;
+    j->n_chunks = nth + (w->k_out > rest ? (w->k_out - rest + j->chunk - 1) / j->chunk : 0);
+}
+
+/* j's activation rows: x itself for float dot products, else x quantized into scratch. */
+static void job_activations(el_threadpool *tp, matmul_job *j, void *scratch) {
+    const el_weight *w = j->w;
+    el_type vt = el_type_get(w->type)->vec_dot_type;
     if (vt == EL_TYPE_F32) {
-        j.act = (const char *)x;
-        j.act_stride = (size_t)ldx * sizeof(float);
-    } else {
-        j.quantize = k->quantize[vt];
-        j.act_scale = vt == EL_TYPE_A8 ? w->act_scale : 0.0f;
-        j.act = scratch;
-        j.act_stride = el_row_size(vt, w->k_in);
-        /* one row (a decode step) is quicker to quantize than to hand out */
-        if (n_rows == 1)
-            quantize_task(&j, 0, 1);
-        else
-            run(tp, quantize_task, &j);
+        j->act = (const char *)j->x;
+        j->act_stride = (size_t)j->ldx * sizeof(float);
+        return;
     }
-    run(tp, dot_task, &j);
-    free(gemm_mem);
+    j->quantize = el_kernels_get()->quantize[vt];
+    j->act_scale = vt == EL_TYPE_A8 ? w->act_scale : 0.0f;
+    j->act = scratch;
+    j->act_stride = el_row_size(vt, w->k_in);
+    /* one row (a decode step) is quicker to quantize than to hand out */
+    if (j->n_rows == 1)
+        quantize_task(j, 0, 1);
+    else
+        run(tp, quantize_task, j);
+}
+
+/* Runs the n set-up jobs (activations ready) as one pool job, then frees their gemm memory. */
+static void run_jobs(el_threadpool *tp, matmul_job *jobs, int n) {
+    matmul_batch b = {.jobs = jobs, .n = n};
+    for (int i = 0; i < n; i++) b.n_chunks += jobs[i].n_chunks;
+    atomic_init(&b.next_chunk, jobs[0].nth);
+    run(tp, dot_task, &b);
+    for (int i = 0; i < n; i++) free(jobs[i].gemm_mem);
+}
+
+void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
+               float *y, int64_t ldy, void *scratch) {
+    if (n_rows <= 0 || w->k_out <= 0) return;
+    matmul_job j;
+    job_setup(&j, tp ? el_threadpool_size(tp) : 1, w, x, ldx, n_rows, y, ldy);
+    job_activations(tp, &j, scratch);
+    run_jobs(tp, &j, 1);
+}
+
+/* Whether b takes the same activations as a: the same dot type, row length and static scale. */
+static bool same_activations(const el_weight *a, const el_weight *b) {
+    return el_type_get(a->type)->vec_dot_type == el_type_get(b->type)->vec_dot_type &&
+           a->k_in == b->k_in && a->act_scale == b->act_scale;
+}
+
+void el_matmul_many(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
+                    int64_t ldx, int64_t n_rows, float *const y[], const int64_t ldy[],
+                    void *scratch) {
+    if (n_rows <= 0) return;
+    int nth = tp ? el_threadpool_size(tp) : 1;
+    matmul_job jobs[EL_MATMUL_MANY];
+    bool together = n <= EL_MATMUL_MANY;
+    for (int i = 0; together && i < n; i++) {
+        job_setup(&jobs[i], nth, w[i], x, ldx, n_rows, y[i], ldy[i]);
+        together = jobs[i].all_gemv && w[i]->k_out > 0 && same_activations(w[0], w[i]);
+        if (!together)
+            for (int k = 0; k <= i; k++) free(jobs[k].gemm_mem);
+    }
+    if (!together) {
+        for (int i = 0; i < n; i++) el_matmul(tp, w[i], x, ldx, n_rows, y[i], ldy[i], scratch);
+        return;
+    }
+    job_activations(tp, &jobs[0], scratch);
+    for (int i = 1; i < n; i++) {
+        jobs[i].act = jobs[0].act;
+        jobs[i].act_stride = jobs[0].act_stride;
+    }
+    run_jobs(tp, jobs, n);
 }

@@ -40,4 +40,16 @@ size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
 void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
                float *y, int64_t ldy, void *scratch);
 
+enum { EL_MATMUL_MANY = 4 }; /* products el_matmul_many runs as one */
+
+/* y[i] = x W[i]^T (rows ldy[i] floats apart) for i < n: the same bits as n calls of el_matmul.
+ * When they are decode-step products (every activation row through gemv) of weights that take
+ * the same activations (dot type, k_in, static scale), and n <= EL_MATMUL_MANY, they run as one
+ * pool job: x quantized once, one wait for the threads instead of n (the Q, K and V of a layer;
+ * its gate and up). Otherwise, one el_matmul each. Scratch: el_matmul_scratch_size bytes of
+ * the largest of them. */
+void el_matmul_many(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
+                    int64_t ldx, int64_t n_rows, float *const y[], const int64_t ldy[],
+                    void *scratch);
+
 #endif

@@ -192,26 +192,40 @@ static void rope_apply(float *vec, int n_heads, int hd, int n_rot, el_rope_style
 
 /* ------------------------------------------------------------- linear layers */
 
-/* y[r] = W x[r] (+ bias) for n rows of one linear layer of block il, then, for each group of rows
- * that share an adapter binding, y_g += s * B (A x_g) for every bound adapter that changes this
- * layer (kernels/lora.h). The base product is the same whatever is bound. */
+/* For each of count linear layers of block il that read the same x (Q, K and V; gate and up):
+ * y[r] = W x[r] (+ bias) for n rows, then, for each group of rows that share an adapter
+ * binding, y_g += s * B (A x_g) for every bound adapter that changes this layer
+ * (kernels/lora.h). The base product is the same whatever is bound; the layers' base products
+ * run together (el_matmul_many: one pool job for all in a decode step). */
+static void linears(el_forward *f, int il, int count, const el_linear which[], const float *x,
+                    int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
+                    const el_lora_rows *lr) {
+    const el_layer *l = &f->model->layers[il];
+    const el_weight *w[EL_MATMUL_MANY];
+    for (int i = 0; i < count; i++) {
+        w[i] = el_layer_weight(l, which[i]);
+        if (f->observe)
+            f->observe(f->observe_user, il, which[i], x, ldx, n);
+    }
+    el_matmul_many(f->tp, count, w, x, ldx, n, y, ldy, f->mm_scratch);
+    for (int i = 0; i < count; i++) {
+        const float *bias = which[i] == EL_LINEAR_Q ? l->bq
+                            : which[i] == EL_LINEAR_K ? l->bk
+                            : which[i] == EL_LINEAR_V ? l->bv
+                                                      : NULL;
+        if (bias)
+            for (int32_t r = 0; r < n; r++)
+                add_rows(y[i] + (size_t)r * ldy[i], bias, (size_t)w[i]->k_out);
+        if (lr)
+            el_lora_apply(f->tp, lr, il * (EL_LINEAR_DOWN + 1) + (int32_t)which[i], x, ldx,
+                          w[i]->n_in, y[i], ldy[i], &f->lora);
+    }
+}
+
+/* One linear layer: linears of one. */
 static void linear(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
                    int64_t ldy, int32_t n, const el_lora_rows *lr) {
-    const el_layer *l = &f->model->layers[il];
-    const el_weight *w = el_layer_weight(l, which);
-    if (f->observe)
-        f->observe(f->observe_user, il, which, x, ldx, n);
-    el_matmul(f->tp, w, x, ldx, n, y, ldy, f->mm_scratch);
-    const float *bias = which == EL_LINEAR_Q ? l->bq
-                        : which == EL_LINEAR_K ? l->bk
-                        : which == EL_LINEAR_V ? l->bv
-                                               : NULL;
-    if (bias)
-        for (int32_t r = 0; r < n; r++)
-            add_rows(y + (size_t)r * ldy, bias, (size_t)w->k_out);
-    if (lr)
-        el_lora_apply(f->tp, lr, il * (EL_LINEAR_DOWN + 1) + (int32_t)which, x, ldx,
-                      w->n_in, y, ldy, &f->lora);
+    linears(f, il, 1, &which, x, ldx, &y, &ldy, n, lr);
 }
 
 /* ------------------------------------------------------------- attention */
@@ -368,19 +382,24 @@ static void store_kv_row(const el_kv_cache *kv, void *dst, const float *src, int
         memcpy(dst, src, (size_t)n * sizeof *src);
 }
 
-/* First half of block il for the chunk [c0, c0 + n): RMSNorm -> K, V -> RoPE on K -> the rows'
- * cells. Leaves the normalized input in xn. */
-static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int32_t n) {
+/* First half of block il for the chunk [c0, c0 + n): RMSNorm -> K, V (and Q, if with_q: the
+ * pass is one chunk, whose second half follows at once) -> RoPE on K -> the rows' cells. Leaves
+ * the normalized input in xn. */
+static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int32_t n,
+                     bool with_q) {
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
     int n_embd = hp->n_embd, half = hp->n_rot / 2;
     int k_dim = hp->n_head_kv * hp->head_dim_k, v_dim = hp->n_head_kv * hp->head_dim_v;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     el_kv_cache *kv = f->kv;
     const el_lora_rows *lr = chunk_lora(f, c0, n);
 
     rmsnorm_rows(f->xn, f->x + (size_t)c0 * n_embd, l->attn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_K, f->xn, n_embd, f->k, k_dim, n, lr);
-    linear(f, il, EL_LINEAR_V, f->xn, n_embd, f->v, v_dim, n, lr);
+    const el_linear which[] = {EL_LINEAR_K, EL_LINEAR_V, EL_LINEAR_Q};
+    float *const y[] = {f->k, f->v, f->q};
+    const int64_t ldy[] = {k_dim, v_dim, q_dim};
+    linears(f, il, with_q ? 3 : 2, which, f->xn, n_embd, y, ldy, n, lr);
     for (int32_t i = 0; i < n; i++) {
         int32_t r = c0 + i;
         float *k = f->k + (size_t)i * k_dim;
@@ -397,9 +416,9 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
 }
 
 /* Second half of block il for the chunk [c0, c0 + n), once every row's K and V are in the
- * cache: Q (from xn, recomputed unless still there) -> RoPE -> attention -> output projection ->
+ * cache: Q (from xn, unless block_kv made it) -> RoPE -> attention -> output projection ->
  * residual -> RMSNorm -> SwiGLU FFN -> residual. */
-static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool xn_ready) {
+static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_ready) {
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
     int n_embd = hp->n_embd, half = hp->n_rot / 2;
@@ -408,9 +427,10 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool xn_rea
     float *x = f->x + (size_t)c0 * n_embd;
     const el_lora_rows *lr = chunk_lora(f, c0, n);
 
-    if (!xn_ready)
+    if (!q_ready) {
         rmsnorm_rows(f->xn, x, l->attn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
+        linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
+    }
     for (int32_t i = 0; i < n; i++)
         rope_apply(f->q + (size_t)i * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot,
                    hp->rope_style, f->rope_cos + (size_t)(c0 + i) * half,
@@ -421,8 +441,10 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool xn_rea
     add_rows(x, f->proj, (size_t)n * n_embd);
 
     rmsnorm_rows(f->xn, x, l->ffn_norm, n, n_embd, hp->rms_eps);
-    linear(f, il, EL_LINEAR_GATE, f->xn, n_embd, f->gate, hp->n_ff, n, lr);
-    linear(f, il, EL_LINEAR_UP, f->xn, n_embd, f->up, hp->n_ff, n, lr);
+    const el_linear ffn_in[] = {EL_LINEAR_GATE, EL_LINEAR_UP};
+    float *const ffn_y[] = {f->gate, f->up};
+    const int64_t ffn_ldy[] = {hp->n_ff, hp->n_ff};
+    linears(f, il, 2, ffn_in, f->xn, n_embd, ffn_y, ffn_ldy, n, lr);
     swiglu_job sj = {.gate = f->gate, .up = f->up, .n = (size_t)n * hp->n_ff};
     el_threadpool_run(f->tp, swiglu_task, &sj);
     linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, n, lr);
@@ -459,7 +481,7 @@ void el_forward_run(el_forward *f, const el_rows *rows) {
         build_visibility(f, rows, 0, n);
     for (int il = 0; il < hp->n_layer; il++) {
         for (int32_t c0 = 0; c0 < n; c0 += ub)
-            block_kv(f, rows, il, c0, n - c0 < ub ? n - c0 : ub);
+            block_kv(f, rows, il, c0, n - c0 < ub ? n - c0 : ub, one_chunk);
         for (int32_t c0 = 0; c0 < n; c0 += ub) {
             int32_t cn = n - c0 < ub ? n - c0 : ub;
             /* the visibility of a chunk is rebuilt for each layer: kept for every row it would
