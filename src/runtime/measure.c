@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include "core/error.h"
+#include "core/pages.h"
 #include "model/model.h"
 
 /* Two 64-bit lanes: the width of SSE2 and NEON registers, which every x86-64 and AArch64 CPU
@@ -135,8 +135,6 @@ static double now_seconds(void) {
  * and the timer and the pool's wake-up are a small part of it. */
 static const size_t MIN_BYTES_PER_TIMING = (size_t)64 << 20;
 
-static const size_t HUGE_PAGE = (size_t)2 << 20;
-
 static int32_t pool_too_large(el_threadpool *tp) {
     return el_threadpool_size(tp) > MAX_THREADS;
 }
@@ -172,9 +170,7 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
                         bytes);
     /* In 2 MB pages where the kernel gives them, as model weights are mapped (core/mapfile.c):
      * through 4 KB pages one core reads ~10% less (their TLB misses). */
-    size_t alloc = (n * sizeof(uint64_t) + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    uint64_t *buf = aligned_alloc(HUGE_PAGE, alloc);
-    if (buf) (void)madvise(buf, alloc, MADV_HUGEPAGE);
+    uint64_t *buf = el_alloc_pages(n * sizeof(uint64_t));
     el_threadpool *tp = NULL;
     el_status st = buf ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
     if (st) {
