@@ -1,9 +1,12 @@
-/* test_core.c - error messages and read-only file mapping. */
+/* test_core.c - error messages, read-only file mapping and memory in 2 MB pages. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/mapfile.h"
+#include "core/pages.h"
 #include "testutil.h"
 
 static int test_error_message(void) {
@@ -32,8 +35,26 @@ static int test_map_file(void) {
     return TEST_PASS;
 }
 
+/* Small arrays are plain malloc'd; from 2 MB on they start on a 2 MB boundary; every byte asked
+ * for is usable (ASan checks the bounds); an impossible size is NULL, not a wrapped round-up. */
+static int test_alloc_pages(void) {
+    static const size_t sizes[] = {0, 1, 4096, (2u << 20) - 1, 2u << 20, (2u << 20) + 1, 5u << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = el_alloc_pages(sizes[i]);
+        CHECK(p != NULL);
+        if (sizes[i] >= (2u << 20)) CHECK((uintptr_t)p % (2u << 20) == 0);
+        memset(p, 0xA5, sizes[i]);
+        CHECK(sizes[i] == 0 || (p[0] == 0xA5 && p[sizes[i] - 1] == 0xA5));
+        free(p);
+    }
+    CHECK(el_alloc_pages(SIZE_MAX) == NULL);
+    CHECK(el_alloc_pages(SIZE_MAX - (1u << 20)) == NULL);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("error_message", test_error_message);
     run_test("map_file", test_map_file);
+    run_test("alloc_pages", test_alloc_pages);
     return tests_exit_code();
 }
