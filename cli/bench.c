@@ -20,12 +20,15 @@ static const char help[] =
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"
     "         the forward runs in chunks of -u rows (default: the library's, 128)\n"
     "  bw     the read bandwidth of THREADS threads reading the weights one token reads, where\n"
-    "         they are mapped (best of several sweeps), just before each generation\n"
+    "         they are mapped (best of several sweeps), just before and just after each\n"
+    "         generation; the higher of the two is that generation's\n"
     "  tg     generation: -n single-token decode steps after the prompt\n"
     "  ttft   time to first token: the prompt plus the first generated token\n"
     "then the decode bound it implies (bandwidth / those bytes), the fraction of the bound\n"
-    "generation reached (the median over repetitions of each generation against the bandwidth\n"
-    "measured before it), the pages mapping the weights, the peak resident memory (against\n"
+    "generation reached (the median over repetitions of each generation against its\n"
+    "bandwidth; a line warns when the two reads around a generation differ by more than 25%:\n"
+    "the memory changed speed during it), the pages mapping the weights, the peak resident\n"
+    "memory (against\n"
     "the model file plus the KV cache of p + n cells), and the CPU share the timed runs got\n"
     "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
     "prints one JSON object instead.\n"
@@ -67,6 +70,8 @@ typedef struct bench_result {
     const char *type;
     bench_stat load_ms, pp, tg, ttft_ms, bw;
     double bound, fraction;
+    int moved; /* generations whose bandwidth before and after differ by more than MOVED */
+    double *bw_before, *bw_after; /* per repetition (for the warning) */
     double cpu_share; /* CPU time of the timed runs / (wall time * threads): < 1 when other
                        * processes took the cores (the pool's workers spin, so an idle machine
                        * gives about 1) */
@@ -85,10 +90,14 @@ static el_status decode_run(el_context *ctx, const int32_t *toks, int32_t n, int
     return EL_OK;
 }
 
+/* Bandwidths before and after a generation further apart than this ratio: the memory changed
+ * speed during it (this VM's switches between about 36 and 58 GB/s at 2 threads). */
+static const double MOVED = 1.25;
+
 /* The timed repetitions, from an empty cache each time: the prompt, then the read bandwidth of
- * the weights (el_model_read_bandwidth: this VM's memory speed changes between states within a
- * run, so each generation is judged against the bandwidth measured just before it), then
- * generation. */
+ * the weights (el_model_read_bandwidth), generation, and the bandwidth again. The memory's
+ * speed can change within a run, so each generation is judged against the bandwidth of its own
+ * moment: the higher of the reads around it (the stricter bound, where they differ). */
 static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *o,
                           const int32_t *toks, bench_result *res) {
     int32_t p = (int32_t)o->n_prompt, n = (int32_t)o->n_gen, nb = (int32_t)o->n_batch;
@@ -97,29 +106,42 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
     double *pp = malloc((size_t)reps * sizeof *pp), *tg = malloc((size_t)reps * sizeof *tg);
     double *ttft = malloc((size_t)reps * sizeof *ttft), *bw = malloc((size_t)reps * sizeof *bw);
     double *frac = malloc((size_t)reps * sizeof *frac);
-    el_status st = pos && seq && pp && tg && ttft && bw && frac ? EL_OK : EL_ERR_NOMEM;
+    res->bw_before = malloc((size_t)reps * sizeof *res->bw_before);
+    res->bw_after = malloc((size_t)reps * sizeof *res->bw_after);
+    el_status st = pos && seq && pp && tg && ttft && bw && frac && res->bw_before && res->bw_after
+                       ? EL_OK
+                       : EL_ERR_NOMEM;
     /* warm-up: every weight page mapped and touched, the pool's threads started */
     if (st == EL_OK) st = decode_run(ctx, toks, p < 16 ? p : 16, 0, nb, pos, seq);
-    double wall0 = cli_now_ms() / 1e3, cpu0 = bench_cpu_seconds();
+    /* CPU and wall time of the prompts and generations only (the bandwidth reads run a pool of
+     * their own while the context's workers wait) */
+    double cpu = 0, wall = 0;
     for (int r = 0; st == EL_OK && r < reps; r++) {
         el_kv_clear(ctx);
-        double t0 = cli_now_ms() / 1e3;
+        double t0 = cli_now_ms() / 1e3, c0 = bench_cpu_seconds();
         st = decode_run(ctx, toks, p, 0, nb, pos, seq);
-        double t1 = cli_now_ms() / 1e3, first = 0;
-        if (st == EL_OK) st = el_model_read_bandwidth(m, res->threads, &bw[r]);
-        double t1b = cli_now_ms() / 1e3;
+        double t1 = cli_now_ms() / 1e3, c1 = bench_cpu_seconds(), first = 0;
+        if (st == EL_OK) st = el_model_read_bandwidth(m, res->threads, &res->bw_before[r]);
+        double t1b = cli_now_ms() / 1e3, c1b = bench_cpu_seconds();
         for (int32_t i = 0; st == EL_OK && i < n; i++) {
             st = decode_run(ctx, toks + p + i, 1, p + i, 1, pos, seq);
             if (i == 0) first = cli_now_ms() / 1e3 - t1b;
         }
         double t2 = cli_now_ms() / 1e3;
+        cpu += c1 - c0 + bench_cpu_seconds() - c1b;
+        wall += t1 - t0 + t2 - t1b;
+        if (st == EL_OK) st = el_model_read_bandwidth(m, res->threads, &res->bw_after[r]);
+        if (st != EL_OK) break;
+        double lo = res->bw_before[r], hi = res->bw_after[r];
+        if (lo > hi) lo = hi, hi = res->bw_before[r];
+        bw[r] = hi;
+        res->moved += hi > lo * MOVED;
         pp[r] = p / (t1 - t0);
         tg[r] = n / (t2 - t1b);
         ttft[r] = (t1 - t0 + first) * 1e3;
         frac[r] = tg[r] / (bw[r] * 1e9 / (double)res->bytes_per_token);
     }
-    res->cpu_share =
-        (bench_cpu_seconds() - cpu0) / ((cli_now_ms() / 1e3 - wall0) * res->threads);
+    res->cpu_share = wall > 0 ? cpu / (wall * res->threads) : 0;
     if (st == EL_OK) {
         res->pp = bench_summarize(pp, reps);
         res->tg = bench_summarize(tg, reps);
@@ -135,7 +157,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
     free(ttft);
     free(bw);
     free(frac);
-    return st;
+    return st; /* the caller frees bw_before and bw_after */
 }
 
 /* Loads the model reps times (timing each), keeping the last one loaded in *out. */
@@ -195,8 +217,9 @@ static void print_json(const bench_opts *o, const bench_result *r) {
     bench_json_stat("tg_tokens_per_s", r->tg);
     bench_json_stat("ttft_ms", r->ttft_ms);
     bench_json_stat("bandwidth_gb_s", r->bw);
-    printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g, \"cpu_share\": %.3f}\n",
-           r->bound, r->fraction, r->cpu_share);
+    printf(", \"bound_tokens_per_s\": %.6g, \"fraction_of_bound\": %.6g"
+           ", \"bandwidth_moved_reps\": %d, \"cpu_share\": %.3f}\n",
+           r->bound, r->fraction, r->moved, r->cpu_share);
 }
 
 static void print_table(const bench_opts *o, const bench_result *r) {
@@ -216,6 +239,13 @@ static void print_table(const bench_opts *o, const bench_result *r) {
            r->bw.med, r->bw.min, r->bw.max, (double)r->bytes_per_token / mb, r->threads);
     printf("bound      %10.2f tok/s   (bandwidth / weights read per token)\n", r->bound);
     printf("fraction   %10.3g of the bound reached by generation\n", r->fraction);
+    if (r->moved) {
+        printf("memory     changed speed during %d of %ld generations (GB/s before -> after:",
+               r->moved, o->reps);
+        for (long i = 0; i < o->reps; i++)
+            printf(" %.1f -> %.1f", r->bw_before[i], r->bw_after[i]);
+        printf("): their fractions are uncertain\n");
+    }
     printf("cpu share  %10.2f of %d threads x wall time during pp and tg%s\n", r->cpu_share,
            r->threads, r->cpu_share < 0.9 ? " (other processes took cores: figures are low)" : "");
     printf("2 MB pages %10.1f MB      of the %.1f MB file%s\n", (double)r->huge_bytes / mb,
@@ -330,6 +360,8 @@ int cmd_bench(int argc, char **argv) {
             print_table(&o, &res);
     }
     free(toks);
+    free(res.bw_before);
+    free(res.bw_after);
     el_context_free(ctx);
     el_model_free(m);
     return st ? cli_fail("bench", st) : CLI_OK;

@@ -21,11 +21,17 @@ for t in 1 2; do
     h=$(num huge_mapped_bytes)
     [ -n "$h" ] && awk -v h="$h" -v f="$(num file_bytes)" 'BEGIN { exit !(h >= 0 && h <= f && h % 2097152 == 0) }' &&
         pass "bench_huge_t$t" || fail "bench_huge_t$t" "huge_mapped_bytes '$h'" "$j"
+    # generations whose bandwidth moved by more than 25% between the reads around them: a count
+    # of repetitions
+    mv=$(printf '%s' "$j" | sed -n 's/.*"bandwidth_moved_reps": \([0-9]*\),.*/\1/p')
+    [ -n "$mv" ] && [ "$mv" -ge 0 ] && [ "$mv" -le 2 ] && pass "bench_moved_t$t" ||
+        fail "bench_moved_t$t" "bandwidth_moved_reps '$mv'" "$j"
     printf '%s' "$j" | grep -q "\"threads\": $t," && printf '%s' "$j" | grep -q '"type": "q4_0"' &&
         printf '%s' "$j" | grep -q '"reps": 2,' && pass "bench_echo_t$t" || fail "bench_echo_t$t" "$j"
     # the bound is the median bandwidth over the bytes per token; the fraction, the median of
-    # each generation over the bound of the bandwidth measured before it, lies between the
-    # slowest generation over the highest bound and the fastest over the lowest
+    # each generation over the bound of its bandwidth (the higher of the reads before and after
+    # it), lies between the slowest generation over the highest bound and the fastest over the
+    # lowest
     if awk -v bw="$(num bandwidth_gb_s)" -v b="$(num bytes_per_token)" -v bound="$(num bound_tokens_per_s)" \
            -v bwlo="$(num bandwidth_gb_s_min)" -v bwhi="$(num bandwidth_gb_s_max)" \
            -v tg="$(num tg_tokens_per_s)" -v f="$(num fraction_of_bound)" -v lo="$(num tg_tokens_per_s_min)" \
