@@ -77,7 +77,6 @@ typedef struct matmul_job {
     size_t act_stride;
     float *y;
     int64_t ldy;
-    bool all_gemv;             /* every activation row goes through gemv (a decode step) */
     int nth;                   /* threads, each starting with one of the first nth chunks */
     int64_t first;             /* output rows of each of those (a multiple of TILE_OUT) */
     int64_t chunk;             /* output rows of each chunk after them (the same multiple) */
@@ -187,18 +186,30 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
+/* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
+ * had). */
+static bool wants_gemm(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    return k->gemm[w->type] && el_type_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
+           n_rows >= GEMM_MIN_ROWS && w->k_in <= GEMM_MAX_K;
+}
+
+/* Whether every one of n_rows activation rows against w goes through the type's gemv (a
+ * decode step): no gemm, and too few rows for a tile. */
+static bool all_gemv(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    return !wants_gemm(k, w, n_rows) && k->gemv[w->type] != NULL &&
+           (k->tile[w->type] == NULL || n_rows < EL_TILE);
+}
+
 /* Everything j needs for y = x W^T but its activations, with nth threads: the kernels, the gemm's
  * memory (if it can have it), and the chunks. */
 static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x, int64_t ldx,
                       int64_t n_rows, float *y, int64_t ldy) {
-    el_type vt = el_type_get(w->type)->vec_dot_type;
     const el_kernels *k = el_kernels_get();
     *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
                       .gemv = k->gemv[w->type], .x = x, .ldx = ldx, .n_rows = n_rows, .y = y,
                       .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
-    if (k->gemm[w->type] && vt != EL_TYPE_F32 && n_rows >= GEMM_MIN_ROWS &&
-        w->k_in <= GEMM_MAX_K) {
+    if (wants_gemm(k, w, n_rows)) {
         size_t aux_bytes = (size_t)n_rows * el_gemm_groups(w) * sizeof(el_gemm_aux);
         aux_bytes = (aux_bytes + 63) / 64 * 64;
         j->panel_size = el_gemm_panel_size(w);
@@ -214,13 +225,13 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
     /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
      * matrix instead of restarting per chunk */
     int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    j->all_gemv = !j->gemm && j->gemv != NULL && (j->tile == NULL || n_rows < EL_TILE);
-    if (j->all_gemv && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
+    bool decode = all_gemv(k, w, n_rows);
+    if (decode && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j->chunk = (per_chunk + unit - 1) / unit * unit;
     if (j->chunk < unit) j->chunk = unit;
     j->first = j->chunk;
-    if (j->all_gemv && nth > 1) {
+    if (decode && nth > 1) {
         int64_t share = w->k_out * GEMV_FIRST_EIGHTHS / 8 / nth / unit * unit;
         if (share > j->first) j->first = share;
     }
@@ -276,19 +287,17 @@ void el_matmul_many(el_threadpool *tp, int n, const el_weight *const w[], const 
                     int64_t ldx, int64_t n_rows, float *const y[], const int64_t ldy[],
                     void *scratch) {
     if (n_rows <= 0) return;
-    int nth = tp ? el_threadpool_size(tp) : 1;
-    matmul_job jobs[EL_MATMUL_MANY];
+    const el_kernels *k = el_kernels_get();
     bool together = n <= EL_MATMUL_MANY;
-    for (int i = 0; together && i < n; i++) {
-        job_setup(&jobs[i], nth, w[i], x, ldx, n_rows, y[i], ldy[i]);
-        together = jobs[i].all_gemv && w[i]->k_out > 0 && same_activations(w[0], w[i]);
-        if (!together)
-            for (int k = 0; k <= i; k++) free(jobs[k].gemm_mem);
-    }
+    for (int i = 0; together && i < n; i++)
+        together = w[i]->k_out > 0 && all_gemv(k, w[i], n_rows) && same_activations(w[0], w[i]);
     if (!together) {
         for (int i = 0; i < n; i++) el_matmul(tp, w[i], x, ldx, n_rows, y[i], ldy[i], scratch);
         return;
     }
+    int nth = tp ? el_threadpool_size(tp) : 1;
+    matmul_job jobs[EL_MATMUL_MANY];
+    for (int i = 0; i < n; i++) job_setup(&jobs[i], nth, w[i], x, ldx, n_rows, y[i], ldy[i]);
     job_activations(tp, &jobs[0], scratch);
     for (int i = 1; i < n; i++) {
         jobs[i].act = jobs[0].act;
