@@ -13,7 +13,8 @@
 
 static const char help[] =
     "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
-    "                      [-r REPS] [--kv-type f16|f32] [--variants K] [--json]\n"
+    "                      [-r REPS] [--kv-type f16|f32] [--lora FILE] [--lora-scaled FILE S]\n"
+    "                      [--variants K] [--json]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
@@ -32,6 +33,8 @@ static const char help[] =
     "the model file plus the KV cache of p + n cells), and the CPU share the timed runs got\n"
     "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
     "prints one JSON object instead.\n"
+    "--lora FILE (GGUF or PEFT folder; repeatable) binds adapters to the measured sequence, as\n"
+    "`run` does: the figures then include their cost (the bound still counts the base's bytes).\n"
     "--variants K measures concurrent variants instead (docs/ctg.md): each repetition runs K\n"
     "greedy variants of -n tokens (default 64) after one -p-token prompt (default 128), and one\n"
     "alone, and reports both wall times with the prompt, their ratio (K sequential runs: K),\n"
@@ -206,7 +209,8 @@ void bench_json_begin(const bench_opts *o, const char *type, int32_t threads) {
 
 static void print_json(const bench_opts *o, const bench_result *r) {
     bench_json_begin(o, r->type, r->threads);
-    printf(", \"n_batch\": %ld, \"n_ubatch\": %ld", o->n_batch, o->n_ubatch);
+    printf(", \"n_batch\": %ld, \"n_ubatch\": %ld, \"adapters\": %d", o->n_batch, o->n_ubatch,
+           o->lora.n);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
            ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
@@ -227,6 +231,8 @@ static void print_table(const bench_opts *o, const bench_result *r) {
     printf("model      %s (%s), file %.1f MB, weights read per token %.1f MB\n", o->mo.model,
            r->type, (double)r->file_bytes / mb, (double)r->bytes_per_token / mb);
     printf("threads    %d, %ld repetitions: median (min - max)\n", r->threads, o->reps);
+    for (int i = 0; i < o->lora.n; i++)
+        printf("adapter    %s, scale %g\n", o->lora.paths[i], (double)o->lora.scales[i]);
     printf("load       %10.2f ms      (%.2f - %.2f)\n", r->load_ms.med, r->load_ms.min,
            r->load_ms.max);
     printf("pp %-6ld  %10.2f tok/s   (%.2f - %.2f)\n", o->n_prompt, r->pp.med, r->pp.min,
@@ -263,6 +269,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("bench", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("bench", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_lora_opt("bench", &o->lora, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         long *num = NULL, lo = 1, hi = 1 << 20;
@@ -308,6 +315,10 @@ static int parse(int argc, char **argv, bench_opts *o) {
                            "from the prompt, the decode steps measured come after it");
         return CLI_USAGE;
     }
+    if (o->variants && o->lora.n) {
+        cli_error("bench", "--lora is not taken with --variants");
+        return CLI_USAGE;
+    }
     if (!o->n_batch) o->n_batch = o->n_prompt < 512 ? o->n_prompt : 512;
     return CLI_OK;
 }
@@ -340,6 +351,14 @@ int cmd_bench(int argc, char **argv) {
     cp.n_threads = res.threads;
     cp.kv_type = o.mo.kv_type;
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
+    el_binding bind[CLI_MAX_LORA];
+    int n_loaded = 0;
+    for (; st == EL_OK && n_loaded < o.lora.n; n_loaded++) {
+        st = el_adapter_load(m, o.lora.paths[n_loaded], &bind[n_loaded].adapter);
+        if (st != EL_OK) break;
+        bind[n_loaded].scale = o.lora.scales[n_loaded];
+    }
+    if (st == EL_OK && n_loaded > 0) st = el_context_bind(ctx, 0, bind, n_loaded);
     size_t n_tok = (size_t)(o.n_prompt + o.n_gen);
     int32_t *toks = malloc(n_tok * sizeof *toks);
     if (st == EL_OK && !toks) st = EL_ERR_NOMEM;
@@ -363,6 +382,7 @@ int cmd_bench(int argc, char **argv) {
     free(res.bw_before);
     free(res.bw_after);
     el_context_free(ctx);
+    for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
     el_model_free(m);
     return st ? cli_fail("bench", st) : CLI_OK;
 }

@@ -18,6 +18,7 @@ typedef struct bench_opts {
     cli_model_opts mo;
     long n_prompt, n_gen, n_batch, n_ubatch, reps; /* n_ubatch 0: the library's default */
     long variants; /* > 0: measure K concurrent variants against one (bench_variants) */
+    cli_lora_opts lora; /* adapters bound to the measured sequence */
     bool json;
 } bench_opts;
 
