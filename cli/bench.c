@@ -35,6 +35,7 @@ static const char help[] =
     "prints one JSON object instead.\n"
     "--lora FILE (GGUF or PEFT folder; repeatable) binds adapters to the measured sequence, as\n"
     "`run` does: the figures then include their cost (the bound still counts the base's bytes).\n"
+    "With --variants, variant i binds the (i mod N)th of the N adapters (one alone: the first).\n"
     "--variants K measures concurrent variants instead (docs/ctg.md): each repetition runs K\n"
     "greedy variants of -n tokens (default 64) after one -p-token prompt (default 128), and one\n"
     "alone, and reports both wall times with the prompt, their ratio (K sequential runs: K),\n"
@@ -203,14 +204,13 @@ void bench_json_begin(const bench_opts *o, const char *type, int32_t threads) {
     printf(", \"type\": ");
     bench_json_string(type);
     printf(", \"threads\": %d, \"n_prompt\": %ld, \"n_gen\": %ld, \"reps\": %ld"
-           ", \"kv_type\": \"%s\"", threads, o->n_prompt, o->n_gen, o->reps,
-           cli_kv_type_name(o->mo.kv_type));
+           ", \"kv_type\": \"%s\", \"adapters\": %d", threads, o->n_prompt, o->n_gen, o->reps,
+           cli_kv_type_name(o->mo.kv_type), o->lora.n);
 }
 
 static void print_json(const bench_opts *o, const bench_result *r) {
     bench_json_begin(o, r->type, r->threads);
-    printf(", \"n_batch\": %ld, \"n_ubatch\": %ld, \"adapters\": %d", o->n_batch, o->n_ubatch,
-           o->lora.n);
+    printf(", \"n_batch\": %ld, \"n_ubatch\": %ld", o->n_batch, o->n_ubatch);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
            ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
@@ -315,12 +315,17 @@ static int parse(int argc, char **argv, bench_opts *o) {
                            "from the prompt, the decode steps measured come after it");
         return CLI_USAGE;
     }
-    if (o->variants && o->lora.n) {
-        cli_error("bench", "--lora is not taken with --variants");
-        return CLI_USAGE;
-    }
     if (!o->n_batch) o->n_batch = o->n_prompt < 512 ? o->n_prompt : 512;
     return CLI_OK;
+}
+
+el_status bench_load_adapters(const bench_opts *o, const el_model *m, el_binding *bind, int *n) {
+    for (*n = 0; *n < o->lora.n; ++*n) {
+        el_status st = el_adapter_load(m, o->lora.paths[*n], &bind[*n].adapter);
+        if (st != EL_OK) return st;
+        bind[*n].scale = o->lora.scales[*n];
+    }
+    return EL_OK;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -353,11 +358,7 @@ int cmd_bench(int argc, char **argv) {
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
     el_binding bind[CLI_MAX_LORA];
     int n_loaded = 0;
-    for (; st == EL_OK && n_loaded < o.lora.n; n_loaded++) {
-        st = el_adapter_load(m, o.lora.paths[n_loaded], &bind[n_loaded].adapter);
-        if (st != EL_OK) break;
-        bind[n_loaded].scale = o.lora.scales[n_loaded];
-    }
+    if (st == EL_OK) st = bench_load_adapters(&o, m, bind, &n_loaded);
     if (st == EL_OK && n_loaded > 0) st = el_context_bind(ctx, 0, bind, n_loaded);
     size_t n_tok = (size_t)(o.n_prompt + o.n_gen);
     int32_t *toks = malloc(n_tok * sizeof *toks);

@@ -65,6 +65,12 @@ static void print_table(const bench_opts *o, const variants_report *r) {
            (double)r->file_bytes / 1e6);
     printf("threads    %d, %ld repetitions: median (min - max); a %ld-token prompt, then greedy "
            "variants of %ld tokens\n", r->threads, o->reps, o->n_prompt, o->n_gen);
+    for (int i = 0; i < o->lora.n; i++) { /* bound by the variants numbered i mod N */
+        printf("adapter    %s, scale %g: variants", o->lora.paths[i], (double)o->lora.scales[i]);
+        for (int v = i, shown = 0; v < r->k; v += o->lora.n, shown++)
+            printf(shown == 8 ? " ..." : shown > 8 ? "" : " %d", v);
+        printf("\n");
+    }
     printf("load       %10.2f ms      (%.2f - %.2f)\n", r->load_ms.med, r->load_ms.min,
            r->load_ms.max);
     printf("K = 1      %10.1f ms      (%.1f - %.1f): prompt %.1f ms, then steps of %.2f ms\n",
@@ -129,6 +135,14 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
         vp[i].max_tokens = (int32_t)o->n_gen;
         vp[i].ignore_eos = true;
     }
+    /* with adapters, variant i binds the (i mod N)th: rows of one step use different ones */
+    el_binding bind[CLI_MAX_LORA];
+    int n_bind = 0;
+    if (st == EL_OK) st = bench_load_adapters(o, m, bind, &n_bind);
+    for (int32_t i = 0; st == EL_OK && n_bind > 0 && i < k; i++) {
+        vp[i].bindings = &bind[i % n_bind];
+        vp[i].n_bindings = 1;
+    }
     if (st == EL_OK) bench_tokens(prompt, (size_t)np, info.n_vocab);
     variants_report r = {.k = k, .threads = threads, .file_bytes = file_bytes, .load_ms = load_ms};
     /* a warm-up run maps and touches every weight page and starts the pool's threads; then each
@@ -161,5 +175,6 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
     free(prompt);
     free(v);
     free(vp);
+    for (int i = 0; i < n_bind; i++) el_adapter_free(bind[i].adapter);
     return st ? cli_fail("bench", st) : CLI_OK;
 }

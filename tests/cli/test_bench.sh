@@ -72,7 +72,8 @@ expect_exit bench_bad_reps 2 "$EL" bench -m "$G" -r 0
 expect_exit bench_bad_option 2 "$EL" bench -m "$G" --fast
 expect_exit bench_missing_file 1 "$EL" bench -m /nonexistent.gguf
 # --lora binds adapters to the measured sequence, as run does: echoed in both forms; an adapter
-# that does not fit the base, or none at the path, fails naming it; not with --variants
+# that does not fit the base, or none at the path, fails naming it; with --variants, variant i
+# binds adapter i mod N
 LB=tests/golden/lora_llama_base.gguf
 expect_exit bench_lora_json 0 "$EL" bench -m "$LB" --lora tests/golden/lora_llama_peft -t 1 -p 16 -n 4 -r 1 --json
 grep -q '"adapters": 1,' "$TMP/out" && pass bench_lora_json_echo || fail bench_lora_json_echo "$(cat "$TMP/out")"
@@ -84,9 +85,17 @@ grep -q "lora_stories.gguf: .*only 2 blocks" "$TMP/err" && pass bench_lora_misma
     fail bench_lora_mismatch_message "$(cat "$TMP/err")"
 expect_exit bench_lora_missing 1 "$EL" bench -m "$LB" --lora "$TMP/none.gguf" -p 16 -n 4 -r 1
 grep -q "none.gguf" "$TMP/err" && pass bench_lora_missing_message || fail bench_lora_missing_message "$(cat "$TMP/err")"
-expect_exit bench_lora_variants 2 "$EL" bench -m "$LB" --lora tests/golden/lora_llama_peft --variants 2
-grep -q "not taken with --variants" "$TMP/err" && pass bench_lora_variants_message ||
-    fail bench_lora_variants_message "$(cat "$TMP/err")"
+expect_exit bench_lora_variants 0 "$EL" bench -m "$LB" --lora tests/golden/lora_llama_peft \
+    --lora-scaled tests/golden/lora_llama_peft 2 --variants 3 -p 8 -n 3 -r 1
+grep -q '^adapter    tests/golden/lora_llama_peft, scale 1: variants 0 2$' "$TMP/out" &&
+    grep -q '^adapter    tests/golden/lora_llama_peft, scale 2: variants 1$' "$TMP/out" &&
+    pass bench_lora_variants_rows || fail bench_lora_variants_rows "$(cat "$TMP/out")"
+expect_exit bench_lora_variants_json 0 "$EL" bench -m "$LB" --lora tests/golden/lora_llama_peft --variants 2 \
+    -p 8 -n 3 -r 1 --json
+grep -q '"adapters": 1' "$TMP/out" && pass bench_lora_variants_json_echo || fail bench_lora_variants_json_echo "$(cat "$TMP/out")"
+expect_exit bench_lora_variants_mismatch 1 "$EL" bench -m "$LB" --lora tests/golden/lora_stories.gguf --variants 2 -p 8 -n 3 -r 1
+grep -q "lora_stories.gguf" "$TMP/err" && pass bench_lora_variants_mismatch_message ||
+    fail bench_lora_variants_mismatch_message "$(cat "$TMP/err")"
 # --variants K: K greedy variants against one, for sanity (not speed). Each variant of -n 6 tokens
 # decodes 5 of them (its first comes from the prompt's logits), so K = 3 after 10 prompt tokens
 # leaves 10 + 3 x 5 cells; a cell of this model (1 layer, 2 kv heads of 16 dims, K and V) is
