@@ -34,7 +34,7 @@ static const char help[] =
     "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
     "prints one JSON object instead.\n"
     "--lora FILE (GGUF or PEFT folder; repeatable) binds adapters to the measured sequence, as\n"
-    "`run` does: the figures then include their cost (the bound still counts the base's bytes).\n"
+    "`run` does: the figures then include their cost, and the bound and the memory their bytes.\n"
     "With --variants, variant i binds the (i mod N)th of the N adapters (one alone: the first).\n"
     "--variants K measures concurrent variants instead (docs/ctg.md): each repetition runs K\n"
     "greedy variants of -n tokens (default 64) after one -p-token prompt (default 128), and one\n"
@@ -71,6 +71,7 @@ double bench_cpu_seconds(void) {
 typedef struct bench_result {
     int32_t threads;
     uint64_t file_bytes, weight_bytes, bytes_per_token, kv_bytes, peak_rss, huge_bytes;
+    uint64_t adapter_bytes; /* A and B of the bound adapters: each step reads them all too */
     const char *type;
     bench_stat load_ms, pp, tg, ttft_ms, bw;
     double bound, fraction;
@@ -143,7 +144,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
         pp[r] = p / (t1 - t0);
         tg[r] = n / (t2 - t1b);
         ttft[r] = (t1 - t0 + first) * 1e3;
-        frac[r] = tg[r] / (bw[r] * 1e9 / (double)res->bytes_per_token);
+        frac[r] = tg[r] / (bw[r] * 1e9 / (double)(res->bytes_per_token + res->adapter_bytes));
     }
     res->cpu_share = wall > 0 ? cpu / (wall * res->threads) : 0;
     if (st == EL_OK) {
@@ -151,7 +152,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
         res->tg = bench_summarize(tg, reps);
         res->ttft_ms = bench_summarize(ttft, reps);
         res->bw = bench_summarize(bw, reps);
-        res->bound = res->bw.med * 1e9 / (double)res->bytes_per_token;
+        res->bound = res->bw.med * 1e9 / (double)(res->bytes_per_token + res->adapter_bytes);
         res->fraction = bench_summarize(frac, reps).med;
     }
     free(pos);
@@ -212,10 +213,12 @@ static void print_json(const bench_opts *o, const bench_result *r) {
     bench_json_begin(o, r->type, r->threads);
     printf(", \"n_batch\": %ld, \"n_ubatch\": %ld", o->n_batch, o->n_ubatch);
     printf(", \"file_bytes\": %llu, \"weight_bytes\": %llu, \"bytes_per_token\": %llu"
-           ", \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu, \"huge_mapped_bytes\": %llu",
+           ", \"adapter_bytes_per_token\": %llu, \"kv_bytes\": %llu, \"peak_rss_bytes\": %llu"
+           ", \"huge_mapped_bytes\": %llu",
            (unsigned long long)r->file_bytes, (unsigned long long)r->weight_bytes,
-           (unsigned long long)r->bytes_per_token, (unsigned long long)r->kv_bytes,
-           (unsigned long long)r->peak_rss, (unsigned long long)r->huge_bytes);
+           (unsigned long long)r->bytes_per_token, (unsigned long long)r->adapter_bytes,
+           (unsigned long long)r->kv_bytes, (unsigned long long)r->peak_rss,
+           (unsigned long long)r->huge_bytes);
     bench_json_stat("load_ms", r->load_ms);
     bench_json_stat("pp_tokens_per_s", r->pp);
     bench_json_stat("tg_tokens_per_s", r->tg);
@@ -228,8 +231,10 @@ static void print_json(const bench_opts *o, const bench_result *r) {
 
 static void print_table(const bench_opts *o, const bench_result *r) {
     const double mb = 1e6;
-    printf("model      %s (%s), file %.1f MB, weights read per token %.1f MB\n", o->mo.model,
+    printf("model      %s (%s), file %.1f MB, weights read per token %.1f MB", o->mo.model,
            r->type, (double)r->file_bytes / mb, (double)r->bytes_per_token / mb);
+    if (r->adapter_bytes) printf(" + adapters %.1f MB", (double)r->adapter_bytes / mb);
+    printf("\n");
     printf("threads    %d, %ld repetitions: median (min - max)\n", r->threads, o->reps);
     for (int i = 0; i < o->lora.n; i++)
         printf("adapter    %s, scale %g\n", o->lora.paths[i], (double)o->lora.scales[i]);
@@ -243,7 +248,8 @@ static void print_table(const bench_opts *o, const bench_result *r) {
            r->ttft_ms.max);
     printf("bandwidth  %10.2f GB/s    (%.2f - %.2f), reading %.1f MB with %d threads\n",
            r->bw.med, r->bw.min, r->bw.max, (double)r->bytes_per_token / mb, r->threads);
-    printf("bound      %10.2f tok/s   (bandwidth / weights read per token)\n", r->bound);
+    printf("bound      %10.2f tok/s   (bandwidth / weights%s read per token)\n", r->bound,
+           r->adapter_bytes ? " and adapters" : "");
     printf("fraction   %10.3g of the bound reached by generation\n", r->fraction);
     if (r->moved) {
         printf("memory     changed speed during %d of %ld generations (GB/s before -> after:",
@@ -257,10 +263,11 @@ static void print_table(const bench_opts *o, const bench_result *r) {
     printf("2 MB pages %10.1f MB      of the %.1f MB file%s\n", (double)r->huge_bytes / mb,
            (double)r->file_bytes / mb,
            r->huge_bytes < r->file_bytes / 2 ? " (the rest in 4 KB pages: see docs/bench.md)" : "");
-    printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB of %s; ratio %.3f)\n",
-           (double)r->peak_rss / mb, (double)r->file_bytes / mb, (double)r->kv_bytes / mb,
-           cli_kv_type_name(o->mo.kv_type),
-           (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes));
+    printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB of %s", (double)r->peak_rss / mb,
+           (double)r->file_bytes / mb, (double)r->kv_bytes / mb, cli_kv_type_name(o->mo.kv_type));
+    if (r->adapter_bytes) printf(" + adapters %.1f MB", (double)r->adapter_bytes / mb);
+    printf("; ratio %.3f)\n",
+           (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes + r->adapter_bytes));
 }
 
 static int parse(int argc, char **argv, bench_opts *o) {
@@ -360,6 +367,11 @@ int cmd_bench(int argc, char **argv) {
     int n_loaded = 0;
     if (st == EL_OK) st = bench_load_adapters(&o, m, bind, &n_loaded);
     if (st == EL_OK && n_loaded > 0) st = el_context_bind(ctx, 0, bind, n_loaded);
+    for (int i = 0; st == EL_OK && i < n_loaded; i++) {
+        el_adapter_info ai;
+        st = el_adapter_get_info(bind[i].adapter, &ai);
+        if (st == EL_OK) res.adapter_bytes += ai.bytes;
+    }
     size_t n_tok = (size_t)(o.n_prompt + o.n_gen);
     int32_t *toks = malloc(n_tok * sizeof *toks);
     if (st == EL_OK && !toks) st = EL_ERR_NOMEM;

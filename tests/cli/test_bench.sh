@@ -77,6 +77,15 @@ expect_exit bench_missing_file 1 "$EL" bench -m /nonexistent.gguf
 LB=tests/golden/lora_llama_base.gguf
 expect_exit bench_lora_json 0 "$EL" bench -m "$LB" --lora tests/golden/lora_llama_peft -t 1 -p 16 -n 4 -r 1 --json
 grep -q '"adapters": 1,' "$TMP/out" && pass bench_lora_json_echo || fail bench_lora_json_echo "$(cat "$TMP/out")"
+# the adapter's bytes (its A and B, as `adapters` lists its memory) count in the bound: the bound is
+# the bandwidth over the weights' and the adapter's bytes
+jl=$(cat "$TMP/out")
+lnum() { printf '%s' "$jl" | sed -n "s/.*\"$1\": \([-0-9.e+]*\).*/\1/p"; }
+ab=$(lnum adapter_bytes_per_token)
+if awk -v ab="$ab" -v b="$(lnum bytes_per_token)" -v bw="$(lnum bandwidth_gb_s)" -v bound="$(lnum bound_tokens_per_s)" \
+       'BEGIN { r = bw * 1e9 / (b + ab) / bound; exit !(ab > 0 && r > 0.999 && r < 1.001) }'; then
+    pass bench_lora_bound; else fail bench_lora_bound "$jl"; fi
+[ "$(num adapter_bytes_per_token)" = 0 ] && pass bench_no_adapter_bytes || fail bench_no_adapter_bytes "$j"
 expect_exit bench_lora_table 0 "$EL" bench -m "$LB" --lora-scaled tests/golden/lora_llama_peft 0.5 -t 1 -p 16 -n 4 -r 1
 grep -q '^adapter    tests/golden/lora_llama_peft, scale 0.5$' "$TMP/out" && pass bench_lora_table_row ||
     fail bench_lora_table_row "$(cat "$TMP/out")"
