@@ -307,10 +307,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
                     !cli_int("bench", a, v, lo, hi, num)))
             return CLI_USAGE;
     }
-    if (!o->mo.model) {
-        cli_error("bench", "no model given (-m MODEL)");
-        return CLI_USAGE;
-    }
+    if (!(o->mo.model = cli_model_path("bench", o->mo.model))) return CLI_USAGE;
     if (o->mo.ctx) {
         cli_error("bench", "-c is not an option of bench: the context is -p + -n tokens");
         return CLI_USAGE;

@@ -67,7 +67,12 @@ grep -q '"n_batch": 32, "n_ubatch": 8,' "$TMP/out" && pass bench_ubatch_echo || 
 expect_exit bench_bad_ubatch 2 "$EL" bench -m "$G" -u 0
 expect_exit bench_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1
 grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && grep -q '^2 MB pages ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
-expect_exit bench_no_model 2 "$EL" bench -p 16
+# without -m, the default model as every command takes it; none there: a usage error
+expect_exit bench_default_model 0 "$EL" bench -t 1 -p 16 -n 4 -r 1 --json
+grep -q '"model": "[^"]*models/base.gguf"' "$TMP/out" && pass bench_default_model_echo ||
+    fail bench_default_model_echo "$(cat "$TMP/out")"
+EDGELORA_MODEL= expect_exit bench_no_model 2 "$EL_NODEFAULT" bench -p 16
+grep -q "no model given" "$TMP/err" && pass bench_no_model_message || fail bench_no_model_message "$(cat "$TMP/err")"
 expect_exit bench_bad_reps 2 "$EL" bench -m "$G" -r 0
 expect_exit bench_bad_option 2 "$EL" bench -m "$G" --fast
 expect_exit bench_missing_file 1 "$EL" bench -m /nonexistent.gguf
