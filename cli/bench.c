@@ -29,10 +29,9 @@ static const char help[] =
     "generation reached (the median over repetitions of each generation against its\n"
     "bandwidth; a line warns when the two reads around a generation differ by more than 25%:\n"
     "the memory changed speed during it), the pages mapping the weights, the peak resident\n"
-    "memory (against\n"
-    "the model file plus the KV cache of p + n cells), and the CPU share the timed runs got\n"
-    "(below 1 when other processes took the cores). Prints medians with min and max; --json\n"
-    "prints one JSON object instead.\n"
+    "memory (against the model file plus the KV cache of p + n cells), and the CPU share the\n"
+    "timed runs got (below 1 when other processes took the cores). Prints medians with min\n"
+    "and max; --json prints one JSON object instead.\n"
     "--lora FILE (GGUF or PEFT folder; repeatable) binds adapters to the measured sequence, as\n"
     "`run` does: the figures then include their cost, and the bound and the memory their bytes.\n"
     "With --variants, variant i binds the (i mod N)th of the N adapters (one alone: the first).\n"
@@ -121,6 +120,8 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
     /* CPU and wall time of the prompts and generations only (the bandwidth reads run a pool of
      * their own while the context's workers wait) */
     double cpu = 0, wall = 0;
+    /* bytes one step reads: the weights, and the bound adapters' A and B */
+    double step_bytes = (double)(res->bytes_per_token + res->adapter_bytes);
     for (int r = 0; st == EL_OK && r < reps; r++) {
         el_kv_clear(ctx);
         double t0 = cli_now_ms() / 1e3, c0 = bench_cpu_seconds();
@@ -144,7 +145,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
         pp[r] = p / (t1 - t0);
         tg[r] = n / (t2 - t1b);
         ttft[r] = (t1 - t0 + first) * 1e3;
-        frac[r] = tg[r] / (bw[r] * 1e9 / (double)(res->bytes_per_token + res->adapter_bytes));
+        frac[r] = tg[r] / (bw[r] * 1e9 / step_bytes);
     }
     res->cpu_share = wall > 0 ? cpu / (wall * res->threads) : 0;
     if (st == EL_OK) {
@@ -152,7 +153,7 @@ static el_status run_reps(el_context *ctx, const el_model *m, const bench_opts *
         res->tg = bench_summarize(tg, reps);
         res->ttft_ms = bench_summarize(ttft, reps);
         res->bw = bench_summarize(bw, reps);
-        res->bound = res->bw.med * 1e9 / (double)(res->bytes_per_token + res->adapter_bytes);
+        res->bound = res->bw.med * 1e9 / step_bytes;
         res->fraction = bench_summarize(frac, reps).med;
     }
     free(pos);
@@ -323,15 +324,6 @@ static int parse(int argc, char **argv, bench_opts *o) {
     return CLI_OK;
 }
 
-el_status bench_load_adapters(const bench_opts *o, const el_model *m, el_binding *bind, int *n) {
-    for (*n = 0; *n < o->lora.n; ++*n) {
-        el_status st = el_adapter_load(m, o->lora.paths[*n], &bind[*n].adapter);
-        if (st != EL_OK) return st;
-        bind[*n].scale = o->lora.scales[*n];
-    }
-    return EL_OK;
-}
-
 int cmd_bench(int argc, char **argv) {
     bench_opts o;
     int rc = parse(argc, argv, &o);
@@ -362,7 +354,7 @@ int cmd_bench(int argc, char **argv) {
     if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
     el_binding bind[CLI_MAX_LORA];
     int n_loaded = 0;
-    if (st == EL_OK) st = bench_load_adapters(&o, m, bind, &n_loaded);
+    if (st == EL_OK) st = cli_lora_load(&o.lora, m, bind, &n_loaded);
     if (st == EL_OK && n_loaded > 0) st = el_context_bind(ctx, 0, bind, n_loaded);
     for (int i = 0; st == EL_OK && i < n_loaded; i++) {
         el_adapter_info ai;

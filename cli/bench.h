@@ -34,10 +34,6 @@ void bench_json_begin(const bench_opts *o, const char *type, int32_t threads);
 /* `, "name": med, "name_min": min, "name_max": max` on stdout. */
 void bench_json_stat(const char *name, bench_stat s);
 
-/* Loads the adapters of o->lora into bind[] (CLI_MAX_LORA entries) with their scales; returns
- * the status, and in *n how many were loaded (to free with el_adapter_free, even on failure). */
-el_status bench_load_adapters(const bench_opts *o, const el_model *m, el_binding *bind, int *n);
-
 /* The concurrent-variants measurement on a loaded model (load_ms: its load times, for the
  * report); prints the table or the JSON object. Returns the process exit code. */
 int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t file_bytes,

@@ -138,7 +138,7 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
     /* with adapters, variant i binds the (i mod N)th: rows of one step use different ones */
     el_binding bind[CLI_MAX_LORA];
     int n_bind = 0;
-    if (st == EL_OK) st = bench_load_adapters(o, m, bind, &n_bind);
+    if (st == EL_OK) st = cli_lora_load(&o->lora, m, bind, &n_bind);
     for (int32_t i = 0; st == EL_OK && n_bind > 0 && i < k; i++) {
         vp[i].bindings = &bind[i % n_bind];
         vp[i].n_bindings = 1;

@@ -87,6 +87,11 @@ typedef struct cli_lora_opts {
  * not; -1 after printing an error. */
 int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *i);
 
+/* Loads the adapters of o against m into bind[] (CLI_MAX_LORA entries) with their scales;
+ * returns the status, and in *n how many were loaded (each to free with el_adapter_free, also
+ * after a failure). */
+el_status cli_lora_load(const cli_lora_opts *o, const el_model *m, el_binding *bind, int *n);
+
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
                        bool parse_special, int32_t **tokens, size_t *n);

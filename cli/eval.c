@@ -486,16 +486,6 @@ static void show_progress(void *user, size_t done, size_t total, long tokens) {
     fflush(stderr);
 }
 
-/* Loads the adapters of --lora into bindings; returns the exit code. */
-static int load_adapters(const eval_opts *o, el_model *m, el_binding *bind) {
-    for (int i = 0; i < o->lora.n; i++) {
-        el_status st = el_adapter_load(m, o->lora.paths[i], &bind[i].adapter);
-        if (st != EL_OK) return cli_fail("eval", st);
-        bind[i].scale = o->lora.scales[i];
-    }
-    return CLI_OK;
-}
-
 /* Generates and scores: sys with the adapters, base (if not NULL) without. */
 static int evaluate(const eval_opts *o, el_model *m, const example_list *l, long max_tokens,
                     long limit, const el_binding *bind, system_result *sys,
@@ -573,13 +563,18 @@ int cmd_eval(int argc, char **argv) {
     if (rc) return rc < 0 ? CLI_OK : rc;
     example_list l = {0};
     el_model *m = NULL;
-    el_binding bind[CLI_MAX_LORA] = {{0}};
+    el_binding bind[CLI_MAX_LORA];
+    int n_bind = 0;
+    el_status st;
     system_result sys = {0}, base = {0};
     const char *model_path = cli_model_path("eval", o.mo.model);
     if (!model_path) return CLI_USAGE;
-    if ((rc = examples_read(&o, &l)) || (rc = cli_load_model("eval", &o.mo, false, &m)) ||
-        (rc = load_adapters(&o, m, bind)))
+    if ((rc = examples_read(&o, &l)) || (rc = cli_load_model("eval", &o.mo, false, &m)))
         goto done;
+    if ((st = cli_lora_load(&o.lora, m, bind, &n_bind)) != EL_OK) {
+        rc = cli_fail("eval", st);
+        goto done;
+    }
     el_model_info info;
     el_model_get_info(m, &info);
     long limit = o.mo.ctx ? o.mo.ctx
@@ -611,7 +606,7 @@ done:
     free_texts(&l, &base);
     system_free(&sys);
     system_free(&base);
-    for (int i = 0; i < o.lora.n; i++) el_adapter_free(bind[i].adapter);
+    for (int i = 0; i < n_bind; i++) el_adapter_free(bind[i].adapter);
     el_model_free(m);
     examples_free(&l);
     return rc;

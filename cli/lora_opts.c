@@ -1,5 +1,5 @@
-/* lora_opts.c - the adapter flags `run` and `merge` share: --lora FILE and
- * --lora-scaled FILE SCALE (llama.cpp's names), each repeatable. */
+/* lora_opts.c - the adapter flags `run`, `merge`, `eval` and `bench` share: --lora FILE and
+ * --lora-scaled FILE SCALE (llama.cpp's names), each repeatable; and loading what they name. */
 #include <string.h>
 
 #include "cli.h"
@@ -21,4 +21,13 @@ int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *
     o->paths[o->n] = path;
     o->scales[o->n++] = (float)scale;
     return 1;
+}
+
+el_status cli_lora_load(const cli_lora_opts *o, const el_model *m, el_binding *bind, int *n) {
+    for (*n = 0; *n < o->n; ++*n) {
+        el_status st = el_adapter_load(m, o->paths[*n], &bind[*n].adapter);
+        if (st != EL_OK) return st;
+        bind[*n].scale = o->scales[*n];
+    }
+    return EL_OK;
 }

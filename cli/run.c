@@ -271,16 +271,8 @@ int cmd_run(int argc, char **argv) {
     }
     el_binding bind[CLI_MAX_LORA];
     int n_loaded = 0;
-    rc = CLI_OK;
-    for (; n_loaded < o.lora.n; n_loaded++) {
-        el_status st = el_adapter_load(m, o.lora.paths[n_loaded], &bind[n_loaded].adapter);
-        if (st != EL_OK) {
-            rc = cli_fail("run", st);
-            break;
-        }
-        bind[n_loaded].scale = o.lora.scales[n_loaded];
-    }
-    if (rc == CLI_OK) rc = generate(&o, m, bind, prompt, len);
+    el_status st = cli_lora_load(&o.lora, m, bind, &n_loaded);
+    rc = st != EL_OK ? cli_fail("run", st) : generate(&o, m, bind, prompt, len);
     for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
     free(owned);
     el_model_free(m);
