@@ -136,9 +136,16 @@ typedef struct cli_ppl {
     size_t n_chunks;
 } cli_ppl;
 typedef void (*cli_ppl_progress_fn)(void *user, size_t done, size_t total, double ppl);
-el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
-                         int32_t n_threads, el_kv_type kv_type, cli_ppl_progress_fn progress,
-                         void *user, cli_ppl *result);
+typedef struct cli_ppl_params {
+    int32_t n_ctx, n_threads;
+    el_kv_type kv_type;
+    const el_binding *bind; /* adapters bound while scoring (n_bind of them), or NULL */
+    int32_t n_bind;
+    cli_ppl_progress_fn progress;
+    void *user;
+} cli_ppl_params;
+el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
+                         const cli_ppl_params *p, cli_ppl *result);
 double cli_ppl_value(const cli_ppl *r); /* exp(mean NLL) */
 double cli_ppl_error(const cli_ppl *r); /* its standard error */
 

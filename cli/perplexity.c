@@ -10,9 +10,10 @@
 
 static const char help[] =
     "usage: edgelora perplexity -m MODEL -f TEXTFILE [-c CTX] [-t THREADS] [--kv-type f16|f32]\n"
-    "Prints the perplexity of MODEL over TEXTFILE (chunks of CTX tokens, default 512; the\n"
-    "second half of each chunk is scored) with a KV cache of fp16 (default) or float32\n"
-    "elements. Progress goes to stderr.\n";
+    "                           [--lora FILE] [--lora-scaled FILE S]\n"
+    "Prints the perplexity of MODEL (with the adapters given, their terms added up) over\n"
+    "TEXTFILE (chunks of CTX tokens, default 512; the second half of each chunk is scored)\n"
+    "with a KV cache of fp16 (default) or float32 elements. Progress goes to stderr.\n";
 
 /* -log softmax(logits)[target] in double precision. */
 static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
@@ -58,13 +59,12 @@ double cli_ppl_error(const cli_ppl *r) {
     return exp(mean) * err;
 }
 
-el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, int32_t n_ctx,
-                         int32_t n_threads, el_kv_type kv_type, cli_ppl_progress_fn progress,
-                         void *user, cli_ppl *r) {
+el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
+                         const cli_ppl_params *p, cli_ppl *r) {
     memset(r, 0, sizeof *r);
     el_model_info info;
     el_status st = el_model_get_info(m, &info);
-    int32_t bos = el_token_bos(m);
+    int32_t bos = el_token_bos(m), n_ctx = p->n_ctx;
     size_t per_chunk = (size_t)n_ctx - (bos >= 0); /* after the BOS each chunk starts with */
     r->n_chunks = n_tokens / per_chunk;
     if (st != EL_OK || r->n_chunks == 0) return st;
@@ -72,20 +72,21 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens, in
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx < 512 ? n_ctx : 512;
     cp.n_seq_max = 1;
-    cp.n_threads = n_threads;
-    cp.kv_type = kv_type;
+    cp.n_threads = p->n_threads;
+    cp.kv_type = p->kv_type;
     el_context *ctx = NULL;
     int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
     int32_t *pos = malloc((size_t)cp.n_batch * sizeof *pos);
     int32_t *seq = calloc((size_t)cp.n_batch, sizeof *seq);
     int8_t *want = malloc((size_t)cp.n_batch);
     st = chunk && pos && seq && want ? el_context_create(m, &cp, &ctx) : EL_ERR_NOMEM;
+    if (st == EL_OK && p->n_bind > 0) st = el_context_bind(ctx, 0, p->bind, p->n_bind);
     for (size_t c = 0; st == EL_OK && c < r->n_chunks; c++) {
         size_t k = 0;
         if (bos >= 0) chunk[k++] = bos;
         memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
         st = score_chunk(ctx, chunk, n_ctx, info.n_vocab, cp.n_batch, pos, seq, want, r);
-        if (st == EL_OK && progress) progress(user, c + 1, r->n_chunks, cli_ppl_value(r));
+        if (st == EL_OK && p->progress) p->progress(p->user, c + 1, r->n_chunks, cli_ppl_value(r));
     }
     free(chunk);
     free(pos);
@@ -105,11 +106,13 @@ static void show_progress(void *user, size_t done, size_t total, double ppl) {
 
 int cmd_perplexity(int argc, char **argv) {
     cli_model_opts mo = {0};
+    cli_lora_opts lora = {0};
     const char *file = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = cli_model_opt("perplexity", &mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("perplexity", &mo, argc, argv, &i);
+        if (r == 0) r = cli_lora_opt("perplexity", &lora, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -143,12 +146,15 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
     cli_ppl r = {0};
+    el_binding bind[CLI_MAX_LORA];
+    int n_bind = 0;
     double t0 = cli_now_ms();
-    el_status st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
+    el_status st = cli_lora_load(&lora, m, bind, &n_bind);
+    if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
     free(text);
-    if (st == EL_OK)
-        st = cli_perplexity(m, tokens, n_tokens, (int32_t)n_ctx, (int32_t)mo.threads,
-                            mo.kv_type, show_progress, &t0, &r);
+    cli_ppl_params pp = {(int32_t)n_ctx, (int32_t)mo.threads, mo.kv_type, bind, n_bind,
+                         show_progress, &t0};
+    if (st == EL_OK) st = cli_perplexity(m, tokens, n_tokens, &pp, &r);
     if (st != EL_OK) {
         rc = cli_fail("perplexity", st);
     } else if (r.n_chunks == 0) {
@@ -160,6 +166,7 @@ int cmd_perplexity(int argc, char **argv) {
                cli_ppl_error(&r), r.count, r.n_chunks, n_ctx);
     }
     free(tokens);
+    for (int i = 0; i < n_bind; i++) el_adapter_free(bind[i].adapter);
     el_model_free(m);
     return rc;
 }

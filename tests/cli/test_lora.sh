@@ -3,7 +3,8 @@
 # the adapters tests/golden/make_lora_golden.py wrote for its shape: greedy text with adapters
 # bound at run time equals the greedy text of the model `merge` wrote (the merge is plain float
 # arithmetic on the weights, the run-time path never touches them), for a GGUF adapter, a PEFT
-# folder and the two mixed; scale 0 equals no adapter; bad arguments and files fail cleanly.
+# folder and the two mixed, and so does the perplexity; scale 0 equals no adapter; bad arguments
+# and files fail cleanly.
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
 M="$DATA/models"
@@ -30,6 +31,20 @@ check_same lora_gguf --lora $G/lora_stories.gguf -- --lora $G/lora_stories.gguf
 check_same lora_peft --lora $G/lora_stories_peft -- --lora $G/lora_stories_peft
 check_same lora_scaled_mix --lora-scaled $G/lora_stories.gguf 0.5 --lora $G/lora_stories_peft -- \
     --lora-scaled $G/lora_stories.gguf 0.5 --lora $G/lora_stories_peft
+
+# perplexity with adapters bound equals the merged model's (to float rounding: the merge adds
+# B A into the weights, the run-time path adds its product after) and differs from the plain one
+ppl() { "$EL" perplexity -m "$@" -f "$M/stories260K.greedy.n256.txt" -c 64 2>"$TMP/ppl_err" |
+        sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
+pm=$(ppl "$TMP/lora_scaled_mix.gguf")
+pr=$(ppl "$TMP/base.gguf" --lora-scaled $G/lora_stories.gguf 0.5 --lora $G/lora_stories_peft)
+pb=$(ppl "$TMP/base.gguf")
+if [ -n "$pm" ] && [ -n "$pr" ] && [ -n "$pb" ] && awk -v m="$pm" -v r="$pr" -v b="$pb" \
+    'BEGIN { d = r / m - 1; e = r / b - 1; exit !(d < 1e-4 && d > -1e-4 && (e > 0.01 || e < -0.01)) }'; then
+    pass perplexity_lora_as_merged; else
+    fail perplexity_lora_as_merged "run-time $pr, merged $pm, plain $pb" "$(cat "$TMP/ppl_err")"; fi
+expect_exit perplexity_lora_missing 1 "$EL" perplexity -m "$TMP/base.gguf" -f "$M/stories260K.greedy.n256.txt" --lora "$TMP/nope.gguf"
+grep -q "nope.gguf" "$TMP/err" && pass perplexity_lora_missing_message || fail perplexity_lora_missing_message "$(cat "$TMP/err")"
 
 zero=$(gen "$TMP/base.gguf" --lora-scaled $G/lora_stories.gguf 0)
 [ "$zero" = "$plain" ] && pass lora_scale_zero || fail lora_scale_zero "[$zero]" "[$plain]"
