@@ -112,17 +112,20 @@ report(k === theirs.length && k === ours.length,
 const bos = model.tokens.bos;
 const dir = mkdtempSync(join(tmpdir(), "llamacpp-crosscheck-"));
 try {
-  const want = o.chunks * (o.ctx - (bos == null ? 0 : 1));
   const theirPpl = await perplexity(seq, theirs, bos, o);
   // Our perplexity reads text: give it a prefix of the text half a chunk longer than the chunks
   // scored, so it scores the same chunks (ids identical above; the cut moves only tokens after).
-  const prefix = join(dir, "prefix.txt");
   const per = o.ctx - (bos == null ? 0 : 1);
-  writeFileSync(prefix, text.slice(0, model.detokenize(theirs.slice(0, want + (per >> 1))).length));
+  const prefix = join(dir, "prefix.txt");
+  writeFileSync(prefix, text.slice(0, model.detokenize(theirs.slice(0, o.chunks * per + (per >> 1))).length));
   const line = edgelora(o, ["perplexity", "-f", prefix, "-c", String(o.ctx), "-t", String(o.threads)]);
   const m = /perplexity: ([0-9.]+) .* over (\d+) tokens/.exec(line);
   const ourPpl = m ? +m[1] : NaN;
   const rel = Math.abs(ourPpl - theirPpl.ppl) / theirPpl.ppl;
+  report(m && +m[2] === theirPpl.count && rel <= o.pplTol,
+         `perplexity over ${theirPpl.count} tokens: ours ${ourPpl.toFixed(4)}, llama.cpp ` +
+         `${theirPpl.ppl.toFixed(4)} (relative difference ${rel.toExponential(2)}` +
+         `${m && +m[2] !== theirPpl.count ? `; ours scored ${m[2]} tokens` : ""})`);
   if (lora) {
     // The adapters must matter, or agreeing with them would show nothing.
     const plain = await model.createContext({ contextSize: Math.max(o.ctx, 256), threads: o.threads,
@@ -132,10 +135,6 @@ try {
     report(Math.abs(base.ppl - theirPpl.ppl) / base.ppl > 1e-3,
            `the adapters change llama.cpp's perplexity: ${base.ppl.toFixed(4)} without them`);
   }
-  report(m && +m[2] === theirPpl.count && rel <= o.pplTol,
-         `perplexity over ${theirPpl.count} tokens: ours ${ourPpl.toFixed(4)}, llama.cpp ` +
-         `${theirPpl.ppl.toFixed(4)} (relative difference ${rel.toExponential(2)}` +
-         `${m && +m[2] !== theirPpl.count ? `; ours scored ${m[2]} tokens` : ""})`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -67,6 +67,21 @@ grep -q '"n_batch": 32, "n_ubatch": 8,' "$TMP/out" && pass bench_ubatch_echo || 
 expect_exit bench_bad_ubatch 2 "$EL" bench -m "$G" -u 0
 expect_exit bench_table 0 "$EL" bench -m "$G" -t 1 -p 16 -n 4 -r 1
 grep -q '^fraction ' "$TMP/out" && grep -q '^bandwidth ' "$TMP/out" && grep -q '^2 MB pages ' "$TMP/out" && pass bench_table_rows || fail bench_table_rows "$(cat "$TMP/out")"
+# the page-size hint: never for a small model (it decodes from cache); for a 116 MB one exactly
+# when under half of it is in 2 MB pages (a `cp` leaves it in 4 KB pages on Linux 6.18/ext4)
+grep -q '^pages ' "$TMP/out" && fail bench_pages_hint_small "$(cat "$TMP/out")" || pass bench_pages_hint_small
+if "$EL" synth --shape stories110m --type q8_0 -o "$TMP/s110.gguf" 2>/dev/null && cp "$TMP/s110.gguf" "$TMP/s110copy.gguf" &&
+    "$EL" bench -m "$TMP/s110copy.gguf" -t 1 -p 8 -n 2 -r 1 --json > "$TMP/s110.json" 2>/dev/null &&
+    "$EL" bench -m "$TMP/s110copy.gguf" -t 1 -p 8 -n 2 -r 1 > "$TMP/s110.txt" 2>/dev/null; then
+    h=$(sed -n 's/.*"huge_mapped_bytes": \([0-9]*\).*/\1/p' "$TMP/s110.json")
+    f=$(sed -n 's/.*"file_bytes": \([0-9]*\).*/\1/p' "$TMP/s110.json")
+    want=0; [ -n "$h" ] && [ -n "$f" ] && [ $((h * 2)) -lt "$f" ] && want=1
+    got=0; grep -q "^pages .*4 KB pages" "$TMP/s110.txt" && grep -q "dd if=$TMP/s110copy.gguf" "$TMP/s110.txt" && got=1
+    [ -n "$h" ] && [ "$want" = "$got" ] && pass bench_pages_hint || fail bench_pages_hint "huge $h of $f" "$(cat "$TMP/s110.txt")"
+else
+    fail bench_pages_hint "synth or bench failed"
+fi
+
 # without -m, the default model as every command takes it; none there: a usage error
 expect_exit bench_default_model 0 "$EL" bench -t 1 -p 16 -n 4 -r 1 --json
 grep -q '"model": "[^"]*models/base.gguf"' "$TMP/out" && pass bench_default_model_echo ||
