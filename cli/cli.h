@@ -128,8 +128,9 @@ int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped
                   const char *out_path);
 
 /* Perplexity as `edgelora perplexity` measures it (chunks of n_ctx tokens, each starting with
- * BOS, the second half of each scored). n_chunks == 0 in the result means the text is shorter
- * than one chunk. progress (may be NULL) is called after each chunk with the perplexity so far. */
+ * BOS if the vocabulary adds one, the second half of each scored). n_chunks == 0 in the result
+ * means the text is shorter than one chunk. progress (may be NULL) is called after each chunk
+ * with the perplexity so far. */
 typedef struct cli_ppl {
     double sum, sum_sq; /* of the scored tokens' negative log-likelihoods */
     long count;         /* scored tokens */

@@ -1,7 +1,8 @@
 /* perplexity.c - `edgelora perplexity`: perplexity of a model over a text file, measured as
  * llama.cpp measures it so figures compare: the tokens are cut into chunks of the context size,
- * each chunk starts with BOS, and only the second half of each chunk is scored (every scored
- * token has at least half a context before it). `edgelora quantize --ppl-text` uses the same. */
+ * each chunk starts with BOS (if the vocabulary adds one), and only the second half of each
+ * chunk is scored (every scored token has at least half a context before it). `edgelora
+ * quantize --ppl-text` uses the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,8 +65,9 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
     memset(r, 0, sizeof *r);
     el_model_info info;
     el_status st = el_model_get_info(m, &info);
-    int32_t bos = el_token_bos(m), n_ctx = p->n_ctx;
-    size_t per_chunk = (size_t)n_ctx - (bos >= 0); /* after the BOS each chunk starts with */
+    /* each chunk starts with BOS where the vocabulary adds one (llama.cpp's add_bos) */
+    int32_t bos = el_token_adds_bos(m) ? el_token_bos(m) : -1, n_ctx = p->n_ctx;
+    size_t per_chunk = (size_t)n_ctx - (bos >= 0);
     r->n_chunks = n_tokens / per_chunk;
     if (st != EL_OK || r->n_chunks == 0) return st;
     el_context_params cp = el_context_default_params();

@@ -100,6 +100,9 @@ el_status el_detokenize(const el_model *model, const int32_t *tokens, size_t n, 
                         bool remove_leading_space, char **text);
 
 int32_t el_token_bos(const el_model *model); /* -1 if the vocabulary has none */
+/* Whether el_tokenize with add_special starts the text with BOS (the vocabulary's
+ * add_bos_token; Qwen2's, for one, has a BOS it does not add). */
+bool el_token_adds_bos(const el_model *model);
 int32_t el_token_eos(const el_model *model); /* -1 if the vocabulary has none */
 bool el_token_is_eog(const el_model *model, int32_t token); /* end of generation (EOS, EOT, ...) */
 

@@ -54,9 +54,9 @@ function nll(logits, target) {
   return Math.log(sum) + max - logits.get(target);
 }
 
-// llama.cpp's perplexity over the chunks of ids, each chunk BOS + ctx - 1 tokens, the tokens
-// after the logits of positions ctx/2 .. ctx-2 scored: what cli/perplexity.c and llama.cpp's
-// perplexity tool do.
+// llama.cpp's perplexity over the chunks of ids (each BOS, if the vocabulary adds one, then the
+// next tokens), the tokens after the logits of positions ctx/2 .. ctx-2 scored: what
+// cli/perplexity.c and llama.cpp's perplexity tool do.
 async function perplexity(seq, ids, bos, o) {
   const per = o.ctx - (bos == null ? 0 : 1);
   let sum = 0, count = 0;
@@ -109,7 +109,7 @@ report(k === theirs.length && k === ours.length,
           : ", identical"));
 
 // 2. Perplexity on the same tokens (ours are cut to the chunks llama.cpp scores).
-const bos = model.tokens.bos;
+const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null; /* its add_bos */
 const dir = mkdtempSync(join(tmpdir(), "llamacpp-crosscheck-"));
 try {
   const theirPpl = await perplexity(seq, theirs, bos, o);

@@ -139,7 +139,7 @@ static el_status read_tokens(const el_model *m, const char *text_path, int64_t m
 static el_status run_chunks(el_context *ctx, const int32_t *tokens, size_t n, int32_t n_ctx,
                             el_calib_progress_fn progress, void *user) {
     const el_model *m = ctx->model;
-    int32_t bos = el_token_bos(m);
+    int32_t bos = el_token_adds_bos(m) ? el_token_bos(m) : -1; /* as perplexity chunks */
     int32_t per_chunk = n_ctx - (bos >= 0);
     int32_t *chunk = malloc((size_t)n_ctx * sizeof *chunk);
     int32_t *pos = malloc((size_t)n_ctx * sizeof *pos);
@@ -205,7 +205,7 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     if (st == EL_OK) st = name_ranges(m, out);
     if (st == EL_OK) {
         /* rows: every token, and the BOS each chunk starts with */
-        int64_t per_chunk = n_ctx - (el_token_bos(m) >= 0);
+        int64_t per_chunk = n_ctx - el_token_adds_bos(m);
         int64_t n_chunks = ((int64_t)tokens.n + per_chunk - 1) / per_chunk;
         int64_t n_rows = (int64_t)tokens.n + (per_chunk < n_ctx ? n_chunks : 0);
         st = observer_init(&o, m, out->n_ranges, n_rows, percentile);

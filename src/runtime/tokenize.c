@@ -107,6 +107,10 @@ int32_t el_token_bos(const el_model *model) {
     return model && model->vocab ? model->vocab->bos : -1;
 }
 
+bool el_token_adds_bos(const el_model *model) {
+    return model && model->vocab && model->vocab->bos >= 0 && model->vocab->add_bos;
+}
+
 int32_t el_token_eos(const el_model *model) {
     return model && model->vocab ? model->vocab->eos : -1;
 }
