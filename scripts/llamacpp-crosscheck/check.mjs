@@ -39,10 +39,10 @@ function parseArgs(argv) {
   return o;
 }
 
-function edgelora(o, args, withAdapters = true) {
+function edgelora(o, args, withAdapters = true, encoding = "utf8") {
   const lora = withAdapters ? o.lora.flatMap((f) => ["--lora", f]) : [];
   return execFileSync(o.edgelora, [...args, "-m", o.model, ...lora],
-                      { encoding: "utf8", maxBuffer: 1 << 28, stdio: ["ignore", "pipe", "pipe"] });
+                      { encoding, maxBuffer: 1 << 28, stdio: ["ignore", "pipe", "pipe"] });
 }
 
 // -log p(target) from a map of all logits.
@@ -78,7 +78,8 @@ async function perplexity(seq, ids, bos, o) {
 async function greedy(seq, input, n) {
   await seq.clearHistory();
   const got = [];
-  for await (const t of seq.evaluate(input, { temperature: 0 })) {
+  // past end-of-text tokens too, as `run --ignore-eos` goes on
+  for await (const t of seq.evaluate(input, { temperature: 0, yieldEogToken: true })) {
     got.push(t);
     if (got.length >= n) break;
   }
@@ -146,15 +147,25 @@ const prompt = o.prompt ?? text.split("\n")[0].slice(0, 200);
 const promptIds = (bos == null ? [] : [bos]).concat(model.tokenize(prompt, false));
 const theirIds = await greedy(seq, promptIds, o.gen);
 const theirGen = model.detokenize(theirIds);
-const ourOut = edgelora(o, ["run", "-p", prompt, "-n", String(o.gen), "--temp", "0",
-                            "--ignore-eos", "-t", String(o.threads)]);
+// Our text as bytes (less the newline `run` ends with), decoded as llama.cpp's is, so bytes
+// that are not whole UTF-8 characters turn into the same replacement characters on both sides.
+const ourBytes = edgelora(o, ["run", "-p", prompt, "-n", String(o.gen), "--temp", "0",
+                              "--ignore-eos", "-t", String(o.threads)], true, "buffer");
+const ourOut = new TextDecoder().decode(ourBytes.subarray(0, ourBytes.length - 1));
 const ourGen = ourOut.startsWith(prompt) ? ourOut.slice(prompt.length) : ourOut;
-let same = 0; /* llama.cpp's tokens whose text ours starts with */
-while (same < theirIds.length && ourGen.startsWith(model.detokenize(theirIds.slice(0, same + 1)))) same++;
-if (same === theirIds.length) {
+// llama.cpp's tokens whose text ours starts with (a text cut inside a character ends in
+// replacement characters, which are left out of the comparison)
+const textOf = (n) => model.detokenize(theirIds.slice(0, n)).replace(/\uFFFD+$/, "");
+let same = 0;
+while (same < theirIds.length && ourGen.startsWith(textOf(same + 1))) same++;
+if (same === theirIds.length && ourGen === theirGen) {
   report(true, `greedy ${o.gen} tokens after ${JSON.stringify(prompt.slice(0, 40))}: identical`);
+} else if (same === theirIds.length) {
+  report(false, `greedy ${o.gen} tokens after ${JSON.stringify(prompt.slice(0, 40))}: the ` +
+         `tokens agree but the texts end differently (ours ${JSON.stringify(ourGen.slice(-24))}, ` +
+         `llama.cpp ${JSON.stringify(theirGen.slice(-24))})`);
 } else {
-  const agreed = model.detokenize(theirIds.slice(0, same));
+  const agreed = textOf(same);
   const ourTok = model.tokenize(ourGen.slice(agreed.length), false)[0];
   await seq.clearHistory();
   const items = promptIds.concat(theirIds.slice(0, same));
