@@ -1,5 +1,7 @@
 /* convert.c - `edgelora convert`: other model formats to GGUF. A directory is a Hugging Face
- * model folder; a file is a llama2.c checkpoint. */
+ * model folder, or a PEFT adapter folder when it has adapter_config.json; a file is a llama2.c
+ * checkpoint. */
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -8,6 +10,7 @@
 static const char help[] =
     "usage: edgelora convert HF_DIR -o OUT.gguf [--type T]\n"
     "       edgelora convert MODEL.bin --tokenizer TOKENIZER.bin -o OUT.gguf\n"
+    "       edgelora convert PEFT_DIR [-m BASE] -o ADAPTER.gguf\n"
     "\n"
     "HF_DIR is a Hugging Face model folder: config.json (LlamaForCausalLM, MistralForCausalLM,\n"
     "Qwen2ForCausalLM), model.safetensors or shards with model.safetensors.index.json (F32, F16\n"
@@ -20,6 +23,11 @@ static const char help[] =
     "MODEL.bin is a llama2.c checkpoint; with its tokenizer it becomes a GGUF file (architecture\n"
     "llama, F32 weights, a SentencePiece-style vocabulary).\n"
     "\n"
+    "PEFT_DIR is a Hugging Face PEFT LoRA folder (adapter_config.json, adapter_model.safetensors)\n"
+    "for BASE (default: the default model), which it is checked against. It becomes a GGUF LoRA\n"
+    "adapter in llama.cpp's layout (F32; B scaled so that alpha / rank gives PEFT's factor, also\n"
+    "for rsLoRA and rank or alpha patterns), for llama.cpp's --lora as for ours.\n"
+    "\n"
     "The output is written to a temporary file and renamed, so a failure leaves no partial file.\n"
     "On a terminal, progress (tensors, MB/s, ETA) is shown on standard error.\n";
 
@@ -28,8 +36,31 @@ static bool is_dir(const char *path) {
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+static bool is_peft_dir(const char *dir) {
+    char path[4096];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    return stat(path, &sb) == 0;
+}
+
+/* A PEFT folder to a GGUF adapter, checked against the base model. */
+static int convert_peft(const char *dir, const char *base, const char *out) {
+    cli_model_opts mo = {.model = base};
+    el_model *m;
+    int rc = cli_load_model("convert", &mo, false, &m);
+    if (rc) return rc;
+    el_adapter *ad = NULL;
+    el_status st = el_adapter_load(m, dir, &ad);
+    if (st == EL_OK) st = el_adapter_save(ad, out);
+    el_adapter_free(ad);
+    el_model_free(m);
+    if (st != EL_OK) return cli_fail("convert", st);
+    fprintf(stderr, "edgelora convert: wrote %s\n", out);
+    return CLI_OK;
+}
+
 int cmd_convert(int argc, char **argv) {
-    const char *in = NULL, *tokenizer = NULL, *out = NULL, *type = NULL;
+    const char *in = NULL, *tokenizer = NULL, *out = NULL, *type = NULL, *base = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -37,6 +68,8 @@ int cmd_convert(int argc, char **argv) {
             return CLI_OK;
         } else if (!strcmp(a, "--tokenizer")) {
             if (!(tokenizer = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(base = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--type")) {
             if (!(type = cli_value("convert", argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
@@ -53,6 +86,16 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!in || !out) {
         cli_error("convert", "needs an input and -o (see --help)");
+        return CLI_USAGE;
+    }
+    bool peft = is_dir(in) && is_peft_dir(in);
+    if (peft && (tokenizer || type)) {
+        cli_error("convert", "a PEFT adapter takes only -m BASE and -o (see --help)");
+        return CLI_USAGE;
+    }
+    if (peft) return convert_peft(in, base, out);
+    if (base) {
+        cli_error("convert", "-m is for PEFT adapter folders (%s has no adapter_config.json)", in);
         return CLI_USAGE;
     }
     el_status st;

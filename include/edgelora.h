@@ -216,6 +216,13 @@ typedef struct el_adapter_info {
 
 el_status el_adapter_get_info(const el_adapter *adapter, el_adapter_info *out);
 
+/* Writes the adapter (loaded from either format) as a GGUF LoRA adapter in llama.cpp's layout:
+ * F32 tensors blk.N.<linear>.weight.lora_a / lora_b, adapter.lora.alpha its alpha (or its
+ * largest rank), each B multiplied by factor * rank / alpha so that llama.cpp's alpha / rank
+ * gives each pair's own factor (1 for PEFT's plain alpha / r). Written to a temporary file and
+ * renamed. */
+el_status el_adapter_save(const el_adapter *adapter, const char *path);
+
 /* One adapter and the scale its terms are multiplied by (on top of alpha / rank). */
 typedef struct el_binding {
     el_adapter *adapter;

@@ -48,8 +48,9 @@ static void golden_free(golden *g) {
 }
 
 /* Runs the golden prompt as sequence 0 (rows interleaved with a plain sequence 1 when
- * with_plain) and returns the worst relative error of sequence 0's logits. */
-static double run(el_model *m, el_adapter *a, const golden *g, int with_plain) {
+ * with_plain) and returns the worst relative error of sequence 0's logits; copies them into
+ * keep (n_tokens x n_vocab) unless NULL. */
+static double run_keep(el_model *m, el_adapter *a, const golden *g, int with_plain, float *keep) {
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64;
     cp.n_batch = 32;
@@ -75,13 +76,18 @@ static double run(el_model *m, el_adapter *a, const golden *g, int with_plain) {
     if (el_decode(ctx, &batch) == EL_OK) {
         worst = 0;
         for (uint32_t i = 0; i < g->n_tokens; i++) {
-            double e = test_max_rel_err(el_get_logits(ctx, (int32_t)i * (with_plain + 1)),
-                                        g->logits + (size_t)i * g->n_vocab, g->n_vocab);
+            const float *l = el_get_logits(ctx, (int32_t)i * (with_plain + 1));
+            double e = test_max_rel_err(l, g->logits + (size_t)i * g->n_vocab, g->n_vocab);
             worst = e > worst ? e : worst;
+            if (keep) memcpy(keep + (size_t)i * g->n_vocab, l, g->n_vocab * sizeof *l);
         }
     }
     el_context_free(ctx);
     return worst;
+}
+
+static double run(el_model *m, el_adapter *a, const golden *g, int with_plain) {
+    return run_keep(m, a, g, with_plain, NULL);
 }
 
 static int test_peft_permutation(void) {
@@ -116,7 +122,67 @@ static int test_peft_permutation(void) {
     return TEST_PASS;
 }
 
+/* Copies the PEFT folder to dir with "use_rslora": true in its config. */
+static int peft_as_rslora(const char *dir) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s' && cp " DIR "lora_llama_peft/adapter_model.safetensors '%s'/ && "
+             "sed 's/\"use_rslora\": false/\"use_rslora\": true/' " DIR
+             "lora_llama_peft/adapter_config.json > '%s'/adapter_config.json && "
+             "grep -q '\"use_rslora\": true' '%s'/adapter_config.json",
+             dir, dir, dir, dir);
+    return system(cmd) == 0;
+}
+
+/* el_adapter_save: the PEFT adapter (an alpha pattern: down_proj's factor 2/4, the others 8/4)
+ * written as a GGUF adapter gives the golden logits when loaded back (llama.cpp's alpha / rank
+ * scaling, B rescaled where the factor differs); so does an rsLoRA variant (alpha / sqrt(r)),
+ * equal to the same folder loaded as PEFT and unlike the plain one. */
+static int test_peft_saved_as_gguf(void) {
+    golden gp;
+    CHECK(golden_read(DIR "lora_llama_peft.logits", &gp));
+    el_model *m = NULL;
+    CHECK(el_model_load(DIR "lora_llama_base.gguf", NULL, &m) == EL_OK);
+    char out[512], rs_dir[512], rs_out[512];
+    snprintf(out, sizeof out, "%s/peft.gguf", test_tmp_dir());
+    snprintf(rs_dir, sizeof rs_dir, "%s/rslora_peft", test_tmp_dir());
+    snprintf(rs_out, sizeof rs_out, "%s/rslora.gguf", test_tmp_dir());
+    el_adapter *a = NULL, *saved = NULL, *rs = NULL, *rs_saved = NULL;
+    CHECK(el_adapter_load(m, DIR "lora_llama_peft", &a) == EL_OK);
+    CHECK(el_adapter_save(a, out) == EL_OK);
+    CHECK(el_adapter_load(m, out, &saved) == EL_OK);
+    el_adapter_info info;
+    CHECK(el_adapter_get_info(saved, &info) == EL_OK);
+    CHECK(!strcmp(info.format, "gguf") && info.alpha == 8.0f && info.n_targets == 12);
+    double e_saved = run(m, saved, &gp, 0);
+    CHECK(peft_as_rslora(rs_dir));
+    CHECK(el_adapter_load(m, rs_dir, &rs) == EL_OK);
+    CHECK(el_adapter_save(rs, rs_out) == EL_OK);
+    CHECK(el_adapter_load(m, rs_out, &rs_saved) == EL_OK);
+    size_t n = (size_t)gp.n_tokens * gp.n_vocab;
+    float *l_rs = malloc(n * sizeof *l_rs), *l_rs_saved = malloc(n * sizeof *l_rs_saved);
+    CHECK(l_rs && l_rs_saved);
+    double e_rs = run_keep(m, rs, &gp, 0, l_rs);
+    run_keep(m, rs_saved, &gp, 0, l_rs_saved);
+    double e_rs_saved = test_max_rel_err(l_rs_saved, l_rs, n);
+    test_note("saved PEFT against golden %.2e; rsLoRA against golden %.2e, saved against "
+              "loaded %.2e", e_saved, e_rs, e_rs_saved);
+    CHECK(e_saved < 1e-4);
+    CHECK(e_rs > 1e-2); /* rsLoRA's factor 8/2 is not 8/4 */
+    CHECK(e_rs_saved < 1e-5);
+    free(l_rs);
+    free(l_rs_saved);
+    el_adapter_free(rs_saved);
+    el_adapter_free(rs);
+    el_adapter_free(saved);
+    el_adapter_free(a);
+    el_model_free(m);
+    golden_free(&gp);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("peft_permutation", test_peft_permutation);
+    run_test("peft_saved_as_gguf", test_peft_saved_as_gguf);
     return tests_exit_code();
 }

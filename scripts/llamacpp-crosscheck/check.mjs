@@ -146,7 +146,7 @@ try {
 const prompt = o.prompt ?? text.split("\n")[0].slice(0, 200);
 const promptIds = (bos == null ? [] : [bos]).concat(model.tokenize(prompt, false));
 const theirIds = await greedy(seq, promptIds, o.gen);
-const theirGen = model.detokenize(theirIds);
+const theirGen = model.detokenize(theirIds, false, promptIds); /* as text after the prompt */
 // Our text as bytes (less the newline `run` ends with), decoded as llama.cpp's is, so bytes
 // that are not whole UTF-8 characters turn into the same replacement characters on both sides.
 const ourBytes = edgelora(o, ["run", "-p", prompt, "-n", String(o.gen), "--temp", "0",
@@ -155,7 +155,7 @@ const ourOut = new TextDecoder().decode(ourBytes.subarray(0, ourBytes.length - 1
 const ourGen = ourOut.startsWith(prompt) ? ourOut.slice(prompt.length) : ourOut;
 // llama.cpp's tokens whose text ours starts with (a text cut inside a character ends in
 // replacement characters, which are left out of the comparison)
-const textOf = (n) => model.detokenize(theirIds.slice(0, n)).replace(/\uFFFD+$/, "");
+const textOf = (n) => model.detokenize(theirIds.slice(0, n), false, promptIds).replace(/\uFFFD+$/, "");
 let same = 0;
 while (same < theirIds.length && ourGen.startsWith(textOf(same + 1))) same++;
 if (same === theirIds.length && ourGen === theirGen) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every llama.cpp cross-check docs/formats.md reports, on files made fresh by this build:
 # the committed base model with each committed adapter, its quantizations, a converted llama2.c
-# checkpoint, the converted Hugging Face folders of tests/golden/hf and a synthetic model of a
-# real shape. Usage (after npm ci): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
+# checkpoint with a PEFT adapter converted to GGUF, the converted Hugging Face folders of
+# tests/golden/hf and a synthetic model of a real shape. Usage (after npm ci): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
 # Needs ../shared/data beside the project. Exit status 1 if any check fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +36,11 @@ done
     -o "$tmp/stories.gguf" 2>/dev/null &&
     check "stories260K converted, en" "$tmp/stories.gguf" "$data/corpus/en.txt" \
         --prompt "Once upon a time" --gen 64 --ctx 256
+[ -f "$tmp/stories.gguf" ] &&
+    "$el" convert "$root/tests/golden/lora_stories_peft" -m "$tmp/stories.gguf" -o "$tmp/peft.gguf" \
+        2>/dev/null &&
+    check "stories260K + a PEFT adapter converted to GGUF, en" "$tmp/stories.gguf" \
+        "$data/corpus/en.txt" --lora "$tmp/peft.gguf" --prompt "Once upon a time" --gen 48 --ctx 256
 printf 'the cat sat on the mat and looked at the dog. birds sing in the tall trees. %.0s' \
     $(seq 40) > "$tmp/eval.txt"
 for a in llama mistral qwen2; do

@@ -46,6 +46,18 @@ if [ -n "$pm" ] && [ -n "$pr" ] && [ -n "$pb" ] && awk -v m="$pm" -v r="$pr" -v 
 expect_exit perplexity_lora_missing 1 "$EL" perplexity -m "$TMP/base.gguf" -f "$M/stories260K.greedy.n256.txt" --lora "$TMP/nope.gguf"
 grep -q "nope.gguf" "$TMP/err" && pass perplexity_lora_missing_message || fail perplexity_lora_missing_message "$(cat "$TMP/err")"
 
+# convert: a PEFT folder becomes a GGUF adapter that generates the same text (the float
+# arithmetic of both is checked against golden logits in test_lora_golden)
+expect_exit convert_peft 0 "$EL" convert $G/lora_stories_peft -m "$TMP/base.gguf" -o "$TMP/peft.gguf"
+from_peft=$(gen "$TMP/base.gguf" --lora $G/lora_stories_peft)
+from_gguf=$(gen "$TMP/base.gguf" --lora "$TMP/peft.gguf")
+[ -n "$from_gguf" ] && [ "$from_gguf" = "$from_peft" ] && [ "$from_gguf" != "$plain" ] && pass convert_peft_same_text ||
+    fail convert_peft_same_text "gguf: [$from_gguf]" "peft: [$from_peft]"
+expect_exit convert_peft_wrong_base 1 "$EL" convert $G/lora_llama_peft -m "$TMP/base.gguf" -o "$TMP/bad_adapter.gguf"
+[ ! -e "$TMP/bad_adapter.gguf" ] && pass convert_peft_wrong_base_no_file || fail convert_peft_wrong_base_no_file
+expect_exit convert_peft_type 2 "$EL" convert $G/lora_stories_peft -m "$TMP/base.gguf" -o "$TMP/x.gguf" --type q8_0
+expect_exit convert_model_with_base 2 "$EL" convert tests/golden/hf/llama -m "$TMP/base.gguf" -o "$TMP/x.gguf"
+
 zero=$(gen "$TMP/base.gguf" --lora-scaled $G/lora_stories.gguf 0)
 [ "$zero" = "$plain" ] && pass lora_scale_zero || fail lora_scale_zero "[$zero]" "[$plain]"
 
