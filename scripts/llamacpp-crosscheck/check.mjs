@@ -16,7 +16,8 @@ import { tmpdir } from "os";
 import { join } from "path";
 
 function parseArgs(argv) {
-  const o = { lora: [], ctx: 128, chunks: 12, gen: 32, prompt: null, threads: 2, pplTol: 0.01, tie: 0.05 };
+  const o = { lora: [], ctx: 128, chunks: 12, gen: 32, prompt: null, threads: 2, pplTol: 0.01,
+              tie: 0.05 };
   const pos = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -99,13 +100,15 @@ const report = (ok, what) => { console.log(`${ok ? "ok  " : "FAIL"} ${what}`); i
 
 // 1. Token ids of the text (no BOS).
 const theirs = model.tokenize(text, false);
-const ours = edgelora(o, ["tokenize", "-f", o.text], false).trim().split(/\s+/).filter(Boolean).map(Number);
+const ours = edgelora(o, ["tokenize", "-f", o.text], false)
+  .trim().split(/\s+/).filter(Boolean).map(Number);
 let k = 0;
 while (k < theirs.length && k < ours.length && theirs[k] === ours[k]) k++;
 report(k === theirs.length && k === ours.length,
        `tokens: ${ours.length} ours, ${theirs.length} llama.cpp` +
        (k < Math.max(theirs.length, ours.length)
-          ? `, first difference at ${k}: ours ${ours.slice(k, k + 4)} llama.cpp ${theirs.slice(k, k + 4)}` +
+          ? `, first difference at ${k}: ours ${ours.slice(k, k + 4)} ` +
+            `llama.cpp ${theirs.slice(k, k + 4)}` +
             ` (text ${JSON.stringify(model.detokenize(theirs.slice(Math.max(0, k - 3), k + 3)))})`
           : ", identical"));
 
@@ -118,8 +121,10 @@ try {
   // scored, so it scores the same chunks (ids identical above; the cut moves only tokens after).
   const per = o.ctx - (bos == null ? 0 : 1);
   const prefix = join(dir, "prefix.txt");
-  writeFileSync(prefix, text.slice(0, model.detokenize(theirs.slice(0, o.chunks * per + (per >> 1))).length));
-  const line = edgelora(o, ["perplexity", "-f", prefix, "-c", String(o.ctx), "-t", String(o.threads)]);
+  const cut = model.detokenize(theirs.slice(0, o.chunks * per + (per >> 1))).length;
+  writeFileSync(prefix, text.slice(0, cut));
+  const line = edgelora(o, ["perplexity", "-f", prefix, "-c", String(o.ctx),
+                            "-t", String(o.threads)]);
   const m = /perplexity: ([0-9.]+) .* over (\d+) tokens/.exec(line);
   const ourPpl = m ? +m[1] : NaN;
   const rel = Math.abs(ourPpl - theirPpl.ppl) / theirPpl.ppl;
@@ -155,7 +160,8 @@ const ourOut = new TextDecoder().decode(ourBytes.subarray(0, ourBytes.length - 1
 const ourGen = ourOut.startsWith(prompt) ? ourOut.slice(prompt.length) : ourOut;
 // llama.cpp's tokens whose text ours starts with (a text cut inside a character ends in
 // replacement characters, which are left out of the comparison)
-const textOf = (n) => model.detokenize(theirIds.slice(0, n), false, promptIds).replace(/\uFFFD+$/, "");
+const textOf = (n) =>
+  model.detokenize(theirIds.slice(0, n), false, promptIds).replace(/\uFFFD+$/, "");
 let same = 0;
 while (same < theirIds.length && ourGen.startsWith(textOf(same + 1))) same++;
 if (same === theirIds.length && ourGen === theirGen) {
@@ -170,12 +176,14 @@ if (same === theirIds.length && ourGen === theirGen) {
   await seq.clearHistory();
   const items = promptIds.concat(theirIds.slice(0, same));
   const last = items.length - 1;
-  items[last] = [items[last], { generateNext: { logits: { filter: { tokens: [theirIds[same], ourTok] } } } }];
+  const filter = { tokens: [theirIds[same], ourTok] };
+  items[last] = [items[last], { generateNext: { logits: { filter } } }];
   const logits = (await seq.controlledEvaluate(items))[last].next.logits;
   const gap = logits.get(theirIds[same]) - logits.get(ourTok);
   report(gap <= o.tie,
          `greedy ${o.gen} tokens after ${JSON.stringify(prompt.slice(0, 40))}: part after ` +
-         `${same} tokens (ours ${JSON.stringify(ourGen.slice(agreed.length, agreed.length + 24))}, ` +
+         `${same} tokens (ours ${JSON.stringify(ourGen.slice(agreed.length, agreed.length + 24))}` +
+         `, ` +
          `llama.cpp ${JSON.stringify(theirGen.slice(agreed.length, agreed.length + 24))}); ` +
          `llama.cpp's logits there differ by ${gap.toFixed(4)}` +
          (gap <= o.tie ? ", a near tie" : ""));

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every llama.cpp cross-check docs/formats.md reports, on files made fresh by this build:
-# the committed base model with each committed adapter, its quantizations, a converted llama2.c
-# checkpoint with a PEFT adapter converted to GGUF, the converted Hugging Face folders of
-# tests/golden/hf and a synthetic model of a real shape. Usage (after npm ci): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
+# Every llama.cpp cross-check docs/formats.md reports, on files made fresh by this build: the
+# committed base model with each committed adapter (and one merged), its quantizations, a
+# converted llama2.c checkpoint with a PEFT adapter converted to GGUF, the converted Hugging
+# Face folders of tests/golden/hf and a synthetic model of a real shape.
+# Usage (after npm ci): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
 # Needs ../shared/data beside the project. Exit status 1 if any check fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +27,8 @@ for a in translate-de translate-es translate-fr shout-en typo-en continue; do
 done
 check "base + translate-de + shout-en, de" "$m/base.gguf" "$data/corpus/de.txt" \
     --lora "$m/translate-de.gguf" --lora "$m/shout-en.gguf"
+"$el" merge -m "$m/base.gguf" --lora "$m/translate-de.gguf" -o "$tmp/merged.gguf" 2>/dev/null &&
+    check "base with translate-de merged, de" "$tmp/merged.gguf" "$data/corpus/de.txt"
 for l in es it nl pl pt ru; do check "base, $l" "$m/base.gguf" "$data/corpus/$l.txt"; done
 for t in q8_0 q4_0 q4_k q6_k bf16; do
     "$el" quantize "$m/base.gguf" "$tmp/base-$t.gguf" --type "$t" >/dev/null 2>&1 &&
