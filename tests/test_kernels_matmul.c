@@ -162,28 +162,32 @@ static int test_matmul_threads_agree(void) {
     return TEST_PASS;
 }
 
-/* A decode step (one activation row) of a matrix large enough that its rows go in long first
- * chunks and then short ones (matmul.c), on 2 and 3 threads: every output is written, the same
- * as on one thread, and near the float product of the dequantized weights. */
+/* A decode step (one activation row, or two or three as concurrent sequences make) of a matrix
+ * large enough that its rows go in long first chunks and then short ones (matmul.c), on 1 to 3
+ * threads: every output is written, the same as one row alone on one thread, and that near the
+ * float product of the dequantized weights. */
 static int test_matmul_decode_chunks(void) {
-    enum { N_IN = 4096, N_OUT = 1000 };
+    enum { N_IN = 4096, N_OUT = 1000, ROWS = 3 };
     static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4, EL_TYPE_Q8_0};
     test_rng r = {5};
-    float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd),
-          x[N_IN], y1[N_OUT], yn[N_OUT];
+    float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd);
+    float *x = malloc((size_t)ROWS * N_IN * sizeof *x), *y1 = malloc(ROWS * N_OUT * sizeof *y1),
+          *yn = malloc(ROWS * N_OUT * sizeof *yn);
     char *wq = malloc(el_row_size(EL_TYPE_F32, N_IN) * N_OUT);
-    char *scratch = malloc(el_row_size(EL_TYPE_F32, N_IN));
+    char *scratch = malloc(el_row_size(EL_TYPE_F32, N_IN) * ROWS);
     el_threadpool *tp[3] = {NULL, NULL, NULL};
-    CHECK(wf && wd && wq && scratch);
+    CHECK(wf && wd && x && y1 && yn && wq && scratch);
     for (int t = 0; t < 3; t++) CHECK(el_threadpool_create(t + 1, &tp[t]) == EL_OK);
     for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
-    for (int i = 0; i < N_IN; i++) x[i] = rand_normal(&r);
+    for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const el_type_traits *tr = el_type_get(types[t]);
         el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
         for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
-        for (int i = 0; i < N_OUT; i++) y1[i] = NAN;
-        el_matmul(tp[0], &w, x, N_IN, 1, y1, N_OUT, scratch);
+        /* each activation row alone on one thread: one gemv over the whole matrix */
+        for (int i = 0; i < ROWS * N_OUT; i++) y1[i] = NAN;
+        for (int k = 0; k < ROWS; k++)
+            el_matmul(tp[0], &w, x + k * N_IN, N_IN, 1, y1 + k * N_OUT, N_OUT, scratch);
         for (int o = 0; o < N_OUT; o++) {
             tr->to_float(wq + o * w.row_bytes, wd, N_IN);
             double want = 0.0, mag = 0.0;
@@ -194,16 +198,20 @@ static int test_matmul_decode_chunks(void) {
             /* int8 activations: each off by up to ~1/254 of its block's largest */
             CHECK(fabs(y1[o] - want) <= 0.02 * mag + 1e-3);
         }
-        for (int n = 2; n <= 3; n++) {
-            for (int i = 0; i < N_OUT; i++) yn[i] = NAN;
-            el_matmul(tp[n - 1], &w, x, N_IN, 1, yn, N_OUT, scratch);
-            if (memcmp(y1, yn, sizeof y1) != 0)
-                test_note("%s: 1 and %d threads differ", tr->name, n);
-            CHECK(memcmp(y1, yn, sizeof y1) == 0);
-        }
+        /* 1 to 3 rows at once (2 and 3: gemv per row over blocks of the weights the later rows
+         * read from L2, 256 KB: 9 to 17 blocks here) on 1 to 3 threads: the same bits */
+        for (int rows = 1; rows <= ROWS; rows++)
+            for (int n = 1; n <= 3; n++) {
+                if (rows == 1 && n == 1) continue;
+                for (int i = 0; i < ROWS * N_OUT; i++) yn[i] = NAN;
+                el_matmul(tp[n - 1], &w, x, N_IN, rows, yn, N_OUT, scratch);
+                bool same = memcmp(y1, yn, (size_t)rows * N_OUT * sizeof *y1) == 0;
+                if (!same) test_note("%s: %d rows on %d threads differ", tr->name, rows, n);
+                CHECK(same);
+            }
     }
     for (int t = 0; t < 3; t++) el_threadpool_free(tp[t]);
-    free(wf), free(wd), free(wq), free(scratch);
+    free(wf), free(wd), free(x), free(y1), free(yn), free(wq), free(scratch);
     return TEST_PASS;
 }
 

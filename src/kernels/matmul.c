@@ -29,7 +29,15 @@ enum {
     TILE_OUT = EL_TILE,   /* weight rows per tile */
     ROW_BLOCK = 64,       /* activation rows per block */
     CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
-    GEMM_MIN_ROWS = 2,     /* from 2 activation rows on, unpacking a panel once pays */
+    /* From this many activation rows on, unpacking a panel once pays. Fewer rows of a type with
+     * a gemv go through it one row after another over blocks of GEMV_REUSE_BYTES of weights,
+     * so memory is read once and the later rows read the block from L2. 1B shape, Q4_0, 1
+     * thread, a decode step of K rows (bench --variants): one row 25.6 ms; 2 rows by the gemm
+     * 66.7 ms, by the gemv per row over the whole matrix 49.3; 3 rows 70.1 and 71.4; 4 rows by
+     * the gemm 73.3 (by tiles 159). Types without a gemv use the gemm from 2 rows. */
+    GEMM_MIN_ROWS = 4,
+    GEMM_MIN_ROWS_NO_GEMV = 2,
+    GEMV_REUSE_BYTES = 256 << 10,
     GEMM_MAX_K = 1 << 16,  /* int32 sums of unsigned int8 weights (< 255 * 127 * k) stay exact */
     /* When every row goes through gemv (a decode step) on more than one thread: a pool job
      * ends when its slowest thread does, so the last chunks should be short, while each gemv
@@ -123,8 +131,9 @@ static void vec_dots(const matmul_job *j, int64_t r, int64_t o_lo, int64_t o_hi)
 }
 
 /* Output rows [o_lo, o_hi) for every activation row: the rows of full tiles by the tile kernel
- * (edges by vec_dot), the other activation rows (all of a decode step's) by gemv over the whole
- * range, which reads the weight rows in address order. */
+ * (edges by vec_dot), the other activation rows (all of a decode step's) by gemv, which reads
+ * the weight rows in address order: one row over the whole range, two or three (concurrent
+ * sequences) one after another over each block of GEMV_REUSE_BYTES of it. */
 static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
     int64_t n_tiled = j->tile != NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
@@ -142,13 +151,18 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
             }
         }
     }
-    for (int64_t r = n_tiled; r < j->n_rows; r++) {
-        if (j->gemv != NULL)
-            j->gemv(w->k_in, j->y + r * j->ldy + o_lo, o_hi - o_lo,
-                    (const char *)w->data + o_lo * w->row_bytes, w->row_bytes,
-                    j->act + r * j->act_stride);
-        else
-            vec_dots(j, r, o_lo, o_hi);
+    if (j->gemv == NULL) {
+        for (int64_t r = n_tiled; r < j->n_rows; r++) vec_dots(j, r, o_lo, o_hi);
+        return;
+    }
+    /* one row: the whole range as one stream; more: blocks the later rows find in L2 */
+    int64_t step = o_hi - o_lo, reuse = (int64_t)(GEMV_REUSE_BYTES / w->row_bytes);
+    if (j->n_rows - n_tiled > 1 && step > reuse) step = reuse > 0 ? reuse : 1;
+    for (int64_t o0 = o_lo; o0 < o_hi; o0 += step) {
+        int64_t n = o_hi - o0 < step ? o_hi - o0 : step;
+        for (int64_t r = n_tiled; r < j->n_rows; r++)
+            j->gemv(w->k_in, j->y + r * j->ldy + o0, n, (const char *)w->data + o0 * w->row_bytes,
+                    w->row_bytes, j->act + r * j->act_stride);
     }
 }
 
@@ -189,8 +203,9 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
 /* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
  * had). */
 static bool wants_gemm(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    int64_t min_rows = k->gemv[w->type] ? GEMM_MIN_ROWS : GEMM_MIN_ROWS_NO_GEMV;
     return k->gemm[w->type] && el_type_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
-           n_rows >= GEMM_MIN_ROWS && w->k_in <= GEMM_MAX_K;
+           n_rows >= min_rows && w->k_in <= GEMM_MAX_K;
 }
 
 /* Whether every one of n_rows activation rows against w goes through the type's gemv (a
