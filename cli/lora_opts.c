@@ -1,5 +1,6 @@
-/* lora_opts.c - the adapter flags `run`, `merge`, `eval` and `bench` share: --lora FILE and
- * --lora-scaled FILE SCALE (llama.cpp's names), each repeatable; and loading what they name. */
+/* lora_opts.c - the adapter flags `run`, `merge`, `eval`, `bench` and `perplexity` share:
+ * --lora FILE and --lora-scaled FILE SCALE (llama.cpp's names), each repeatable; and loading
+ * what they name. */
 #include <string.h>
 
 #include "cli.h"

@@ -154,8 +154,9 @@ int cmd_perplexity(int argc, char **argv) {
     el_status st = cli_lora_load(&lora, m, bind, &n_bind);
     if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
     free(text);
-    cli_ppl_params pp = {(int32_t)n_ctx, (int32_t)mo.threads, mo.kv_type, bind, n_bind,
-                         show_progress, &t0};
+    cli_ppl_params pp = {.n_ctx = (int32_t)n_ctx, .n_threads = (int32_t)mo.threads,
+                         .kv_type = mo.kv_type, .bind = bind, .n_bind = n_bind,
+                         .progress = show_progress, .user = &t0};
     if (st == EL_OK) st = cli_perplexity(m, tokens, n_tokens, &pp, &r);
     if (st != EL_OK) {
         rc = cli_fail("perplexity", st);
