@@ -354,7 +354,8 @@ static int test_gemm_batch_invariance(void) {
             test_note("%s: no gemm kernel here (%s)", t->name, el_kernels_get()->isa);
             continue;
         }
-        int64_t n_in = 256;
+      /* rows longer than one slice of a gemv's prepared activations (16384) too */
+      for (int64_t n_in = 256; n_in <= 17504; n_in += 17504 - 256) {
         size_t row_bytes = el_row_size(types[ti], n_in);
         char *wq = malloc(row_bytes * N_OUT);
         float *wrow = malloc((size_t)n_in * sizeof(float));
@@ -399,6 +400,7 @@ static int test_gemm_batch_invariance(void) {
             }
         }
         free(wq), free(wrow), free(x), free(all), free(few), free(alone), free(scratch);
+      }
     }
     el_threadpool_free(tp);
     return TEST_PASS;

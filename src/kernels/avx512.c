@@ -317,10 +317,10 @@ typedef struct q4_0_consts {
     __m256i q_words[2], d_words[2];
 } q4_0_consts;
 
-/* The integer sums of one q4_0 group of a row, lanes as the activations' [0 2 0 2 | 1 3 1 3],
- * and into *dw the words of its scales picked by d_words. */
-static inline __m256i group_q4_0(const char *wb, const q4_0_prep *p, const __m256i q_words[2],
-                                 __m256i d_words, __mmask16 dmask, __m256i *dw) {
+/* A q4_0 group of a row unpacked: its quants in q4_0_lanes' order, low nibbles in lo and high
+ * ones (16 times too large) in hi; into *dw the words of its scales picked by d_words. */
+static inline void unpack_q4_0(const char *wb, const __m256i q_words[2], __m256i d_words,
+                               __mmask16 dmask, __m256i lo[2], __m256i hi[2], __m256i *dw) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), high4 = _mm256_set1_epi8((char)0xF0);
     __m256i a = _mm256_loadu_si256((const __m256i *)wb);
     __m256i b = _mm256_loadu_si256((const __m256i *)(wb + 32));
@@ -328,13 +328,30 @@ static inline __m256i group_q4_0(const char *wb, const q4_0_prep *p, const __m25
                     _mm256_permutex2var_epi16(a, q_words[1],
                                              _mm256_loadu_si256((const __m256i *)(wb + 40)))};
     *dw = _mm256_maskz_permutex2var_epi16(dmask, a, d_words, b);
+    for (int k = 0; k < 2; k++) {
+        lo[k] = _mm256_and_si256(u[k], low4);
+        hi[k] = _mm256_and_si256(u[k], high4);
+    }
+}
+
+/* The integer sums of an unpacked group against prepared activations, lanes as the
+ * activations' [0 2 0 2 | 1 3 1 3]. */
+static inline __m256i dot_q4_0(const __m256i lo[2], const __m256i hi[2], const q4_0_prep *p) {
     __m256i s = p->off, s16 = _mm256_setzero_si256();
     #pragma GCC unroll 2
     for (int k = 0; k < 2; k++) {
-        s = _mm256_dpbusd_epi32(s, _mm256_and_si256(u[k], low4), p->lo[k]);
-        s16 = _mm256_dpbusd_epi32(s16, _mm256_and_si256(u[k], high4), p->hi[k]);
+        s = _mm256_dpbusd_epi32(s, lo[k], p->lo[k]);
+        s16 = _mm256_dpbusd_epi32(s16, hi[k], p->hi[k]);
     }
     return _mm256_add_epi32(s, _mm256_srai_epi32(s16, 4));
+}
+
+/* The integer sums of one q4_0 group of a row, and into *dw the words of its scales. */
+static inline __m256i group_q4_0(const char *wb, const q4_0_prep *p, const __m256i q_words[2],
+                                 __m256i d_words, __mmask16 dmask, __m256i *dw) {
+    __m256i lo[2], hi[2];
+    unpack_q4_0(wb, q_words, d_words, dmask, lo, hi, dw);
+    return dot_q4_0(lo, hi, p);
 }
 
 /* acc + the float sums of two groups' integer sums s0 and s1 (folded: lanes [0 2 4 6 | 1 3 5 7]
@@ -423,6 +440,86 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
         size_t prepared = (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d;
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
+    }
+}
+
+/* ---- q4_0 against two or three activation rows (concurrent sequences, el_gemv_multi_fn):
+ * each pair of groups of a weight row is loaded and unpacked once and dotted with every row's
+ * prepared activations, the operations of the one-row kernel in its order for each, so each
+ * output has the bits gemv_q4_0 gives it. Two weight rows far apart go together. */
+static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_slice *sl,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    const size_t group_bytes = 4 * sizeof(el_block_q4_0);
+    const q4_0_consts c = {{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
+                            _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
+                           {_mm256_loadu_si256((const __m256i *)q4_0_d_words[0]),
+                            _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
+    const char *wb[2];
+    __m256 acc[EL_GEMV_MULTI_MAX][2];
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl[0].first * sizeof(el_block_q4_0);
+        for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_ps();
+    }
+    int64_t g = 0;
+    for (; g + 2 <= sl[0].groups; g += 2) {
+        for (int r = 0; r < R; r++) {
+            __m256i lo0[2], hi0[2], lo1[2], hi1[2], dw0, dw1;
+            unpack_q4_0(wb[r] + g * group_bytes, c.q_words, c.d_words[0], 0x33, lo0, hi0, &dw0);
+            unpack_q4_0(wb[r] + (g + 1) * group_bytes, c.q_words, c.d_words[1], 0xCC, lo1, hi1,
+                        &dw1);
+            __m256i dw = _mm256_or_si256(dw0, dw1);
+            for (int a = 0; a < A; a++)
+                acc[a][r] = scale_q4_0(acc[a][r], dot_q4_0(lo0, hi0, sl[a].p + g),
+                                       dot_q4_0(lo1, hi1, sl[a].p + g + 1), dw, sl[a].d[g / 2]);
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
+        for (int a = 0; a < A; a++) {
+            const q4_0_slice *sa = &sl[a];
+            if (g < sa->groups)
+                acc[a][r] = single_q4_0(acc[a][r], wb[r] + g * group_bytes, sa->p + g,
+                                        sa->d + g / 2, &c);
+            for (int64_t k = sa->first + 4 * sa->groups; k < sa->last; k++) {
+                __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sa->b[k].d));
+                __m256i dot = q4_0_dot1(wr + k, sa->b + k);
+                acc[a][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[a][r]);
+            }
+            s[a][r] = hsum256_ps(acc[a][r]);
+        }
+    }
+}
+
+/* y[a * ldy + o] = the dots of rows o < n_rows with activation rows a < n_act (2 or 3), summed
+ * over slices; rows i and i + n_rows / 2 together, an odd last one alone. */
+static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    q4_0_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 128];
+    __m256 d[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q4_0_slice sl[EL_GEMV_MULTI_MAX];
+        for (int k = 0; k < n_act; k++) {
+            sl[k] = (q4_0_slice){p[k], d[k], (const el_block_q8_0 *)((const char *)a + k * a_stride),
+                                 k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+            prepare_q4_0(sl[k].b + sl[k].first, sl[k].groups, p[k], d[k]);
+        }
+        const int64_t m = n_rows / 2;
+        for (int64_t i = 0; i < m + n_rows % 2; i++) {
+            int64_t o[2] = {i < m ? i : 2 * m, i + m};
+            int R = i < m ? 2 : 1;
+            const char *row[2] = {(const char *)w + o[0] * w_stride,
+                                  (const char *)w + o[1] * w_stride};
+            float s[EL_GEMV_MULTI_MAX][2];
+            if (n_act == 3)
+                R == 2 ? rows_q4_0_multi(sl, row, s, 2, 3) : rows_q4_0_multi(sl, row, s, 1, 3);
+            else
+                R == 2 ? rows_q4_0_multi(sl, row, s, 2, 2) : rows_q4_0_multi(sl, row, s, 1, 2);
+            for (int k = 0; k < n_act; k++)
+                for (int r = 0; r < R; r++)
+                    y[k * ldy + o[r]] = k0 > 0 ? y[k * ldy + o[r]] + s[k][r] : s[k][r];
+        }
     }
 }
 
@@ -753,6 +850,7 @@ bool el_kernels_avx512(el_kernels *k) {
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
+    k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;

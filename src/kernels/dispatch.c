@@ -19,6 +19,7 @@ void el_kernels_reference(el_kernels *k) {
         k->tile[t] = NULL;
         k->gemm[t] = NULL;
         k->gemv[t] = NULL;
+        k->gemv_multi[t] = NULL;
     }
     k->gemm_signed = false;
 }

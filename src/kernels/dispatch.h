@@ -35,6 +35,13 @@ typedef void (*el_tile_fn)(int64_t n, float *y, int64_t ldy, const void *w, size
 typedef void (*el_gemv_fn)(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                            const void *a);
 
+/* A multi-row gemv computes the same for n_act (2..EL_GEMV_MULTI_MAX) activation rows at once,
+ * a_stride bytes apart, reading each weight row once: y[k * ldy + o] = dot(row o, a_k), each
+ * with the bits the type's gemv gives it (concurrent sequences). */
+enum { EL_GEMV_MULTI_MAX = 3 };
+typedef void (*el_gemv_multi_fn)(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                 const void *w, size_t w_stride, const void *a, size_t a_stride);
+
 typedef struct el_kernels {
     const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
@@ -45,6 +52,7 @@ typedef struct el_kernels {
     el_attend_fn attend;                      /* attention of one row and kv head */
     el_swiglu_fn swiglu;                      /* the feed-forward's gated activation */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    el_gemv_multi_fn gemv_multi[EL_TYPE_COUNT]; /* by weight type; NULL: gemv row by row */
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
 } el_kernels;
 

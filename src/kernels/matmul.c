@@ -76,6 +76,7 @@ typedef struct matmul_job {
     char *panels;         /* gemm: one panel buffer per thread, panel_size bytes apart */
     size_t panel_size;
     el_gemv_fn gemv;      /* NULL: vec_dot only */
+    el_gemv_multi_fn gemv_multi; /* NULL: gemv row by row */
     el_from_float_fn quantize;
     float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
     const float *x;
@@ -155,6 +156,13 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
         for (int64_t r = n_tiled; r < j->n_rows; r++) vec_dots(j, r, o_lo, o_hi);
         return;
     }
+    int64_t n_rest = j->n_rows - n_tiled;
+    if (n_rest > 1 && n_rest <= EL_GEMV_MULTI_MAX && j->gemv_multi != NULL) {
+        j->gemv_multi(w->k_in, j->y + n_tiled * j->ldy + o_lo, j->ldy, (int)n_rest, o_hi - o_lo,
+                      (const char *)w->data + o_lo * w->row_bytes, w->row_bytes,
+                      j->act + n_tiled * j->act_stride, j->act_stride);
+        return;
+    }
     /* one row: the whole range as one stream; more: blocks the later rows find in L2 */
     int64_t step = o_hi - o_lo, reuse = (int64_t)(GEMV_REUSE_BYTES / w->row_bytes);
     if (j->n_rows - n_tiled > 1 && step > reuse) step = reuse > 0 ? reuse : 1;
@@ -221,7 +229,7 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
                       int64_t n_rows, float *y, int64_t ldy) {
     const el_kernels *k = el_kernels_get();
     *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
-                      .gemv = k->gemv[w->type], .x = x, .ldx = ldx, .n_rows = n_rows, .y = y,
+                      .gemv = k->gemv[w->type], .gemv_multi = k->gemv_multi[w->type], .x = x, .ldx = ldx, .n_rows = n_rows, .y = y,
                       .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     if (wants_gemm(k, w, n_rows)) {
