@@ -495,6 +495,7 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_sli
  * over slices; rows i and i + n_rows / 2 together, an odd last one alone. */
 static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    /* 67 KB of stack: the one-row kernel's slices (the same bits need the same slicing) */
     q4_0_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 128];
     __m256 d[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
