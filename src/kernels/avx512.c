@@ -457,18 +457,21 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_sli
                             _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
     const char *wb[2];
     __m256 acc[EL_GEMV_MULTI_MAX][2];
+    #pragma GCC unroll 2
     for (int r = 0; r < R; r++) {
         wb[r] = row[r] + sl[0].first * sizeof(el_block_q4_0);
         for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_ps();
     }
     int64_t g = 0;
     for (; g + 2 <= sl[0].groups; g += 2) {
+        #pragma GCC unroll 2
         for (int r = 0; r < R; r++) {
             __m256i lo0[2], hi0[2], lo1[2], hi1[2], dw0, dw1;
             unpack_q4_0(wb[r] + g * group_bytes, c.q_words, c.d_words[0], 0x33, lo0, hi0, &dw0);
             unpack_q4_0(wb[r] + (g + 1) * group_bytes, c.q_words, c.d_words[1], 0xCC, lo1, hi1,
                         &dw1);
             __m256i dw = _mm256_or_si256(dw0, dw1);
+            #pragma GCC unroll 3
             for (int a = 0; a < A; a++)
                 acc[a][r] = scale_q4_0(acc[a][r], dot_q4_0(lo0, hi0, sl[a].p + g),
                                        dot_q4_0(lo1, hi1, sl[a].p + g + 1), dw, sl[a].d[g / 2]);
