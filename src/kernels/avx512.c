@@ -388,6 +388,29 @@ typedef struct q4_0_slice {
     int64_t first, groups, last; /* its first block, whole groups, and end block */
 } q4_0_slice;
 
+static inline q4_0_consts q4_0_consts_load(void) {
+    return (q4_0_consts){{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
+                          _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
+                         {_mm256_loadu_si256((const __m256i *)q4_0_d_words[0]),
+                          _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
+}
+
+/* A row's dot over a slice from acc, its sums over the slice's first g groups (all its pairs):
+ * the odd last group, the blocks past the whole groups, and the sum of the lanes. wb is the
+ * row's bytes at the slice's first block. */
+static inline float finish_q4_0(__m256 acc, const char *row, const char *wb, int64_t g,
+                                const q4_0_slice *sl, const q4_0_consts *c) {
+    const el_block_q4_0 *wr = (const el_block_q4_0 *)row;
+    if (g < sl->groups)
+        acc = single_q4_0(acc, wb + g * 4 * sizeof(el_block_q4_0), sl->p + g, sl->d + g / 2, c);
+    for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
+        __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
+        __m256i dot = q4_0_dot1(wr + k, sl->b + k);
+        acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc);
+    }
+    return hsum256_ps(acc);
+}
+
 /* The dots of R rows over a slice, each row as it would be alone: two groups per step (rows far
  * apart in memory: separate streams sharing the activation loads), then the last blocks one by
  * one. */
@@ -397,10 +420,7 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
     const q4_0_slice *sl = ctx;
     const q4_0_prep *p = sl->p;
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
-    const q4_0_consts c = {{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
-                            _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
-                           {_mm256_loadu_si256((const __m256i *)q4_0_d_words[0]),
-                            _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
+    const q4_0_consts c = q4_0_consts_load();
     const char *wb[4];
     __m256 acc[4];
     #pragma GCC unroll 4
@@ -415,17 +435,7 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
             acc[r] = pair_q4_0(acc[r], wb[r] + g * group_bytes, p + g, sl->d + g / 2, &c);
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        if (g < sl->groups)
-            acc[r] = single_q4_0(acc[r], wb[r] + g * group_bytes, p + g, sl->d + g / 2, &c);
-        const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
-        for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
-            __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
-            __m256i dot = q4_0_dot1(wr + k, sl->b + k);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[r]);
-        }
-        s[r] = hsum256_ps(acc[r]);
-    }
+    for (int r = 0; r < R; r++) s[r] = finish_q4_0(acc[r], row[r], wb[r], g, sl, &c);
 }
 
 /* y = the rows' dots, one slice of the activations at a time (summed over slices). */
@@ -451,10 +461,7 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_sli
                                                                   const char *const row[2],
                                                                   float s[][2], int R, int A) {
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
-    const q4_0_consts c = {{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
-                            _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
-                           {_mm256_loadu_si256((const __m256i *)q4_0_d_words[0]),
-                            _mm256_loadu_si256((const __m256i *)q4_0_d_words[1])}};
+    const q4_0_consts c = q4_0_consts_load();
     const char *wb[2];
     __m256 acc[EL_GEMV_MULTI_MAX][2];
     #pragma GCC unroll 2
@@ -477,21 +484,8 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_sli
                                        dot_q4_0(lo1, hi1, sl[a].p + g + 1), dw, sl[a].d[g / 2]);
         }
     }
-    for (int r = 0; r < R; r++) {
-        const el_block_q4_0 *wr = (const el_block_q4_0 *)row[r];
-        for (int a = 0; a < A; a++) {
-            const q4_0_slice *sa = &sl[a];
-            if (g < sa->groups)
-                acc[a][r] = single_q4_0(acc[a][r], wb[r] + g * group_bytes, sa->p + g,
-                                        sa->d + g / 2, &c);
-            for (int64_t k = sa->first + 4 * sa->groups; k < sa->last; k++) {
-                __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sa->b[k].d));
-                __m256i dot = q4_0_dot1(wr + k, sa->b + k);
-                acc[a][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc[a][r]);
-            }
-            s[a][r] = hsum256_ps(acc[a][r]);
-        }
-    }
+    for (int r = 0; r < R; r++)
+        for (int a = 0; a < A; a++) s[a][r] = finish_q4_0(acc[a][r], row[r], wb[r], g, &sl[a], &c);
 }
 
 /* y[a * ldy + o] = the dots of rows o < n_rows with activation rows a < n_act (2 or 3), summed
@@ -505,8 +499,8 @@ static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_slice sl[EL_GEMV_MULTI_MAX];
         for (int k = 0; k < n_act; k++) {
-            sl[k] = (q4_0_slice){p[k], d[k], (const el_block_q8_0 *)((const char *)a + k * a_stride),
-                                 k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+            const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)a + k * a_stride);
+            sl[k] = (q4_0_slice){p[k], d[k], b, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
             prepare_q4_0(sl[k].b + sl[k].first, sl[k].groups, p[k], d[k]);
         }
         const int64_t m = n_rows / 2;
