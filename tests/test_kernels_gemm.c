@@ -354,8 +354,9 @@ static int test_gemm_batch_invariance(void) {
             test_note("%s: no gemm kernel here (%s)", t->name, el_kernels_get()->isa);
             continue;
         }
-      /* rows longer than one slice of a gemv's prepared activations (16384) too */
-      for (int64_t n_in = 256; n_in <= 17504; n_in += 17504 - 256) {
+      /* rows longer than one slice of a gemv's prepared activations (16384) too, in whole
+       * blocks of every type (a multiple of 128) */
+      for (int64_t n_in = 256; n_in <= 17536; n_in += 17536 - 256) {
         size_t row_bytes = el_row_size(types[ti], n_in);
         char *wq = malloc(row_bytes * N_OUT);
         float *wrow = malloc((size_t)n_in * sizeof(float));

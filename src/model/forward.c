@@ -201,7 +201,7 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
                     int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
                     const el_lora_rows *lr) {
     const el_layer *l = &f->model->layers[il];
-    const el_weight *w[EL_MATMUL_MANY];
+    const el_weight *w[EL_MATMUL_MANY] = {0}; /* count >= 1 fills it; -O1 cannot tell */
     for (int i = 0; i < count; i++) {
         w[i] = el_layer_weight(l, which[i]);
         if (f->observe)
