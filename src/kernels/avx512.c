@@ -453,13 +453,41 @@ static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
     }
 }
 
+/* Computes the dots s[a][r] of weight rows row[r] (r < R, 1 or 2) with activation rows a < A
+ * (2 or 3) for a type; ctx holds their prepared slices. */
+typedef void (*gemv_multi_rows_fn)(const void *ctx, const char *const row[2],
+                                   float s[][2], int R, int A);
+
+/* The row loop of the multi-row gemvs: y[a * ldy + o] (+ if accumulate) = the dot of weight row
+ * o with activation row a, for o < n_rows; rows i and i + n_rows / 2 together, an odd last one
+ * alone. Inlined with constant R and A, so the type's kernel is inlined for each. */
+static inline __attribute__((always_inline)) void gemv_multi_drive(
+    int64_t n_rows, int n_act, const void *w, size_t w_stride, float *y, int64_t ldy,
+    bool accumulate, gemv_multi_rows_fn rows, const void *ctx) {
+    const int64_t m = n_rows / 2;
+    for (int64_t i = 0; i < m + n_rows % 2; i++) {
+        int64_t o[2] = {i < m ? i : 2 * m, i + m};
+        int R = i < m ? 2 : 1;
+        const char *row[2] = {(const char *)w + o[0] * w_stride, (const char *)w + o[1] * w_stride};
+        float s[EL_GEMV_MULTI_MAX][2];
+        if (n_act == 3)
+            R == 2 ? rows(ctx, row, s, 2, 3) : rows(ctx, row, s, 1, 3);
+        else
+            R == 2 ? rows(ctx, row, s, 2, 2) : rows(ctx, row, s, 1, 2);
+        for (int k = 0; k < n_act; k++)
+            for (int r = 0; r < R; r++)
+                y[k * ldy + o[r]] = accumulate ? y[k * ldy + o[r]] + s[k][r] : s[k][r];
+    }
+}
+
 /* ---- q4_0 against two or three activation rows (concurrent sequences, el_gemv_multi_fn):
  * each pair of groups of a weight row is loaded and unpacked once and dotted with every row's
  * prepared activations, the operations of the one-row kernel in its order for each, so each
  * output has the bits gemv_q4_0 gives it. Two weight rows far apart go together. */
-static inline __attribute__((always_inline)) void rows_q4_0_multi(const q4_0_slice *sl,
+static inline __attribute__((always_inline)) void rows_q4_0_multi(const void *ctx,
                                                                   const char *const row[2],
                                                                   float s[][2], int R, int A) {
+    const q4_0_slice *sl = ctx;
     const size_t group_bytes = 4 * sizeof(el_block_q4_0);
     const q4_0_consts c = q4_0_consts_load();
     const char *wb[2];
@@ -503,21 +531,7 @@ static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t
             sl[k] = (q4_0_slice){p[k], d[k], b, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
             prepare_q4_0(sl[k].b + sl[k].first, sl[k].groups, p[k], d[k]);
         }
-        const int64_t m = n_rows / 2;
-        for (int64_t i = 0; i < m + n_rows % 2; i++) {
-            int64_t o[2] = {i < m ? i : 2 * m, i + m};
-            int R = i < m ? 2 : 1;
-            const char *row[2] = {(const char *)w + o[0] * w_stride,
-                                  (const char *)w + o[1] * w_stride};
-            float s[EL_GEMV_MULTI_MAX][2];
-            if (n_act == 3)
-                R == 2 ? rows_q4_0_multi(sl, row, s, 2, 3) : rows_q4_0_multi(sl, row, s, 1, 3);
-            else
-                R == 2 ? rows_q4_0_multi(sl, row, s, 2, 2) : rows_q4_0_multi(sl, row, s, 1, 2);
-            for (int k = 0; k < n_act; k++)
-                for (int r = 0; r < R; r++)
-                    y[k * ldy + o[r]] = k0 > 0 ? y[k * ldy + o[r]] + s[k][r] : s[k][r];
-        }
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q4_0_multi, sl);
     }
 }
 
@@ -552,18 +566,35 @@ static void prepare_q8_0(const el_block_q8_0 *b, int64_t pairs, q8_0_prep *p, do
 }
 
 /* acc + the float sums (8 lanes) of one q8_0 pair of a row. */
-static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, const double *da,
-                               __m256i d_words) {
+/* A q8_0 pair of a row unpacked: its quants as unsigned bytes in the lanes' order, and its two
+ * weight scales as floats. */
+static inline void unpack_q8_0(const char *wb, __m256i d_words, __m256i u[2], __m256 *dw) {
     const __m256i top = _mm256_set1_epi8((char)0x80);
     __m256i q0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 2)), top);
     __m256i q1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(wb + 36)), top);
-    __m256i s = _mm256_dpbusd_epi32(p->off, _mm256_unpacklo_epi32(q0, q1), p->y[0]);
-    s = _mm256_dpbusd_epi32(s, _mm256_unpackhi_epi32(q0, q1), p->y[1]);
-    __m256i dw = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
-                                           _mm256_loadu_si256((const __m256i *)(wb + 32)));
-    __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(dw)),
-                             _mm256_castpd_ps(_mm256_broadcast_sd(da)));
+    u[0] = _mm256_unpacklo_epi32(q0, q1);
+    u[1] = _mm256_unpackhi_epi32(q0, q1);
+    __m256i dwi = _mm256_permutex2var_epi16(_mm256_loadu_si256((const __m256i *)wb), d_words,
+                                            _mm256_loadu_si256((const __m256i *)(wb + 32)));
+    *dw = _mm256_cvtph_ps(_mm256_castsi256_si128(dwi));
+}
+
+/* acc + the float sums of an unpacked pair against prepared activations. */
+static inline __m256 dot_q8_0(__m256 acc, const __m256i u[2], __m256 dw, const q8_0_prep *p,
+                              const double *da) {
+    __m256i s = _mm256_dpbusd_epi32(p->off, u[0], p->y[0]);
+    s = _mm256_dpbusd_epi32(s, u[1], p->y[1]);
+    __m256 d = _mm256_mul_ps(dw, _mm256_castpd_ps(_mm256_broadcast_sd(da)));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc);
+}
+
+/* acc + the float sums (8 lanes) of one q8_0 pair of a row. */
+static inline __m256 pair_q8_0(__m256 acc, const char *wb, const q8_0_prep *p, const double *da,
+                               __m256i d_words) {
+    __m256i u[2];
+    __m256 dw;
+    unpack_q8_0(wb, d_words, u, &dw);
+    return dot_q8_0(acc, u, dw, p, da);
 }
 
 /* As q4_0_slice, for q8_0 pairs. */
@@ -573,6 +604,21 @@ typedef struct q8_0_slice {
     const el_block_q8_0 *b;
     int64_t first, pairs, last;
 } q8_0_slice;
+
+/* A row's dot over a slice from its two accumulators (even and odd pairs, over the first g
+ * pairs): an odd last pair, the sum of the lanes, an odd last block. */
+static inline float finish_q8_0(__m256 acc0, __m256 acc1, const char *row, const char *wb,
+                                int64_t g, const q8_0_slice *sl, __m256i d_words) {
+    const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
+    if (g < sl->pairs) acc0 = pair_q8_0(acc0, wb + g * pair_bytes, sl->p + g, sl->da + g, d_words);
+    float s = hsum256_ps(_mm256_add_ps(acc0, acc1));
+    const el_block_q8_0 *wr = (const el_block_q8_0 *)row;
+    if (sl->first + 2 * sl->pairs < sl->last) { /* an odd last block */
+        int64_t k = sl->last - 1;
+        s += fp16(wr[k].d) * fp16(sl->b[k].d) * (float)hsum_epi32_256(q8_0_dot1(wr + k, sl->b + k));
+    }
+    return s;
+}
 
 /* As rows_q4_0, for q8_0 pairs; an odd last block of each row goes alone. */
 static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
@@ -599,17 +645,8 @@ static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
         }
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        if (g < sl->pairs)
-            acc[r][0] = pair_q8_0(acc[r][0], wb[r] + g * pair_bytes, p + g, sl->da + g, d_words);
-        s[r] = hsum256_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
-        const el_block_q8_0 *wr = (const el_block_q8_0 *)row[r];
-        if (sl->first + 2 * sl->pairs < sl->last) { /* an odd last block */
-            int64_t k = sl->last - 1;
-            s[r] += fp16(wr[k].d) * fp16(sl->b[k].d) *
-                    (float)hsum_epi32_256(q8_0_dot1(wr + k, sl->b + k));
-        }
-    }
+    for (int r = 0; r < R; r++)
+        s[r] = finish_q8_0(acc[r][0], acc[r][1], row[r], wb[r], g, sl, d_words);
 }
 
 /* As gemv_q4_0. */
@@ -624,6 +661,59 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
         int R = gemv_company((size_t)len / EL_QK8_0 * sizeof(el_block_q8_0),
                              (size_t)sl.pairs * (sizeof *p + sizeof *da));
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q8_0, &sl);
+    }
+}
+
+/* q8_0 against two or three activation rows, as gemv_q4_0_multi: each pair of a weight row is
+ * loaded and unpacked once for every activation row, each in rows_q8_0's order. */
+static inline __attribute__((always_inline)) void rows_q8_0_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    const q8_0_slice *sl = ctx;
+    const size_t pair_bytes = 2 * sizeof(el_block_q8_0);
+    const __m256i d_words = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q8_0_d_words));
+    const char *wb[2];
+    __m256 acc[EL_GEMV_MULTI_MAX][2][2];
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+        wb[r] = row[r] + sl[0].first * sizeof(el_block_q8_0);
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r][0] = acc[a][r][1] = _mm256_setzero_ps();
+    }
+    int64_t g = 0;
+    for (; g + 2 <= sl[0].pairs; g += 2) {
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+            __m256i u0[2], u1[2];
+            __m256 dw0, dw1;
+            unpack_q8_0(wb[r] + g * pair_bytes, d_words, u0, &dw0);
+            unpack_q8_0(wb[r] + (g + 1) * pair_bytes, d_words, u1, &dw1);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                acc[a][r][0] = dot_q8_0(acc[a][r][0], u0, dw0, sl[a].p + g, sl[a].da + g);
+                acc[a][r][1] = dot_q8_0(acc[a][r][1], u1, dw1, sl[a].p + g + 1, sl[a].da + g + 1);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int a = 0; a < A; a++)
+            s[a][r] = finish_q8_0(acc[a][r][0], acc[a][r][1], row[r], wb[r], g, &sl[a], d_words);
+}
+
+static void gemv_q8_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    /* 80 KB of stack: the one-row kernel's slices (the same bits need the same slicing) */
+    q8_0_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 64];
+    double da[EL_GEMV_MULTI_MAX][GEMV_SLICE / 64];
+    for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q8_0_slice sl[EL_GEMV_MULTI_MAX];
+        for (int k = 0; k < n_act; k++) {
+            const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)a + k * a_stride);
+            sl[k] = (q8_0_slice){p[k], da[k], b, k0 / EL_QK8_0, len / 64, (k0 + len) / EL_QK8_0};
+            prepare_q8_0(sl[k].b + sl[k].first, sl[k].pairs, p[k], da[k]);
+        }
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q8_0_multi, sl);
     }
 }
 
@@ -847,6 +937,7 @@ bool el_kernels_avx512(el_kernels *k) {
     k->tile[EL_TYPE_Q8_0] = tile_q8_0;
     k->tile[EL_TYPE_Q4_0] = tile_q4_0;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
+    k->gemv_multi[EL_TYPE_Q8_0] = gemv_q8_0_multi;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
