@@ -18,6 +18,14 @@ static float rand_normal(test_rng *r) {
 /* Largest error of one activation after quantization to type vt, per element of a block whose
  * largest magnitude is amax: half a step (amax/127) plus, for fp16 block scales, the scale's own
  * rounding (relative 2^-11, times at most 127 steps); 0 for float activations. */
+/* wf (n_out rows of n_in floats) quantized into wq as a weight of type t. */
+static el_weight quantized(el_type t, const float *wf, int64_t n_in, int64_t n_out, char *wq) {
+    el_weight w = el_weight_view(t, wq, n_in, n_out);
+    for (int64_t o = 0; o < n_out; o++)
+        el_type_get(t)->from_float(wf + o * n_in, wq + o * w.row_bytes, n_in);
+    return w;
+}
+
 static double act_error(el_type vt, double amax) {
     if (vt == EL_TYPE_F32) return 0.0;
     return amax / 127.0 * (0.5 + 127.0 / 2048.0) * 1.0001;
@@ -144,8 +152,7 @@ static int test_matmul_threads_agree(void) {
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const el_type_traits *tr = el_type_get(types[t]);
-        el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
-        for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
+        el_weight w = quantized(types[t], wf, N_IN, N_OUT, wq);
         for (int rows = 1; rows <= ROWS; rows += ROWS - 1) {
             for (int i = 0; i < rows * N_OUT; i++) y1[i] = y3[i] = NAN; /* catches a row left out */
             el_matmul(tp1, &w, x, N_IN, rows, y1, N_OUT, scratch);
@@ -182,8 +189,7 @@ static int test_matmul_decode_chunks(void) {
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         const el_type_traits *tr = el_type_get(types[t]);
-        el_weight w = el_weight_view(types[t], wq, N_IN, N_OUT);
-        for (int o = 0; o < N_OUT; o++) tr->from_float(wf + o * N_IN, wq + o * w.row_bytes, N_IN);
+        el_weight w = quantized(types[t], wf, N_IN, N_OUT, wq);
         /* each activation row alone on one thread: one gemv over the whole matrix */
         for (int i = 0; i < ROWS * N_OUT; i++) y1[i] = NAN;
         for (int k = 0; k < ROWS; k++)
