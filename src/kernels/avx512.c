@@ -468,7 +468,8 @@ static inline __attribute__((always_inline)) void gemv_multi_drive(
     for (int64_t i = 0; i < m + n_rows % 2; i++) {
         int64_t o[2] = {i < m ? i : 2 * m, i + m};
         int R = i < m ? 2 : 1;
-        const char *row[2] = {(const char *)w + o[0] * w_stride, (const char *)w + o[1] * w_stride};
+        const char *row[2] = {(const char *)w + o[0] * w_stride,
+                              R == 2 ? (const char *)w + o[1] * w_stride : NULL};
         float s[EL_GEMV_MULTI_MAX][2];
         if (n_act == 3)
             R == 2 ? rows(ctx, row, s, 2, 3) : rows(ctx, row, s, 1, 3);
