@@ -60,6 +60,12 @@ el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n
                        .row_bytes = el_row_size(type, n_in), .k_in = n_in, .k_out = n_out};
 }
 
+void el_weight_floats(const el_weight *w, float *out) {
+    const el_type_traits *tr = el_type_get(w->type);
+    for (int64_t r = 0; r < w->n_out; r++)
+        tr->to_float((const char *)w->data + (size_t)r * w->row_bytes, out + r * w->n_in, w->n_in);
+}
+
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows) {
     el_type vt = el_type_get(w->type)->vec_dot_type;
     if (vt == EL_TYPE_F32) return 0; /* float activations are used in place */

@@ -28,6 +28,9 @@ typedef struct el_weight {
 /* A full view of a stored weight. */
 el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n_out);
 
+/* The stored rows of w as floats: n_out rows of n_in (for merging and writing, not products). */
+void el_weight_floats(const el_weight *w, float *out);
+
 /* Bytes of scratch el_matmul needs for n_rows activation rows against w (0 for weights dotted
  * with float activations: f32, f16, bf16). Scratch must be aligned like float (malloc is). */
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);

@@ -20,6 +20,25 @@ const char *el_linear_gguf_name(el_linear which) {
     return names[which];
 }
 
+el_status el_lora_b_floats(const el_lora_pair *p, float *out) {
+    const el_weight *b = &p->b;
+    int64_t rank = b->n_in, n_out = b->n_out;
+    if (!p->b_packed) {
+        el_weight_floats(b, out);
+        return EL_OK;
+    }
+    /* P[o / PACK][k][o % PACK] = B[o][k]: the whole block as floats, then in B's order */
+    float *packed = malloc((size_t)(rank * n_out) * sizeof *packed);
+    if (!packed) return el_error(EL_ERR_NOMEM, "out of memory");
+    el_type_get(b->type)->to_float(b->data, packed, rank * n_out);
+    for (int64_t o = 0; o < n_out; o++)
+        for (int64_t k = 0; k < rank; k++)
+            out[o * rank + k] =
+                packed[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK + o % EL_LORA_PACK];
+    free(packed);
+    return EL_OK;
+}
+
 static bool is_adapter_type(el_type t) {
     return t == EL_TYPE_F32 || t == EL_TYPE_F16 || t == EL_TYPE_BF16 || t == EL_TYPE_Q8_0;
 }

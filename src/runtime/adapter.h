@@ -49,6 +49,10 @@ static inline int32_t el_adapter_slot(int il, el_linear which) {
 /* Block tensor name suffixes ("attn_q", ...) of the linears, as in GGUF. */
 const char *el_linear_gguf_name(el_linear which);
 
+/* A pair's B as floats, n_out rows of rank (unpacked where it is stored packed), for writing or
+ * merging it (A: el_weight_floats). */
+el_status el_lora_b_floats(const el_lora_pair *p, float *out);
+
 /* Checks src[n_layer * EL_N_LINEAR] against ad->model and fills ad's table and block.
  * path names the file in errors. */
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path);

@@ -9,13 +9,6 @@
 #include "formats/gguf.h"
 #include "runtime/adapter.h"
 
-/* Dequantizes a stored matrix (rows of n) into floats. */
-static void to_float(const el_weight *w, float *out) {
-    const el_type_traits *tr = el_type_get(w->type);
-    for (int64_t r = 0; r < w->n_out; r++)
-        tr->to_float((const char *)w->data + r * w->row_bytes, out + r * w->n_in, w->n_in);
-}
-
 /* W (n_out x n_in floats) += s * B A. */
 static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
     int64_t rank = p->a.n_out, n_in = p->a.n_in, n_out = p->b.n_out;
@@ -26,15 +19,12 @@ static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
         free(b);
         return el_error(EL_ERR_NOMEM, "merge: out of memory");
     }
-    to_float(&p->a, a);
-    to_float(&p->b, b); /* [n_out][rank], or packed: [n_out/32][rank][32] */
-    for (int64_t o = 0; o < n_out; o++) {
+    el_weight_floats(&p->a, a);
+    el_status st = el_lora_b_floats(p, b);
+    for (int64_t o = 0; st == EL_OK && o < n_out; o++) {
         float *row = wf + o * n_in;
         for (int64_t k = 0; k < rank; k++) {
-            size_t at = p->b_packed ? ((size_t)(o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK +
-                                          o % EL_LORA_PACK
-                                    : (size_t)(o * rank + k);
-            float c = s * b[at];
+            float c = s * b[o * rank + k];
             const float *ak = a + k * n_in;
             for (int64_t i = 0; i < n_in; i++)
                 row[i] += c * ak[i];
@@ -42,7 +32,7 @@ static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
     }
     free(a);
     free(b);
-    return EL_OK;
+    return st;
 }
 
 /* The slot of a base tensor name, or -1 if it is not a block projection. */
@@ -83,7 +73,7 @@ static el_status merge(el_model *m, el_adapter **ads, const float *scales, int32
             st = el_error(EL_ERR_NOMEM, "merge: out of memory for '%s'", name);
             break;
         }
-        to_float(base, merged[i]);
+        el_weight_floats(base, merged[i]);
         for (int32_t j = 0; !st && j < n; j++) {
             const el_lora_pair *p = &ads[j]->table[slot];
             if (p->a.n_out > 0) st = add_pair(merged[i], p, scales[j] * p->scale);

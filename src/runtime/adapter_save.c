@@ -10,34 +10,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
-#include "kernels/types.h"
 #include "runtime/adapter.h"
-
-/* The rows of w as float: n_out rows of n_in into dst. */
-static void weight_to_float(const el_weight *w, float *dst) {
-    const el_type_traits *tt = el_type_get(w->type);
-    for (int64_t r = 0; r < w->n_out; r++)
-        tt->to_float((const char *)w->data + (size_t)r * w->row_bytes, dst + r * w->n_in, w->n_in);
-}
-
-/* B of p as n_out rows of rank floats, times mul. */
-static el_status b_to_float(const el_lora_pair *p, float mul, float *dst) {
-    const el_weight *b = &p->b;
-    int64_t rank = b->n_in, n_out = b->n_out;
-    if (!p->b_packed) {
-        weight_to_float(b, dst);
-    } else { /* P[o/32][k][o%32] = B[o][k]: unpack the whole block, then reorder */
-        float *packed = malloc((size_t)(rank * n_out) * sizeof *packed);
-        if (!packed) return el_error(EL_ERR_NOMEM, "out of memory");
-        el_type_get(b->type)->to_float(b->data, packed, rank * n_out);
-        for (int64_t o = 0; o < n_out; o++)
-            for (int64_t k = 0; k < rank; k++)
-                dst[o * rank + k] = packed[(o / 32) * rank * 32 + k * 32 + o % 32];
-        free(packed);
-    }
-    for (int64_t i = 0; i < rank * n_out; i++) dst[i] *= mul;
-    return EL_OK;
-}
 
 el_status el_adapter_save(const el_adapter *ad, const char *path) {
     if (!ad || !path) return el_error(EL_ERR_INVALID_ARG, "el_adapter_save: NULL argument");
@@ -69,8 +42,10 @@ el_status el_adapter_save(const el_adapter *ad, const char *path) {
                          el_linear_gguf_name((el_linear)(s % EL_N_LINEAR)));
         float *a = at, *b = at + rank * n_in;
         at = b + rank * n_out;
-        weight_to_float(&p->a, a);
-        if ((st = b_to_float(p, p->scale * (float)rank / alpha, b)) != EL_OK) break;
+        el_weight_floats(&p->a, a);
+        if ((st = el_lora_b_floats(p, b)) != EL_OK) break;
+        float mul = p->scale * (float)rank / alpha;
+        for (int64_t i = 0; i < rank * n_out; i++) b[i] *= mul;
         int64_t ne_a[2] = {n_in, rank}, ne_b[2] = {rank, n_out};
         snprintf(name + n, sizeof name - (size_t)n, "a");
         st = gguf_writer_add_tensor(w, name, EL_TYPE_F32, 2, ne_a, a,

@@ -180,13 +180,6 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
 
 /* ------------------------------------------------------------- base model */
 
-static void weight_to_float(const el_weight *w, float *dst) {
-    const el_type_traits *tr = el_type_get(w->type);
-    for (int64_t r = 0; r < w->n_out; r++)
-        tr->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, dst + r * w->n_in,
-                     w->n_in);
-}
-
 el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx) {
     const el_hparams *hp = &model->hp;
     if (!model->has_weights)
@@ -205,17 +198,17 @@ el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ct
     if (st)
         return st;
     float *w = m->w;
-    weight_to_float(&model->tok_embd, el_tm_embd(m, w));
+    el_weight_floats(&model->tok_embd, el_tm_embd(m, w));
     for (int il = 0; il < c.n_layer; il++) {
         const el_layer *l = &model->layers[il];
         memcpy(el_tm_layer(m, w, il, EL_TK_ATTN_NORM), l->attn_norm, (size_t)c.dim * 4);
         memcpy(el_tm_layer(m, w, il, EL_TK_FFN_NORM), l->ffn_norm, (size_t)c.dim * 4);
         for (int i = 0; i < EL_TN_LINEAR; i++)
-            weight_to_float(el_layer_weight(l, (el_linear)i),
+            el_weight_floats(el_layer_weight(l, (el_linear)i),
                             el_tm_layer(m, w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)));
     }
     memcpy(el_tm_out_norm(m, w), model->output_norm, (size_t)c.dim * 4);
     if (!c.tied)
-        weight_to_float(&model->output, el_tm_output(m, w));
+        el_weight_floats(&model->output, el_tm_output(m, w));
     return EL_OK;
 }
