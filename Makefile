@@ -41,7 +41,8 @@ $(BUILD)/src/kernels/avx2.o $(BUILD)/src/kernels/gemm_avx2.o \
 $(BUILD)/src/kernels/attend_avx2.o \
 $(BUILD)/src/kernels/swiglu_avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/kernels/avx512.o $(BUILD)/src/kernels/gemm_avx512.o \
-$(BUILD)/src/kernels/attend_avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c \
+$(BUILD)/src/kernels/attend_avx512.o \
+$(BUILD)/src/kernels/gemv_w4g_avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c \
                                             -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 endif
 ifneq ($(filter aarch64%,$(MACHINE)),)

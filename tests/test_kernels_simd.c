@@ -368,8 +368,9 @@ static int test_avx2(void) {
 }
 
 static int test_avx512(void) {
-    bool (*const setups[])(el_kernels *) = {el_kernels_avx2, el_kernels_avx512};
-    return check_isa(setups, 2, "no AVX-512 VNNI on this CPU or in this build");
+    bool (*const setups[])(el_kernels *) = {el_kernels_avx2, el_kernels_avx512,
+                                            el_gemv_w4g_avx512};
+    return check_isa(setups, 3, "no AVX-512 VNNI on this CPU or in this build");
 }
 
 static int test_neon(void) {

@@ -31,9 +31,10 @@ void el_kernels_set_gemm(el_kernels *k, el_gemm_fn fn, bool signed_weights) {
     k->gemm_signed = signed_weights;
 }
 
-/* AVX-512 VNNI: the tiles and dot products, the packed products and attention. */
+/* AVX-512 VNNI: the tiles and dot products, the packed products, attention and the W4G gemvs. */
 static bool avx512_all(el_kernels *k) {
-    return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k);
+    return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k) &&
+           el_gemv_w4g_avx512(k);
 }
 
 /* NEON (every aarch64 CPU): the dot products, tiles and gemvs, and attention. */

@@ -75,9 +75,10 @@ bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c
 bool el_attend_avx2(el_kernels *k);          /* its attention kernel (attend_avx2.c) */
 bool el_swiglu_avx2(el_kernels *k);          /* its gated activation (swiglu_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
-/* These two add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
+/* These add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
 bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
+bool el_gemv_w4g_avx512(el_kernels *k);      /* its W4G gemvs (gemv_w4g_avx512.c) */
 bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
 /* This adds to el_kernels_neon and is applied only after it has accepted the CPU. */
 bool el_attend_neon(el_kernels *k);          /* its attention kernel (attend_neon.c) */

@@ -1,0 +1,226 @@
+/* gemv_w4g_avx512.c - decode gemvs of W4G32, W4G64 and W4G128 rows (int4 weights, an fp16
+ * scale per group of G) against one A8 row, on AVX-512 VNNI.
+ *
+ * Without them a W4A8 model quantized per group decoded through the AVX2 dot products, at half
+ * the bound its memory allows (docs/kernels.md). Here every 128 elements of a row are one step
+ * for all three G: their 64 quant bytes gathered into one 512-bit register (one load for G=128;
+ * G=64 and 32 merge 2 or 4 loads under byte masks, the scales between the groups skipped by the
+ * load addresses, not by shuffles), each 128-bit lane one chunk of 32 elements. The int8
+ * activations are prepared once per slice for every row: the elements each chunk's low and
+ * high nibbles meet, and per 32-bit lane -8 times the activations it meets (so the sums start
+ * at the q - 8 offset). Two vpdpbusd give 4 integer lanes per chunk; each lane then takes its
+ * group's scale (one float multiply-add per step, the scales spread over the lanes by a word
+ * permute), and the activations' row scale multiplies once at the end. R rows far apart share
+ * the activation loads (gemv_drive.h); each row's sums are the same code in any company. */
+#include "kernels/dispatch.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
+    defined(__AVX512VNNI__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/edge.h"
+#include "kernels/gemv_drive.h"
+
+/* Elements prepared at a time (192 bytes per 128: 24 KB of stack); longer rows go in slices. */
+enum { SLICE = 16384, STEP = 128 };
+
+typedef struct w4g_prep {
+    __m512i lo, hi; /* the activations against each chunk's low and high nibbles */
+    __m512i off;    /* per lane: -8 * the sum of its activations */
+} w4g_prep;
+
+/* What the rows of one slice share. */
+typedef struct w4g_slice {
+    const w4g_prep *p;
+    int64_t steps;     /* whole steps of 128 elements */
+    int last_blocks;   /* blocks of a last short step (G = 32, 64), or 0 */
+    size_t first;      /* byte offset of the slice in a row */
+    float d;           /* the activations' row scale */
+    __m512i scale_idx; /* words of a step's first 64 bytes holding each lane's scale */
+} w4g_slice;
+
+/* A mask of the first n (0..64) bytes of a register. */
+static inline __mmask64 first_bytes(int64_t n) {
+    return n >= 64 ? ~0ull : n <= 0 ? 0 : (1ull << n) - 1;
+}
+
+/* The activations of the slice's steps (the last may be short: its missing elements zero):
+ * chunk c of a step (elements 32c..32c+31) in 128-bit lane c, its 16 low-nibble elements in lo
+ * and its 16 high-nibble ones in hi. */
+static void prepare(const int8_t *act, int64_t len, w4g_prep *p) {
+    const __m512i eight = _mm512_set1_epi8(8);
+    for (int64_t s = 0; s * STEP < len; s++) {
+        const int8_t *a = act + s * STEP;
+        int64_t left = len - s * STEP;
+        __m512i y0 = _mm512_maskz_loadu_epi8(first_bytes(left), a);
+        __m512i y1 = _mm512_maskz_loadu_epi8(first_bytes(left - 64), a + 64);
+        p[s].lo = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(2, 0, 2, 0));
+        p[s].hi = _mm512_shuffle_i64x2(y0, y1, _MM_SHUFFLE(3, 1, 3, 1));
+        __m512i sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), eight, p[s].lo);
+        sum = _mm512_dpbusd_epi32(sum, eight, p[s].hi);
+        p[s].off = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
+    }
+}
+
+/* The quant bytes of a step of `blocks` blocks (whole steps: 128 / G) starting at b, blocks
+ * 2 + G/2 bytes apart: G/32 chunks of 16 bytes each, in order. Each block's load starts 2 bytes
+ * further than the last so that its chunks land right after the last block's, and masked-off
+ * bytes are not read. */
+static inline __m512i step_quants(const char *b, int group, int blocks) {
+    if (group == 128) return _mm512_loadu_si512(b + 2);
+    const int chunk_bytes = group / 2;
+    const __mmask64 block_mask = group == 64 ? 0xFFFFFFFFull : 0xFFFFull;
+    __m512i q = _mm512_maskz_loadu_epi8(block_mask, b + 2);
+    #pragma GCC unroll 4
+    for (int k = 1; k < blocks; k++)
+        q = _mm512_mask_loadu_epi8(q, block_mask << (k * chunk_bytes), b + 2 + 2 * k);
+    return q;
+}
+
+/* Per 32-bit lane, the scale of its group, from the step's first `bytes` bytes (the words
+ * idx picks: 0, 9, 18, 27 for G=32, 0 and 17 for G=64; G=128 has one, broadcast). The lanes of
+ * blocks missing from a short step get zero. */
+static inline __m512 step_scales(const char *b, int group, __m512i idx, int64_t bytes) {
+    if (group == 128) {
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        return _mm512_cvtph_ps(_mm256_set1_epi16((short)d));
+    }
+    __m512i words = _mm512_permutexvar_epi16(idx, _mm512_maskz_loadu_epi8(first_bytes(bytes), b));
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(words));
+}
+
+/* acc + the float sums of a step of `blocks` blocks at b against prepared activations p. */
+static inline __m512 step(__m512 acc, const char *b, const w4g_prep *p, int group, int blocks,
+                          __m512i idx) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i q = step_quants(b, group, blocks);
+    __asm__("" : "+v"(q)); /* one load for both nibbles, not one folded into each use */
+    __m512i sum = _mm512_dpbusd_epi32(p->off, _mm512_and_si512(q, low4), p->lo);
+    sum = _mm512_dpbusd_epi32(sum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), p->hi);
+    __m512 d = step_scales(b, group, idx, (int64_t)blocks * (2 + group / 2));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+}
+
+/* The dots of R rows over a slice, scaled by the activations' row scale; inlined with group
+ * constant for each G. */
+static inline __attribute__((always_inline)) void rows_w4g(const w4g_slice *sl,
+                                                           const char *const row[4], float s[4],
+                                                           int R, int group) {
+    const int per_step = STEP / group;
+    const size_t step_bytes = (size_t)per_step * (2 + (size_t)group / 2);
+    const char *b[4];
+    __m512 acc[4][2];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        b[r] = row[r] + sl->first;
+        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    }
+    /* two chains of multiply-adds per row, steps in pairs (an index k & 1 kept them in memory) */
+    int64_t k = 0;
+    for (; k + 2 <= sl->steps; k += 2) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const char *bk = b[r] + k * step_bytes;
+            acc[r][0] = step(acc[r][0], bk, sl->p + k, group, per_step, sl->scale_idx);
+            acc[r][1] = step(acc[r][1], bk + step_bytes, sl->p + k + 1, group, per_step,
+                             sl->scale_idx);
+        }
+    }
+    if (k < sl->steps) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r][0] = step(acc[r][0], b[r] + k * step_bytes, sl->p + k, group, per_step,
+                             sl->scale_idx);
+        k++;
+    }
+    if (sl->last_blocks > 0) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r][1] = step(acc[r][1], b[r] + k * step_bytes, sl->p + k, group,
+                             sl->last_blocks, sl->scale_idx);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) * sl->d;
+}
+
+static inline __attribute__((always_inline)) void rows_w4g32(const void *ctx,
+                                                             const char *const row[4], float s[4],
+                                                             int R) {
+    rows_w4g(ctx, row, s, R, 32);
+}
+
+static inline __attribute__((always_inline)) void rows_w4g64(const void *ctx,
+                                                             const char *const row[4], float s[4],
+                                                             int R) {
+    rows_w4g(ctx, row, s, R, 64);
+}
+
+static inline __attribute__((always_inline)) void rows_w4g128(const void *ctx,
+                                                              const char *const row[4],
+                                                              float s[4], int R) {
+    rows_w4g(ctx, row, s, R, 128);
+}
+
+/* Lane l's scale word: lane l is in chunk l / 4, of block l / 4 / (G / 32), whose scale is the
+ * word at byte (2 + G / 2) * block. */
+static __m512i scale_words(int group) {
+    int16_t w[32] = {0};
+    for (int l = 0; l < 16; l++) w[l] = (int16_t)((2 + group / 2) / 2 * (l / 4 / (group / 32)));
+    return _mm512_loadu_si512(w);
+}
+
+static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, int64_t n_rows,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, int group,
+                                                           gemv_rows_fn rows) {
+    w4g_prep p[SLICE / STEP];
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    const int8_t *act = (const int8_t *)a + sizeof h;
+    const size_t block_bytes = 2 + (size_t)group / 2;
+    for (int64_t k0 = 0; k0 < n; k0 += SLICE) {
+        int64_t len = n - k0 < SLICE ? n - k0 : SLICE;
+        w4g_slice sl = {p, len / STEP, (int)(len % STEP / group), (size_t)(k0 / group) * block_bytes,
+                        h.d, scale_words(group)};
+        prepare(act + k0, len, p);
+        size_t prepared = (size_t)(len + STEP - 1) / STEP * sizeof *p;
+        int R = gemv_company((size_t)(len / group) * block_bytes, prepared);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows, &sl);
+    }
+}
+
+static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, 32, rows_w4g32);
+}
+
+static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, 64, rows_w4g64);
+}
+
+static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, 128, rows_w4g128);
+}
+
+/* Installed after el_kernels_avx512 found the CPU able. */
+bool el_gemv_w4g_avx512(el_kernels *k) {
+    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
+    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
+    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
+    return true;
+}
+
+#else
+
+bool el_gemv_w4g_avx512(el_kernels *k) {
+    (void)k;
+    return false;
+}
+
+#endif
