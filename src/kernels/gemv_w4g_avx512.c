@@ -39,6 +39,7 @@ typedef struct w4g_slice {
     size_t first;      /* byte offset of the slice in a row */
     float d;           /* the activations' row scale */
     __m512i scale_idx; /* words of a step's first 64 bytes holding each lane's scale */
+    __m512i pair_idx;  /* the same for the folded lanes of two steps (step_pair) */
 } w4g_slice;
 
 /* A mask of the first n (0..64) bytes of a register. */
@@ -92,16 +93,45 @@ static inline __m512 step_scales(const char *b, int group, __m512i idx, int64_t 
     return _mm512_cvtph_ps(_mm512_castsi512_si256(words));
 }
 
-/* acc + the float sums of a step of `blocks` blocks at b against prepared activations p. */
-static inline __m512 step(__m512 acc, const char *b, const w4g_prep *p, int group, int blocks,
-                          __m512i idx) {
+/* The integer sums of a step of `blocks` blocks at b against prepared activations p: 4 lanes
+ * per chunk, 128-bit lane c holding chunk c. */
+static inline __m512i step_sums(const char *b, const w4g_prep *p, int group, int blocks) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i q = step_quants(b, group, blocks);
     __asm__("" : "+v"(q)); /* one load for both nibbles, not one folded into each use */
     __m512i sum = _mm512_dpbusd_epi32(p->off, _mm512_and_si512(q, low4), p->lo);
-    sum = _mm512_dpbusd_epi32(sum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), p->hi);
+    return _mm512_dpbusd_epi32(sum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), p->hi);
+}
+
+/* acc + the float sums of one step (the odd last whole one, or a short one). */
+static inline __m512 step(__m512 acc, const char *b, const w4g_prep *p, int group, int blocks,
+                          __m512i idx) {
+    __m512i sum = step_sums(b, p, group, blocks);
     __m512 d = step_scales(b, group, idx, (int64_t)blocks * (2 + group / 2));
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+}
+
+/* acc + the float sums of two whole steps at b and b + step_bytes: their integer sums folded
+ * first (in-lane: per 128-bit lane, two lanes of each step's chunk), so one conversion and
+ * one multiply-add serve both; pair_idx picks each folded lane's scale word from the two
+ * steps' first 64 bytes. */
+static inline __m512 step_pair(__m512 acc, const char *b, size_t step_bytes, const w4g_prep *p,
+                               int group, __m512i pair_idx) {
+    __m512i s0 = step_sums(b, p, group, STEP / group);
+    __m512i s1 = step_sums(b + step_bytes, p + 1, group, STEP / group);
+    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1));
+    __m256i words;
+    if (group == 128) { /* one scale a step: two broadcasts blended (fewer loads) */
+        uint16_t d0, d1;
+        memcpy(&d0, b, sizeof d0);
+        memcpy(&d1, b + step_bytes, sizeof d1);
+        words = _mm256_mask_blend_epi16(0xCCCC, _mm256_set1_epi16((short)d0),
+                                        _mm256_set1_epi16((short)d1));
+    } else {
+        words = _mm512_castsi512_si256(_mm512_permutex2var_epi16(
+            _mm512_loadu_si512(b), pair_idx, _mm512_loadu_si512(b + step_bytes)));
+    }
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_cvtph_ps(words), acc);
 }
 
 /* The dots of R rows over a slice, scaled by the activations' row scale; inlined with group
@@ -118,16 +148,23 @@ static inline __attribute__((always_inline)) void rows_w4g(const w4g_slice *sl,
         b[r] = row[r] + sl->first;
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     }
-    /* two chains of multiply-adds per row, steps in pairs (an index k & 1 kept them in memory) */
+    /* steps in pairs, two chains of multiply-adds per row */
     int64_t k = 0;
-    for (; k + 2 <= sl->steps; k += 2) {
+    for (; k + 4 <= sl->steps; k += 4) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const char *bk = b[r] + k * step_bytes;
-            acc[r][0] = step(acc[r][0], bk, sl->p + k, group, per_step, sl->scale_idx);
-            acc[r][1] = step(acc[r][1], bk + step_bytes, sl->p + k + 1, group, per_step,
-                             sl->scale_idx);
+            acc[r][0] = step_pair(acc[r][0], bk, step_bytes, sl->p + k, group, sl->pair_idx);
+            acc[r][1] = step_pair(acc[r][1], bk + 2 * step_bytes, step_bytes, sl->p + k + 2,
+                                  group, sl->pair_idx);
         }
+    }
+    if (k + 2 <= sl->steps) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r][0] = step_pair(acc[r][0], b[r] + k * step_bytes, step_bytes, sl->p + k, group,
+                                  sl->pair_idx);
+        k += 2;
     }
     if (k < sl->steps) {
         #pragma GCC unroll 4
@@ -173,6 +210,15 @@ static __m512i scale_words(int group) {
     return _mm512_loadu_si512(w);
 }
 
+/* For step_pair: folded lane l holds chunk l / 4 of the first step (l % 4 < 2) or of the
+ * second, whose words come after the first's 32 in the two-register permute. */
+static __m512i pair_scale_words(int group) {
+    int16_t w[32] = {0};
+    for (int l = 0; l < 16; l++)
+        w[l] = (int16_t)((l % 4 < 2 ? 0 : 32) + (2 + group / 2) / 2 * (l / 4 / (group / 32)));
+    return _mm512_loadu_si512(w);
+}
+
 static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, int64_t n_rows,
                                                            const void *w, size_t w_stride,
                                                            const void *a, int group,
@@ -185,7 +231,7 @@ static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, 
     for (int64_t k0 = 0; k0 < n; k0 += SLICE) {
         int64_t len = n - k0 < SLICE ? n - k0 : SLICE;
         w4g_slice sl = {p, len / STEP, (int)(len % STEP / group), (size_t)(k0 / group) * block_bytes,
-                        h.d, scale_words(group)};
+                        h.d, scale_words(group), pair_scale_words(group)};
         prepare(act + k0, len, p);
         size_t prepared = (size_t)(len + STEP - 1) / STEP * sizeof *p;
         int R = gemv_company((size_t)(len / group) * block_bytes, prepared);
