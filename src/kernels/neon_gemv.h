@@ -1,7 +1,7 @@
 /* neon_gemv.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
- * consecutive weight rows, a decode step) for q4_0, q8_0, w4, w8 and w8a16, written once against the
- * dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and neon_dot.c
- * (SDOT), inside their aarch64 guard.
+ * consecutive weight rows, a decode step) for q4_0, q8_0, w4, w8, w4g* and w8a16, written once
+ * against the dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and
+ * neon_dot.c (SDOT), inside their aarch64 guard.
  *
  * The rows go through gemv_drive.h's loop, four far apart at a time: they share every
  * activation load and give the core four independent chains; the last n_rows % 4 go alone
@@ -241,11 +241,60 @@ static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_
     gemv_drive(n_rows, 4, w, w_stride, y, false, rows_w8a16, &v);
 }
 
+/* W4G<g> rows against an A8 row (neon_q.h's rows_w4g), R a constant in each call. */
+static inline __attribute__((always_inline)) void rows_w4g_any(const void *ctx,
+                                                               const char *const row[4],
+                                                               float s[4], int R, int g) {
+    const wrow_act *act = ctx;
+    const void *y = act->q - sizeof(el_a8_header);
+    if (R == 4) rows_w4g(act->n, row, s, 4, y, g);
+    else if (R == 2) rows_w4g(act->n, row, s, 2, y, g);
+    else rows_w4g(act->n, row, s, 1, y, g);
+}
+
+static void rows_w4g32(const void *ctx, const char *const row[4], float s[4], int R) {
+    rows_w4g_any(ctx, row, s, R, 32);
+}
+
+static void rows_w4g64(const void *ctx, const char *const row[4], float s[4], int R) {
+    rows_w4g_any(ctx, row, s, R, 64);
+}
+
+static void rows_w4g128(const void *ctx, const char *const row[4], float s[4], int R) {
+    rows_w4g_any(ctx, row, s, R, 128);
+}
+
+static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, int64_t n_rows,
+                                                           const void *w, size_t w_stride,
+                                                           const void *a, gemv_rows_fn rows) {
+    wrow_act act = {.q = (const int8_t *)a + sizeof(el_a8_header), .n = n};
+    memcpy(&act.h, a, sizeof act.h);
+    gemv_drive(n_rows, 4, w, w_stride, y, false, rows, &act);
+}
+
+static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g32);
+}
+
+static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g64);
+}
+
+static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g128);
+}
+
 static void neon_set_gemv(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->gemv[EL_TYPE_W8] = gemv_w8;
+    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
+    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
+    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
     k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
 }
 

@@ -444,35 +444,49 @@ static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)vaddvq_s32(vaddq_s32(acc0, acc1));
 }
 
-static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
-                                                              const void *y, int g) {
-    const uint8_t *b = x;
+/* W4G<g> rows against an A8 row, R (1, 2 or 4) at a time sharing each activation load (the dot
+ * products: one row; neon_gemv.h's gemvs: several): per group an integer dot of signed nibbles,
+ * one float multiply-add by the group's scale; the activations' scale at the end. */
+static inline __attribute__((always_inline)) void rows_w4g(int64_t n, const char *const row[4],
+                                                           float s[4], const int R, const void *y,
+                                                           int g) {
     const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
-    float32x4_t acc = vdupq_n_f32(0.0f);
-    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
-        int32x4_t gi = vdupq_n_s32(0);
+    const size_t block_bytes = 2 + (size_t)g / 2;
+    float32x4_t acc[4];
+    for (int r = 0; r < R; r++) acc[r] = vdupq_n_f32(0.0f);
+    for (int64_t i = 0, k = 0; i < n; i += g, k++) {
+        int32x4_t gi[4];
+        for (int r = 0; r < R; r++) gi[r] = vdupq_n_s32(0);
         for (int c = 0; c < g / 32; c++) {
-            int8x16_t lo, hi;
-            chunk_s4(b + 2 + 16 * c, &lo, &hi);
-            gi = dot_s8(dot_s8(gi, lo, vld1q_s8(a + i + 32 * c)), hi, vld1q_s8(a + i + 32 * c + 16));
+            const int8x16_t a0 = vld1q_s8(a + i + 32 * c), a1 = vld1q_s8(a + i + 32 * c + 16);
+            for (int r = 0; r < R; r++) {
+                int8x16_t lo, hi;
+                chunk_s4((const uint8_t *)row[r] + k * block_bytes + 2 + 16 * c, &lo, &hi);
+                gi[r] = dot_s8(dot_s8(gi[r], lo, a0), hi, a1);
+            }
         }
-        uint16_t d;
-        memcpy(&d, b, sizeof d);
-        acc = vfmaq_n_f32(acc, vcvtq_f32_s32(gi), fp16_scalar(d));
+        for (int r = 0; r < R; r++) {
+            uint16_t d;
+            memcpy(&d, row[r] + k * block_bytes, sizeof d);
+            acc[r] = vfmaq_n_f32(acc[r], vcvtq_f32_s32(gi[r]), fp16_scalar(d));
+        }
     }
     el_a8_header h;
     memcpy(&h, y, sizeof h);
-    *s = vaddvq_f32(acc) * h.d;
+    for (int r = 0; r < R; r++) s[r] = vaddvq_f32(acc[r]) * h.d;
 }
 
 static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
-    vec_dot_w4g(n, s, x, y, 32);
+    const char *const row[4] = {x};
+    rows_w4g(n, row, s, 1, y, 32);
 }
 static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
-    vec_dot_w4g(n, s, x, y, 64);
+    const char *const row[4] = {x};
+    rows_w4g(n, row, s, 1, y, 64);
 }
 static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
-    vec_dot_w4g(n, s, x, y, 128);
+    const char *const row[4] = {x};
+    rows_w4g(n, row, s, 1, y, 128);
 }
 
 /* The 4x4 tile of W8 or W4 rows against A8 rows: 16 int32 accumulators over the whole row
