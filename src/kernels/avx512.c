@@ -63,10 +63,11 @@ static inline __m256i q8_0_dot1(const el_block_q8_0 *a, const el_block_q8_0 *b) 
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-static inline __m256i q4_0_dot1(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+/* One q4_0 block against 32 int8 activations y. */
+static inline __m256i q4_0_dot1(const el_block_q4_0 *a, const int8_t *yq) {
     __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
     __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
-    __m256i y = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i y = _mm256_loadu_si256((const __m256i *)yq);
     __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, y);
     return _mm256_sub_epi32(p, _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), y));
 }
@@ -123,7 +124,7 @@ static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, cons
         const void *xb = xa + i * x_block;
         uint16_t dx;
         memcpy(&dx, xb, sizeof dx);
-        __m256i p = q4 ? q4_0_dot1(xb, b + i) : q8_0_dot1(xb, b + i);
+        __m256i p = q4 ? q4_0_dot1(xb, b[i].qs) : q8_0_dot1(xb, b + i);
         tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), tail);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + hsum256_ps(tail);
@@ -278,15 +279,37 @@ static inline void q4_0_lanes(__m256i x01, __m256i x23, __m256i r[2]) {
     r[1] = _mm256_blend_epi32(hi, lo, 0x40);
 }
 
-/* The activations of groups groups into p, and into d per two groups the activation scales of
- * their 8 blocks in the folded lanes' order (zero for the missing second group of an odd end). */
-static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p, __m256 *d) {
+/* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. The
+ * activations are q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with int8
+ * activations of one scale) an A8 row's quants a8 with its scale a8_d. */
+typedef struct q4_0_slice {
+    const q4_0_prep *p;
+    const __m256 *d; /* per two groups: their activation scales */
+    const el_block_q8_0 *b; /* the activation row, or NULL: */
+    const int8_t *a8;
+    float a8_d;
+    int64_t first, groups, last; /* its first block, whole groups, and end block */
+} q4_0_slice;
+
+/* The 32 activation quants of block k, and their scale. */
+static inline const int8_t *slice_qs(const q4_0_slice *sl, int64_t k) {
+    return sl->b ? sl->b[k].qs : sl->a8 + k * EL_QK4_0;
+}
+static inline float slice_d(const q4_0_slice *sl, int64_t k) {
+    return sl->b ? fp16(sl->b[k].d) : sl->a8_d;
+}
+
+/* The activations of the slice's groups into p, and into d per two groups the activation scales
+ * of their 8 blocks in the folded lanes' order (zero for the missing second group of an odd
+ * end). */
+static void prepare_q4_0(const q4_0_slice *sl, q4_0_prep *p, __m256 *d) {
     const __m256i eight = _mm256_set1_epi8(8);
+    const int64_t groups = sl->groups;
     for (int64_t g = 0; g < groups; g++) {
-        const el_block_q8_0 *c = b + 4 * g;
-        q4_0_lanes(load_16_16(c[0].qs, c[1].qs), load_16_16(c[2].qs, c[3].qs), p[g].lo);
-        q4_0_lanes(load_16_16(c[0].qs + 16, c[1].qs + 16), load_16_16(c[2].qs + 16, c[3].qs + 16),
-                   p[g].hi);
+        const int8_t *c[4];
+        for (int k = 0; k < 4; k++) c[k] = slice_qs(sl, sl->first + 4 * g + k);
+        q4_0_lanes(load_16_16(c[0], c[1]), load_16_16(c[2], c[3]), p[g].lo);
+        q4_0_lanes(load_16_16(c[0] + 16, c[1] + 16), load_16_16(c[2] + 16, c[3] + 16), p[g].hi);
         __m256i s = _mm256_setzero_si256();
         for (int k = 0; k < 2; k++) {
             s = _mm256_dpbusd_epi32(s, eight, p[g].lo[k]);
@@ -295,10 +318,10 @@ static void prepare_q4_0(const el_block_q8_0 *b, int64_t groups, q4_0_prep *p, _
         p[g].off = _mm256_sub_epi32(_mm256_setzero_si256(), s);
     }
     for (int64_t g = 0; g < groups; g += 2) {
-        const el_block_q8_0 *c = b + 4 * g;
-        uint16_t h[8] = {0};
-        for (int k = 0; k < (g + 1 < groups ? 8 : 4); k++) h[k % 2 * 4 + k / 2] = c[k].d;
-        d[g / 2] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+        float h[8] = {0};
+        for (int k = 0; k < (g + 1 < groups ? 8 : 4); k++)
+            h[k % 2 * 4 + k / 2] = slice_d(sl, sl->first + 4 * g + k);
+        d[g / 2] = _mm256_loadu_ps(h);
     }
 }
 
@@ -380,14 +403,6 @@ static inline __m256 single_q4_0(__m256 acc, const char *wb, const q4_0_prep *p,
     return scale_q4_0(acc, s0, _mm256_setzero_si256(), dw, *d);
 }
 
-/* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. */
-typedef struct q4_0_slice {
-    const q4_0_prep *p;
-    const __m256 *d; /* per two groups: their activation scales */
-    const el_block_q8_0 *b; /* the activation row */
-    int64_t first, groups, last; /* its first block, whole groups, and end block */
-} q4_0_slice;
-
 static inline q4_0_consts q4_0_consts_load(void) {
     return (q4_0_consts){{_mm256_loadu_si256((const __m256i *)q4_0_q_words[0]),
                           _mm256_loadu_si256((const __m256i *)q4_0_q_words[1])},
@@ -404,8 +419,8 @@ static inline float finish_q4_0(__m256 acc, const char *row, const char *wb, int
     if (g < sl->groups)
         acc = single_q4_0(acc, wb + g * 4 * sizeof(el_block_q4_0), sl->p + g, sl->d + g / 2, c);
     for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
-        __m256 d = _mm256_set1_ps(fp16(wr[k].d) * fp16(sl->b[k].d));
-        __m256i dot = q4_0_dot1(wr + k, sl->b + k);
+        __m256 d = _mm256_set1_ps(fp16(wr[k].d) * slice_d(sl, k));
+        __m256i dot = q4_0_dot1(wr + k, slice_qs(sl, k));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc);
     }
     return hsum256_ps(acc);
@@ -438,19 +453,33 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
     for (int r = 0; r < R; r++) s[r] = finish_q4_0(acc[r], row[r], wb[r], g, sl, &c);
 }
 
-/* y = the rows' dots, one slice of the activations at a time (summed over slices). */
-static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                      const void *a) {
+/* y = the rows' dots with q8_0 activations b or an A8 row's quants a8 (scale a8_d), one slice
+ * of the activations at a time (summed over slices). */
+static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                          const el_block_q8_0 *b, const int8_t *a8, float a8_d) {
     q4_0_prep p[GEMV_SLICE / 128];
     __m256 d[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_slice sl = {p, d, a, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
-        prepare_q4_0(sl.b + sl.first, sl.groups, p, d);
+        q4_0_slice sl = {p, d, b, a8, a8_d, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+        prepare_q4_0(&sl, p, d);
         size_t prepared = (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d;
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
+}
+
+static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, a, NULL, 0.0f);
+}
+
+/* W4G32 rows have q4_0's bytes and value (d * (nibble - 8)); only the activations differ. */
+static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a) {
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
 }
 
 /* Computes the dots s[a][r] of weight rows row[r] (r < R, 1 or 2) with activation rows a < A
@@ -529,8 +558,9 @@ static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t
         q4_0_slice sl[EL_GEMV_MULTI_MAX];
         for (int k = 0; k < n_act; k++) {
             const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)a + k * a_stride);
-            sl[k] = (q4_0_slice){p[k], d[k], b, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
-            prepare_q4_0(sl[k].b + sl[k].first, sl[k].groups, p[k], d[k]);
+            sl[k] = (q4_0_slice){p[k], d[k], b, NULL, 0.0f, k0 / EL_QK4_0, len / 128,
+                                 (k0 + len) / EL_QK4_0};
+            prepare_q4_0(&sl[k], p[k], d[k]);
         }
         gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q4_0_multi, sl);
     }
@@ -941,6 +971,7 @@ bool el_kernels_avx512(el_kernels *k) {
     k->gemv_multi[EL_TYPE_Q8_0] = gemv_q8_0_multi;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
+    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;

@@ -1,11 +1,13 @@
-/* gemv_w4g_avx512.c - decode gemvs of W4G32, W4G64 and W4G128 rows (int4 weights, an fp16
- * scale per group of G) against one A8 row, on AVX-512 VNNI.
+/* gemv_w4g_avx512.c - decode gemvs of W4G64 and W4G128 rows (int4 weights, an fp16 scale per
+ * group of G) against one A8 row, on AVX-512 VNNI. (W4G32 has Q4_0's bytes and goes through
+ * Q4_0's gemv in avx512.c, which that layout suits better: 65 G multiply-adds a second against
+ * 39-49 here.)
  *
  * Without them a W4A8 model quantized per group decoded through the AVX2 dot products, at half
  * the bound its memory allows (docs/kernels.md). Here every 128 elements of a row are one step
- * for all three G: their 64 quant bytes gathered into one 512-bit register (one load for G=128;
- * G=64 and 32 merge 2 or 4 loads under byte masks, the scales between the groups skipped by the
- * load addresses, not by shuffles), each 128-bit lane one chunk of 32 elements. The int8
+ * for both G: their 64 quant bytes gathered into one 512-bit register (one load for G=128;
+ * G=64 merges 2 loads under byte masks, the scale between its blocks skipped by the load
+ * addresses, not by a shuffle), each 128-bit lane one chunk of 32 elements. The int8
  * activations are prepared once per slice for every row: the elements each chunk's low and
  * high nibbles meet, and per 32-bit lane -8 times the activations it meets (so the sums start
  * at the q - 8 offset). Two vpdpbusd give 4 integer lanes per chunk; two steps' lanes fold
@@ -38,7 +40,7 @@ typedef struct w4g_prep {
 typedef struct w4g_slice {
     const w4g_prep *p;
     int64_t steps;     /* whole steps of 128 elements */
-    int last_blocks;   /* blocks of a last short step (G = 32, 64), or 0 */
+    int last_blocks;   /* blocks of a last short step (G = 64), or 0 */
     size_t first;      /* byte offset of the slice in a row */
     float d;           /* the activations' row scale */
     __m512i scale_idx; /* words of a step's first 64 bytes holding each lane's scale */
@@ -68,24 +70,19 @@ static void prepare(const int8_t *act, int64_t len, w4g_prep *p) {
     }
 }
 
-/* The quant bytes of a step of `blocks` blocks (whole steps: 128 / G) starting at b, blocks
- * 2 + G/2 bytes apart: G/32 chunks of 16 bytes each, in order. Each block's load starts 2 bytes
- * further than the last so that its chunks land right after the last block's, and masked-off
+/* The quant bytes of a step of `blocks` blocks (1, or whole steps: 128 / G) starting at b,
+ * blocks 2 + G/2 bytes apart: their chunks of 16 bytes in order. A G=64 step's second block is
+ * loaded from 2 bytes further so that its chunks land right after the first's; masked-off
  * bytes are not read. */
 static inline __m512i step_quants(const char *b, int group, int blocks) {
     if (group == 128) return _mm512_loadu_si512(b + 2);
-    const int chunk_bytes = group / 2;
-    const __mmask64 block_mask = group == 64 ? 0xFFFFFFFFull : 0xFFFFull;
-    __m512i q = _mm512_maskz_loadu_epi8(block_mask, b + 2);
-    #pragma GCC unroll 4
-    for (int k = 1; k < blocks; k++)
-        q = _mm512_mask_loadu_epi8(q, block_mask << (k * chunk_bytes), b + 2 + 2 * k);
-    return q;
+    __m512i q = _mm512_maskz_loadu_epi8(0xFFFFFFFFull, b + 2);
+    return blocks == 2 ? _mm512_mask_loadu_epi8(q, 0xFFFFFFFF00000000ull, b + 4) : q;
 }
 
-/* Per 32-bit lane, the scale of its group, from the step's first `bytes` bytes (the words
- * idx picks: 0, 9, 18, 27 for G=32, 0 and 17 for G=64; G=128 has one, broadcast). The lanes of
- * blocks missing from a short step get zero. */
+/* Per 32-bit lane, the scale of its group, from the step's first `bytes` bytes (for G=64 the
+ * words idx picks, 0 and 17; G=128 has one, broadcast). The lanes of a block missing from a
+ * short step get zero. */
 static inline __m512 step_scales(const char *b, int group, __m512i idx, int64_t bytes) {
     if (group == 128) {
         uint16_t d;
@@ -187,12 +184,6 @@ static inline __attribute__((always_inline)) void rows_w4g(const w4g_slice *sl,
         s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) * sl->d;
 }
 
-static inline __attribute__((always_inline)) void rows_w4g32(const void *ctx,
-                                                             const char *const row[4], float s[4],
-                                                             int R) {
-    rows_w4g(ctx, row, s, R, 32);
-}
-
 static inline __attribute__((always_inline)) void rows_w4g64(const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
@@ -243,11 +234,6 @@ static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, 
     }
 }
 
-static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                       const void *a) {
-    gemv_w4g(n, y, n_rows, w, w_stride, a, 32, rows_w4g32);
-}
-
 static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 64, rows_w4g64);
@@ -260,7 +246,6 @@ static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size
 
 /* Installed after el_kernels_avx512 found the CPU able. */
 bool el_gemv_w4g_avx512(el_kernels *k) {
-    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
     k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
     k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
     return true;
