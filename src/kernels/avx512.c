@@ -1,8 +1,8 @@
 /* avx512.c - AVX-512 kernels with VNNI (vpdpbusd: 4 unsigned x signed byte products summed
  * into each 32-bit lane in one instruction) for q8_0 and q4_0 weights: dot products two blocks
  * per 512-bit register (one at a time on 256 bits for the last few), and 4x4 tiles on 256-bit
- * registers (AVX512-VL); gemvs (decode) for q8_0, q4_0, w8 and w4. Other types keep the
- * AVX2 kernels, which the dispatcher installs first.
+ * registers (AVX512-VL); gemvs (decode) for q8_0, q4_0 (and w4g32, the same bytes), w8 and w4.
+ * Other types keep the AVX2 kernels, which the dispatcher installs first.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni (and AVX2's flags) on x86 (see
  * Makefile) and used only when the CPU and the OS support them. */
 #include "kernels/dispatch.h"
@@ -63,7 +63,7 @@ static inline __m256i q8_0_dot1(const el_block_q8_0 *a, const el_block_q8_0 *b) 
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
-/* One q4_0 block against 32 int8 activations y. */
+/* One q4_0 block against the 32 int8 activations at yq. */
 static inline __m256i q4_0_dot1(const el_block_q4_0 *a, const int8_t *yq) {
     __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
     __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
@@ -285,9 +285,9 @@ static inline void q4_0_lanes(__m256i x01, __m256i x23, __m256i r[2]) {
 typedef struct q4_0_slice {
     const q4_0_prep *p;
     const __m256 *d; /* per two groups: their activation scales */
-    const el_block_q8_0 *b; /* the activation row, or NULL: */
-    const int8_t *a8;
-    float a8_d;
+    const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
+    const int8_t *a8;       /* an A8 row's quants */
+    float a8_d;             /* and its scale */
     int64_t first, groups, last; /* its first block, whole groups, and end block */
 } q4_0_slice;
 

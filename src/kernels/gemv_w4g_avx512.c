@@ -224,7 +224,7 @@ static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, 
     const size_t block_bytes = 2 + (size_t)group / 2;
     for (int64_t k0 = 0; k0 < n; k0 += SLICE) {
         int64_t len = n - k0 < SLICE ? n - k0 : SLICE;
-        w4g_slice sl = {p,   len / STEP, (int)(len % STEP / group),
+        w4g_slice sl = {p, len / STEP, (int)(len % STEP / group),
                         (size_t)(k0 / group) * block_bytes, h.d, scale_words(group),
                         pair_scale_words(group)};
         prepare(act + k0, len, p);
