@@ -341,8 +341,8 @@ static int test_gemm_tables(void) {
  * same bits as each row alone (else as in the batch of 40). Concurrent variants rely on it as
  * they finish one by one. */
 static int test_gemm_batch_invariance(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4, EL_TYPE_W8,
-                                    EL_TYPE_W4G64};
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
+                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     static const int64_t batches[] = {4, 5, 8, 12, 20}, gemv_batches[] = {2, 3};
     enum { N_OUT = 48, ROWS = 40 };
     test_rng r = {31};

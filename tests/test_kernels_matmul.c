@@ -175,7 +175,8 @@ static int test_matmul_threads_agree(void) {
  * float product of the dequantized weights. */
 static int test_matmul_decode_chunks(void) {
     enum { N_IN = 4096, N_OUT = 1000, ROWS = 3 };
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4, EL_TYPE_Q8_0};
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4,    EL_TYPE_Q8_0,
+                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     test_rng r = {5};
     float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd);
     float *x = malloc((size_t)ROWS * N_IN * sizeof *x), *y1 = malloc(ROWS * N_OUT * sizeof *y1),
