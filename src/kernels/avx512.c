@@ -482,33 +482,6 @@ static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_
     gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
 }
 
-/* Computes the dots s[a][r] of weight rows row[r] (r < R, 1 or 2) with activation rows a < A
- * (2 or 3) for a type; ctx holds their prepared slices. */
-typedef void (*gemv_multi_rows_fn)(const void *ctx, const char *const row[2],
-                                   float s[][2], int R, int A);
-
-/* The row loop of the multi-row gemvs: y[a * ldy + o] (+ if accumulate) = the dot of weight row
- * o with activation row a, for o < n_rows; rows i and i + n_rows / 2 together, an odd last one
- * alone. Inlined with constant R and A, so the type's kernel is inlined for each. */
-static inline __attribute__((always_inline)) void gemv_multi_drive(
-    int64_t n_rows, int n_act, const void *w, size_t w_stride, float *y, int64_t ldy,
-    bool accumulate, gemv_multi_rows_fn rows, const void *ctx) {
-    const int64_t m = n_rows / 2;
-    for (int64_t i = 0; i < m + n_rows % 2; i++) {
-        int64_t o[2] = {i < m ? i : 2 * m, i + m};
-        int R = i < m ? 2 : 1;
-        const char *row[2] = {(const char *)w + o[0] * w_stride,
-                              R == 2 ? (const char *)w + o[1] * w_stride : NULL};
-        float s[EL_GEMV_MULTI_MAX][2];
-        if (n_act == 3)
-            R == 2 ? rows(ctx, row, s, 2, 3) : rows(ctx, row, s, 1, 3);
-        else
-            R == 2 ? rows(ctx, row, s, 2, 2) : rows(ctx, row, s, 1, 2);
-        for (int k = 0; k < n_act; k++)
-            for (int r = 0; r < R; r++)
-                y[k * ldy + o[r]] = accumulate ? y[k * ldy + o[r]] + s[k][r] : s[k][r];
-    }
-}
 
 /* ---- q4_0 against two or three activation rows (concurrent sequences, el_gemv_multi_fn):
  * each pair of groups of a weight row is loaded and unpacked once and dotted with every row's

@@ -15,7 +15,8 @@
  * multiply-add scale by each lane's group scale (spread over the lanes by a word permute, or
  * for G=128 two broadcasts: each load counted); the activations' row scale multiplies once at
  * the end. R rows far apart share the activation loads (gemv_drive.h); each row's sums are the
- * same code in any company. On Zen 4, one core, in cache, G=128 does 69-83 G multiply-adds a
+ * same code in any company. For 2-3 activation rows (concurrent sequences) each step's quants
+ * and scales are unpacked once for all of them, each output with the one-row kernel's bits. On Zen 4, one core, in cache, G=128 does 69-83 G multiply-adds a
  * second (Q4_0's gemv 66-68, the AVX2 dot products it replaces 36-38). */
 #include "kernels/dispatch.h"
 
@@ -93,35 +94,37 @@ static inline __m512 step_scales(const char *b, int group, __m512i idx, int64_t 
     return _mm512_cvtph_ps(_mm512_castsi512_si256(words));
 }
 
-/* The integer sums of a step of `blocks` blocks at b against prepared activations p: 4 lanes
- * per chunk, 128-bit lane c holding chunk c. */
-static inline __m512i step_sums(const char *b, const w4g_prep *p, int group, int blocks) {
+/* A step's quants (step_quants) as low and high nibbles. */
+typedef struct w4g_nibbles {
+    __m512i lo, hi;
+} w4g_nibbles;
+
+static inline w4g_nibbles step_nibbles(const char *b, int group, int blocks) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i q = step_quants(b, group, blocks);
     __asm__("" : "+v"(q)); /* one load for both nibbles, not one folded into each use */
-    __m512i sum = _mm512_dpbusd_epi32(p->off, _mm512_and_si512(q, low4), p->lo);
-    return _mm512_dpbusd_epi32(sum, _mm512_and_si512(_mm512_srli_epi16(q, 4), low4), p->hi);
+    return (w4g_nibbles){_mm512_and_si512(q, low4),
+                         _mm512_and_si512(_mm512_srli_epi16(q, 4), low4)};
 }
 
-/* acc + the float sums of one step (the odd last whole one, or a short one). */
-static inline __m512 step(__m512 acc, const char *b, const w4g_prep *p, int group, int blocks,
-                          __m512i idx) {
-    __m512i sum = step_sums(b, p, group, blocks);
-    __m512 d = step_scales(b, group, idx, (int64_t)blocks * (2 + group / 2));
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, acc);
+/* The integer sums of a step's nibbles against prepared activations p: 4 lanes per chunk,
+ * 128-bit lane c holding chunk c. */
+static inline __m512i nibble_sums(w4g_nibbles u, const w4g_prep *p) {
+    return _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(p->off, u.lo, p->lo), u.hi, p->hi);
 }
 
-/* acc + the float sums of two whole steps at b and b + step_bytes: their integer sums folded
- * first (in-lane: per 128-bit lane, two lanes of each step's chunk), so one conversion and
- * one multiply-add serve both; pair_idx picks each folded lane's scale word from the two
- * steps' first 64 bytes. */
-static inline __m512 step_pair(__m512 acc, const char *b, size_t step_bytes, const w4g_prep *p,
-                               int group, __m512i pair_idx) {
-    __m512i s0 = step_sums(b, p, group, STEP / group);
-    __m512i s1 = step_sums(b + step_bytes, p + 1, group, STEP / group);
-    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1));
+/* acc + the float sums of one step (the odd last whole one, or a short one): its sums u
+ * against p, its scales d (step_scales). */
+static inline __m512 step(__m512 acc, w4g_nibbles u, const w4g_prep *p, __m512 d) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(nibble_sums(u, p)), d, acc);
+}
+
+/* The scales of the folded lanes of two whole steps at b and b + step_bytes (step_pair):
+ * pair_idx picks each lane's word from the two steps' first 64 bytes; G=128's one scale a step
+ * comes by two broadcasts blended (fewer loads). */
+static inline __m512 pair_scales(const char *b, size_t step_bytes, int group, __m512i pair_idx) {
     __m256i words;
-    if (group == 128) { /* one scale a step: two broadcasts blended (fewer loads) */
+    if (group == 128) {
         uint16_t d0, d1;
         memcpy(&d0, b, sizeof d0);
         memcpy(&d1, b + step_bytes, sizeof d1);
@@ -131,69 +134,143 @@ static inline __m512 step_pair(__m512 acc, const char *b, size_t step_bytes, con
         words = _mm512_castsi512_si256(_mm512_permutex2var_epi16(
             _mm512_loadu_si512(b), pair_idx, _mm512_loadu_si512(b + step_bytes)));
     }
-    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_cvtph_ps(words), acc);
+    return _mm512_cvtph_ps(words);
 }
 
-/* The dots of R rows over a slice, scaled by the activations' row scale; inlined with group
- * constant for each G. */
+/* acc + the float sums of two whole steps, nibbles u0 and u1 against p[0] and p[1]: their
+ * integer sums folded first (in-lane: per 128-bit lane, two lanes of each step's chunk), so one
+ * conversion and one multiply-add by the scales d (pair_scales) serve both. */
+static inline __m512 step_pair(__m512 acc, w4g_nibbles u0, w4g_nibbles u1, const w4g_prep *p,
+                               __m512 d) {
+    __m512i s0 = nibble_sums(u0, p), s1 = nibble_sums(u1, p + 1);
+    __m512i t = _mm512_add_epi32(_mm512_unpacklo_epi64(s0, s1), _mm512_unpackhi_epi64(s0, s1));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), d, acc);
+}
+
+/* acc[a][r][chain] + two whole steps of weight row r at bk (steps k and k + 1), for each of
+ * the A activation rows: the quants and scales loaded and unpacked once. */
+static inline __attribute__((always_inline)) void pair_all(__m512 acc[][4][2], int r, int chain,
+                                                           const char *bk, size_t step_bytes,
+                                                           const w4g_slice *sl, int64_t k, int A,
+                                                           int group) {
+    w4g_nibbles u0 = step_nibbles(bk, group, STEP / group);
+    w4g_nibbles u1 = step_nibbles(bk + step_bytes, group, STEP / group);
+    __m512 d = pair_scales(bk, step_bytes, group, sl[0].pair_idx);
+    #pragma GCC unroll 3
+    for (int a = 0; a < A; a++)
+        acc[a][r][chain] = step_pair(acc[a][r][chain], u0, u1, sl[a].p + k, d);
+}
+
+/* acc[a][r][chain] + one step of `blocks` blocks of weight row r at bk (step k), for each of
+ * the A activation rows. */
+static inline __attribute__((always_inline)) void step_all(__m512 acc[][4][2], int r, int chain,
+                                                           const char *bk, int blocks,
+                                                           const w4g_slice *sl, int64_t k, int A,
+                                                           int group) {
+    w4g_nibbles u = step_nibbles(bk, group, blocks);
+    __m512 d = step_scales(bk, group, sl[0].scale_idx, (int64_t)blocks * (2 + group / 2));
+    #pragma GCC unroll 3
+    for (int a = 0; a < A; a++) acc[a][r][chain] = step(acc[a][r][chain], u, sl[a].p + k, d);
+}
+
+/* The dots of R weight rows (R <= 2) with A activation rows (A <= 3) over a slice, sl[a] the
+ * slice of activation row a, each scaled by its row scale: every step's quants and scales are
+ * loaded and unpacked once per weight row for all A. The one-row gemv is A = 1 (R <= 4): each
+ * output has the same arithmetic, so the same bits, alone or in company. Steps go in pairs, two
+ * chains of multiply-adds per output; inlined with group, R and A constant. */
 static inline __attribute__((always_inline)) void rows_w4g(const w4g_slice *sl,
-                                                           const char *const row[4], float s[4],
-                                                           int R, int group) {
+                                                           const char *const row[], float s[][4],
+                                                           int R, int A, int group) {
     const int per_step = STEP / group;
     const size_t step_bytes = (size_t)per_step * (2 + (size_t)group / 2);
     const char *b[4];
-    __m512 acc[4][2];
+    __m512 acc[EL_GEMV_MULTI_MAX][4][2];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
-        b[r] = row[r] + sl->first;
-        acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        b[r] = row[r] + sl[0].first;
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r][0] = acc[a][r][1] = _mm512_setzero_ps();
     }
-    /* steps in pairs, two chains of multiply-adds per row */
+    /* pairs of steps alternate between the chains: two pairs an iteration (a chain index
+     * computed from k kept the accumulators in memory) */
     int64_t k = 0;
-    for (; k + 4 <= sl->steps; k += 4) {
+    for (; k + 4 <= sl[0].steps; k += 4) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             const char *bk = b[r] + k * step_bytes;
-            acc[r][0] = step_pair(acc[r][0], bk, step_bytes, sl->p + k, group, sl->pair_idx);
-            acc[r][1] = step_pair(acc[r][1], bk + 2 * step_bytes, step_bytes, sl->p + k + 2,
-                                  group, sl->pair_idx);
+            #pragma GCC unroll 2
+            for (int chain = 0; chain < 2; chain++)
+                pair_all(acc, r, chain, bk + 2 * chain * step_bytes, step_bytes, sl, k + 2 * chain,
+                         A, group);
         }
     }
-    if (k + 2 <= sl->steps) {
+    if (k + 2 <= sl[0].steps) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            acc[r][0] = step_pair(acc[r][0], b[r] + k * step_bytes, step_bytes, sl->p + k, group,
-                                  sl->pair_idx);
+            pair_all(acc, r, 0, b[r] + k * step_bytes, step_bytes, sl, k, A, group);
         k += 2;
     }
-    if (k < sl->steps) {
+    if (k < sl[0].steps) { /* the odd last whole step, on chain 0 */
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            acc[r][0] = step(acc[r][0], b[r] + k * step_bytes, sl->p + k, group, per_step,
-                             sl->scale_idx);
+            step_all(acc, r, 0, b[r] + k * step_bytes, per_step, sl, k, A, group);
         k++;
     }
-    if (sl->last_blocks > 0) {
+    if (sl[0].last_blocks > 0) { /* a short one, on chain 1 */
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            acc[r][1] = step(acc[r][1], b[r] + k * step_bytes, sl->p + k, group,
-                             sl->last_blocks, sl->scale_idx);
+            step_all(acc, r, 1, b[r] + k * step_bytes, sl[0].last_blocks, sl, k, A, group);
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        s[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) * sl->d;
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++)
+            s[a][r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[a][r][0], acc[a][r][1])) * sl[a].d;
+}
+
+/* gemv_drive's rows: R weight rows against one activation row. */
+static inline __attribute__((always_inline)) void rows_one(const void *ctx,
+                                                           const char *const row[4], float s[4],
+                                                           int R, int group) {
+    float t[1][4];
+    rows_w4g(ctx, row, t, R, 1, group);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = t[0][r];
+}
+
+/* gemv_multi_drive's rows: R (1 or 2) weight rows against A (2 or 3) activation rows. */
+static inline __attribute__((always_inline)) void rows_multi(const void *ctx,
+                                                             const char *const row[2],
+                                                             float s[][2], int R, int A,
+                                                             int group) {
+    float t[EL_GEMV_MULTI_MAX][4];
+    rows_w4g(ctx, row, t, R, A, group);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = t[a][r];
 }
 
 static inline __attribute__((always_inline)) void rows_w4g64(const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
-    rows_w4g(ctx, row, s, R, 64);
+    rows_one(ctx, row, s, R, 64);
 }
 
 static inline __attribute__((always_inline)) void rows_w4g128(const void *ctx,
                                                               const char *const row[4],
                                                               float s[4], int R) {
-    rows_w4g(ctx, row, s, R, 128);
+    rows_one(ctx, row, s, R, 128);
+}
+
+static inline __attribute__((always_inline)) void rows_w4g64_multi(const void *ctx,
+                                                                   const char *const row[2],
+                                                                   float s[][2], int R, int A) {
+    rows_multi(ctx, row, s, R, A, 64);
+}
+
+static inline __attribute__((always_inline)) void rows_w4g128_multi(const void *ctx,
+                                                                    const char *const row[2],
+                                                                    float s[][2], int R, int A) {
+    rows_multi(ctx, row, s, R, A, 128);
 }
 
 /* Lane l's scale word: lane l is in chunk l / 4, of block l / 4 / (G / 32), whose scale is the
@@ -213,24 +290,42 @@ static __m512i pair_scale_words(int group) {
     return _mm512_loadu_si512(w);
 }
 
+/* The slice of A8 row a from element k0 (len elements), its activations prepared into p. */
+static w4g_slice slice_of(const void *a, int64_t k0, int64_t len, int group, w4g_prep *p) {
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    prepare((const int8_t *)a + sizeof h + k0, len, p);
+    return (w4g_slice){p, len / STEP, (int)(len % STEP / group),
+                       (size_t)(k0 / group) * (2 + (size_t)group / 2), h.d, scale_words(group),
+                       pair_scale_words(group)};
+}
+
 static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, int64_t n_rows,
                                                            const void *w, size_t w_stride,
                                                            const void *a, int group,
                                                            gemv_rows_fn rows) {
     w4g_prep p[SLICE / STEP];
-    el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    const int8_t *act = (const int8_t *)a + sizeof h;
-    const size_t block_bytes = 2 + (size_t)group / 2;
     for (int64_t k0 = 0; k0 < n; k0 += SLICE) {
         int64_t len = n - k0 < SLICE ? n - k0 : SLICE;
-        w4g_slice sl = {p, len / STEP, (int)(len % STEP / group),
-                        (size_t)(k0 / group) * block_bytes, h.d, scale_words(group),
-                        pair_scale_words(group)};
-        prepare(act + k0, len, p);
+        w4g_slice sl = slice_of(a, k0, len, group, p);
         size_t prepared = (size_t)(len + STEP - 1) / STEP * sizeof *p;
-        int R = gemv_company((size_t)(len / group) * block_bytes, prepared);
+        int R = gemv_company((size_t)(len / group) * (2 + (size_t)group / 2), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows, &sl);
+    }
+}
+
+/* n_act (2 or 3) activation rows a_stride bytes apart: the one-row gemv's slices for each (the
+ * same bits need the same slicing: 72 KB of stack), weight rows two at a time. */
+static inline __attribute__((always_inline)) void gemv_w4g_multi(
+    int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows, const void *w, size_t w_stride,
+    const void *a, size_t a_stride, int group, gemv_multi_rows_fn rows) {
+    w4g_prep p[EL_GEMV_MULTI_MAX][SLICE / STEP];
+    for (int64_t k0 = 0; k0 < n; k0 += SLICE) {
+        int64_t len = n - k0 < SLICE ? n - k0 : SLICE;
+        w4g_slice sl[EL_GEMV_MULTI_MAX];
+        for (int k = 0; k < n_act; k++)
+            sl[k] = slice_of((const char *)a + k * a_stride, k0, len, group, p[k]);
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows, sl);
     }
 }
 
@@ -244,10 +339,22 @@ static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size
     gemv_w4g(n, y, n_rows, w, w_stride, a, 128, rows_w4g128);
 }
 
+static void gemv_w4g64_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_w4g_multi(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, 64, rows_w4g64_multi);
+}
+
+static void gemv_w4g128_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                              const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_w4g_multi(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, 128, rows_w4g128_multi);
+}
+
 /* Installed after el_kernels_avx512 found the CPU able. */
 bool el_gemv_w4g_avx512(el_kernels *k) {
     k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
     k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
+    k->gemv_multi[EL_TYPE_W4G64] = gemv_w4g64_multi;
+    k->gemv_multi[EL_TYPE_W4G128] = gemv_w4g128_multi;
     return true;
 }
 
