@@ -519,10 +519,12 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const void *ct
         for (int a = 0; a < A; a++) s[a][r] = finish_q4_0(acc[a][r], row[r], wb[r], g, &sl[a], &c);
 }
 
-/* y[a * ldy + o] = the dots of rows o < n_rows with activation rows a < n_act (2 or 3), summed
- * over slices; rows i and i + n_rows / 2 together, an odd last one alone. */
-static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+/* y[a * ldy + o] = the dots of rows o < n_rows with activation rows a < n_act (2 or 3), q8_0
+ * blocks or (a8) A8 rows, summed over slices; rows i and i + n_rows / 2 together, an odd last
+ * one alone. */
+static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                bool a8) {
     /* 67 KB of stack: the one-row kernel's slices (the same bits need the same slicing) */
     q4_0_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 128];
     __m256 d[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
@@ -530,13 +532,27 @@ static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_slice sl[EL_GEMV_MULTI_MAX];
         for (int k = 0; k < n_act; k++) {
-            const el_block_q8_0 *b = (const el_block_q8_0 *)((const char *)a + k * a_stride);
-            sl[k] = (q4_0_slice){p[k], d[k], b, NULL, 0.0f, k0 / EL_QK4_0, len / 128,
+            const char *ak = (const char *)a + k * a_stride;
+            el_a8_header h = {0};
+            if (a8) memcpy(&h, ak, sizeof h);
+            const el_block_q8_0 *b = a8 ? NULL : (const el_block_q8_0 *)ak;
+            const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : NULL;
+            sl[k] = (q4_0_slice){p[k], d[k], b, q, h.d, k0 / EL_QK4_0, len / 128,
                                  (k0 + len) / EL_QK4_0};
             prepare_q4_0(&sl[k], p[k], d[k]);
         }
         gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q4_0_multi, sl);
     }
+}
+
+static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_q4_0_multi_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, false);
+}
+
+static void gemv_w4g32_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_q4_0_multi_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, true);
 }
 
 /* ---- q8_0: pairs of blocks (68 bytes, 64 elements) on 256-bit registers. The 32 quants of
@@ -945,6 +961,7 @@ bool el_kernels_avx512(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
+    k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
