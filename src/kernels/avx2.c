@@ -889,16 +889,23 @@ static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const
     rows_w(ctx, row, s, R, false);
 }
 
+/* Rows of an A8-activation type (rows: its kernel), R together, against the A8 row a. */
+static inline __attribute__((always_inline)) void gemv_a8(int64_t n, float *y, int64_t n_rows,
+                                                          const void *w, size_t w_stride,
+                                                          const void *a, int R,
+                                                          gemv_rows_fn rows) {
+    gemv_act ga = {a, n};
+    gemv_drive(n_rows, R, w, w_stride, y, false, rows, &ga);
+}
+
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_act ga = {a, n};
-    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4, &ga);
+    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4);
 }
 
 static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_act ga = {a, n};
-    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w8, &ga);
+    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w8);
 }
 
 static inline __attribute__((always_inline)) void rows_w4g32(const void *ctx,
@@ -924,22 +931,19 @@ static inline __attribute__((always_inline)) void rows_w4g128(const void *ctx,
 
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_act ga = {a, n};
-    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4g32, &ga);
+    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4g32);
 }
 
 static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_act ga = {a, n};
-    gemv_drive(n_rows, gemv_company(w_stride, (size_t)n), w, w_stride, y, false, rows_w4g64, &ga);
+    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4g64);
 }
 
 /* One row at a time: in company (4 rows of 8192) this read at half the speed, 20 GMAC/s a
  * second against 38 alone (bench_gemm, Zen 4), where G = 32 and 64 gain 15-25% from it. */
 static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                         const void *a) {
-    gemv_act ga = {a, n};
-    gemv_drive(n_rows, 1, w, w_stride, y, false, rows_w4g128, &ga);
+    gemv_a8(n, y, n_rows, w, w_stride, a, 1, rows_w4g128);
 }
 
 /* W8A16 rows against one A16 row: R rows far apart share each activation load; a row's sum is

@@ -210,23 +210,23 @@ static void rows_w8(const void *ctx, const char *const row[4], float s[4], int R
     else rows_scaled(ctx, row, s, 1, false);
 }
 
-/* W4 or W8 rows against an A8 row. */
+/* W4, W8 or W4G rows (rows: their kernel) against an A8 row. */
 static inline __attribute__((always_inline)) void gemv_wrow(int64_t n, float *y, int64_t n_rows,
                                                             const void *w, size_t w_stride,
-                                                            const void *a, bool w4) {
+                                                            const void *a, gemv_rows_fn rows) {
     wrow_act act = {.q = (const int8_t *)a + sizeof(el_a8_header), .n = n};
     memcpy(&act.h, a, sizeof act.h);
-    gemv_drive(n_rows, 4, w, w_stride, y, false, w4 ? rows_w4 : rows_w8, &act);
+    gemv_drive(n_rows, 4, w, w_stride, y, false, rows, &act);
 }
 
 static void gemv_w4(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, true);
+    gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4);
 }
 
 static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                     const void *a) {
-    gemv_wrow(n, y, n_rows, w, w_stride, a, false);
+    gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w8);
 }
 
 static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], int R) {
@@ -264,27 +264,19 @@ static void rows_w4g128(const void *ctx, const char *const row[4], float s[4], i
     rows_w4g_any(ctx, row, s, R, 128);
 }
 
-static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, int64_t n_rows,
-                                                           const void *w, size_t w_stride,
-                                                           const void *a, gemv_rows_fn rows) {
-    wrow_act act = {.q = (const int8_t *)a + sizeof(el_a8_header), .n = n};
-    memcpy(&act.h, a, sizeof act.h);
-    gemv_drive(n_rows, 4, w, w_stride, y, false, rows, &act);
-}
-
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g32);
+    gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4g32);
 }
 
 static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g64);
+    gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4g64);
 }
 
 static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                         const void *a) {
-    gemv_w4g(n, y, n_rows, w, w_stride, a, rows_w4g128);
+    gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4g128);
 }
 
 static void neon_set_gemv(el_kernels *k) {
