@@ -163,9 +163,7 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
         for (int r = 0; r < R; r++) {
             int8x16_t lo, hi;
             if (w4) {
-                const uint8x16_t u = vld1q_u8((const uint8_t *)q[r] + i / 2);
-                lo = vreinterpretq_s8_u8(vandq_u8(u, vdupq_n_u8(0x0F)));
-                hi = vreinterpretq_s8_u8(vshrq_n_u8(u, 4));
+                chunk_u4((const uint8_t *)q[r] + i / 2, &lo, &hi);
             } else {
                 lo = vld1q_s8((const int8_t *)q[r] + i);
                 hi = vld1q_s8((const int8_t *)q[r] + i + 16);
