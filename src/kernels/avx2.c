@@ -752,16 +752,14 @@ static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_st
  * activation load and what depends only on it; each row's arithmetic is the same in any
  * company, so results do not depend on how rows are split between threads. */
 
-/* The dots of R rows (4, 2 or 1) of q4_0 or q8_0 blocks with q8_0 activations: per group of 8
- * blocks the 8 activation scales are converted once, then per block one fmadd per row (one
- * accumulator per row: the rows are the independent chains); the last nb % 8 blocks alike
- * with scalar scales. q4_0 nibbles stay unsigned and 8 * sum y, the same for every row, comes
- * off in int16; q8_0 moves the weight's sign onto the activations (dot_i8). */
+/* The dots of R rows (4, 2 or 1) of q8_0 blocks with q8_0 activations: per group of 8 blocks
+ * the 8 activation scales are converted once, then per block one fmadd per row (one accumulator
+ * per row: the rows are the independent chains); the last nb % 8 blocks alike with scalar
+ * scales. The weight's sign moves onto the activations (dot_i8). */
 static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const char *const x[4],
                                                            float s[4], int R,
-                                                           const el_block_q8_0 *b, bool q4) {
-    const size_t x_block = q4 ? sizeof(el_block_q4_0) : sizeof(el_block_q8_0);
-    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+                                                           const el_block_q8_0 *b) {
+    const size_t x_block = sizeof(el_block_q8_0);
     __m256 acc[4];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
@@ -773,18 +771,10 @@ static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const cha
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             __m256i yq = _mm256_loadu_si256((const __m256i *)b[i + k].qs);
-            __m256i off = _mm256_maddubs_epi16(_mm256_set1_epi8(8), yq);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-                const char *xb = x[r] + (i + k) * x_block;
-                __m256i p;
-                if (q4) {
-                    __m128i q = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb)->qs);
-                    __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4);
-                    p = _mm256_madd_epi16(_mm256_sub_epi16(_mm256_maddubs_epi16(u, yq), off), ones);
-                } else {
-                    p = dot_i8(_mm256_loadu_si256((const __m256i *)((const el_block_q8_0 *)xb)->qs), yq);
-                }
+                const el_block_q8_0 *xq = (const el_block_q8_0 *)(x[r] + (i + k) * x_block);
+                __m256i p = dot_i8(_mm256_loadu_si256((const __m256i *)xq->qs), yq);
                 acc[r] = _mm256_fmadd_ps(lane(d[r], k), _mm256_cvtepi32_ps(p), acc[r]);
             }
         }
@@ -795,8 +785,7 @@ static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const cha
             const char *xb = x[r] + i * x_block;
             uint16_t dx;
             memcpy(&dx, xb, sizeof dx);
-            __m256i p = q4 ? q4_0_dot((const el_block_q4_0 *)xb, b + i)
-                           : q8_0_dot((const el_block_q8_0 *)xb, b + i);
+            __m256i p = q8_0_dot((const el_block_q8_0 *)xb, b + i);
             acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)),
                                      _mm256_cvtepi32_ps(p), acc[r]);
         }
@@ -811,25 +800,118 @@ typedef struct gemv_act {
     int64_t n;
 } gemv_act;
 
-static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
-                                                            const char *const row[4], float s[4],
-                                                            int R) {
-    const gemv_act *ga = ctx;
-    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a, true);
-}
-
 static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
                                                             const char *const row[4], float s[4],
                                                             int R) {
     const gemv_act *ga = ctx;
-    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a, false);
+    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a);
+}
+
+/* ---- q4_0 gemv: blocks in pairs, the low nibbles of both in one register and the high ones
+ * in another (one 16-byte load each, the second inserted), against activations prepared per
+ * slice to match; vpmaddubsw of both, less the prepared 8 * activations, and one vpmaddwd give
+ * 4 int32 lanes per block. Eight blocks' lanes fold by two horizontal adds into one lane each,
+ * so one conversion and one multiply-add by 8 scales serve them (the per-block conversion,
+ * lane broadcast and multiply-add, with the scales' gathering, were half the work). */
+enum { GEMV_SLICE = 16384 };
+
+typedef struct q4_0_pair_prep {
+    __m256i lo, hi; /* the activations against each block's low and high nibbles, two blocks */
+    __m256i off;    /* int16 pair sums of 8 * those activations */
+} q4_0_pair_prep;
+
+typedef struct q4_0_gemv_slice {
+    const q4_0_pair_prep *p;
+    const __m256 *d;        /* per 8 blocks: activation scales in the folded order */
+    const el_block_q8_0 *b; /* the activation row */
+    int64_t first, octs, last; /* its first block, whole groups of 8, end block */
+} q4_0_gemv_slice;
+
+/* Folded lane l of 8 blocks holds block fold_block[l]. */
+static const int fold_block[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+static void prepare_q4_0_pairs(const el_block_q8_0 *b, int64_t octs, q4_0_pair_prep *p,
+                               __m256 *d) {
+    const __m256i eight = _mm256_set1_epi8(8);
+    for (int64_t j = 0; j < 4 * octs; j++) {
+        const el_block_q8_0 *c = b + 2 * j;
+        p[j].lo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)c[1].qs),
+                                   _mm_loadu_si128((const __m128i *)c[0].qs));
+        p[j].hi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(c[1].qs + 16)),
+                                   _mm_loadu_si128((const __m128i *)(c[0].qs + 16)));
+        p[j].off = _mm256_add_epi16(_mm256_maddubs_epi16(eight, p[j].lo),
+                                    _mm256_maddubs_epi16(eight, p[j].hi));
+    }
+    for (int64_t o = 0; o < octs; o++) {
+        float h[8];
+        for (int l = 0; l < 8; l++) h[l] = fp16(b[8 * o + fold_block[l]].d);
+        d[o] = _mm256_loadu_ps(h);
+    }
+}
+
+/* The int32 lanes of a block pair of a row (4 per block: block 2j in the low 128 bits). */
+static inline __m256i pair_q4_0(const char *xb, const q4_0_pair_prep *p) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m128i q0 = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb)->qs);
+    __m128i q1 = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb + 1)->qs);
+    __m256i q = _mm256_set_m128i(q1, q0);
+    __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo), _mm256_maddubs_epi16(hi, p->hi));
+    return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), ones);
+}
+
+/* The weight scales of 8 blocks in the folded order. */
+static inline __m256 fold_scales(const char *xb) {
+    const el_block_q4_0 *x = (const el_block_q4_0 *)xb;
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)x[0].d, (short)x[2].d, (short)x[4].d,
+                                          (short)x[6].d, (short)x[1].d, (short)x[3].d,
+                                          (short)x[5].d, (short)x[7].d));
+}
+
+static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
+                                                            const char *const row[4], float s[4],
+                                                            int R) {
+    const q4_0_gemv_slice *sl = ctx;
+    const size_t xb = sizeof(el_block_q4_0);
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t o = 0; o < sl->octs; o++) {
+        const q4_0_pair_prep *p = sl->p + 4 * o;
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const char *x = row[r] + (sl->first + 8 * o) * xb;
+            __m256i f01 = _mm256_hadd_epi32(pair_q4_0(x, p), pair_q4_0(x + 2 * xb, p + 1));
+            __m256i f23 = _mm256_hadd_epi32(pair_q4_0(x + 4 * xb, p + 2),
+                                            pair_q4_0(x + 6 * xb, p + 3));
+            __m256 d = _mm256_mul_ps(fold_scales(x), sl->d[o]);
+            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_hadd_epi32(f01, f23)), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        for (int64_t k = sl->first + 8 * sl->octs; k < sl->last; k++) { /* the last blocks */
+            const el_block_q4_0 *x = (const el_block_q4_0 *)row[r] + k;
+            __m256i p = q4_0_dot(x, sl->b + k);
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * fp16(sl->b[k].d)),
+                                     _mm256_cvtepi32_ps(p), acc[r]);
+        }
+        s[r] = hsum_ps(acc[r]);
+    }
 }
 
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
-    gemv_act ga = {a, n};
-    int R = gemv_company(w_stride, el_row_size(EL_TYPE_Q8_0, n));
-    gemv_drive(n_rows, R, w, w_stride, y, false, rows_q4_0, &ga);
+    q4_0_pair_prep p[GEMV_SLICE / 64];
+    __m256 d[GEMV_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q4_0_gemv_slice sl = {p, d, a, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
+        prepare_q4_0_pairs(sl.b + sl.first, sl.octs, p, d);
+        size_t prepared = (size_t)sl.octs * (4 * sizeof *p + sizeof *d);
+        int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
+    }
 }
 
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
