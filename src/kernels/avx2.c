@@ -96,10 +96,10 @@ static inline __m256i q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {
 /* Q4_0 nibbles stay unsigned (maddubs takes them as they are, pairs <= 2*15*128) and the 8 comes
  * off in int16: sum (u - 8) y = sum u y - sum 8 y. Elements 0-15 are the low nibbles, 16-31 the
  * high nibbles. */
-static inline __m256i q4_0_dot(const el_block_q4_0 *a, const el_block_q8_0 *b) {
+static inline __m256i q4_0_dot(const el_block_q4_0 *a, const int8_t *y) {
     __m128i q = _mm_loadu_si128((const __m128i *)a->qs);
     __m256i u = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
-    __m256i yq = _mm256_loadu_si256((const __m256i *)b->qs);
+    __m256i yq = _mm256_loadu_si256((const __m256i *)y);
     __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, yq),
                                  _mm256_maddubs_epi16(_mm256_set1_epi8(8), yq));
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, cons
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const void *xb = xa + (i + k) * x_block;
-            __m256i p = q4 ? q4_0_dot(xb, b + i + k) : q8_0_dot(xb, b + i + k);
+            __m256i p = q4 ? q4_0_dot(xb, b[i + k].qs) : q8_0_dot(xb, b + i + k);
             acc[k & 1] = _mm256_fmadd_ps(lane(d, k), _mm256_cvtepi32_ps(p), acc[k & 1]);
         }
     }
@@ -140,7 +140,7 @@ static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, cons
         const void *xb = xa + i * x_block;
         uint16_t dx;
         memcpy(&dx, xb, sizeof dx);
-        __m256i p = q4 ? q4_0_dot(xb, b + i) : q8_0_dot(xb, b + i);
+        __m256i p = q4 ? q4_0_dot(xb, b[i].qs) : q8_0_dot(xb, b + i);
         acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), acc[0]);
     }
     return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
@@ -820,31 +820,43 @@ typedef struct q4_0_pair_prep {
     __m256i off;    /* int16 pair sums of 8 * those activations */
 } q4_0_pair_prep;
 
+/* A slice of the activations: q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with
+ * int8 activations of one scale) an A8 row's quants a8 and scale a8_d. */
 typedef struct q4_0_gemv_slice {
     const q4_0_pair_prep *p;
     const __m256 *d;        /* per 8 blocks: activation scales in the folded order */
-    const el_block_q8_0 *b; /* the activation row */
+    const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
+    const int8_t *a8;       /* an A8 row's quants */
+    float a8_d;             /* and its scale */
     int64_t first, octs, last; /* its first block, whole groups of 8, end block */
 } q4_0_gemv_slice;
+
+/* The 32 activation quants of block k, and their scale. */
+static inline const int8_t *slice_qs(const q4_0_gemv_slice *sl, int64_t k) {
+    return sl->b ? sl->b[k].qs : sl->a8 + k * EL_QK4_0;
+}
+static inline float slice_d(const q4_0_gemv_slice *sl, int64_t k) {
+    return sl->b ? fp16(sl->b[k].d) : sl->a8_d;
+}
 
 /* Folded lane l of 8 blocks holds block fold_block[l]. */
 static const int fold_block[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-static void prepare_q4_0_pairs(const el_block_q8_0 *b, int64_t octs, q4_0_pair_prep *p,
-                               __m256 *d) {
+static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m256 *d) {
     const __m256i eight = _mm256_set1_epi8(8);
-    for (int64_t j = 0; j < 4 * octs; j++) {
-        const el_block_q8_0 *c = b + 2 * j;
-        p[j].lo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)c[1].qs),
-                                   _mm_loadu_si128((const __m128i *)c[0].qs));
-        p[j].hi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(c[1].qs + 16)),
-                                   _mm_loadu_si128((const __m128i *)(c[0].qs + 16)));
+    for (int64_t j = 0; j < 4 * sl->octs; j++) {
+        const int8_t *c0 = slice_qs(sl, sl->first + 2 * j);
+        const int8_t *c1 = slice_qs(sl, sl->first + 2 * j + 1);
+        p[j].lo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)c1),
+                                   _mm_loadu_si128((const __m128i *)c0));
+        p[j].hi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(c1 + 16)),
+                                   _mm_loadu_si128((const __m128i *)(c0 + 16)));
         p[j].off = _mm256_add_epi16(_mm256_maddubs_epi16(eight, p[j].lo),
                                     _mm256_maddubs_epi16(eight, p[j].hi));
     }
-    for (int64_t o = 0; o < octs; o++) {
+    for (int64_t o = 0; o < sl->octs; o++) {
         float h[8];
-        for (int l = 0; l < 8; l++) h[l] = fp16(b[8 * o + fold_block[l]].d);
+        for (int l = 0; l < 8; l++) h[l] = slice_d(sl, sl->first + 8 * o + fold_block[l]);
         d[o] = _mm256_loadu_ps(h);
     }
 }
@@ -892,26 +904,32 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
     for (int r = 0; r < R; r++) {
         for (int64_t k = sl->first + 8 * sl->octs; k < sl->last; k++) { /* the last blocks */
             const el_block_q4_0 *x = (const el_block_q4_0 *)row[r] + k;
-            __m256i p = q4_0_dot(x, sl->b + k);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * fp16(sl->b[k].d)),
+            __m256i p = q4_0_dot(x, slice_qs(sl, k));
+            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * slice_d(sl, k)),
                                      _mm256_cvtepi32_ps(p), acc[r]);
         }
         s[r] = hsum_ps(acc[r]);
     }
 }
 
-static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                      const void *a) {
+/* q4_0 rows against q8_0 activations b or an A8 row's quants a8 (scale a8_d). */
+static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                          const el_block_q8_0 *b, const int8_t *a8, float a8_d) {
     q4_0_pair_prep p[GEMV_SLICE / 64];
     __m256 d[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_gemv_slice sl = {p, d, a, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
-        prepare_q4_0_pairs(sl.b + sl.first, sl.octs, p, d);
+        q4_0_gemv_slice sl = {p, d, b, a8, a8_d, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
+        prepare_q4_0_pairs(&sl, p, d);
         size_t prepared = (size_t)sl.octs * (4 * sizeof *p + sizeof *d);
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
+}
+
+static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, a, NULL, 0.0f);
 }
 
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
@@ -990,13 +1008,6 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w8);
 }
 
-static inline __attribute__((always_inline)) void rows_w4g32(const void *ctx,
-                                                             const char *const row[4], float s[4],
-                                                             int R) {
-    const gemv_act *ga = ctx;
-    rows_w4g(ga->n, row, s, R, ga->a, 32);
-}
-
 static inline __attribute__((always_inline)) void rows_w4g64(const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
@@ -1011,9 +1022,12 @@ static inline __attribute__((always_inline)) void rows_w4g128(const void *ctx,
     rows_w4g(ga->n, row, s, R, ga->a, 128);
 }
 
+/* W4G32 rows have q4_0's bytes and value (d * (nibble - 8)); only the activations differ. */
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4g32);
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
 }
 
 static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
@@ -1022,7 +1036,7 @@ static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_
 }
 
 /* One row at a time: in company (4 rows of 8192) this read at half the speed, 20 GMAC/s a
- * second against 38 alone (bench_gemm, Zen 4), where G = 32 and 64 gain 15-25% from it. */
+ * second against 38 alone (bench_gemm, Zen 4), where G = 64 gains 12-15% from it. */
 static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                         const void *a) {
     gemv_a8(n, y, n_rows, w, w_stride, a, 1, rows_w4g128);
