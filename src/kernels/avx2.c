@@ -861,15 +861,25 @@ static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m
     }
 }
 
-/* The int32 lanes of a block pair of a row (4 per block: block 2j in the low 128 bits). */
-static inline __m256i pair_q4_0(const char *xb, const q4_0_pair_prep *p) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+/* A block pair of a row unpacked: both blocks' low nibbles in lo, high ones in hi. */
+typedef struct pair_nibbles {
+    __m256i lo, hi;
+} pair_nibbles;
+
+static inline pair_nibbles unpack_pair(const char *xb) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m128i q0 = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb)->qs);
     __m128i q1 = _mm_loadu_si128((const __m128i *)((const el_block_q4_0 *)xb + 1)->qs);
     __m256i q = _mm256_set_m128i(q1, q0);
-    __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo), _mm256_maddubs_epi16(hi, p->hi));
-    return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), ones);
+    return (pair_nibbles){_mm256_and_si256(q, low4),
+                          _mm256_and_si256(_mm256_srli_epi16(q, 4), low4)};
+}
+
+/* The int32 lanes of an unpacked pair against prepared activations (4 per block: the pair's
+ * first block in the low 128 bits). */
+static inline __m256i pair_dot(pair_nibbles u, const q4_0_pair_prep *p) {
+    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo), _mm256_maddubs_epi16(u.hi, p->hi));
+    return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), _mm256_set1_epi16(1));
 }
 
 /* The weight scales of 8 blocks in the folded order. */
@@ -880,36 +890,73 @@ static inline __m256 fold_scales(const char *xb) {
                                           (short)x[5].d, (short)x[7].d));
 }
 
+/* The dots of R weight rows with A activation rows (sl[a] the slice of row a): the one-row gemv
+ * is A = 1 (R <= 4), the multi-row one A = 2 or 3 (R <= 2); each weight pair is unpacked once
+ * for all A, and each output has the same arithmetic in any company. */
+static inline __attribute__((always_inline)) void rows_q4_0_all(const q4_0_gemv_slice *sl,
+                                                                const char *const row[],
+                                                                float s[][4], int R, int A) {
+    const size_t xb = sizeof(el_block_q4_0);
+    __m256 acc[EL_GEMV_MULTI_MAX][4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_ps();
+    for (int64_t o = 0; o < sl[0].octs; o++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const char *x = row[r] + (sl[0].first + 8 * o) * xb;
+            __m256i f01[EL_GEMV_MULTI_MAX], f23[EL_GEMV_MULTI_MAX];
+            pair_nibbles u0 = unpack_pair(x), u1 = unpack_pair(x + 2 * xb);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                const q4_0_pair_prep *p = sl[a].p + 4 * o;
+                f01[a] = _mm256_hadd_epi32(pair_dot(u0, p), pair_dot(u1, p + 1));
+            }
+            pair_nibbles u2 = unpack_pair(x + 4 * xb), u3 = unpack_pair(x + 6 * xb);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                const q4_0_pair_prep *p = sl[a].p + 4 * o;
+                f23[a] = _mm256_hadd_epi32(pair_dot(u2, p + 2), pair_dot(u3, p + 3));
+            }
+            __m256 dw = fold_scales(x);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++)
+                acc[a][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, sl[a].d[o]),
+                                            _mm256_cvtepi32_ps(_mm256_hadd_epi32(f01[a], f23[a])),
+                                            acc[a][r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) {
+            for (int64_t k = sl[a].first + 8 * sl[a].octs; k < sl[a].last; k++) { /* the rest */
+                const el_block_q4_0 *x = (const el_block_q4_0 *)row[r] + k;
+                __m256i p = q4_0_dot(x, slice_qs(&sl[a], k));
+                acc[a][r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * slice_d(&sl[a], k)),
+                                            _mm256_cvtepi32_ps(p), acc[a][r]);
+            }
+            s[a][r] = hsum_ps(acc[a][r]);
+        }
+}
+
 static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
                                                             const char *const row[4], float s[4],
                                                             int R) {
-    const q4_0_gemv_slice *sl = ctx;
-    const size_t xb = sizeof(el_block_q4_0);
-    __m256 acc[4];
+    float t[1][4];
+    rows_q4_0_all(ctx, row, t, R, 1);
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t o = 0; o < sl->octs; o++) {
-        const q4_0_pair_prep *p = sl->p + 4 * o;
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            const char *x = row[r] + (sl->first + 8 * o) * xb;
-            __m256i f01 = _mm256_hadd_epi32(pair_q4_0(x, p), pair_q4_0(x + 2 * xb, p + 1));
-            __m256i f23 = _mm256_hadd_epi32(pair_q4_0(x + 4 * xb, p + 2),
-                                            pair_q4_0(x + 6 * xb, p + 3));
-            __m256 d = _mm256_mul_ps(fold_scales(x), sl->d[o]);
-            acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_hadd_epi32(f01, f23)), acc[r]);
-        }
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) {
-        for (int64_t k = sl->first + 8 * sl->octs; k < sl->last; k++) { /* the last blocks */
-            const el_block_q4_0 *x = (const el_block_q4_0 *)row[r] + k;
-            __m256i p = q4_0_dot(x, slice_qs(sl, k));
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * slice_d(sl, k)),
-                                     _mm256_cvtepi32_ps(p), acc[r]);
-        }
-        s[r] = hsum_ps(acc[r]);
-    }
+    for (int r = 0; r < R; r++) s[r] = t[0][r];
+}
+
+static inline __attribute__((always_inline)) void rows_q4_0_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    float t[EL_GEMV_MULTI_MAX][4];
+    rows_q4_0_all(ctx, row, t, R, A);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = t[a][r];
 }
 
 /* q4_0 rows against q8_0 activations b or an A8 row's quants a8 (scale a8_d). */
@@ -930,6 +977,35 @@ static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, si
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     gemv_q4_0_act(n, y, n_rows, w, w_stride, a, NULL, 0.0f);
+}
+
+/* n_act (2 or 3) activation rows a_stride bytes apart, q8_0 blocks or (a8) A8 rows: the
+ * one-row gemv's slices for each (78 KB of stack), weight rows two at a time. */
+static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                const void *w, size_t w_stride, const void *a, size_t a_stride,
+                                bool a8) {
+    q4_0_pair_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 64];
+    __m256 d[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
+        int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
+        q4_0_gemv_slice sl[EL_GEMV_MULTI_MAX];
+        for (int k = 0; k < n_act; k++) {
+            const char *ak = (const char *)a + k * a_stride;
+            el_a8_header h = {0};
+            if (a8) memcpy(&h, ak, sizeof h);
+            const el_block_q8_0 *b = a8 ? NULL : (const el_block_q8_0 *)ak;
+            const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : NULL;
+            sl[k] = (q4_0_gemv_slice){p[k], d[k], b, q, h.d, k0 / EL_QK4_0, len / 256,
+                                      (k0 + len) / EL_QK4_0};
+            prepare_q4_0_pairs(&sl[k], p[k], d[k]);
+        }
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q4_0_multi, sl);
+    }
+}
+
+static void gemv_q4_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_q4_0_multi_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, false);
 }
 
 static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
@@ -1028,6 +1104,11 @@ static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_
     el_a8_header h;
     memcpy(&h, a, sizeof h);
     gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
+}
+
+static void gemv_w4g32_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_q4_0_multi_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, true);
 }
 
 static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
@@ -1164,9 +1245,11 @@ bool el_kernels_avx2(el_kernels *k) {
     k->quantize[EL_TYPE_A16] = quantize_a16;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
+    k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
+    k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
     k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
     k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
     k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
