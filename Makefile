@@ -38,7 +38,7 @@ $(BUILD)/%.o: %.c
 MACHINE := $(shell $(CC) -dumpmachine)
 ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
 $(BUILD)/src/kernels/avx2.o $(BUILD)/src/kernels/gemm_avx2.o \
-$(BUILD)/src/kernels/attend_avx2.o \
+$(BUILD)/src/kernels/attend_avx2.o $(BUILD)/src/kernels/gemv_w4g_avx2.o \
 $(BUILD)/src/kernels/swiglu_avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
 $(BUILD)/src/kernels/avx512.o $(BUILD)/src/kernels/gemm_avx512.o \
 $(BUILD)/src/kernels/attend_avx512.o \

@@ -628,58 +628,39 @@ static void vec_dot_w4(int64_t n, float *s, const void *x, const void *y) {
     *s = el_edge_row_scale(x) * h.d * (float)(hsum_epi32(acc) - 8 * h.sum);
 }
 
-/* W4G<g> rows against an A8 row, R (1, 2 or 4) at a time: per chunk sum u a - sum 8 a, both in
- * int16 pairs (3810 and 2032 at most; the second computed once for all rows); per group one
- * float multiply-add by the group's scale; the row's activation scale at the end. Each row's
- * arithmetic is the same in any company. */
-static inline __attribute__((always_inline)) void rows_w4g(int64_t n, const char *const row[4],
-                                                           float s[4], int R, const void *y,
-                                                           int g) {
+/* W4G<g> . A8: per chunk sum u a - sum 8 a, both in int16 pairs (3810 and 2032 at most); per
+ * group one float multiply by the group's scale; the row's activation scale at the end. */
+static inline __attribute__((always_inline)) void vec_dot_w4g(int64_t n, float *s, const void *x,
+                                                              const void *y, int g) {
+    const uint8_t *b = x;
     const int8_t *a = (const int8_t *)y + sizeof(el_a8_header);
     const __m256i ones = _mm256_set1_epi16(1), eight = _mm256_set1_epi8(8);
-    const size_t block_bytes = 2 + (size_t)g / 2;
-    __m256 acc[4];
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t i = 0, k = 0; i < n; i += g, k++) {
-        __m256i gi[4];
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) gi[r] = _mm256_setzero_si256();
-        #pragma GCC unroll 4
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < n; i += g, b += 2 + g / 2) {
+        __m256i gi = _mm256_setzero_si256();
         for (int c = 0; c < g / 32; c++) {
             __m256i av = _mm256_loadu_si256((const __m256i *)(a + i + 32 * c));
-            __m256i off = _mm256_maddubs_epi16(eight, av);
-            #pragma GCC unroll 4
-            for (int r = 0; r < R; r++) {
-                const uint8_t *qs = (const uint8_t *)row[r] + k * block_bytes + 2 + 16 * c;
-                __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(load_chunk_u4(qs), av), off);
-                gi[r] = _mm256_add_epi32(gi[r], _mm256_madd_epi16(p, ones));
-            }
+            __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(load_chunk_u4(b + 2 + 16 * c), av),
+                                         _mm256_maddubs_epi16(eight, av));
+            gi = _mm256_add_epi32(gi, _mm256_madd_epi16(p, ones));
         }
-        #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) {
-            uint16_t d;
-            memcpy(&d, row[r] + k * block_bytes, sizeof d);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(d)), _mm256_cvtepi32_ps(gi[r]), acc[r]);
-        }
+        uint16_t d;
+        memcpy(&d, b, sizeof d);
+        acc = _mm256_fmadd_ps(_mm256_set1_ps(fp16(d)), _mm256_cvtepi32_ps(gi), acc);
     }
     el_a8_header h;
     memcpy(&h, y, sizeof h);
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]) * h.d;
+    *s = hsum_ps(acc) * h.d;
 }
 
 static void vec_dot_w4g32(int64_t n, float *s, const void *x, const void *y) {
-    const char *const row[4] = {x};
-    rows_w4g(n, row, s, 1, y, 32);
+    vec_dot_w4g(n, s, x, y, 32);
 }
 static void vec_dot_w4g64(int64_t n, float *s, const void *x, const void *y) {
-    const char *const row[4] = {x};
-    rows_w4g(n, row, s, 1, y, 64);
+    vec_dot_w4g(n, s, x, y, 64);
 }
 static void vec_dot_w4g128(int64_t n, float *s, const void *x, const void *y) {
-    const char *const row[4] = {x};
-    rows_w4g(n, row, s, 1, y, 128);
+    vec_dot_w4g(n, s, x, y, 128);
 }
 
 /* The 4x4 tile of W8 or W4 rows against A8 rows: integer sums over the whole row and one float
@@ -1084,20 +1065,6 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w8);
 }
 
-static inline __attribute__((always_inline)) void rows_w4g64(const void *ctx,
-                                                             const char *const row[4], float s[4],
-                                                             int R) {
-    const gemv_act *ga = ctx;
-    rows_w4g(ga->n, row, s, R, ga->a, 64);
-}
-
-static inline __attribute__((always_inline)) void rows_w4g128(const void *ctx,
-                                                              const char *const row[4],
-                                                              float s[4], int R) {
-    const gemv_act *ga = ctx;
-    rows_w4g(ga->n, row, s, R, ga->a, 128);
-}
-
 /* W4G32 rows have q4_0's bytes and value (d * (nibble - 8)); only the activations differ. */
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
@@ -1109,18 +1076,6 @@ static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_
 static void gemv_w4g32_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride) {
     gemv_q4_0_multi_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, true);
-}
-
-static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                       const void *a) {
-    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4g64);
-}
-
-/* One row at a time: in company (4 rows of 8192) this read at half the speed, 20 GMAC/s a
- * second against 38 alone (bench_gemm, Zen 4), where G = 64 gains 12-15% from it. */
-static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                        const void *a) {
-    gemv_a8(n, y, n_rows, w, w_stride, a, 1, rows_w4g128);
 }
 
 /* W8A16 rows against one A16 row: R rows far apart share each activation load; a row's sum is
@@ -1250,10 +1205,8 @@ bool el_kernels_avx2(el_kernels *k) {
     k->gemv[EL_TYPE_W4] = gemv_w4;
     k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
     k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
-    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
-    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
     k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
-    return el_gemm_avx2(k) && el_attend_avx2(k) && el_swiglu_avx2(k);
+    return el_gemm_avx2(k) && el_attend_avx2(k) && el_swiglu_avx2(k) && el_gemv_w4g_avx2(k);
 }
 
 #else

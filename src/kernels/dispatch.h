@@ -74,6 +74,7 @@ bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
 bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
 bool el_attend_avx2(el_kernels *k);          /* its attention kernel (attend_avx2.c) */
 bool el_swiglu_avx2(el_kernels *k);          /* its gated activation (swiglu_avx2.c) */
+bool el_gemv_w4g_avx2(el_kernels *k);        /* its W4G64/128 gemvs (gemv_w4g_avx2.c) */
 bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
 /* These add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
 bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
