@@ -4,7 +4,7 @@
  * 39-49 here.)
  *
  * Without them a W4A8 model quantized per group decoded through the AVX2 dot products, at half
- * the bound its memory allows (docs/kernels.md). Here every 128 elements of a row are one step
+ * the bound its memory allows (docs/kernels.md, "W4G gemvs"). Here every 128 elements of a row are one step
  * for both G: their 64 quant bytes gathered into one 512-bit register (one load for G=128;
  * G=64 merges 2 loads under byte masks, the scale between its blocks skipped by the load
  * addresses, not by a shuffle), each 128-bit lane one chunk of 32 elements. The int8
@@ -16,8 +16,9 @@
  * for G=128 two broadcasts: each load counted); the activations' row scale multiplies once at
  * the end. R rows far apart share the activation loads (gemv_drive.h); each row's sums are the
  * same code in any company. For 2-3 activation rows (concurrent sequences) each step's quants
- * and scales are unpacked once for all of them, each output with the one-row kernel's bits. On Zen 4, one core, in cache, G=128 does 69-83 G multiply-adds a
- * second (Q4_0's gemv 66-68, the AVX2 dot products it replaces 36-38). */
+ * and scales are unpacked once for all of them, each output with the one-row kernel's bits.
+ * On Zen 4, one core, in cache, G=128 does 67-86 G multiply-adds a second and G=64 53-67
+ * (Q4_0's gemv 65-68, the AVX2 dot products they replace 34-38). */
 #include "kernels/dispatch.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
