@@ -801,13 +801,24 @@ typedef struct q4_0_pair_prep {
     __m256i off;    /* int16 pair sums of 8 * those activations */
 } q4_0_pair_prep;
 
-/* A slice of the activations: q8_0 blocks, or for w4g32 weights an A8 row (gemv_drive.h). */
+/* A slice of the activations: q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with
+ * int8 activations of one scale) an A8 row's quants a8 and scale a8_d. */
 typedef struct q4_0_gemv_slice {
     const q4_0_pair_prep *p;
     const __m256 *d;        /* per 8 blocks: activation scales in the folded order */
-    gemv_blocks32 act;      /* the activation row */
+    const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
+    const int8_t *a8;       /* an A8 row's quants */
+    float a8_d;             /* and its scale */
     int64_t first, octs, last; /* its first block, whole groups of 8, end block */
 } q4_0_gemv_slice;
+
+/* The 32 activation quants of block k, and their scale. */
+static inline const int8_t *slice_qs(const q4_0_gemv_slice *sl, int64_t k) {
+    return sl->b ? sl->b[k].qs : sl->a8 + k * EL_QK4_0;
+}
+static inline float slice_d(const q4_0_gemv_slice *sl, int64_t k) {
+    return sl->b ? fp16(sl->b[k].d) : sl->a8_d;
+}
 
 /* Folded lane l of 8 blocks holds block fold_block[l]. */
 static const int fold_block[8] = {0, 2, 4, 6, 1, 3, 5, 7};
@@ -815,8 +826,8 @@ static const int fold_block[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m256 *d) {
     const __m256i eight = _mm256_set1_epi8(8);
     for (int64_t j = 0; j < 4 * sl->octs; j++) {
-        const int8_t *c0 = gemv_block_qs(&sl->act, sl->first + 2 * j);
-        const int8_t *c1 = gemv_block_qs(&sl->act, sl->first + 2 * j + 1);
+        const int8_t *c0 = slice_qs(sl, sl->first + 2 * j);
+        const int8_t *c1 = slice_qs(sl, sl->first + 2 * j + 1);
         p[j].lo = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)c1),
                                    _mm_loadu_si128((const __m128i *)c0));
         p[j].hi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(c1 + 16)),
@@ -826,8 +837,7 @@ static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m
     }
     for (int64_t o = 0; o < sl->octs; o++) {
         float h[8];
-        for (int l = 0; l < 8; l++)
-            h[l] = gemv_block_d(&sl->act, sl->first + 8 * o + fold_block[l]);
+        for (int l = 0; l < 8; l++) h[l] = slice_d(sl, sl->first + 8 * o + fold_block[l]);
         d[o] = _mm256_loadu_ps(h);
     }
 }
@@ -849,8 +859,7 @@ static inline pair_nibbles unpack_pair(const char *xb) {
 /* The int32 lanes of an unpacked pair against prepared activations (4 per block: the pair's
  * first block in the low 128 bits). */
 static inline __m256i pair_dot(pair_nibbles u, const q4_0_pair_prep *p) {
-    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo),
-                                 _mm256_maddubs_epi16(u.hi, p->hi));
+    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo), _mm256_maddubs_epi16(u.hi, p->hi));
     return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), _mm256_set1_epi16(1));
 }
 
@@ -905,9 +914,9 @@ static inline __attribute__((always_inline)) void rows_q4_0_all(const q4_0_gemv_
         for (int a = 0; a < A; a++) {
             for (int64_t k = sl[a].first + 8 * sl[a].octs; k < sl[a].last; k++) { /* the rest */
                 const el_block_q4_0 *x = (const el_block_q4_0 *)row[r] + k;
-                __m256i p = q4_0_dot(x, gemv_block_qs(&sl[a].act, k));
-                __m256 d = _mm256_set1_ps(fp16(x->d) * gemv_block_d(&sl[a].act, k));
-                acc[a][r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc[a][r]);
+                __m256i p = q4_0_dot(x, slice_qs(&sl[a], k));
+                acc[a][r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(x->d) * slice_d(&sl[a], k)),
+                                            _mm256_cvtepi32_ps(p), acc[a][r]);
             }
             s[a][r] = hsum_ps(acc[a][r]);
         }
@@ -931,14 +940,14 @@ static inline __attribute__((always_inline)) void rows_q4_0_multi(const void *ct
         for (int r = 0; r < R; r++) s[a][r] = t[a][r];
 }
 
-/* q4_0 rows against the activations act. */
+/* q4_0 rows against q8_0 activations b or an A8 row's quants a8 (scale a8_d). */
 static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                          gemv_blocks32 act) {
+                          const el_block_q8_0 *b, const int8_t *a8, float a8_d) {
     q4_0_pair_prep p[GEMV_SLICE / 64];
     __m256 d[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_gemv_slice sl = {p, d, act, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
+        q4_0_gemv_slice sl = {p, d, b, a8, a8_d, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
         prepare_q4_0_pairs(&sl, p, d);
         size_t prepared = (size_t)sl.octs * (4 * sizeof *p + sizeof *d);
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
@@ -948,7 +957,7 @@ static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, si
 
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
-    gemv_q4_0_act(n, y, n_rows, w, w_stride, gemv_blocks32_of(a, false));
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, a, NULL, 0.0f);
 }
 
 /* n_act (2 or 3) activation rows a_stride bytes apart, q8_0 blocks or (a8) A8 rows: the
@@ -962,8 +971,12 @@ static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_gemv_slice sl[EL_GEMV_MULTI_MAX];
         for (int k = 0; k < n_act; k++) {
-            gemv_blocks32 act = gemv_blocks32_of((const char *)a + k * a_stride, a8);
-            sl[k] = (q4_0_gemv_slice){p[k], d[k], act, k0 / EL_QK4_0, len / 256,
+            const char *ak = (const char *)a + k * a_stride;
+            el_a8_header h = {0};
+            if (a8) memcpy(&h, ak, sizeof h);
+            const el_block_q8_0 *b = a8 ? NULL : (const el_block_q8_0 *)ak;
+            const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : NULL;
+            sl[k] = (q4_0_gemv_slice){p[k], d[k], b, q, h.d, k0 / EL_QK4_0, len / 256,
                                       (k0 + len) / EL_QK4_0};
             prepare_q4_0_pairs(&sl[k], p[k], d[k]);
         }
@@ -1055,7 +1068,9 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
 /* W4G32 rows have q4_0's bytes and value (d * (nibble - 8)); only the activations differ. */
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_q4_0_act(n, y, n_rows, w, w_stride, gemv_blocks32_of(a, true));
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
 }
 
 static void gemv_w4g32_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,

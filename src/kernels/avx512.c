@@ -280,13 +280,24 @@ static inline void q4_0_lanes(__m256i x01, __m256i x23, __m256i r[2]) {
 }
 
 /* What the q4_0 rows of one slice share: its prepared groups and where it lies in the rows. The
- * activations are q8_0 blocks, or for w4g32 weights an A8 row (gemv_drive.h). */
+ * activations are q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with int8
+ * activations of one scale) an A8 row's quants a8 with its scale a8_d. */
 typedef struct q4_0_slice {
     const q4_0_prep *p;
     const __m256 *d; /* per two groups: their activation scales */
-    gemv_blocks32 act; /* the activation row */
+    const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
+    const int8_t *a8;       /* an A8 row's quants */
+    float a8_d;             /* and its scale */
     int64_t first, groups, last; /* its first block, whole groups, and end block */
 } q4_0_slice;
+
+/* The 32 activation quants of block k, and their scale. */
+static inline const int8_t *slice_qs(const q4_0_slice *sl, int64_t k) {
+    return sl->b ? sl->b[k].qs : sl->a8 + k * EL_QK4_0;
+}
+static inline float slice_d(const q4_0_slice *sl, int64_t k) {
+    return sl->b ? fp16(sl->b[k].d) : sl->a8_d;
+}
 
 /* The activations of the slice's groups into p, and into d per two groups the activation scales
  * of their 8 blocks in the folded lanes' order (zero for the missing second group of an odd
@@ -296,7 +307,7 @@ static void prepare_q4_0(const q4_0_slice *sl, q4_0_prep *p, __m256 *d) {
     const int64_t groups = sl->groups;
     for (int64_t g = 0; g < groups; g++) {
         const int8_t *c[4];
-        for (int k = 0; k < 4; k++) c[k] = gemv_block_qs(&sl->act, sl->first + 4 * g + k);
+        for (int k = 0; k < 4; k++) c[k] = slice_qs(sl, sl->first + 4 * g + k);
         q4_0_lanes(load_16_16(c[0], c[1]), load_16_16(c[2], c[3]), p[g].lo);
         q4_0_lanes(load_16_16(c[0] + 16, c[1] + 16), load_16_16(c[2] + 16, c[3] + 16), p[g].hi);
         __m256i s = _mm256_setzero_si256();
@@ -309,7 +320,7 @@ static void prepare_q4_0(const q4_0_slice *sl, q4_0_prep *p, __m256 *d) {
     for (int64_t g = 0; g < groups; g += 2) {
         float h[8] = {0};
         for (int k = 0; k < (g + 1 < groups ? 8 : 4); k++)
-            h[k % 2 * 4 + k / 2] = gemv_block_d(&sl->act, sl->first + 4 * g + k);
+            h[k % 2 * 4 + k / 2] = slice_d(sl, sl->first + 4 * g + k);
         d[g / 2] = _mm256_loadu_ps(h);
     }
 }
@@ -408,8 +419,8 @@ static inline float finish_q4_0(__m256 acc, const char *row, const char *wb, int
     if (g < sl->groups)
         acc = single_q4_0(acc, wb + g * 4 * sizeof(el_block_q4_0), sl->p + g, sl->d + g / 2, c);
     for (int64_t k = sl->first + 4 * sl->groups; k < sl->last; k++) {
-        __m256 d = _mm256_set1_ps(fp16(wr[k].d) * gemv_block_d(&sl->act, k));
-        __m256i dot = q4_0_dot1(wr + k, gemv_block_qs(&sl->act, k));
+        __m256 d = _mm256_set1_ps(fp16(wr[k].d) * slice_d(sl, k));
+        __m256i dot = q4_0_dot1(wr + k, slice_qs(sl, k));
         acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(dot), acc);
     }
     return hsum256_ps(acc);
@@ -442,15 +453,15 @@ static inline __attribute__((always_inline)) void rows_q4_0(const void *ctx,
     for (int r = 0; r < R; r++) s[r] = finish_q4_0(acc[r], row[r], wb[r], g, sl, &c);
 }
 
-/* y = the rows' dots with the activations act, one slice of them at a time (summed over
- * slices). */
+/* y = the rows' dots with q8_0 activations b or an A8 row's quants a8 (scale a8_d), one slice
+ * of the activations at a time (summed over slices). */
 static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                          gemv_blocks32 act) {
+                          const el_block_q8_0 *b, const int8_t *a8, float a8_d) {
     q4_0_prep p[GEMV_SLICE / 128];
     __m256 d[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_slice sl = {p, d, act, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
+        q4_0_slice sl = {p, d, b, a8, a8_d, k0 / EL_QK4_0, len / 128, (k0 + len) / EL_QK4_0};
         prepare_q4_0(&sl, p, d);
         size_t prepared = (size_t)sl.groups * sizeof *p + (size_t)(sl.groups + 1) / 2 * sizeof *d;
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
@@ -460,13 +471,15 @@ static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, si
 
 static void gemv_q4_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
-    gemv_q4_0_act(n, y, n_rows, w, w_stride, gemv_blocks32_of(a, false));
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, a, NULL, 0.0f);
 }
 
 /* W4G32 rows have q4_0's bytes and value (d * (nibble - 8)); only the activations differ. */
 static void gemv_w4g32(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                        const void *a) {
-    gemv_q4_0_act(n, y, n_rows, w, w_stride, gemv_blocks32_of(a, true));
+    el_a8_header h;
+    memcpy(&h, a, sizeof h);
+    gemv_q4_0_act(n, y, n_rows, w, w_stride, NULL, (const int8_t *)a + sizeof h, h.d);
 }
 
 
@@ -519,8 +532,12 @@ static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_slice sl[EL_GEMV_MULTI_MAX];
         for (int k = 0; k < n_act; k++) {
-            gemv_blocks32 act = gemv_blocks32_of((const char *)a + k * a_stride, a8);
-            sl[k] = (q4_0_slice){p[k], d[k], act, k0 / EL_QK4_0, len / 128,
+            const char *ak = (const char *)a + k * a_stride;
+            el_a8_header h = {0};
+            if (a8) memcpy(&h, ak, sizeof h);
+            const el_block_q8_0 *b = a8 ? NULL : (const el_block_q8_0 *)ak;
+            const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : NULL;
+            sl[k] = (q4_0_slice){p[k], d[k], b, q, h.d, k0 / EL_QK4_0, len / 128,
                                  (k0 + len) / EL_QK4_0};
             prepare_q4_0(&sl[k], p[k], d[k]);
         }

@@ -13,11 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
-#include "kernels/blocks.h"
 #include "kernels/dispatch.h"
-#include "kernels/edge.h"
 
 /* Bytes of L1 that one pass over a group of rows may fill with its weight rows and the
  * activations (raw or prepared) it reads once per group: past that, the rows' lines evict the
@@ -32,30 +29,6 @@ static inline int gemv_company(size_t row_bytes, size_t act_bytes) {
     for (int R = 4; R >= 1; R /= 2)
         if ((size_t)R * row_bytes + act_bytes <= GEMV_L1_BYTES) return R;
     return 4;
-}
-
-/* Activations that a gemv of q4_0-layout weights reads as blocks of 32: q8_0 blocks, or (for
- * W4G32 weights, q4_0's bytes against int8 activations of one scale) an A8 row. */
-typedef struct gemv_blocks32 {
-    const el_block_q8_0 *b; /* q8_0 blocks, or NULL and: */
-    const int8_t *a8;       /* an A8 row's quants */
-    float a8_d;             /* and its scale */
-} gemv_blocks32;
-
-/* The activation row at a: q8_0 blocks, or an A8 row (a8). */
-static inline gemv_blocks32 gemv_blocks32_of(const void *a, bool a8) {
-    if (!a8) return (gemv_blocks32){a, NULL, 0.0f};
-    el_a8_header h;
-    memcpy(&h, a, sizeof h);
-    return (gemv_blocks32){NULL, (const int8_t *)a + sizeof h, h.d};
-}
-
-/* The 32 quants of block k, and their scale. */
-static inline const int8_t *gemv_block_qs(const gemv_blocks32 *x, int64_t k) {
-    return x->b ? x->b[k].qs : x->a8 + k * EL_QK4_0;
-}
-static inline float gemv_block_d(const gemv_blocks32 *x, int64_t k) {
-    return x->b ? el_fp16_to_fp32(x->b[k].d) : x->a8_d;
 }
 
 /* Computes the R (4, 2 or 1) dots s[r] of rows row[r] for a type; ctx holds the rest. */
