@@ -996,54 +996,126 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
     gemv_drive(n_rows, R, w, w_stride, y, false, rows_q8_0, &ga);
 }
 
-/* W4 and W8 rows against an A8 row, R (4, 2 or 1) at a time: int32 sums over the row (exact, so
- * the same however rows are grouped), 32 elements per step; W4 nibbles unsigned with 8 * (the
- * row's activation sum) off at the end, W8 with dot_i8's sign trick. */
+/* W4 and W8 rows against A8 rows, R weight rows (4, 2 or 1) and A activation rows (1, or 2-3
+ * for the multi-row gemv) at a time: int32 sums over the row (exact, so the same however rows
+ * are grouped), 32 elements per step, each weight chunk loaded and unpacked once for all A; W4
+ * nibbles unsigned with 8 * (the row's activation sum) off at the end, W8 with dot_i8's sign
+ * trick (the weight's absolute value taken once). */
 static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const char *const q[4],
-                                                            int32_t dot[4], int R,
-                                                            const int8_t *act, bool w4) {
+                                                            int32_t dot[][4], int R, int A,
+                                                            const int8_t *const act[],
+                                                            bool w4) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[4];
+    __m256i acc[EL_GEMV_MULTI_MAX][4];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_si256();
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_si256();
     for (int64_t i = 0; i < n; i += 32) {
-        __m256i yv = _mm256_loadu_si256((const __m256i *)(act + i));
+        __m256i yv[EL_GEMV_MULTI_MAX];
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) yv[a] = _mm256_loadu_si256((const __m256i *)(act[a] + i));
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            __m256i p = w4 ? _mm256_madd_epi16(_mm256_maddubs_epi16(
-                                 load_chunk_u4((const uint8_t *)q[r] + i / 2), yv), ones)
-                           : dot_i8(_mm256_loadu_si256((const __m256i *)(q[r] + i)), yv);
-            acc[r] = _mm256_add_epi32(acc[r], p);
+            __m256i x = w4 ? load_chunk_u4((const uint8_t *)q[r] + i / 2)
+                           : _mm256_loadu_si256((const __m256i *)(q[r] + i));
+            __m256i ux = w4 ? x : _mm256_sign_epi8(x, x);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                __m256i y = w4 ? yv[a] : _mm256_sign_epi8(yv[a], x);
+                acc[a][r] = _mm256_add_epi32(acc[a][r],
+                                             _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), ones));
+            }
         }
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) dot[r] = hsum_epi32(acc[r]);
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) dot[a][r] = hsum_epi32(acc[a][r]);
 }
 
-/* The R dots of W4 (w4) or W8 rows, scaled: the row's scale times the activations'. */
-static inline __attribute__((always_inline)) void rows_w(const gemv_act *ga,
-                                                         const char *const row[4], float s[4],
-                                                         int R, bool w4) {
-    el_a8_header h;
-    memcpy(&h, ga->a, sizeof h);
+/* The dots of W4 (w4) or W8 rows with A A8 rows, scaled: the row's scale times the
+ * activations'. */
+static inline __attribute__((always_inline)) void rows_w(const void *const a8[], int64_t n,
+                                                         const char *const row[], float s[][4],
+                                                         int R, int A, bool w4) {
+    el_a8_header h[EL_GEMV_MULTI_MAX];
+    const int8_t *act[EL_GEMV_MULTI_MAX];
+    for (int a = 0; a < A; a++) {
+        memcpy(&h[a], a8[a], sizeof h[a]);
+        act[a] = (const int8_t *)a8[a] + sizeof(el_a8_header);
+    }
     const char *q[4];
-    int32_t dot[4];
+    int32_t dot[EL_GEMV_MULTI_MAX][4];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) q[r] = row[r] + sizeof(float);
-    rows_wrow(ga->n, q, dot, R, (const int8_t *)ga->a + sizeof(el_a8_header), w4);
+    rows_wrow(n, q, dot, R, A, act, w4);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        s[r] = el_edge_row_scale(row[r]) * h.d * (float)(dot[r] - (w4 ? 8 * h.sum : 0));
+        for (int a = 0; a < A; a++)
+            s[a][r] = el_edge_row_scale(row[r]) * h[a].d *
+                      (float)(dot[a][r] - (w4 ? 8 * h[a].sum : 0));
+}
+
+static inline __attribute__((always_inline)) void rows_w1(const void *ctx,
+                                                          const char *const row[4], float s[4],
+                                                          int R, bool w4) {
+    const gemv_act *ga = ctx;
+    const void *a8[1] = {ga->a};
+    float t[1][4];
+    rows_w(a8, ga->n, row, t, R, 1, w4);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = t[0][r];
 }
 
 static inline __attribute__((always_inline)) void rows_w4(const void *ctx, const char *const row[4],
                                                           float s[4], int R) {
-    rows_w(ctx, row, s, R, true);
+    rows_w1(ctx, row, s, R, true);
 }
 
 static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const char *const row[4],
                                                           float s[4], int R) {
-    rows_w(ctx, row, s, R, false);
+    rows_w1(ctx, row, s, R, false);
+}
+
+/* The activation rows of a multi-row gemv. */
+typedef struct gemv_acts {
+    const void *a[EL_GEMV_MULTI_MAX];
+    int64_t n;
+} gemv_acts;
+
+static inline __attribute__((always_inline)) void rows_wm(const void *ctx,
+                                                          const char *const row[2], float s[][2],
+                                                          int R, int A, bool w4) {
+    const gemv_acts *ga = ctx;
+    float t[EL_GEMV_MULTI_MAX][4];
+    rows_w(ga->a, ga->n, row, t, R, A, w4);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = t[a][r];
+}
+
+static inline __attribute__((always_inline)) void rows_w4_multi(const void *ctx,
+                                                                const char *const row[2],
+                                                                float s[][2], int R, int A) {
+    rows_wm(ctx, row, s, R, A, true);
+}
+
+static inline __attribute__((always_inline)) void rows_w8_multi(const void *ctx,
+                                                                const char *const row[2],
+                                                                float s[][2], int R, int A) {
+    rows_wm(ctx, row, s, R, A, false);
+}
+
+static void gemv_w4_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                          const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
+    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w4_multi, &ga);
+}
+
+static void gemv_w8_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                          const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
+    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w8_multi, &ga);
 }
 
 /* Rows of an A8-activation type (rows: its kernel), R together, against the A8 row a. */
@@ -1202,7 +1274,9 @@ bool el_kernels_avx2(el_kernels *k) {
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
+    k->gemv_multi[EL_TYPE_W8] = gemv_w8_multi;
     k->gemv[EL_TYPE_W4] = gemv_w4;
+    k->gemv_multi[EL_TYPE_W4] = gemv_w4_multi;
     k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
     k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
     k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
