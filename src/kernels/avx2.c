@@ -733,30 +733,46 @@ static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_st
  * activation load and what depends only on it; each row's arithmetic is the same in any
  * company, so results do not depend on how rows are split between threads. */
 
-/* The dots of R rows (4, 2 or 1) of q8_0 blocks with q8_0 activations: per group of 8 blocks
- * the 8 activation scales are converted once, then per block one fmadd per row (one accumulator
- * per row: the rows are the independent chains); the last nb % 8 blocks alike with scalar
- * scales. The weight's sign moves onto the activations (dot_i8). */
-static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const char *const x[4],
-                                                           float s[4], int R,
-                                                           const el_block_q8_0 *b) {
+/* The dots of R rows (4, 2 or 1) of q8_0 blocks with A rows of q8_0 activations b[a] (1, or 2-3
+ * for the multi-row gemv): per group of 8 blocks the 8 scales of each side are converted once,
+ * then per block one fmadd per output (the outputs are the independent chains); the last nb % 8
+ * blocks alike with scalar scales. The weight's sign moves onto the activations (dot_i8), its
+ * absolute value taken once for all A. */
+static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const char *const x[],
+                                                           float s[][4], int R, int A,
+                                                           const el_block_q8_0 *const b[]) {
     const size_t x_block = sizeof(el_block_q8_0);
-    __m256 acc[4];
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[EL_GEMV_MULTI_MAX][4];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= nb; i += 8) {
-        __m256 db = fp16x8(b + i, sizeof *b), d[4];
+        __m256 d[EL_GEMV_MULTI_MAX][4];
         #pragma GCC unroll 4
-        for (int r = 0; r < R; r++) d[r] = _mm256_mul_ps(fp16x8(x[r] + i * x_block, x_block), db);
+        for (int r = 0; r < R; r++) {
+            __m256 dx = fp16x8(x[r] + i * x_block, x_block);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) d[a][r] = _mm256_mul_ps(dx, fp16x8(b[a] + i, sizeof *b[a]));
+        }
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            __m256i yq = _mm256_loadu_si256((const __m256i *)b[i + k].qs);
+            __m256i yq[EL_GEMV_MULTI_MAX];
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) yq[a] = _mm256_loadu_si256((const __m256i *)b[a][i + k].qs);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
                 const el_block_q8_0 *xq = (const el_block_q8_0 *)(x[r] + (i + k) * x_block);
-                __m256i p = dot_i8(_mm256_loadu_si256((const __m256i *)xq->qs), yq);
-                acc[r] = _mm256_fmadd_ps(lane(d[r], k), _mm256_cvtepi32_ps(p), acc[r]);
+                __m256i xv = _mm256_loadu_si256((const __m256i *)xq->qs);
+                __m256i ax = _mm256_sign_epi8(xv, xv);
+                #pragma GCC unroll 3
+                for (int a = 0; a < A; a++) {
+                    __m256i p = _mm256_madd_epi16(
+                        _mm256_maddubs_epi16(ax, _mm256_sign_epi8(yq[a], xv)), ones);
+                    acc[a][r] = _mm256_fmadd_ps(lane(d[a][r], k), _mm256_cvtepi32_ps(p), acc[a][r]);
+                }
             }
         }
     }
@@ -766,13 +782,18 @@ static inline __attribute__((always_inline)) void rows_b32(int64_t nb, const cha
             const char *xb = x[r] + i * x_block;
             uint16_t dx;
             memcpy(&dx, xb, sizeof dx);
-            __m256i p = q8_0_dot((const el_block_q8_0 *)xb, b + i);
-            acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)),
-                                     _mm256_cvtepi32_ps(p), acc[r]);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                __m256i p = q8_0_dot((const el_block_q8_0 *)xb, b[a] + i);
+                acc[a][r] = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[a][i].d)),
+                                            _mm256_cvtepi32_ps(p), acc[a][r]);
+            }
         }
     }
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = hsum_ps(acc[r]);
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) s[a][r] = hsum_ps(acc[a][r]);
 }
 
 /* What the rows of a gemv share: its activation row and length. */
@@ -781,11 +802,32 @@ typedef struct gemv_act {
     int64_t n;
 } gemv_act;
 
+/* The activation rows of a multi-row gemv. */
+typedef struct gemv_acts {
+    const void *a[EL_GEMV_MULTI_MAX];
+    int64_t n;
+} gemv_acts;
+
 static inline __attribute__((always_inline)) void rows_q8_0(const void *ctx,
                                                             const char *const row[4], float s[4],
                                                             int R) {
     const gemv_act *ga = ctx;
-    rows_b32(ga->n / EL_QK8_0, row, s, R, ga->a);
+    const el_block_q8_0 *b[1] = {ga->a};
+    float t[1][4];
+    rows_b32(ga->n / EL_QK8_0, row, t, R, 1, b);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = t[0][r];
+}
+
+static inline __attribute__((always_inline)) void rows_q8_0_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    const gemv_acts *ga = ctx;
+    const el_block_q8_0 *b[EL_GEMV_MULTI_MAX] = {ga->a[0], ga->a[1], ga->a[2]};
+    float t[EL_GEMV_MULTI_MAX][4];
+    rows_b32(ga->n / EL_QK8_0, row, t, R, A, b);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = t[a][r];
 }
 
 /* ---- q4_0 gemv: blocks in pairs, the low nibbles of both in one register and the high ones
@@ -859,7 +901,8 @@ static inline pair_nibbles unpack_pair(const char *xb) {
 /* The int32 lanes of an unpacked pair against prepared activations (4 per block: the pair's
  * first block in the low 128 bits). */
 static inline __m256i pair_dot(pair_nibbles u, const q4_0_pair_prep *p) {
-    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo), _mm256_maddubs_epi16(u.hi, p->hi));
+    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo),
+                                 _mm256_maddubs_epi16(u.hi, p->hi));
     return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), _mm256_set1_epi16(1));
 }
 
@@ -996,6 +1039,12 @@ static void gemv_q8_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t
     gemv_drive(n_rows, R, w, w_stride, y, false, rows_q8_0, &ga);
 }
 
+static void gemv_q8_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
+    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_q8_0_multi, &ga);
+}
+
 /* W4 and W8 rows against A8 rows, R weight rows (4, 2 or 1) and A activation rows (1, or 2-3
  * for the multi-row gemv) at a time: int32 sums over the row (exact, so the same however rows
  * are grouped), 32 elements per step, each weight chunk loaded and unpacked once for all A; W4
@@ -1077,12 +1126,6 @@ static inline __attribute__((always_inline)) void rows_w8(const void *ctx, const
                                                           float s[4], int R) {
     rows_w1(ctx, row, s, R, false);
 }
-
-/* The activation rows of a multi-row gemv. */
-typedef struct gemv_acts {
-    const void *a[EL_GEMV_MULTI_MAX];
-    int64_t n;
-} gemv_acts;
 
 static inline __attribute__((always_inline)) void rows_wm(const void *ctx,
                                                           const char *const row[2], float s[][2],
@@ -1271,6 +1314,7 @@ bool el_kernels_avx2(el_kernels *k) {
     k->quantize[EL_TYPE_A8] = quantize_a8;
     k->quantize[EL_TYPE_A16] = quantize_a16;
     k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
+    k->gemv_multi[EL_TYPE_Q8_0] = gemv_q8_0_multi;
     k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
     k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
