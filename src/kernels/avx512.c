@@ -964,6 +964,10 @@ bool el_kernels_avx512(el_kernels *k) {
     k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
     k->gemv[EL_TYPE_W8] = gemv_w8;
     k->gemv[EL_TYPE_W4] = gemv_w4;
+    /* AVX2's multi-row W4 gemv is slower here than this gemv row by row (1B, K = 2 steps 38.0
+     * against 35.4 ms); AVX2's W8 one is faster (50-53 against 59-62) and stays: its integer
+     * sums and final scaling give this table's W8 gemv's bits. */
+    k->gemv_multi[EL_TYPE_W4] = NULL;
     k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
     k->tile[EL_TYPE_W8A16] = tile_w8a16;
     k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
