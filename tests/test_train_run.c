@@ -3,7 +3,7 @@
  *    never stopped;
  *  - a checkpoint of another shape is refused;
  *  - the loss falls on repetitive text, and the held-out loss is reported;
- *  - the engine's logits for the written GGUF equal the training forward's (DESIGN section 6). */
+ *  - the engine's logits for the written GGUF equal the training forward's (docs/architecture.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

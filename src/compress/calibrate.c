@@ -8,9 +8,8 @@
  * The range is a percentile of |x| over every element (el_quantize's default: 99.99), the
  * maximum at 100. The maximum is set by a handful of outliers and grows with the amount of
  * calibration text, coarsening the step of every other value; a high percentile clips those
- * few and is stable. Measured on models/base.gguf (docs/quantize.md): W8A8 perplexity +0.26%
- * with the maximum of 8192 tokens, +0.39% with that of 32768, +0.09% with the 99.99th
- * percentile of either; the 99.9th clips too much (+0.93%). The percentile is exact: each
+ * few and is stable; a lower one clips too much (docs/quantize.md measures each). The
+ * percentile is exact: each
  * input keeps a heap of its largest values, as many as lie above the percentile (which the
  * number of rows fixes before the run), so no histogram binning is involved. */
 #include "compress/calibrate.h"

@@ -381,11 +381,9 @@ el_status gguf_writer_write(gguf_writer *w, const char *path) {
     }
     /* On disk before the rename, so that a crash cannot leave a complete-looking file whose
      * data never got there; then out of the page cache: the pages a write leaves there come in
-     * whatever sizes the writes made (a 1B Q4_0 model from synth was mapped by 2 MB pages for
-     * 63-71% of its bytes when loaded next, a cp'd copy for 0%), and a file the cache holds in
-     * 4 KB pages keeps them, with a TLB miss every 4 KB of every weight stream, until it leaves
-     * the cache. Read back from disk, it comes in 2 MB folios (the copy: 0 -> 635 of 701 MB,
-     * generation at 1 thread 35.6 -> 41.5 tok/s; docs/bench.md, "Page size"). */
+     * whatever sizes the writes made, and a file the cache holds in 4 KB pages keeps them, with
+     * a TLB miss every 4 KB of every weight stream, until it leaves the cache. Read back from
+     * disk, it comes in 2 MB folios (docs/bench.md, "Page size", has the figures). */
     if (ok && !st && fdatasync(fd) != 0) ok = false;
     if (ok && !st) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     int e = ok ? 0 : errno;

@@ -121,8 +121,8 @@ el_status el_forward_reserve_logits(el_forward *f, int32_t n_out) {
 /* ------------------------------------------------------------- row-wise operations */
 
 /* o = w * x / rms(x). The squares are summed in 16 running sums, which the compiler keeps in
- * vector registers: one running sum is a chain of dependent adds (2048 of them a row on the 1B
- * shape, ~1 ms of each step of 8 concurrent variants), and the split sums round less. */
+ * vector registers: one running sum is a chain of dependent adds as long as the row, a latency
+ * that steps of many rows pay in full (docs/kernels.md), and the split sums round less. */
 enum { RMS_LANES = 16 };
 
 static void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {

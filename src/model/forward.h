@@ -1,4 +1,4 @@
-/* forward.h - one forward pass over a batch of rows (DESIGN.md §1).
+/* forward.h - one forward pass over a batch of rows (docs/architecture.md).
  *
  * Rows may be a prompt chunk, one decode step of many sequences, or a candidate tree: the forward
  * does not know which. Every matmul runs over all rows at once; only attention and the adapter

@@ -1,4 +1,4 @@
-/* kv_cache.h - the KV cache as a pool of cells with visibility (DESIGN.md §2).
+/* kv_cache.h - the KV cache as a pool of cells with visibility (docs/architecture.md).
  *
  * A cell holds the K and V of one token for every layer, its position, and a bitset of the
  * sequences that may attend to it. A cell with no sequence bit is free. Sharing a prompt between
@@ -10,8 +10,7 @@
  * [layer][kv head][cell][head_dim]: attention reads one kv head over many cells, and a
  * sequence's cells are mostly consecutive, so that read is one contiguous stream the hardware
  * prefetchers follow (with all heads of a cell together it was a slice every
- * n_head_kv * head_dim floats, read at a fraction of the bandwidth: 1B shape, 1 thread, 4.7 ms
- * a token at 512-576 cells). */
+ * n_head_kv * head_dim floats, which the prefetchers do not follow: docs/kernels.md). */
 #ifndef EL_MODEL_KV_CACHE_H
 #define EL_MODEL_KV_CACHE_H
 

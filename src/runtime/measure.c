@@ -52,9 +52,8 @@ static uint64_t sum_words(const uint64_t *p, size_t n) {
 
 /* Sums words [0, n) of p as STREAMS contiguous parts read side by side, a cache line of each
  * per step (the rest, under a line per part, one by one). A core draws more from memory reading
- * a few sequential streams at once than one (on the Zen 4 this was written on, 1 thread: about
- * 24 GB/s from one stream, 28 from four), and the decode kernels read four (kernels/avx512.c),
- * so a single stream would understate the bound. */
+ * a few sequential streams at once than one (docs/bench.md), and the decode kernels read several
+ * rows side by side (kernels/gemv_drive.h), so a single stream would understate the bound. */
 static uint64_t sum_streams(const uint64_t *p, size_t n) {
     size_t part = n / WORDS_PER_LINE / STREAMS * WORDS_PER_LINE;
     u64x2 acc[STREAMS] = {{0}};
@@ -169,7 +168,7 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
         return el_error(EL_ERR_INVALID_ARG, "read bandwidth: a buffer of %zu bytes is too small",
                         bytes);
     /* In 2 MB pages where the kernel gives them, as model weights are mapped (core/mapfile.c):
-     * through 4 KB pages one core reads ~10% less (their TLB misses). */
+     * through 4 KB pages a core reads less, for their TLB misses (docs/bench.md). */
     uint64_t *buf = el_alloc_pages(n * sizeof(uint64_t));
     el_threadpool *tp = NULL;
     el_status st = buf ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
