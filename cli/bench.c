@@ -95,7 +95,7 @@ static el_status decode_run(el_context *ctx, const int32_t *toks, int32_t n, int
 }
 
 /* Bandwidths before and after a generation further apart than this ratio: the memory changed
- * speed during it (this VM's switches between about 36 and 58 GB/s at 2 threads). */
+ * speed during it (some VMs switch between two memory speeds far apart: docs/bench.md). */
 static const double MOVED = 1.25;
 
 /* Files from this size on stream from DRAM while decoding, so their page size shows in the
