@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);

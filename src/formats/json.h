@@ -31,7 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 #define EL_JSON_MAX_DEPTH 64
 
