@@ -4,7 +4,7 @@ BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
-WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla -Werror=implicit-function-declaration
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
 LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
@@ -62,6 +62,9 @@ $(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 $(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
 	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
+
+# the program sees only the public headers (include/), as any other user of the libraries
+$(CLI_OBJ): ALLCFLAGS := $(filter-out -Isrc,$(ALLCFLAGS))
 
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
