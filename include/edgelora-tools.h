@@ -88,7 +88,7 @@ typedef struct el_quantize_tensor {
                                    * (calibration); 0: none, per-token scales */
 } el_quantize_tensor;
 
-/* Returns false to stop: el_quantize then returns EL_ERR_IO ("cancelled") and writes nothing. */
+/* Returns false to stop: el_quantize then returns EL_ERR_CANCELLED and writes nothing. */
 typedef bool (*el_quantize_progress_fn)(void *user, const el_quantize_tensor *t);
 
 typedef struct el_quantize_params {
@@ -103,7 +103,7 @@ typedef struct el_quantize_params {
      * calib_percentile-th percentile of |x| at its input over them (larger |x| are clipped at
      * run time), stored as a tensor "<weight>.act_scale" (docs/formats.md). NULL: none
      * (per-token scales at run time). calib_progress (may be NULL) reports tokens run; false
-     * cancels. */
+     * cancels (el_quantize returns EL_ERR_CANCELLED and writes nothing). */
     const char *calib_path;
     int64_t calib_tokens;             /* default 8192 */
     double calib_percentile;          /* 90..100 (100: the maximum); default 99.99 */
@@ -137,8 +137,8 @@ typedef struct el_train_progress {
 } el_train_progress;
 
 /* Called after each step; returning false stops the run cleanly (as a kill would, but with a
- * checkpoint written first when checkpoint_path is set). */
-typedef bool (*el_train_progress_fn)(const el_train_progress *p, void *user);
+ * checkpoint written first when checkpoint_path is set): the run returns EL_ERR_CANCELLED. */
+typedef bool (*el_train_progress_fn)(void *user, const el_train_progress *p);
 
 typedef struct el_train_params {
     /* model shape (el_train only; el_finetune_lora takes it from the base model, and n_ctx as
@@ -170,16 +170,17 @@ typedef struct el_train_params {
     int64_t checkpoint_every;    /* steps between checkpoints (0: only when stopped or done) */
     bool resume;                 /* continue from checkpoint_path if it exists */
     const char *plot_path;       /* SVG of the train/eval loss curves (NULL: none) */
-    el_train_progress_fn progress;
-    void *progress_user;
+    el_train_progress_fn progress; /* may be NULL */
+    void *user;                    /* passed to progress */
 } el_train_params;
 
 el_train_params el_train_default_params(void);
 
 /* Pretrains a llama-shaped model from scratch and writes it as a GGUF (arch llama, F32, with the
- * tokenizer's vocabulary). If the progress callback stops the run, nothing is written to
- * out_path, *stopped (if given) is set, and the checkpoint allows a resume. */
-el_status el_train(const el_train_params *p, const char *out_path, bool *stopped);
+ * tokenizer's vocabulary). If the progress callback stops the run before its last step, it
+ * returns EL_ERR_CANCELLED: nothing is written to out_path (the loss plot is), and the checkpoint
+ * (written first, if checkpoint_path is set) allows a resume. */
+el_status el_train(const el_train_params *p, const char *out_path);
 
 typedef struct el_lora_train_params {
     const char *base_path;  /* the frozen base model (any GGUF the engine loads) */
@@ -192,9 +193,10 @@ typedef struct el_lora_train_params {
 el_lora_train_params el_lora_train_default_params(void);
 
 /* Trains a LoRA adapter on prompt/response pairs (loss on the response tokens and EOS only; the
- * base is frozen) and writes it as a GGUF adapter el_adapter_load reads (llama.cpp's layout). */
+ * base is frozen) and writes it as a GGUF adapter el_adapter_load reads (llama.cpp's layout).
+ * A run the progress callback stops returns EL_ERR_CANCELLED, as el_train does. */
 el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
-                           const char *out_path, bool *stopped);
+                           const char *out_path);
 
 /* Trains a byte-level BPE vocabulary of vocab_size tokens (256 bytes + merges + special tokens)
  * over text files and writes it as a vocabulary-only GGUF (tokenizer.ggml.model "gpt2"). */

@@ -39,6 +39,7 @@ typedef enum el_status {
     EL_ERR_CONTEXT_FULL,  /* the KV cache has no free cells for the batch */
     EL_ERR_MISMATCH,      /* an adapter or file does not fit the model it is used with */
     EL_ERR_NOT_FOUND,     /* a named item (key, tensor, adapter) does not exist */
+    EL_ERR_CANCELLED,     /* a caller's callback stopped the call (edgelora-tools.h's long runs) */
 } el_status;
 
 /* The message of the last failed call on this thread ("" if none). */
