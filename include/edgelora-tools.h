@@ -248,8 +248,8 @@ el_status el_model_decode_cost(const el_model *model, el_decode_cost *out);
 
 /* The tools' request-file reader (edgelora batch, variants and eval read their JSON and JSONL
  * requests with it): the strict RFC 8259 parser that libedgelora also reads safetensors headers
- * and PEFT configs with internally, so its functions link from libedgelora. A parsed document is a read-only tree owned
- * by el_json_doc; values point into it. Errors are EL_ERR_FORMAT with
+ * and PEFT configs with internally, so these functions link from libedgelora. A parsed document
+ * is a read-only tree owned by el_json_doc; values point into it. Errors are EL_ERR_FORMAT with
  * "name:line:column: what was expected (found what)". Strings are valid UTF-8 once unescaped. */
 typedef enum el_json_kind {
     EL_JSON_NONE = 0, /* what el_json_type(NULL) says: a missing key or index */
