@@ -4,19 +4,22 @@ BUILD   ?= build
 OPT     ?= -O2
 SAN     ?=
 CFLAGS  ?= $(OPT) -g
-WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wvla -Werror=implicit-function-declaration
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -pthread $(SAN) $(CFLAGS)
 LDLIBS  := -lm -pthread
 PREFIX  ?= /usr/local
 VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
 
-# the inference library: libc, libm and pthreads only
-LIB_SRC := $(wildcard src/core/*.c src/formats/*.c src/kernels/*.c src/tokenizer/*.c src/convert/*.c \
-                      src/model/*.c src/runtime/*.c)
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
-# the tools library: training and compression, which may use OpenBLAS/LAPACKE
-TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c)
+# the tools library (include/edgelora-tools.h): conversion, synthetic models, merging, file
+# descriptions, measurement, training and compression, which may use OpenBLAS/LAPACKE
+TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c src/convert/*.c) \
+             src/formats/convert_llama2c.c src/formats/describe.c \
+             src/runtime/adapter_save.c src/runtime/adapter_merge.c src/runtime/measure.c
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
+# the inference library (include/edgelora.h): libc, libm and pthreads only
+LIB_SRC := $(filter-out $(TOOLS_SRC),$(wildcard src/core/*.c src/formats/*.c src/kernels/*.c \
+                                      src/tokenizer/*.c src/model/*.c src/runtime/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TOOLS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
 LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
@@ -59,6 +62,9 @@ $(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 $(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
 	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
+
+# the program sees only the public headers (include/), as any other user of the libraries
+$(CLI_OBJ): ALLCFLAGS := $(filter-out -Isrc,$(ALLCFLAGS))
 
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
@@ -122,12 +128,13 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/edgelora.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/edgelora.h include/edgelora-tools.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/edgelora/models
 	for f in models/*.gguf; do [ ! -f "$$f" ] || install -m 644 "$$f" $(DESTDIR)$(PREFIX)/share/edgelora/models/; done
 	for pc in edgelora edgelora-tools; do \
-	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' $$pc.pc.in \
+	    sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@TOOLS_LIBS@|$(TOOLS_LIBS)|' \
+	        -e 's|@BLAS_CFLAGS@|$(BLAS_CFLAGS)|' $$pc.pc.in \
 	        > $(DESTDIR)$(PREFIX)/lib/pkgconfig/$$pc.pc; done
 
 clean:

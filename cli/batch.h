@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "adapters.h"
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 /* One of the continuations of a request with "n". */
 typedef struct batch_choice {

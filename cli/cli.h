@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
@@ -123,9 +123,9 @@ extern const char cli_train_opts_help[];
 int cli_train_opt(const char *cmd, cli_train_opts *o, int argc, char **argv, int *i);
 /* Installs the progress bar, the plot path (beside out_path) and Ctrl-C handling. */
 void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t cap);
-/* Reports the end of a run and frees the file lists; returns the exit code. */
-int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
-                  const char *out_path);
+/* Reports the end of a run (EL_ERR_CANCELLED: interrupted) and frees the file lists; returns the
+ * exit code. */
+int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, const char *out_path);
 
 /* Perplexity as `edgelora perplexity` measures it (chunks of n_ctx tokens, each starting with
  * BOS if the vocabulary adds one, the second half of each scored). n_chunks == 0 in the result

@@ -85,9 +85,8 @@ int cmd_finetune(int argc, char **argv) {
         lp.alpha = 2.0f * (float)lp.rank;
     char plot[4096];
     cli_train_begin(&o, out, plot, sizeof plot);
-    bool stopped = false;
-    el_status st = el_finetune_lora(&o.p, &lp, out, &stopped);
-    return cli_train_end("finetune", &o, st, stopped, out);
+    el_status st = el_finetune_lora(&o.p, &lp, out);
+    return cli_train_end("finetune", &o, st, out);
 done:
     free((void *)o.p.train_files);
     free((void *)o.p.eval_files);

@@ -132,7 +132,7 @@ static void fmt_duration(char *buf, size_t cap, double s) {
 }
 
 /* A bar redrawn in place on a terminal; on a pipe, a line every 10% and at each evaluation. */
-static bool progress(const el_train_progress *pr, void *user) {
+static bool progress(void *user, const el_train_progress *pr) {
     cli_train_opts *o = user;
     if (!isnan(pr->eval_loss))
         o->last_eval = pr->eval_loss;
@@ -167,7 +167,7 @@ void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t
     o->last_loss = o->last_eval = NAN;
     o->first_step = -1;
     o->p.progress = progress;
-    o->p.progress_user = o;
+    o->p.user = o;
     if (!o->no_plot) {
         /* OUT without its extension + ".loss.svg", beside the output */
         const char *slash = strrchr(out_path, '/'), *dot = strrchr(out_path, '.');
@@ -178,19 +178,18 @@ void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t
     signal(SIGINT, on_sigint);
 }
 
-int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, bool stopped,
-                  const char *out_path) {
+int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, const char *out_path) {
     if (o->tty && !o->quiet)
         fputc('\n', stderr);
     free((void *)o->p.train_files);
     free((void *)o->p.eval_files);
-    if (st)
-        return cli_fail(cmd, st);
-    if (stopped) {
+    if (st == EL_ERR_CANCELLED) { /* stopped by the progress callback (SIGINT) */
         fprintf(stderr, "edgelora %s: interrupted%s\n", cmd,
                 o->p.checkpoint_path ? "; the checkpoint allows --resume" : "");
         return CLI_FAIL;
     }
+    if (st)
+        return cli_fail(cmd, st);
     if (isnan(o->last_loss)) { /* resumed from a checkpoint that had run every step */
         fprintf(stderr, "wrote %s (every step was done in the checkpoint)%s%s\n", out_path,
                 o->p.plot_path ? "; plot " : "", o->p.plot_path ? o->p.plot_path : "");
@@ -285,9 +284,8 @@ int cmd_train(int argc, char **argv) {
     }
     char plot[4096];
     cli_train_begin(&o, out, plot, sizeof plot);
-    bool stopped = false;
-    el_status st = el_train(&o.p, out, &stopped);
-    return cli_train_end("train", &o, st, stopped, out);
+    el_status st = el_train(&o.p, out);
+    return cli_train_end("train", &o, st, out);
 done:
     free((void *)o.p.train_files);
     free((void *)o.p.eval_files);

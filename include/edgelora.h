@@ -10,6 +10,10 @@
  *  - Thread safety: a loaded el_model is read-only and may be shared by any number of threads and
  *    contexts. An el_context (KV cache, scratch, bound adapters) and an el_sampler belong to one
  *    thread at a time. el_last_error() is per thread.
+ *
+ * This is what an application that runs models needs; it links libedgelora (libc, libm and
+ * pthreads only). Conversion, merging, quantization, training, file descriptions, measurement
+ * and the JSON reader are in edgelora-tools.h (libedgelora-tools, which links OpenBLAS).
  */
 #ifndef EDGELORA_H
 #define EDGELORA_H
@@ -35,6 +39,7 @@ typedef enum el_status {
     EL_ERR_CONTEXT_FULL,  /* the KV cache has no free cells for the batch */
     EL_ERR_MISMATCH,      /* an adapter or file does not fit the model it is used with */
     EL_ERR_NOT_FOUND,     /* a named item (key, tensor, adapter) does not exist */
+    EL_ERR_CANCELLED,     /* a caller's callback stopped the call (edgelora-tools.h's long runs) */
 } el_status;
 
 /* The message of the last failed call on this thread ("" if none). */
@@ -216,13 +221,6 @@ typedef struct el_adapter_info {
 
 el_status el_adapter_get_info(const el_adapter *adapter, el_adapter_info *out);
 
-/* Writes the adapter (loaded from either format) as a GGUF LoRA adapter in llama.cpp's layout:
- * F32 tensors blk.N.<linear>.weight.lora_a / lora_b, adapter.lora.alpha its alpha (or its
- * largest rank), each B multiplied by factor * rank / alpha so that llama.cpp's alpha / rank
- * gives each pair's own factor (1 for PEFT's plain alpha / r). Written to a temporary file and
- * renamed. */
-el_status el_adapter_save(const el_adapter *adapter, const char *path);
-
 /* One adapter and the scale its terms are multiplied by (on top of alpha / rank). */
 typedef struct el_binding {
     el_adapter *adapter;
@@ -232,12 +230,6 @@ typedef struct el_binding {
 /* Binds adapters to a sequence of a context: every row of that sequence gets the sum of their
  * terms from the next el_decode on. n = 0 unbinds. Costs nothing proportional to the model. */
 el_status el_context_bind(el_context *ctx, int32_t seq_id, const el_binding *bindings, int32_t n);
-
-/* Writes base + the bound adapters' terms as one GGUF (2-D weights that an adapter changes are
- * stored as F32; everything else is copied as it is): the offline alternative to run-time
- * adapters, and their oracle in tests. */
-el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
-                            const float *scales, int32_t n, const char *out_path);
 
 /* ------------------------------------------------------ concurrent variants */
 
@@ -353,268 +345,6 @@ typedef struct el_variant_result {
 el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result *out);
 /* Frees the group, its KV cells (prompt and variants) and its sequences' adapter bindings. */
 void el_variants_free(el_variants *g);
-
-/* ------------------------------------------------------------------- json */
-
-/* The strict RFC 8259 parser the library reads safetensors headers and PEFT configs with, for
- * programs that read JSON requests (edgelora batch). A parsed document is a read-only tree owned
- * by el_json_doc; values point into it. Errors are EL_ERR_FORMAT with
- * "name:line:column: what was expected (found what)". Strings are valid UTF-8 once unescaped. */
-typedef enum el_json_kind {
-    EL_JSON_NONE = 0, /* what el_json_type(NULL) says: a missing key or index */
-    EL_JSON_NULL,
-    EL_JSON_BOOL,
-    EL_JSON_NUMBER,
-    EL_JSON_STRING,
-    EL_JSON_ARRAY,
-    EL_JSON_OBJECT,
-} el_json_kind;
-
-typedef struct el_json_doc el_json_doc;
-typedef struct el_json_value el_json_value;
-
-/* Parses text[0..len) (it need not be NUL-terminated). name (usually the file path) starts every
- * error message. On success *out owns the tree; free it with el_json_free. */
-el_status el_json_parse(const char *text, size_t len, const char *name, el_json_doc **out);
-void el_json_free(el_json_doc *doc);
-const el_json_value *el_json_root(const el_json_doc *doc);
-
-/* Every accessor accepts NULL (and values of the wrong type) and then returns NONE, NULL, 0 or
- * false, so that lookups chain: el_json_get(el_json_get(root, "a"), "b"). */
-el_json_kind el_json_type(const el_json_value *v);
-const char *el_json_kind_name(el_json_kind t); /* "string", "object", ... for messages */
-/* Member of an object by key (the last one if the key is duplicated), or NULL. */
-const el_json_value *el_json_get(const el_json_value *obj, const char *key);
-/* Number of elements of an array or members of an object; 0 for anything else. */
-size_t el_json_len(const el_json_value *v);
-/* i-th element of an array, or the value of the i-th member of an object (in file order). */
-const el_json_value *el_json_at(const el_json_value *v, size_t i);
-/* Key of the i-th member of an object (NUL-terminated; *len, if given, is its byte length). */
-const char *el_json_key_at(const el_json_value *obj, size_t i, size_t *len);
-/* A string's unescaped UTF-8 bytes, NUL-terminated; *len, if given, is the byte length. */
-const char *el_json_str(const el_json_value *v, size_t *len);
-/* true and *out set if v is a number written as an integer literal that fits int64. */
-bool el_json_int(const el_json_value *v, int64_t *out);
-/* true and *out set if v is a number (the nearest double to the literal). */
-bool el_json_num(const el_json_value *v, double *out);
-/* true and *out set if v is true or false. */
-bool el_json_bool(const el_json_value *v, bool *out);
-
-/* Writes s[0..len) as a quoted JSON string: '"' and '\' escaped, control characters as \n, \t,
- * ... or \u00XX, valid UTF-8 copied as is, each byte of invalid UTF-8 as \ufffd. Returns EL_OK or
- * EL_ERR_IO if the stream reports an error. */
-el_status el_json_write_string(FILE *f, const char *s, size_t len);
-
-/* ------------------------------------------------------------------ files */
-
-/* A readable description of any file edgelora can read (model, vocab, adapter): format,
- * architecture, shapes, tensor types and sizes, tokenizer. *text is malloc'd; free() it. */
-el_status el_file_describe(const char *path, char **text);
-
-/* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. */
-el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
-                             const char *out_path);
-
-
-/* ------------------------------------------------------------- conversion */
-
-/* Progress of a long write: tensors done of total, and bytes of output written of total.
- * Called after each tensor, from the calling thread. */
-typedef void (*el_progress_fn)(void *user, int32_t done, int32_t total, uint64_t bytes_done,
-                               uint64_t bytes_total);
-
-/* Converts a Hugging Face model folder (config.json; model.safetensors or shards listed by
- * model.safetensors.index.json; tokenizer.json and tokenizer_config.json) of architecture
- * LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM to one GGUF file with the names,
- * layouts and metadata of llama.cpp's converter. type ("f32", "f16", "bf16", "q8_0", "q4_0",
- * "q4_k", "q6_k", or edgelora's own "w8", "w4", "w4g32", "w4g64", "w4g128", "w8a16", which
- * llama.cpp cannot read; NULL: "f16") is the type of the 2-D weights; vectors stay f32. A
- * matrix whose rows do not divide into the type's blocks is written as f16. progress may be
- * NULL. The file is written to a temporary name and renamed: a failure leaves no output file. */
-el_status el_convert_hf(const char *dir, const char *out_path, const char *type,
-                        el_progress_fn progress, void *user);
-
-/* The model shapes el_synth knows, as a NULL-terminated list ("llama-3.2-1b", ...). */
-const char *const *el_synth_shapes(void);
-
-/* Writes a model with the exact shape (hyper-parameters, tensor shapes, vocabulary size and
- * special token ids) of a real architecture, with random weights (deterministic for a seed) and a
- * synthesized but valid tokenizer: for measuring speed and memory at real sizes, never quality.
- * type as for el_convert_hf (NULL: "q4_0"). Tensors are produced one at a time while writing. */
-el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
-                   el_progress_fn progress, void *user);
-
-/* ------------------------------------------------ measurement and benchmarks */
-
-/* The memory read bandwidth, in GB/s (1e9 bytes per second), of n_threads threads (<= 0: all
- * cores) reading a buffer of `bytes` together: each thread sums the 64-bit words of its share.
- * The buffer is swept repeatedly (a small one many times per timing, so that caches are measured,
- * not the timer) and the best of several timings is returned. The sum is checked, so the reads
- * cannot be optimized away. Takes a few tenths of a second. */
-el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_s);
-
-/* The same figure over the weights of m that one decode step reads (every layer weight and the
- * output head, as el_model_decode_cost counts them), read where they are mapped: the memory,
- * page sizes and caches decoding itself reads, so that (this bandwidth / weight bytes per token)
- * bounds decoding for whatever state they are in. Every sweep's sum must equal the first's. */
-el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *gb_s);
-
-/* The peak resident set size of this process so far, in bytes (0 if the system cannot say). */
-uint64_t el_peak_rss_bytes(void);
-
-/* Bytes of this process's file mappings (a loaded model's weights) that the kernel maps with
- * 2 MB pages rather than 4 KB ones (Linux: FilePmdMapped in /proc/self/smaps_rollup; 0 where
- * the system cannot say). Decoding reads every weight once a token, and from 4 KB pages it
- * misses the TLB every 4 KB: docs/bench.md. */
-uint64_t el_huge_mapped_bytes(void);
-
-/* What one decode step costs in memory traffic. */
-typedef struct el_decode_cost {
-    uint64_t weight_bytes_per_token; /* every layer weight + the output head: each is read whole
-                                      * for one token (the embedding table is only row-gathered,
-                                      * so it is not counted unless it is also the output head) */
-    const char *weight_type;         /* the type holding most of those bytes ("q4_0"), or
-                                      * "mixed" if no type holds more than half */
-} el_decode_cost;
-
-el_status el_model_decode_cost(const el_model *model, el_decode_cost *out);
-
-/* ===================================================================== tools
- * The functions below live in libedgelora-tools (training and compression; it links OpenBLAS
- * and LAPACKE). The inference library libedgelora does not contain them. */
-
-/* ------------------------------------------------------------ quantization */
-
-/* What el_quantize did with one tensor (passed to the progress callback). */
-typedef struct el_quantize_tensor {
-    const char *name;
-    int32_t index, n_tensors;     /* this is tensor index (0-based) of n_tensors */
-    const char *from_type;        /* as stored in the input ("f32") */
-    const char *to_type;          /* as written ("q4_0"); differs from the requested type when
-                                   * the row length does not fit its blocks (see docs) */
-    bool quantized;               /* false: copied unchanged (1-D tensors, norms, biases) */
-    bool fallback;                /* quantized to a fallback type, not the requested one */
-    int64_t n_elements;
-    double rel_rms_error;         /* ||W - deq(Q(W))|| / ||W||, measured by dequantizing what is
-                                   * written; 0 for copied tensors */
-    uint64_t bytes_in, bytes_out; /* of this tensor */
-    uint64_t bytes_done, bytes_total; /* input bytes processed so far, of all tensors */
-    float act_scale;              /* static scale of its int8 activations written with it
-                                   * (calibration); 0: none, per-token scales */
-} el_quantize_tensor;
-
-/* Returns false to stop: el_quantize then returns EL_ERR_IO ("cancelled") and writes nothing. */
-typedef bool (*el_quantize_progress_fn)(void *user, const el_quantize_tensor *t);
-
-typedef struct el_quantize_params {
-    const char *type;                 /* "q4_0", "q8_0", "q4_k", "q6_k", "f16", "bf16", ... */
-    int32_t n_threads;                /* 0: all cores */
-    el_quantize_progress_fn progress; /* called after each tensor, from the calling thread
-                                       * (may be NULL) */
-    void *user;
-    /* Static activation scales (docs/quantize.md): with calib_path, the input model is first run
-     * over the first calib_tokens tokens of that text file, and every weight written in a type
-     * dotted with int8 activations (w8, w4, w4g*) gets the scale r / 127, r the
-     * calib_percentile-th percentile of |x| at its input over them (larger |x| are clipped at
-     * run time), stored as a tensor "<weight>.act_scale" (docs/formats.md). NULL: none
-     * (per-token scales at run time). calib_progress (may be NULL) reports tokens run; false
-     * cancels. */
-    const char *calib_path;
-    int64_t calib_tokens;             /* default 8192 */
-    double calib_percentile;          /* 90..100 (100: the maximum); default 99.99 */
-    bool (*calib_progress)(void *user, int64_t tokens_done, int64_t tokens_total);
-} el_quantize_params;
-
-el_quantize_params el_quantize_default_params(void);
-
-/* Writes in_path (a GGUF model) to out_path with every 2-D weight in the requested type; 1-D
- * tensors (norms, biases) are copied, static activation scales of the input dropped (they are
- * remade with calib_path). Metadata is copied, general.file_type updated. The output
- * is written to a temporary file and renamed: on any failure no output file exists. */
-el_status el_quantize(const char *in_path, const char *out_path, const el_quantize_params *params);
-
-/* Whether a type name is one el_quantize writes (EL_ERR_INVALID_ARG with the list of names if
- * not), and whether llama.cpp can read it (false for edgelora's own types). */
-el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
-
-/* ---------------------------------------------------------------- training */
-
-/* Progress of a training run, reported after every optimizer step (and after each held-out
- * evaluation). The library never prints: the caller draws progress bars from this. */
-typedef struct el_train_progress {
-    int64_t step;          /* optimizer steps done */
-    int64_t n_steps;       /* steps the run will do */
-    float loss;            /* mean training loss of this step */
-    float eval_loss;       /* held-out loss just measured, or a NaN at steps without evaluation */
-    float lr;              /* learning rate of this step */
-    double tokens_per_s;   /* trained tokens per second since the run (or resume) started */
-    double elapsed_s;      /* seconds since the run (or resume) started */
-} el_train_progress;
-
-/* Called after each step; returning false stops the run cleanly (as a kill would, but with a
- * checkpoint written first when checkpoint_path is set). */
-typedef bool (*el_train_progress_fn)(const el_train_progress *p, void *user);
-
-typedef struct el_train_params {
-    /* model shape (el_train only; el_finetune_lora takes it from the base model, and n_ctx as
-     * the tokens per example, 0: the base's training context) */
-    int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx;
-    bool tied_embeddings;
-    /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
-     * or ".u32" hold little-endian uint16 / uint32 token ids. el_finetune_lora reads JSONL
-     * ({"prompt": ..., "response": ...} per line). */
-    const char *tokenizer_path;        /* el_train: a GGUF with a vocabulary */
-    const char *const *train_files;
-    int32_t n_train_files;
-    const char *const *eval_files;     /* held-out data (optional) */
-    int32_t n_eval_files;
-    /* optimization */
-    int64_t n_steps;
-    int32_t batch;          /* sequences per micro-batch */
-    int32_t grad_accum;     /* micro-batches per step */
-    float lr, min_lr_ratio; /* peak learning rate; the cosine ends at lr * min_lr_ratio */
-    int64_t warmup;         /* steps of linear warmup */
-    float weight_decay, beta1, beta2, eps;
-    float grad_clip;        /* global gradient-norm limit (<= 0: none) */
-    int64_t eval_every;     /* steps between held-out evaluations (0: only at the end) */
-    int32_t eval_batches;   /* micro-batches per evaluation */
-    uint64_t seed;          /* initialization and data order */
-    int32_t n_threads;      /* 0: all cores */
-    /* checkpoints: model + optimizer + data position + RNG, written atomically */
-    const char *checkpoint_path; /* NULL: none */
-    int64_t checkpoint_every;    /* steps between checkpoints (0: only when stopped or done) */
-    bool resume;                 /* continue from checkpoint_path if it exists */
-    const char *plot_path;       /* SVG of the train/eval loss curves (NULL: none) */
-    el_train_progress_fn progress;
-    void *progress_user;
-} el_train_params;
-
-el_train_params el_train_default_params(void);
-
-/* Pretrains a llama-shaped model from scratch and writes it as a GGUF (arch llama, F32, with the
- * tokenizer's vocabulary). If the progress callback stops the run, nothing is written to
- * out_path, *stopped (if given) is set, and the checkpoint allows a resume. */
-el_status el_train(const el_train_params *p, const char *out_path, bool *stopped);
-
-typedef struct el_lora_train_params {
-    const char *base_path;  /* the frozen base model (any GGUF the engine loads) */
-    int32_t rank;
-    float alpha;
-    const char *targets;    /* comma-separated subset of q,k,v,o,gate,up,down */
-    const char *peft_dir;   /* also write a PEFT adapter folder here (NULL: no) */
-} el_lora_train_params;
-
-el_lora_train_params el_lora_train_default_params(void);
-
-/* Trains a LoRA adapter on prompt/response pairs (loss on the response tokens and EOS only; the
- * base is frozen) and writes it as a GGUF adapter el_adapter_load reads (llama.cpp's layout). */
-el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
-                           const char *out_path, bool *stopped);
-
-/* Trains a byte-level BPE vocabulary of vocab_size tokens (256 bytes + merges + special tokens)
- * over text files and writes it as a vocabulary-only GGUF (tokenizer.ggml.model "gpt2"). */
-el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t vocab_size,
-                             const char *out_path);
 
 #ifdef __cplusplus
 }

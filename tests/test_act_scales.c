@@ -529,6 +529,11 @@ static int test_bad_scales(void) {
 }
 
 /* Calibration needs a type with int8 activations, a readable text and a positive count. */
+static bool stop_calibration(void *user, int64_t done, int64_t total) {
+    ++*(int *)user;
+    return false;
+}
+
 static int test_calibration_errors(void) {
     if (!have_base()) return test_skip("models/base.gguf is absent");
     char out[512], text[512];
@@ -545,6 +550,14 @@ static int test_calibration_errors(void) {
     qp.calib_path = text;
     qp.calib_tokens = 0;
     CHECK(el_quantize(base_model, out, &qp) == EL_ERR_INVALID_ARG);
+    CHECK(access(out, F_OK) != 0);
+    /* a calibration its callback stops is cancelled, and nothing is written */
+    int calls = 0;
+    qp.calib_tokens = 1000;
+    qp.calib_progress = stop_calibration;
+    qp.user = &calls;
+    CHECK(el_quantize(base_model, out, &qp) == EL_ERR_CANCELLED);
+    CHECK(calls == 1 && strstr(el_last_error(), "calibration cancelled") != NULL);
     CHECK(access(out, F_OK) != 0);
     return TEST_PASS;
 }

@@ -15,6 +15,7 @@ static int test_error_message(void) {
     el_error_prefix("loading %s", "x");
     CHECK(strcmp(el_last_error(), "loading x: f.gguf: bad 7") == 0);
     CHECK(strcmp(el_status_name(EL_ERR_NOMEM), "out of memory") == 0);
+    CHECK(strcmp(el_status_name(EL_ERR_CANCELLED), "cancelled") == 0);
     return TEST_PASS;
 }
 

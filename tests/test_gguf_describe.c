@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "testutil.h"
 
 /* Describes rel and checks that every one of the NULL-terminated substrings is in the text. */

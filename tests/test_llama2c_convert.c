@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "edgelora-tools.h"
 #include "testutil.h"
 
 

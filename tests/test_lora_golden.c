@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "testutil.h"
 
 #define DIR "tests/golden/"

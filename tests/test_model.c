@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "testutil.h"
 

@@ -50,7 +50,7 @@ static int write_files(void) {
     p.tokenizer_path = tok;
     p.train_files = files, p.n_train_files = 1;
     p.n_steps = 60, p.batch = 4, p.lr = 1e-2f, p.n_threads = 2;
-    CHECK(el_train(&p, base, NULL) == EL_OK);
+    CHECK(el_train(&p, base) == EL_OK);
     return TEST_PASS;
 }
 
@@ -58,7 +58,7 @@ typedef struct losses {
     float first, last;
 } losses;
 
-static bool record(const el_train_progress *pr, void *user) {
+static bool record(void *user, const el_train_progress *pr) {
     losses *l = user;
     if (pr->step == 1)
         l->first = pr->loss;
@@ -74,11 +74,11 @@ static int test_finetune(void) {
     p.n_ctx = 16, p.n_steps = 100, p.batch = 3, p.lr = 2e-2f, p.warmup = 2, p.n_threads = 2;
     p.weight_decay = 0.0f;
     losses l = {0};
-    p.progress = record, p.progress_user = &l;
+    p.progress = record, p.user = &l;
     el_lora_train_params lp = el_lora_train_default_params();
     lp.base_path = base, lp.rank = 4, lp.alpha = 8, lp.targets = "q,k,v,o,gate,up,down";
     lp.peft_dir = peft;
-    CHECK(el_finetune_lora(&p, &lp, adapter, NULL) == EL_OK);
+    CHECK(el_finetune_lora(&p, &lp, adapter) == EL_OK);
     test_note("response loss %.3f -> %.3f", l.first, l.last);
     CHECK(l.last < 0.5f * l.first);
 

@@ -61,7 +61,7 @@ static el_train_params small_params(void) {
     return p;
 }
 
-static bool stop_at(const el_train_progress *pr, void *user) {
+static bool stop_at(void *user, const el_train_progress *pr) {
     return pr->step != *(int64_t *)user;
 }
 
@@ -92,24 +92,27 @@ static int test_resume_identical(void) {
     strcat(resumed, "/m.gguf");
     snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", test_tmp_dir());
     el_train_params p = small_params();
-    bool stopped = true;
-    CHECK(el_train(&p, straight, &stopped) == EL_OK && !stopped);
+    CHECK(el_train(&p, straight) == EL_OK);
 
     int64_t at = 4;
     p.checkpoint_path = ckpt;
     p.resume = true;
     p.progress = stop_at;
-    p.progress_user = &at;
-    CHECK(el_train(&p, resumed, &stopped) == EL_OK && stopped);
+    p.user = &at;
+    CHECK(el_train(&p, resumed) == EL_ERR_CANCELLED);
+    CHECK(strstr(el_last_error(), "stopped") != NULL);
     FILE *f = fopen(resumed, "rb");
     CHECK(f == NULL); /* nothing written when stopped */
+    f = fopen(ckpt, "rb");
+    CHECK(f != NULL); /* but the checkpoint is */
+    fclose(f);
     at = -1;
-    CHECK(el_train(&p, resumed, &stopped) == EL_OK && !stopped);
+    CHECK(el_train(&p, resumed) == EL_OK);
     CHECK(same_files(straight, resumed));
 
     /* a checkpoint of another shape is refused */
     p.dim = 48;
-    CHECK(el_train(&p, resumed, &stopped) == EL_ERR_MISMATCH);
+    CHECK(el_train(&p, resumed) == EL_ERR_MISMATCH);
     return TEST_PASS;
 }
 
@@ -118,7 +121,7 @@ typedef struct curve {
     double tps;
 } curve;
 
-static bool record(const el_train_progress *pr, void *user) {
+static bool record(void *user, const el_train_progress *pr) {
     curve *c = user;
     if (pr->step == 1)
         c->first = pr->loss;
@@ -145,9 +148,8 @@ static int test_loss_falls_and_engine_agrees(void) {
     p.plot_path = plot;
     curve c = {.eval_first = NAN};
     p.progress = record;
-    p.progress_user = &c;
-    bool stopped;
-    CHECK(el_train(&p, out, &stopped) == EL_OK);
+    p.user = &c;
+    CHECK(el_train(&p, out) == EL_OK);
     test_note("loss %.3f -> %.3f, held-out %.3f -> %.3f, %.0f tokens/s", c.first, c.last,
               c.eval_first, c.eval_last, c.tps);
     CHECK(c.last < 0.5f * c.first && c.eval_last < c.eval_first);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "edgelora-tools.h"
 #include "testutil.h"
 
 static const char *write_tmp(const char *name, const char *text, size_t len) {

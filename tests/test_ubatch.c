@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "runtime/context.h"
 #include "testutil.h"
 

@@ -160,7 +160,7 @@ static el_status run_chunks(el_context *ctx, const int32_t *tokens, size_t n, in
         st = el_decode(ctx, &b);
         size_t now = done + (size_t)per_chunk < n ? done + (size_t)per_chunk : n;
         if (st == EL_OK && progress && !progress(user, (int64_t)now, (int64_t)n))
-            st = el_error(EL_ERR_IO, "calibration cancelled");
+            st = el_error(EL_ERR_CANCELLED, "calibration cancelled");
     }
     free(chunk);
     free(pos);

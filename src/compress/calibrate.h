@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 /* The range of |x| seen at the input of each matmul weight, by GGUF tensor name. */
 typedef struct el_act_range {

@@ -208,7 +208,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     rep.bytes_done = s->bytes_done;
     const el_quantize_params *p = s->params;
     if (p->progress && !p->progress(p->user, &rep))
-        return el_error(EL_ERR_IO, "%s: cancelled; nothing written", s->out_path);
+        return el_error(EL_ERR_CANCELLED, "%s: cancelled; nothing written", s->out_path);
     return EL_OK;
 }
 

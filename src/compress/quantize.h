@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "kernels/types.h"
 
 /* The type a weight with rows of n_in elements is written in when `want` is asked for: want if

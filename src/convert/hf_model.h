@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "kernels/types.h"
 

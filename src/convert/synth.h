@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 
 typedef enum el_synth_vocab {

@@ -46,6 +46,7 @@ const char *el_status_name(el_status st) {
     case EL_ERR_CONTEXT_FULL: return "context full";
     case EL_ERR_MISMATCH: return "mismatch";
     case EL_ERR_NOT_FOUND: return "not found";
+    case EL_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }

@@ -31,12 +31,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 #define EL_JSON_MAX_DEPTH 64
 
-/* The parser's and writer's functions are declared in edgelora.h (section "json"): the CLI
- * reads JSONL requests with them. */
+/* The parser's and writer's functions are declared in edgelora-tools.h (section "json"): the
+ * tools' request-file reader, with which the CLI reads JSON and JSONL requests. */
 
 /* true if s[0..len) is valid UTF-8 (what a JSON string may hold once unescaped). */
 bool el_json_valid_utf8(const char *s, size_t len);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/threadpool.h"
+#include "edgelora-tools.h"
 
 /* The wrapping sum of the n 64-bit words of buf, swept `sweeps` times (so sweeps * the sum),
  * split across the pool's threads in contiguous shares. At most 256 threads (0 otherwise). */

@@ -82,7 +82,14 @@ static const char *base_name(const char *path) {
     return s ? s + 1 : path;
 }
 
-el_status el_train(const el_train_params *p, const char *out_path, bool *stopped) {
+/* The status of a run that run_loop ended with stop set: cancelled, with what was kept. */
+static el_status cancelled(const el_train_params *p, const char *out_path) {
+    return el_error(EL_ERR_CANCELLED, "%s: training stopped by its progress callback; nothing "
+                    "written%s%s", out_path, p->checkpoint_path ? "; resume from " : "",
+                    p->checkpoint_path ? p->checkpoint_path : "");
+}
+
+el_status el_train(const el_train_params *p, const char *out_path) {
     el_status st = check_common(p);
     if (st)
         return st;
@@ -106,18 +113,17 @@ el_status el_train(const el_train_params *p, const char *out_path, bool *stopped
                                    c.n_vocab)) == EL_OK &&
         (st = run_start(&r, p, c.n_ctx)) == EL_OK) {
         el_tmodel_randomize(&r.m, p->seed);
-        if ((st = run_loop(&r, p, false, "pretraining loss", &stop)) == EL_OK && !stop)
-            st = el_export_model(&r.m, p->tokenizer_path, base_name(out_path), out_path);
+        if ((st = run_loop(&r, p, false, "pretraining loss", &stop)) == EL_OK)
+            st = stop ? cancelled(p, out_path)
+                      : el_export_model(&r.m, p->tokenizer_path, base_name(out_path), out_path);
     }
-    if (stopped)
-        *stopped = stop;
     run_free(&r);
     el_model_free(vocab);
     return st;
 }
 
 el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
-                           const char *out_path, bool *stopped) {
+                           const char *out_path) {
     el_status st = check_common(p);
     if (st)
         return st;
@@ -139,13 +145,11 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
         (st = el_examples_load(&r.deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
         (st = run_loop(&r, p, true, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
-        !stop) {
+        (st = stop ? cancelled(p, out_path) : EL_OK) == EL_OK) {
         st = el_export_lora(&r.m, base->arch, out_path);
         if (st == EL_OK && lp->peft_dir)
             st = el_export_peft(&r.m, base_name(lp->base_path), lp->peft_dir);
     }
-    if (stopped)
-        *stopped = stop;
     run_free(&r);
     el_model_free(base);
     return st;

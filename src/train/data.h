@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 typedef struct el_tdata {
     int32_t *ids;

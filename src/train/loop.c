@@ -96,7 +96,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
         pr.elapsed_s = now_s() - t0;
         pr.tokens_per_s = pr.elapsed_s > 0 ? (double)(t->step - first) * (double)n / pr.elapsed_s
                                            : 0.0;
-        bool go_on = p->progress ? p->progress(&pr, p->progress_user) : true;
+        bool go_on = p->progress ? p->progress(p->user, &pr) : true;
         bool save = p->checkpoint_path &&
                     (!go_on || (p->checkpoint_every > 0 && t->step % p->checkpoint_every == 0));
         if (save && (st = el_checkpoint_save(p->checkpoint_path, t, train, &hist)))

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 typedef struct el_series {
     const char *name;

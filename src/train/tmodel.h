@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "core/threadpool.h"
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 typedef struct el_tconfig {
     int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx, n_vocab;

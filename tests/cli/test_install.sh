@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# `make install` puts the library, header, program and pkg-config file in PREFIX, and a program
-# outside the tree builds against them with pkg-config and runs.
+# `make install` puts the libraries, headers, program and pkg-config files in PREFIX (or
+# DESTDIR/PREFIX), and programs outside the tree build against them with pkg-config and run.
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
 if [ "${BUILD:-build}" != build ]; then skip install "only checked in the plain build"; finish; fi
 if ! command -v pkg-config >/dev/null; then skip install "pkg-config is not installed"; finish; fi
 prefix="$TMP/prefix"
 expect_exit install 0 make -s install PREFIX="$prefix"
-for f in include/edgelora.h lib/libedgelora.a lib/libedgelora-tools.a bin/edgelora lib/pkgconfig/edgelora.pc lib/pkgconfig/edgelora-tools.pc; do
+for f in include/edgelora.h include/edgelora-tools.h lib/libedgelora.a lib/libedgelora-tools.a bin/edgelora lib/pkgconfig/edgelora.pc lib/pkgconfig/edgelora-tools.pc; do
     [ -f "$prefix/$f" ] || fail "installed_$f"
 done
 cat > "$TMP/user.c" <<'C'
@@ -36,4 +36,31 @@ if cc -o "$TMP/user" "$TMP/user.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg
 else
     fail pkg_config_build "$(cat "$TMP/err")"
 fi
+
+# the tools: installed as a package would stage them (DESTDIR, PREFIX=/usr/local), a program of
+# edgelora-tools.h builds with `pkg-config --cflags --libs edgelora-tools` alone (which brings
+# edgelora, -lm, -pthread, OpenBLAS and LAPACKE) and runs
+root="$TMP/root"
+expect_exit install_destdir 0 make -s install DESTDIR="$root" PREFIX=/usr/local
+for f in include/edgelora.h include/edgelora-tools.h lib/libedgelora.a lib/libedgelora-tools.a; do
+    [ -f "$root/usr/local/$f" ] || fail "destdir_installed_$f"
+done
+pc() { PKG_CONFIG_PATH="$root/usr/local/lib/pkgconfig" pkg-config --define-variable=prefix="$root/usr/local" "$@"; }
+mkdir -p "$TMP/tools" && cp tests/api/describe.c "$TMP/tools/"
+if flags=$(pc --cflags --libs edgelora-tools 2>"$TMP/err") &&
+        cc -std=c11 -Wall -Werror -o "$TMP/tools/describe" "$TMP/tools/describe.c" $flags 2>>"$TMP/err"; then
+    pass tools_pkg_config_build
+    if [ -f models/base.gguf ] && "$TMP/tools/describe" models/base.gguf >"$TMP/out" 2>"$TMP/err" &&
+            grep -q "llama" "$TMP/out" && grep -q "^json error: bad.json:1:7: " "$TMP/out" &&
+            grep -q "^peak RSS: measured" "$TMP/out"; then
+        pass tools_installed_library_runs
+    else
+        fail tools_installed_library_runs "$(head -c 1000 "$TMP/out")" "$(cat "$TMP/err")"
+    fi
+else
+    fail tools_pkg_config_build "flags: $flags" "$(head -c 2000 "$TMP/err")"
+fi
+# the inference package alone does not bring the tools (nor OpenBLAS)
+pc --libs edgelora | grep -qE 'edgelora-tools|blas|lapack' && fail inference_pc_alone "$(pc --libs edgelora)" \
+    || pass inference_pc_alone
 finish

@@ -58,6 +58,24 @@ cat > "$TMP/data.jsonl" <<'JSONL'
 {"prompt": "a dog ran after", "response": " the red ball"}
 {"prompt": "birds sing in", "response": " the tall trees"}
 JSONL
+# Ctrl-C stops a run cleanly (the library returns EL_ERR_CANCELLED): the checkpoint is written,
+# the model is not, exit status 1 with a message that says a resume is possible
+rm -f "$TMP/int.ckpt"
+"$EL" train --shape "$shape" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" --steps 10000000 \
+    --batch 4 -t 1 --checkpoint "$TMP/int.ckpt" --checkpoint-every 5 --no-plot \
+    -o "$TMP/int.gguf" >/dev/null 2>"$TMP/int.err" &
+pid=$!
+for _ in $(seq 600); do [ -f "$TMP/int.ckpt" ] && break; sleep 0.1; done # the handler is on
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "^edgelora train: interrupted; the checkpoint allows --resume$" "$TMP/int.err" &&
+        [ ! -e "$TMP/int.gguf" ] && [ -f "$TMP/int.ckpt" ]; then
+    pass train_interrupted
+else
+    fail train_interrupted "exit $rc" "$(tail -c 300 "$TMP/int.err")" "$(ls "$TMP")"
+fi
+
 expect_exit finetune 0 "$EL" finetune -m "$TMP/model.gguf" --lora --rank 4 --alpha 8 \
     --targets q,v,gate -f "$TMP/data.jsonl" --steps 10 --batch 2 -c 16 -o "$TMP/ad.gguf" --peft "$TMP/peft"
 [ -f "$TMP/ad.gguf" ] && [ -f "$TMP/ad.loss.svg" ] && [ -f "$TMP/peft/adapter_config.json" ] && \
