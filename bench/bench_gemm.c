@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
     for (char *name = strtok(names, ","); name; name = strtok(NULL, ",")) {
         el_type t;
         if (!el_type_from_name(name, &t)) return 1;
-        const el_type_traits *tr = el_type_get(t);
+        const el_type_kernels *tr = el_type_kernels_get(t);
+        const el_type_layout *layout = el_type_layout_get(t);
         el_weight w = el_weight_view(t, wq, n_in, n_out);
         for (int64_t o = 0; o < n_out; o++) {
             for (int64_t i = 0; i < n_in; i++)
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
             if (dc < c) c = dc;
         }
         double macs = (double)(n_in * n_out * rows);
-        printf("%-7s %9.3f ms  %7.2f GMAC/s wall, %7.2f GMAC/s per CPU second\n", tr->name,
+        printf("%-7s %9.3f ms  %7.2f GMAC/s wall, %7.2f GMAC/s per CPU second\n", layout->ggml_name,
                s * 1e3, macs / s * 1e-9, macs / c * 1e-9);
     }
     el_threadpool_free(tp);

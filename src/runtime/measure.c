@@ -285,10 +285,10 @@ el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
         total += by_type[t];
         if (by_type[t] > by_type[top]) top = t;
     }
-    const el_type_traits *tr = el_type_get((uint32_t)top);
+    const el_type_layout *layout = el_type_layout_get((uint32_t)top);
     *out = (el_decode_cost){
         .weight_bytes_per_token = total,
-        .weight_type = by_type[top] * 2 > total && tr ? tr->name : "mixed",
+        .weight_type = by_type[top] * 2 > total && layout ? layout->ggml_name : "mixed",
     };
     return EL_OK;
 }
