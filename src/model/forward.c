@@ -217,8 +217,8 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
             for (int32_t r = 0; r < n; r++)
                 add_rows(y[i] + (size_t)r * ldy[i], bias, (size_t)w[i]->k_out);
         if (lr)
-            el_lora_apply(f->tp, lr, il * (EL_LINEAR_DOWN + 1) + (int32_t)which[i], x, ldx,
-                          w[i]->n_in, y[i], ldy[i], &f->lora);
+            el_lora_apply(f->tp, lr, el_linear_slot(il, which[i]), x, ldx, w[i]->n_in, y[i], ldy[i],
+                          &f->lora);
     }
 }
 

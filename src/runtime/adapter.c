@@ -132,7 +132,7 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
     el_status st;
     for (int il = 0; il < m->hp.n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
-            const el_adapter_src *s = &src[el_adapter_slot(il, w)];
+            const el_adapter_src *s = &src[el_linear_slot(il, w)];
             if (!s->a_name) continue;
             if ((st = check_src(ad, s, il, w, path))) return st;
             if (s->b_type == EL_TYPE_F16 && (st = check_finite_f16(s, path))) return st;

@@ -247,7 +247,7 @@ el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *
     if (!m->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
                         m->path);
-    size_t cap = (size_t)m->hp.n_layer * (EL_LINEAR_DOWN + 1) + 1;
+    size_t cap = (size_t)m->hp.n_layer * EL_N_LINEAR + 1;
     read_region *reg = malloc(cap * sizeof *reg);
     el_threadpool *tp = NULL;
     el_status st = reg ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
