@@ -80,12 +80,12 @@ int main(int argc, char **argv) {
         if (levels[l].apply != NULL && !levels[l].apply(&k)) continue; /* not built or no CPU */
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             el_type t = types[ti];
-            const el_type_kernels *tr = el_type_kernels_get(t);
+            const el_type_kernels *kernels = el_type_kernels_get(t);
             const el_type_layout *layout = el_type_layout_get(t);
-            el_type vt = tr->vec_dot_type;
+            el_type vt = kernels->vec_dot_type;
             size_t ws = el_row_size(t, n), as = el_row_size(vt, n);
             for (int r = 0; r < EL_TILE; r++) {
-                tr->from_float(x + r * n, w + r * ws, n);
+                kernels->from_float(x + r * n, w + r * ws, n);
                 k.quantize[vt](x + ((r + 1) % EL_TILE) * n, a + r * as, n);
             }
             float y[EL_TILE * EL_TILE];

@@ -214,8 +214,9 @@ static int test_calibration_scales(void) {
         /* row t: BOS at the start of each chunk, else the next token */
         size_t c = t / (per_chunk + 1), j = t % (per_chunk + 1);
         int32_t tok = j == 0 ? toks[0] : toks[1 + c * per_chunk + j - 1];
-        el_type_kernels_get(f->tok_embd.type)->to_float((const uint8_t *)f->tok_embd.data +
-                                                    (size_t)tok * f->tok_embd.row_bytes, e, E);
+        el_type_kernels_get(f->tok_embd.type)
+            ->to_float((const uint8_t *)f->tok_embd.data + (size_t)tok * f->tok_embd.row_bytes, e,
+                       E);
         float s = rms_scale(e, E, f->hp.rms_eps);
         for (int i = 0; i < E; i++) all[k++] = fabsf(f->layers[0].attn_norm[i] * (s * e[i]));
     }
@@ -324,8 +325,8 @@ static void ref_forward(const el_model *m, int32_t tok, float *logits) {
     float *x = malloc(sizeof(float) * E), *xn = malloc(sizeof(float) * E);
     float *v = malloc(sizeof(float) * hp->n_head_kv * hd), *att = malloc(sizeof(float) * hp->n_head * hd);
     float *proj = malloc(sizeof(float) * E), *g = malloc(sizeof(float) * F), *u = malloc(sizeof(float) * F);
-    el_type_kernels_get(m->tok_embd.type)->to_float((const uint8_t *)m->tok_embd.data +
-                                                (size_t)tok * m->tok_embd.row_bytes, x, E);
+    el_type_kernels_get(m->tok_embd.type)
+        ->to_float((const uint8_t *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes, x, E);
     for (int il = 0; il < hp->n_layer; il++) {
         const el_layer *l = &m->layers[il];
         ref_rmsnorm(xn, x, l->attn_norm, E, hp->rms_eps);

@@ -190,7 +190,7 @@ static int test_matmul_decode_chunks(void) {
     for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const el_type_kernels *tr = el_type_kernels_get(types[t]);
+        const el_type_kernels *kernels = el_type_kernels_get(types[t]);
         const el_type_layout *layout = el_type_layout_get(types[t]);
         el_weight w = quantized(types[t], wf, N_IN, N_OUT, wq);
         /* each activation row alone on one thread: one gemv over the whole matrix */
@@ -198,7 +198,7 @@ static int test_matmul_decode_chunks(void) {
         for (int k = 0; k < ROWS; k++)
             el_matmul(tp[0], &w, x + k * N_IN, N_IN, 1, y1 + k * N_OUT, N_OUT, scratch);
         for (int o = 0; o < N_OUT; o++) {
-            tr->to_float(wq + o * w.row_bytes, wd, N_IN);
+            kernels->to_float(wq + o * w.row_bytes, wd, N_IN);
             double want = 0.0, mag = 0.0;
             for (int i = 0; i < N_IN; i++) {
                 want += (double)wd[i] * x[i];
@@ -263,11 +263,11 @@ static int test_matmul_many(void) {
         float *yw[N], *yg[N];
         int64_t ldy[N];
         for (int i = 0; i < N; i++) {
-            const el_type_kernels *tr = el_type_kernels_get(sets[s].type[i]);
+            const el_type_kernels *kernels = el_type_kernels_get(sets[s].type[i]);
             w[i] = el_weight_view(sets[s].type[i], wq[i], N_IN, sets[s].n_out[i]);
             w[i].act_scale = sets[s].act_scale[i];
             for (int64_t o = 0; o < w[i].n_out; o++)
-                tr->from_float(wf + o * N_IN, wq[i] + o * w[i].row_bytes, N_IN);
+                kernels->from_float(wf + o * N_IN, wq[i] + o * w[i].row_bytes, N_IN);
             wp[i] = &w[i];
             ldy[i] = MAX_OUT;
             yw[i] = want + (size_t)i * ROWS * MAX_OUT;

@@ -78,14 +78,14 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
         report(j->pr, nbytes);
         return EL_OK;
     }
-    const el_type_kernels *tr = el_type_kernels_get(t->type);
+    const el_type_kernels *kernels = el_type_kernels_get(t->type);
     size_t row_bytes = el_row_size((el_type)t->type, t->ne0);
     float *row = malloc((size_t)t->ne0 * sizeof *row);
     if (!row) return el_error(EL_ERR_NOMEM, "out of memory converting %s", t->hf_name);
     for (int64_t r = 0; r < t->ne1; r++) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
         elements(j->src, sr * t->ne0, t->ne0, row);
-        tr->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     report(j->pr, nbytes);

@@ -284,8 +284,8 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
         for (int32_t g = 0; g < lr->n_groups; g++)
             for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
                 int32_t r = lr->groups[g].rows[i];
-                el_type_kernels_get(EL_TYPE_Q8_0)->from_float(x + (size_t)r * ldx,
-                                                      (char *)s->qx + (size_t)r * j.qx_row, n_in);
+                el_type_kernels_get(EL_TYPE_Q8_0)
+                    ->from_float(x + (size_t)r * ldx, (char *)s->qx + (size_t)r * j.qx_row, n_in);
             }
     }
     run(tp, job_a, &j);

@@ -61,9 +61,10 @@ el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n
 }
 
 void el_weight_floats(const el_weight *w, float *out) {
-    const el_type_kernels *tr = el_type_kernels_get(w->type);
+    const el_type_kernels *kernels = el_type_kernels_get(w->type);
     for (int64_t r = 0; r < w->n_out; r++)
-        tr->to_float((const char *)w->data + (size_t)r * w->row_bytes, out + r * w->n_in, w->n_in);
+        kernels->to_float((const char *)w->data + (size_t)r * w->row_bytes, out + r * w->n_in,
+                          w->n_in);
 }
 
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows) {

@@ -83,13 +83,13 @@ static el_status load_vector(el_model *m, const char *name, int64_t n, float *ds
     const gguf_tensor *t = find_tensor(m, name, true, &st);
     if (!t)
         return st;
-    const el_type_kernels *tr = el_type_kernels_get(t->type);
+    const el_type_kernels *kernels = el_type_kernels_get(t->type);
     if (t->type != EL_TYPE_F32 && t->type != EL_TYPE_F16 && t->type != EL_TYPE_BF16)
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, expected f32/f16/bf16",
                         m->path, name, type_name(t->type));
     if ((st = check_shape(m, t, name, n, 1)) != EL_OK)
         return st;
-    tr->to_float(t->data, dst, n);
+    kernels->to_float(t->data, dst, n);
     return EL_OK;
 }
 
