@@ -1,8 +1,3 @@
-/* types.h - tensor element types and their traits.
- *
- * The ids are ggml's (and so GGUF's) type ids, so a tensor's type in a file is its el_type.
- * The table of traits is indexed by this append-only enum. Types of our own take ids from 64 up
- * and are documented in docs/formats.md. */
 /* types.h - the reference kernels of each tensor element type, and the half/bfloat16
  * conversions.
  *
