@@ -44,12 +44,13 @@ int main(int argc, char **argv) {
     for (char *name = strtok(names, ","); name; name = strtok(NULL, ",")) {
         el_type t;
         if (!el_type_from_name(name, &t)) return 1;
-        const el_type_traits *tr = el_type_get(t);
+        const el_type_kernels *kernels = el_type_kernels_get(t);
+        const el_type_layout *layout = el_type_layout_get(t);
         el_weight w = el_weight_view(t, wq, n_in, n_out);
         for (int64_t o = 0; o < n_out; o++) {
             for (int64_t i = 0; i < n_in; i++)
                 wf[i] = (float)(((o * n_in + i) * 7919) % 1000) / 1000.0f - 0.5f;
-            tr->from_float(wf, (char *)wq + o * w.row_bytes, n_in);
+            kernels->from_float(wf, (char *)wq + o * w.row_bytes, n_in);
         }
         double start = now(), s = 1e30, c = 1e30;
         for (int reps = 0; reps < 3 || now() - start < 1.0; reps++) {
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
             if (dc < c) c = dc;
         }
         double macs = (double)(n_in * n_out * rows);
-        printf("%-7s %9.3f ms  %7.2f GMAC/s wall, %7.2f GMAC/s per CPU second\n", tr->name,
+        printf("%-7s %9.3f ms  %7.2f GMAC/s wall, %7.2f GMAC/s per CPU second\n", layout->ggml_name,
                s * 1e3, macs / s * 1e-9, macs / c * 1e-9);
     }
     el_threadpool_free(tp);

@@ -80,18 +80,19 @@ int main(int argc, char **argv) {
         if (levels[l].apply != NULL && !levels[l].apply(&k)) continue; /* not built or no CPU */
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             el_type t = types[ti];
-            const el_type_traits *tr = el_type_get(t);
-            el_type vt = tr->vec_dot_type;
+            const el_type_kernels *kernels = el_type_kernels_get(t);
+            const el_type_layout *layout = el_type_layout_get(t);
+            el_type vt = kernels->vec_dot_type;
             size_t ws = el_row_size(t, n), as = el_row_size(vt, n);
             for (int r = 0; r < EL_TILE; r++) {
-                tr->from_float(x + r * n, w + r * ws, n);
+                kernels->from_float(x + r * n, w + r * ws, n);
                 k.quantize[vt](x + ((r + 1) % EL_TILE) * n, a + r * as, n);
             }
             float y[EL_TILE * EL_TILE];
             double macs = (double)(EL_TILE * EL_TILE) * (double)n;
             int reps = levels[l].apply == NULL ? 2 : 40;
             double td = best_time(run_dots, &k, t, n, w, ws, a, as, y, reps);
-            printf("%-13s %-7s %9.2f", k.isa, tr->name, macs / td * 1e-9);
+            printf("%-13s %-7s %9.2f", k.isa, layout->ggml_name, macs / td * 1e-9);
             if (k.tile[t] != NULL)
                 printf(" %9.2f", macs / best_time(run_tile, &k, t, n, w, ws, a, as, y, reps) * 1e-9);
             else if (k.gemv[t] != NULL)

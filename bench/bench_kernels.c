@@ -51,11 +51,12 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < n_in * n_out; i++) wf[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (int64_t i = 0; i < 32 * n_in; i++) x[i] = (float)((i * 104729) % 997) / 997.0f - 0.5f;
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const el_type_traits *tr = el_type_get(types[t]);
-        if (argc > 4 && !listed(argv[4], tr->name)) continue;
+        const el_type_kernels *kernels = el_type_kernels_get(types[t]);
+        const el_type_layout *layout = el_type_layout_get(types[t]);
+        if (argc > 4 && !listed(argv[4], layout->ggml_name)) continue;
         el_weight w = el_weight_view(types[t], wq, n_in, n_out);
         for (int64_t o = 0; o < n_out; o++) /* row by row: per-row types have a header */
-            tr->from_float(wf + o * n_in, (char *)wq + o * w.row_bytes, n_in);
+            kernels->from_float(wf + o * n_in, (char *)wq + o * w.row_bytes, n_in);
         for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
             int64_t rows = row_counts[rc];
             /* the fastest of the repetitions: the machine is shared, and other processes only
@@ -67,8 +68,9 @@ int main(int argc, char **argv) {
                 double dt = now() - t0;
                 if (dt < s) s = dt;
             }
-            printf("%-6s rows %3lld: %8.3f ms  %7.2f GB/s weights  %7.2f GMAC/s\n", tr->name,
-                   (long long)rows, s * 1e3, (double)(w.row_bytes * (size_t)n_out) / s * 1e-9,
+            printf("%-6s rows %3lld: %8.3f ms  %7.2f GB/s weights  %7.2f GMAC/s\n",
+                   layout->ggml_name, (long long)rows, s * 1e3,
+                   (double)(w.row_bytes * (size_t)n_out) / s * 1e-9,
                    (double)(n_in * n_out * rows) / s * 1e-9);
         }
     }

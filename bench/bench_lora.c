@@ -234,7 +234,7 @@ static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads) {
         double t1 = threads > 1 ? now_s() : cpu_s();
         for (int il = 0; il < hp->n_layer; il++)
             for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-                el_lora_apply(tp, &lr, el_adapter_slot(il, w), x, width,
+                el_lora_apply(tp, &lr, el_linear_slot(il, w), x, width,
                               el_layer_weight(&m->layers[il], w)->n_in, y, width, &ls);
         double t2 = threads > 1 ? now_s() : cpu_s();
         base = t1 - t0 < base ? t1 - t0 : base;

@@ -75,7 +75,7 @@ static int test_static_quantizer(void) {
     el_a8_from_float_static(xs, a8, 0, d); /* an empty row is only a header */
     for (int i = 0; i < 256; i++) xs[i] = test_rand_uniform(&r, -1.9f, 1.9f);
     el_a8_from_float_static(xs, a8, 256, d);
-    el_type_get(EL_TYPE_A8)->to_float(a8, back, 256);
+    el_type_kernels_get(EL_TYPE_A8)->to_float(a8, back, 256);
     int32_t sum = 0;
     for (int i = 0; i < 256; i++) {
         CHECK(fabsf(back[i] - fake_quant(xs[i], d)) <= 1e-6f);
@@ -89,7 +89,8 @@ static int test_static_quantizer(void) {
 /* el_matmul of one weight type with a static scale against the float reference. */
 static int check_matmul(el_type type, el_threadpool *tp) {
     enum { N_IN = 256, N_OUT = 13, ROWS = 9 };
-    const el_type_traits *t = el_type_get(type);
+    const el_type_kernels *t = el_type_kernels_get(type);
+    const el_type_layout *layout = el_type_layout_get(type);
     size_t rb = el_row_size(type, N_IN);
     uint8_t *wq = malloc(rb * N_OUT);
     float *wf = malloc(sizeof(float) * N_IN * N_OUT), x[ROWS * N_IN], xq[N_IN];
@@ -126,8 +127,8 @@ static int check_matmul(el_type type, el_threadpool *tp) {
     free(wf);
     free(scratch);
     if (!(max_err <= 1e-5 * max_ref) || !(max_dyn > 1e-2 * max_ref))
-        test_note("%s: static vs reference %g, dynamic vs reference %g (max |y| %g)", t->name,
-                  max_err, max_dyn, max_ref);
+        test_note("%s: static vs reference %g, dynamic vs reference %g (max |y| %g)",
+                  layout->ggml_name, max_err, max_dyn, max_ref);
     /* float rounding only; the per-token scale (3/127, no clamping) gives other results */
     CHECK(max_err <= 1e-5 * max_ref);
     CHECK(max_dyn > 1e-2 * max_ref);
@@ -213,8 +214,9 @@ static int test_calibration_scales(void) {
         /* row t: BOS at the start of each chunk, else the next token */
         size_t c = t / (per_chunk + 1), j = t % (per_chunk + 1);
         int32_t tok = j == 0 ? toks[0] : toks[1 + c * per_chunk + j - 1];
-        el_type_get(f->tok_embd.type)->to_float((const uint8_t *)f->tok_embd.data +
-                                                    (size_t)tok * f->tok_embd.row_bytes, e, E);
+        el_type_kernels_get(f->tok_embd.type)
+            ->to_float((const uint8_t *)f->tok_embd.data + (size_t)tok * f->tok_embd.row_bytes, e,
+                       E);
         float s = rms_scale(e, E, f->hp.rms_eps);
         for (int i = 0; i < E; i++) all[k++] = fabsf(f->layers[0].attn_norm[i] * (s * e[i]));
     }
@@ -242,7 +244,7 @@ static int test_calibration_scales(void) {
         size_t len = strlen(tn);
         n_scales += len > 10 && strcmp(tn + len - 10, ".act_scale") == 0;
         /* only weights that take int8 activations get a scale (not those left in float) */
-        if (el_type_get(g->tensors[i].type)->vec_dot_type != EL_TYPE_A8) continue;
+        if (el_type_kernels_get(g->tensors[i].type)->vec_dot_type != EL_TYPE_A8) continue;
         n_matmul += strcmp(tn, "output.weight") == 0;
         for (size_t w = 0; w < sizeof matmuls / sizeof matmuls[0]; w++)
             n_matmul += strncmp(tn, "blk.", 4) == 0 && len > strlen(matmuls[w]) &&
@@ -286,7 +288,7 @@ static void ref_linear(const el_weight *w, const float *x, float *y) {
     float d = w->act_scale, amax = 0.0f;
     for (int64_t i = 0; i < w->n_in; i++) amax = fmaxf(amax, fabsf(x[i]));
     if (d == 0.0f) d = amax / 127.0f;
-    const el_type_traits *t = el_type_get(w->type);
+    const el_type_kernels *t = el_type_kernels_get(w->type);
     /* a weight left in float (its rows do not fit the type's blocks) takes float activations */
     bool a8 = t->vec_dot_type == EL_TYPE_A8;
     if (a8 && w->act_scale == 0.0f) {
@@ -323,8 +325,8 @@ static void ref_forward(const el_model *m, int32_t tok, float *logits) {
     float *x = malloc(sizeof(float) * E), *xn = malloc(sizeof(float) * E);
     float *v = malloc(sizeof(float) * hp->n_head_kv * hd), *att = malloc(sizeof(float) * hp->n_head * hd);
     float *proj = malloc(sizeof(float) * E), *g = malloc(sizeof(float) * F), *u = malloc(sizeof(float) * F);
-    el_type_get(m->tok_embd.type)->to_float((const uint8_t *)m->tok_embd.data +
-                                                (size_t)tok * m->tok_embd.row_bytes, x, E);
+    el_type_kernels_get(m->tok_embd.type)
+        ->to_float((const uint8_t *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes, x, E);
     for (int il = 0; il < hp->n_layer; il++) {
         const el_layer *l = &m->layers[il];
         ref_rmsnorm(xn, x, l->attn_norm, E, hp->rms_eps);

@@ -16,18 +16,21 @@ static float rand_normal(test_rng *r) {
 }
 
 static int test_traits(void) {
-    const el_type_traits *t = el_type_get(EL_TYPE_Q4_K);
-    CHECK(t != NULL && t->block_size == 256 && t->type_size == 144);
-    CHECK(t->vec_dot_type == EL_TYPE_Q8_K);
-    CHECK(el_type_get(EL_TYPE_Q6_K)->type_size == 210);
-    CHECK(el_type_get(EL_TYPE_Q8_0)->type_size == 34);
-    CHECK(el_type_get(EL_TYPE_Q4_0)->type_size == 18);
-    CHECK(el_type_get(EL_TYPE_Q8_K)->type_size == 292);
-    CHECK(el_type_get(EL_TYPE_Q8_K)->vec_dot == NULL);
-    CHECK(el_type_get(3) == NULL);  /* q4_1: a ggml id we do not support */
-    CHECK(el_type_get(63) == NULL);  /* between the ggml ids and ours */
-    CHECK(el_type_get(EL_TYPE_COUNT) == NULL);
-    CHECK(el_type_get(0xFFFFFFFFu) == NULL);
+    const el_type_layout *q4_k = el_type_layout_get(EL_TYPE_Q4_K);
+    CHECK(q4_k != NULL && q4_k->block_size == 256 && q4_k->type_size == 144);
+    CHECK(el_type_kernels_get(EL_TYPE_Q4_K)->vec_dot_type == EL_TYPE_Q8_K);
+    CHECK(el_type_layout_get(EL_TYPE_Q6_K)->type_size == 210);
+    CHECK(el_type_layout_get(EL_TYPE_Q8_0)->type_size == 34);
+    CHECK(el_type_layout_get(EL_TYPE_Q4_0)->type_size == 18);
+    CHECK(el_type_layout_get(EL_TYPE_Q8_K)->type_size == 292);
+    CHECK(el_type_kernels_get(EL_TYPE_Q8_K)->vec_dot == NULL);
+    CHECK(el_type_layout_get(EL_TYPE_Q4_1) != NULL);  /* a ggml type we can size... */
+    CHECK(el_type_kernels_get(EL_TYPE_Q4_1) == NULL); /* ...but not compute with */
+    CHECK(el_type_layout_get(63) == NULL);  /* between the ggml ids and ours */
+    CHECK(el_type_kernels_get(63) == NULL);
+    CHECK(el_type_layout_get(EL_TYPE_COUNT) == NULL);
+    CHECK(el_type_kernels_get(EL_TYPE_COUNT) == NULL);
+    CHECK(el_type_layout_get(0xFFFFFFFFu) == NULL);
     /* sizes from the GGUF layouts: 4096 elements of q4_K = 16 blocks of 144 bytes */
     CHECK(el_row_size(EL_TYPE_Q4_K, 4096) == 2304);
     CHECK(el_row_size(EL_TYPE_Q4_0, 4096) == 2304);
@@ -40,7 +43,7 @@ static int test_traits(void) {
     CHECK(el_type_from_name("q6_k", &ty) && ty == EL_TYPE_Q6_K);
     CHECK(el_type_from_name("bf16", &ty) && ty == EL_TYPE_BF16);
     CHECK(el_type_from_name("F32", &ty) && ty == EL_TYPE_F32);
-    CHECK(!el_type_from_name("q4_1", &ty));
+    CHECK(el_type_from_name("q4_1", &ty) && ty == EL_TYPE_Q4_1 && !el_type_is_weight(ty));
     CHECK(!el_type_from_name("", &ty));
     return TEST_PASS;
 }
@@ -137,7 +140,7 @@ static int test_dequant_q8_0_q4_0(void) {
     b8[1].d = 0xC000; /* -2 */
     b8[1].qs[2] = 7;
     float y[64];
-    el_type_get(EL_TYPE_Q8_0)->to_float(b8, y, 64);
+    el_type_kernels_get(EL_TYPE_Q8_0)->to_float(b8, y, 64);
     CHECK(y[0] == 0.5f && y[5] == -1.5f && y[31] == -64.0f && y[1] == 0.0f);
     CHECK(y[34] == -14.0f && y[32] == 0.0f);
 
@@ -147,7 +150,7 @@ static int test_dequant_q8_0_q4_0(void) {
     b4.qs[0] = 0x1F;                   /* element 0: 15, element 16: 1 */
     b4.qs[3] = 0x80;                   /* element 3: 0, element 19: 8 */
     b4.qs[15] = 0x98;                  /* element 15: 8, element 31: 9 */
-    el_type_get(EL_TYPE_Q4_0)->to_float(&b4, y, 32);
+    el_type_kernels_get(EL_TYPE_Q4_0)->to_float(&b4, y, 32);
     CHECK(y[0] == 14.0f && y[16] == -14.0f);
     CHECK(y[3] == -16.0f && y[19] == 0.0f);
     CHECK(y[15] == 0.0f && y[31] == 2.0f);
@@ -171,7 +174,7 @@ static int test_dequant_q4_k(void) {
     b.qs[0] = 0x47;      /* element 0 (sub-block 0): 7; element 32 (sub-block 1): 4 */
     b.qs[64 + 3] = 0x90; /* element 128+3 (sub-block 4): 0; element 160+3 (sub-block 5): 9 */
     float y[256];
-    el_type_get(EL_TYPE_Q4_K)->to_float(&b, y, 256);
+    el_type_kernels_get(EL_TYPE_Q4_K)->to_float(&b, y, 256);
     CHECK(y[0] == 1.0f * 3 * 7 - 0.5f * 2);      /* 20 */
     CHECK(y[1] == -1.0f);                        /* q 0: just -dmin*m */
     CHECK(y[32] == 1.0f * 4 * 4 - 0.5f * 1);     /* 15.5 */
@@ -215,7 +218,7 @@ static int test_dequant_q6_k(void) {
     b.ql[127] = 0xF0; /* element 255: high nibble of ql[64+63] */
     b.qh[63] = 0xC0;  /* element 255: bits 6-7 of qh[32+31]: q = 63 */
     float y[256];
-    el_type_get(EL_TYPE_Q6_K)->to_float(&b, y, 256);
+    el_type_kernels_get(EL_TYPE_Q6_K)->to_float(&b, y, 256);
     CHECK(y[0] == 0.25f * 2 * (37 - 32));  /* 2.5 */
     CHECK(y[1] == 0.25f * 2 * -32);        /* q 0 */
     CHECK(y[33] == 0.25f * 1 * (15 - 32));
@@ -232,19 +235,19 @@ static int test_dequant_q8_k_and_halves(void) {
     b.qs[0] = 8;
     b.qs[255] = -100;
     float y[256];
-    el_type_get(EL_TYPE_Q8_K)->to_float(&b, y, 256);
+    el_type_kernels_get(EL_TYPE_Q8_K)->to_float(&b, y, 256);
     CHECK(y[0] == 1.0f && y[255] == -12.5f && y[100] == 0.0f);
     uint16_t h[3] = {0x3C00, 0xC000, 0x3555};
-    el_type_get(EL_TYPE_F16)->to_float(h, y, 3);
+    el_type_kernels_get(EL_TYPE_F16)->to_float(h, y, 3);
     CHECK(y[0] == 1.0f && y[1] == -2.0f && y[2] == 0.333251953125f);
     uint16_t bf[2] = {0x3F80, 0xC2F7};
-    el_type_get(EL_TYPE_BF16)->to_float(bf, y, 2);
+    el_type_kernels_get(EL_TYPE_BF16)->to_float(bf, y, 2);
     CHECK(y[0] == 1.0f && y[1] == -123.5f);
     /* q8_K bsums are the sums of 16 quants */
     float x[256];
     test_rng r = {3};
     for (int i = 0; i < 256; i++) x[i] = rand_normal(&r);
-    el_type_get(EL_TYPE_Q8_K)->from_float(x, &b, 256);
+    el_type_kernels_get(EL_TYPE_Q8_K)->from_float(x, &b, 256);
     for (int g = 0; g < 16; g++) {
         int sum = 0;
         for (int j = 0; j < 16; j++) sum += b.qs[16 * g + j];
@@ -280,7 +283,8 @@ static int test_roundtrip(void) {
     for (int i = 768; i < 1024; i++) x[i] = -fabsf(x[i]) - 0.5f;
     int ok = 1;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const el_type_traits *t = el_type_get(cases[c].type);
+        const el_type_kernels *t = el_type_kernels_get(cases[c].type);
+        const el_type_layout *layout = el_type_layout_get(cases[c].type);
         t->from_float(x, q, N);
         t->to_float(q, y, N);
         /* the error bound holds for ordinary data; the awkward blocks are checked apart */
@@ -297,7 +301,7 @@ static int test_roundtrip(void) {
         int const_ok = fabsf(y[600] - 0.75f) <= 0.01f * 0.75f;
         if (!(rel <= cases[c].bound) || !zero_ok || !outlier_ok || !const_ok) {
             test_note("%s: relative rms error %.5f (bound %.5f); zero %d outlier %g const %g",
-                      t->name, rel, cases[c].bound, zero_ok, y[300], y[600]);
+                      layout->ggml_name, rel, cases[c].bound, zero_ok, y[300], y[600]);
             ok = 0;
         }
     }
@@ -316,14 +320,15 @@ static int test_vec_dot_ref(void) {
     static const int blocks[] = {1, 2, 3, 7};
     test_rng r = {5};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_traits *wt = el_type_get(types[ti]);
-        const el_type_traits *at = el_type_get(wt->vec_dot_type);
+        const el_type_kernels *wt = el_type_kernels_get(types[ti]);
+        const el_type_layout *wt_layout = el_type_layout_get(types[ti]);
+        const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
         for (size_t bi = 0; bi < sizeof blocks / sizeof blocks[0]; bi++) {
-            int64_t bs = wt->block_size == 1 ? 32 : wt->block_size;
-            int64_t n = bs * blocks[bi] + (wt->block_size == 1 ? 5 : 0);
+            int64_t bs = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
+            int64_t n = bs * blocks[bi] + (wt_layout->block_size == 1 ? 5 : 0);
             float *x = malloc(n * sizeof *x), *a = malloc(n * sizeof *a);
             float *xd = malloc(n * sizeof *xd), *ad = malloc(n * sizeof *ad);
-            void *xq = malloc(el_row_size(wt->block_size == 1 ? EL_TYPE_F32 : types[ti], n));
+            void *xq = malloc(el_row_size(wt_layout->block_size == 1 ? EL_TYPE_F32 : types[ti], n));
             void *aq = malloc(el_row_size(EL_TYPE_F32, n));
             CHECK(x && a && xd && ad && xq && aq);
             for (int64_t i = 0; i < n; i++) {
@@ -343,8 +348,8 @@ static int test_vec_dot_ref(void) {
             wt->vec_dot(n, &got, xq, aq);
             double err = fabs(got - want);
             if (!(err <= 1e-5 * mag + 1e-6)) {
-                test_note("%s n=%lld: got %.8g want %.8g (sum |xy| %.4g)", wt->name, (long long)n,
-                          got, want, mag);
+                test_note("%s n=%lld: got %.8g want %.8g (sum |xy| %.4g)", wt_layout->ggml_name,
+                          (long long)n, got, want, mag);
                 return TEST_FAIL;
             }
             free(x), free(a), free(xd), free(ad), free(xq), free(aq);

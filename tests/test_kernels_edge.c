@@ -25,10 +25,10 @@ static int test_layouts(void) {
     CHECK(el_row_size(EL_TYPE_W4G64, 128) == 2 * (2 + 32));
     CHECK(el_row_size(EL_TYPE_W4G128, 256) == 2 * (2 + 64));
     for (size_t i = 0; i < sizeof weight_types / sizeof weight_types[0]; i++) {
-        const el_type_traits *t = el_type_get(weight_types[i]);
+        const el_type_kernels *t = el_type_kernels_get(weight_types[i]);
         CHECK(t != NULL && t->vec_dot != NULL && t->vec_dot_type == EL_TYPE_A8);
     }
-    CHECK(el_type_get(EL_TYPE_A8)->vec_dot == NULL);
+    CHECK(el_type_kernels_get(EL_TYPE_A8)->vec_dot == NULL);
     el_type ty;
     CHECK(el_type_from_name("W4G64", &ty) && ty == EL_TYPE_W4G64);
     CHECK(el_type_from_name("a8", &ty) && ty == EL_TYPE_A8);
@@ -45,7 +45,7 @@ static int test_hand_built(void) {
     memset(w4 + 4, 0x88, 16);
     w4[4] = 0x8F;
     w4[4 + 15] = 0x10;
-    el_type_get(EL_TYPE_W4)->to_float(w4, y, 32);
+    el_type_kernels_get(EL_TYPE_W4)->to_float(w4, y, 32);
     CHECK(y[0] == 3.5f && y[16] == 0.0f && y[15] == -4.0f && y[31] == -3.5f && y[1] == 0.0f);
     /* W4G64 block: fp16 2.0 = 0x4000; the second chunk's byte 3 = 0xA2: element 32+3 = -12,
      * element 32+19 = 4 */
@@ -53,7 +53,7 @@ static int test_hand_built(void) {
     memset(g64, 0x88, sizeof g64);
     g64[0] = 0x00, g64[1] = 0x40;
     g64[2 + 16 + 3] = 0xA2;
-    el_type_get(EL_TYPE_W4G64)->to_float(g64, y, 64);
+    el_type_kernels_get(EL_TYPE_W4G64)->to_float(g64, y, 64);
     CHECK(y[35] == -12.0f && y[51] == 4.0f && y[0] == 0.0f && y[63] == 0.0f);
     /* A8 row: d = 0.25, sum unused by to_float; q[0] = -127, q[31] = 4 */
     uint8_t a8[8 + 32] = {0};
@@ -61,7 +61,7 @@ static int test_hand_built(void) {
     memcpy(a8, &d, 4);
     a8[8] = (uint8_t)-127;
     a8[8 + 31] = 4;
-    el_type_get(EL_TYPE_A8)->to_float(a8, y, 32);
+    el_type_kernels_get(EL_TYPE_A8)->to_float(a8, y, 32);
     CHECK(y[0] == -31.75f && y[31] == 1.0f && y[5] == 0.0f);
     /* W8 row dot A8 row by hand: (3 * -127 + -2 * 4) * 0.5 * 0.25 */
     uint8_t w8[4 + 32] = {0};
@@ -70,7 +70,7 @@ static int test_hand_built(void) {
     w8[4] = 3;
     w8[4 + 31] = (uint8_t)-2;
     float s = NAN;
-    el_type_get(EL_TYPE_W8)->vec_dot(32, &s, w8, a8);
+    el_type_kernels_get(EL_TYPE_W8)->vec_dot(32, &s, w8, a8);
     CHECK(s == (3.0f * -127.0f - 2.0f * 4.0f) * 0.125f);
     return TEST_PASS;
 }
@@ -86,9 +86,10 @@ static int test_roundtrip(void) {
     float x[N], y[N];
     uint8_t q[8 + N];
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_traits *t = el_type_get(types[ti]);
+        const el_type_kernels *t = el_type_kernels_get(types[ti]);
+        const el_type_layout *layout = el_type_layout_get(types[ti]);
         bool int4 = types[ti] != EL_TYPE_A8 && types[ti] != EL_TYPE_W8;
-        int64_t group = t->row_header ? N : t->block_size;
+        int64_t group = layout->row_header ? N : layout->block_size;
         for (int rep = 0; rep < 4; rep++) {
             for (int i = 0; i < N; i++) x[i] = rep == 3 ? 0.0f : rand_normal(&r) * (rep + 1);
             if (rep == 1) x[77] = 30.0f;
@@ -98,11 +99,11 @@ static int test_roundtrip(void) {
                 float amax = 0.0f;
                 for (int64_t i = g0; i < g0 + group; i++) amax = fmaxf(amax, fabsf(x[i]));
                 double step = amax / (int4 ? 7.0 : 127.0);
-                double bound = step * 0.5 * (1 + 1e-6) + amax * 1e-3 * (t->row_header == 0);
+                double bound = step * 0.5 * (1 + 1e-6) + amax * 1e-3 * (layout->row_header == 0);
                 for (int64_t i = g0; i < g0 + group; i++) {
                     if (!(fabs((double)x[i] - y[i]) <= bound)) {
-                        test_note("%s rep %d: x[%lld] = %g came back %g (bound %g)", t->name, rep,
-                                  (long long)i, x[i], y[i], bound);
+                        test_note("%s rep %d: x[%lld] = %g came back %g (bound %g)",
+                                  layout->ggml_name, rep, (long long)i, x[i], y[i], bound);
                         return TEST_FAIL;
                     }
                 }
@@ -128,15 +129,16 @@ static int test_vec_dot_ref(void) {
     uint8_t *wq = malloc(el_row_size(EL_TYPE_W8, N)), *aq = malloc(el_row_size(EL_TYPE_A8, N));
     CHECK(wq && aq);
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
-        const el_type_traits *wt = el_type_get(weight_types[ti]);
-        const el_type_traits *at = el_type_get(EL_TYPE_A8);
+        const el_type_kernels *wt = el_type_kernels_get(weight_types[ti]);
+        const el_type_layout *wt_layout = el_type_layout_get(weight_types[ti]);
+        const el_type_kernels *at = el_type_kernels_get(EL_TYPE_A8);
         for (int i = 0; i < N; i++) {
             x[i] = rand_normal(&r) * 0.05f;
             a[i] = rand_normal(&r) * 3.0f + 0.5f;
         }
         wt->from_float(x, wq, N);
         wt->to_float(wq, xd, N);
-        for (int64_t k = wt->block_size; k <= N; k *= 2) {
+        for (int64_t k = wt_layout->block_size; k <= N; k *= 2) {
             at->from_float(a, aq, k);
             at->to_float(aq, ad, k);
             double want = 0.0, mag = 0.0;
@@ -147,7 +149,8 @@ static int test_vec_dot_ref(void) {
             float got = NAN;
             wt->vec_dot(k, &got, wq, aq);
             if (!(fabs(got - want) <= 1e-5 * mag + 1e-6)) {
-                test_note("%s k=%lld: got %.8g want %.8g", wt->name, (long long)k, got, want);
+                test_note("%s k=%lld: got %.8g want %.8g", wt_layout->ggml_name, (long long)k, got,
+                          want);
                 return TEST_FAIL;
             }
         }
@@ -161,7 +164,8 @@ static int test_vec_dot_ref(void) {
  * the dequantized rows, at full length and on prefixes. */
 static int test_w8a16(void) {
     enum { N = 512 };
-    const el_type_traits *wt = el_type_get(EL_TYPE_W8A16), *at = el_type_get(EL_TYPE_A16);
+    const el_type_kernels *wt = el_type_kernels_get(EL_TYPE_W8A16),
+                          *at = el_type_kernels_get(EL_TYPE_A16);
     CHECK(wt && at && wt->vec_dot && wt->vec_dot_type == EL_TYPE_A16 && at->vec_dot == NULL);
     CHECK(el_row_size(EL_TYPE_W8A16, 64) == el_row_size(EL_TYPE_W8, 64));
     CHECK(el_row_size(EL_TYPE_A16, 64) == 4 + 2 * 64);

@@ -40,7 +40,7 @@ static void exact_dot(const float *w, const float *a, int64_t n, double *dot, do
 /* A quantized weight of s's stored size whose bytes outside the view are all ones (NaN scales:
  * reading them shows), and the dequantized view wd [k_out][k_in]. */
 static void make_weight(const shape *s, test_rng *r, char *wq, float *wrow, float *wd) {
-    const el_type_traits *t = el_type_get(s->type);
+    const el_type_kernels *t = el_type_kernels_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in), kept = el_row_size(s->type, s->k_in);
     for (int64_t o = 0; o < s->n_out; o++) {
         for (int64_t i = 0; i < s->n_in; i++) wrow[i] = rand_normal(r) * 0.05f;
@@ -59,7 +59,9 @@ static void make_weight(const shape *s, test_rng *r, char *wq, float *wrow, floa
  * product of the quantized operands; y's columns past k_out still hold the sentinel. */
 static int check_outputs(const shape *s, const char *wq, const float *wd, const float *x,
                          int64_t ldx, const float *y, int64_t ldy) {
-    const el_type_traits *t = el_type_get(s->type), *vt = el_type_get(t->vec_dot_type);
+    const el_type_kernels *t = el_type_kernels_get(s->type),
+                          *vt = el_type_kernels_get(t->vec_dot_type);
+    const el_type_layout *layout = el_type_layout_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in);
     float *ad = malloc((size_t)s->k_in * sizeof(float));
     char *aq = malloc(el_row_size(t->vec_dot_type, s->k_in));
@@ -75,10 +77,10 @@ static int check_outputs(const shape *s, const char *wq, const float *wd, const 
             double got = y[row * ldy + o], bound = 2e-6 * mag + 1e-30;
             if (!(fabs(got - want) <= bound) || !(fabs(ref - want) <= bound)) {
                 test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %.9g, "
-                          "reference %.9g, exact %.9g (bound %g)", t->name, (long long)s->n_out,
-                          (long long)s->n_in, (long long)s->k_out, (long long)s->k_in,
-                          (long long)s->n_rows, (long long)row, (long long)o, got, ref, want,
-                          bound);
+                          "reference %.9g, exact %.9g (bound %g)",
+                          layout->ggml_name, (long long)s->n_out, (long long)s->n_in,
+                          (long long)s->k_out, (long long)s->k_in, (long long)s->n_rows,
+                          (long long)row, (long long)o, got, ref, want, bound);
                 return TEST_FAIL;
             }
         }
@@ -89,7 +91,7 @@ static int check_outputs(const shape *s, const char *wq, const float *wd, const 
 }
 
 static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r) {
-    const el_type_traits *t = el_type_get(s->type);
+    const el_type_layout *layout = el_type_layout_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in);
     int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
     char *wq = malloc(row_bytes * (size_t)s->n_out);
@@ -111,7 +113,7 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
         for (int64_t i = 0; i < s->n_rows * ldy; i++) out[i] = 12345.0f; /* sentinel */
         el_matmul(pools[p], &w, x, ldx, s->n_rows, out, ldy, scratch);
         if (p > 0 && memcmp(y, y0, (size_t)(s->n_rows * ldy) * sizeof *y) != 0) {
-            test_note("%s: %d threads disagree with 1", t->name, p + 1);
+            test_note("%s: %d threads disagree with 1", layout->ggml_name, p + 1);
             return TEST_FAIL;
         }
     }
@@ -132,7 +134,7 @@ static int test_gemm_types(void) {
     el_threadpool *pools[4] = {NULL, NULL, NULL, NULL};
     for (int p = 1; p < 4; p++) CHECK(el_threadpool_create(p, &pools[p]) == EL_OK);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        int64_t unit = el_type_get(types[ti])->block_size;
+        int64_t unit = el_type_layout_get(types[ti])->block_size;
         unit = unit < 32 ? 32 : unit;
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
@@ -185,7 +187,7 @@ static void gemm_direct(el_gemm_fn gemm, const el_weight *w, const char *act, si
  * them) and the activation rows into other blocks (as tiles do). */
 static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *s,
                              test_rng *r) {
-    el_type vt = el_type_get(s->type)->vec_dot_type;
+    el_type vt = el_type_kernels_get(s->type)->vec_dot_type;
     size_t row_bytes = el_row_size(s->type, s->n_in);
     size_t act_stride = el_row_size(vt, s->k_in) + 6; /* rows apart by more than their size */
     int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
@@ -207,7 +209,7 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
     make_weight(s, r, wq, wrow, wd);
     for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
     for (int64_t row = 0; row < s->n_rows; row++) {
-        el_type_get(vt)->from_float(x + row * ldx, act + row * act_stride, s->k_in);
+        el_type_kernels_get(vt)->from_float(x + row * ldx, act + row * act_stride, s->k_in);
         el_gemm_aux_row(&w, signed_weights, act + row * act_stride, aux + row * groups);
     }
     memset(panel, 0x7F, el_gemm_panel_size(&w));
@@ -219,7 +221,7 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
                     splits[k][1]);
         if (k > 0 && memcmp(y, y0, y_bytes) != 0) {
             test_note("%s: panels of %lld rows, blocks of %lld rows disagree with the whole",
-                      el_type_get(s->type)->name, (long long)splits[k][0],
+                      el_type_layout_get(s->type)->ggml_name, (long long)splits[k][0],
                       (long long)splits[k][1]);
             return TEST_FAIL;
         }
@@ -235,7 +237,8 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
 static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type, test_rng *r) {
     static const int64_t batches[] = {2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 20};
     enum { N_OUT = 48, K_OUT = 45, ROWS = 40 };
-    const el_type_traits *t = el_type_get(type);
+    const el_type_kernels *t = el_type_kernels_get(type);
+    const el_type_layout *layout = el_type_layout_get(type);
     el_type vt = t->vec_dot_type;
     int64_t n_in = 256, ldy = N_OUT;
     size_t row_bytes = el_row_size(type, n_in), act_stride = el_row_size(vt, n_in);
@@ -256,7 +259,7 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
     }
     for (int64_t i = 0; i < ROWS * n_in; i++) x[i] = rand_normal(r);
     for (int64_t row = 0; row < ROWS; row++) {
-        el_type_get(vt)->from_float(x + row * n_in, act + row * act_stride, n_in);
+        el_type_kernels_get(vt)->from_float(x + row * n_in, act + row * act_stride, n_in);
         el_gemm_aux_row(&w, signed_weights, act + row * act_stride, aux + row * groups);
     }
     gemm_direct(gemm, &w, act, act_stride, aux, ROWS, all, ldy, panel, EL_GEMM_PANEL, ROWS);
@@ -268,7 +271,8 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
             for (int64_t row = 0; row < batches[b]; row++) {
                 if (memcmp(few + row * ldy, all + (r0 + row) * ldy, K_OUT * sizeof(float))) {
                     test_note("%s: row %lld in a batch of %lld differs from a batch of %d",
-                              t->name, (long long)(r0 + row), (long long)batches[b], ROWS);
+                              layout->ggml_name, (long long)(r0 + row), (long long)batches[b],
+                              ROWS);
                     return TEST_FAIL;
                 }
             }
@@ -309,7 +313,7 @@ static int test_gemm_tables(void) {
         for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
             el_gemm_fn gemm = k.gemm[types[ty]];
             CHECK(gemm != NULL);
-            int64_t unit = el_type_get(types[ty])->block_size;
+            int64_t unit = el_type_layout_get(types[ty])->block_size;
             unit = unit < 32 ? 32 : unit;
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
                 for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
@@ -349,9 +353,10 @@ static int test_gemm_batch_invariance(void) {
     el_threadpool *tp = NULL;
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_traits *t = el_type_get(types[ti]);
+        const el_type_kernels *t = el_type_kernels_get(types[ti]);
+        const el_type_layout *layout = el_type_layout_get(types[ti]);
         if (el_kernels_get()->gemm[types[ti]] == NULL) { /* tiles and gemv: to rounding only */
-            test_note("%s: no gemm kernel here (%s)", t->name, el_kernels_get()->isa);
+            test_note("%s: no gemm kernel here (%s)", layout->ggml_name, el_kernels_get()->isa);
             continue;
         }
       /* rows longer than one slice of a gemv's prepared activations (16384) too, in whole
@@ -383,8 +388,9 @@ static int test_gemm_batch_invariance(void) {
                 const float *want = (gemv ? alone : all) + r0 * N_OUT;
                 el_matmul(tp, &w, x + r0 * n_in, n_in, nb, few, N_OUT, scratch);
                 if (memcmp(few, want, (size_t)(nb * N_OUT) * sizeof(float)) != 0) {
-                    test_note("%s: rows %lld.. in a batch of %lld differ from %s", t->name,
-                              (long long)r0, (long long)nb, gemv ? "each alone" : "all 40");
+                    test_note("%s: rows %lld.. in a batch of %lld differ from %s",
+                              layout->ggml_name, (long long)r0, (long long)nb,
+                              gemv ? "each alone" : "all 40");
                     return TEST_FAIL;
                 }
             }
@@ -395,7 +401,7 @@ static int test_gemm_batch_invariance(void) {
                 if (memcmp(few, all + r0 * N_OUT,
                            (size_t)(batches[b] * N_OUT) * sizeof(float)) != 0) {
                     test_note("%s: rows %lld.. in a batch of %lld differ from a batch of %d",
-                              t->name, (long long)r0, (long long)batches[b], ROWS);
+                              layout->ggml_name, (long long)r0, (long long)batches[b], ROWS);
                     return TEST_FAIL;
                 }
             }
@@ -464,7 +470,8 @@ static int check_attend(el_attend_fn attend, el_type kv_type, const char *name) 
                     /* outputs are averages of values of magnitude ~1: relative to that */
                     if (!(fabsf(out[i] - want[i]) <= 2e-5f)) {
                         test_note("%s attend %s hd %d group %d cells %d: out[%d] = %.8g, want "
-                                  "%.8g", name, el_type_get(kv_type)->name, hd, group, nvs[n],
+                                  "%.8g",
+                                  name, el_type_layout_get(kv_type)->ggml_name, hd, group, nvs[n],
                                   i, out[i], want[i]);
                         return TEST_FAIL;
                     }
@@ -542,7 +549,7 @@ static int test_attend(void) {
             if (check_attend(k.attend, kv_types[t], tables[ti].name) != TEST_PASS)
                 return TEST_FAIL;
             test_note("tested the %s table's attention kernel on %s cells", tables[ti].name,
-                      el_type_get(kv_types[t])->name);
+                      el_type_layout_get(kv_types[t])->ggml_name);
         }
     }
     return TEST_PASS;

@@ -22,7 +22,7 @@ static float rand_normal(test_rng *r) {
 static el_weight quantized(el_type t, const float *wf, int64_t n_in, int64_t n_out, char *wq) {
     el_weight w = el_weight_view(t, wq, n_in, n_out);
     for (int64_t o = 0; o < n_out; o++)
-        el_type_get(t)->from_float(wf + o * n_in, wq + o * w.row_bytes, n_in);
+        el_type_kernels_get(t)->from_float(wf + o * n_in, wq + o * w.row_bytes, n_in);
     return w;
 }
 
@@ -37,7 +37,8 @@ typedef struct shape {
 } shape;
 
 static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
-    const el_type_traits *t = el_type_get(s->type);
+    const el_type_kernels *t = el_type_kernels_get(s->type);
+    const el_type_layout *layout = el_type_layout_get(s->type);
     el_type vt = t->vec_dot_type;
     size_t row_bytes = el_row_size(s->type, s->n_in);
     size_t kept_bytes = el_row_size(s->type, s->k_in);
@@ -70,7 +71,7 @@ static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
     el_matmul(tp, &w, x, ldx, s->n_rows, y, ldy, scratch);
 
     /* the activations' scale covers a block, or the whole row for per-row types (a8) */
-    int64_t bs = el_type_get(vt)->row_header ? s->k_in : el_type_get(vt)->block_size;
+    int64_t bs = el_type_layout_get(vt)->row_header ? s->k_in : el_type_layout_get(vt)->block_size;
     for (int64_t row = 0; row < s->n_rows; row++) {
         const float *xr = x + row * ldx;
         for (int64_t o = 0; o < s->k_out; o++) {
@@ -90,7 +91,7 @@ static int check_shape(el_threadpool *tp, const shape *s, test_rng *r) {
             float got = y[row * ldy + o];
             if (!(fabs(got - want) <= bound)) {
                 test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %g, want %g "
-                          "(bound %g)", t->name, (long long)s->n_out, (long long)s->n_in,
+                          "(bound %g)", layout->ggml_name, (long long)s->n_out, (long long)s->n_in,
                           (long long)s->k_out, (long long)s->k_in, (long long)s->n_rows,
                           (long long)row, (long long)o, got, want, bound);
                 return TEST_FAIL;
@@ -111,7 +112,7 @@ static int test_matmul_views(void) {
     el_threadpool *pools[3] = {NULL, NULL, NULL};
     for (int p = 0; p < 3; p++) CHECK(el_threadpool_create(p + 1, &pools[p]) == EL_OK);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        int64_t bs = el_type_get(types[ti])->block_size;
+        int64_t bs = el_type_layout_get(types[ti])->block_size;
         int64_t unit = bs == 1 ? 32 : bs;
         /* {n_in, n_out, k_in, k_out, n_rows} in units of blocks for n_in and k_in */
         static const int64_t dims[][5] = {
@@ -151,7 +152,7 @@ static int test_matmul_threads_agree(void) {
     for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const el_type_traits *tr = el_type_get(types[t]);
+        const el_type_layout *layout = el_type_layout_get(types[t]);
         el_weight w = quantized(types[t], wf, N_IN, N_OUT, wq);
         for (int rows = 1; rows <= ROWS; rows += ROWS - 1) {
             for (int i = 0; i < rows * N_OUT; i++) y1[i] = y3[i] = NAN; /* catches a row left out */
@@ -159,7 +160,7 @@ static int test_matmul_threads_agree(void) {
             el_matmul(tp3, &w, x, N_IN, rows, y3, N_OUT, scratch);
             for (int i = 0; i < rows * N_OUT; i++) CHECK(isfinite(y1[i]));
             if (memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) != 0)
-                test_note("%s, %d rows: 1 and 3 threads differ", tr->name, rows);
+                test_note("%s, %d rows: 1 and 3 threads differ", layout->ggml_name, rows);
             CHECK(memcmp(y1, y3, (size_t)rows * N_OUT * sizeof *y1) == 0);
         }
     }
@@ -189,14 +190,15 @@ static int test_matmul_decode_chunks(void) {
     for (int i = 0; i < N_IN * N_OUT; i++) wf[i] = rand_normal(&r);
     for (int i = 0; i < ROWS * N_IN; i++) x[i] = rand_normal(&r);
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        const el_type_traits *tr = el_type_get(types[t]);
+        const el_type_kernels *kernels = el_type_kernels_get(types[t]);
+        const el_type_layout *layout = el_type_layout_get(types[t]);
         el_weight w = quantized(types[t], wf, N_IN, N_OUT, wq);
         /* each activation row alone on one thread: one gemv over the whole matrix */
         for (int i = 0; i < ROWS * N_OUT; i++) y1[i] = NAN;
         for (int k = 0; k < ROWS; k++)
             el_matmul(tp[0], &w, x + k * N_IN, N_IN, 1, y1 + k * N_OUT, N_OUT, scratch);
         for (int o = 0; o < N_OUT; o++) {
-            tr->to_float(wq + o * w.row_bytes, wd, N_IN);
+            kernels->to_float(wq + o * w.row_bytes, wd, N_IN);
             double want = 0.0, mag = 0.0;
             for (int i = 0; i < N_IN; i++) {
                 want += (double)wd[i] * x[i];
@@ -213,7 +215,8 @@ static int test_matmul_decode_chunks(void) {
                 for (int i = 0; i < ROWS * N_OUT; i++) yn[i] = NAN;
                 el_matmul(tp[n - 1], &w, x, N_IN, rows, yn, N_OUT, scratch);
                 bool same = memcmp(y1, yn, (size_t)rows * N_OUT * sizeof *y1) == 0;
-                if (!same) test_note("%s: %d rows on %d threads differ", tr->name, rows, n);
+                if (!same)
+                    test_note("%s: %d rows on %d threads differ", layout->ggml_name, rows, n);
                 CHECK(same);
             }
     }
@@ -260,11 +263,11 @@ static int test_matmul_many(void) {
         float *yw[N], *yg[N];
         int64_t ldy[N];
         for (int i = 0; i < N; i++) {
-            const el_type_traits *tr = el_type_get(sets[s].type[i]);
+            const el_type_kernels *kernels = el_type_kernels_get(sets[s].type[i]);
             w[i] = el_weight_view(sets[s].type[i], wq[i], N_IN, sets[s].n_out[i]);
             w[i].act_scale = sets[s].act_scale[i];
             for (int64_t o = 0; o < w[i].n_out; o++)
-                tr->from_float(wf + o * N_IN, wq[i] + o * w[i].row_bytes, N_IN);
+                kernels->from_float(wf + o * N_IN, wq[i] + o * w[i].row_bytes, N_IN);
             wp[i] = &w[i];
             ldy[i] = MAX_OUT;
             yw[i] = want + (size_t)i * ROWS * MAX_OUT;

@@ -16,7 +16,7 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
     size_t bytes = el_row_size(type, n);
     uint8_t *p = data;
     for (size_t i = 0; i < bytes; i++) p[i] = (uint8_t)test_rand_u32(r);
-    int64_t nb = n / el_type_get(type)->block_size;
+    int64_t nb = n / el_type_layout_get(type)->block_size;
     for (int64_t b = 0; b < nb; b++) {
         uint16_t d = el_fp32_to_fp16(test_rand_uniform(r, -0.02f, 0.02f));
         uint16_t dmin = el_fp32_to_fp16(test_rand_uniform(r, 0.0f, 0.01f));
@@ -29,19 +29,19 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
             break;
         case EL_TYPE_Q6_K: ((el_block_q6_k *)data)[b].d = d; break;
         case EL_TYPE_W4G32: case EL_TYPE_W4G64: case EL_TYPE_W4G128:
-            memcpy((char *)data + b * el_type_get(type)->type_size, &d, sizeof d);
+            memcpy((char *)data + b * el_type_layout_get(type)->type_size, &d, sizeof d);
             break;
         default: break;
         }
     }
-    if (el_type_get(type)->row_header != 0) { /* a per-row float scale */
+    if (el_type_layout_get(type)->row_header != 0) { /* a per-row float scale */
         float d = test_rand_uniform(r, -0.02f, 0.02f);
         memcpy(data, &d, sizeof d);
     }
     if (type == EL_TYPE_F32 || type == EL_TYPE_F16 || type == EL_TYPE_BF16) {
         float *f = malloc((size_t)n * sizeof *f);
         for (int64_t i = 0; i < n; i++) f[i] = test_rand_uniform(r, -1.0f, 1.0f);
-        el_type_get(type)->from_float(f, data, n);
+        el_type_kernels_get(type)->from_float(f, data, n);
         free(f);
     }
 }
@@ -53,14 +53,15 @@ static int compare_tables(const el_kernels *simd) {
                                     EL_TYPE_W8A16};
     test_rng r = {99};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_traits *wt = el_type_get(types[ti]);
-        const el_type_traits *at = el_type_get(wt->vec_dot_type);
-        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
+        const el_type_kernels *wt = el_type_kernels_get(types[ti]);
+        const el_type_layout *wt_layout = el_type_layout_get(types[ti]);
+        const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
+        int64_t unit = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
         /* 1-9 blocks, then lengths past the kernels' groups of 8 blocks with every tail */
         static const int block_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 23, 31, 64};
         for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
             int blocks = block_counts[bc];
-            for (int extra = 0; extra < (wt->block_size == 1 ? 16 : 1); extra += 5) {
+            for (int extra = 0; extra < (wt_layout->block_size == 1 ? 16 : 1); extra += 5) {
                 int64_t n = unit * blocks + extra;
                 void *w = malloc(el_row_size(types[ti], n) + 1);
                 float *a = malloc((size_t)n * sizeof *a);
@@ -80,8 +81,8 @@ static int compare_tables(const el_kernels *simd) {
                 wt->vec_dot(n, &want, w, aq);
                 simd->vec_dot[types[ti]](n, &got, w, aq);
                 if (!(fabs((double)got - want) <= 2e-5 * mag + 1e-6)) {
-                    test_note("%s %s n=%lld: got %.9g, reference %.9g", simd->isa, wt->name,
-                              (long long)n, got, want);
+                    test_note("%s %s n=%lld: got %.9g, reference %.9g", simd->isa,
+                              wt_layout->ggml_name, (long long)n, got, want);
                     return TEST_FAIL;
                 }
                 free(w), free(a), free(aq), free(ad), free(wd);
@@ -99,9 +100,10 @@ static int compare_quantizers(const el_kernels *simd) {
     static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_A8, EL_TYPE_A16};
     test_rng r = {7};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_traits *t = el_type_get(types[ti]);
+        const el_type_kernels *t = el_type_kernels_get(types[ti]);
+        const el_type_layout *layout = el_type_layout_get(types[ti]);
         for (int blocks = 1; blocks <= 5; blocks++) {
-            int64_t n = t->block_size * blocks;
+            int64_t n = layout->block_size * blocks;
             size_t bytes = el_row_size(types[ti], n);
             float *x = malloc((size_t)n * sizeof *x);
             char *want = malloc(bytes), *got = malloc(bytes);
@@ -112,13 +114,13 @@ static int compare_quantizers(const el_kernels *simd) {
                     x[i] = test_rand_uniform(&r, -1.0f, 1.0f) * scale;
                     if (test_rand_u32(&r) % 8 == 0) x[i] = (float)((int)(test_rand_u32(&r) % 255) - 127) * 0.5f;
                 }
-                if (rep % 5 == 0) memset(x, 0, (size_t)t->block_size * sizeof *x);
+                if (rep % 5 == 0) memset(x, 0, (size_t)layout->block_size * sizeof *x);
                 t->from_float(x, want, n);
                 memset(got, 0xAB, bytes);
                 simd->quantize[types[ti]](x, got, n);
                 if (memcmp(want, got, bytes) != 0) {
                     test_note("%s quantize %s n=%lld rep %d: bytes differ from the reference",
-                              simd->isa, t->name, (long long)n, rep);
+                              simd->isa, layout->ggml_name, (long long)n, rep);
                     return TEST_FAIL;
                 }
             }
@@ -174,7 +176,8 @@ static int compare_f16_rows(const el_kernels *simd) {
 
 /* sum |w[i] * a[i]| of the dequantized rows: the scale of float rounding in a dot product. */
 static double dot_magnitude(el_type wtype, const void *w, const void *a, int64_t n) {
-    const el_type_traits *wt = el_type_get(wtype), *at = el_type_get(wt->vec_dot_type);
+    const el_type_kernels *wt = el_type_kernels_get(wtype),
+                          *at = el_type_kernels_get(wt->vec_dot_type);
     float *wd = malloc((size_t)n * sizeof *wd), *ad = malloc((size_t)n * sizeof *ad);
     if (wd == NULL || ad == NULL) return NAN;
     wt->to_float(w, wd, n);
@@ -191,10 +194,11 @@ static int compare_tiles(const el_kernels *simd) {
     test_rng r = {31};
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->tile[ty] == NULL) continue;
-        const el_type_traits *wt = el_type_get(ty);
-        const el_type_traits *at = el_type_get(wt->vec_dot_type);
+        const el_type_kernels *wt = el_type_kernels_get(ty);
+        const el_type_layout *wt_layout = el_type_layout_get(ty);
+        const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
         for (int blocks = 1; blocks <= 9; blocks += 2) {
-            int64_t n = wt->block_size * blocks;
+            int64_t n = wt_layout->block_size * blocks;
             size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
             size_t a_stride = el_row_size(wt->vec_dot_type, n) + 4;
             int64_t ldy = EL_TILE + 3;
@@ -222,7 +226,7 @@ static int compare_tiles(const el_kernels *simd) {
                     double mag = dot_magnitude((el_type)ty, wo, ao, n);
                     if (!(fabs((double)got - want) <= 2e-5 * mag + 1e-6)) {
                         test_note("%s tile %s n=%lld y[%d][%d]: got %.9g, reference %.9g",
-                                  simd->isa, wt->name, (long long)n, ar, o, got, want);
+                                  simd->isa, wt_layout->ggml_name, (long long)n, ar, o, got, want);
                         return TEST_FAIL;
                     }
                 }
@@ -250,9 +254,10 @@ static int compare_gemvs(const el_kernels *simd) {
     static const int row_counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 13};
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->gemv[ty] == NULL) continue;
-        const el_type_traits *wt = el_type_get(ty);
-        const el_type_traits *at = el_type_get(wt->vec_dot_type);
-        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
+        const el_type_kernels *wt = el_type_kernels_get(ty);
+        const el_type_layout *wt_layout = el_type_layout_get(ty);
+        const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
+        int64_t unit = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
         for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
             int64_t n = unit * block_counts[bc];
             size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
@@ -283,7 +288,8 @@ static int compare_gemvs(const el_kernels *simd) {
                 for (int o = 0; o < rows; o++) {
                     if (!(fabs((double)y[o] - want[o]) <= 2e-5 * mag[o] + 1e-6)) {
                         test_note("%s gemv %s n=%lld rows %d y[%d]: got %.9g, reference %.9g",
-                                  simd->isa, wt->name, (long long)n, rows, o, y[o], want[o]);
+                                  simd->isa, wt_layout->ggml_name, (long long)n, rows, o, y[o],
+                                  want[o]);
                         return TEST_FAIL;
                     }
                     CHECK(memcmp(&alone[o], &y[o], sizeof alone[o]) == 0);
@@ -308,12 +314,14 @@ static int compare_gemv_multis(const el_kernels *simd) {
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
         if (simd->gemv_multi[ty] == NULL) continue;
         CHECK(simd->gemv[ty] != NULL);
-        const el_type_traits *wt = el_type_get(ty);
-        const el_type_traits *at = el_type_get(wt->vec_dot_type);
-        int64_t unit = wt->block_size == 1 ? 32 : wt->block_size;
+        const el_type_kernels *wt = el_type_kernels_get(ty);
+        const el_type_layout *wt_layout = el_type_layout_get(ty);
+        const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
+        int64_t unit = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
         for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
             int64_t n = unit * block_counts[bc];
-            if (wt->block_size == 128 && block_counts[bc] == 521) n = 128 * 161; /* > a slice */
+            if (wt_layout->block_size == 128 && block_counts[bc] == 521)
+                n = 128 * 161; /* > a slice */
             size_t w_stride = el_row_size((el_type)ty, n) + 6;
             size_t a_stride = el_row_size(wt->vec_dot_type, n) + 8;
             char *w = malloc(w_stride * ROWS), *aq = malloc(a_stride * EL_GEMV_MULTI_MAX);
@@ -347,8 +355,9 @@ static int compare_gemv_multis(const el_kernels *simd) {
                             }
                             if (memcmp(&got, &alone[k][o], sizeof got) != 0) {
                                 test_note("%s gemv_multi %s n=%lld %d activation rows, %d rows: "
-                                          "y[%d][%d] = %.9g, alone %.9g", simd->isa, wt->name,
-                                          (long long)n, n_act, rows, k, o, got, alone[k][o]);
+                                          "y[%d][%d] = %.9g, alone %.9g",
+                                          simd->isa, wt_layout->ggml_name, (long long)n, n_act,
+                                          rows, k, o, got, alone[k][o]);
                                 return TEST_FAIL;
                             }
                         }
@@ -383,7 +392,7 @@ static int compare_w8a16(const el_kernels *simd) {
                 memcpy(a + sizeof da + 2 * i, &v, sizeof v);
             }
             float want = NAN, got = NAN, tile[EL_TILE * EL_TILE];
-            el_type_get(EL_TYPE_W8A16)->vec_dot(n, &want, w, a);
+            el_type_kernels_get(EL_TYPE_W8A16)->vec_dot(n, &want, w, a);
             simd->vec_dot[EL_TYPE_W8A16](n, &got, w, a);
             if (memcmp(&want, &got, sizeof got) != 0) {
                 test_note("%s w8a16 n=%lld pattern %d: got %.9g, reference %.9g", simd->isa,

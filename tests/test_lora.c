@@ -153,7 +153,7 @@ static void lora_matrices(const tiny_cfg *c, const lora_spec *s, int il, int l, 
 static void *encode(pool *pl, el_type t, const float *x, int64_t n, uint64_t *bytes) {
     *bytes = el_row_size(t, n);
     void *d = keep(pl, malloc(*bytes));
-    el_type_get(t)->from_float(x, d, n);
+    el_type_kernels_get(t)->from_float(x, d, n);
     return d;
 }
 
@@ -400,7 +400,7 @@ static int test_gguf_runtime_equals_merged(void) {
         double err = 1, effect = 0;
         CHECK(runtime_vs_merged(&LLAMA, &p, &cases[i].scale, 1, &err, &effect, 1));
         test_note("rank %d targets 0x%02x %s: runtime vs merged %.2e (adapter moves logits %.2e)",
-                  s.rank, s.targets, el_type_get(s.type)->name, err, effect);
+                  s.rank, s.targets, el_type_layout_get(s.type)->ggml_name, err, effect);
         CHECK(err < 1e-4);
         CHECK(effect > 1e-2);
     }

@@ -203,8 +203,8 @@ static int check_type(int k, const char *float_path, const float *ref_logits) {
         CHECK(deq != NULL);
         size_t row = el_row_size((el_type)b->type, a->ne[0]); /* rows may have a header */
         for (int64_t r = 0; r < a->ne[1]; r++)
-            el_type_get(b->type)->to_float((const uint8_t *)b->data + r * row,
-                                           deq + r * a->ne[0], a->ne[0]);
+            el_type_kernels_get(b->type)->to_float((const uint8_t *)b->data + r * row,
+                                                   deq + r * a->ne[0], a->ne[0]);
         double err = rel_rms(a->data, deq, n);
         free(deq);
         if (err > types[k].max_rel_err || fabs(err - s.err[i]) > 1e-6 * err + 1e-12) {

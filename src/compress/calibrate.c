@@ -30,8 +30,6 @@ enum {
     MIN_PERCENTILE = 90       /* lower ones clip too much to be useful, and hold many values */
 };
 
-static int32_t n_linear(void) { return EL_LINEAR_DOWN + 1; }
-
 /* The k largest values seen so far as a min-heap: v[0] is the k-th largest (with k = 1, the
  * maximum), the value at the percentile once all values are in. */
 typedef struct top_k {
@@ -69,7 +67,7 @@ static void observe(void *user, int il, el_linear which, const float *x, int64_t
                     int32_t n_rows) {
     const observer *o = user;
     const el_weight *w = il < 0 ? &o->m->output : el_layer_weight(&o->m->layers[il], which);
-    top_k *t = &o->top[il < 0 ? o->n_ranges - 1 : il * n_linear() + (int32_t)which];
+    top_k *t = &o->top[il < 0 ? o->n_ranges - 1 : el_linear_slot(il, which)];
     for (int32_t row = 0; row < n_rows; row++)
         for (int64_t i = 0; i < w->k_in; i++) {
             float a = fabsf(x[row * ldx + i]);
@@ -85,9 +83,10 @@ static el_status observer_init(observer *o, const el_model *m, int32_t n_ranges,
     o->top = calloc((size_t)n_ranges, sizeof *o->top);
     if (!o->top) return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t i = 0; i < n_ranges; i++) {
-        int il = i / n_linear();
-        const el_weight *w = i == n_ranges - 1 ? &m->output
-                                               : el_layer_weight(&m->layers[il], i % n_linear());
+        const el_weight *w = i == n_ranges - 1
+                                 ? &m->output
+                                 : el_layer_weight(&m->layers[i / EL_N_LINEAR],
+                                                   (el_linear)(i % EL_N_LINEAR));
         double values = (double)n_rows * (double)w->k_in;
         o->top[i].k = (int64_t)floor(values * (100.0 - percentile) / 100.0) + 1;
         if (!(o->top[i].v = malloc((size_t)o->top[i].k * sizeof(float))))
@@ -103,12 +102,12 @@ static void observer_free(observer *o) {
 }
 
 static el_status name_ranges(const el_model *m, el_calibration *c) {
-    c->n_ranges = m->hp.n_layer * n_linear() + 1;
+    c->n_ranges = m->hp.n_layer * EL_N_LINEAR + 1;
     c->ranges = calloc((size_t)c->n_ranges, sizeof *c->ranges);
     if (!c->ranges) return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     for (int il = 0; il < m->hp.n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-            snprintf(c->ranges[il * n_linear() + w].name, sizeof c->ranges[0].name, "blk.%d.%s",
+            snprintf(c->ranges[el_linear_slot(il, w)].name, sizeof c->ranges[0].name, "blk.%d.%s",
                      il, el_linear_tensor_suffix(w));
     bool tied = !gguf_find_tensor(m->gguf, "output.weight");
     snprintf(c->ranges[c->n_ranges - 1].name, sizeof c->ranges[0].name, "%s",

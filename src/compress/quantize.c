@@ -34,7 +34,7 @@ el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
             if (!el_type_is_weight((el_type)i)) continue;
             size_t len = strlen(names);
             snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
-                     el_type_get(i)->name);
+                     el_type_layout_get(i)->ggml_name);
         }
         return el_error(EL_ERR_INVALID_ARG, "unknown quantization type '%s' (known: %s)",
                         type ? type : "(null)", names);
@@ -63,8 +63,8 @@ uint32_t el_quant_file_type(el_type t) {
 
 /* Whether a row of n elements can be stored in t (whole blocks). */
 static bool fits(el_type t, int64_t n) {
-    const el_type_traits *tr = el_type_get((uint32_t)t);
-    return tr && n % tr->block_size == 0;
+    const el_type_layout *layout = el_type_layout_get((uint32_t)t);
+    return layout && n % layout->block_size == 0;
 }
 
 el_type el_quant_fit_type(el_type want, int64_t n_in) {
@@ -94,7 +94,7 @@ static bool is_weight_matrix(const gguf_tensor *t) {
 
 /* The conversion of one tensor's rows, split across threads. */
 typedef struct convert_job {
-    const el_type_traits *in, *out;
+    const el_type_kernels *in, *out;
     const uint8_t *src;
     uint8_t *dst;
     int64_t n;                 /* elements per row */
@@ -171,7 +171,7 @@ static el_status convert_tensor(quant_state *s, const gguf_tensor *t, const char
     if (!scratch)
         return el_error(EL_ERR_NOMEM, "%s: no memory to convert tensor '%s'", s->in->path, name);
     s->scratch = scratch;
-    convert_job j = {.in = el_type_get(t->type), .out = el_type_get((uint32_t)to),
+    convert_job j = {.in = el_type_kernels_get(t->type), .out = el_type_kernels_get((uint32_t)to),
                      .src = t->data, .dst = out, .n = n, .n_rows = n_rows,
                      .in_row = el_row_size((el_type)t->type, n), .out_row = el_row_size(to, n),
                      .scratch = s->scratch, .err2 = s->err2, .ref2 = s->ref2};
@@ -193,7 +193,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     const gguf_tensor *t = &s->in->tensors[qt->index];
     el_quantize_tensor rep = {
         .name = qt->name, .index = qt->report_index, .n_tensors = s->n_reported,
-        .from_type = gguf_tensor_type_name(t->type), .to_type = gguf_tensor_type_name(qt->to),
+        .from_type = el_type_layout_get(t->type)->name, .to_type = el_type_layout_get(qt->to)->name,
         .quantized = qt->to != (el_type)t->type,
         .fallback = is_weight_matrix(t) && qt->to != s->want,
         .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
@@ -221,7 +221,7 @@ static bool is_act_scale(const gguf_tensor *t) {
 /* Adds "<name>.act_scale" after a weight written in a type dotted with int8 activations, if
  * calibration saw its input. */
 static el_status plan_act_scale(quant_state *s, quant_tensor *qt) {
-    if (s->calib.n_ranges == 0 || el_type_get((uint32_t)qt->to)->vec_dot_type != EL_TYPE_A8)
+    if (s->calib.n_ranges == 0 || el_type_kernels_get((uint32_t)qt->to)->vec_dot_type != EL_TYPE_A8)
         return EL_OK;
     qt->act_scale = el_calibration_scale(&s->calib, qt->name);
     if (!(qt->act_scale > 0.0f)) {
@@ -248,10 +248,10 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     if (!(qt->name = strndup(t->name.ptr, (size_t)t->name.len)))
         return el_error(EL_ERR_NOMEM, "%s: out of memory", s->in->path);
     qt->to = is_weight_matrix(t) ? el_quant_fit_type(s->want, t->ne[0]) : (el_type)t->type;
-    const el_type_traits *in = el_type_get(t->type);
+    const el_type_kernels *in = el_type_kernels_get(t->type);
     if (qt->to != (el_type)t->type && (!in || !in->to_float))
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which cannot be read",
-                        s->in->path, qt->name, gguf_tensor_type_name(t->type));
+                        s->in->path, qt->name, el_type_layout_get(t->type)->name);
     uint64_t rows = (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
     uint64_t nbytes = qt->to == (el_type)t->type ? t->nbytes : el_row_size(qt->to, t->ne[0]) * rows;
     s->bytes_total += t->nbytes;
@@ -267,7 +267,7 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
     el_type_from_name(p->type, &s->want);
     s->params = p;
     s->out_path = out_path;
-    if (p->calib_path && el_type_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
+    if (p->calib_path && el_type_kernels_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
         return el_error(EL_ERR_INVALID_ARG, "static activation scales (calibration) need a type "
                         "that dots int8 activations (w8, w4, w4g32, w4g64, w4g128), not %s",
                         p->type);

@@ -49,7 +49,7 @@ static void elements(const el_st_tensor *s, int64_t i, int64_t n, float *out) {
     size_t es = el_st_dtype_size(s->dtype);
     const uint8_t *p = (const uint8_t *)s->data + (size_t)i * es;
     if ((uintptr_t)p % es == 0) {
-        el_type_get(t)->to_float(p, out, n);
+        el_type_kernels_get(t)->to_float(p, out, n);
         return;
     }
     for (int64_t k = 0; k < n; k++) {
@@ -78,14 +78,14 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
         report(j->pr, nbytes);
         return EL_OK;
     }
-    const el_type_traits *tr = el_type_get(t->type);
+    const el_type_kernels *kernels = el_type_kernels_get(t->type);
     size_t row_bytes = el_row_size((el_type)t->type, t->ne0);
     float *row = malloc((size_t)t->ne0 * sizeof *row);
     if (!row) return el_error(EL_ERR_NOMEM, "out of memory converting %s", t->hf_name);
     for (int64_t r = 0; r < t->ne1; r++) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
         elements(j->src, sr * t->ne0, t->ne0, row);
-        tr->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     report(j->pr, nbytes);

@@ -179,7 +179,7 @@ static void plan_add(el_hf_tensor *t, int32_t *n, const char *name, const char *
     if (ne1 == 1)
         e->type = EL_TYPE_F32;
     else
-        e->type = ne0 % el_type_get(target)->block_size == 0 ? target : EL_TYPE_F16;
+        e->type = ne0 % el_type_layout_get(target)->block_size == 0 ? target : EL_TYPE_F16;
 }
 
 el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, int32_t *n) {

@@ -106,13 +106,13 @@ static el_status fill_matrix(const el_hf_tensor *t, uint64_t *rng, void *buf, ui
         for (int64_t i = 0; i < n / EL_QK4_0; i++) b[i].d = scale(rng, WEIGHT_STD / 4.6f);
         return EL_OK;
     }
-    const el_type_traits *tr = el_type_get(t->type);
+    const el_type_kernels *kernels = el_type_kernels_get(t->type);
     float *row = malloc((size_t)t->ne0 * sizeof *row);
     if (!row) return el_error(EL_ERR_NOMEM, "synth: out of memory for %s", t->name);
     size_t row_bytes = el_row_size((el_type)t->type, t->ne0);
     for (int64_t r = 0; r < t->ne1; r++) {
         noise(rng, row, t->ne0);
-        tr->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     return EL_OK;

@@ -137,8 +137,7 @@ static void describe_gguf(text *t, const gguf_file *f) {
     uint64_t bytes = 0, params = 0;
     for (uint64_t i = 0; i < f->n_tensors; i++) {
         const gguf_tensor *ts = &f->tensors[i];
-        const char *type = gguf_tensor_type_name(ts->type);
-        add(t, "  %.*s: %s [", (int)ts->name.len, ts->name.ptr, type ? type : "?");
+        add(t, "  %.*s: %s [", (int)ts->name.len, ts->name.ptr, gguf_tensor_layout(ts->type)->name);
         uint64_t n = 1;
         for (uint32_t d = 0; d < ts->n_dims; d++) {
             add(t, d ? ", %" PRId64 : "%" PRId64, ts->ne[d]);

@@ -14,52 +14,9 @@
 
 /* --------------------------------------------------------- tensor types */
 
-/* Block size and bytes per block of every ggml type id we can size, and of edgelora's own types
- * (ids 64 and up, docs/formats.md), whose per-row types start each row with a header. The
- * kernels know fewer types; a file with a type we can size but not compute with still opens,
- * and the model loader refuses it. */
-typedef struct gguf_type_info {
-    const char *name;
-    int64_t block_size;
-    size_t type_size;
-    size_t row_header; /* bytes before each row's first block */
-} gguf_type_info;
-
-static const gguf_type_info type_table[] = {
-    [0] = {"f32", 1, 4},       [1] = {"f16", 1, 2},       [2] = {"q4_0", 32, 18},
-    [3] = {"q4_1", 32, 20},    [6] = {"q5_0", 32, 22},    [7] = {"q5_1", 32, 24},
-    [8] = {"q8_0", 32, 34},    [9] = {"q8_1", 32, 36},    [10] = {"q2_k", 256, 84},
-    [11] = {"q3_k", 256, 110}, [12] = {"q4_k", 256, 144}, [13] = {"q5_k", 256, 176},
-    [14] = {"q6_k", 256, 210}, [15] = {"q8_k", 256, 292}, [24] = {"i8", 1, 1},
-    [25] = {"i16", 1, 2},      [26] = {"i32", 1, 4},      [27] = {"i64", 1, 8},
-    [28] = {"f64", 1, 8},      [30] = {"bf16", 1, 2},
-    [65] = {"w8", 32, 32, 4},  [66] = {"w4", 32, 16, 4},  [67] = {"w4g32", 32, 18},
-    [68] = {"w4g64", 64, 34},  [69] = {"w4g128", 128, 66}, [70] = {"w8a16", 32, 32, 4},
-};
-
-static const gguf_type_info *type_info(uint32_t type) {
-    if (type >= sizeof type_table / sizeof type_table[0] || !type_table[type].name) return NULL;
-    return &type_table[type];
-}
-
-int64_t gguf_type_block_size(uint32_t type) {
-    const gguf_type_info *t = type_info(type);
-    return t ? t->block_size : 0;
-}
-
-size_t gguf_type_size(uint32_t type) {
-    const gguf_type_info *t = type_info(type);
-    return t ? t->type_size : 0;
-}
-
-size_t gguf_type_row_header(uint32_t type) {
-    const gguf_type_info *t = type_info(type);
-    return t ? t->row_header : 0;
-}
-
-const char *gguf_tensor_type_name(uint32_t type) {
-    const gguf_type_info *t = type_info(type);
-    return t ? t->name : NULL;
+const el_type_layout *gguf_tensor_layout(uint32_t type) {
+    const el_type_layout *l = el_type_layout_get(type);
+    return l && !l->run_time_only ? l : NULL;
 }
 
 /* --------------------------------------------------------- value types */
@@ -315,7 +272,7 @@ static el_status rd_tensor_info(cursor *c, gguf_tensor *t) {
     st = rd_u32(c, &t->type, "tensor type");
     if (!st) st = rd_uint(c, 8, &t->offset, "tensor offset");
     if (st) return st;
-    const gguf_type_info *ti = type_info(t->type);
+    const el_type_layout *ti = gguf_tensor_layout(t->type);
     if (!ti)
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%.*s' has unknown type id %u (offset %zu)",
                         c->name, nl, t->name.ptr, t->type, at);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/mapfile.h"
+#include "core/types.h"
 #include "edgelora.h"
 
 typedef enum gguf_value_type {
@@ -60,7 +61,7 @@ typedef struct gguf_tensor {
     gguf_str name;
     uint32_t n_dims;
     int64_t ne[GGUF_MAX_DIMS]; /* ne[0] is the contiguous (row) dimension; unused dims are 1 */
-    uint32_t type;             /* ggml type id; see kernels/types.h */
+    uint32_t type;             /* ggml type id; see core/types.h */
     uint64_t offset;           /* relative to the data section */
     const void *data;          /* into the mapping */
     uint64_t nbytes;
@@ -110,13 +111,10 @@ const char *gguf_type_name(gguf_value_type t);
 /* Bytes of one element of a fixed-size value type; 0 for string and array. */
 size_t gguf_value_size(gguf_value_type t);
 
-/* The tensor types the reader can size (ggml ids and edgelora's, see kernels/types.h): elements
- * per block, bytes per block, and a short name ("q4_0"); 0 / NULL for ids it does not know. */
-int64_t gguf_type_block_size(uint32_t type);
-size_t gguf_type_size(uint32_t type);
-/* Bytes before the first block of each row (edgelora's per-row types; 0 for ggml's). */
-size_t gguf_type_row_header(uint32_t type);
-const char *gguf_tensor_type_name(uint32_t type);
+/* The layout of a tensor type a file may hold (core/types.h: every type with a layout but our
+ * activation types, which exist only at run time); NULL for the others, which the reader and
+ * the writer refuse. A file may hold types we can size but not compute with. */
+const el_type_layout *gguf_tensor_layout(uint32_t type);
 
 /* ---------------------------------------------------------------- writer */
 

@@ -242,8 +242,8 @@ el_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
         return el_error(EL_ERR_INVALID_ARG, "gguf writer: tensor '%s' has %u dimensions", name,
                         n_dims);
-    int64_t bs = gguf_type_block_size(type);
-    if (bs == 0)
+    const el_type_layout *layout = gguf_tensor_layout(type);
+    if (!layout)
         return el_error(EL_ERR_INVALID_ARG, "gguf writer: tensor '%s' has unknown type %u", name,
                         type);
     writer_tensor t = {.type = type, .n_dims = n_dims, .data = fill ? NULL : user,
@@ -254,9 +254,10 @@ el_status gguf_writer_add_tensor_fill(gguf_writer *w, const char *name, uint32_t
         ok = ok && t.ne[d] >= 0;
     }
     /* bytes = (row header + ne[0]/block * type_size) * ne[1] * ne[2] * ne[3], refusing overflow */
+    int64_t bs = layout->block_size;
     uint64_t want = ok && t.ne[0] % bs == 0 ? (uint64_t)(t.ne[0] / bs) : 0;
-    ok = ok && t.ne[0] % bs == 0 && mul_ok(want, gguf_type_size(type), &want);
-    if (ok && t.ne[0] > 0) want += gguf_type_row_header(type);
+    ok = ok && t.ne[0] % bs == 0 && mul_ok(want, layout->type_size, &want);
+    if (ok && t.ne[0] > 0) want += layout->row_header;
     for (int d = 1; d < GGUF_MAX_DIMS && ok; d++) ok = mul_ok(want, (uint64_t)t.ne[d], &want);
     if (!ok) return el_error(EL_ERR_INVALID_ARG, "gguf writer: tensor '%s' has a bad shape", name);
     if (want != nbytes)

@@ -1,62 +1,13 @@
-/* blocks.h - the byte layouts of quantized blocks, exactly as ggml writes them into GGUF files,
- * and the portable reference kernels that read and write them (quant.c, ref.c).
- *
- * Every struct is made of byte-aligned fields only, so it has no padding and the size asserts
- * pin the file layout. fp16 fields are raw IEEE half bits (see el_fp16_to_fp32). */
+/* blocks.h - the portable reference kernels (quant.c, ref.c) of ggml's quantized blocks, whose
+ * byte layouts are core's (core/blocks.h, shared with the layout table), and the helpers the
+ * SIMD kernels unpack them with. */
 #ifndef EL_KERNELS_BLOCKS_H
 #define EL_KERNELS_BLOCKS_H
 
 #include <stdint.h>
 
+#include "core/blocks.h"
 #include "kernels/types.h"
-
-enum { EL_QK8_0 = 32, EL_QK4_0 = 32, EL_QK_K = 256 };
-
-/* Q8_0: x[j] = d * qs[j]. */
-typedef struct el_block_q8_0 {
-    uint16_t d;
-    int8_t qs[EL_QK8_0];
-} el_block_q8_0;
-_Static_assert(sizeof(el_block_q8_0) == 34, "q8_0 block is 34 bytes in GGUF");
-
-/* Q4_0: x[j] = d * (q - 8) with q the low nibble of qs[j] for j < 16 and the high nibble of
- * qs[j - 16] for j >= 16. */
-typedef struct el_block_q4_0 {
-    uint16_t d;
-    uint8_t qs[EL_QK4_0 / 2];
-} el_block_q4_0;
-_Static_assert(sizeof(el_block_q4_0) == 18, "q4_0 block is 18 bytes in GGUF");
-
-/* Q4_K: 8 sub-blocks of 32 with 6-bit scale sc[s] and min m[s] (packed in scales, see
- * el_q4_k_scale_min); x = d*sc[s]*q - dmin*m[s]. Elements 64c..64c+31 are the low nibbles of
- * qs[32c..32c+31] and elements 64c+32..64c+63 their high nibbles (sub-blocks 2c and 2c+1). */
-typedef struct el_block_q4_k {
-    uint16_t d;
-    uint16_t dmin;
-    uint8_t scales[12];
-    uint8_t qs[EL_QK_K / 2];
-} el_block_q4_k;
-_Static_assert(sizeof(el_block_q4_k) == 144, "q4_k block is 144 bytes in GGUF");
-
-/* Q6_K: 16 sub-blocks of 16 with int8 scales; x = d * scales[s] * (q - 32), q of 6 bits.
- * In each half h of 128 elements (ql + 64h, qh + 32h), for l < 32: element l is the low nibble
- * of ql[l], element l+32 the low nibble of ql[l+32], l+64 the high nibble of ql[l], l+96 the
- * high nibble of ql[l+32]; their top two bits are bits 0-1, 2-3, 4-5, 6-7 of qh[l]. */
-typedef struct el_block_q6_k {
-    uint8_t ql[EL_QK_K / 2];
-    uint8_t qh[EL_QK_K / 4];
-    int8_t scales[EL_QK_K / 16];
-    uint16_t d;
-} el_block_q6_k;
-_Static_assert(sizeof(el_block_q6_k) == 210, "q6_k block is 210 bytes in GGUF");
-
-/* Q8_K (activations only): x[j] = d * qs[j]; bsums[i] = sum of qs[16i .. 16i+15]. */
-typedef struct el_block_q8_k {
-    float d;
-    int8_t qs[EL_QK_K];
-    int16_t bsums[EL_QK_K / 16];
-} el_block_q8_k;
-_Static_assert(sizeof(el_block_q8_k) == 292, "q8_k block is 292 bytes");
 
 /* The 6-bit scale and min of sub-block s (0..7) of a Q4_K block. Sub-blocks 0-3 keep theirs in
  * the low 6 bits of bytes s and s+4; sub-blocks 4-7 keep their low 4 bits in the nibbles of

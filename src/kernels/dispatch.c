@@ -13,7 +13,7 @@ void el_kernels_reference(el_kernels *k) {
     k->attend = el_attend_ref;
     k->swiglu = el_swiglu_ref;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
-        const el_type_traits *tr = el_type_get(t);
+        const el_type_kernels *tr = el_type_kernels_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
         k->quantize[t] = tr ? tr->from_float : NULL;
         k->tile[t] = NULL;

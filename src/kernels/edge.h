@@ -1,4 +1,4 @@
-/* edge.h - layouts and reference kernels of edgelora's integer types (ids 64 and up, see
+/* edge.h - the reference kernels of edgelora's integer types (ids 64 and up, see
  * types.h and docs/formats.md): int8 or int16 activations with a per-row (per-token) scale,
  * int8 / int4 weights with a per-row (per-output-channel) or per-group scale.
  *
@@ -7,33 +7,18 @@
  * nibble - 8, in -8..7 (our quantizers use -7..7: symmetric).
  *
  * Per-row types start each row with a header holding its scale, so a row (or a prefix of a row,
- * as pruned views read) carries its own scale and el_weight needs nothing new. */
+ * as pruned views read) carries its own scale and el_weight needs nothing new. The headers'
+ * layouts are core's (core/blocks.h), which the layout table sizes rows from. */
 #ifndef EL_KERNELS_EDGE_H
 #define EL_KERNELS_EDGE_H
 
 #include <stdint.h>
 #include <string.h>
 
+#include "core/blocks.h"
 #include "kernels/types.h"
 
-enum { EL_QK_EDGE = 32 };
-
-/* A8 row: this header, then n int8 q; x[j] = d * q[j], q in -127..127. sum is the sum of the
- * row's q (so kernels that take int4 weights as unsigned nibbles can take the 8 back off). */
-typedef struct el_a8_header {
-    float d;
-    int32_t sum;
-} el_a8_header;
-_Static_assert(sizeof(el_a8_header) == 8, "a8 row header is 8 bytes");
-
-/* A16 row: float d, then n int16 q; x[j] = d * q[j], q in -32767..32767. */
-typedef struct el_a16_header {
-    float d;
-} el_a16_header;
-
-/* W8 row (and W8A16's, the same bytes): float d, then n int8 q (-127..127); W4 row: float d,
- * then n/2 bytes of int4 chunks. W4G<G> block: fp16 d, then G/2 bytes (G/32 int4 chunks);
- * x = d * (nibble - 8). */
+/* The float scale a W8 or W4 row starts with (layouts: core/blocks.h). */
 static inline float el_edge_row_scale(const void *row) {
     float d;
     memcpy(&d, row, sizeof d);

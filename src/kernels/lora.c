@@ -111,7 +111,7 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* Bytes of one row of n floats converted to what a weight of type wt dots with. */
 static size_t act_row_bytes(el_type wt, int64_t n) {
-    el_type vt = el_type_get(wt)->vec_dot_type;
+    el_type vt = el_type_kernels_get(wt)->vec_dot_type;
     return vt == EL_TYPE_F32 ? 0 : el_row_size(vt, n);
 }
 
@@ -188,7 +188,7 @@ static void job_a(void *arg, int ith, int nth) {
         const el_weight *a = &t->pair->a;
         int64_t rank = a->n_out, u0 = t->unit0, u1 = u0 + rank;
         if (u1 <= lo || u0 >= hi) continue;
-        bool q = el_type_get(a->type)->vec_dot_type != EL_TYPE_F32;
+        bool q = el_type_kernels_get(a->type)->vec_dot_type != EL_TYPE_F32;
         el_vec_dot_fn dot = j->k->vec_dot[a->type];
         const el_lora_group *g = t->group;
         for (int64_t u = lo > u0 ? lo : u0; u < (hi < u1 ? hi : u1); u++) {
@@ -217,7 +217,7 @@ static void job_b(void *arg, int ith, int nth) {
         if (p->b_packed) {
             /* threads split whole blocks of outputs */
             int64_t nb = j->n_out / EL_LORA_PACK, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
-            size_t blk = (size_t)rank * EL_LORA_PACK * el_type_get(b->type)->type_size;
+            size_t blk = (size_t)rank * EL_LORA_PACK * el_type_layout_get(b->type)->type_size;
             for (int32_t i = 0; i < g->n_rows; i++)
                 el_lora_packed(b->type, rank, b1 - b0, j->t + t->t_off + (size_t)i * rank,
                                (const char *)b->data + b0 * blk,
@@ -284,8 +284,8 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
         for (int32_t g = 0; g < lr->n_groups; g++)
             for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
                 int32_t r = lr->groups[g].rows[i];
-                el_type_get(EL_TYPE_Q8_0)->from_float(x + (size_t)r * ldx,
-                                                      (char *)s->qx + (size_t)r * j.qx_row, n_in);
+                el_type_kernels_get(EL_TYPE_Q8_0)
+                    ->from_float(x + (size_t)r * ldx, (char *)s->qx + (size_t)r * j.qx_row, n_in);
             }
     }
     run(tp, job_a, &j);
@@ -298,7 +298,7 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
             for (int64_t k = 0; k < rank; k++)
                 tr[k] *= t->scale;
             if (qrow)
-                el_type_get(el_type_get(t->pair->b.type)->vec_dot_type)
+                el_type_kernels_get(el_type_kernels_get(t->pair->b.type)->vec_dot_type)
                     ->from_float(tr, (char *)s->qt + t->qt_off + (size_t)i * qrow, rank);
         }
     }

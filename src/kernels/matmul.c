@@ -61,13 +61,14 @@ el_weight el_weight_view(el_type type, const void *data, int64_t n_in, int64_t n
 }
 
 void el_weight_floats(const el_weight *w, float *out) {
-    const el_type_traits *tr = el_type_get(w->type);
+    const el_type_kernels *kernels = el_type_kernels_get(w->type);
     for (int64_t r = 0; r < w->n_out; r++)
-        tr->to_float((const char *)w->data + (size_t)r * w->row_bytes, out + r * w->n_in, w->n_in);
+        kernels->to_float((const char *)w->data + (size_t)r * w->row_bytes, out + r * w->n_in,
+                          w->n_in);
 }
 
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows) {
-    el_type vt = el_type_get(w->type)->vec_dot_type;
+    el_type vt = el_type_kernels_get(w->type)->vec_dot_type;
     if (vt == EL_TYPE_F32) return 0; /* float activations are used in place */
     return (size_t)n_rows * el_row_size(vt, w->k_in);
 }
@@ -218,7 +219,7 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
  * had). */
 static bool wants_gemm(const el_kernels *k, const el_weight *w, int64_t n_rows) {
     int64_t min_rows = k->gemv[w->type] ? GEMM_MIN_ROWS : GEMM_MIN_ROWS_NO_GEMV;
-    return k->gemm[w->type] && el_type_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
+    return k->gemm[w->type] && el_type_kernels_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
            n_rows >= min_rows && w->k_in <= GEMM_MAX_K;
 }
 
@@ -271,7 +272,7 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
 /* j's activation rows: x itself for float dot products, else x quantized into scratch. */
 static void job_activations(el_threadpool *tp, matmul_job *j, void *scratch) {
     const el_weight *w = j->w;
-    el_type vt = el_type_get(w->type)->vec_dot_type;
+    el_type vt = el_type_kernels_get(w->type)->vec_dot_type;
     if (vt == EL_TYPE_F32) {
         j->act = (const char *)j->x;
         j->act_stride = (size_t)j->ldx * sizeof(float);
@@ -308,7 +309,8 @@ void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ld
 
 /* Whether b takes the same activations as a: the same dot type, row length and static scale. */
 static bool same_activations(const el_weight *a, const el_weight *b) {
-    return el_type_get(a->type)->vec_dot_type == el_type_get(b->type)->vec_dot_type &&
+    return el_type_kernels_get(a->type)->vec_dot_type ==
+               el_type_kernels_get(b->type)->vec_dot_type &&
            a->k_in == b->k_in && a->act_scale == b->act_scale;
 }
 

@@ -36,7 +36,7 @@ void el_weight_floats(const el_weight *w, float *out);
 size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
 
 /* y[r][o] = sum_i x[r][i] * W[o][i] for r < n_rows, o < k_out, i < k_in.
- * w->type must have a vec_dot (every type but q8_K; check el_type_get(t)->vec_dot at load).
+ * w->type must have a vec_dot (every type but q8_K; check el_type_kernels_get(t)->vec_dot at load).
  * x rows are ldx floats apart, y rows ldy floats apart. The activations are quantized once into
  * the weight's vec_dot_type in scratch (el_matmul_scratch_size bytes; may be NULL when that is
  * 0), then rows of W are split across the pool's threads. tp may be NULL: one thread. */

@@ -1,106 +1,56 @@
-/* types.c - the table of type traits and the half/bfloat16 conversions. */
+/* types.c - the reference kernels of each type and the half/bfloat16 conversions. */
 #include "kernels/types.h"
 
 #include <string.h>
-#include <strings.h>
 
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 
-static const el_type_traits type_traits[EL_TYPE_COUNT] = {
-    [EL_TYPE_F32] = {.name = "f32", .block_size = 1, .type_size = sizeof(float),
-                     .to_float = el_f32_to_float, .from_float = el_f32_from_float,
+static const el_type_kernels type_kernels[EL_TYPE_COUNT] = {
+    [EL_TYPE_F32] = {.to_float = el_f32_to_float, .from_float = el_f32_from_float,
                      .vec_dot = el_vec_dot_f32_ref, .vec_dot_type = EL_TYPE_F32},
     /* Half and bfloat16 weights dot float activations: exact products, no activation loss. */
-    [EL_TYPE_F16] = {.name = "f16", .block_size = 1, .type_size = sizeof(uint16_t),
-                     .to_float = el_f16_to_float, .from_float = el_f16_from_float,
+    [EL_TYPE_F16] = {.to_float = el_f16_to_float, .from_float = el_f16_from_float,
                      .vec_dot = el_vec_dot_f16_ref, .vec_dot_type = EL_TYPE_F32},
-    [EL_TYPE_BF16] = {.name = "bf16", .block_size = 1, .type_size = sizeof(uint16_t),
-                      .to_float = el_bf16_to_float, .from_float = el_bf16_from_float,
+    [EL_TYPE_BF16] = {.to_float = el_bf16_to_float, .from_float = el_bf16_from_float,
                       .vec_dot = el_vec_dot_bf16_ref, .vec_dot_type = EL_TYPE_F32},
-    [EL_TYPE_Q4_0] = {.name = "q4_0", .block_size = EL_QK4_0, .type_size = sizeof(el_block_q4_0),
-                      .to_float = el_q4_0_to_float, .from_float = el_q4_0_from_float,
+    [EL_TYPE_Q4_0] = {.to_float = el_q4_0_to_float, .from_float = el_q4_0_from_float,
                       .vec_dot = el_vec_dot_q4_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
-    [EL_TYPE_Q8_0] = {.name = "q8_0", .block_size = EL_QK8_0, .type_size = sizeof(el_block_q8_0),
-                      .to_float = el_q8_0_to_float, .from_float = el_q8_0_from_float,
+    [EL_TYPE_Q8_0] = {.to_float = el_q8_0_to_float, .from_float = el_q8_0_from_float,
                       .vec_dot = el_vec_dot_q8_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
-    [EL_TYPE_Q4_K] = {.name = "q4_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q4_k),
-                      .to_float = el_q4_k_to_float, .from_float = el_q4_k_from_float,
+    [EL_TYPE_Q4_K] = {.to_float = el_q4_k_to_float, .from_float = el_q4_k_from_float,
                       .vec_dot = el_vec_dot_q4_k_ref, .vec_dot_type = EL_TYPE_Q8_K},
-    [EL_TYPE_Q6_K] = {.name = "q6_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q6_k),
-                      .to_float = el_q6_k_to_float, .from_float = el_q6_k_from_float,
+    [EL_TYPE_Q6_K] = {.to_float = el_q6_k_to_float, .from_float = el_q6_k_from_float,
                       .vec_dot = el_vec_dot_q6_k_ref, .vec_dot_type = EL_TYPE_Q8_K},
-    [EL_TYPE_Q8_K] = {.name = "q8_K", .block_size = EL_QK_K, .type_size = sizeof(el_block_q8_k),
-                      .to_float = el_q8_k_to_float, .from_float = el_q8_k_from_float,
+    [EL_TYPE_Q8_K] = {.to_float = el_q8_k_to_float, .from_float = el_q8_k_from_float,
                       .vec_dot = NULL, .vec_dot_type = EL_TYPE_Q8_K},
     /* edgelora's integer types, see docs/formats.md and edge.h */
-    [EL_TYPE_A8] = {.name = "a8", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
-                    .row_header = sizeof(el_a8_header), .to_float = el_a8_to_float,
-                    .from_float = el_a8_from_float, .vec_dot = NULL, .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_W8] = {.name = "w8", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
-                    .row_header = sizeof(float), .to_float = el_w8_to_float,
-                    .from_float = el_w8_from_float, .vec_dot = el_vec_dot_w8_ref,
+    [EL_TYPE_A8] = {.to_float = el_a8_to_float, .from_float = el_a8_from_float, .vec_dot = NULL,
                     .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_W4] = {.name = "w4", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE / 2,
-                    .row_header = sizeof(float), .to_float = el_w4_to_float,
-                    .from_float = el_w4_from_float, .vec_dot = el_vec_dot_w4_ref,
-                    .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_W4G32] = {.name = "w4g32", .block_size = 32, .type_size = 2 + 32 / 2,
-                       .to_float = el_w4g_to_float_32, .from_float = el_w4g_from_float_32,
+    [EL_TYPE_W8] = {.to_float = el_w8_to_float, .from_float = el_w8_from_float,
+                    .vec_dot = el_vec_dot_w8_ref, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4] = {.to_float = el_w4_to_float, .from_float = el_w4_from_float,
+                    .vec_dot = el_vec_dot_w4_ref, .vec_dot_type = EL_TYPE_A8},
+    [EL_TYPE_W4G32] = {.to_float = el_w4g_to_float_32, .from_float = el_w4g_from_float_32,
                        .vec_dot = el_vec_dot_w4g_ref_32, .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_W4G64] = {.name = "w4g64", .block_size = 64, .type_size = 2 + 64 / 2,
-                       .to_float = el_w4g_to_float_64, .from_float = el_w4g_from_float_64,
+    [EL_TYPE_W4G64] = {.to_float = el_w4g_to_float_64, .from_float = el_w4g_from_float_64,
                        .vec_dot = el_vec_dot_w4g_ref_64, .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_W4G128] = {.name = "w4g128", .block_size = 128, .type_size = 2 + 128 / 2,
-                        .to_float = el_w4g_to_float_128, .from_float = el_w4g_from_float_128,
+    [EL_TYPE_W4G128] = {.to_float = el_w4g_to_float_128, .from_float = el_w4g_from_float_128,
                         .vec_dot = el_vec_dot_w4g_ref_128, .vec_dot_type = EL_TYPE_A8},
-    [EL_TYPE_A16] = {.name = "a16", .block_size = EL_QK_EDGE, .type_size = 2 * EL_QK_EDGE,
-                     .row_header = sizeof(el_a16_header), .to_float = el_a16_to_float,
-                     .from_float = el_a16_from_float, .vec_dot = NULL,
-                     .vec_dot_type = EL_TYPE_A16},
-    [EL_TYPE_W8A16] = {.name = "w8a16", .block_size = EL_QK_EDGE, .type_size = EL_QK_EDGE,
-                       .row_header = sizeof(float), .to_float = el_w8_to_float,
-                       .from_float = el_w8_from_float, .vec_dot = el_vec_dot_w8a16_ref,
-                       .vec_dot_type = EL_TYPE_A16},
+    [EL_TYPE_A16] = {.to_float = el_a16_to_float, .from_float = el_a16_from_float,
+                     .vec_dot = NULL, .vec_dot_type = EL_TYPE_A16},
+    [EL_TYPE_W8A16] = {.to_float = el_w8_to_float, .from_float = el_w8_from_float,
+                       .vec_dot = el_vec_dot_w8a16_ref, .vec_dot_type = EL_TYPE_A16},
 };
 
-const el_type_traits *el_type_get(uint32_t type) {
-    if (type >= EL_TYPE_COUNT || type_traits[type].name == NULL) return NULL;
-    return &type_traits[type];
-}
-
-size_t el_row_size(el_type type, int64_t n) {
-    const el_type_traits *t = el_type_get((uint32_t)type);
-    if (t == NULL || n < 0) return 0;
-    return t->row_header + (size_t)(n / t->block_size) * t->type_size;
+const el_type_kernels *el_type_kernels_get(uint32_t type) {
+    if (type >= EL_TYPE_COUNT || type_kernels[type].to_float == NULL) return NULL;
+    return &type_kernels[type];
 }
 
 bool el_type_is_weight(el_type t) {
-    const el_type_traits *tr = el_type_get((uint32_t)t);
-    return tr && tr->vec_dot && tr->from_float && tr->to_float;
-}
-
-/* Names of the edge profiles (weights x activations) for the types that store them. */
-static const struct {
-    const char *name;
-    el_type type;
-} profile_names[] = {{"w4a8", EL_TYPE_W4}, {"w8a8", EL_TYPE_W8}};
-
-bool el_type_from_name(const char *name, el_type *out) {
-    if (name == NULL) return false;
-    for (size_t i = 0; i < sizeof profile_names / sizeof profile_names[0]; i++) {
-        if (strcasecmp(name, profile_names[i].name) == 0) {
-            *out = profile_names[i].type;
-            return true;
-        }
-    }
-    for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
-        if (type_traits[i].name != NULL && strcasecmp(name, type_traits[i].name) == 0) {
-            *out = (el_type)i;
-            return true;
-        }
-    }
-    return false;
+    const el_type_kernels *k = el_type_kernels_get((uint32_t)t);
+    return k && k->vec_dot && k->from_float && k->to_float;
 }
 
 static float bits_to_float(uint32_t u) {

@@ -47,7 +47,7 @@ el_status el_model_load_act_scales(el_model *m) {
         if (t->type != EL_TYPE_F32 || n != 1)
             return el_error(EL_ERR_FORMAT, "%s: tensor '%.*s' must hold one f32 scale, it holds "
                             "%lld of type %s", m->path, nl, t->name.ptr, (long long)n,
-                            gguf_tensor_type_name(t->type));
+                            el_type_layout_get(t->type)->name);
         float d;
         memcpy(&d, t->data, sizeof d);
         if (!isfinite(d) || !(d > 0.0f))
@@ -58,7 +58,7 @@ el_status el_model_load_act_scales(el_model *m) {
             return el_error(EL_ERR_FORMAT, "%s: tensor '%.*s' is the activation scale of no "
                             "matmul weight of the model", m->path, nl, t->name.ptr);
         /* float and ggml types quantize activations their own way: the scale does not apply */
-        if (el_type_get(w->type)->vec_dot_type != EL_TYPE_A8) continue;
+        if (el_type_kernels_get(w->type)->vec_dot_type != EL_TYPE_A8) continue;
         w->act_scale = d;
         if (w == &m->output && !gguf_find_tensor(m->gguf, "output.weight"))
             m->tok_embd.act_scale = d; /* the same tensor; kept alike for readers of either */

@@ -217,8 +217,8 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
             for (int32_t r = 0; r < n; r++)
                 add_rows(y[i] + (size_t)r * ldy[i], bias, (size_t)w[i]->k_out);
         if (lr)
-            el_lora_apply(f->tp, lr, il * (EL_LINEAR_DOWN + 1) + (int32_t)which[i], x, ldx,
-                          w[i]->n_in, y[i], ldy[i], &f->lora);
+            el_lora_apply(f->tp, lr, el_linear_slot(il, which[i]), x, ldx, w[i]->n_in, y[i], ldy[i],
+                          &f->lora);
     }
 }
 
@@ -337,13 +337,13 @@ static void swiglu_task(void *arg, int ith, int nth) {
 static void embed_rows(el_forward *f, const el_rows *rows) {
     const el_model *m = f->model;
     int n_embd = m->hp.n_embd;
-    const el_type_traits *tr = el_type_get(m->tok_embd.type);
+    const el_type_kernels *kernels = el_type_kernels_get(m->tok_embd.type);
     for (int32_t r = 0; r < rows->n; r++) {
         float *x = f->x + (size_t)r * n_embd;
         if (rows->token && rows->token[r] >= 0) {
             const uint8_t *row = (const uint8_t *)m->tok_embd.data +
                                  (size_t)rows->token[r] * m->tok_embd.row_bytes;
-            tr->to_float(row, x, n_embd);
+            kernels->to_float(row, x, n_embd);
         } else {
             memcpy(x, rows->embd + (size_t)r * n_embd, (size_t)n_embd * sizeof *x);
         }

@@ -26,15 +26,15 @@ static bool is_supported_weight_type(uint32_t t) {
     case EL_TYPE_W4G64:
     case EL_TYPE_W4G128:
     case EL_TYPE_W8A16:
-        return el_type_get(t) != NULL;
+        return el_type_kernels_get(t) != NULL;
     default:
         return false;
     }
 }
 
 static const char *type_name(uint32_t t) {
-    const el_type_traits *tr = el_type_get(t);
-    return tr && tr->name ? tr->name : "unknown";
+    const el_type_layout *layout = el_type_layout_get(t);
+    return layout ? layout->ggml_name : "unknown";
 }
 
 /* The tensor `name`, or NULL with an error naming file and tensor when required. */
@@ -70,7 +70,7 @@ static el_status load_weight(el_model *m, const char *name, int64_t n_in, int64_
                         m->path, name, type_name(t->type), t->type);
     if ((st = check_shape(m, t, name, n_in, n_out)) != EL_OK)
         return st;
-    if (n_in % el_type_get(t->type)->block_size != 0)
+    if (n_in % el_type_layout_get(t->type)->block_size != 0)
         return el_error(EL_ERR_FORMAT, "%s: tensor '%s': row length %lld is not a multiple of %s's "
                         "block size", m->path, name, (long long)n_in, type_name(t->type));
     *out = el_weight_view((el_type)t->type, t->data, n_in, n_out);
@@ -83,13 +83,13 @@ static el_status load_vector(el_model *m, const char *name, int64_t n, float *ds
     const gguf_tensor *t = find_tensor(m, name, true, &st);
     if (!t)
         return st;
-    const el_type_traits *tr = el_type_get(t->type);
+    const el_type_kernels *kernels = el_type_kernels_get(t->type);
     if (t->type != EL_TYPE_F32 && t->type != EL_TYPE_F16 && t->type != EL_TYPE_BF16)
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, expected f32/f16/bf16",
                         m->path, name, type_name(t->type));
     if ((st = check_shape(m, t, name, n, 1)) != EL_OK)
         return st;
-    tr->to_float(t->data, dst, n);
+    kernels->to_float(t->data, dst, n);
     return EL_OK;
 }
 

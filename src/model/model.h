@@ -61,6 +61,14 @@ typedef enum el_linear {
     EL_LINEAR_DOWN,
 } el_linear;
 
+/* Every (block, linear) of a model numbered in one sequence, block by block: the index of an
+ * adapter's (A, B) pair (which the forward pass's adapter hook looks up) and of a calibration
+ * range, so the forward pass, the adapter loaders and the calibration agree on it. */
+enum { EL_N_LINEAR = EL_LINEAR_DOWN + 1 };
+static inline int32_t el_linear_slot(int il, el_linear which) {
+    return il * EL_N_LINEAR + (int32_t)which;
+}
+
 struct el_model {
     char *path;
     char arch[32];

@@ -30,7 +30,7 @@ el_status el_lora_b_floats(const el_lora_pair *p, float *out) {
     /* P[o / PACK][k][o % PACK] = B[o][k]: the whole block as floats, then in B's order */
     float *packed = malloc((size_t)(rank * n_out) * sizeof *packed);
     if (!packed) return el_error(EL_ERR_NOMEM, "out of memory");
-    el_type_get(b->type)->to_float(b->data, packed, rank * n_out);
+    el_type_kernels_get(b->type)->to_float(b->data, packed, rank * n_out);
     for (int64_t o = 0; o < n_out; o++)
         for (int64_t k = 0; k < rank; k++)
             out[o * rank + k] =
@@ -47,13 +47,13 @@ static bool is_adapter_type(el_type t) {
 static el_status check_matrix(const char *path, const char *name, el_type type, int64_t n,
                               int64_t rows, uint64_t bytes) {
     if (!is_adapter_type(type)) {
-        const el_type_traits *tr = el_type_get(type);
+        const el_type_layout *layout = el_type_layout_get(type);
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; adapters may be f32, "
-                        "f16, bf16 or q8_0", path, name, tr ? tr->name : "unknown");
+                        "f16, bf16 or q8_0", path, name, layout ? layout->ggml_name : "unknown");
     }
-    if (n % el_type_get(type)->block_size != 0)
+    if (n % el_type_layout_get(type)->block_size != 0)
         return el_error(EL_ERR_FORMAT, "%s: tensor '%s': rows of %lld elements cannot be %s",
-                        path, name, (long long)n, el_type_get(type)->name);
+                        path, name, (long long)n, el_type_layout_get(type)->ggml_name);
     if (el_row_size(type, n) * (uint64_t)rows != bytes)
         return el_error(EL_ERR_FORMAT, "%s: tensor '%s' holds %llu bytes, its shape needs %llu",
                         path, name, (unsigned long long)bytes,
@@ -99,7 +99,7 @@ static int64_t b_source_row(int64_t d, int64_t rows, int32_t n_head) {
 static void copy_b(uint8_t *dst, const el_adapter_src *s, bool packed) {
     const uint8_t *src = s->b_data;
     size_t row_bytes = el_row_size(s->b_type, s->b_rank);
-    size_t esz = el_type_get(s->b_type)->type_size;
+    size_t esz = el_type_layout_get(s->b_type)->type_size;
     for (int64_t d = 0; d < s->b_out; d++) {
         const uint8_t *row = src + b_source_row(d, s->b_out, s->permute_heads) * row_bytes;
         if (!packed) {
@@ -132,7 +132,7 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
     el_status st;
     for (int il = 0; il < m->hp.n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
-            const el_adapter_src *s = &src[el_adapter_slot(il, w)];
+            const el_adapter_src *s = &src[el_linear_slot(il, w)];
             if (!s->a_name) continue;
             if ((st = check_src(ad, s, il, w, path))) return st;
             if (s->b_type == EL_TYPE_F16 && (st = check_finite_f16(s, path))) return st;

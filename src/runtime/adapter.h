@@ -12,8 +12,6 @@
 #include "kernels/lora.h"
 #include "model/model.h"
 
-enum { EL_N_LINEAR = EL_LINEAR_DOWN + 1 };
-
 struct el_adapter {
     atomic_int refs;
     const el_model *model;
@@ -25,7 +23,7 @@ struct el_adapter {
     int32_t rank_max;
     bool quantized;       /* some pair is q8_0 */
     uint64_t bytes;
-    el_lora_pair *table;  /* [n_layer * EL_N_LINEAR], slot = il * EL_N_LINEAR + linear */
+    el_lora_pair *table;  /* [n_layer * EL_N_LINEAR], slot = el_linear_slot(il, linear) */
     void *block;          /* every A and B */
 };
 
@@ -40,11 +38,6 @@ typedef struct el_adapter_src {
     float scale;                 /* alpha / rank etc. */
     int32_t permute_heads;       /* 0, or the head count of the HF -> GGUF RoPE row order for B */
 } el_adapter_src;
-
-/* The slot of a linear layer. */
-static inline int32_t el_adapter_slot(int il, el_linear which) {
-    return il * EL_N_LINEAR + (int32_t)which;
-}
 
 /* Block tensor name suffixes ("attn_q", ...) of the linears, as in GGUF. */
 const char *el_linear_gguf_name(el_linear which);

@@ -62,7 +62,7 @@ static el_status parse_name(const char *name, const el_model *m, const char *pat
                             path, name, m->hp.n_layer);
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
             if (!strcmp(lin, el_linear_gguf_name(w))) {
-                *slot = el_adapter_slot(il, w);
+                *slot = el_linear_slot(il, w);
                 return EL_OK;
             }
     }

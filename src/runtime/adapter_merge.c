@@ -44,7 +44,7 @@ static int32_t tensor_slot(const gguf_tensor *t, int n_layer) {
         (size_t)used != strlen(name) || il < 0 || il >= n_layer)
         return -1;
     for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-        if (!strcmp(lin, el_linear_gguf_name(w))) return el_adapter_slot(il, w);
+        if (!strcmp(lin, el_linear_gguf_name(w))) return el_linear_slot(il, w);
     return -1;
 }
 

@@ -180,7 +180,7 @@ static el_status read_tensors(const el_st_file *f, const el_model *m, const peft
         if (!st_type(t->dtype, &type))
             return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; adapters may be "
                             "F32, F16 or BF16", path, t->name, t->dtype_name);
-        el_adapter_src *s = &src[el_adapter_slot(il, w)];
+        el_adapter_src *s = &src[el_linear_slot(il, w)];
         if (is_b ? s->b_name != NULL : s->a_name != NULL)
             return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice (under another name)",
                             path, t->name);

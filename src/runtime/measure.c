@@ -246,7 +246,7 @@ el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *
     if (!m->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
                         m->path);
-    size_t cap = (size_t)m->hp.n_layer * (EL_LINEAR_DOWN + 1) + 1;
+    size_t cap = (size_t)m->hp.n_layer * EL_N_LINEAR + 1;
     read_region *reg = malloc(cap * sizeof *reg);
     el_threadpool *tp = NULL;
     el_status st = reg ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
@@ -284,10 +284,10 @@ el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
         total += by_type[t];
         if (by_type[t] > by_type[top]) top = t;
     }
-    const el_type_traits *tr = el_type_get((uint32_t)top);
+    const el_type_layout *layout = el_type_layout_get((uint32_t)top);
     *out = (el_decode_cost){
         .weight_bytes_per_token = total,
-        .weight_type = by_type[top] * 2 > total && tr ? tr->name : "mixed",
+        .weight_type = by_type[top] * 2 > total && layout ? layout->ggml_name : "mixed",
     };
     return EL_OK;
 }
