@@ -6,7 +6,7 @@
  * reference to a few float roundings. Head sizes that are not multiples of 16 (and groups of more
  * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__)
@@ -171,24 +171,11 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
     }
 }
 
-static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
-                   float *out) {
+void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                      const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                      float *out) {
     attend_simd(16, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
                 softmax_unnormalized, weigh_heads);
-}
-
-bool el_attend_avx512(el_kernels *k) {
-    k->attend = attend;
-    return true;
-}
-
-#else
-
-/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_attend_avx512(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

@@ -2,10 +2,10 @@
  * edge.h), each the same sum as its reference (integer products inside blocks, scales applied
  * per block) but 32 bytes at a time; 4x4 tiles for q8_0, q4_0, q4_K, q6_K, w8 and w4 (prompt
  * processing); gemvs for q8_0, q4_0, w8 and w4 (decode); activation quantizers byte-exact with
- * the reference ones; the packed products (gemm_avx2.c) and the attention kernel
- * (attend_avx2.c) are added here too.
+ * the reference ones; and the table of every AVX2 kernel (el_level_avx2), with the packed
+ * products (gemm_avx2.c), the attention kernel (attend_avx2.c) and the rest.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile) and used only when the CPU has them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -1155,8 +1155,8 @@ static void gemv_w4_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n
     gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w4_multi, &ga);
 }
 
-static void gemv_w8_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                          const void *w, size_t w_stride, const void *a, size_t a_stride) {
+void el_gemv_w8_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
     gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
     gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w8_multi, &ga);
 }
@@ -1285,54 +1285,45 @@ static bool cpu_has_avx2(void) {
     return (b & (1u << 5)) != 0;
 }
 
-bool el_kernels_avx2(el_kernels *k) {
-    if (!cpu_has_avx2()) return false;
-    k->isa = "avx2";
-    k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
-    k->vec_dot[EL_TYPE_F16] = vec_dot_f16;
-    k->vec_dot[EL_TYPE_BF16] = vec_dot_bf16;
-    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
-    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
-    k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
-    k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
-    k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
-    k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
-    k->quantize[EL_TYPE_F16] = quantize_f16;
-    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
-    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
-    k->tile[EL_TYPE_Q4_K] = tile_q4_k;
-    k->tile[EL_TYPE_Q6_K] = tile_q6_k;
-    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
-    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
-    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
-    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
-    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
-    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
-    k->tile[EL_TYPE_W8] = tile_w8;
-    k->tile[EL_TYPE_W8A16] = tile_w8a16;
-    k->tile[EL_TYPE_W4] = tile_w4;
-    k->quantize[EL_TYPE_A8] = quantize_a8;
-    k->quantize[EL_TYPE_A16] = quantize_a16;
-    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
-    k->gemv_multi[EL_TYPE_Q8_0] = gemv_q8_0_multi;
-    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
-    k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
-    k->gemv[EL_TYPE_W8] = gemv_w8;
-    k->gemv_multi[EL_TYPE_W8] = gemv_w8_multi;
-    k->gemv[EL_TYPE_W4] = gemv_w4;
-    k->gemv_multi[EL_TYPE_W4] = gemv_w4_multi;
-    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
-    k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
-    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
-    return el_gemm_avx2(k) && el_attend_avx2(k) && el_swiglu_avx2(k) && el_gemv_w4g_avx2(k);
-}
+/* Every kernel of AVX2, FMA and F16C; types not named keep the reference's. */
+const el_kernel_level el_level_avx2 = {
+    .name = "avx2",
+    .supported = cpu_has_avx2,
+    .kernels = {
+        .isa = "avx2",
+        .vec_dot = {[EL_TYPE_F32] = vec_dot_f32, [EL_TYPE_F16] = vec_dot_f16,
+                    [EL_TYPE_BF16] = vec_dot_bf16, [EL_TYPE_Q8_0] = vec_dot_q8_0,
+                    [EL_TYPE_Q4_0] = vec_dot_q4_0, [EL_TYPE_Q4_K] = vec_dot_q4_k,
+                    [EL_TYPE_Q6_K] = vec_dot_q6_k, [EL_TYPE_W8] = vec_dot_w8,
+                    [EL_TYPE_W8A16] = vec_dot_w8a16, [EL_TYPE_W4] = vec_dot_w4,
+                    [EL_TYPE_W4G32] = vec_dot_w4g32, [EL_TYPE_W4G64] = vec_dot_w4g64,
+                    [EL_TYPE_W4G128] = vec_dot_w4g128},
+        .quantize = {[EL_TYPE_Q8_0] = quantize_q8_0, [EL_TYPE_Q8_K] = quantize_q8_k,
+                     [EL_TYPE_F16] = quantize_f16, [EL_TYPE_A8] = quantize_a8,
+                     [EL_TYPE_A16] = quantize_a16},
+        .tile = {[EL_TYPE_Q8_0] = tile_q8_0, [EL_TYPE_Q4_0] = tile_q4_0,
+                 [EL_TYPE_Q4_K] = tile_q4_k, [EL_TYPE_Q6_K] = tile_q6_k, [EL_TYPE_W8] = tile_w8,
+                 [EL_TYPE_W8A16] = tile_w8a16, [EL_TYPE_W4] = tile_w4},
+        .gemm = {[EL_TYPE_Q4_0] = el_gemm_avx2, [EL_TYPE_Q8_0] = el_gemm_avx2,
+                 [EL_TYPE_W4] = el_gemm_avx2, [EL_TYPE_W8] = el_gemm_avx2,
+                 [EL_TYPE_W4G32] = el_gemm_avx2, [EL_TYPE_W4G64] = el_gemm_avx2,
+                 [EL_TYPE_W4G128] = el_gemm_avx2},
+        .gemm_signed = false,
+        .attend = el_attend_avx2,
+        .swiglu = el_swiglu_avx2,
+        .gemv = {[EL_TYPE_Q8_0] = gemv_q8_0, [EL_TYPE_Q4_0] = gemv_q4_0, [EL_TYPE_W8] = gemv_w8,
+                 [EL_TYPE_W4] = gemv_w4, [EL_TYPE_W4G32] = gemv_w4g32,
+                 [EL_TYPE_W4G64] = el_gemv_w4g64_avx2, [EL_TYPE_W4G128] = el_gemv_w4g128_avx2,
+                 [EL_TYPE_W8A16] = gemv_w8a16},
+        /* W4G64/128 and W8A16: none (row by row through their gemv) */
+        .gemv_multi = {[EL_TYPE_Q8_0] = gemv_q8_0_multi, [EL_TYPE_Q4_0] = gemv_q4_0_multi,
+                       [EL_TYPE_W8] = el_gemv_w8_multi_avx2, [EL_TYPE_W4] = gemv_w4_multi,
+                       [EL_TYPE_W4G32] = gemv_w4g32_multi},
+    },
+};
 
 #else
 
-/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_kernels_avx2(el_kernels *k) {
-    (void)k;
-    return false;
-}
+const el_kernel_level el_level_avx2 = {.name = "avx2"}; /* not built in */
 
 #endif

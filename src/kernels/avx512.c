@@ -2,10 +2,11 @@
  * into each 32-bit lane in one instruction) for q8_0 and q4_0 weights: dot products two blocks
  * per 512-bit register (one at a time on 256 bits for the last few), and 4x4 tiles on 256-bit
  * registers (AVX512-VL); gemvs (decode) for q8_0, q4_0 (and w4g32, the same bytes), w8 and w4.
- * Other types keep the AVX2 kernels, which the dispatcher installs first.
+ * Its table (el_level_avx512) builds on AVX2's: other types keep the AVX2 kernels.
  * Built with -mavx512f -mavx512bw -mavx512vl -mavx512vnni (and AVX2's flags) on x86 (see
  * Makefile) and used only when the CPU and the OS support them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx2.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
@@ -949,37 +950,40 @@ static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_
                &v);
 }
 
-bool el_kernels_avx512(el_kernels *k) {
-    if (!cpu_has_avx512_vnni()) return false;
-    k->isa = "avx512vnni";
-    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
-    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
-    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
-    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
-    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
-    k->gemv_multi[EL_TYPE_Q8_0] = gemv_q8_0_multi;
-    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
-    k->gemv_multi[EL_TYPE_Q4_0] = gemv_q4_0_multi;
-    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
-    k->gemv_multi[EL_TYPE_W4G32] = gemv_w4g32_multi;
-    k->gemv[EL_TYPE_W8] = gemv_w8;
-    k->gemv[EL_TYPE_W4] = gemv_w4;
-    /* AVX2's multi-row W4 gemv is slower here than this gemv row by row (1B, K = 2 steps 38.0
-     * against 35.4 ms); AVX2's W8 one is faster (50-53 against 59-62) and stays: its integer
-     * sums and final scaling give this table's W8 gemv's bits. */
-    k->gemv_multi[EL_TYPE_W4] = NULL;
-    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
-    k->tile[EL_TYPE_W8A16] = tile_w8a16;
-    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
-    return true;
-}
+/* AVX-512 VNNI's kernels, on AVX2's: types and entries not named keep AVX2's. */
+const el_kernel_level el_level_avx512 = {
+    .name = "avx512",
+    .base = &el_level_avx2,
+    .supported = cpu_has_avx512_vnni,
+    .kernels = {
+        .isa = "avx512vnni",
+        .vec_dot = {[EL_TYPE_Q8_0] = vec_dot_q8_0, [EL_TYPE_Q4_0] = vec_dot_q4_0,
+                    [EL_TYPE_W8A16] = vec_dot_w8a16},
+        .tile = {[EL_TYPE_Q8_0] = tile_q8_0, [EL_TYPE_Q4_0] = tile_q4_0,
+                 [EL_TYPE_W8A16] = tile_w8a16},
+        .gemm = {[EL_TYPE_Q4_0] = el_gemm_avx512, [EL_TYPE_Q8_0] = el_gemm_avx512,
+                 [EL_TYPE_W4] = el_gemm_avx512, [EL_TYPE_W8] = el_gemm_avx512,
+                 [EL_TYPE_W4G32] = el_gemm_avx512, [EL_TYPE_W4G64] = el_gemm_avx512,
+                 [EL_TYPE_W4G128] = el_gemm_avx512},
+        .gemm_signed = false,
+        .attend = el_attend_avx512,
+        .gemv = {[EL_TYPE_Q8_0] = gemv_q8_0, [EL_TYPE_Q4_0] = gemv_q4_0,
+                 [EL_TYPE_W4G32] = gemv_w4g32, [EL_TYPE_W4G64] = el_gemv_w4g64_avx512,
+                 [EL_TYPE_W4G128] = el_gemv_w4g128_avx512, [EL_TYPE_W8] = gemv_w8,
+                 [EL_TYPE_W4] = gemv_w4, [EL_TYPE_W8A16] = gemv_w8a16},
+        /* W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
+         * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
+         * this gemv row by row (docs/kernels.md); W8A16: none. */
+        .gemv_multi = {[EL_TYPE_Q8_0] = gemv_q8_0_multi, [EL_TYPE_Q4_0] = gemv_q4_0_multi,
+                       [EL_TYPE_W4G32] = gemv_w4g32_multi,
+                       [EL_TYPE_W4G64] = el_gemv_w4g64_multi_avx512,
+                       [EL_TYPE_W4G128] = el_gemv_w4g128_multi_avx512,
+                       [EL_TYPE_W8] = el_gemv_w8_multi_avx2},
+    },
+};
 
 #else
 
-/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_kernels_avx512(el_kernels *k) {
-    (void)k;
-    return false;
-}
+const el_kernel_level el_level_avx512 = {.name = "avx512"}; /* not built in */
 
 #endif

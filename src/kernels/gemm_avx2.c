@@ -28,9 +28,8 @@
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
  * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
  * multiplies and unpacking) the tiles and gemvs of avx2.c are still faster at a few rows.
- * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
- * has accepted the CPU. */
-#include "kernels/dispatch.h"
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it. */
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -352,9 +351,9 @@ static int64_t direct_max_rows(const el_gemm_layout *l) {
     return 0;
 }
 
-static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                 void *panel) {
+void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                  void *panel) {
     el_gemm_layout l = el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
     tile_args t = {
@@ -386,19 +385,6 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[direct][TILE_ROWS](&t, r);
         if (r < n_rows) tiles[direct][n_rows - r](&t, r);
     }
-}
-
-bool el_gemm_avx2(el_kernels *k) {
-    el_kernels_set_gemm(k, gemm, false); /* unsigned weights: the aux offsets are wanted */
-    return true;
-}
-
-#else
-
-/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_gemm_avx2(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

@@ -4,7 +4,7 @@
  * packed weights. Covers q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against
  * a8 activations).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
@@ -431,9 +431,9 @@ static void direct(const el_weight *w, const char *p, const tile_args *t, int64_
     }
 }
 
-static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                 void *panel) {
+void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                    size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                    void *panel) {
     const char *rows[EL_GEMM_PANEL];
     panel_rows(w, o0, n_out, rows);
     int64_t group = el_gemm_group_size(w);
@@ -460,19 +460,6 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
     int64_t r = 0;
     for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
     if (r < n_rows) tiles[n_rows - r](&t, r);
-}
-
-bool el_gemm_avx512(el_kernels *k) {
-    el_kernels_set_gemm(k, gemm, false);
-    return true;
-}
-
-#else
-
-/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_gemm_avx512(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

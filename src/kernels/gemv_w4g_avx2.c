@@ -10,7 +10,7 @@
  * shift, an insert, a mask, vpmaddubsw, a subtraction, vpmaddwd and an add) that is about half
  * the instructions. R rows far apart share the activation loads (gemv_drive.h); each row's
  * arithmetic is the same in any company. (W4G32 goes through avx2.c's Q4_0 gemv: its bytes.) */
-#include "kernels/dispatch.h"
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -124,28 +124,14 @@ static inline __attribute__((always_inline)) void gemv_w4g(int64_t n, float *y, 
     }
 }
 
-static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                       const void *a) {
+void el_gemv_w4g64_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 64, false, rows_w4g64);
 }
 
-static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                        const void *a) {
+void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 128, true, rows_w4g128);
-}
-
-/* Applied by el_kernels_avx2 once it has accepted the CPU. */
-bool el_gemv_w4g_avx2(el_kernels *k) {
-    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
-    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
-    return true;
-}
-
-#else
-
-bool el_gemv_w4g_avx2(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

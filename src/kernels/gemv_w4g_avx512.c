@@ -19,7 +19,7 @@
  * and scales are unpacked once for all of them, each output with the one-row kernel's bits.
  * On Zen 4, one core, in cache, G=128 does 67-86 G multiply-adds a second and G=64 53-67
  * (Q4_0's gemv 65-68, the AVX2 dot products they replace 34-38). */
-#include "kernels/dispatch.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
@@ -330,40 +330,24 @@ static inline __attribute__((always_inline)) void gemv_w4g_multi(
     }
 }
 
-static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                       const void *a) {
+void el_gemv_w4g64_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                          const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 64, rows_w4g64);
 }
 
-static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                        const void *a) {
+void el_gemv_w4g128_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 128, rows_w4g128);
 }
 
-static void gemv_w4g64_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
+void el_gemv_w4g64_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                const void *w, size_t w_stride, const void *a, size_t a_stride) {
     gemv_w4g_multi(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, 64, rows_w4g64_multi);
 }
 
-static void gemv_w4g128_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                              const void *w, size_t w_stride, const void *a, size_t a_stride) {
+void el_gemv_w4g128_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                 const void *w, size_t w_stride, const void *a, size_t a_stride) {
     gemv_w4g_multi(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, 128, rows_w4g128_multi);
-}
-
-/* Installed after el_kernels_avx512 found the CPU able. */
-bool el_gemv_w4g_avx512(el_kernels *k) {
-    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
-    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
-    k->gemv_multi[EL_TYPE_W4G64] = gemv_w4g64_multi;
-    k->gemv_multi[EL_TYPE_W4G128] = gemv_w4g128_multi;
-    return true;
-}
-
-#else
-
-bool el_gemv_w4g_avx512(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

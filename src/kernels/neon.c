@@ -1,8 +1,8 @@
 /* neon.c - aarch64 Advanced SIMD kernels: float dot products, activation quantizers, and the
  * quantized dot products of neon_q.h over widening multiplies (so they run on every aarch64
  * CPU; neon_dot.c replaces them with SDOT ones where the CPU has the dot product extension).
- * On other architectures this file builds to the stubs at the bottom. */
-#include "kernels/dispatch.h"
+ * Its table (el_level_neon) is at the bottom; on other architectures it is not built in. */
+#include "kernels/neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
 
@@ -153,27 +153,40 @@ static void quantize_f16(const float *x, void *y, int64_t n) {
     for (; i < n; i++) h[i] = el_fp32_to_fp16(x[i]);
 }
 
-bool el_kernels_neon(el_kernels *k) {
-    k->isa = "neon";
-    k->vec_dot[EL_TYPE_F32] = vec_dot_f32;
-    k->vec_dot[EL_TYPE_F16] = vec_dot_f16;
-    k->vec_dot[EL_TYPE_BF16] = vec_dot_bf16;
-    k->quantize[EL_TYPE_Q8_0] = quantize_q8_0;
-    k->quantize[EL_TYPE_Q8_K] = quantize_q8_k;
-    k->quantize[EL_TYPE_F16] = quantize_f16;
-    k->quantize[EL_TYPE_A8] = quantize_a8;
-    k->quantize[EL_TYPE_A16] = quantize_a16;
-    neon_set_quantized(k);
-    neon_set_gemv(k);
-    return true;
-}
+/* Advanced SIMD is baseline on aarch64. */
+static bool neon_runs(void) { return true; }
+
+/* The NEON kernels of every aarch64 CPU; the quantized ones (neon_q.h, neon_gemv.h) over
+ * widening multiplies. */
+const el_kernel_level el_level_neon = {
+    .name = "neon",
+    .supported = neon_runs,
+    .kernels = {
+        .isa = "neon",
+        .vec_dot = {[EL_TYPE_Q8_0] = vec_dot_q8_0, [EL_TYPE_Q4_0] = vec_dot_q4_0,
+                    [EL_TYPE_Q4_K] = vec_dot_q4_k, [EL_TYPE_Q6_K] = vec_dot_q6_k,
+                    [EL_TYPE_W8] = vec_dot_w8, [EL_TYPE_W8A16] = vec_dot_w8a16,
+                    [EL_TYPE_W4] = vec_dot_w4, [EL_TYPE_W4G32] = vec_dot_w4g32,
+                    [EL_TYPE_W4G64] = vec_dot_w4g64, [EL_TYPE_W4G128] = vec_dot_w4g128,
+                    [EL_TYPE_F32] = vec_dot_f32, [EL_TYPE_F16] = vec_dot_f16,
+                    [EL_TYPE_BF16] = vec_dot_bf16},
+        .tile = {[EL_TYPE_Q8_0] = tile_q8_0, [EL_TYPE_Q4_0] = tile_q4_0,
+                 [EL_TYPE_Q4_K] = tile_q4_k, [EL_TYPE_Q6_K] = tile_q6_k, [EL_TYPE_W8] = tile_w8,
+                 [EL_TYPE_W8A16] = tile_w8a16, [EL_TYPE_W4] = tile_w4},
+        /* no multi-row gemvs (row by row through the gemv) */
+        .gemv = {[EL_TYPE_Q4_0] = gemv_q4_0, [EL_TYPE_Q8_0] = gemv_q8_0, [EL_TYPE_W4] = gemv_w4,
+                 [EL_TYPE_W8] = gemv_w8, [EL_TYPE_W4G32] = gemv_w4g32,
+                 [EL_TYPE_W4G64] = gemv_w4g64, [EL_TYPE_W4G128] = gemv_w4g128,
+                 [EL_TYPE_W8A16] = gemv_w8a16},
+        .quantize = {[EL_TYPE_Q8_0] = quantize_q8_0, [EL_TYPE_Q8_K] = quantize_q8_k,
+                     [EL_TYPE_F16] = quantize_f16, [EL_TYPE_A8] = quantize_a8,
+                     [EL_TYPE_A16] = quantize_a16},
+        .attend = el_attend_neon,
+    },
+};
 
 #else
 
-/* Not aarch64: nothing to offer. */
-bool el_kernels_neon(el_kernels *k) {
-    (void)k;
-    return false;
-}
+const el_kernel_level el_level_neon = {.name = "neon"}; /* not built in: not aarch64 */
 
 #endif

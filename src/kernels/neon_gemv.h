@@ -277,15 +277,4 @@ static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size
     gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4g128);
 }
 
-static void neon_set_gemv(el_kernels *k) {
-    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
-    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
-    k->gemv[EL_TYPE_W4] = gemv_w4;
-    k->gemv[EL_TYPE_W8] = gemv_w8;
-    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
-    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
-    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
-    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
-}
-
 #endif

@@ -554,24 +554,4 @@ static void tile_w4(int64_t n, float *y, int64_t ldy, const void *w, size_t w_st
     tile_wrow(n, y, ldy, w, w_stride, a, a_stride, true);
 }
 
-static void neon_set_quantized(el_kernels *k) {
-    k->vec_dot[EL_TYPE_Q8_0] = vec_dot_q8_0;
-    k->vec_dot[EL_TYPE_Q4_0] = vec_dot_q4_0;
-    k->vec_dot[EL_TYPE_Q4_K] = vec_dot_q4_k;
-    k->vec_dot[EL_TYPE_Q6_K] = vec_dot_q6_k;
-    k->tile[EL_TYPE_Q8_0] = tile_q8_0;
-    k->tile[EL_TYPE_Q4_0] = tile_q4_0;
-    k->tile[EL_TYPE_Q4_K] = tile_q4_k;
-    k->tile[EL_TYPE_Q6_K] = tile_q6_k;
-    k->vec_dot[EL_TYPE_W8] = vec_dot_w8;
-    k->vec_dot[EL_TYPE_W8A16] = vec_dot_w8a16;
-    k->vec_dot[EL_TYPE_W4] = vec_dot_w4;
-    k->vec_dot[EL_TYPE_W4G32] = vec_dot_w4g32;
-    k->vec_dot[EL_TYPE_W4G64] = vec_dot_w4g64;
-    k->vec_dot[EL_TYPE_W4G128] = vec_dot_w4g128;
-    k->tile[EL_TYPE_W8] = tile_w8;
-    k->tile[EL_TYPE_W8A16] = tile_w8a16;
-    k->tile[EL_TYPE_W4] = tile_w4;
-}
-
 #endif

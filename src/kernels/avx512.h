@@ -1,0 +1,25 @@
+/* avx512.h - the AVX-512 VNNI kernels that avx512.c's table names, defined in the files
+ * <kind>_avx512.c, which the Makefile builds with AVX2's flags and -mavx512f -mavx512bw
+ * -mavx512vl -mavx512vnni. */
+#ifndef EL_KERNELS_AVX512_H
+#define EL_KERNELS_AVX512_H
+
+#include "kernels/dispatch.h"
+
+void el_gemv_w4g64_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                          const void *a);
+void el_gemv_w4g128_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+void el_gemv_w4g64_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_w4g128_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                 const void *w, size_t w_stride, const void *a, size_t a_stride);
+/* gemm_avx512.c: the packed products, unsigned weights (the aux offsets wanted) */
+void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                    size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                    int64_t ldy, void *panel);
+void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                      const void *const *k, const void *const *v, float *scores,
+                      size_t ld_scores, float *out);
+
+#endif
