@@ -1,6 +1,6 @@
 /* neon.c - aarch64 Advanced SIMD kernels: float dot products, activation quantizers, and the
  * quantized dot products of neon_q.h over widening multiplies (so they run on every aarch64
- * CPU; neon_dot.c replaces them with SDOT ones where the CPU has the dot product extension).
+ * CPU; neon_dotprod.c replaces them with SDOT ones where the CPU has the dot product extension).
  * Its table (el_level_neon) is at the bottom; on other architectures it is not built in. */
 #include "kernels/neon.h"
 

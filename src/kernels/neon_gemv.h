@@ -1,7 +1,7 @@
 /* neon_gemv.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
  * consecutive weight rows, a decode step) for q4_0, q8_0, w4, w8, w4g* and w8a16, written once
  * against the dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and
- * neon_dot.c (SDOT), inside their aarch64 guard.
+ * neon_dotprod.c (SDOT), inside their aarch64 guard.
  *
  * The rows go through gemv_drive.h's loop, four far apart at a time: they share every
  * activation load and give the core four independent chains; the last n_rows % 4 go alone

@@ -4,7 +4,7 @@
  *
  * (acc plus the 16 products a[i]*b[i], spread over its 4 lanes in any way) that the including
  * file defines before including this: neon.c with widening multiplies (every aarch64 CPU),
- * neon_dot.c with SDOT (built with +dotprod, used only where the CPU has it). Only the sum of
+ * neon_dotprod.c with SDOT (built with +dotprod, used only where the CPU has it). Only the sum of
  * the lanes is ever used, so both give the same integer results.
  * Included only from those two files, inside their aarch64 guard. */
 #ifndef EL_KERNELS_NEON_Q_H

@@ -1,11 +1,11 @@
-/* gemm_neon.c - the packed products of gemm.h with the aarch64 dot product instructions. The
+/* gemm_neon_dotprod.c - the packed products of gemm.h with the aarch64 dot product instructions. The
  * panel holds signed weight quants (int4 as nibble - 8, int8 as they are), so SDOT takes them
  * directly and no offset terms are wanted (el_kernels.gemm_signed). One SDOT by lane
  * (vdotq_laneq_s32) accumulates 4 outputs of the panel for one activation row and 4 elements,
  * taking the activation's 4 bytes from one lane of a 16-byte load; four cover the 16 outputs.
  * A tile of up to TILE_ROWS activation rows shares each load of the packed weights. Covers
  * q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against a8 activations).
- * Built with -march=armv8.2-a+dotprod on aarch64 (see Makefile); neon_dot.c's table names it. */
+ * Built with -march=armv8.2-a+dotprod on aarch64 (see Makefile); neon_dotprod.c's table names it. */
 #include "kernels/neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)

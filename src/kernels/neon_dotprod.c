@@ -1,4 +1,4 @@
-/* neon_dot.c - the quantized kernels of neon_q.h over SDOT (4 byte products summed into each
+/* neon_dotprod.c - the quantized kernels of neon_q.h over SDOT (4 byte products summed into each
  * 32-bit lane in one instruction). Built with -march=armv8.2-a+dotprod on aarch64 (see Makefile)
  * and used only if the kernel reports the dot product extension (HWCAP_ASIMDDP). */
 #include "kernels/neon.h"
