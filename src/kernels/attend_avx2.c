@@ -3,7 +3,7 @@
  * time, the heads of a group sharing each load of a key or value and two keys sharing each load
  * of a query. Keys and values are float32 or fp16 (converted on load by F16C's vcvtph2ps, which is
  * exact); one body serves both, the element type a constant after inlining. The exponentials are
- * vectorized too (exp_avx2.h) and the weights normalized on the output, so results agree with the
+ * vectorized too (avx2_simd.h) and the weights normalized on the output, so results agree with the
  * reference to a few float roundings. Head sizes that are not multiples of 8 (and groups of more
  * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it. */
@@ -15,7 +15,7 @@
 #include <math.h>
 
 #include "kernels/attend_drive.h"
-#include "kernels/exp_avx2.h"
+#include "kernels/avx2_simd.h"
 
 enum {
     LANES = 8,           /* floats per ymm */

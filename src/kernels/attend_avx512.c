@@ -18,12 +18,11 @@
 
 enum {
     COLUMNS_AT_ONCE = 4, /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
-    /* Cells ahead whose key or value row a step asks the memory for. Without asking, a long
-     * context's loads waited on DRAM (each cell's row comes by its own pointer): one thread,
-     * 2048 cells of the 1B shape (67 MB of fp16 a token) read at 11-14 GB/s, 23-25 ns a cell
-     * and kv head; asking 16 cells (2 KB) ahead, 19-20 ns, and at 512 cells 18-20 -> 15-17
-     * (bench_attend and the kernel before, in one process; 8 and 32 cells ahead were no
-     * better). The AVX2 kernel, measured the same way, gained nothing from it. */
+    /* Cells ahead whose key or value row a step asks the memory for: each cell's row comes by
+     * its own pointer, which the prefetchers cannot guess, so without asking a long context's
+     * loads wait on DRAM; 16 cells (2 KB) is far enough ahead to hide that and near enough not
+     * to evict what is in use (8 and 32 were no better; the AVX2 kernel, whose arithmetic per
+     * byte is lower, gained nothing; docs/kernels.md, "Attention"). */
     PREFETCH_CELLS = 16,
 };
 

@@ -2,7 +2,8 @@
  *
  * The traits table (types.h) holds the portable reference kernels; this table starts as a copy
  * of it and one ISA level's table (el_kernel_level, below: avx2.c, avx512.c, neon.c, ...),
- * composed on the levels it builds on, replaces the entries it does faster. EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
+ * composed on the levels it builds on, replaces the entries it does faster.
+ * EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
  * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level; EL_NO_GEMM=1 leaves out the
  * gemm kernels (el_matmul then takes the tiles and gemvs). */
 #ifndef EL_KERNELS_DISPATCH_H

@@ -12,7 +12,8 @@
  *   nibble planes u = 16 hi + lo, each summed like int4 and the hi sum shifted by 4 after
  *   widening. That is twice the multiplies of int4; the sign trick (signed weights, one more
  *   vpsignb per activation row and step, and a vpmaddwd per step since its int16 pairs reach
- *   32258) measured 6-13% slower, and would not keep gemm.h's offset (comp = -128 sum a).
+ *   32258) costs more than the second plane saves (docs/kernels.md, "Figures behind the
+ *   kernels' comments"), and would not keep gemm.h's offset (comp = -128 sum a).
  *
  * Each step of 4 elements takes two packed registers and one broadcast of the activation's 4
  * bytes per row: for int4, the 16 weight rows of gemm.h's panel (rows 0-7, rows 8-15); for int8,
@@ -113,7 +114,7 @@ static void sub_panel_rows(const el_weight *w, const el_gemm_layout *l, int64_t 
 
 /* The sub-panel of `rows` into the panel buffer: quants [chunk][step][2][8][4] bytes if
  * `quants` (the direct tiles read the rows instead), then the scales [groups][sub_rows] as
- * floats, in one pass over the rows (two passes measured some 4% slower on q4_0 at 2 rows). */
+ * floats, in one pass over the rows (a second pass would read the rows' lines again). */
 static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *const *rows,
                      bool quants, void *panel) {
     int nr = sub_rows(l);
@@ -255,7 +256,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
  * take every chunk's sums; then they are scaled by (weight scales x activation scale) into
  * float sums. n, int8, one_chunk (groups of one chunk: q4_0, q8_0, w4g32) and direct (chunks
  * transposed from the rows as they are used, not read from the packed quants) are constants
- * after inlining; with one_chunk the chunk loop goes (15% on q4_0). Both kinds of chunk give the
+ * after inlining; with one_chunk the chunk loop goes (its counter and branch are a large part
+ * of so short a body). Both kinds of chunk give the
  * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
@@ -340,11 +342,12 @@ static __m256i lanes_below(int64_t n) {
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Up to how many activation rows the direct tiles are faster than packing the sub-panel
- * (bench_gemm 1 2048 8192 R, EL_ISA_MAX=avx2, on Zen 4): one tile of rows for int8 and per-row
- * int4 (at 2 rows q8_0 1.3x, w8 1.45x, w4 1.6x), w8 up to 8 (1.25x at 5 to 7, even at 8); q8_0
- * and w4 break even at 5 to 8 rows and lose beyond. Int4 with a scale per group (q4_0, w4g*)
- * gathers as many bytes of scales as it transposes quants, and is slower direct. */
+/* Up to how many activation rows the direct tiles are faster than packing the sub-panel: the
+ * transposes in registers cost per pass what packing costs once, so they win only while few
+ * rows share each pass (measured: docs/kernels.md, "Figures behind the kernels' comments"):
+ * one tile of rows for int8 and per-row int4, w8 (whose plain bytes transpose cheapest) two.
+ * Int4 with a scale per group (q4_0, w4g*) gathers as many bytes of scales as it
+ * transposes quants, and is slower direct. */
 static int64_t direct_max_rows(const el_gemm_layout *l) {
     if (l->int8 && l->group_bytes == 0) return 2 * TILE_ROWS;
     if (l->int8 || l->group_bytes == 0) return TILE_ROWS;

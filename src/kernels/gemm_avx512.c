@@ -370,10 +370,10 @@ static inline void scales16_pair(const char *p, size_t rb, size_t off, uint16_t 
 }
 
 /* The panel's scales for direct16: per-group types' fp16 scales as [groups][16] in the panel
- * buffer (group 0's copied one by one, the others by vector loads and transposes: a scalar copy
- * of every scale took 9-21% of a step of 8 concurrent variants; 18-byte groups two at a time,
- * which took this pass from ~11% to ~8% of an 8-row product in bench_gemm), per-row types'
- * into row_scales. */
+ * buffer (group 0's copied one by one, the others by vector loads and transposes, since a scalar
+ * copy of every scale was a large part of a step of concurrent variants; 18-byte groups two
+ * at a time, which halves the loads; docs/kernels.md, "Figures behind the kernels'
+ * comments"), per-row types' into row_scales. */
 static void direct_scales(const el_gemm_layout *l, const char *p, size_t rb, int64_t groups,
                           uint16_t *scales, float row_scales[EL_GEMM_PANEL]) {
     if (l->group_bytes == 0) {

@@ -1,16 +1,16 @@
 /* swiglu_avx2.c - swiglu.h with AVX2 and FMA, 8 floats at a time: silu(g) = g * sigmoid(g) with
- * e = exp(-|g|) from exp_avx2.h (never above 1, so nothing overflows), sigmoid = 1 / (1 + e) for
- * g >= 0 and e / (1 + e) below. libm's expf per element took 1-2% of the 1B shape's decode and
- * prompt time in perf profiles, and 4-6% of a run of 8 concurrent variants. Agrees with the
- * reference to a few float roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table
- * names it (AVX-512's keeps it). */
+ * e = exp(-|g|) from avx2_simd.h (never above 1, so nothing overflows), sigmoid = 1 / (1 + e) for
+ * g >= 0 and e / (1 + e) below. libm's expf is a call and a scalar exponential for each of the
+ * feed-forward's elements (docs/kernels.md, "SwiGLU"). Agrees with the reference to a few float
+ * roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it
+ * (AVX-512's keeps it). */
 #include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
 
-#include "kernels/exp_avx2.h"
+#include "kernels/avx2_simd.h"
 
 static inline __m256 silu_times(__m256 g, __m256 up) {
     const __m256 one = _mm256_set1_ps(1.0f);
