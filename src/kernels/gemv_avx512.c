@@ -649,8 +649,8 @@ void el_gemv_w8a16_avx512(int64_t n, float *y, int64_t n_rows, const void *w, si
  *
  * Without them a W4A8 model quantized per group decoded through the AVX2 dot products, at half
  * the bound its memory allows (docs/kernels.md, "W4G gemvs"). Here every 128 elements of a
- * row are one step for both G: their 64 quant bytes gathered into one 512-bit register (one load for G=128;
- * G=64 merges 2 loads under byte masks, the scale between its blocks skipped by the load
+ * row are one step for both G: their 64 quant bytes gathered into one 512-bit register (one
+ * load for G=128; G=64 merges 2 loads under byte masks, the scale between its blocks skipped by the load
  * addresses, not by a shuffle), each 128-bit lane one chunk of 32 elements. The int8
  * activations are prepared once per slice for every row: the elements each chunk's low and
  * high nibbles meet, and per 32-bit lane -8 times the activations it meets (so the sums start
