@@ -1,6 +1,6 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0 (against q8_0
  * activations) and w4, w8, w4g32/64/128 (against a8 activations), for the x86 CPUs without
- * AVX-512 VNNI, which otherwise take the 4x4 tiles of avx2.c.
+ * AVX-512 VNNI, which otherwise take the 4x4 tiles of tile_avx2.c.
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
  * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
@@ -28,7 +28,8 @@
  * rows. Their integer sums are the same, scaled the same way, so the bits are the same.
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
  * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
- * multiplies and unpacking) the tiles and gemvs of avx2.c are still faster at a few rows.
+ * multiplies and unpacking) the tiles and gemvs of tile_avx2.c and gemv_avx2.c are still faster
+ * at a few rows.
  * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it. */
 #include "kernels/avx2.h"
 

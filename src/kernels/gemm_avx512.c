@@ -21,8 +21,8 @@ enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
     PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
     /* Up to this many activation rows, a full panel is not packed but transposed in registers
-     * for each block of TILE_ROWS rows (faster on Zen 4 for q4_0 up to 32-64 rows, for w4
-     * beyond; measured with bench/bench_gemm) */
+     * for each block of TILE_ROWS rows: the transposes cost per block what packing costs once,
+     * which pays for itself only past a few dozen rows (docs/kernels.md) */
     DIRECT_MAX_ROWS = 32,
 };
 

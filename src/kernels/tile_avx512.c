@@ -26,7 +26,7 @@ static inline __m256 tile_scales(const uint16_t wd[EL_TILE]) {
     return _mm256_set_m128(d, d);
 }
 
-/* The 4x4 tiles: as avx2.c's, with vpdpbusd doing the byte products. For q4_0 the quants stay
+/* The 4x4 tiles: as tile_avx2.c's, with vpdpbusd doing the byte products. For q4_0 the quants stay
  * unsigned and the offset 8 * sum y comes off once per activation row; for q8_0 the sign trick
  * moves the weight's sign onto the activation. Loops over the tile are unrolled so its arrays
  * live in registers. */

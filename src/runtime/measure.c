@@ -53,7 +53,7 @@ static uint64_t sum_words(const uint64_t *p, size_t n) {
 /* Sums words [0, n) of p as STREAMS contiguous parts read side by side, a cache line of each
  * per step (the rest, under a line per part, one by one). A core draws more from memory reading
  * a few sequential streams at once than one (on the Zen 4 this was written on, 1 thread: about
- * 24 GB/s from one stream, 28 from four), and the decode kernels read four (kernels/avx512.c),
+ * 24 GB/s from one stream, 28 from four), and the decode kernels read four (kernels/gemv_drive.h),
  * so a single stream would understate the bound. */
 static uint64_t sum_streams(const uint64_t *p, size_t n) {
     size_t part = n / WORDS_PER_LINE / STREAMS * WORDS_PER_LINE;
