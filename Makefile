@@ -37,20 +37,19 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
-# per-ISA kernels get their instruction set; dispatch.c uses them only if the CPU has it
+# per-ISA kernels get their instruction set by file name: an ISA's table <isa>.c and its kernel
+# files <kind>_<isa>.c (docs/kernels.md), so a new kernel file needs no edit here; dispatch.c
+# uses them only if the CPU has it
 MACHINE := $(shell $(CC) -dumpmachine)
+KERNELS := $(BUILD)/src/kernels
+AVX2_CFLAGS := -mavx2 -mfma -mf16c
 ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
-$(BUILD)/src/kernels/avx2.o $(BUILD)/src/kernels/gemm_avx2.o \
-$(BUILD)/src/kernels/attend_avx2.o $(BUILD)/src/kernels/gemv_w4g_avx2.o \
-$(BUILD)/src/kernels/swiglu_avx2.o: ALLCFLAGS += -mavx2 -mfma -mf16c
-$(BUILD)/src/kernels/avx512.o $(BUILD)/src/kernels/gemm_avx512.o \
-$(BUILD)/src/kernels/attend_avx512.o \
-$(BUILD)/src/kernels/gemv_w4g_avx512.o: ALLCFLAGS += -mavx2 -mfma -mf16c \
-                                            -mavx512f -mavx512bw -mavx512vl -mavx512vnni
+$(KERNELS)/avx2.o $(KERNELS)/%_avx2.o: ALLCFLAGS += $(AVX2_CFLAGS)
+$(KERNELS)/avx512.o $(KERNELS)/%_avx512.o: ALLCFLAGS += $(AVX2_CFLAGS) \
+                                             -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 endif
 ifneq ($(filter aarch64%,$(MACHINE)),)
-$(BUILD)/src/kernels/neon_dot.o \
-$(BUILD)/src/kernels/gemm_neon.o: ALLCFLAGS += -march=armv8.2-a+dotprod
+$(KERNELS)/%_dotprod.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
@@ -105,7 +104,8 @@ fuzz-smoke:
 # and on a Cortex-A53 (without it), so both NEON paths are exercised.
 ARM_CC ?= aarch64-linux-gnu-gcc
 ARM_BUILD ?= build-arm
-ARM_TESTS := $(patsubst tests/%.c,$(ARM_BUILD)/tests/%,$(wildcard tests/test_kernels*.c))
+ARM_TESTS := $(patsubst tests/%.c,$(ARM_BUILD)/tests/%,$(wildcard tests/test_kernels*.c) \
+                                                    tests/test_types.c)
 
 # (the kernel tests need only the inference library: no tools library, no BLAS)
 cross-arm:

@@ -17,11 +17,6 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct level {
-    const char *name;
-    bool (*apply)(el_kernels *k);
-} level;
-
 /* Best seconds per call of f over a few runs of reps calls. */
 static double best_time(void (*f)(const el_kernels *, el_type, int64_t, const char *, size_t,
                                   const char *, size_t, float *),
@@ -58,11 +53,6 @@ int main(int argc, char **argv) {
     static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_Q8_0, EL_TYPE_Q4_0,
                                     EL_TYPE_Q4_K, EL_TYPE_Q6_K, EL_TYPE_W8,   EL_TYPE_W4,
                                     EL_TYPE_W4G32};
-    static const level levels[] = {{"reference", NULL},
-                                   {"avx2", el_kernels_avx2},
-                                   {"avx512vnni", el_kernels_avx512},
-                                   {"neon", el_kernels_neon},
-                                   {"neon-dotprod", el_kernels_neon_dotprod}};
     if (n <= 0 || n % 256 != 0) {
         fprintf(stderr, "n must be a positive multiple of 256\n");
         return 1;
@@ -74,10 +64,11 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < EL_TILE * n; i++) x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     printf("GMAC/s with the data in cache, row length %lld, thread CPU time\n", (long long)n);
     printf("%-13s %-7s %9s %9s %9s\n", "isa", "type", "vec_dot", "4x4 tile", "gemv");
-    el_kernels k;
-    el_kernels_reference(&k);
-    for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
-        if (levels[l].apply != NULL && !levels[l].apply(&k)) continue; /* not built or no CPU */
+    /* the reference (l = 0), then each ISA level's composed table */
+    for (size_t l = 0; l == 0 || el_kernels_level_name(l - 1) != NULL; l++) {
+        el_kernels k;
+        if (l == 0) el_kernels_reference(&k);
+        else if (!el_kernels_level(el_kernels_level_name(l - 1), &k)) continue; /* not built or no CPU */
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             el_type t = types[ti];
             const el_type_kernels *kernels = el_type_kernels_get(t);
@@ -90,7 +81,7 @@ int main(int argc, char **argv) {
             }
             float y[EL_TILE * EL_TILE];
             double macs = (double)(EL_TILE * EL_TILE) * (double)n;
-            int reps = levels[l].apply == NULL ? 2 : 40;
+            int reps = l == 0 ? 2 : 40;
             double td = best_time(run_dots, &k, t, n, w, ws, a, as, y, reps);
             printf("%-13s %-7s %9.2f", k.isa, layout->ggml_name, macs / td * 1e-9);
             if (k.tile[t] != NULL)

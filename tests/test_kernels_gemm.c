@@ -282,21 +282,9 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
     return TEST_PASS;
 }
 
-/* AVX-512's and NEON's gemms come with their other kernels, once those accepted the CPU. */
-static bool avx512_table(el_kernels *k) { return el_kernels_avx512(k) && el_gemm_avx512(k); }
-static bool neon_dotprod_table(el_kernels *k) {
-    return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
-}
-
 /* Every ISA table's gemm kernels that this CPU runs, tested directly: so each is covered
  * wherever the tests run, not only the one el_kernels_get picks. */
 static int test_gemm_tables(void) {
-    static const struct {
-        const char *name;
-        bool (*apply)(el_kernels *k);
-    } tables[] = {{"avx2", el_kernels_avx2},
-                  {"avx512", avx512_table},
-                  {"neon-dotprod", neon_dotprod_table}};
     static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
@@ -305,10 +293,10 @@ static int test_gemm_tables(void) {
     static const int64_t rows[] = {1, 2, 3, 4, 5, 8, 9, 17};
     test_rng r = {31};
     int n_tested = 0;
-    for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+    const char *name;
+    for (size_t ti = 0; (name = el_kernels_level_name(ti)) != NULL; ti++) {
         el_kernels k;
-        el_kernels_reference(&k);
-        if (!tables[ti].apply(&k)) continue;
+        if (!el_kernels_level(name, &k) || k.gemm[EL_TYPE_Q4_0] == NULL) continue;
         n_tested++;
         for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
             el_gemm_fn gemm = k.gemm[types[ty]];
@@ -320,7 +308,7 @@ static int test_gemm_tables(void) {
                     shape s = {types[ty], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
                                dims[d][3], rows[ri]};
                     if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
-                        test_note("in the %s table", tables[ti].name);
+                        test_note("in the %s table", name);
                         return TEST_FAIL;
                     }
                 }
@@ -329,11 +317,11 @@ static int test_gemm_tables(void) {
             shape s = {types[ty], 8192, 20, 8192, 19, 6};
             if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS ||
                 check_gemm_batches(gemm, k.gemm_signed, types[ty], &r) != TEST_PASS) {
-                test_note("in the %s table", tables[ti].name);
+                test_note("in the %s table", name);
                 return TEST_FAIL;
             }
         }
-        test_note("tested the %s table's gemm kernels", tables[ti].name);
+        test_note("tested the %s table's gemm kernels", name);
     }
     if (n_tested == 0) return test_skip("no gemm kernels built for this CPU");
     return TEST_PASS;
@@ -515,25 +503,9 @@ static int test_attend_ref_f16(void) {
     return TEST_PASS;
 }
 
-/* AVX-512's attention comes with its other kernels, once those accepted the CPU. */
-static bool avx512_attend_table(el_kernels *k) {
-    return el_kernels_avx512(k) && el_attend_avx512(k);
-}
-
-/* NEON's likewise (every aarch64 CPU). */
-static bool neon_attend_table(el_kernels *k) {
-    return el_kernels_neon(k) && el_attend_neon(k);
-}
-
 /* The attention kernel in use, and every ISA table's one this CPU runs, called directly (so
  * AVX2's is covered on AVX-512 machines too), on float32 and on fp16 cells. */
 static int test_attend(void) {
-    static const struct {
-        const char *name;
-        bool (*apply)(el_kernels *k);
-    } tables[] = {{"avx2", el_kernels_avx2},
-                  {"avx512", avx512_attend_table},
-                  {"neon", neon_attend_table}};
     static const el_type kv_types[] = {EL_TYPE_F32, EL_TYPE_F16};
     fill_cells();
     el_attend_fn attend = el_kernels_get()->attend;
@@ -541,14 +513,15 @@ static int test_attend(void) {
     for (size_t t = 0; t < 2; t++) {
         if (check_attend(attend, kv_types[t], el_kernels_get()->isa) != TEST_PASS)
             return TEST_FAIL;
-        for (size_t ti = 0; ti < sizeof tables / sizeof tables[0]; ti++) {
+        el_attend_fn tested = NULL; /* a level's base's, which it may keep */
+        const char *name;
+        for (size_t ti = 0; (name = el_kernels_level_name(ti)) != NULL; ti++) {
             el_kernels k;
-            el_kernels_reference(&k);
-            if (!tables[ti].apply(&k)) continue;
+            if (!el_kernels_level(name, &k) || k.attend == tested) continue;
             CHECK(k.attend != el_attend_ref);
-            if (check_attend(k.attend, kv_types[t], tables[ti].name) != TEST_PASS)
-                return TEST_FAIL;
-            test_note("tested the %s table's attention kernel on %s cells", tables[ti].name,
+            if (check_attend(k.attend, kv_types[t], name) != TEST_PASS) return TEST_FAIL;
+            tested = k.attend;
+            test_note("tested the %s table's attention kernel on %s cells", name,
                       el_type_layout_get(kv_types[t])->ggml_name);
         }
     }

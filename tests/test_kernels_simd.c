@@ -426,35 +426,23 @@ static int compare_all(const el_kernels *k) {
     return compare_tiles(k);
 }
 
-/* Each ISA on top of what the dispatcher applies before it, as the dispatcher does. */
-static int check_isa(bool (*const *setups)(el_kernels *), int n_setups, const char *why_not) {
+/* Each ISA level's table as the dispatcher composes it. */
+static int check_level(const char *name, const char *why_not) {
     el_kernels k;
-    el_kernels_reference(&k);
-    for (int i = 0; i < n_setups; i++) {
-        if (!setups[i](&k)) return test_skip(why_not);
-    }
+    if (!el_kernels_level(name, &k)) return test_skip(why_not);
     return compare_all(&k);
 }
 
-static int test_avx2(void) {
-    bool (*const setups[])(el_kernels *) = {el_kernels_avx2};
-    return check_isa(setups, 1, "no AVX2 on this CPU or in this build");
-}
+static int test_avx2(void) { return check_level("avx2", "no AVX2 on this CPU or in this build"); }
 
 static int test_avx512(void) {
-    bool (*const setups[])(el_kernels *) = {el_kernels_avx2, el_kernels_avx512,
-                                            el_gemv_w4g_avx512};
-    return check_isa(setups, 3, "no AVX-512 VNNI on this CPU or in this build");
+    return check_level("avx512", "no AVX-512 VNNI on this CPU or in this build");
 }
 
-static int test_neon(void) {
-    bool (*const setups[])(el_kernels *) = {el_kernels_neon};
-    return check_isa(setups, 1, "not an aarch64 build");
-}
+static int test_neon(void) { return check_level("neon", "not an aarch64 build"); }
 
 static int test_neon_dotprod(void) {
-    bool (*const setups[])(el_kernels *) = {el_kernels_neon, el_kernels_neon_dotprod};
-    return check_isa(setups, 2, "no NEON dot product on this CPU or in this build");
+    return check_level("neon-dotprod", "no NEON dot product on this CPU or in this build");
 }
 
 /* Whatever the dispatcher picked (also under EL_FORCE_REFERENCE=1) must agree too. */

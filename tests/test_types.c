@@ -150,6 +150,12 @@ static int check_kernel_table(const el_kernels *k) {
                     k->gemv_multi[t];
         if (used && !el_type_layout_get(t)) test_note("%s: type %u has no layout", k->isa, t);
         CHECK(!used || el_type_layout_get(t) != NULL);
+        /* the products take weights of a type with reference kernels to be checked against */
+        bool weight_entry = k->vec_dot[t] || k->tile[t] || k->gemm[t] || k->gemv[t] ||
+                            k->gemv_multi[t];
+        if (weight_entry && !el_type_is_weight((el_type)t))
+            test_note("%s: type %u has products but is no weight type", k->isa, t);
+        CHECK(!weight_entry || el_type_is_weight((el_type)t));
     }
     return TEST_PASS;
 }
@@ -168,6 +174,14 @@ static int test_kernels_have_layouts(void) {
     el_kernels_reference(&ref);
     CHECK(check_kernel_table(&ref) == TEST_PASS);
     CHECK(check_kernel_table(el_kernels_get()) == TEST_PASS);
+    /* every level this CPU runs, not only the one the dispatcher picks (the NEON ones under
+     * qemu: make test-arm runs this test too) */
+    for (size_t i = 0; el_kernels_level_name(i) != NULL; i++) {
+        el_kernels k;
+        if (!el_kernels_level(el_kernels_level_name(i), &k)) continue;
+        CHECK(check_kernel_table(&k) == TEST_PASS);
+        test_note("the %s table's entries all have layouts", el_kernels_level_name(i));
+    }
     return TEST_PASS;
 }
 

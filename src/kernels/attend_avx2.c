@@ -3,12 +3,11 @@
  * time, the heads of a group sharing each load of a key or value and two keys sharing each load
  * of a query. Keys and values are float32 or fp16 (converted on load by F16C's vcvtph2ps, which is
  * exact); one body serves both, the element type a constant after inlining. The exponentials are
- * vectorized too (exp_avx2.h) and the weights normalized on the output, so results agree with the
+ * vectorized too (avx2_simd.h) and the weights normalized on the output, so results agree with the
  * reference to a few float roundings. Head sizes that are not multiples of 8 (and groups of more
  * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
- * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
- * has accepted the CPU. */
-#include "kernels/dispatch.h"
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it. */
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -16,7 +15,7 @@
 #include <math.h>
 
 #include "kernels/attend_drive.h"
-#include "kernels/exp_avx2.h"
+#include "kernels/avx2_simd.h"
 
 enum {
     LANES = 8,           /* floats per ymm */
@@ -176,24 +175,11 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
     if (j < nv) dots(f16, n, 1, hd_k, q, k, j, inv_scale, scores, ld);
 }
 
-static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
-                   float *out) {
+void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                    float *out) {
     attend_simd(LANES, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
                 softmax_unnormalized, weigh_heads);
-}
-
-bool el_attend_avx2(el_kernels *k) {
-    k->attend = attend;
-    return true;
-}
-
-#else
-
-/* Built without AVX2/F16C code generation (not x86, or without the Makefile's per-file flags). */
-bool el_attend_avx2(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

@@ -6,7 +6,7 @@
  * reference to a few float roundings. Head sizes that are not multiples of 16 (and groups of more
  * than 64 heads, and rows with no cells) go to the reference (attend_drive.h).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__)
@@ -18,12 +18,11 @@
 
 enum {
     COLUMNS_AT_ONCE = 4, /* weighted sums: 4 heads x 4 columns of 16 floats in registers */
-    /* Cells ahead whose key or value row a step asks the memory for. Without asking, a long
-     * context's loads waited on DRAM (each cell's row comes by its own pointer): one thread,
-     * 2048 cells of the 1B shape (67 MB of fp16 a token) read at 11-14 GB/s, 23-25 ns a cell
-     * and kv head; asking 16 cells (2 KB) ahead, 19-20 ns, and at 512 cells 18-20 -> 15-17
-     * (bench_attend and the kernel before, in one process; 8 and 32 cells ahead were no
-     * better). The AVX2 kernel, measured the same way, gained nothing from it. */
+    /* Cells ahead whose key or value row a step asks the memory for: each cell's row comes by
+     * its own pointer, which the prefetchers cannot guess, so without asking a long context's
+     * loads wait on DRAM; 16 cells (2 KB) is far enough ahead to hide that and near enough not
+     * to evict what is in use (8 and 32 were no better; the AVX2 kernel, whose arithmetic per
+     * byte is lower, gained nothing; docs/kernels.md, "Attention"). */
     PREFETCH_CELLS = 16,
 };
 
@@ -171,24 +170,11 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
     }
 }
 
-static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
-                   float *out) {
+void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                      const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                      float *out) {
     attend_simd(16, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
                 softmax_unnormalized, weigh_heads);
-}
-
-bool el_attend_avx512(el_kernels *k) {
-    k->attend = attend;
-    return true;
-}
-
-#else
-
-/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_attend_avx512(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

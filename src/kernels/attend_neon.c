@@ -6,8 +6,8 @@
  * a constant after inlining. The exponentials are vectorized too (exp_nonpositive) and the
  * weights normalized on the output, so results agree with the reference to a few float
  * roundings. Head sizes that are not multiples of 4 (and groups of more than 64 heads) go to the
- * reference. Needs no flags beyond the aarch64 baseline; elsewhere it builds to the stub below. */
-#include "kernels/dispatch.h"
+ * reference. Needs no flags beyond the aarch64 baseline; neon.c's table names it. */
+#include "kernels/neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
 
@@ -206,24 +206,11 @@ static inline __attribute__((always_inline)) void dot_heads(const bool f16, cons
     if (j < nv) dots(f16, n, 1, hd_k, q, k, j, inv_scale, scores, ld);
 }
 
-static void attend(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                   const void *const *k, const void *const *v, float *scores, size_t ld_scores,
-                   float *out) {
+void el_attend_neon(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                    float *out) {
     attend_simd(LANES, kv_type, group, hd_k, hd_v, nv, q, k, v, scores, ld_scores, out, dot_heads,
                 softmax_unnormalized, weigh_heads);
-}
-
-bool el_attend_neon(el_kernels *k) {
-    k->attend = attend;
-    return true;
-}
-
-#else
-
-/* Not aarch64: nothing to offer. */
-bool el_attend_neon(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

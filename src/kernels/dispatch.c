@@ -1,4 +1,5 @@
-/* dispatch.c - fills the kernel table once, from the CPU's features and EL_FORCE_REFERENCE. */
+/* dispatch.c - composes the kernel table: the reference kernels, then the ISA levels' tables
+ * (el_kernel_level), chosen once from the CPU's features and the environment. */
 #include "kernels/dispatch.h"
 
 #include <pthread.h>
@@ -7,6 +8,10 @@
 
 static el_kernels kernels;
 static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
+
+/* In order of preference, the best last. */
+static const el_kernel_level *const levels[] = {&el_level_avx2, &el_level_avx512, &el_level_neon,
+                                                &el_level_neon_dotprod};
 
 void el_kernels_reference(el_kernels *k) {
     k->isa = "reference";
@@ -24,56 +29,72 @@ void el_kernels_reference(el_kernels *k) {
     k->gemm_signed = false;
 }
 
-void el_kernels_set_gemm(el_kernels *k, el_gemm_fn fn, bool signed_weights) {
-    static const el_type covered[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
-                                      EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
-    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) k->gemm[covered[i]] = fn;
-    k->gemm_signed = signed_weights;
+/* Built in, and this CPU runs it and every level it builds on (whose instructions it uses). */
+static bool level_runs(const el_kernel_level *l) {
+    return l->supported != NULL && l->supported() && (l->base == NULL || level_runs(l->base));
 }
 
-/* AVX-512 VNNI: the tiles and dot products, the packed products, attention and the W4G gemvs. */
-static bool avx512_all(el_kernels *k) {
-    return el_kernels_avx512(k) && el_gemm_avx512(k) && el_attend_avx512(k) &&
-           el_gemv_w4g_avx512(k);
+/* l's own entries over k (dispatch.h: a type's multi-row gemv comes with its gemv). */
+static void take(el_kernels *k, const el_kernels *l) {
+    k->isa = l->isa;
+    bool gemm = false;
+    for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
+        if (l->vec_dot[t]) k->vec_dot[t] = l->vec_dot[t];
+        if (l->quantize[t]) k->quantize[t] = l->quantize[t];
+        if (l->tile[t]) k->tile[t] = l->tile[t];
+        if (l->gemm[t]) {
+            k->gemm[t] = l->gemm[t];
+            gemm = true;
+        }
+        if (l->gemv[t]) {
+            k->gemv[t] = l->gemv[t];
+            k->gemv_multi[t] = l->gemv_multi[t];
+        }
+    }
+    if (l->attend) k->attend = l->attend;
+    if (l->swiglu) k->swiglu = l->swiglu;
+    if (gemm) k->gemm_signed = l->gemm_signed;
 }
 
-/* NEON (every aarch64 CPU): the dot products, tiles and gemvs, and attention. */
-static bool neon_all(el_kernels *k) {
-    return el_kernels_neon(k) && el_attend_neon(k);
+/* The reference kernels, l's bases from the first, then l. */
+static void compose(const el_kernel_level *l, el_kernels *k) {
+    if (l->base) compose(l->base, k);
+    else el_kernels_reference(k);
+    take(k, &l->kernels);
 }
 
-/* NEON with the dot product instructions: the dot products, tiles and gemvs, and the packed
- * products (attention stays the NEON level's). */
-static bool neon_dotprod_all(el_kernels *k) {
-    return el_kernels_neon_dotprod(k) && el_gemm_neon(k);
+const char *el_kernels_level_name(size_t i) {
+    return i < sizeof levels / sizeof levels[0] ? levels[i]->name : NULL;
 }
 
-/* Per-ISA setters in order of preference, the best last. */
-static const struct {
-    const char *name;
-    bool (*apply)(el_kernels *k);
-} isa_levels[] = {
-    {"avx2", el_kernels_avx2},
-    {"avx512", avx512_all},
-    {"neon", neon_all},
-    {"neon-dotprod", neon_dotprod_all},
-};
+bool el_kernels_level(const char *name, el_kernels *k) {
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        if (strcmp(levels[i]->name, name) != 0) continue;
+        if (!level_runs(levels[i])) return false;
+        compose(levels[i], k);
+        return true;
+    }
+    return false;
+}
 
 static bool env_set(const char *name) {
     const char *v = getenv(name);
     return v != NULL && strcmp(v, "") != 0 && strcmp(v, "0") != 0;
 }
 
-/* EL_ISA_MAX=avx2 (say) stops after that level, to compare ISAs on one machine; EL_NO_GEMM=1
- * leaves the packed products out, to compare them with the tiles they replace. */
+/* The best level this CPU runs; EL_ISA_MAX=avx2 (say) looks no further than that level, to
+ * compare ISAs on one machine; EL_NO_GEMM=1 leaves the packed products out, to compare them
+ * with the tiles they replace. */
 static void kernels_init(void) {
     el_kernels_reference(&kernels);
     if (env_set("EL_FORCE_REFERENCE")) return;
     const char *max = getenv("EL_ISA_MAX");
-    for (size_t i = 0; i < sizeof isa_levels / sizeof isa_levels[0]; i++) {
-        isa_levels[i].apply(&kernels);
-        if (max != NULL && strcmp(max, isa_levels[i].name) == 0) break;
+    const el_kernel_level *best = NULL;
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+        if (level_runs(levels[i])) best = levels[i];
+        if (max != NULL && strcmp(max, levels[i]->name) == 0) break;
     }
+    if (best) compose(best, &kernels);
     if (env_set("EL_NO_GEMM"))
         for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) kernels.gemm[t] = NULL;
 }

@@ -1,8 +1,9 @@
 /* dispatch.h - the kernels in use, chosen once at start-up from the CPU's features.
  *
- * The traits table (types.h) holds the portable reference kernels; this table starts as a copy
- * of it and per-ISA files (avx2.c, avx512.c, neon.c, neon_dot.c, ...) replace the entries they do
- * faster. EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
+ * The type kernels table (types.h) holds the portable reference kernels; this table starts as
+ * a copy of it and one ISA level's table (el_kernel_level, below: avx2.c, avx512.c, neon.c, ...),
+ * composed on the levels it builds on, replaces the entries it does faster.
+ * EL_FORCE_REFERENCE=1 in the environment keeps the reference kernels (to compare or to
  * debug); EL_ISA_MAX=avx2 (or avx512, neon) stops at that level; EL_NO_GEMM=1 leaves out the
  * gemm kernels (el_matmul then takes the tiles and gemvs). */
 #ifndef EL_KERNELS_DISPATCH_H
@@ -56,35 +57,41 @@ typedef struct el_kernels {
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
 } el_kernels;
 
-/* The table in use; filled on first call (thread-safe), constant afterwards. */
+/* The table in use; filled on first call (thread-safe), constant afterwards: the reference
+ * kernels, then the best ISA level this CPU runs (up to EL_ISA_MAX) composed on top. */
 const el_kernels *el_kernels_get(void);
 
-/* Makes fn the gemm kernel of every weight type gemm.h covers; signed_weights: it takes the
- * weight quants signed and wants no aux offset terms. */
-void el_kernels_set_gemm(el_kernels *k, el_gemm_fn fn, bool signed_weights);
-
-/* Fills k with the reference kernels of the traits table (and no tiles, gemms or gemvs). */
+/* Fills k with the reference kernels of the type kernels table (and no tiles, gemms or gemvs). */
 void el_kernels_reference(el_kernels *k);
 
-/* Each of these replaces entries of k with its kernels and returns true if they were built in
- * and this CPU runs them; otherwise it leaves k alone and returns false. Later ones in this list
- * are preferred (the dispatcher applies them in order). */
-bool el_kernels_avx2(el_kernels *k);         /* AVX2, FMA and F16C */
-/* These add to el_kernels_avx2, which applies them once it has accepted the CPU. */
-bool el_gemm_avx2(el_kernels *k);            /* its packed products (gemm_avx2.c) */
-bool el_attend_avx2(el_kernels *k);          /* its attention kernel (attend_avx2.c) */
-bool el_swiglu_avx2(el_kernels *k);          /* its gated activation (swiglu_avx2.c) */
-bool el_gemv_w4g_avx2(el_kernels *k);        /* its W4G64/128 gemvs (gemv_w4g_avx2.c) */
-bool el_kernels_avx512(el_kernels *k);       /* AVX-512 F/BW/VL with VNNI */
-/* These add to el_kernels_avx512 and are applied only after it has accepted the CPU. */
-bool el_gemm_avx512(el_kernels *k);          /* its packed products (gemm_avx512.c) */
-bool el_attend_avx512(el_kernels *k);        /* its attention kernel (attend_avx512.c) */
-bool el_gemv_w4g_avx512(el_kernels *k);      /* its W4G gemvs (gemv_w4g_avx512.c) */
-bool el_kernels_neon(el_kernels *k);         /* aarch64 Advanced SIMD (every aarch64 CPU) */
-/* This adds to el_kernels_neon and is applied only after it has accepted the CPU. */
-bool el_attend_neon(el_kernels *k);          /* its attention kernel (attend_neon.c) */
-bool el_kernels_neon_dotprod(el_kernels *k); /* + the dot product instructions (SDOT) */
-/* This adds to el_kernels_neon_dotprod and is applied only after it has accepted the CPU. */
-bool el_gemm_neon(el_kernels *k);            /* its packed products (gemm_neon.c) */
+/* The ISA levels built in, in order of preference (the best last): name i ("avx2", "avx512",
+ * "neon", "neon-dotprod", as EL_ISA_MAX takes them), NULL past the last. */
+const char *el_kernels_level_name(size_t i);
+
+/* Fills k with the table the dispatcher composes for level name (the reference kernels, the
+ * levels it builds on, then its own), whatever the environment says; false, leaving k alone, if
+ * that level is not built in or this CPU does not run it. So tests can check every table this
+ * CPU runs, not only the one el_kernels_get picks. */
+bool el_kernels_level(const char *name, el_kernels *k);
+
+/* What one ISA level provides, entry by entry and type by type: each entry its kernel, or NULL
+ * where it has none of its own. Composed on top of its base (the level it builds on, or the
+ * reference kernels), its entries replace the base's and the rest are the base's, except by
+ * one rule: a multi-row gemv must give each output the bits of the same table's one-row gemv,
+ * so a level that gives a type's gemv also says that type's multi-row gemv (its own, its base's
+ * named where the bits provably agree, or NULL: none), and one without that type's gemv gives
+ * none. The gemm kernels of one level all take weights the same way (gemm_signed). Defined by
+ * the ISA files (<isa>.c) and composed by dispatch.c alone. */
+typedef struct el_kernel_level {
+    const char *name;                    /* for EL_ISA_MAX and el_kernels_level */
+    const struct el_kernel_level *base;  /* the level it builds on, or NULL: the reference */
+    bool (*supported)(void);             /* this CPU and OS run it; NULL: not built in */
+    el_kernels kernels;                  /* its own entries; .isa names the composed table */
+} el_kernel_level;
+
+extern const el_kernel_level el_level_avx2;         /* AVX2, FMA and F16C */
+extern const el_kernel_level el_level_avx512;       /* AVX-512 F/BW/VL with VNNI, on AVX2 */
+extern const el_kernel_level el_level_neon;         /* aarch64 Advanced SIMD (every aarch64) */
+extern const el_kernel_level el_level_neon_dotprod; /* + the dot product instructions, on NEON */
 
 #endif

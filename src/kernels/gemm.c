@@ -1,5 +1,6 @@
 /* gemm.c - the portable side of the packed products (gemm.h): scale groups, panel sizes and the
- * per-group activation sums. The kernels themselves are per ISA (gemm_avx512.c, gemm_neon.c). */
+ * per-group activation sums. The kernels themselves are per ISA (gemm_avx2.c, gemm_avx512.c,
+ * gemm_neon_dotprod.c). */
 #include "kernels/gemm.h"
 
 #include <string.h>

@@ -14,7 +14,7 @@
  * activation row and weight scale group, computed when the activations are quantized
  * (el_gemm_aux), and it starts the integer accumulator of that group.
  * Signed weights: kernels whose byte dot instruction takes both operands signed (aarch64 SDOT,
- * gemm_neon.c) unpack the quants as q itself and need no offset term; the kernel table says
+ * gemm_neon_dotprod.c) unpack the quants as q itself and need no offset term; the kernel table says
  * which kind its gemm kernels are (el_kernels.gemm_signed), and their aux comp is 0.
  *
  * A weight type's scale group is the span of elements sharing a scale: a block of 32 for

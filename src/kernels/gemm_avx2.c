@@ -1,6 +1,6 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0 (against q8_0
  * activations) and w4, w8, w4g32/64/128 (against a8 activations), for the x86 CPUs without
- * AVX-512 VNNI, which otherwise take the 4x4 tiles of avx2.c.
+ * AVX-512 VNNI, which otherwise take the 4x4 tiles of tile_avx2.c.
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
  * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
@@ -12,7 +12,8 @@
  *   nibble planes u = 16 hi + lo, each summed like int4 and the hi sum shifted by 4 after
  *   widening. That is twice the multiplies of int4; the sign trick (signed weights, one more
  *   vpsignb per activation row and step, and a vpmaddwd per step since its int16 pairs reach
- *   32258) measured 6-13% slower, and would not keep gemm.h's offset (comp = -128 sum a).
+ *   32258) costs more than the second plane saves (docs/kernels.md, "Figures behind the
+ *   kernels' comments"), and would not keep gemm.h's offset (comp = -128 sum a).
  *
  * Each step of 4 elements takes two packed registers and one broadcast of the activation's 4
  * bytes per row: for int4, the 16 weight rows of gemm.h's panel (rows 0-7, rows 8-15); for int8,
@@ -27,10 +28,10 @@
  * rows. Their integer sums are the same, scaled the same way, so the bits are the same.
  * el_matmul takes it from 2 activation rows on, as the AVX-512 one: so a row's result never
  * depends on how many rows share its product (test_ubatch), though with int8 weights (twice the
- * multiplies and unpacking) the tiles and gemvs of avx2.c are still faster at a few rows.
- * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by el_kernels_avx2 once it
- * has accepted the CPU. */
-#include "kernels/dispatch.h"
+ * multiplies and unpacking) the tiles and gemvs of tile_avx2.c and gemv_avx2.c are still faster
+ * at a few rows.
+ * Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it. */
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
@@ -114,7 +115,7 @@ static void sub_panel_rows(const el_weight *w, const el_gemm_layout *l, int64_t 
 
 /* The sub-panel of `rows` into the panel buffer: quants [chunk][step][2][8][4] bytes if
  * `quants` (the direct tiles read the rows instead), then the scales [groups][sub_rows] as
- * floats, in one pass over the rows (two passes measured some 4% slower on q4_0 at 2 rows). */
+ * floats, in one pass over the rows (a second pass would read the rows' lines again). */
 static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *const *rows,
                      bool quants, void *panel) {
     int nr = sub_rows(l);
@@ -256,7 +257,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
  * take every chunk's sums; then they are scaled by (weight scales x activation scale) into
  * float sums. n, int8, one_chunk (groups of one chunk: q4_0, q8_0, w4g32) and direct (chunks
  * transposed from the rows as they are used, not read from the packed quants) are constants
- * after inlining; with one_chunk the chunk loop goes (15% on q4_0). Both kinds of chunk give the
+ * after inlining; with one_chunk the chunk loop goes (its counter and branch are a large part
+ * of so short a body). Both kinds of chunk give the
  * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
@@ -341,20 +343,21 @@ static __m256i lanes_below(int64_t n) {
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Up to how many activation rows the direct tiles are faster than packing the sub-panel
- * (bench_gemm 1 2048 8192 R, EL_ISA_MAX=avx2, on Zen 4): one tile of rows for int8 and per-row
- * int4 (at 2 rows q8_0 1.3x, w8 1.45x, w4 1.6x), w8 up to 8 (1.25x at 5 to 7, even at 8); q8_0
- * and w4 break even at 5 to 8 rows and lose beyond. Int4 with a scale per group (q4_0, w4g*)
- * gathers as many bytes of scales as it transposes quants, and is slower direct. */
+/* Up to how many activation rows the direct tiles are faster than packing the sub-panel: the
+ * transposes in registers cost per pass what packing costs once, so they win only while few
+ * rows share each pass (measured: docs/kernels.md, "Figures behind the kernels' comments"):
+ * one tile of rows for int8 and per-row int4, w8 (whose plain bytes transpose cheapest) two.
+ * Int4 with a scale per group (q4_0, w4g*) gathers as many bytes of scales as it
+ * transposes quants, and is slower direct. */
 static int64_t direct_max_rows(const el_gemm_layout *l) {
     if (l->int8 && l->group_bytes == 0) return 2 * TILE_ROWS;
     if (l->int8 || l->group_bytes == 0) return TILE_ROWS;
     return 0;
 }
 
-static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                 void *panel) {
+void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                  void *panel) {
     el_gemm_layout l = el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
     tile_args t = {
@@ -386,19 +389,6 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
         for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[direct][TILE_ROWS](&t, r);
         if (r < n_rows) tiles[direct][n_rows - r](&t, r);
     }
-}
-
-bool el_gemm_avx2(el_kernels *k) {
-    el_kernels_set_gemm(k, gemm, false); /* unsigned weights: the aux offsets are wanted */
-    return true;
-}
-
-#else
-
-/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_gemm_avx2(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

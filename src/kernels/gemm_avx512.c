@@ -4,7 +4,7 @@
  * packed weights. Covers q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against
  * a8 activations).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
-#include "kernels/dispatch.h"
+#include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
     defined(__AVX512VNNI__) && defined(__F16C__)
@@ -21,8 +21,8 @@ enum {
     TILE_ROWS = 8,      /* activation rows per tile: 2 accumulators each stay in registers */
     PREFETCH = 768,     /* bytes ahead in each weight row that packing asks for */
     /* Up to this many activation rows, a full panel is not packed but transposed in registers
-     * for each block of TILE_ROWS rows (faster on Zen 4 for q4_0 up to 32-64 rows, for w4
-     * beyond; measured with bench/bench_gemm) */
+     * for each block of TILE_ROWS rows: the transposes cost per block what packing costs once,
+     * which pays for itself only past a few dozen rows (docs/kernels.md) */
     DIRECT_MAX_ROWS = 32,
 };
 
@@ -370,10 +370,10 @@ static inline void scales16_pair(const char *p, size_t rb, size_t off, uint16_t 
 }
 
 /* The panel's scales for direct16: per-group types' fp16 scales as [groups][16] in the panel
- * buffer (group 0's copied one by one, the others by vector loads and transposes: a scalar copy
- * of every scale took 9-21% of a step of 8 concurrent variants; 18-byte groups two at a time,
- * which took this pass from ~11% to ~8% of an 8-row product in bench_gemm), per-row types'
- * into row_scales. */
+ * buffer (group 0's copied one by one, the others by vector loads and transposes, since a scalar
+ * copy of every scale was a large part of a step of concurrent variants; 18-byte groups two
+ * at a time, which halves the loads; docs/kernels.md, "Figures behind the kernels'
+ * comments"), per-row types' into row_scales. */
 static void direct_scales(const el_gemm_layout *l, const char *p, size_t rb, int64_t groups,
                           uint16_t *scales, float row_scales[EL_GEMM_PANEL]) {
     if (l->group_bytes == 0) {
@@ -431,9 +431,9 @@ static void direct(const el_weight *w, const char *p, const tile_args *t, int64_
     }
 }
 
-static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                 void *panel) {
+void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                    size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                    void *panel) {
     const char *rows[EL_GEMM_PANEL];
     panel_rows(w, o0, n_out, rows);
     int64_t group = el_gemm_group_size(w);
@@ -460,19 +460,6 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
     int64_t r = 0;
     for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
     if (r < n_rows) tiles[n_rows - r](&t, r);
-}
-
-bool el_gemm_avx512(el_kernels *k) {
-    el_kernels_set_gemm(k, gemm, false);
-    return true;
-}
-
-#else
-
-/* Built without AVX-512 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_gemm_avx512(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

@@ -2,9 +2,9 @@
  * side by side and where their results go; the ISA files supply the kernel for R rows.
  *
  * How the weight is read decides a gemv's speed: on Zen 4 one thread reading a few rows side
- * by side (interleaved streams a row apart) got a third of the bandwidth of reading them in
+ * by side (interleaved streams a row apart) got a fraction of the bandwidth of reading them in
  * order, software prefetches did not make up for it, and a few streams far apart read as fast
- * as one or faster. So up to four rows far apart go together, sharing the activation loads;
+ * as one or faster (docs/kernels.md, "Figures behind the kernels' comments"). So up to four rows far apart go together, sharing the activation loads;
  * the rest go alone through the same kernel (a row's result must not depend on its company).
  * The multi-row gemvs (2-3 activation rows) have their own loop, two weight rows at a time. */
 #ifndef EL_KERNELS_GEMV_DRIVE_H
@@ -19,8 +19,8 @@
 /* Bytes of L1 that one pass over a group of rows may fill with its weight rows and the
  * activations (raw or prepared) it reads once per group: past that, the rows' lines evict the
  * activations before the next group comes back to them, and the reloads slow the streams down
- * (on Zen 4, 32 KB of L1: q4_0 rows of 8192, 4 x 4.5 KB + 12 KB, read 4 at a time at 4/5 the
- * speed of 2 at a time; w4 rows of 8192, 4 x 4 KB + 8 KB, still read best 4 at a time). */
+ * (on Zen 4, 32 KB of L1: q4_0 rows of 8192, 4 x 4.5 KB + 12 KB, read slower 4 at a time than
+ * 2 at a time; w4 rows of 8192, 4 x 4 KB + 8 KB, still read best 4 at a time). */
 enum { GEMV_L1_BYTES = 26 << 10 };
 
 /* How many rows go side by side (4, 2 or 1): the most whose rows and activations fit

@@ -1,5 +1,5 @@
 /* lora.h - adding LoRA terms to the output of a linear layer, for groups of rows that each use
- * their own adapters (DESIGN.md §3).
+ * their own adapters (docs/architecture.md).
  *
  * A pair (A, B) changes one linear layer W (n_out rows of n_in): y += s * B (A x), with
  *   A: rank rows of n_in elements   (GGUF ne = [n_in, rank], PEFT lora_A [rank, n_in])

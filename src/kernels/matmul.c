@@ -31,10 +31,9 @@ enum {
     CHUNKS_PER_THREAD = 4, /* enough to even out uneven progress, few enough to be cheap */
     /* From this many activation rows on, unpacking a panel once pays. Fewer rows of a type with
      * a gemv go through it one row after another over blocks of GEMV_REUSE_BYTES of weights,
-     * so memory is read once and the later rows read the block from L2. 1B shape, Q4_0, 1
-     * thread, a decode step of K rows (bench --variants): one row 25.6 ms; 2 rows by the gemm
-     * 66.7 ms, by the gemv per row over the whole matrix 49.3; 3 rows 70.1 and 71.4; 4 rows by
-     * the gemm 73.3 (by tiles 159). Types without a gemv use the gemm from 2 rows. */
+     * so memory is read once and the later rows read the block from L2 (at 2 and 3 rows that
+     * beat unpacking, at 4 it no longer did: docs/kernels.md, "Two or three rows of a type with
+     * a gemv"). Types without a gemv use the gemm from 2 rows. */
     GEMM_MIN_ROWS = 4,
     GEMM_MIN_ROWS_NO_GEMV = 2,
     GEMV_REUSE_BYTES = 256 << 10,
@@ -42,15 +41,12 @@ enum {
     /* When every row goes through gemv (a decode step) on more than one thread: a pool job
      * ends when its slowest thread does, so the last chunks should be short, while each gemv
      * call prepares the activations once and starts new streams, which the prefetchers take a
-     * while to follow (chunks of 64 KB throughout read ~15% slower than of 256 KB). So the
-     * first chunk of each thread covers its share of GEMV_FIRST_EIGHTHS eighths of the rows and
-     * the rest go in chunks of GEMV_CHUNK_BYTES of weights (128 KB: ~5 us of memory time per
-     * core). 1B shape, Q4_0, 2 threads, runs alternated, medians of 8 with the memory in its
-     * slow state: chunks of 256 KB throughout 46.1 tokens/s; first chunks of 3/4 then 128 KB
-     * 47.0, of 7/8 or 9/10 then 128 KB 47.9 (1/2 then 64 KB: 43.5); this against the 256 KB
-     * chunks in one more series, 47.3 against 46.2 (fraction of the bound 0.92 against 0.89),
-     * and W4A8 with the memory in its fast state 80.1 against 72.4. A descheduled thread can
-     * now hold up a job for longer (its first chunk is long), as a static split would. */
+     * while to follow (short chunks throughout read slower). So the first chunk of each thread
+     * covers its share of GEMV_FIRST_EIGHTHS eighths of the rows and the rest go in chunks of
+     * GEMV_CHUNK_BYTES of weights (128 KB: a few microseconds of memory time per core), the
+     * split that decoded fastest (docs/kernels.md, "How a product is split across threads").
+     * A descheduled thread can now hold up a job for longer (its first chunk is long), as a
+     * static split would. */
     GEMV_FIRST_EIGHTHS = 7,
     GEMV_CHUNK_BYTES = 128 << 10
 };

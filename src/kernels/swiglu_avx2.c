@@ -1,16 +1,16 @@
 /* swiglu_avx2.c - swiglu.h with AVX2 and FMA, 8 floats at a time: silu(g) = g * sigmoid(g) with
- * e = exp(-|g|) from exp_avx2.h (never above 1, so nothing overflows), sigmoid = 1 / (1 + e) for
- * g >= 0 and e / (1 + e) below. libm's expf per element took 1-2% of the 1B shape's decode and
- * prompt time in perf profiles, and 4-6% of a run of 8 concurrent variants. Agrees with the
- * reference to a few float roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); registered by
- * el_kernels_avx2 once it has accepted the CPU (AVX-512 machines keep it). */
-#include "kernels/dispatch.h"
+ * e = exp(-|g|) from avx2_simd.h (never above 1, so nothing overflows), sigmoid = 1 / (1 + e) for
+ * g >= 0 and e / (1 + e) below. libm's expf is a call and a scalar exponential for each of the
+ * feed-forward's elements (docs/kernels.md, "SwiGLU"). Agrees with the reference to a few float
+ * roundings. Built with -mavx2 -mfma -mf16c on x86 (see Makefile); avx2.c's table names it
+ * (AVX-512's keeps it). */
+#include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 
 #include <immintrin.h>
 
-#include "kernels/exp_avx2.h"
+#include "kernels/avx2_simd.h"
 
 static inline __m256 silu_times(__m256 g, __m256 up) {
     const __m256 one = _mm256_set1_ps(1.0f);
@@ -23,7 +23,7 @@ static inline __m256 silu_times(__m256 g, __m256 up) {
 
 /* The tail goes through the same arithmetic under a mask: an element's result must not depend
  * on where the pool split the array (a row's logits would then depend on its batch). */
-static void swiglu(float *gate, const float *up, size_t n) {
+void el_swiglu_avx2(float *gate, const float *up, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(gate + i, silu_times(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
@@ -33,19 +33,6 @@ static void swiglu(float *gate, const float *up, size_t n) {
         __m256 g = _mm256_maskload_ps(gate + i, m), u = _mm256_maskload_ps(up + i, m);
         _mm256_maskstore_ps(gate + i, m, silu_times(g, u));
     }
-}
-
-bool el_swiglu_avx2(el_kernels *k) {
-    k->swiglu = swiglu;
-    return true;
-}
-
-#else
-
-/* Built without AVX2 code generation (not x86, or without the Makefile's per-file flags). */
-bool el_swiglu_avx2(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

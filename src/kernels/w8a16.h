@@ -1,6 +1,6 @@
-/* w8a16.h - what the SIMD W8A16 kernels (avx2.c, avx512.c, neon_q.h, neon_gemv.h) share beside
- * their instructions: the A16 row as they read it, the runs of EL_A16_RUN elements their int32
- * lanes can hold before they are added into int64 ones, and the scaling of the exact sums
+/* w8a16.h - what the SIMD W8A16 kernels of every ISA share beside their instructions: the A16
+ * row as they read it, the runs of EL_A16_RUN elements their int32 lanes can hold before they
+ * are added into int64 ones, and the scaling of the exact sums
  * (edge.h), which must be the reference's so that every kernel gives the same bits. */
 #ifndef EL_KERNELS_W8A16_H
 #define EL_KERNELS_W8A16_H

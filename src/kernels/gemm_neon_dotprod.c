@@ -1,13 +1,12 @@
-/* gemm_neon.c - the packed products of gemm.h with the aarch64 dot product instructions. The
- * panel holds signed weight quants (int4 as nibble - 8, int8 as they are), so SDOT takes them
+/* gemm_neon_dotprod.c - the packed products of gemm.h with the aarch64 dot product instructions.
+ * The panel holds signed weight quants (int4 as nibble - 8, int8 as they are), so SDOT takes them
  * directly and no offset terms are wanted (el_kernels.gemm_signed). One SDOT by lane
  * (vdotq_laneq_s32) accumulates 4 outputs of the panel for one activation row and 4 elements,
- * taking the activation's 4 bytes from one lane of a 16-byte load; four cover the 16 outputs.
- * A tile of up to TILE_ROWS activation rows shares each load of the packed weights. Covers
- * q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against a8 activations).
- * Built with -march=armv8.2-a+dotprod on aarch64 (see Makefile) and applied only after
- * el_kernels_neon_dotprod has accepted the CPU. */
-#include "kernels/dispatch.h"
+ * taking the activation's 4 bytes from one lane of a 16-byte load; four cover the 16 outputs. A
+ * tile of up to TILE_ROWS activation rows shares each load of the packed weights. Covers q4_0,
+ * q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against a8 activations). Built with
+ * -march=armv8.2-a+dotprod on aarch64 (see Makefile); neon_dotprod.c's table names it. */
+#include "kernels/neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
 
@@ -175,9 +174,9 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
     }
 }
 
-static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                 size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                 void *panel) {
+void el_gemm_neon_dotprod(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                          size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                          int64_t ldy, void *panel) {
     pack_panel(w, o0, n_out, panel);
     int64_t group = el_gemm_group_size(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
@@ -203,19 +202,6 @@ static void gemm(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
     case 3: tile(&t, r, 3); break;
     default: break;
     }
-}
-
-bool el_gemm_neon(el_kernels *k) {
-    el_kernels_set_gemm(k, gemm, true);
-    return true;
-}
-
-#else
-
-/* Not aarch64, or built without the dot product extension (the Makefile's per-file flags). */
-bool el_gemm_neon(el_kernels *k) {
-    (void)k;
-    return false;
 }
 
 #endif

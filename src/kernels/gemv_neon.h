@@ -1,7 +1,7 @@
-/* neon_gemv.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
+/* gemv_neon.h - the NEON gemvs (dispatch.h's el_gemv_fn: one activation row against many
  * consecutive weight rows, a decode step) for q4_0, q8_0, w4, w8, w4g* and w8a16, written once
- * against the dot_s8 step of neon_q.h and included after it by neon.c (widening multiplies) and
- * neon_dot.c (SDOT), inside their aarch64 guard.
+ * against neon_simd.h's dot_s8 step and built by both NEON levels: gemv_neon.c (widening
+ * multiplies) and gemv_neon_dotprod.c (SDOT), which include it inside their aarch64 guard.
  *
  * The rows go through gemv_drive.h's loop, four far apart at a time: they share every
  * activation load and give the core four independent chains; the last n_rows % 4 go alone
@@ -12,17 +12,11 @@
  * scales as floats and, for q4_0, whose nibbles are dotted as unsigned u = q + 8 (no subtract
  * per weight byte), the offset -8 * (block sum) that starts each block's integer sum; for w4
  * the sum of the row is in the a8 header already. */
-#ifndef EL_KERNELS_NEON_GEMV_H
-#define EL_KERNELS_NEON_GEMV_H
+#ifndef EL_KERNELS_GEMV_NEON_H
+#define EL_KERNELS_GEMV_NEON_H
 
-#include <arm_neon.h>
-#include <string.h>
-
-#include "kernels/blocks.h"
-#include "kernels/dispatch.h"
-#include "kernels/edge.h"
 #include "kernels/gemv_drive.h"
-#include "kernels/w8a16.h"
+#include "kernels/neon_simd.h"
 
 /* Activation elements prepared at a time (8 bytes per block of 32: 4 KB of stack); longer
  * rows are done in slices, each row's sums added up across them. */
@@ -227,6 +221,15 @@ static void gemv_w8(int64_t n, float *y, int64_t n_rows, const void *w, size_t w
     gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w8);
 }
 
+/* W8 . A16: one row of rows_w8a16_r. A dot product, but it stays with the gemv that shares
+ * that routine: compiled apart from it, GCC assigns gemv_w8a16's accumulators differently, and
+ * moving a kernel between files must not change its code (docs/kernels.md). */
+static void vec_dot_w8a16(int64_t n, float *s, const void *x, const void *y) {
+    el_a16_view a = el_a16_view_of(y, n);
+    const char *const row[4] = {x};
+    rows_w8a16_r(&a, row, s, 1);
+}
+
 static void rows_w8a16(const void *ctx, const char *const row[4], float s[4], int R) {
     if (R == 4) rows_w8a16_r(ctx, row, s, 4);
     else if (R == 2) rows_w8a16_r(ctx, row, s, 2);
@@ -239,7 +242,7 @@ static void gemv_w8a16(int64_t n, float *y, int64_t n_rows, const void *w, size_
     gemv_drive(n_rows, 4, w, w_stride, y, false, rows_w8a16, &v);
 }
 
-/* W4G<g> rows against an A8 row (neon_q.h's rows_w4g), R a constant in each call. */
+/* W4G<g> rows against an A8 row (neon_simd.h's rows_w4g), R a constant in each call. */
 static inline __attribute__((always_inline)) void rows_w4g_any(const void *ctx,
                                                                const char *const row[4],
                                                                float s[4], int R, int g) {
@@ -275,17 +278,6 @@ static void gemv_w4g64(int64_t n, float *y, int64_t n_rows, const void *w, size_
 static void gemv_w4g128(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                         const void *a) {
     gemv_wrow(n, y, n_rows, w, w_stride, a, rows_w4g128);
-}
-
-static void neon_set_gemv(el_kernels *k) {
-    k->gemv[EL_TYPE_Q4_0] = gemv_q4_0;
-    k->gemv[EL_TYPE_Q8_0] = gemv_q8_0;
-    k->gemv[EL_TYPE_W4] = gemv_w4;
-    k->gemv[EL_TYPE_W8] = gemv_w8;
-    k->gemv[EL_TYPE_W4G32] = gemv_w4g32;
-    k->gemv[EL_TYPE_W4G64] = gemv_w4g64;
-    k->gemv[EL_TYPE_W4G128] = gemv_w4g128;
-    k->gemv[EL_TYPE_W8A16] = gemv_w8a16;
 }
 
 #endif

@@ -1,0 +1,82 @@
+/* avx2.h - the AVX2 kernels that avx2.c's table names (and avx512.c's, which builds on it),
+ * defined in the files <kind>_avx2.c, which the Makefile builds with -mavx2 -mfma -mf16c. */
+#ifndef EL_KERNELS_AVX2_H
+#define EL_KERNELS_AVX2_H
+
+#include "kernels/dispatch.h"
+
+/* dot_avx2.c: dot products and activation quantizers */
+void el_vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q8_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_k_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q6_k_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_quantize_q8_0_avx2(const float *x, void *y, int64_t n);
+void el_quantize_f16_avx2(const float *x, void *y, int64_t n);
+void el_quantize_q8_k_avx2(const float *x, void *y, int64_t n);
+void el_vec_dot_w8_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_w4_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_w4g32_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_w4g64_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_w4g128_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_w8a16_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_quantize_a8_avx2(const float *x, void *y, int64_t n);
+void el_quantize_a16_avx2(const float *x, void *y, int64_t n);
+
+/* tile_avx2.c: 4x4 tiles */
+void el_tile_q8_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q4_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q4_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q6_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_w8a16_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                        const void *a, size_t a_stride);
+void el_tile_w8_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                     const void *a, size_t a_stride);
+void el_tile_w4_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                     const void *a, size_t a_stride);
+
+/* gemv_avx2.c: gemvs and multi-row gemvs */
+void el_gemv_q4_0_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_0_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q8_0_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q8_0_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_w4_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_w8_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_w4_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                     const void *a);
+void el_gemv_w8_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                     const void *a);
+void el_gemv_w4g32_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a);
+void el_gemv_w4g32_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                              const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_w8a16_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a);
+void el_gemv_w4g64_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a);
+void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+
+/* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */
+void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                  void *panel);
+/* attend_avx2.c, swiglu_avx2.c */
+void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                    float *out);
+void el_swiglu_avx2(float *gate, const float *up, size_t n);
+
+#endif
