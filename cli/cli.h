@@ -127,10 +127,11 @@ void cli_train_begin(cli_train_opts *o, const char *out_path, char *plot, size_t
  * exit code. */
 int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, const char *out_path);
 
-/* Perplexity as `edgelora perplexity` measures it (chunks of n_ctx tokens, each starting with
- * BOS if the vocabulary adds one, the second half of each scored). n_chunks == 0 in the result
- * means the text is shorter than one chunk. progress (may be NULL) is called after each chunk
- * with the perplexity so far. */
+/* Perplexity as `edgelora perplexity` (and llama.cpp's perplexity tool) measures it: tokens
+ * (the text tokenized with its special tokens) cut into windows of n_ctx, each window's first
+ * token overwritten by BOS if the vocabulary adds one, the second half of each scored.
+ * n_chunks == 0 in the result means the text is shorter than one window. progress (may be NULL)
+ * is called after each window with the perplexity so far. */
 typedef struct cli_ppl {
     double sum, sum_sq; /* of the scored tokens' negative log-likelihoods */
     long count;         /* scored tokens */

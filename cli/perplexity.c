@@ -1,8 +1,9 @@
 /* perplexity.c - `edgelora perplexity`: perplexity of a model over a text file, measured as
- * llama.cpp measures it so figures compare: the tokens are cut into chunks of the context size,
- * each chunk starts with BOS (if the vocabulary adds one), and only the second half of each
- * chunk is scored (every scored token has at least half a context before it). `edgelora
- * quantize --ppl-text` uses the same. */
+ * llama.cpp's perplexity tool measures it so that the figures compare: the text is tokenized
+ * with its special tokens (BOS first, where the vocabulary adds one), the tokens are cut into
+ * windows of exactly the context size, each window's first token is overwritten by BOS (where
+ * the vocabulary adds one), and only the second half of each window is scored (every scored
+ * token has at least half a context before it). `edgelora quantize --ppl-text` uses the same. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@ static double token_nll(const float *logits, int32_t n_vocab, int32_t target) {
     return log(sum) - ((double)logits[target] - max);
 }
 
-/* Scores one chunk of n_ctx tokens; adds the NLL of its second half to r. */
+/* Scores one window of n_ctx tokens; adds the NLL of its second half to r. */
 static el_status score_chunk(el_context *ctx, const int32_t *chunk, int32_t n_ctx,
                              int32_t n_vocab, int32_t n_batch, int32_t *pos, int32_t *seq,
                              int8_t *want, cli_ppl *r) {
@@ -65,10 +66,10 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
     memset(r, 0, sizeof *r);
     el_model_info info;
     el_status st = el_model_get_info(m, &info);
-    /* each chunk starts with BOS where the vocabulary adds one (llama.cpp's add_bos) */
+    /* each window's first token becomes BOS where the vocabulary adds one (llama.cpp's
+     * add_bos): the window starts as a text would, and no token is scored twice */
     int32_t bos = el_token_adds_bos(m) ? el_token_bos(m) : -1, n_ctx = p->n_ctx;
-    size_t per_chunk = (size_t)n_ctx - (bos >= 0);
-    r->n_chunks = n_tokens / per_chunk;
+    r->n_chunks = n_tokens / (size_t)n_ctx;
     if (st != EL_OK || r->n_chunks == 0) return st;
     el_context_params cp = el_context_default_params();
     cp.n_ctx = n_ctx;
@@ -84,9 +85,8 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
     st = chunk && pos && seq && want ? el_context_create(m, &cp, &ctx) : EL_ERR_NOMEM;
     if (st == EL_OK && p->n_bind > 0) st = el_context_bind(ctx, 0, p->bind, p->n_bind);
     for (size_t c = 0; st == EL_OK && c < r->n_chunks; c++) {
-        size_t k = 0;
-        if (bos >= 0) chunk[k++] = bos;
-        memcpy(chunk + k, tokens + c * per_chunk, per_chunk * sizeof *chunk);
+        memcpy(chunk, tokens + c * (size_t)n_ctx, (size_t)n_ctx * sizeof *chunk);
+        if (bos >= 0) chunk[0] = bos;
         st = score_chunk(ctx, chunk, n_ctx, info.n_vocab, cp.n_batch, pos, seq, want, r);
         if (st == EL_OK && p->progress) p->progress(p->user, c + 1, r->n_chunks, cli_ppl_value(r));
     }
@@ -152,7 +152,7 @@ int cmd_perplexity(int argc, char **argv) {
     int n_bind = 0;
     double t0 = cli_now_ms();
     el_status st = cli_lora_load(&lora, m, bind, &n_bind);
-    if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
+    if (st == EL_OK) st = cli_tokenize(m, text, len, true, false, &tokens, &n_tokens);
     free(text);
     cli_ppl_params pp = {.n_ctx = (int32_t)n_ctx, .n_threads = (int32_t)mo.threads,
                          .kv_type = mo.kv_type, .bind = bind, .n_bind = n_bind,

@@ -99,7 +99,7 @@ static int perplexity(const char *path, bool dynamic, const char *text, size_t l
     el_model_params mp = el_model_default_params();
     mp.ignore_act_scales = dynamic;
     el_status st = el_model_load(path, &mp, &m);
-    if (st == EL_OK) st = cli_tokenize(m, text, len, false, false, &tokens, &n_tokens);
+    if (st == EL_OK) st = cli_tokenize(m, text, len, true, false, &tokens, &n_tokens);
     cli_ppl_params pp = {.n_ctx = n_ctx, .n_threads = n_threads, .kv_type = EL_KV_F16};
     if (st == EL_OK) st = cli_perplexity(m, tokens, n_tokens, &pp, &r);
     free(tokens);

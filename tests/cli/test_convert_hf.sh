@@ -11,17 +11,20 @@ grep -q 'tokenizer.ggml.pre: string = "llama-bpe"' "$TMP/out" && grep -q "rope_f
     && pass info_hf_llama_keys || fail info_hf_llama_keys "$(head -c 400 "$TMP/out")"
 expect_exit convert_hf_qwen2 0 "$EL" convert "$G/qwen2" -o "$TMP/qwen2.gguf"
 expect_exit run_hf_qwen2 0 "$EL" run -m "$TMP/qwen2.gguf" -p "the" -n 4 --temp 0
-# perplexity's chunks start with BOS only where the vocabulary adds one (tokenizer_config.json's
-# add_bos_token: Qwen2's does not), as llama.cpp's perplexity: with a context of T/2 + 1 for a
-# text of T tokens, a BOS in each chunk leaves room for two chunks, none for one
+# perplexity's windows as llama.cpp's perplexity cuts them: the text tokenized with BOS where the
+# vocabulary adds one (tokenizer_config.json's add_bos_token: Qwen2's does not), then windows of
+# exactly the context size: (T + bos) / ctx of them for T tokens of text, whatever the context
 printf 'the cat sat on the mat and the dog ran after the red ball in the garden. %.0s' 1 2 3 > "$TMP/ppl.txt"
 for a in qwen2 llama; do
     b=0; grep -q '"add_bos_token": true' "$G/$a/tokenizer_config.json" && b=1
     T=$("$EL" tokenize -m "$TMP/$a.gguf" -f "$TMP/ppl.txt" | wc -w)
-    c=$((T / 2 + 1))
-    got=$("$EL" perplexity -m "$TMP/$a.gguf" -f "$TMP/ppl.txt" -c $c 2>/dev/null | sed -n 's/.*(\([0-9]*\) chunks of.*/\1/p')
-    [ "$T" -gt 8 ] && [ "$got" = $((T / (c - b))) ] && pass "perplexity_bos_$a" ||
-        fail "perplexity_bos_$a" "$T tokens, ctx $c, add_bos $b: $got chunks"
+    bad=""
+    for c in 4 5 6 7 9 11 13 $((T / 2)) $((T / 2 + 1)); do
+        got=$("$EL" perplexity -m "$TMP/$a.gguf" -f "$TMP/ppl.txt" -c $c 2>/dev/null | sed -n 's/.*(\([0-9]*\) chunks of.*/\1/p')
+        [ "$got" = $(((T + b) / c)) ] || bad="$bad ctx $c: $got;"
+    done
+    [ "$T" -gt 8 ] && [ -z "$bad" ] && pass "perplexity_windows_$a" ||
+        fail "perplexity_windows_$a" "$T tokens, add_bos $b:$bad"
 done
 expect_exit convert_hf_mistral 0 "$EL" convert "$G/mistral/" -o "$TMP/mistral.gguf" --type q4_0
 expect_exit tokenize_hf_mistral 0 "$EL" tokenize -m "$TMP/mistral.gguf" -p "the"
