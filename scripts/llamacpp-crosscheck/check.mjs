@@ -55,14 +55,15 @@ function nll(logits, target) {
   return Math.log(sum) + max - logits.get(target);
 }
 
-// llama.cpp's perplexity over the chunks of ids (each BOS, if the vocabulary adds one, then the
-// next tokens), the tokens after the logits of positions ctx/2 .. ctx-2 scored: what
-// cli/perplexity.c and llama.cpp's perplexity tool do.
+// llama.cpp's perplexity tool over ids (the text's tokens, BOS first if the vocabulary adds one):
+// windows of exactly ctx tokens, each window's first token overwritten by BOS (if the vocabulary
+// adds one), the tokens after the logits of positions ctx/2 .. ctx-2 scored; what
+// cli/perplexity.c does too.
 async function perplexity(seq, ids, bos, o) {
-  const per = o.ctx - (bos == null ? 0 : 1);
   let sum = 0, count = 0;
-  for (let c = 0; c < o.chunks && (c + 1) * per <= ids.length; c++) {
-    const chunk = (bos == null ? [] : [bos]).concat(ids.slice(c * per, (c + 1) * per));
+  for (let c = 0; c < o.chunks && (c + 1) * o.ctx <= ids.length; c++) {
+    const chunk = ids.slice(c * o.ctx, (c + 1) * o.ctx);
+    if (bos != null) chunk[0] = bos;
     await seq.clearHistory();
     const first = o.ctx >> 1;
     const items = chunk.map((t, i) =>
@@ -116,12 +117,13 @@ report(k === theirs.length && k === ours.length,
 const bos = model.tokens.shouldPrependBosToken ? model.tokens.bos : null; /* its add_bos */
 const dir = mkdtempSync(join(tmpdir(), "llamacpp-crosscheck-"));
 try {
-  const theirPpl = await perplexity(seq, theirs, bos, o);
-  // Our perplexity reads text: give it a prefix of the text half a chunk longer than the chunks
-  // scored, so it scores the same chunks (ids identical above; the cut moves only tokens after).
-  const per = o.ctx - (bos == null ? 0 : 1);
+  const withBos = (bos == null ? [] : [bos]).concat(theirs);
+  const theirPpl = await perplexity(seq, withBos, bos, o);
+  // Our perplexity reads text: give it a prefix of the text half a window longer than the windows
+  // scored, so it scores the same windows (ids identical above; the cut moves only tokens after).
   const prefix = join(dir, "prefix.txt");
-  const cut = model.detokenize(theirs.slice(0, o.chunks * per + (per >> 1))).length;
+  const keep = o.chunks * o.ctx + (o.ctx >> 1) - (bos == null ? 0 : 1);
+  const cut = model.detokenize(theirs.slice(0, keep)).length;
   writeFileSync(prefix, text.slice(0, cut));
   const line = edgelora(o, ["perplexity", "-f", prefix, "-c", String(o.ctx),
                             "-t", String(o.threads)]);
@@ -136,7 +138,7 @@ try {
     // The adapters must matter, or agreeing with them would show nothing.
     const plain = await model.createContext({ contextSize: Math.max(o.ctx, 256), threads: o.threads,
                                               sequences: 1 });
-    const base = await perplexity(plain.getSequence(), theirs, bos, o);
+    const base = await perplexity(plain.getSequence(), withBos, bos, o);
     await plain.dispose();
     report(Math.abs(base.ppl - theirPpl.ppl) / base.ppl > 1e-3,
            `the adapters change llama.cpp's perplexity: ${base.ppl.toFixed(4)} without them`);

@@ -3,14 +3,14 @@
 # committed base model with each committed adapter (and one merged), its quantizations, a
 # converted llama2.c checkpoint with a PEFT adapter converted to GGUF, the converted Hugging
 # Face folders of tests/golden/hf and a synthetic model of a real shape.
-# Usage (after npm ci): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
+# Usage (after npm install): scripts/llamacpp-crosscheck/run-all.sh [EDGELORA]
 # Needs ../shared/data beside the project. Exit status 1 if any check fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 el=$(realpath "${1:-$root/build/edgelora}")
 data="$root/../shared/data"
-[ -d "$here/node_modules/node-llama-cpp" ] || { echo "run-all: run npm ci in $here first" >&2; exit 1; }
+[ -d "$here/node_modules/node-llama-cpp" ] || { echo "run-all: run npm install in $here first (npm 11's npm ci refuses the lock: node-llama-cpp names optional platform packages the registry here does not serve)" >&2; exit 1; }
 [ -d "$data/corpus" ] || { echo "run-all: $data is absent" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
