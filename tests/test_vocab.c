@@ -1,6 +1,7 @@
 /* test_vocab.c - the string map and index, and llama.cpp's published tokenizer test vectors
  * (tests/test-tokenizer-0 in llama.cpp: ggml-vocab-*.gguf.inp/.out) for the SPM and WordPiece
  * vocabularies, id for id. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,12 +197,16 @@ static int test_load_settings(void) {
 }
 
 /* A small vocabulary written with the GGUF writer, then changed by `spoil` (one defect each). */
-typedef enum { SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS } spoil;
+typedef enum {
+    SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS, SPOIL_NAN_SCORE,
+    SPOIL_PAD_MINUS_ONE
+} spoil;
 
 static el_status load_tiny(spoil what, el_vocab **v) {
     static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b",
                                       "\xE2\x96\x81" "ab", "xy", "yzw"};
-    const float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    if (what == SPOIL_NAN_SCORE) scores[4] = NAN;
     const int32_t types[] = {2, 3, 3, 1, 1, 1, 4, 4, 99}; /* 4: user-defined */
     char path[512];
     snprintf(path, sizeof path, "%s/tiny%d.gguf", test_tmp_dir(), (int)what);
@@ -214,6 +219,9 @@ static el_status load_tiny(spoil what, el_vocab **v) {
     gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
                         what == SPOIL_TYPE ? types + 1 : types, 8);
     gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 8 : 1);
+    /* llama.cpp's llama2.c converter marks an absent token so */
+    if (what == SPOIL_PAD_MINUS_ONE)
+        gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", UINT32_MAX);
     gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
     el_status st = gguf_writer_write(w, path);
     gguf_writer_free(w);
@@ -255,8 +263,8 @@ static int test_load_validation(void) {
     CHECK(strstr(el_last_error(), "'t5'") != NULL);
     CHECK(load_tiny(SPOIL_SCORES, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "9 scores") != NULL);
-    CHECK(load_tiny(SPOIL_BOS, &v) == EL_ERR_FORMAT && v == NULL);
-    CHECK(strstr(el_last_error(), "bos token id 8") != NULL);
+    CHECK(load_tiny(SPOIL_NAN_SCORE, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "token 4 has score nan") != NULL);
     CHECK(load_tiny(SPOIL_TYPE, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "unknown type 99") != NULL);
     CHECK(load_tiny(SPOIL_NO_TOKENS, &v) == EL_ERR_FORMAT && v == NULL);
@@ -265,7 +273,45 @@ static int test_load_validation(void) {
     return TEST_PASS;
 }
 
+/* What the log callback received. */
+typedef struct { int n; char last[512]; } warnings;
+
+static void keep_warning(void *user, el_log_level level, const char *message) {
+    warnings *w = user;
+    if (level == EL_LOG_WARNING) w->n++;
+    snprintf(w->last, sizeof w->last, "%s", message);
+}
+
+/* A special id past the vocabulary, or -1, is no token, as in llama.cpp: one warning each. */
+static int test_load_bad_special_ids(void) {
+    warnings w = {0};
+    el_log_set(keep_warning, &w);
+    el_vocab *v = NULL;
+    el_status st = load_tiny(SPOIL_BOS, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->bos == -1 && v->add_bos);
+    CHECK(w.n == 1 && strstr(w.last, "tiny") && strstr(w.last, "tokenizer.ggml.bos_token_id = 8"));
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "b", 1, true, false, &t) == EL_OK && t.n == 1 && t.ids[0] == 4);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    st = load_tiny(SPOIL_PAD_MINUS_ONE, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->pad == -1 && v->bos == 1);
+    CHECK(w.n == 1 && strstr(w.last, "tokenizer.ggml.padding_token_id = -1"));
+    el_vocab_free(v);
+
+    /* without a callback the warning is dropped and the file still loads */
+    CHECK(load_tiny(SPOIL_PAD_MINUS_ONE, &v) == EL_OK);
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
 int main(void) {
+    run_test("load_bad_special_ids", test_load_bad_special_ids);
     run_test("load_validation", test_load_validation);
     run_test("strmap", test_strmap);
     run_test("str_index", test_str_index);
