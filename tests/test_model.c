@@ -640,13 +640,30 @@ static int test_tiny_random_gguf(void) {
     return TEST_PASS;
 }
 
-/* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape. */
-static int write_broken(const char *out, const char *skip, const char *reshape) {
+/* A metadata value to put in place of the golden model's (f32 if is_float, else u32). */
+typedef struct kv_edit {
+    const char *key;
+    bool is_float;
+    double value;
+} kv_edit;
+
+static int apply_edit(gguf_writer *w, const kv_edit *e) {
+    if (!e)
+        return 1;
+    el_status st = e->is_float ? gguf_writer_set_f32(w, e->key, (float)e->value)
+                               : gguf_writer_set_u32(w, e->key, (uint32_t)e->value);
+    return st == EL_OK;
+}
+
+/* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape, and
+ * one metadata value changed by edit (if not NULL). */
+static int write_broken(const char *out, const char *skip, const char *reshape,
+                        const kv_edit *edit) {
     gguf_file *f;
     if (gguf_open("tests/golden/llama_f32_gqa.gguf", &f) != EL_OK)
         return 0;
     gguf_writer *w = gguf_writer_create();
-    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK && apply_edit(w, edit);
     for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         if (gguf_str_eq(t->name, skip))
@@ -670,15 +687,15 @@ static int test_broken_models(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/broken.gguf", test_tmp_dir());
     el_model *m;
-    CHECK(write_broken(path, "blk.1.ffn_up.weight", ""));
+    CHECK(write_broken(path, "blk.1.ffn_up.weight", "", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), path) && strstr(el_last_error(), "blk.1.ffn_up.weight") &&
           strstr(el_last_error(), "missing"));
-    CHECK(write_broken(path, "", "blk.0.attn_k.weight"));
+    CHECK(write_broken(path, "", "blk.0.attn_k.weight", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), "blk.0.attn_k.weight") && strstr(el_last_error(), "shape"));
     /* without output.weight the model is tied: it loads */
-    CHECK(write_broken(path, "output.weight", ""));
+    CHECK(write_broken(path, "output.weight", "", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_OK);
     el_model_free(m);
     /* not a model at all */
@@ -690,6 +707,38 @@ static int test_broken_models(void) {
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), path) != NULL);
     CHECK(el_model_load("/nonexistent/model.gguf", NULL, &m) == EL_ERR_IO);
+    return TEST_PASS;
+}
+
+/* Hyper-parameters that parse but cannot be right: each refused with its key and value. */
+static int test_bad_hparams(void) {
+    const struct {
+        kv_edit edit;
+        const char *said;
+    } cases[] = {
+        {{"llama.attention.layer_norm_rms_epsilon", true, NAN},
+         "llama.attention.layer_norm_rms_epsilon = nan is out of range"},
+        {{"llama.attention.layer_norm_rms_epsilon", true, INFINITY},
+         "llama.attention.layer_norm_rms_epsilon = inf is out of range"},
+        {{"llama.attention.layer_norm_rms_epsilon", true, -1e-5}, "= -1e-05 is out of range"},
+        {{"llama.rope.freq_base", true, NAN}, "llama.rope.freq_base = nan is out of range"},
+        {{"llama.rope.freq_base", true, INFINITY}, "llama.rope.freq_base = inf is out of range"},
+        {{"llama.rope.freq_base", true, 0}, "llama.rope.freq_base = 0 is out of range"},
+        {{"llama.attention.head_count", false, 0}, "head_count 0 and head_count_kv"},
+        {{"llama.attention.head_count_kv", false, 0}, "head_count_kv 0 must be positive"},
+        {{"llama.attention.head_count_kv", false, 3}, "is not a multiple of head_count_kv 3"},
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_hparams.gguf", test_tmp_dir());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(write_broken(path, "", "", &cases[i].edit));
+        el_model *m = NULL;
+        el_status st = el_model_load(path, NULL, &m);
+        if (st != EL_ERR_FORMAT || !strstr(el_last_error(), cases[i].said))
+            test_note("%s: %s", cases[i].edit.key, el_last_error());
+        CHECK(st == EL_ERR_FORMAT && m == NULL);
+        CHECK(strstr(el_last_error(), cases[i].said) && strstr(el_last_error(), path));
+    }
     return TEST_PASS;
 }
 
@@ -752,6 +801,7 @@ int main(void) {
     run_test("vocab_only_all", test_vocab_only_all);
     run_test("tiny_random_gguf", test_tiny_random_gguf);
     run_test("broken_models", test_broken_models);
+    run_test("bad_hparams", test_bad_hparams);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();
