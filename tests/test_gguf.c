@@ -99,6 +99,11 @@ static int check_sample(const gguf_file *f) {
     CHECK(gguf_get_str(f, "k.str", &s) == EL_OK && gguf_str_eq(s, "hello"));
     CHECK(gguf_get_u64(f, "k.u64", &u64) == EL_OK && u64 == 1ull << 40);
     CHECK(gguf_find(f, "k.i64")->v.i64 == -(1ll << 40));
+    int64_t i64;
+    CHECK(gguf_get_i64(f, "k.i64", &i64) == EL_OK && i64 == -(1ll << 40));
+    CHECK(gguf_get_i64(f, "k.u32", &i64) == EL_OK && i64 == 4000000000ll);
+    CHECK(gguf_get_i64(f, "k.i8", &i64) == EL_OK && i64 == -5);
+    CHECK(gguf_get_i64(f, "k.str", &i64) == EL_ERR_FORMAT && strstr(el_last_error(), "k.str"));
     CHECK(gguf_get_f32(f, "k.f64", &f32) == EL_OK && f32 == -2.25f);
     /* wrong types and ranges are errors naming the key; absence is NOT_FOUND */
     CHECK(gguf_get_i32(f, "k.u32", &i32) == EL_ERR_FORMAT && strstr(el_last_error(), "k.u32"));
@@ -237,6 +242,11 @@ static int test_round_trip(void) {
     CHECK(gguf_find(f, "k.f64")->type == GGUF_TYPE_FLOAT64 &&
           gguf_find(f, "k.f64")->v.f64 == -2.25);
     CHECK(gguf_find(f, "k.i64")->v.i64 == -(1ll << 40));
+    int64_t i64;
+    CHECK(gguf_get_i64(f, "k.i64", &i64) == EL_OK && i64 == -(1ll << 40));
+    CHECK(gguf_get_i64(f, "k.u32", &i64) == EL_OK && i64 == 4000000000ll);
+    CHECK(gguf_get_i64(f, "k.i8", &i64) == EL_OK && i64 == -5);
+    CHECK(gguf_get_i64(f, "k.str", &i64) == EL_ERR_FORMAT && strstr(el_last_error(), "k.str"));
     CHECK(f->alignment == 64);
     for (uint64_t i = 0; i < f->n_tensors; i++) CHECK(f->tensors[i].offset % 64 == 0);
     const gguf_tensor *t = gguf_find_tensor(f, "t.f32");

@@ -99,6 +99,7 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
 el_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out);
 el_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out);
 el_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out);
+el_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out);
 el_status gguf_get_f32(const gguf_file *f, const char *key, float *out); /* f32 or f64 */
 el_status gguf_get_bool(const gguf_file *f, const char *key, bool *out);
 el_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out);

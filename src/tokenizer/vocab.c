@@ -134,20 +134,21 @@ void el_vocab_free(el_vocab *v) {
 /* ------------------------------------------------------------------ GGUF */
 
 /* An optional special id: -1 if the key is absent or names no token. llama.cpp's llama2.c
- * converter writes -1 (as u32) for a token the model lacks, and llama.cpp keeps its default for
- * any id past the vocabulary, so such a file is accepted with a warning. */
+ * converter writes -1 (as u32) for a token the model lacks, other writers store -1 as a signed
+ * integer, and llama.cpp keeps its default for any id past the vocabulary: such a file is
+ * accepted, with a warning. */
 static el_status gguf_special_id(const gguf_file *f, const char *key, int32_t n_tokens,
                                  int32_t *id) {
-    uint32_t u;
-    el_status st = gguf_get_u32(f, key, &u);
+    int64_t value;
+    el_status st = gguf_get_i64(f, key, &value);
     if (st == EL_ERR_NOT_FOUND) return EL_OK;
     if (st != EL_OK) return st;
-    if (u >= (uint32_t)n_tokens) {
+    if (value < 0 || value >= n_tokens) {
         el_warn("%s: %s = %lld names no token (%d tokens): there is no such token", f->path, key,
-                u == UINT32_MAX ? -1LL : (long long)u, (int)n_tokens);
+                value == UINT32_MAX ? -1LL : (long long)value, (int)n_tokens);
         return EL_OK;
     }
-    *id = (int32_t)u;
+    *id = (int32_t)value;
     return EL_OK;
 }
 
