@@ -199,7 +199,7 @@ static int test_load_settings(void) {
 /* A small vocabulary written with the GGUF writer, then changed by `spoil` (one defect each). */
 typedef enum {
     SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS, SPOIL_NAN_SCORE,
-    SPOIL_PAD_MINUS_ONE
+    SPOIL_PAD_MINUS_ONE, SPOIL_MASK_SIGNED
 } spoil;
 
 static el_status load_tiny(spoil what, el_vocab **v) {
@@ -222,6 +222,7 @@ static el_status load_tiny(spoil what, el_vocab **v) {
     /* llama.cpp's llama2.c converter marks an absent token so */
     if (what == SPOIL_PAD_MINUS_ONE)
         gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", UINT32_MAX);
+    if (what == SPOIL_MASK_SIGNED) gguf_writer_set_i32(w, "tokenizer.ggml.mask_token_id", -1);
     gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
     el_status st = gguf_writer_write(w, path);
     gguf_writer_free(w);
@@ -304,13 +305,78 @@ static int test_load_bad_special_ids(void) {
     CHECK(w.n == 1 && strstr(w.last, "tokenizer.ggml.padding_token_id = -1"));
     el_vocab_free(v);
 
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    st = load_tiny(SPOIL_MASK_SIGNED, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->mask == -1);
+    CHECK(w.n == 1 && strstr(w.last, "tokenizer.ggml.mask_token_id = -1"));
+    el_vocab_free(v);
+
     /* without a callback the warning is dropped and the file still loads */
     CHECK(load_tiny(SPOIL_PAD_MINUS_ONE, &v) == EL_OK);
     el_vocab_free(v);
     return TEST_PASS;
 }
 
+/* A three-token byte-level BPE vocabulary with tokenizer.ggml.pre = pre (absent if NULL) and,
+ * if add_bos_key, tokenizer.ggml.add_bos_token = false. */
+static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) {
+    static const char *const toks[] = {"a", "b", "ab"};
+    static const char *const merges[] = {"a b"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny_bpe_%s%d.gguf", test_tmp_dir(), pre ? pre : "none",
+             (int)add_bos_key);
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return EL_ERR_NOMEM;
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre) gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+    gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 2);
+    if (add_bos_key) gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+    el_status st = gguf_writer_write(w, path);
+    gguf_writer_free(w);
+    if (st != EL_OK) return st;
+    gguf_file *f;
+    if ((st = gguf_open(path, &f)) != EL_OK) return st;
+    st = el_vocab_load_gguf(f, v);
+    gguf_close(f);
+    return st;
+}
+
+/* What llama.cpp assumes when a BPE vocabulary leaves something out: the 'default'
+ * pre-tokenizer (with a warning) and, for the Llama 3 family, BOS first. */
+static int test_load_bpe_defaults(void) {
+    warnings w = {0};
+    el_log_set(keep_warning, &w);
+    el_vocab *v = NULL;
+    el_status st = load_tiny_bpe(NULL, false, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && strcmp(v->pre, "default") == 0 && !v->add_bos);
+    CHECK(w.n == 1 && strstr(w.last, "tiny_bpe_none0.gguf: tokenizer.ggml.pre is absent"));
+    el_vocab_free(v);
+
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    CHECK(load_tiny_bpe("llama-bpe", false, &v) == EL_OK);
+    el_log_set(NULL, NULL);
+    CHECK(v->add_bos && w.n == 0);
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "ab", 2, true, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 2 && t.ids[1] == 2);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+    /* the file's own flag wins */
+    CHECK(load_tiny_bpe("llama-bpe", true, &v) == EL_OK && !v->add_bos);
+    el_vocab_free(v);
+    CHECK(load_tiny_bpe("gpt-2", false, &v) == EL_OK && !v->add_bos);
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
 int main(void) {
+    run_test("load_bpe_defaults", test_load_bpe_defaults);
     run_test("load_bad_special_ids", test_load_bad_special_ids);
     run_test("load_validation", test_load_validation);
     run_test("strmap", test_strmap);

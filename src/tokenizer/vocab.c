@@ -234,7 +234,7 @@ static el_status gguf_load_tokens(const gguf_file *f, el_vocab_kind kind, el_voc
 }
 
 static el_status gguf_load_settings(el_vocab *v, const gguf_file *f) {
-    /* llama.cpp's defaults when a key is absent */
+    /* llama.cpp's defaults when a key is absent (and Llama 3's BOS: el_bpe_load) */
     v->add_bos = v->kind != EL_VOCAB_BPE;
     v->add_eos = v->kind == EL_VOCAB_WPM; /* BERT: [CLS] text [SEP] */
     v->add_space_prefix = v->kind == EL_VOCAB_SPM;
