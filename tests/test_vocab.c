@@ -199,7 +199,7 @@ static int test_load_settings(void) {
 /* A small vocabulary written with the GGUF writer, then changed by `spoil` (one defect each). */
 typedef enum {
     SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS, SPOIL_NAN_SCORE,
-    SPOIL_PAD_MINUS_ONE, SPOIL_MASK_SIGNED
+    SPOIL_PAD_MINUS_ONE, SPOIL_MASK_SIGNED, SPOIL_NO_SCORES_TYPES
 } spoil;
 
 static el_status load_tiny(spoil what, el_vocab **v) {
@@ -214,10 +214,12 @@ static el_status load_tiny(spoil what, el_vocab **v) {
     if (!w) return EL_ERR_NOMEM;
     gguf_writer_set_str(w, "tokenizer.ggml.model", what == SPOIL_MODEL ? "t5" : "llama");
     if (what != SPOIL_NO_TOKENS) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 8);
-    gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
-                        what == SPOIL_SCORES ? 9 : 8);
-    gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
-                        what == SPOIL_TYPE ? types + 1 : types, 8);
+    if (what != SPOIL_NO_SCORES_TYPES) {
+        gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
+                            what == SPOIL_SCORES ? 9 : 8);
+        gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
+                            what == SPOIL_TYPE ? types + 1 : types, 8);
+    }
     gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 8 : 1);
     /* llama.cpp's llama2.c converter marks an absent token so */
     if (what == SPOIL_PAD_MINUS_ONE)
@@ -271,6 +273,22 @@ static int test_load_validation(void) {
     CHECK(load_tiny(SPOIL_NO_TOKENS, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "tokenizer.ggml.tokens") != NULL);
     CHECK(strstr(el_last_error(), "tiny") != NULL); /* the file is named */
+    return TEST_PASS;
+}
+
+/* Without tokenizer.ggml.scores and token_type every token scores 0 and is normal, as in
+ * llama.cpp: the file loads, and its special ids still work. */
+static int test_load_without_scores_and_types(void) {
+    el_vocab *v = NULL;
+    CHECK(load_tiny(SPOIL_NO_SCORES_TYPES, &v) == EL_OK);
+    CHECK(v->n_tokens == 8 && v->bos == 1 && v->add_bos);
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        CHECK(v->tokens[i].score == 0.0f && v->tokens[i].type == EL_TOKEN_NORMAL);
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "b", 1, true, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 1 && t.ids[1] == 4);
+    el_tokens_free(&t);
+    el_vocab_free(v);
     return TEST_PASS;
 }
 
@@ -377,6 +395,7 @@ static int test_load_bpe_defaults(void) {
 
 int main(void) {
     run_test("load_bpe_defaults", test_load_bpe_defaults);
+    run_test("load_without_scores_and_types", test_load_without_scores_and_types);
     run_test("load_bad_special_ids", test_load_bad_special_ids);
     run_test("load_validation", test_load_validation);
     run_test("strmap", test_strmap);
