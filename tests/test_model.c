@@ -640,19 +640,23 @@ static int test_tiny_random_gguf(void) {
     return TEST_PASS;
 }
 
-/* A metadata value to put in place of the golden model's (f32 if is_float, else u32). */
+/* A metadata value to put in place of the golden model's, or to leave out. */
+typedef enum { EDIT_F32, EDIT_U32, EDIT_REMOVE } edit_kind;
 typedef struct kv_edit {
     const char *key;
-    bool is_float;
+    edit_kind kind;
     double value;
 } kv_edit;
 
 static int apply_edit(gguf_writer *w, const kv_edit *e) {
     if (!e)
         return 1;
-    el_status st = e->is_float ? gguf_writer_set_f32(w, e->key, (float)e->value)
-                               : gguf_writer_set_u32(w, e->key, (uint32_t)e->value);
-    return st == EL_OK;
+    switch (e->kind) {
+    case EDIT_F32: return gguf_writer_set_f32(w, e->key, (float)e->value) == EL_OK;
+    case EDIT_U32: return gguf_writer_set_u32(w, e->key, (uint32_t)e->value) == EL_OK;
+    case EDIT_REMOVE: gguf_writer_remove(w, e->key); return 1;
+    }
+    return 0;
 }
 
 /* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape, and
@@ -716,17 +720,17 @@ static int test_bad_hparams(void) {
         kv_edit edit;
         const char *said;
     } cases[] = {
-        {{"llama.attention.layer_norm_rms_epsilon", true, NAN},
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, NAN},
          "llama.attention.layer_norm_rms_epsilon = nan is out of range"},
-        {{"llama.attention.layer_norm_rms_epsilon", true, INFINITY},
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, INFINITY},
          "llama.attention.layer_norm_rms_epsilon = inf is out of range"},
-        {{"llama.attention.layer_norm_rms_epsilon", true, -1e-5}, "= -1e-05 is out of range"},
-        {{"llama.rope.freq_base", true, NAN}, "llama.rope.freq_base = nan is out of range"},
-        {{"llama.rope.freq_base", true, INFINITY}, "llama.rope.freq_base = inf is out of range"},
-        {{"llama.rope.freq_base", true, 0}, "llama.rope.freq_base = 0 is out of range"},
-        {{"llama.attention.head_count", false, 0}, "head_count 0 and head_count_kv"},
-        {{"llama.attention.head_count_kv", false, 0}, "head_count_kv 0 must be positive"},
-        {{"llama.attention.head_count_kv", false, 3}, "is not a multiple of head_count_kv 3"},
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, -1e-5}, "= -1e-05 is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, NAN}, "llama.rope.freq_base = nan is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, INFINITY}, "llama.rope.freq_base = inf is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, 0}, "llama.rope.freq_base = 0 is out of range"},
+        {{"llama.attention.head_count", EDIT_U32, 0}, "head_count 0 and head_count_kv"},
+        {{"llama.attention.head_count_kv", EDIT_U32, 0}, "head_count_kv 0 must be positive"},
+        {{"llama.attention.head_count_kv", EDIT_U32, 3}, "is not a multiple of head_count_kv 3"},
     };
     char path[512];
     snprintf(path, sizeof path, "%s/bad_hparams.gguf", test_tmp_dir());
@@ -739,6 +743,51 @@ static int test_bad_hparams(void) {
         CHECK(st == EL_ERR_FORMAT && m == NULL);
         CHECK(strstr(el_last_error(), cases[i].said) && strstr(el_last_error(), path));
     }
+    return TEST_PASS;
+}
+
+/* The logits after tokens 1, 2, 3 in the model at path, into out[n_vocab] (past position 0,
+ * where RoPE turns nothing, so the base counts). */
+static int first_logits(const char *path, float *out, int32_t n_vocab) {
+    el_model *m = NULL;
+    if (el_model_load(path, NULL, &m) != EL_OK) {
+        test_note("%s", el_last_error());
+        return 0;
+    }
+    el_context *ctx = new_context(m, 8, 8, 1);
+    const float *l = NULL;
+    for (int32_t pos = 0; ctx && pos < 3; pos++)
+        l = decode_one(ctx, pos + 1, pos, 0);
+    if (l)
+        memcpy(out, l, (size_t)n_vocab * sizeof *out);
+    el_context_free(ctx);
+    el_model_free(m);
+    return l != NULL;
+}
+
+/* Hyper-parameters llama.cpp defaults when absent: a file without them loads and computes
+ * what the golden model (which states the defaults) does. */
+static int test_optional_hparams(void) {
+    el_model *m = load_golden_f32();
+    CHECK(m);
+    el_model_info info;
+    CHECK(el_model_get_info(m, &info) == EL_OK);
+    el_model_free(m);
+    float *want = malloc((size_t)info.n_vocab * sizeof *want);
+    float *got = malloc((size_t)info.n_vocab * sizeof *got);
+    CHECK(want && got && first_logits("tests/golden/llama_f32_gqa.gguf", want, info.n_vocab));
+    static const char *const optional[] = {"llama.attention.layer_norm_rms_epsilon",
+                                           "llama.rope.freq_base"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/optional_hparams.gguf", test_tmp_dir());
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        kv_edit drop = {optional[i], EDIT_REMOVE, 0};
+        CHECK(write_broken(path, "", "", &drop));
+        CHECK(first_logits(path, got, info.n_vocab));
+        CHECK(memcmp(got, want, (size_t)info.n_vocab * sizeof *got) == 0);
+    }
+    free(want);
+    free(got);
     return TEST_PASS;
 }
 
@@ -802,6 +851,7 @@ int main(void) {
     run_test("tiny_random_gguf", test_tiny_random_gguf);
     run_test("broken_models", test_broken_models);
     run_test("bad_hparams", test_bad_hparams);
+    run_test("optional_hparams", test_optional_hparams);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();

@@ -136,6 +136,8 @@ el_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *c
                                   uint64_t n);
 /* Copies every key of src (e.g. to convert or quantize a file). */
 el_status gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src);
+/* Drops a key set or copied before (nothing if there is none): a copy of a file without it. */
+void gguf_writer_remove(gguf_writer *w, const char *key);
 /* Adds a tensor; data (nbytes, which must match type and shape) is referenced, not copied, and
  * must stay valid until gguf_writer_write returns. */
 el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
