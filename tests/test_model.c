@@ -726,7 +726,8 @@ static int test_bad_hparams(void) {
          "llama.attention.layer_norm_rms_epsilon = inf is out of range"},
         {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, -1e-5}, "= -1e-05 is out of range"},
         {{"llama.rope.freq_base", EDIT_F32, NAN}, "llama.rope.freq_base = nan is out of range"},
-        {{"llama.rope.freq_base", EDIT_F32, INFINITY}, "llama.rope.freq_base = inf is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, INFINITY},
+         "llama.rope.freq_base = inf is out of range"},
         {{"llama.rope.freq_base", EDIT_F32, 0}, "llama.rope.freq_base = 0 is out of range"},
         {{"llama.attention.head_count", EDIT_U32, 0}, "head_count 0 and head_count_kv"},
         {{"llama.attention.head_count_kv", EDIT_U32, 0}, "head_count_kv 0 must be positive"},
@@ -743,6 +744,55 @@ static int test_bad_hparams(void) {
         CHECK(st == EL_ERR_FORMAT && m == NULL);
         CHECK(strstr(el_last_error(), cases[i].said) && strstr(el_last_error(), path));
     }
+    return TEST_PASS;
+}
+
+/* tests/golden/llama3_q8_0_ropefreqs.gguf with rope_freqs.weight[1] = value. */
+static int write_rope_freqs(const char *out, float value) {
+    gguf_file *f;
+    if (gguf_open("tests/golden/llama3_q8_0_ropefreqs.gguf", &f) != EL_OK)
+        return 0;
+    gguf_writer *w = gguf_writer_create();
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    float *freqs = NULL;
+    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const void *data = t->data;
+        if (strcmp(name, "rope_freqs.weight") == 0) {
+            ok = (freqs = malloc(t->nbytes)) != NULL;
+            if (!ok)
+                break;
+            memcpy(freqs, t->data, t->nbytes);
+            freqs[1] = value;
+            data = freqs;
+        }
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        ok = gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, data, t->nbytes) == EL_OK;
+    }
+    ok = ok && freqs && gguf_writer_write(w, out) == EL_OK;
+    gguf_writer_free(w);
+    free(freqs);
+    gguf_close(f);
+    return ok;
+}
+
+/* Llama 3 frequency factors divide the rope angles: each must be a positive number. */
+static int test_bad_rope_freqs(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_rope_freqs.gguf", test_tmp_dir());
+    const float bad[] = {NAN, INFINITY, 0.0f, -2.0f};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(write_rope_freqs(path, bad[i]));
+        el_model *m = NULL;
+        CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT && m == NULL);
+        CHECK(strstr(el_last_error(), "rope_freqs.weight[1] is not a positive number"));
+    }
+    CHECK(write_rope_freqs(path, 2.0f));
+    el_model *m = NULL;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
+    el_model_free(m);
     return TEST_PASS;
 }
 
@@ -852,6 +902,7 @@ int main(void) {
     run_test("broken_models", test_broken_models);
     run_test("bad_hparams", test_bad_hparams);
     run_test("optional_hparams", test_optional_hparams);
+    run_test("bad_rope_freqs", test_bad_rope_freqs);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();

@@ -5,6 +5,7 @@
  * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
  * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,8 +296,8 @@ static el_status load_weights(el_model *m) {
         if ((st = load_vector(m, "rope_freqs.weight", hp->n_rot / 2, vec)))
             return st;
         for (int i = 0; i < hp->n_rot / 2; i++)
-            if (!(vec[i] > 0.0f))
-                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not positive",
+            if (!(vec[i] > 0.0f && isfinite(vec[i])))
+                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number",
                                 m->path, i);
     }
     for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
