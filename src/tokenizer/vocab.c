@@ -144,8 +144,8 @@ static el_status gguf_special_id(const gguf_file *f, const char *key, int32_t n_
     if (st == EL_ERR_NOT_FOUND) return EL_OK;
     if (st != EL_OK) return st;
     if (value < 0 || value >= n_tokens) {
-        el_warn("%s: %s = %lld names no token (%d tokens): there is no such token", f->path, key,
-                value == UINT32_MAX ? -1LL : (long long)value, (int)n_tokens);
+        el_warn("%s: %s = %lld is not a token id (%d tokens): taken as no such token", f->path,
+                key, value == UINT32_MAX ? -1LL : (long long)value, (int)n_tokens);
         return EL_OK;
     }
     *id = (int32_t)value;
@@ -211,13 +211,14 @@ static el_status gguf_load_tokens(const gguf_file *f, el_vocab_kind kind, el_voc
     size_t used = 0;
     for (int32_t i = 0; i < n; i++) {
         el_vocab_set_text(v, i, toks->arr_str[i].ptr, toks->arr_str[i].len, &used);
-        if (scores) memcpy(&v->tokens[i].score, scores->arr_data + 4 * (size_t)i, 4);
-        if (!isfinite(v->tokens[i].score)) {
-            double score = v->tokens[i].score;
+        float score = 0.0f;
+        if (scores) memcpy(&score, scores->arr_data + 4 * (size_t)i, 4);
+        if (!isfinite(score)) {
             el_vocab_free(v);
             return el_error(EL_ERR_FORMAT, "%s: tokenizer.ggml.scores: token %d has score %g",
-                            f->path, (int)i, score);
+                            f->path, (int)i, (double)score);
         }
+        v->tokens[i].score = score;
         if (types) {
             int32_t t;
             memcpy(&t, types->arr_data + 4 * (size_t)i, 4);

@@ -27,7 +27,7 @@ if [ -f "$vocab" ]; then
     [ "$n" -eq 1 ] && pass special_id_minus_one_one_warning ||
         fail special_id_minus_one_one_warning "$n warnings: $(cat "$TMP/err")"
     expect_message special_id_minus_one_named \
-        "pad_minus_one.gguf: tokenizer.ggml.padding_token_id = -1 names no token"
+        "pad_minus_one.gguf: tokenizer.ggml.padding_token_id = -1 is not a token id"
 else
     skip special_id_minus_one "$vocab is absent"
 fi
