@@ -34,6 +34,8 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the library's last error for a failed call. */
 int cli_fail(const char *cmd, el_status st);
+/* The log callback of the program: prints "edgelora: warning: MESSAGE" to stderr. */
+void cli_log(void *user, el_log_level level, const char *message);
 
 /* The value after flag argv[*i] (advancing *i), or NULL after printing an error. */
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);

@@ -24,6 +24,13 @@ int cli_fail(const char *cmd, el_status st) {
     return CLI_FAIL;
 }
 
+void cli_log(void *user, el_log_level level, const char *message) {
+    (void)user;
+    switch (level) {
+    case EL_LOG_WARNING: fprintf(stderr, "edgelora: warning: %s\n", message); break;
+    }
+}
+
 const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
         cli_error(cmd, "option %s needs a value", argv[*i]);

@@ -47,6 +47,7 @@ int main(int argc, char **argv) {
         printf("edgelora %s\n", EL_VERSION_STRING);
         return CLI_OK;
     }
+    el_log_set(cli_log, NULL);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "edgelora: unknown command '%s'\n", argv[1]);

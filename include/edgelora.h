@@ -6,7 +6,7 @@
  *  - Every object is an opaque handle made by a `create` or `load` call and released by its `free`.
  *  - Every call that can fail returns an el_status; on failure el_last_error() gives a readable
  *    message (naming the file and the problem where there is one). The library never prints and
- *    never exits.
+ *    never exits; warnings go to the callback el_log_set installs, if any.
  *  - Thread safety: a loaded el_model is read-only and may be shared by any number of threads and
  *    contexts. An el_context (KV cache, scratch, bound adapters) and an el_sampler belong to one
  *    thread at a time. el_last_error() is per thread.
@@ -46,6 +46,19 @@ typedef enum el_status {
 const char *el_last_error(void);
 /* A short fixed name for a status ("ok", "format error", ...). */
 const char *el_status_name(el_status st);
+
+/* How serious a logged message is. */
+typedef enum el_log_level {
+    EL_LOG_WARNING, /* a file was accepted, but something in it was ignored or replaced */
+} el_log_level;
+
+/* Receives each message the libraries log, without a trailing newline, on the thread that
+ * logged it (possibly several threads at once). */
+typedef void (*el_log_fn)(void *user, el_log_level level, const char *message);
+
+/* Installs fn (NULL: none, the default; messages are then dropped) for every thread. Safe to call
+ * while other threads load files; a message being logged meanwhile goes to the old or new one. */
+void el_log_set(el_log_fn fn, void *user);
 
 /* ------------------------------------------------------------------ model */
 

@@ -99,6 +99,11 @@ static int check_sample(const gguf_file *f) {
     CHECK(gguf_get_str(f, "k.str", &s) == EL_OK && gguf_str_eq(s, "hello"));
     CHECK(gguf_get_u64(f, "k.u64", &u64) == EL_OK && u64 == 1ull << 40);
     CHECK(gguf_find(f, "k.i64")->v.i64 == -(1ll << 40));
+    int64_t i64;
+    CHECK(gguf_get_i64(f, "k.i64", &i64) == EL_OK && i64 == -(1ll << 40));
+    CHECK(gguf_get_i64(f, "k.u32", &i64) == EL_OK && i64 == 4000000000ll);
+    CHECK(gguf_get_i64(f, "k.i8", &i64) == EL_OK && i64 == -5);
+    CHECK(gguf_get_i64(f, "k.str", &i64) == EL_ERR_FORMAT && strstr(el_last_error(), "k.str"));
     CHECK(gguf_get_f32(f, "k.f64", &f32) == EL_OK && f32 == -2.25f);
     /* wrong types and ranges are errors naming the key; absence is NOT_FOUND */
     CHECK(gguf_get_i32(f, "k.u32", &i32) == EL_ERR_FORMAT && strstr(el_last_error(), "k.u32"));
@@ -146,6 +151,31 @@ static int test_read_sample(void) {
     if (r != TEST_PASS) return r;
     b.b[4] = 2; /* version 2 has the same layout */
     CHECK(gguf_open_memory(b.b, b.n, "sample", &f) == EL_OK && f->version == 2);
+    gguf_close(f);
+    return TEST_PASS;
+}
+
+/* What llama.cpp's reader takes and real files have: no general.alignment (the data starts at
+ * the next multiple of 32) and keys nobody here reads, arrays among them. */
+static int test_tolerated(void) {
+    buf b = {.n = 0};
+    memcpy(b.b, "GGUF", 4);
+    b.n = 4;
+    le(&b, 3, 4), le(&b, 1, 8), le(&b, 3, 8);
+    key(&b, "vendor.note", 8), str(&b, "written by another tool");
+    key(&b, "vendor.ids", 9), le(&b, 10, 4), le(&b, 2, 8), le(&b, 7, 8), le(&b, 9, 8);
+    key(&b, "general.architecture", 8), str(&b, "llama");
+    str(&b, "t"), le(&b, 1, 4), le(&b, 4, 8), le(&b, 0, 4), le(&b, 0, 8);
+    size_t header = b.n;
+    while (b.n % 32) b.b[b.n++] = 0;
+    CHECK(b.n > header); /* the padding is really there to be skipped */
+    for (int i = 0; i < 4; i++) le(&b, f32bits((float)i + 0.5f), 4);
+    gguf_file *f;
+    CHECK(gguf_open_memory(b.b, b.n, "tolerated", &f) == EL_OK);
+    CHECK(f->alignment == 32 && f->n_tensors == 1);
+    float x[4];
+    memcpy(x, f->tensors[0].data, sizeof x);
+    CHECK(x[0] == 0.5f && x[3] == 3.5f);
     gguf_close(f);
     return TEST_PASS;
 }
@@ -237,6 +267,11 @@ static int test_round_trip(void) {
     CHECK(gguf_find(f, "k.f64")->type == GGUF_TYPE_FLOAT64 &&
           gguf_find(f, "k.f64")->v.f64 == -2.25);
     CHECK(gguf_find(f, "k.i64")->v.i64 == -(1ll << 40));
+    int64_t i64;
+    CHECK(gguf_get_i64(f, "k.i64", &i64) == EL_OK && i64 == -(1ll << 40));
+    CHECK(gguf_get_i64(f, "k.u32", &i64) == EL_OK && i64 == 4000000000ll);
+    CHECK(gguf_get_i64(f, "k.i8", &i64) == EL_OK && i64 == -5);
+    CHECK(gguf_get_i64(f, "k.str", &i64) == EL_ERR_FORMAT && strstr(el_last_error(), "k.str"));
     CHECK(f->alignment == 64);
     for (uint64_t i = 0; i < f->n_tensors; i++) CHECK(f->tensors[i].offset % 64 == 0);
     const gguf_tensor *t = gguf_find_tensor(f, "t.f32");
@@ -486,6 +521,7 @@ static int test_bad_corpus(void) {
 
 int main(void) {
     run_test("read_sample", test_read_sample);
+    run_test("tolerated", test_tolerated);
     run_test("writer_exact_bytes", test_writer_exact_bytes);
     run_test("round_trip", test_round_trip);
     run_test("writer_failures", test_writer_failures);

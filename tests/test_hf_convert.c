@@ -346,6 +346,29 @@ static int make_bad(const char *name, const char *drop, const char *reshape, con
            rewrite_weights(GOLDEN_DIR "/llama/model.safetensors", dir, drop, reshape, retype);
 }
 
+/* Empties the JSON object that follows `key` in text (in place): skips strings, so a brace
+ * inside a token does not end it. False if key is not followed by an object. */
+static bool empty_json_object(char *text, const char *key) {
+    char *open = strstr(text, key);
+    if (!open || !(open = strchr(open + strlen(key), '{'))) return false;
+    int depth = 0;
+    bool in_string = false;
+    for (char *c = open; *c; c++) {
+        if (in_string) {
+            if (*c == '\\') c++;
+            else if (*c == '"') in_string = false;
+        } else if (*c == '"') {
+            in_string = true;
+        } else if (*c == '{') {
+            depth++;
+        } else if (*c == '}' && --depth == 0) {
+            memmove(open + 1, c, strlen(c) + 1);
+            return true;
+        }
+    }
+    return false;
+}
+
 static int test_bad_folders(void) {
     CHECK(make_bad("no_config", NULL, NULL, NULL));
     char p[512];
@@ -371,6 +394,15 @@ static int test_bad_folders(void) {
     CHECK(write_text(p, tj));
     free(tj);
     if (expect_failure(tmp_path("regex"), "pre_tokenizer not recognized")) return TEST_FAIL;
+    /* an empty vocabulary would make a model that drops every prompt */
+    CHECK(make_bad("empty_vocab", NULL, NULL, NULL));
+    tj = test_read_file(GOLDEN_DIR "/llama/tokenizer.json", &(size_t){0});
+    CHECK(tj && empty_json_object(tj, "\"vocab\":"));
+    snprintf(p, sizeof p, "%s/tokenizer.json", tmp_path("empty_vocab"));
+    CHECK(write_text(p, tj));
+    free(tj);
+    if (expect_failure(tmp_path("empty_vocab"), "tokenizer.json: model.vocab is empty"))
+        return TEST_FAIL;
     el_status st = el_convert_hf(GOLDEN_DIR "/llama", tmp_path("bad.gguf"), "q5_9", NULL, NULL);
     CHECK(st == EL_ERR_INVALID_ARG && strstr(el_last_error(), "q5_9"));
     return TEST_PASS;

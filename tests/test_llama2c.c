@@ -171,7 +171,11 @@ static int test_bad_tokenizers(void) {
     static const struct {
         size_t at;
         uint8_t value;
-    } flips[] = {{0, 0}, {3, 0x80}, {0, 1}, {8, 4}, {8, 0}, {11, 0x80}, {7, 0x7f}, {6, 0xc0}};
+        const char *said;
+    } flips[] = {{0, 0, "max_token_length 0"},    {3, 0x80, "max_token_length"},
+                 {0, 1, "has length 2"},          {8, 4, "has length 4"},
+                 {8, 0, "has length 0"},          {11, 0x80, "has length"},
+                 {7, 0x7f, "non-finite score"},   {6, 0xc0, "non-finite score"}};
     for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
         uint8_t bad[sizeof good];
         memcpy(bad, good, sizeof good);
@@ -179,8 +183,9 @@ static int test_bad_tokenizers(void) {
         if (flips[i].at == 7) bad[6] = 0x80; /* 0x7f800000: +inf */
         if (flips[i].at == 6) bad[7] = 0x7f; /* 0x7fc00000: NaN */
         el_status st = llama2c_tokenizer_open_memory(bad, sizeof bad, "tok", &t);
-        if (st != EL_ERR_FORMAT) test_note("byte %zu = %u", flips[i].at, flips[i].value);
-        CHECK(st == EL_ERR_FORMAT);
+        if (st != EL_ERR_FORMAT || !strstr(el_last_error(), flips[i].said))
+            test_note("byte %zu = %u: %s", flips[i].at, flips[i].value, el_last_error());
+        CHECK(st == EL_ERR_FORMAT && strstr(el_last_error(), flips[i].said));
     }
     return TEST_PASS;
 }

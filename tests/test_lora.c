@@ -747,6 +747,93 @@ static int expect_refused(el_model *m, const char *path, el_status want, const c
     return 1;
 }
 
+/* Alphas no real adapter has, in GGUF (adapter.lora.alpha) and PEFT (lora_alpha); 0 in GGUF
+ * means "not scaled" (llama.cpp's convention) and is tested with the runtime. */
+static int test_bad_alpha(void) {
+    el_model *m = load(base_path(&LLAMA));
+    CHECK(m);
+    const struct { float alpha; const char *said; } gguf_cases[] = {
+        {NAN, "= nan"}, {INFINITY, "= inf"}, {-8.0f, "= -8"}, {1e7f, "= 1e+07"},
+    };
+    for (size_t i = 0; i < sizeof gguf_cases / sizeof gguf_cases[0]; i++) {
+        lora_spec s = {.rank = 4, .targets = 0x01, .type = EL_TYPE_F32,
+                       .alpha = gguf_cases[i].alpha, .seed = 85};
+        const char *p = tmp("bad_alpha.gguf");
+        CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
+        char want[96];
+        snprintf(want, sizeof want, "adapter.lora.alpha %s is not a LoRA alpha",
+                 gguf_cases[i].said);
+        CHECK(expect_refused(m, p, EL_ERR_FORMAT, want));
+        CHECK(expect_refused(m, p, EL_ERR_FORMAT, "bad_alpha.gguf"));
+    }
+    lora_spec s = {.rank = 4, .targets = 0x01, .type = EL_TYPE_F32, .alpha = 4, .seed = 85};
+    const struct { const char *config, *said; } peft_cases[] = {
+        {"{\"r\": 4, \"lora_alpha\": 1e308}", "lora_alpha = 1e+308 is not a LoRA alpha"},
+        {"{\"r\": 4, \"lora_alpha\": 0}", "lora_alpha = 0 is not a LoRA alpha"},
+        {"{\"r\": 4, \"lora_alpha\": -16}", "lora_alpha = -16 is not a LoRA alpha"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"alpha_pattern\": {\"q_proj\": -1}}",
+         "alpha_pattern[\"q_proj\"] = -1 is not a LoRA alpha"},
+    };
+    for (size_t i = 0; i < sizeof peft_cases / sizeof peft_cases[0]; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/peft_bad_alpha%zu", test_tmp_dir(), i);
+        CHECK(write_peft(dir, &LLAMA, &s, peft_cases[i].config));
+        CHECK(expect_refused(m, dir, EL_ERR_FORMAT, peft_cases[i].said));
+        CHECK(expect_refused(m, dir, EL_ERR_FORMAT, "adapter_config.json"));
+    }
+    el_model_free(m);
+    return TEST_PASS;
+}
+
+/* adapter_config.json values of the wrong kind: each is refused with the key it is in. */
+static int test_bad_peft_config(void) {
+    el_model *m = load(base_path(&LLAMA));
+    CHECK(m);
+    lora_spec s = {.rank = 4, .targets = 0x01, .type = EL_TYPE_F32, .alpha = 4, .seed = 86};
+    const struct { const char *config, *said; } cases[] = {
+        {"{\"r\": 0, \"lora_alpha\": 8}", "r = 0 is not a LoRA rank"},
+        {"{\"r\": -4, \"lora_alpha\": 8}", "r = -4 is not a LoRA rank"},
+        {"{\"r\": 4.5, \"lora_alpha\": 8}", "r = 4.5 is not a LoRA rank"},
+        {"{\"r\": \"4\", \"lora_alpha\": 8}", "'r' must be a number, not string"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"rank_pattern\": {\"q_proj\": 0.5}}",
+         "rank_pattern[\"q_proj\"] = 0.5 is not a LoRA rank"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"rank_pattern\": {\"q_proj\": \"4\"}}",
+         "rank_pattern[\"q_proj\"] must be a number, not string"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": 7}",
+         "target_modules must be a string or a list of strings"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\", 1]}",
+         "target_modules must be a string or a list of strings"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"use_rslora\": \"yes\"}",
+         "use_rslora must be true or false, not string"},
+        {"{\"r\": 4, \"lora_alpha\": 8, \"use_rslora\": 1}",
+         "use_rslora must be true or false, not number"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/peft_bad_config%zu", test_tmp_dir(), i);
+        CHECK(write_peft(dir, &LLAMA, &s, cases[i].config));
+        CHECK(expect_refused(m, dir, EL_ERR_FORMAT, cases[i].said));
+    }
+    /* what PEFT writes loads: a list, a string, null, and false */
+    const char *const good[] = {
+        "{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": [\"q_proj\"], \"use_rslora\": false}",
+        "{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": \"all-linear\", \"rank_pattern\": {}}",
+        "{\"r\": 4, \"lora_alpha\": 8, \"target_modules\": null, \"alpha_pattern\": null}",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/peft_good_config%zu", test_tmp_dir(), i);
+        CHECK(write_peft(dir, &LLAMA, &s, good[i]));
+        el_adapter *a = NULL;
+        el_status st = el_adapter_load(m, dir, &a);
+        if (st) test_note("%s: %s", dir, el_last_error());
+        CHECK(st == EL_OK);
+        el_adapter_free(a);
+    }
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 static int test_errors(void) {
     el_model *m = load(base_path(&LLAMA));
     CHECK(m);
@@ -1012,6 +1099,8 @@ int main(void) {
     run_test("peft_llama_runtime_equals_merged", test_peft_llama_runtime_equals_merged);
     run_test("base_untouched", test_base_untouched);
     run_test("errors", test_errors);
+    run_test("bad_alpha", test_bad_alpha);
+    run_test("bad_peft_config", test_bad_peft_config);
     run_test("info_and_memory", test_info_and_memory);
     run_test("threads", test_threads);
     return tests_exit_code();

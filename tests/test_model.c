@@ -640,13 +640,34 @@ static int test_tiny_random_gguf(void) {
     return TEST_PASS;
 }
 
-/* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape. */
-static int write_broken(const char *out, const char *skip, const char *reshape) {
+/* A metadata value to put in place of the golden model's, or to leave out. */
+typedef enum { EDIT_F32, EDIT_U32, EDIT_REMOVE } edit_kind;
+typedef struct kv_edit {
+    const char *key;
+    edit_kind kind;
+    double value;
+} kv_edit;
+
+static int apply_edit(gguf_writer *w, const kv_edit *e) {
+    if (!e)
+        return 1;
+    switch (e->kind) {
+    case EDIT_F32: return gguf_writer_set_f32(w, e->key, (float)e->value) == EL_OK;
+    case EDIT_U32: return gguf_writer_set_u32(w, e->key, (uint32_t)e->value) == EL_OK;
+    case EDIT_REMOVE: gguf_writer_remove(w, e->key); return 1;
+    }
+    return 0;
+}
+
+/* A copy of the golden f32 model with one tensor left out or replaced by a wrong shape, and
+ * one metadata value changed by edit (if not NULL). */
+static int write_broken(const char *out, const char *skip, const char *reshape,
+                        const kv_edit *edit) {
     gguf_file *f;
     if (gguf_open("tests/golden/llama_f32_gqa.gguf", &f) != EL_OK)
         return 0;
     gguf_writer *w = gguf_writer_create();
-    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK && apply_edit(w, edit);
     for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
         const gguf_tensor *t = &f->tensors[i];
         if (gguf_str_eq(t->name, skip))
@@ -670,15 +691,15 @@ static int test_broken_models(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/broken.gguf", test_tmp_dir());
     el_model *m;
-    CHECK(write_broken(path, "blk.1.ffn_up.weight", ""));
+    CHECK(write_broken(path, "blk.1.ffn_up.weight", "", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), path) && strstr(el_last_error(), "blk.1.ffn_up.weight") &&
           strstr(el_last_error(), "missing"));
-    CHECK(write_broken(path, "", "blk.0.attn_k.weight"));
+    CHECK(write_broken(path, "", "blk.0.attn_k.weight", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), "blk.0.attn_k.weight") && strstr(el_last_error(), "shape"));
     /* without output.weight the model is tied: it loads */
-    CHECK(write_broken(path, "output.weight", ""));
+    CHECK(write_broken(path, "output.weight", "", NULL));
     CHECK(el_model_load(path, NULL, &m) == EL_OK);
     el_model_free(m);
     /* not a model at all */
@@ -690,6 +711,133 @@ static int test_broken_models(void) {
     CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT);
     CHECK(strstr(el_last_error(), path) != NULL);
     CHECK(el_model_load("/nonexistent/model.gguf", NULL, &m) == EL_ERR_IO);
+    return TEST_PASS;
+}
+
+/* Hyper-parameters that parse but cannot be right: each refused with its key and value. */
+static int test_bad_hparams(void) {
+    const struct {
+        kv_edit edit;
+        const char *said;
+    } cases[] = {
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, NAN},
+         "llama.attention.layer_norm_rms_epsilon = nan is out of range"},
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, INFINITY},
+         "llama.attention.layer_norm_rms_epsilon = inf is out of range"},
+        {{"llama.attention.layer_norm_rms_epsilon", EDIT_F32, -1e-5}, "= -1e-05 is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, NAN}, "llama.rope.freq_base = nan is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, INFINITY},
+         "llama.rope.freq_base = inf is out of range"},
+        {{"llama.rope.freq_base", EDIT_F32, 0}, "llama.rope.freq_base = 0 is out of range"},
+        {{"llama.attention.head_count", EDIT_U32, 0}, "head_count 0 and head_count_kv"},
+        {{"llama.attention.head_count_kv", EDIT_U32, 0}, "head_count_kv 0 must be positive"},
+        {{"llama.attention.head_count_kv", EDIT_U32, 3}, "is not a multiple of head_count_kv 3"},
+    };
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_hparams.gguf", test_tmp_dir());
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(write_broken(path, "", "", &cases[i].edit));
+        el_model *m = NULL;
+        el_status st = el_model_load(path, NULL, &m);
+        if (st != EL_ERR_FORMAT || !strstr(el_last_error(), cases[i].said))
+            test_note("%s: %s", cases[i].edit.key, el_last_error());
+        CHECK(st == EL_ERR_FORMAT && m == NULL);
+        CHECK(strstr(el_last_error(), cases[i].said) && strstr(el_last_error(), path));
+    }
+    return TEST_PASS;
+}
+
+/* tests/golden/llama3_q8_0_ropefreqs.gguf with rope_freqs.weight[1] = value. */
+static int write_rope_freqs(const char *out, float value) {
+    gguf_file *f;
+    if (gguf_open("tests/golden/llama3_q8_0_ropefreqs.gguf", &f) != EL_OK)
+        return 0;
+    gguf_writer *w = gguf_writer_create();
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    float *freqs = NULL;
+    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const void *data = t->data;
+        if (strcmp(name, "rope_freqs.weight") == 0) {
+            ok = (freqs = malloc(t->nbytes)) != NULL;
+            if (!ok)
+                break;
+            memcpy(freqs, t->data, t->nbytes);
+            freqs[1] = value;
+            data = freqs;
+        }
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        ok = gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, data, t->nbytes) == EL_OK;
+    }
+    ok = ok && freqs && gguf_writer_write(w, out) == EL_OK;
+    gguf_writer_free(w);
+    free(freqs);
+    gguf_close(f);
+    return ok;
+}
+
+/* Llama 3 frequency factors divide the rope angles: each must be a positive number. */
+static int test_bad_rope_freqs(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_rope_freqs.gguf", test_tmp_dir());
+    const float bad[] = {NAN, INFINITY, 0.0f, -2.0f};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(write_rope_freqs(path, bad[i]));
+        el_model *m = NULL;
+        CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT && m == NULL);
+        CHECK(strstr(el_last_error(), "rope_freqs.weight[1] is not a positive number"));
+    }
+    CHECK(write_rope_freqs(path, 2.0f));
+    el_model *m = NULL;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
+/* The logits after tokens 1, 2, 3 in the model at path, into out[n_vocab] (past position 0,
+ * where RoPE turns nothing, so the base counts). */
+static int first_logits(const char *path, float *out, int32_t n_vocab) {
+    el_model *m = NULL;
+    if (el_model_load(path, NULL, &m) != EL_OK) {
+        test_note("%s", el_last_error());
+        return 0;
+    }
+    el_context *ctx = new_context(m, 8, 8, 1);
+    const float *l = NULL;
+    for (int32_t pos = 0; ctx && pos < 3; pos++)
+        l = decode_one(ctx, pos + 1, pos, 0);
+    if (l)
+        memcpy(out, l, (size_t)n_vocab * sizeof *out);
+    el_context_free(ctx);
+    el_model_free(m);
+    return l != NULL;
+}
+
+/* Hyper-parameters llama.cpp defaults when absent: a file without them loads and computes
+ * what the golden model (which states the defaults) does. */
+static int test_optional_hparams(void) {
+    el_model *m = load_golden_f32();
+    CHECK(m);
+    el_model_info info;
+    CHECK(el_model_get_info(m, &info) == EL_OK);
+    el_model_free(m);
+    float *want = malloc((size_t)info.n_vocab * sizeof *want);
+    float *got = malloc((size_t)info.n_vocab * sizeof *got);
+    CHECK(want && got && first_logits("tests/golden/llama_f32_gqa.gguf", want, info.n_vocab));
+    static const char *const optional[] = {"llama.attention.layer_norm_rms_epsilon",
+                                           "llama.rope.freq_base"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/optional_hparams.gguf", test_tmp_dir());
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        kv_edit drop = {optional[i], EDIT_REMOVE, 0};
+        CHECK(write_broken(path, "", "", &drop));
+        CHECK(first_logits(path, got, info.n_vocab));
+        CHECK(memcmp(got, want, (size_t)info.n_vocab * sizeof *got) == 0);
+    }
+    free(want);
+    free(got);
     return TEST_PASS;
 }
 
@@ -752,6 +900,9 @@ int main(void) {
     run_test("vocab_only_all", test_vocab_only_all);
     run_test("tiny_random_gguf", test_tiny_random_gguf);
     run_test("broken_models", test_broken_models);
+    run_test("bad_hparams", test_bad_hparams);
+    run_test("optional_hparams", test_optional_hparams);
+    run_test("bad_rope_freqs", test_bad_rope_freqs);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();

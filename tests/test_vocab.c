@@ -1,6 +1,7 @@
 /* test_vocab.c - the string map and index, and llama.cpp's published tokenizer test vectors
  * (tests/test-tokenizer-0 in llama.cpp: ggml-vocab-*.gguf.inp/.out) for the SPM and WordPiece
  * vocabularies, id for id. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,12 +197,16 @@ static int test_load_settings(void) {
 }
 
 /* A small vocabulary written with the GGUF writer, then changed by `spoil` (one defect each). */
-typedef enum { SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS } spoil;
+typedef enum {
+    SPOIL_NONE, SPOIL_MODEL, SPOIL_SCORES, SPOIL_BOS, SPOIL_TYPE, SPOIL_NO_TOKENS, SPOIL_NAN_SCORE,
+    SPOIL_PAD_MINUS_ONE, SPOIL_MASK_SIGNED, SPOIL_NO_SCORES_TYPES
+} spoil;
 
 static el_status load_tiny(spoil what, el_vocab **v) {
     static const char *const toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a", "b",
                                       "\xE2\x96\x81" "ab", "xy", "yzw"};
-    const float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    float scores[] = {0, 0, 0, -1, -2, -0.5f, 0, 0, -9};
+    if (what == SPOIL_NAN_SCORE) scores[4] = NAN;
     const int32_t types[] = {2, 3, 3, 1, 1, 1, 4, 4, 99}; /* 4: user-defined */
     char path[512];
     snprintf(path, sizeof path, "%s/tiny%d.gguf", test_tmp_dir(), (int)what);
@@ -209,11 +214,17 @@ static el_status load_tiny(spoil what, el_vocab **v) {
     if (!w) return EL_ERR_NOMEM;
     gguf_writer_set_str(w, "tokenizer.ggml.model", what == SPOIL_MODEL ? "t5" : "llama");
     if (what != SPOIL_NO_TOKENS) gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 8);
-    gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
-                        what == SPOIL_SCORES ? 9 : 8);
-    gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
-                        what == SPOIL_TYPE ? types + 1 : types, 8);
+    if (what != SPOIL_NO_SCORES_TYPES) {
+        gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores,
+                            what == SPOIL_SCORES ? 9 : 8);
+        gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32,
+                            what == SPOIL_TYPE ? types + 1 : types, 8);
+    }
     gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", what == SPOIL_BOS ? 8 : 1);
+    /* llama.cpp's llama2.c converter marks an absent token so */
+    if (what == SPOIL_PAD_MINUS_ONE)
+        gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", UINT32_MAX);
+    if (what == SPOIL_MASK_SIGNED) gguf_writer_set_i32(w, "tokenizer.ggml.mask_token_id", -1);
     gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
     el_status st = gguf_writer_write(w, path);
     gguf_writer_free(w);
@@ -255,8 +266,8 @@ static int test_load_validation(void) {
     CHECK(strstr(el_last_error(), "'t5'") != NULL);
     CHECK(load_tiny(SPOIL_SCORES, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "9 scores") != NULL);
-    CHECK(load_tiny(SPOIL_BOS, &v) == EL_ERR_FORMAT && v == NULL);
-    CHECK(strstr(el_last_error(), "bos token id 8") != NULL);
+    CHECK(load_tiny(SPOIL_NAN_SCORE, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "token 4 has score nan") != NULL);
     CHECK(load_tiny(SPOIL_TYPE, &v) == EL_ERR_FORMAT && v == NULL);
     CHECK(strstr(el_last_error(), "unknown type 99") != NULL);
     CHECK(load_tiny(SPOIL_NO_TOKENS, &v) == EL_ERR_FORMAT && v == NULL);
@@ -265,7 +276,127 @@ static int test_load_validation(void) {
     return TEST_PASS;
 }
 
+/* Without tokenizer.ggml.scores and token_type every token scores 0 and is normal, as in
+ * llama.cpp: the file loads, and its special ids still work. */
+static int test_load_without_scores_and_types(void) {
+    el_vocab *v = NULL;
+    CHECK(load_tiny(SPOIL_NO_SCORES_TYPES, &v) == EL_OK);
+    CHECK(v->n_tokens == 8 && v->bos == 1 && v->add_bos);
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        CHECK(v->tokens[i].score == 0.0f && v->tokens[i].type == EL_TOKEN_NORMAL);
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "b", 1, true, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 1 && t.ids[1] == 4);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
+/* What the log callback received. */
+typedef struct { int n; char last[512]; } warnings;
+
+static void keep_warning(void *user, el_log_level level, const char *message) {
+    warnings *w = user;
+    if (level == EL_LOG_WARNING) w->n++;
+    snprintf(w->last, sizeof w->last, "%s", message);
+}
+
+/* A special id past the vocabulary, or -1, is no token, as in llama.cpp: one warning each. */
+static int test_load_bad_special_ids(void) {
+    warnings w = {0};
+    el_log_set(keep_warning, &w);
+    el_vocab *v = NULL;
+    el_status st = load_tiny(SPOIL_BOS, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->bos == -1 && v->add_bos);
+    CHECK(w.n == 1 && strstr(w.last, "tiny") && strstr(w.last, "tokenizer.ggml.bos_token_id = 8"));
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "b", 1, true, false, &t) == EL_OK && t.n == 1 && t.ids[0] == 4);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    st = load_tiny(SPOIL_PAD_MINUS_ONE, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->pad == -1 && v->bos == 1);
+    CHECK(w.n == 1 && strstr(w.last, "tokenizer.ggml.padding_token_id = -1"));
+    el_vocab_free(v);
+
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    st = load_tiny(SPOIL_MASK_SIGNED, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && v->mask == -1);
+    CHECK(w.n == 1 && strstr(w.last, "tokenizer.ggml.mask_token_id = -1"));
+    el_vocab_free(v);
+
+    /* without a callback the warning is dropped and the file still loads */
+    CHECK(load_tiny(SPOIL_PAD_MINUS_ONE, &v) == EL_OK);
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
+/* A three-token byte-level BPE vocabulary with tokenizer.ggml.pre = pre (absent if NULL) and,
+ * if add_bos_key, tokenizer.ggml.add_bos_token = false. */
+static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) {
+    static const char *const toks[] = {"a", "b", "ab"};
+    static const char *const merges[] = {"a b"};
+    char path[512];
+    snprintf(path, sizeof path, "%s/tiny_bpe_%s%d.gguf", test_tmp_dir(), pre ? pre : "none",
+             (int)add_bos_key);
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return EL_ERR_NOMEM;
+    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre) gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+    gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 2);
+    if (add_bos_key) gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+    el_status st = gguf_writer_write(w, path);
+    gguf_writer_free(w);
+    if (st != EL_OK) return st;
+    gguf_file *f;
+    if ((st = gguf_open(path, &f)) != EL_OK) return st;
+    st = el_vocab_load_gguf(f, v);
+    gguf_close(f);
+    return st;
+}
+
+/* What llama.cpp assumes when a BPE vocabulary leaves something out: the 'default'
+ * pre-tokenizer (with a warning) and, for the Llama 3 family, BOS first. */
+static int test_load_bpe_defaults(void) {
+    warnings w = {0};
+    el_log_set(keep_warning, &w);
+    el_vocab *v = NULL;
+    el_status st = load_tiny_bpe(NULL, false, &v);
+    el_log_set(NULL, NULL);
+    CHECK(st == EL_OK && strcmp(v->pre, "default") == 0 && !v->add_bos);
+    CHECK(w.n == 1 && strstr(w.last, "tiny_bpe_none0.gguf: tokenizer.ggml.pre is absent"));
+    el_vocab_free(v);
+
+    w.n = 0;
+    el_log_set(keep_warning, &w);
+    CHECK(load_tiny_bpe("llama-bpe", false, &v) == EL_OK);
+    el_log_set(NULL, NULL);
+    CHECK(v->add_bos && w.n == 0);
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "ab", 2, true, false, &t) == EL_OK);
+    CHECK(t.n == 2 && t.ids[0] == 2 && t.ids[1] == 2);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+    /* the file's own flag wins */
+    CHECK(load_tiny_bpe("llama-bpe", true, &v) == EL_OK && !v->add_bos);
+    el_vocab_free(v);
+    CHECK(load_tiny_bpe("gpt-2", false, &v) == EL_OK && !v->add_bos);
+    el_vocab_free(v);
+    return TEST_PASS;
+}
+
 int main(void) {
+    run_test("load_bpe_defaults", test_load_bpe_defaults);
+    run_test("load_without_scores_and_types", test_load_without_scores_and_types);
+    run_test("load_bad_special_ids", test_load_bad_special_ids);
     run_test("load_validation", test_load_validation);
     run_test("strmap", test_strmap);
     run_test("str_index", test_str_index);

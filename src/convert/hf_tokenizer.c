@@ -72,6 +72,10 @@ static el_status read_vocab(tok_state *t, const el_json_value *model, const el_j
     const el_json_value *vocab = el_json_get(model, "vocab");
     if (el_json_type(vocab) != EL_JSON_OBJECT)
         return el_error(EL_ERR_FORMAT, "%s: model.vocab is not an object", t->path);
+    /* the padding below would fill the model with unused tokens that no text ever matches */
+    if (el_json_len(vocab) == 0)
+        return el_error(EL_ERR_FORMAT, "%s: model.vocab is empty: no text could be tokenized",
+                        t->path);
     el_status st = EL_OK;
     for (size_t i = 0; i < el_json_len(vocab) && !st; i++) {
         size_t len;

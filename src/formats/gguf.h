@@ -99,6 +99,7 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name);
 el_status gguf_get_u32(const gguf_file *f, const char *key, uint32_t *out);
 el_status gguf_get_i32(const gguf_file *f, const char *key, int32_t *out);
 el_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out);
+el_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out);
 el_status gguf_get_f32(const gguf_file *f, const char *key, float *out); /* f32 or f64 */
 el_status gguf_get_bool(const gguf_file *f, const char *key, bool *out);
 el_status gguf_get_str(const gguf_file *f, const char *key, gguf_str *out);
@@ -135,6 +136,8 @@ el_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *c
                                   uint64_t n);
 /* Copies every key of src (e.g. to convert or quantize a file). */
 el_status gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src);
+/* Drops a key set or copied before (nothing if there is none): a copy of a file without it. */
+void gguf_writer_remove(gguf_writer *w, const char *key);
 /* Adds a tensor; data (nbytes, which must match type and shape) is referenced, not copied, and
  * must stay valid until gguf_writer_write returns. */
 el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,

@@ -88,6 +88,18 @@ el_status gguf_get_u64(const gguf_file *f, const char *key, uint64_t *out) {
     return EL_OK;
 }
 
+el_status gguf_get_i64(const gguf_file *f, const char *key, int64_t *out) {
+    bool neg;
+    uint64_t mag;
+    const gguf_kv *kv;
+    el_status st = get_int(f, key, "an integer", &neg, &mag, &kv);
+    if (st) return st;
+    if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > INT64_MAX)
+        return out_of_range(f, key, neg, mag, "i64");
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return EL_OK;
+}
+
 el_status gguf_get_f32(const gguf_file *f, const char *key, float *out) {
     const gguf_kv *kv = gguf_find(f, key);
     if (!kv) return EL_ERR_NOT_FOUND;

@@ -227,6 +227,17 @@ el_status gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src) {
     return EL_OK;
 }
 
+void gguf_writer_remove(gguf_writer *w, const char *key) {
+    for (size_t i = 0; i < w->n_kv; i++) {
+        if (strcmp(w->kv[i].key, key) != 0) continue;
+        free(w->kv[i].key);
+        free(w->kv[i].val.p);
+        memmove(&w->kv[i], &w->kv[i + 1], (w->n_kv - i - 1) * sizeof *w->kv);
+        w->n_kv--;
+        return;
+    }
+}
+
 el_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                  const int64_t *ne, const void *data, uint64_t nbytes) {
     return gguf_writer_add_tensor_fill(w, name, type, n_dims, ne, nbytes, NULL, (void *)data);

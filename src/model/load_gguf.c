@@ -4,6 +4,8 @@
  * Architectures: llama (NORM rope) and qwen2 (NEOX rope, q/k/v biases). A GGUF without tensors
  * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
  * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +120,30 @@ static el_status arch_f32(const el_model *m, const char *suffix, float def, floa
     return st;
 }
 
+/* Reads <arch>.<suffix> as a float from lo to hi (def if absent): a NaN or infinite epsilon,
+ * base or factor parses but makes every activation NaN, so it is refused here with its key. */
+static el_status arch_f32_within(const el_model *m, const char *suffix, float def, float lo,
+                                 float hi, float *out) {
+    el_status st = arch_f32(m, suffix, def, out);
+    if (st || (*out >= lo && *out <= hi)) return st;
+    return el_error(EL_ERR_FORMAT, "%s: %s.%s = %g is out of range (%g to %g)", m->path, m->arch,
+                    suffix, (double)*out, (double)lo, (double)hi);
+}
+
+/* head_count and head_count_kv: positive, the one a multiple of the other and of the width. */
+static el_status check_heads(const el_model *m, const el_hparams *hp) {
+    if (hp->n_head <= 0 || hp->n_head_kv <= 0)
+        return el_error(EL_ERR_FORMAT, "%s: head_count %d and head_count_kv %d must be positive",
+                        m->path, hp->n_head, hp->n_head_kv);
+    if (hp->n_embd % hp->n_head != 0)
+        return el_error(EL_ERR_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d",
+                        m->path, hp->n_embd, hp->n_head);
+    if (hp->n_head % hp->n_head_kv != 0)
+        return el_error(EL_ERR_FORMAT, "%s: head_count %d is not a multiple of head_count_kv %d",
+                        m->path, hp->n_head, hp->n_head_kv);
+    return EL_OK;
+}
+
 static el_status read_hparams(el_model *m) {
     el_hparams *hp = &m->hp;
     el_status st;
@@ -129,15 +155,18 @@ static el_status read_hparams(el_model *m) {
         return st;
     if ((st = arch_i32(m, "attention.head_count_kv", hp->n_head, &hp->n_head_kv)))
         return st;
-    if (hp->n_head <= 0 || hp->n_embd % hp->n_head != 0)
-        return el_error(EL_ERR_FORMAT, "%s: embedding_length %d is not a multiple of head_count %d",
-                        m->path, hp->n_embd, hp->n_head);
+    if ((st = check_heads(m, hp)))
+        return st;
     if ((st = arch_i32(m, "attention.key_length", hp->n_embd / hp->n_head, &hp->head_dim_k)) ||
         (st = arch_i32(m, "attention.value_length", hp->head_dim_k, &hp->head_dim_v)) ||
         (st = arch_i32(m, "rope.dimension_count", hp->head_dim_k, &hp->n_rot)))
         return st;
-    if ((st = arch_f32(m, "attention.layer_norm_rms_epsilon", 1e-5f, &hp->rms_eps)) ||
-        (st = arch_f32(m, "rope.freq_base", 10000.0f, &hp->rope_freq_base)))
+    /* an epsilon is small beside the mean square it is added to; a base only has to be a
+     * positive number */
+    if ((st = arch_f32_within(m, "attention.layer_norm_rms_epsilon", 1e-5f, 0.0f, 1.0f,
+                              &hp->rms_eps)) ||
+        (st = arch_f32_within(m, "rope.freq_base", 10000.0f, FLT_MIN, FLT_MAX,
+                              &hp->rope_freq_base)))
         return st;
     hp->rope_freq_scale = 1.0f;
     char key[128];
@@ -145,10 +174,8 @@ static el_status read_hparams(el_model *m) {
     gguf_str scaling;
     if (gguf_get_str(m->gguf, key, &scaling) == EL_OK && gguf_str_eq(scaling, "linear")) {
         float factor;
-        if ((st = arch_f32(m, "rope.scaling.factor", 1.0f, &factor)))
+        if ((st = arch_f32_within(m, "rope.scaling.factor", 1.0f, FLT_MIN, FLT_MAX, &factor)))
             return st;
-        if (!(factor > 0.0f))
-            return el_error(EL_ERR_FORMAT, "%s: rope.scaling.factor must be positive", m->path);
         hp->rope_freq_scale = 1.0f / factor;
     }
     hp->rope_style = strcmp(m->arch, "qwen2") == 0 ? EL_ROPE_NEOX : EL_ROPE_NORM;
@@ -269,8 +296,8 @@ static el_status load_weights(el_model *m) {
         if ((st = load_vector(m, "rope_freqs.weight", hp->n_rot / 2, vec)))
             return st;
         for (int i = 0; i < hp->n_rot / 2; i++)
-            if (!(vec[i] > 0.0f))
-                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not positive",
+            if (!(vec[i] > 0.0f && isfinite(vec[i])))
+                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number",
                                 m->path, i);
     }
     for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {

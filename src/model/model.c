@@ -38,15 +38,15 @@ const char *el_linear_tensor_suffix(el_linear which) {
 }
 
 el_status el_hparams_validate(const el_hparams *hp, const char *path) {
-    /* generous bounds: they only catch garbage, not real models */
+    /* generous bounds: they only catch garbage, not real models (the float hyper-parameters are
+     * checked where a file's are read) */
     const int32_t big = 1 << 24;
     bool ok = hp->n_embd > 0 && hp->n_embd <= big && hp->n_layer > 0 && hp->n_layer <= 4096 &&
               hp->n_head > 0 && hp->n_head <= 4096 && hp->n_head_kv > 0 &&
               hp->n_head % hp->n_head_kv == 0 && hp->n_ff > 0 && hp->n_ff <= big &&
               hp->n_vocab > 0 && hp->n_vocab <= big && hp->n_ctx_train > 0 &&
               hp->head_dim_k > 0 && hp->head_dim_v > 0 && hp->n_rot >= 0 &&
-              hp->n_rot <= hp->head_dim_k && hp->n_rot % 2 == 0 && hp->rms_eps >= 0.0f &&
-              hp->rope_freq_base > 0.0f;
+              hp->n_rot <= hp->head_dim_k && hp->n_rot % 2 == 0;
     if (!ok)
         return el_error(EL_ERR_FORMAT,
                         "%s: inconsistent hyper-parameters (n_embd %d, n_layer %d, n_head %d, "

@@ -2,6 +2,7 @@
  * reference counting and describing adapters. */
 #include "runtime/adapter.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,13 @@ static el_status check_finite_f16(const el_adapter_src *s, const char *path) {
                             s->b_name);
     }
     return EL_OK;
+}
+
+el_status el_lora_check_alpha(const char *path, const char *key, double alpha) {
+    const double alpha_max = 1e6;
+    if (isfinite(alpha) && alpha > 0.0 && alpha <= alpha_max) return EL_OK;
+    return el_error(EL_ERR_FORMAT, "%s: %s = %g is not a LoRA alpha (a number above 0, at most %g)",
+                    path, key, alpha, alpha_max);
 }
 
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path) {

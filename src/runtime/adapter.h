@@ -50,6 +50,12 @@ el_status el_lora_b_floats(const el_lora_pair *p, float *out);
  * path names the file in errors. */
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path);
 
+/* EL_OK if alpha (the value of `key` in `path`) is one a real adapter has: finite, above zero
+ * and at most a million. PEFT takes any positive alpha and real ones stay within a few thousand
+ * (alpha = 2 r at the largest ranks); far beyond that the low-rank term swamps the weight it
+ * corrects, and the output is garbage, so such a value is damage, not a choice. */
+el_status el_lora_check_alpha(const char *path, const char *key, double alpha);
+
 /* Format loaders: fill a zeroed adapter (model, path set). */
 el_status el_adapter_load_gguf(el_adapter *ad, const char *path);
 el_status el_adapter_load_peft(el_adapter *ad, const char *path);

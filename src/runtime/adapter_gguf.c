@@ -1,6 +1,7 @@
 /* adapter_gguf.c - LoRA adapters in GGUF, as llama.cpp's convert_lora_to_gguf.py writes them:
  *   general.type = "adapter", adapter.type = "lora", general.architecture = the base's,
- *   adapter.lora.alpha (f32; absent or 0: the terms are not scaled by alpha / rank),
+ *   adapter.lora.alpha (f32; absent or 0: the terms are not scaled by alpha / rank; otherwise
+ *     positive and finite, el_lora_check_alpha),
  *   for each changed weight "<base tensor name>.lora_a" and ".lora_b" (blk.0.attn_q.weight.lora_a):
  *     lora_a ne = [n_in, rank]   (rank rows of n_in: PEFT's lora_A, numpy shape [rank, n_in])
  *     lora_b ne = [rank, n_out]  (n_out rows of rank: PEFT's lora_B, numpy shape [n_out, rank])
@@ -41,7 +42,10 @@ static el_status check_kv(const gguf_file *f, const el_model *m, const char *pat
                         "'%s'", path, (int)s.len, s.ptr, m->arch);
     *alpha = 0.0f;
     st = gguf_get_f32(f, "adapter.lora.alpha", alpha);
-    return st == EL_ERR_NOT_FOUND ? EL_OK : st;
+    if (st == EL_ERR_NOT_FOUND) return EL_OK;
+    if (st) return st;
+    /* 0 means "not scaled", as in llama.cpp; any other value must be a real alpha */
+    return *alpha == 0.0f ? EL_OK : el_lora_check_alpha(path, "adapter.lora.alpha", *alpha);
 }
 
 /* Parses "blk.<il>.<linear>.weight.lora_<a|b>" into slot and is_b. */

@@ -74,6 +74,57 @@ static el_status config_number(const el_json_value *root, const char *path, cons
     return EL_OK;
 }
 
+/* A LoRA rank: a whole number of at least 1 (the tensors then say whether it is the right one). */
+static el_status check_rank(const char *path, const char *key, double r) {
+    if (r >= 1 && r == floor(r)) return EL_OK;
+    return el_error(EL_ERR_FORMAT, "%s: %s = %g is not a LoRA rank (a whole number from 1)", path,
+                    key, r);
+}
+
+/* rank_pattern or alpha_pattern: absent, null, or an object of numbers each passing `check`. */
+static el_status check_pattern(const el_json_value *pat, const char *path, const char *name,
+                               el_status (*check)(const char *, const char *, double)) {
+    if (el_json_type(pat) == EL_JSON_NONE || el_json_type(pat) == EL_JSON_NULL) return EL_OK;
+    if (el_json_type(pat) != EL_JSON_OBJECT)
+        return el_error(EL_ERR_FORMAT, "%s: %s must be an object", path, name);
+    for (size_t i = 0; i < el_json_len(pat); i++) {
+        char key[256];
+        snprintf(key, sizeof key, "%s[\"%s\"]", name, el_json_key_at(pat, i, NULL));
+        double v;
+        if (!el_json_num(el_json_at(pat, i), &v))
+            return el_error(EL_ERR_FORMAT, "%s: %s must be a number, not %s", path, key,
+                            el_json_kind_name(el_json_type(el_json_at(pat, i))));
+        el_status st = check(path, key, v);
+        if (st) return st;
+    }
+    return EL_OK;
+}
+
+/* target_modules is not needed to find the tensors, but a value PEFT cannot have written (it
+ * holds a string or a list of strings) says the file is not what it claims. */
+static el_status check_target_modules(const el_json_value *root, const char *path) {
+    const el_json_value *t = el_json_get(root, "target_modules");
+    el_json_kind kind = el_json_type(t);
+    bool ok = kind == EL_JSON_NONE || kind == EL_JSON_NULL || kind == EL_JSON_STRING;
+    if (kind == EL_JSON_ARRAY) {
+        ok = true;
+        for (size_t i = 0; i < el_json_len(t); i++)
+            ok &= el_json_type(el_json_at(t, i)) == EL_JSON_STRING;
+    }
+    if (ok) return EL_OK;
+    return el_error(EL_ERR_FORMAT, "%s: target_modules must be a string or a list of strings",
+                    path);
+}
+
+/* use_rslora changes every scale, so a value that is not true or false cannot be guessed at. */
+static el_status read_rslora(const el_json_value *root, const char *path, bool *rslora) {
+    const el_json_value *v = el_json_get(root, "use_rslora");
+    *rslora = false;
+    if (!v || el_json_bool(v, rslora)) return EL_OK;
+    return el_error(EL_ERR_FORMAT, "%s: use_rslora must be true or false, not %s", path,
+                    el_json_kind_name(el_json_type(v)));
+}
+
 static el_status read_config(const el_json_value *root, const char *path, peft_config *c) {
     if (el_json_type(root) != EL_JSON_OBJECT)
         return el_error(EL_ERR_FORMAT, "%s: expected a JSON object", path);
@@ -88,22 +139,17 @@ static el_status read_config(const el_json_value *root, const char *path, peft_c
     if (el_json_bool(el_json_get(root, "fan_in_fan_out"), &flag) && flag)
         return el_error(EL_ERR_UNSUPPORTED, "%s: fan_in_fan_out (transposed weights) is not "
                         "supported", path);
-    el_status st = config_number(root, path, "r", 8, &c->r);
-    if (!st) st = config_number(root, path, "lora_alpha", 8, &c->alpha); /* PEFT's defaults */
-    if (st) return st;
-    if (c->r < 1)
-        return el_error(EL_ERR_FORMAT, "%s: r must be at least 1", path);
-    c->rslora = false;
-    el_json_bool(el_json_get(root, "use_rslora"), &c->rslora);
     c->rank_pattern = el_json_get(root, "rank_pattern");
     c->alpha_pattern = el_json_get(root, "alpha_pattern");
-    const el_json_value *pats[] = {c->rank_pattern, c->alpha_pattern};
-    for (int i = 0; i < 2; i++)
-        if (pats[i] && el_json_type(pats[i]) != EL_JSON_OBJECT && el_json_type(pats[i]) !=
-                                                                      EL_JSON_NULL)
-            return el_error(EL_ERR_FORMAT, "%s: %s must be an object", path,
-                            i ? "alpha_pattern" : "rank_pattern");
-    return EL_OK;
+    el_status st = config_number(root, path, "r", 8, &c->r);
+    if (!st) st = config_number(root, path, "lora_alpha", 8, &c->alpha); /* PEFT's defaults */
+    if (!st) st = check_rank(path, "r", c->r);
+    if (!st) st = el_lora_check_alpha(path, "lora_alpha", c->alpha);
+    if (!st) st = check_pattern(c->rank_pattern, path, "rank_pattern", check_rank);
+    if (!st) st = check_pattern(c->alpha_pattern, path, "alpha_pattern", el_lora_check_alpha);
+    if (!st) st = check_target_modules(root, path);
+    if (!st) st = read_rslora(root, path, &c->rslora);
+    return st;
 }
 
 /* The value of the first key of a pattern object that matches module, if any. */

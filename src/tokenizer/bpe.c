@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/unicode.h"
 #include "tokenizer/vocab.h"
@@ -52,6 +53,10 @@ el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
     gguf_str pre = {"default", 7}; /* llama.cpp's choice when the key is absent */
     el_status st = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
     if (st != EL_OK && st != EL_ERR_NOT_FOUND) return st;
+    if (st == EL_ERR_NOT_FOUND) {
+        el_warn("%s: tokenizer.ggml.pre is absent: words are split the 'default' way, which may "
+                "not be this model's", f->path);
+    }
     if (pre.len >= sizeof v->pre) {
         return el_error(EL_ERR_UNSUPPORTED, "%s: tokenizer.ggml.pre '%.*s' is not supported",
                         f->path, (int)(sizeof v->pre), pre.ptr);
@@ -62,6 +67,9 @@ el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
     if ((st = el_pretok_find(v->pre, &p)) != EL_OK) {
         el_error_prefix("%s", f->path);
         return st;
+    }
+    if (el_pretok_bos_by_default(p) && !gguf_find(f, "tokenizer.ggml.add_bos_token")) {
+        v->add_bos = true;
     }
 
     const gguf_kv *merges;

@@ -37,7 +37,7 @@ static el_status llama2c_build(const llama2c_tokenizer *tk, el_vocab **out) {
     v->add_eos = false;
     v->add_space_prefix = true;
     v->escape_spaces = false;
-    st = el_vocab_index(v, tk->path);
+    st = el_vocab_index(v);
     if (st != EL_OK) {
         el_vocab_free(v);
         return st;

@@ -451,6 +451,7 @@ struct el_pretok {
     const char *const *names; /* NULL-terminated; the tokenizer.ggml.pre values it serves */
     matcher stages[MAX_STAGES];  /* applied in order; NULL-terminated unless full */
     bool ignore_merges;
+    bool bos_by_default; /* el_pretok_bos_by_default */
 };
 
 static const char *const names_default[] = {"default", NULL};
@@ -471,23 +472,24 @@ static const char *const names_tekken[] = {"tekken", NULL};
 static const char *const names_deepseek_v3[] = {"deepseek-v3", NULL};
 
 static const el_pretok pretoks[] = {
-    {names_default, {match_punct_default, match_gpt2, match_numbers, match_ascii_digits3}, false},
-    {names_gpt2, {match_gpt2}, false},
-    {names_llama3, {match_llama3}, true},
-    {names_dbrx, {match_llama3}, false},
-    {names_qwen2, {match_qwen2}, false},
-    {names_starcoder, {match_number, match_gpt2}, false},
-    {names_falcon, {match_punct_falcon, match_gpt2, match_ascii_digits3}, false},
+    {names_default, {match_punct_default, match_gpt2, match_numbers, match_ascii_digits3}, false,
+     false},
+    {names_gpt2, {match_gpt2}, false, false},
+    {names_llama3, {match_llama3}, true, true},
+    {names_dbrx, {match_llama3}, false, false},
+    {names_qwen2, {match_qwen2}, false, false},
+    {names_starcoder, {match_number, match_gpt2}, false, false},
+    {names_falcon, {match_punct_falcon, match_gpt2, match_ascii_digits3}, false, false},
     {names_deepseek_llm,
      {match_crlf, match_deepseek_letters, match_deepseek_punct, match_trailing_space,
       match_deepseek_cjk, match_numbers},
-     false},
+     false, false},
     {names_deepseek_coder,
      {match_crlf, match_space_letters, match_space_punct, match_deepseek_cjk, match_number},
-     false},
-    {names_gpt4o, {match_gpt4o}, false},
-    {names_tekken, {match_tekken}, true},
-    {names_deepseek_v3, {match_numbers3, match_kanji_kana, match_deepseek_v3}, false},
+     false, false},
+    {names_gpt4o, {match_gpt4o}, false, false},
+    {names_tekken, {match_tekken}, true, false},
+    {names_deepseek_v3, {match_numbers3, match_kanji_kana, match_deepseek_v3}, false, false},
 };
 
 el_status el_pretok_find(const char *name, const el_pretok **out) {
@@ -504,6 +506,8 @@ el_status el_pretok_find(const char *name, const el_pretok **out) {
 }
 
 bool el_pretok_ignore_merges(const el_pretok *p) { return p->ignore_merges; }
+
+bool el_pretok_bos_by_default(const el_pretok *p) { return p->bos_by_default; }
 
 /* ---------------------------------------------------------------- splitting */
 

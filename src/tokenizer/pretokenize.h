@@ -21,6 +21,10 @@ el_status el_pretok_find(const char *name, const el_pretok **out);
 /* Whether a word that is itself a token skips the merges (llama3's tokenizer.json sets
  * "ignore_merges"; with merges it could come out as several tokens). */
 bool el_pretok_ignore_merges(const el_pretok *p);
+/* Whether the models of this family start every text with BOS when the file does not say
+ * (llama.cpp's rule for Llama 3, whose converted files often lack tokenizer.ggml.add_bos_token:
+ * its tokenizer.json adds BOS in a post-processor, not with a flag). */
+bool el_pretok_bos_by_default(const el_pretok *p);
 
 /* The words of a text, as the byte offset where each one ends (words are contiguous, non-empty
  * and cover the text). */

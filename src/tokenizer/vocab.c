@@ -1,9 +1,11 @@
 /* vocab.c - loading a vocabulary from GGUF metadata, splitting text around special tokens and
  * dispatching the plain fragments to the per-kind tokenizers, and turning tokens into text. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "tokenizer/vocab.h"
 #include "tokenizer/vocab_build.h"
 
@@ -93,17 +95,7 @@ static const char *token_key(const void *vocab, int32_t id, size_t *len) {
     return t->text;
 }
 
-el_status el_vocab_index(el_vocab *v, const char *name) {
-    const struct { const char *what; int32_t id; } ids[] = {
-        {"bos", v->bos}, {"eos", v->eos}, {"eot", v->eot},   {"unknown", v->unk},
-        {"padding", v->pad}, {"separator", v->sep}, {"cls", v->cls}, {"mask", v->mask},
-    };
-    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        if (ids[i].id < -1 || ids[i].id >= v->n_tokens) {
-            return el_error(EL_ERR_FORMAT, "%s: %s token id %d is out of range (%d tokens)", name,
-                            ids[i].what, (int)ids[i].id, (int)v->n_tokens);
-        }
-    }
+el_status el_vocab_index(el_vocab *v) {
     el_status st = el_str_index_init(&v->token_to_id, (size_t)v->n_tokens, token_key, v);
     if (st != EL_OK) return st;
     v->max_token_len = 0;
@@ -141,14 +133,22 @@ void el_vocab_free(el_vocab *v) {
 
 /* ------------------------------------------------------------------ GGUF */
 
-/* An optional special id: -1 if the key is absent. */
-static el_status gguf_special_id(const gguf_file *f, const char *key, int32_t *id) {
-    uint32_t u;
-    el_status st = gguf_get_u32(f, key, &u);
+/* An optional special id: -1 if the key is absent or names no token. llama.cpp's llama2.c
+ * converter writes -1 (as u32) for a token the model lacks, other writers store -1 as a signed
+ * integer, and llama.cpp keeps its default for any id past the vocabulary: such a file is
+ * accepted, with a warning. */
+static el_status gguf_special_id(const gguf_file *f, const char *key, int32_t n_tokens,
+                                 int32_t *id) {
+    int64_t value;
+    el_status st = gguf_get_i64(f, key, &value);
     if (st == EL_ERR_NOT_FOUND) return EL_OK;
     if (st != EL_OK) return st;
-    if (u > INT32_MAX) return el_error(EL_ERR_FORMAT, "%s: %s = %u is out of range", f->path, key, u);
-    *id = (int32_t)u;
+    if (value < 0 || value >= n_tokens) {
+        el_warn("%s: %s = %lld is not a token id (%d tokens): taken as no such token", f->path,
+                key, value == UINT32_MAX ? -1LL : (long long)value, (int)n_tokens);
+        return EL_OK;
+    }
+    *id = (int32_t)value;
     return EL_OK;
 }
 
@@ -211,7 +211,14 @@ static el_status gguf_load_tokens(const gguf_file *f, el_vocab_kind kind, el_voc
     size_t used = 0;
     for (int32_t i = 0; i < n; i++) {
         el_vocab_set_text(v, i, toks->arr_str[i].ptr, toks->arr_str[i].len, &used);
-        if (scores) memcpy(&v->tokens[i].score, scores->arr_data + 4 * (size_t)i, 4);
+        float score = 0.0f;
+        if (scores) memcpy(&score, scores->arr_data + 4 * (size_t)i, 4);
+        if (!isfinite(score)) {
+            el_vocab_free(v);
+            return el_error(EL_ERR_FORMAT, "%s: tokenizer.ggml.scores: token %d has score %g",
+                            f->path, (int)i, (double)score);
+        }
+        v->tokens[i].score = score;
         if (types) {
             int32_t t;
             memcpy(&t, types->arr_data + 4 * (size_t)i, 4);
@@ -228,7 +235,7 @@ static el_status gguf_load_tokens(const gguf_file *f, el_vocab_kind kind, el_voc
 }
 
 static el_status gguf_load_settings(el_vocab *v, const gguf_file *f) {
-    /* llama.cpp's defaults when a key is absent */
+    /* llama.cpp's defaults when a key is absent (and Llama 3's BOS: el_bpe_load) */
     v->add_bos = v->kind != EL_VOCAB_BPE;
     v->add_eos = v->kind == EL_VOCAB_WPM; /* BERT: [CLS] text [SEP] */
     v->add_space_prefix = v->kind == EL_VOCAB_SPM;
@@ -244,7 +251,7 @@ static el_status gguf_load_settings(el_vocab *v, const gguf_file *f) {
         {"tokenizer.ggml.mask_token_id", &v->mask},
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        el_status st = gguf_special_id(f, ids[i].key, ids[i].id);
+        el_status st = gguf_special_id(f, ids[i].key, v->n_tokens, ids[i].id);
         if (st != EL_OK) return st;
     }
     const struct { const char *key; bool *b; } flags[] = {
@@ -269,7 +276,7 @@ el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out) {
     st = gguf_load_tokens(f, kind, &v);
     if (st != EL_OK) return st;
     st = gguf_load_settings(v, f);
-    if (st == EL_OK) st = el_vocab_index(v, f->path);
+    if (st == EL_OK) st = el_vocab_index(v);
     if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load(v, f);
     if (st != EL_OK) {
         el_vocab_free(v);

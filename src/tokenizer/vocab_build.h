@@ -11,9 +11,9 @@ el_status el_vocab_new(el_vocab_kind kind, int32_t n_tokens, size_t text_bytes, 
 /* Copies text into the storage as token id's text; the storage must have len + 1 bytes left
  * at *used, which advances. */
 void el_vocab_set_text(el_vocab *v, int32_t id, const char *text, size_t len, size_t *used);
-/* Once tokens, types and special ids are set: checks the ids (errors name `name`), builds the
+/* Once tokens, types and special ids (each absent or in range) are set: builds the
  * text->id map, the list of special tokens and the newline token. */
-el_status el_vocab_index(el_vocab *v, const char *name);
+el_status el_vocab_index(el_vocab *v);
 
 /* The token that stands for byte b: "<0xNN>" if the vocabulary has it, else the one-byte text,
  * else -1. Needs the text->id map. */
