@@ -4,6 +4,7 @@
  * request file means the same thing here as in any other JSON reader; every field is checked
  * for its type and range, and an unknown field is an error rather than silently ignored (a typo
  * such as "temprature" must not quietly give greedy output). */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -76,6 +77,13 @@ static bool get_num(batch_request *r, const char *path, const el_json_value *obj
         return batch_request_fail(r, path, "\"%s\" must be a number from %g to %g", key, lo, hi);
     *out = d;
     return true;
+}
+
+/* A sampler field: any number its C type holds; what the sampler accepts is the sampler's to
+ * say (batch.c asks it, as for any other failure of a request). */
+static bool get_float(batch_request *r, const char *path, const el_json_value *obj,
+                      const char *key, double *out) {
+    return get_num(r, path, obj, key, -FLT_MAX, FLT_MAX, out);
 }
 
 static bool get_int(batch_request *r, const char *path, const el_json_value *obj,
@@ -184,12 +192,12 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
     if (ie && !el_json_bool(ie, &r->ignore_eos))
         return batch_request_fail(r, path, "\"ignore_eos\" must be true or false");
     if (!get_int(r, path, root, "n_predict", -1, 1 << 24, &n_predict) ||
-        !get_num(r, path, root, "temperature", 0, 1e6, &temp) ||
-        !get_int(r, path, root, "top_k", 0, INT32_MAX, &top_k) ||
-        !get_num(r, path, root, "top_p", 0, 1, &top_p) ||
-        !get_num(r, path, root, "min_p", 0, 1, &min_p) ||
-        !get_num(r, path, root, "repeat_penalty", 0, 1e6, &penalty) ||
-        !get_int(r, path, root, "repeat_last_n", 0, 1 << 20, &last_n) ||
+        !get_float(r, path, root, "temperature", &temp) ||
+        !get_int(r, path, root, "top_k", INT32_MIN, INT32_MAX, &top_k) ||
+        !get_float(r, path, root, "top_p", &top_p) ||
+        !get_float(r, path, root, "min_p", &min_p) ||
+        !get_float(r, path, root, "repeat_penalty", &penalty) ||
+        !get_int(r, path, root, "repeat_last_n", INT32_MIN, INT32_MAX, &last_n) ||
         !get_int(r, path, root, "seed", 0, INT64_MAX, &seed) ||
         !get_int(r, path, root, "n", 1, 64, &n_choices) ||
         !get_adapters(r, path, root, dir))
