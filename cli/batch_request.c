@@ -24,19 +24,6 @@ bool batch_request_fail(batch_request *r, const char *path, const char *fmt, ...
     return false;
 }
 
-/* The parser's "name:1:COL: what" for a one-line document becomes "path:LINE:COL: what". */
-static void fail_parse(batch_request *r, const char *path) {
-    const char *msg = el_last_error();
-    size_t n = strlen(path);
-    if (!strncmp(msg, path, n) && !strncmp(msg + n, ":1:", 3)) {
-        size_t cap = n + strlen(msg) + 32;
-        if ((r->error = malloc(cap)))
-            snprintf(r->error, cap, "%s:%d:%s", path, r->line, msg + n + 3);
-    } else {
-        batch_request_fail(r, path, "%s", msg);
-    }
-}
-
 /* The id as JSON text: a string re-escaped, a number as its value. */
 static char *id_to_json(const el_json_value *v) {
     char *buf = NULL;
@@ -219,8 +206,8 @@ bool batch_request_parse(batch_request *r, const char *path, int line, const cha
     *r = (batch_request){.line = line, .n_predict = 128, .sp = *sp};
     if (!(r->id_json = strdup("null"))) return false;
     el_json_doc *doc;
-    if (el_json_parse(text, len, path, &doc) != EL_OK) {
-        fail_parse(r, path);
+    if (el_json_parse_line(text, len, path, (size_t)line, &doc) != EL_OK) {
+        r->error = strdup(el_last_error()); /* it is "path:LINE:COL: what" already */
     } else {
         parse_fields(r, path, el_json_root(doc), dir);
         el_json_free(doc);
