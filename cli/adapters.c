@@ -13,7 +13,7 @@ static const char help[] =
     "usage: edgelora adapters -m BASE --lora-dir DIR\n"
     "Lists every adapter in DIR (*.gguf files, and folders with adapter_config.json) with its\n"
     "format, largest rank, number of target layers, alpha and size if it fits BASE, or the\n"
-    "reason it does not.\n"
+    "reason it does not; then the *.gguf files that are models or vocabularies, not adapters.\n"
     "  -m, --model FILE       the base model (GGUF or llama2.c checkpoint)\n"
     "  --tokenizer FILE       llama2.c tokenizer.bin (for a llama2.c checkpoint)\n"
     "  --lora-dir DIR         the folder of adapters\n";
@@ -148,6 +148,18 @@ static void human_size(uint64_t bytes, char *buf, size_t cap) {
     snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
+/* What a *.gguf file that does not load as an adapter is instead, for the list of the folder's
+ * other files: "a model" or "a vocabulary" (NULL: neither, so a broken adapter). */
+static const char *other_kind(const cli_lora_entry *e) {
+    if (strcmp(e->format, "gguf")) return NULL;
+    el_model *m;
+    if (el_model_load(e->path, NULL, &m) != EL_OK) return NULL;
+    el_model_info info;
+    el_model_get_info(m, &info);
+    el_model_free(m);
+    return info.has_weights ? "a model" : "a vocabulary (no weights)";
+}
+
 int cmd_adapters(int argc, char **argv) {
     cli_model_opts mo = {0};
     const char *dir = NULL;
@@ -179,12 +191,21 @@ int cmd_adapters(int argc, char **argv) {
     }
     printf("%-24s %-6s %-5s %4s %7s %8s %10s  %s\n", "NAME", "FORMAT", "FITS", "RANK", "TARGETS",
            "ALPHA", "SIZE", "WHY NOT");
-    size_t n_fit = 0;
+    size_t n_fit = 0, n_other = 0;
+    const char **kind = calloc(d.n ? d.n : 1, sizeof *kind);
+    if (!kind) {
+        cli_error("adapters", "out of memory");
+        cli_lora_dir_free(&d);
+        el_model_free(m);
+        return CLI_FAIL;
+    }
     for (size_t i = 0; i < d.n; i++) {
         cli_lora_entry *e = &d.entries[i];
         el_adapter *a = cli_lora_dir_load(&d, e);
         el_adapter_info info;
-        if (a && el_adapter_get_info(a, &info) == EL_OK) {
+        if (!a && (kind[i] = other_kind(e))) {
+            n_other++;
+        } else if (a && el_adapter_get_info(a, &info) == EL_OK) {
             char size[32];
             human_size(info.bytes, size, sizeof size);
             printf("%-24s %-6s %-5s %4d %7d %8g %10s\n", e->name, info.format, "yes",
@@ -195,8 +216,13 @@ int cmd_adapters(int argc, char **argv) {
                    "-", "-", e->error ? e->error : el_last_error());
         }
     }
-    printf("%zu adapter%s in %s, %zu fit%s the model\n", d.n, d.n == 1 ? "" : "s", dir, n_fit,
-           n_fit == 1 ? "s" : "");
+    size_t n_adapters = d.n - n_other;
+    printf("%zu adapter%s in %s, %zu fit%s the model\n", n_adapters, n_adapters == 1 ? "" : "s",
+           dir, n_fit, n_fit == 1 ? "s" : "");
+    if (n_other) printf("\nnot adapters:\n");
+    for (size_t i = 0; i < d.n; i++)
+        if (kind[i]) printf("  %s.gguf: %s, not an adapter\n", d.entries[i].name, kind[i]);
+    free(kind);
     cli_lora_dir_free(&d);
     el_model_free(m);
     return CLI_OK;

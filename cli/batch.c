@@ -22,7 +22,12 @@ static const char help[] =
     "Runs every request of REQUESTS.jsonl (one JSON object a line) together and writes one JSON\n"
     "object a line, in input order: {\"id\", \"text\", \"tokens_prompt\", \"tokens_generated\",\n"
     "\"time_ms\", \"finish_reason\": \"eos\"|\"length\"}, or {\"id\", \"error\"} for a request\n"
-    "that cannot be served (the others still run).\n"
+    "that cannot be served: malformed, parameters the sampler refuses, an adapter that does not\n"
+    "load or fit, a prompt longer than the context, a failure while it runs. The others still\n"
+    "run, with the same output as without it.\n"
+    "Exit status: 0 if at least one request succeeded (or there were none); 1 if every request\n"
+    "failed (their error lines are still written) or the batch could not run (nothing is\n"
+    "written); 2 for a usage error.\n"
     "Request fields: \"id\" (string or number, echoed as given), \"prompt\" (string), and\n"
     "optionally \"n_predict\" (default 128; -1: until end of text or context), \"temperature\",\n"
     "\"top_k\", \"top_p\", \"min_p\", \"repeat_penalty\", \"repeat_last_n\", \"seed\",\n"
@@ -160,6 +165,16 @@ static void prepare_choices(const batch_opts *o, batch_request *r, long limit) {
     r->n_cells = (int32_t)(r->n_prompt + k * gen);
 }
 
+/* Whether the sampler takes r's parameters: it is asked, so that a request is refused for
+ * exactly what it would refuse, before anything runs. */
+static void check_sampler(const batch_opts *o, batch_request *r, int32_t n_vocab) {
+    el_sampler *probe;
+    if (el_sampler_create(&r->sp, n_vocab, &probe) == EL_OK)
+        el_sampler_free(probe);
+    else
+        batch_request_fail(r, o->requests, "%s", el_last_error());
+}
+
 /* Tokenizes each request and sizes it: the prompt and the tokens it may generate, within -c
  * (the same limits as `edgelora run -c`). */
 static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
@@ -168,6 +183,7 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
     long train_ctx = info.n_ctx_train > 0 && info.n_ctx_train < 4096 ? info.n_ctx_train : 4096;
     for (size_t i = 0; i < l->n; i++) {
         batch_request *r = &l->r[i];
+        if (!r->error) check_sampler(o, r, info.n_vocab);
         if (r->error) continue;
         size_t n_prompt;
         el_status st = cli_tokenize(m, r->prompt, r->prompt_len, true, true, &r->tokens,
@@ -218,7 +234,8 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
 typedef struct output {
     FILE *f;
     char *tmp_path;
-    size_t next; /* first request not yet written */
+    size_t next;     /* first request not yet written */
+    size_t n_failed; /* error lines written */
 } output;
 
 static int output_open(const char *path, output *out) {
@@ -251,6 +268,7 @@ static int output_open(const char *path, output *out) {
 /* Writes every finished request at the head of the list, in input order. */
 static void output_flush(output *out, request_list *l) {
     for (; out->next < l->n && l->r[out->next].done; out->next++) {
+        out->n_failed += l->r[out->next].error != NULL;
         batch_request_write(out->f, &l->r[out->next]);
         batch_request_free(&l->r[out->next]);
         l->r[out->next].done = true;
@@ -289,10 +307,12 @@ typedef struct slot {
     el_variants *group; /* a request with "n": its choices, in this slot and the next n-1 */
     bool follower;    /* one of those next n-1 slots (the first one does the work) */
     int32_t row;      /* row of this step whose logits it samples from, or -1 */
+    int32_t first_row, n_rows; /* its rows in this step */
     double t0;
 } slot;
 
 typedef struct scheduler {
+    const char *path; /* the requests file, for the requests' error messages */
     el_model *model;
     el_context *ctx;
     slot *slots;
@@ -301,6 +321,30 @@ typedef struct scheduler {
     int8_t *logits;
     long n_prompt_tokens, n_gen_tokens;
 } scheduler;
+
+/* Whether a failure is the request's own, to become its error line: all but running out of
+ * memory, which stops the batch. */
+static bool is_request_failure(el_status st) { return st != EL_OK && st != EL_ERR_NOMEM; }
+
+/* Ends slot s's request (and the slots of its choices) with the library's last error as its
+ * error line; its cells and adapters are released and the other requests go on. */
+static el_status slot_fail(scheduler *sc, slot *s) {
+    batch_request *r = s->r;
+    batch_request_fail(r, sc->path, "%s", el_last_error());
+    if (!r->error) return EL_ERR_NOMEM;
+    int32_t seq = (int32_t)(s - sc->slots), n_slots = s->group ? r->n_choices : 1;
+    el_status st = EL_OK;
+    if (s->group) {
+        el_variants_free(s->group); /* its cells and bindings */
+    } else {
+        st = el_kv_seq_remove(sc->ctx, seq, 0, -1);
+        if (st == EL_OK) st = el_context_bind(sc->ctx, seq, NULL, 0);
+        el_sampler_free(s->smp);
+    }
+    r->done = true;
+    for (int32_t c = n_slots - 1; c >= 0; c--) s[c] = (slot){.row = -1};
+    return st;
+}
 
 /* Ends slot s's request: its text, its cells and adapters released. */
 static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
@@ -332,23 +376,20 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     r->time_ms = cli_now_ms() - s->t0;
     r->done = true;
     *s = (slot){.row = -1};
-    return st;
+    if (!is_request_failure(st)) return st;
+    batch_request_fail(r, sc->path, "%s", el_last_error());
+    return r->error ? EL_OK : EL_ERR_NOMEM;
 }
 
 /* Puts the next request into free slot s; an error that is the request's own (its adapters
- * cannot be bound) fails only that request. */
-static el_status slot_admit(scheduler *sc, slot *s, batch_request *r, const char *path) {
+ * cannot be bound, its sampler not made) fails only that request. */
+static el_status slot_admit(scheduler *sc, slot *s, batch_request *r) {
     int32_t seq = (int32_t)(s - sc->slots);
     *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_context_bind(sc->ctx, seq, r->bind, r->n_bind);
-    if (st != EL_OK) {
-        batch_request_fail(r, path, "%s", el_last_error());
-        if (!r->error) return EL_ERR_NOMEM;
-        r->done = true;
-        s->r = NULL;
-        return EL_OK;
-    }
-    if ((st = el_sampler_create(&r->sp, sc->n_vocab, &s->smp)) != EL_OK) return st;
+    if (st != EL_OK) return is_request_failure(st) ? slot_fail(sc, s) : st;
+    if ((st = el_sampler_create(&r->sp, sc->n_vocab, &s->smp)) != EL_OK)
+        return is_request_failure(st) ? slot_fail(sc, s) : st;
     for (int32_t i = 0; i < r->n_prompt; i++) el_sampler_accept(s->smp, r->tokens[i]);
     sc->n_prompt_tokens += r->n_prompt;
     if (r->n_gen_max == 0) return slot_finish(sc, s, "length");
@@ -379,7 +420,7 @@ static el_status group_finish(scheduler *sc, slot *s) {
 
 /* Starts a request with "n" in slots i .. i+n-1 (free): the prompt is decoded now, once, and
  * the choices' first tokens drawn; an error that is the request's own fails only it. */
-static el_status group_admit(scheduler *sc, int32_t i, batch_request *r, const char *path) {
+static el_status group_admit(scheduler *sc, int32_t i, batch_request *r) {
     int32_t k = r->n_choices;
     el_variant_params *vp = malloc((size_t)k * sizeof *vp);
     if (!vp) return EL_ERR_NOMEM;
@@ -403,14 +444,7 @@ static el_status group_admit(scheduler *sc, int32_t i, batch_request *r, const c
     *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_variants_start(sc->ctx, &gp, r->tokens, r->n_prompt, &s->group);
     free(vp);
-    if (st == EL_ERR_INVALID_ARG || st == EL_ERR_MISMATCH) {
-        batch_request_fail(r, path, "%s", el_last_error());
-        if (!r->error) return EL_ERR_NOMEM;
-        r->done = true;
-        s->r = NULL;
-        return EL_OK;
-    }
-    if (st != EL_OK) return st;
+    if (st != EL_OK) return is_request_failure(st) ? slot_fail(sc, s) : st;
     for (int32_t c = 1; c < k; c++) s[c] = (slot){.r = r, .row = -1, .follower = true};
     s->generating = true;
     sc->n_prompt_tokens += r->n_prompt;
@@ -432,11 +466,14 @@ static int32_t build_step(scheduler *sc) {
     for (int32_t i = 0; i < sc->n_slots; i++) {
         slot *s = &sc->slots[i];
         s->row = -1;
+        s->first_row = n;
+        s->n_rows = 0;
         if (!s->r || !s->generating) continue;
         if (s->group) {
             int32_t k = el_variants_next_rows(s->group, sc->tok + n, sc->pos + n, sc->seq + n);
             memset(sc->logits + n, 1, (size_t)k);
             s->row = n;
+            s->n_rows = k;
             n += k;
             continue;
         }
@@ -444,6 +481,7 @@ static int32_t build_step(scheduler *sc) {
         sc->pos[n] = s->r->n_tokens - 1;
         sc->seq[n] = i;
         sc->logits[n] = 1;
+        s->n_rows = 1;
         s->row = n++;
     }
     for (int32_t i = 0; i < sc->n_slots && n < sc->n_batch; i++) {
@@ -451,6 +489,8 @@ static int32_t build_step(scheduler *sc) {
         if (!s->r || s->generating || s->follower) continue;
         int32_t k = s->r->n_prompt - s->fed;
         if (k > sc->n_batch - n) k = sc->n_batch - n;
+        s->first_row = n;
+        s->n_rows = k;
         for (int32_t j = 0; j < k; j++, n++) {
             sc->tok[n] = s->r->tokens[s->fed + j];
             sc->pos[n] = s->fed + j;
@@ -467,34 +507,56 @@ static int32_t build_step(scheduler *sc) {
     return n;
 }
 
-/* Samples the next token of every slot that has logits in this step, as `run` does. */
+/* Samples the next token of slot s from the logits of row `row` of the last decode, as `run`
+ * does. */
+static el_status sample_slot(scheduler *sc, slot *s, int32_t row) {
+    if (s->group) {
+        el_status st = el_variants_accept(s->group, row);
+        if (st == EL_OK && !el_variants_running(s->group)) st = group_finish(sc, s);
+        return st;
+    }
+    batch_request *r = s->r;
+    int32_t tok;
+    el_status st = el_sampler_sample(s->smp, el_get_logits(sc->ctx, row), &tok);
+    if (st != EL_OK) return st;
+    if (!r->ignore_eos && el_token_is_eog(sc->model, tok)) return slot_finish(sc, s, "eos");
+    el_sampler_accept(s->smp, tok);
+    r->tokens[r->n_tokens++] = tok;
+    if (r->n_tokens - r->n_prompt == r->n_gen_max) return slot_finish(sc, s, "length");
+    return EL_OK;
+}
+
+/* Samples every slot that has logits in this step; a slot that fails fails its request only. */
 static el_status sample_step(scheduler *sc) {
     for (int32_t i = 0; i < sc->n_slots; i++) {
         slot *s = &sc->slots[i];
         if (!s->r || s->row < 0) continue;
-        if (s->group) {
-            el_status st = el_variants_accept(s->group, s->row);
-            if (st == EL_OK && !el_variants_running(s->group)) st = group_finish(sc, s);
-            if (st != EL_OK) return st;
-            continue;
-        }
-        batch_request *r = s->r;
-        int32_t tok;
-        el_status st = el_sampler_sample(s->smp, el_get_logits(sc->ctx, s->row), &tok);
-        if (st != EL_OK) return st;
-        if (!r->ignore_eos && el_token_is_eog(sc->model, tok)) {
-            st = slot_finish(sc, s, "eos");
-        } else {
-            el_sampler_accept(s->smp, tok);
-            r->tokens[r->n_tokens++] = tok;
-            if (r->n_tokens - r->n_prompt == r->n_gen_max) st = slot_finish(sc, s, "length");
-        }
+        el_status st = sample_slot(sc, s, s->row);
+        if (is_request_failure(st)) st = slot_fail(sc, s);
         if (st != EL_OK) return st;
     }
     return EL_OK;
 }
 
-static el_status schedule(scheduler *sc, request_list *l, const char *path, output *out) {
+/* After a step's decode failed (which changes nothing): each slot's rows decoded and sampled
+ * alone, so that the request whose rows cannot be decoded fails and the others go on. A
+ * sequence's results do not depend on which rows it shares a decode with. */
+static el_status decode_each(scheduler *sc) {
+    for (int32_t i = 0; i < sc->n_slots; i++) {
+        slot *s = &sc->slots[i];
+        if (!s->r || s->n_rows == 0) continue;
+        int32_t at = s->first_row;
+        el_batch b = {.n_rows = s->n_rows, .token = sc->tok + at, .pos = sc->pos + at,
+                      .seq_id = sc->seq + at, .logits = sc->logits + at};
+        el_status st = el_decode(sc->ctx, &b);
+        if (st == EL_OK && s->row >= 0) st = sample_slot(sc, s, s->row - at);
+        if (is_request_failure(st)) st = slot_fail(sc, s);
+        if (st != EL_OK) return st;
+    }
+    return EL_OK;
+}
+
+static el_status schedule(scheduler *sc, request_list *l, output *out) {
     size_t next = 0;
     el_status st = EL_OK;
     for (;;) {
@@ -507,9 +569,9 @@ static el_status schedule(scheduler *sc, request_list *l, const char *path, outp
                 if (r->error)
                     r->done = true;
                 else if (r->n_choices > 0)
-                    st = group_admit(sc, i, r, path);
+                    st = group_admit(sc, i, r);
                 else
-                    st = slot_admit(sc, &sc->slots[i], r, path);
+                    st = slot_admit(sc, &sc->slots[i], r);
             }
         }
         output_flush(out, l);
@@ -518,8 +580,9 @@ static el_status schedule(scheduler *sc, request_list *l, const char *path, outp
         if (n == 0) return EL_OK; /* nothing active and nothing left */
         el_batch b = {.n_rows = n, .token = sc->tok, .pos = sc->pos, .seq_id = sc->seq,
                       .logits = sc->logits};
-        if ((st = el_decode(sc->ctx, &b)) != EL_OK || (st = sample_step(sc)) != EL_OK)
-            return st;
+        st = el_decode(sc->ctx, &b);
+        st = st == EL_OK ? sample_step(sc) : is_request_failure(st) ? decode_each(sc) : st;
+        if (st != EL_OK) return st;
     }
 }
 
@@ -547,11 +610,9 @@ static int64_t cells_needed(const request_list *l, int32_t n_slots) {
 static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *out) {
     el_model_info info;
     el_model_get_info(m, &info);
-    size_t n_ok = 0, n_seqs = 0; /* a request with "n" takes n sequences */
-    for (size_t i = 0; i < l->n; i++) {
-        n_ok += !l->r[i].error;
+    size_t n_seqs = 0; /* a request with "n" takes n sequences */
+    for (size_t i = 0; i < l->n; i++)
         if (!l->r[i].error) n_seqs += l->r[i].n_choices > 0 ? (size_t)l->r[i].n_choices : 1;
-    }
     int32_t n_slots = (int32_t)(n_seqs < (size_t)o->parallel ? n_seqs : (size_t)o->parallel);
     if (n_slots == 0) { /* every request failed: only error lines */
         for (size_t i = 0; i < l->n; i++) l->r[i].done = true;
@@ -571,7 +632,7 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     if (cp.n_batch > cp.n_ctx) cp.n_batch = cp.n_ctx;
     cp.n_threads = (int32_t)o->mo.threads;
     cp.kv_type = o->mo.kv_type;
-    scheduler sc = {.model = m, .n_slots = n_slots, .n_batch = cp.n_batch,
+    scheduler sc = {.path = o->requests, .model = m, .n_slots = n_slots, .n_batch = cp.n_batch,
                     .n_vocab = info.n_vocab};
     sc.slots = calloc((size_t)n_slots, sizeof *sc.slots);
     sc.tok = malloc((size_t)cp.n_batch * sizeof *sc.tok);
@@ -581,12 +642,12 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     el_status st = sc.slots && sc.tok && sc.pos && sc.seq && sc.logits ? EL_OK : EL_ERR_NOMEM;
     if (st == EL_OK) st = el_context_create(m, &cp, &sc.ctx);
     double t0 = cli_now_ms();
-    if (st == EL_OK) st = schedule(&sc, l, o->requests, out);
+    if (st == EL_OK) st = schedule(&sc, l, out);
     double t = cli_now_ms() - t0;
     if (st == EL_OK)
         fprintf(stderr, "batch: %zu requests (%zu failed), %d at a time: %ld prompt + %ld "
                         "generated tokens in %.1f ms (%.1f generated tokens/s)\n",
-                l->n, l->n - n_ok, n_slots, sc.n_prompt_tokens, sc.n_gen_tokens, t,
+                l->n, out->n_failed, n_slots, sc.n_prompt_tokens, sc.n_gen_tokens, t,
                 sc.n_gen_tokens / (t / 1e3 + 1e-9));
     for (int32_t i = 0; sc.slots && i < n_slots; i++) {
         el_sampler_free(sc.slots[i].smp);
@@ -617,8 +678,13 @@ int cmd_batch(int argc, char **argv) {
     if (!rc) rc = (text = cli_read_file("batch", o.requests, &len)) ? CLI_OK : CLI_FAIL;
     if (!rc) rc = requests_parse(&o, text, len, o.lora_dir ? &dir : NULL, &l);
     if (!rc) rc = requests_prepare(&o, m, &l);
-    if (!rc && !(rc = output_open(o.output, &out)))
+    if (!rc && !(rc = output_open(o.output, &out))) {
         rc = output_close(&out, o.output, run_batch(&o, m, &l, &out) == CLI_OK);
+        if (!rc && l.n > 0 && out.n_failed == l.n) {
+            cli_error("batch", "every request failed (their error lines say why)");
+            rc = CLI_FAIL;
+        }
+    }
     free(text);
     requests_free(&l);
     cli_lora_dir_free(&dir);

@@ -4,6 +4,7 @@
  * request file means the same thing here as in any other JSON reader; every field is checked
  * for its type and range, and an unknown field is an error rather than silently ignored (a typo
  * such as "temprature" must not quietly give greedy output). */
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -21,19 +22,6 @@ bool batch_request_fail(batch_request *r, const char *path, const char *fmt, ...
     size_t n = strlen(path) + strlen(msg) + 32;
     if ((r->error = malloc(n))) snprintf(r->error, n, "%s:%d: %s", path, r->line, msg);
     return false;
-}
-
-/* The parser's "name:1:COL: what" for a one-line document becomes "path:LINE:COL: what". */
-static void fail_parse(batch_request *r, const char *path) {
-    const char *msg = el_last_error();
-    size_t n = strlen(path);
-    if (!strncmp(msg, path, n) && !strncmp(msg + n, ":1:", 3)) {
-        size_t cap = n + strlen(msg) + 32;
-        if ((r->error = malloc(cap)))
-            snprintf(r->error, cap, "%s:%d:%s", path, r->line, msg + n + 3);
-    } else {
-        batch_request_fail(r, path, "%s", msg);
-    }
 }
 
 /* The id as JSON text: a string re-escaped, a number as its value. */
@@ -76,6 +64,13 @@ static bool get_num(batch_request *r, const char *path, const el_json_value *obj
         return batch_request_fail(r, path, "\"%s\" must be a number from %g to %g", key, lo, hi);
     *out = d;
     return true;
+}
+
+/* A sampler field: any number its C type holds; what the sampler accepts is the sampler's to
+ * say (batch.c asks it, as for any other failure of a request). */
+static bool get_float(batch_request *r, const char *path, const el_json_value *obj,
+                      const char *key, double *out) {
+    return get_num(r, path, obj, key, -FLT_MAX, FLT_MAX, out);
 }
 
 static bool get_int(batch_request *r, const char *path, const el_json_value *obj,
@@ -184,12 +179,12 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
     if (ie && !el_json_bool(ie, &r->ignore_eos))
         return batch_request_fail(r, path, "\"ignore_eos\" must be true or false");
     if (!get_int(r, path, root, "n_predict", -1, 1 << 24, &n_predict) ||
-        !get_num(r, path, root, "temperature", 0, 1e6, &temp) ||
-        !get_int(r, path, root, "top_k", 0, INT32_MAX, &top_k) ||
-        !get_num(r, path, root, "top_p", 0, 1, &top_p) ||
-        !get_num(r, path, root, "min_p", 0, 1, &min_p) ||
-        !get_num(r, path, root, "repeat_penalty", 0, 1e6, &penalty) ||
-        !get_int(r, path, root, "repeat_last_n", 0, 1 << 20, &last_n) ||
+        !get_float(r, path, root, "temperature", &temp) ||
+        !get_int(r, path, root, "top_k", INT32_MIN, INT32_MAX, &top_k) ||
+        !get_float(r, path, root, "top_p", &top_p) ||
+        !get_float(r, path, root, "min_p", &min_p) ||
+        !get_float(r, path, root, "repeat_penalty", &penalty) ||
+        !get_int(r, path, root, "repeat_last_n", INT32_MIN, INT32_MAX, &last_n) ||
         !get_int(r, path, root, "seed", 0, INT64_MAX, &seed) ||
         !get_int(r, path, root, "n", 1, 64, &n_choices) ||
         !get_adapters(r, path, root, dir))
@@ -211,8 +206,8 @@ bool batch_request_parse(batch_request *r, const char *path, int line, const cha
     *r = (batch_request){.line = line, .n_predict = 128, .sp = *sp};
     if (!(r->id_json = strdup("null"))) return false;
     el_json_doc *doc;
-    if (el_json_parse(text, len, path, &doc) != EL_OK) {
-        fail_parse(r, path);
+    if (el_json_parse_line(text, len, path, (size_t)line, &doc) != EL_OK) {
+        r->error = strdup(el_last_error()); /* it is "path:LINE:COL: what" already */
     } else {
         parse_fields(r, path, el_json_root(doc), dir);
         el_json_free(doc);

@@ -31,6 +31,11 @@ static const char help[] =
     "The output is written to a temporary file and renamed, so a failure leaves no partial file.\n"
     "On a terminal, progress (tensors, MB/s, ETA) is shown on standard error.\n";
 
+static bool exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
 static bool is_dir(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
@@ -88,6 +93,10 @@ int cmd_convert(int argc, char **argv) {
         cli_error("convert", "needs an input and -o (see --help)");
         return CLI_USAGE;
     }
+    if (!exists(in)) {
+        cli_error("convert", "%s: no such file or folder", in);
+        return CLI_FAIL;
+    }
     bool peft = is_dir(in) && is_peft_dir(in);
     if (peft && (tokenizer || type)) {
         cli_error("convert", "a PEFT adapter takes only -m BASE and -o (see --help)");
@@ -123,11 +132,12 @@ int cmd_convert(int argc, char **argv) {
                   "written as f32");
         return CLI_USAGE;
     }
-    if (!tokenizer) {
-        cli_error("convert", "a llama2.c checkpoint needs --tokenizer (see --help)");
+    /* without --tokenizer too: the library says first whether in is a checkpoint at all */
+    st = el_convert_llama2c(in, tokenizer, out);
+    if (st == EL_ERR_INVALID_ARG && !tokenizer) {
+        cli_error("convert", "%s; give it with --tokenizer FILE", el_last_error());
         return CLI_USAGE;
     }
-    st = el_convert_llama2c(in, tokenizer, out);
     if (st != EL_OK) return cli_fail("convert", st);
     fprintf(stderr, "edgelora convert: wrote %s\n", out);
     return CLI_OK;

@@ -195,7 +195,7 @@ static int example_parse(const eval_opts *o, int line, const char *text, size_t 
     char where[4200];
     snprintf(where, sizeof where, "%s:%d", o->file, line);
     el_json_doc *doc;
-    el_status st = el_json_parse(text, len, where, &doc);
+    el_status st = el_json_parse_line(text, len, o->file, (size_t)line, &doc);
     if (st != EL_OK) return cli_fail("eval", st);
     const el_json_value *root = el_json_root(doc);
     const char *p = el_json_str(el_json_get(root, "prompt"), &e->prompt_len);

@@ -9,6 +9,11 @@ int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *
     const char *a = argv[*i], *path;
     bool scaled = !strcmp(a, "--lora-scaled");
     if (!scaled && strcmp(a, "--lora") != 0) return 0;
+    if (scaled && *i + 2 >= argc) {
+        cli_error(cmd, "option --lora-scaled needs two values: an adapter file and its scale "
+                  "(--lora-scaled FILE SCALE)");
+        return -1;
+    }
     if (!(path = cli_value(cmd, argc, argv, i))) return -1;
     double scale = 1.0;
     if (scaled) {

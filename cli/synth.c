@@ -16,6 +16,18 @@ static const char help[] =
     "  --seed S       seed of the weights and vocabulary (default 1)\n"
     "  --list         print the known shapes\n";
 
+/* The known shapes, ", "-separated, for a message. */
+static void print_shapes(FILE *f) {
+    for (const char *const *s = el_synth_shapes(); *s; s++)
+        fprintf(f, "%s%s", s == el_synth_shapes() ? "" : ", ", *s);
+}
+
+static bool is_known_shape(const char *name) {
+    for (const char *const *s = el_synth_shapes(); *s; s++)
+        if (!strcmp(*s, name)) return true;
+    return false;
+}
+
 int cmd_synth(int argc, char **argv) {
     const char *shape = NULL, *type = NULL, *out = NULL;
     uint64_t seed = 1;
@@ -45,10 +57,21 @@ int cmd_synth(int argc, char **argv) {
         cli_error("synth", "needs --shape and -o (see --help)");
         return CLI_USAGE;
     }
+    /* what is wrong is said before what will be written is warned of */
+    if (!is_known_shape(shape)) {
+        fprintf(stderr, "edgelora synth: unknown shape '%s' (known: ", shape);
+        print_shapes(stderr);
+        fputs(")\n", stderr);
+        return CLI_FAIL;
+    }
+    bool readable = true;
+    if (type && el_quantize_type_check(type, &readable) != EL_OK) {
+        cli_error("synth", "%s", el_last_error());
+        return CLI_FAIL;
+    }
     fprintf(stderr, "edgelora synth: warning: the weights are random; use this model for speed "
             "and memory measurements only\n");
-    bool readable = true;
-    if (type && el_quantize_type_check(type, &readable) == EL_OK && !readable)
+    if (!readable)
         fprintf(stderr, "edgelora synth: warning: %s is an edgelora type; llama.cpp cannot read "
                 "%s\n", type, out);
     cli_progress pr;

@@ -13,6 +13,26 @@ static const char help[] =
     "  --vocab-size N    tokens in the vocabulary, 258 or more\n"
     "  -o FILE           the vocabulary to write\n";
 
+/* What the file holds, read back from it: a text with few distinct pairs gives fewer merges
+ * than asked for. */
+static int report_written(const char *out, long asked) {
+    el_model_params mp = el_model_default_params();
+    mp.vocab_only = true;
+    el_model *m;
+    el_status st = el_model_load(out, &mp, &m);
+    if (st != EL_OK) return cli_fail("train-tokenizer", st);
+    el_model_info info;
+    el_model_get_info(m, &info);
+    el_model_free(m);
+    long merges = info.n_vocab - 258L;
+    fprintf(stderr, "wrote %s (%d tokens: 256 bytes, %ld merges, 2 special)\n", out,
+            info.n_vocab, merges);
+    if (info.n_vocab < asked)
+        fprintf(stderr, "edgelora train-tokenizer: warning: %ld tokens were asked for; the text "
+                "has no more pairs to merge\n", asked);
+    return CLI_OK;
+}
+
 int cmd_train_tokenizer(int argc, char **argv) {
     const char **files = NULL, *out = NULL;
     int32_t n_files = 0;
@@ -53,9 +73,7 @@ int cmd_train_tokenizer(int argc, char **argv) {
         goto done;
     }
     el_status st = el_train_tokenizer(files, n_files, (int32_t)vocab, out);
-    rc = st ? cli_fail("train-tokenizer", st) : CLI_OK;
-    if (!st)
-        fprintf(stderr, "wrote %s (%ld tokens)\n", out, vocab);
+    rc = st ? cli_fail("train-tokenizer", st) : report_written(out, vocab);
 done:
     free(files);
     return rc;

@@ -49,7 +49,8 @@ const char *const *el_synth_shapes(void);
 el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
                    el_progress_fn progress, void *user);
 
-/* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. */
+/* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. Without
+ * a tokenizer (NULL) it fails, saying what model_path is (a checkpoint or not a model). */
 el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
                              const char *out_path);
 
@@ -267,6 +268,10 @@ typedef struct el_json_value el_json_value;
 /* Parses text[0..len) (it need not be NUL-terminated). name (usually the file path) starts every
  * error message. On success *out owns the tree; free it with el_json_free. */
 el_status el_json_parse(const char *text, size_t len, const char *name, el_json_doc **out);
+/* The same for one line of a JSON Lines file: error locations ("name:LINE:COL: ...") count
+ * lines from line_no, the line's number in the file. */
+el_status el_json_parse_line(const char *text, size_t len, const char *name, size_t line_no,
+                             el_json_doc **out);
 void el_json_free(el_json_doc *doc);
 const el_json_value *el_json_root(const el_json_doc *doc);
 

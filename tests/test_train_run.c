@@ -1,7 +1,9 @@
 /* test_train_run.c - whole training runs through the public API (el_train_tokenizer, el_train):
  *  - a run stopped halfway and resumed from its checkpoint writes the same bytes as a run that
  *    never stopped;
- *  - a checkpoint of another shape is refused;
+ *  - a checkpoint of another shape is refused, and so is a damaged one (a byte changed anywhere,
+ *    a truncated end), with a message naming it;
+ *  - a run whose output or checkpoint cannot be written fails before its first step;
  *  - the loss falls on repetitive text, and the held-out loss is reported;
  *  - the engine's logits for the written GGUF equal the training forward's (docs/architecture.md). */
 #include <math.h>
@@ -116,6 +118,99 @@ static int test_resume_identical(void) {
     return TEST_PASS;
 }
 
+static long read_whole(const char *path, unsigned char **data) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    *data = malloc((size_t)n);
+    bool ok = *data && fread(*data, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    return ok ? n : -1;
+}
+
+static bool write_whole(const char *path, const unsigned char *data, long n) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, (size_t)n, f) == (size_t)n;
+    return f && fclose(f) == 0 && ok;
+}
+
+/* Resuming from ckpt holding data[0..n) with the byte at flip (if not negative) changed must
+ * fail, naming the file. */
+static bool damaged_refused(el_train_params *p, const char *ckpt, const char *out,
+                            unsigned char *data, long n, long flip) {
+    if (flip >= 0) data[flip] ^= 0x10;
+    bool written = write_whole(ckpt, data, n);
+    if (flip >= 0) data[flip] ^= 0x10;
+    el_status st = el_train(p, out);
+    if (!written || st != EL_ERR_FORMAT || !strstr(el_last_error(), ckpt)) {
+        test_note("flip %ld of %ld: status %d: %s", flip, n, st, el_last_error());
+        return false;
+    }
+    return true;
+}
+
+static int test_damaged_checkpoint_refused(void) {
+    CHECK(setup() == TEST_PASS);
+    char out[1024], ckpt[1024];
+    snprintf(out, sizeof out, "%s/damaged.gguf", test_tmp_dir());
+    snprintf(ckpt, sizeof ckpt, "%s/damaged.ckpt", test_tmp_dir());
+    el_train_params p = small_params();
+    int64_t at = 3;
+    p.checkpoint_path = ckpt;
+    p.resume = true;
+    p.progress = stop_at;
+    p.user = &at;
+    CHECK(el_train(&p, out) == EL_ERR_CANCELLED);
+    unsigned char *data = NULL;
+    long n = read_whole(ckpt, &data);
+    CHECK(n > 64);
+    at = -1;
+    const long flips[] = {0, 9, 60, n / 2, n - 9, n - 1};
+    bool ok = true;
+    for (size_t i = 0; i < sizeof flips / sizeof *flips; i++)
+        ok = damaged_refused(&p, ckpt, out, data, n, flips[i]) && ok;
+    ok = damaged_refused(&p, ckpt, out, data, n - 1, -1) && ok;
+    ok = damaged_refused(&p, ckpt, out, data, n / 2, -1) && ok;
+    ok = damaged_refused(&p, ckpt, out, data, 6, -1) && ok;
+    /* and the undamaged one still resumes */
+    ok = write_whole(ckpt, data, n) && el_train(&p, out) == EL_OK && ok;
+    free(data);
+    CHECK(ok);
+    return TEST_PASS;
+}
+
+static bool count_steps(void *user, const el_train_progress *pr) {
+    ++*(int *)user;
+    return true;
+}
+
+/* root writes through permission bits, so the unwritable places are ones nobody can write:
+ * a folder that is a file, a folder that does not exist, /proc */
+static int test_unwritable_output_fails_first(void) {
+    CHECK(setup() == TEST_PASS);
+    char file_as_folder[1100], missing[1024], good[1024];
+    snprintf(file_as_folder, sizeof file_as_folder, "%s/m.gguf", train_path);
+    snprintf(missing, sizeof missing, "%s/no/such/folder/m.gguf", test_tmp_dir());
+    snprintf(good, sizeof good, "%s/unwritten.gguf", test_tmp_dir());
+    int steps = 0;
+    el_train_params p = small_params();
+    p.progress = count_steps;
+    p.user = &steps;
+    CHECK(el_train(&p, file_as_folder) == EL_ERR_IO);
+    CHECK(strstr(el_last_error(), file_as_folder) != NULL);
+    CHECK(el_train(&p, missing) == EL_ERR_IO);
+    p.checkpoint_path = "/proc/edgelora.ckpt";
+    CHECK(el_train(&p, good) == EL_ERR_IO);
+    CHECK(strstr(el_last_error(), "/proc/edgelora.ckpt") != NULL);
+    p.checkpoint_path = NULL;
+    p.plot_path = missing;
+    CHECK(el_train(&p, good) == EL_ERR_IO);
+    CHECK(steps == 0);
+    return TEST_PASS;
+}
+
 typedef struct curve {
     float first, last, eval_first, eval_last;
     double tps;
@@ -210,6 +305,8 @@ static int test_loss_falls_and_engine_agrees(void) {
 
 int main(void) {
     run_test("resume_after_stop_is_bit_identical", test_resume_identical);
+    run_test("damaged_checkpoint_refused", test_damaged_checkpoint_refused);
+    run_test("unwritable_output_fails_before_training", test_unwritable_output_fails_first);
     run_test("loss_falls_and_engine_agrees", test_loss_falls_and_engine_agrees);
     return tests_exit_code();
 }

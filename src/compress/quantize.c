@@ -260,6 +260,18 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     return st ? st : plan_act_scale(s, qt);
 }
 
+/* Quantization is of a model's weights: a file without them would be copied as it is. */
+static el_status check_is_model(const gguf_file *f) {
+    gguf_str type;
+    if (gguf_get_str(f, "general.type", &type) == EL_OK && gguf_str_eq(type, "adapter"))
+        return el_error(EL_ERR_INVALID_ARG, "%s is a LoRA adapter, not a model: there is nothing "
+                        "to quantize (adapters are applied in float)", f->path);
+    if (f->n_tensors == 0)
+        return el_error(EL_ERR_INVALID_ARG, "%s holds no weights (a vocabulary only): there is "
+                        "nothing to quantize", f->path);
+    return EL_OK;
+}
+
 static el_status quantize(quant_state *s, const char *in_path, const char *out_path,
                           const el_quantize_params *p) {
     el_status st = el_quantize_type_check(p->type, NULL);
@@ -271,7 +283,7 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
         return el_error(EL_ERR_INVALID_ARG, "static activation scales (calibration) need a type "
                         "that dots int8 activations (w8, w4, w4g32, w4g64, w4g128), not %s",
                         p->type);
-    if ((st = gguf_open(in_path, &s->in))) return st;
+    if ((st = gguf_open(in_path, &s->in)) || (st = check_is_model(s->in))) return st;
     if (p->calib_path &&
         (st = el_calibrate(in_path, p->calib_path, p->calib_tokens, p->calib_percentile,
                            p->n_threads, p->calib_progress, p->user, &s->calib)))

@@ -160,7 +160,8 @@ el_status el_convert_hf(const char *dir, const char *out_path, const char *type,
     el_hf_config c;
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (!file_exists(path))
-        return el_error(EL_ERR_IO, "%s: no config.json: not a Hugging Face model folder", dir);
+        return el_error(EL_ERR_IO, "%s: not a model folder: no config.json (a Hugging Face "
+                        "model) nor adapter_config.json (a PEFT adapter)", dir);
     if ((st = el_hf_config_read(path, &c))) return st;
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
     if (!file_exists(path)) snprintf(path, sizeof path, "%s/model.safetensors", dir);

@@ -146,10 +146,15 @@ el_status el_synth(const char *shape_name, const char *type, const char *out_pat
     const shape *s = NULL;
     for (size_t i = 0; shape_name && i < N_SHAPES; i++)
         if (!strcmp(shapes[i].name, shape_name)) s = &shapes[i];
-    if (!s)
-        return el_error(EL_ERR_INVALID_ARG, "synth: unknown shape '%s' (llama-3.2-1b, "
-                        "stories110m, stories15m, qwen2.5-0.5b, smollm-135m, tinyllama-1.1b)",
-                        shape_name ? shape_name : "(null)");
+    if (!s) {
+        char known[512] = "";
+        for (size_t i = 0; i < N_SHAPES; i++) {
+            size_t len = strlen(known);
+            snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", shapes[i].name);
+        }
+        return el_error(EL_ERR_INVALID_ARG, "unknown shape '%s' (known: %s)",
+                        shape_name ? shape_name : "(null)", known);
+    }
     if (!out_path) return el_error(EL_ERR_INVALID_ARG, "synth: no output path");
     el_type target;
     el_status st = el_hf_target_type(type, "q4_0", &target);

@@ -134,13 +134,20 @@ static el_status add_tensors(gguf_writer *w, const llama2c_file *m) {
 
 el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
                              const char *out_path) {
-    if (!model_path || !tokenizer_path || !out_path)
+    if (!model_path || !out_path)
         return el_error(EL_ERR_INVALID_ARG, "el_convert_llama2c: a path is NULL");
+    if (gguf_is_gguf_file(model_path))
+        return el_error(EL_ERR_FORMAT, "%s is a GGUF file already: there is nothing to "
+                        "convert", model_path);
     llama2c_file *m = NULL;
     llama2c_tokenizer *tok = NULL;
     gguf_writer *w = NULL;
     char **texts = NULL;
+    /* the checkpoint first: what it is wrong with says more than a missing tokenizer */
     el_status st = llama2c_open(model_path, &m);
+    if (!st && !tokenizer_path)
+        st = el_error(EL_ERR_INVALID_ARG, "%s is a llama2.c checkpoint: converting it needs its "
+                      "tokenizer too (tokenizer.bin)", model_path);
     if (!st) st = llama2c_tokenizer_open(tokenizer_path, &tok);
     if (!st && tok->n_tokens != m->cfg.vocab_size)
         st = el_error(EL_ERR_MISMATCH, "%s: %d tokens, but the checkpoint %s has vocab_size %d",

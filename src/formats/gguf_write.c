@@ -1,7 +1,7 @@
 /* gguf_write.c - the GGUF writer: collects keys and tensors, then writes a version 3 file.
  *
  * Every value is serialized when it is set, so writing is a plain concatenation. The file goes
- * to a temporary name beside the target and is renamed over it only when complete. */
+ * out through core/outfile.h, so that it appears whole or not at all. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 #include "formats/gguf.h"
 
 typedef struct bytes {
@@ -363,20 +364,13 @@ el_status gguf_writer_write(gguf_writer *w, const char *path) {
         free(hdr.p);
         return el_error(EL_ERR_NOMEM, "%s: no memory for the GGUF header", path);
     }
-    static unsigned counter;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(),
-                 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED)) >= (int)sizeof tmp) {
+    el_outfile out;
+    st = el_outfile_open(&out, path);
+    if (st) {
         free(hdr.p);
-        return el_error(EL_ERR_INVALID_ARG, "%s: path too long", path);
+        return st;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        int e = errno;
-        free(hdr.p);
-        return el_error(EL_ERR_IO, "%s: cannot create %s: %s", path, tmp, strerror(e));
-    }
-    bool ok = write_all(fd, hdr.p, hdr.n);
+    bool ok = write_all(out.fd, hdr.p, hdr.n);
     free(hdr.p);
     for (size_t i = 0; i < w->n_t && ok && !st; i++) {
         const writer_tensor *t = &w->t[i];
@@ -387,29 +381,20 @@ el_status gguf_writer_write(gguf_writer *w, const char *path) {
             else
                 st = t->fill(t->user, buf, t->nbytes);
         }
-        ok = st || (write_all(fd, t->fill ? buf : t->data, t->nbytes) &&
-                    write_zeros(fd, pad_to(t->nbytes, align)));
+        ok = st || (write_all(out.fd, t->fill ? buf : t->data, t->nbytes) &&
+                    write_zeros(out.fd, pad_to(t->nbytes, align)));
         free(buf);
     }
-    /* On disk before the rename, so that a crash cannot leave a complete-looking file whose
-     * data never got there; then out of the page cache: the pages a write leaves there come in
-     * whatever sizes the writes made, and a file the cache holds in 4 KB pages keeps them, with
-     * a TLB miss every 4 KB of every weight stream, until it leaves the cache. Read back from
-     * disk, it comes in 2 MB folios (docs/bench.md, "Page size", has the figures). */
-    if (ok && !st && fdatasync(fd) != 0) ok = false;
-    if (ok && !st) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-    int e = ok ? 0 : errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && !st && rename(tmp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
     if (!ok || st) {
-        unlink(tmp);
+        int e = errno;
+        el_outfile_discard(&out);
         return st ? st : el_error(EL_ERR_IO, "%s: cannot write: %s", path, strerror(e ? e : EIO));
     }
-    return EL_OK;
+    /* Synced here (the commit's sync then finds nothing to do) so that the file can leave the
+     * page cache: the pages a write leaves there come in whatever sizes the writes made, and a
+     * file the cache holds in 4 KB pages keeps them, with a TLB miss every 4 KB of every weight
+     * stream, until it leaves the cache. Read back from disk, it comes in 2 MB folios
+     * (docs/bench.md, "Page size", has the figures). */
+    if (fdatasync(out.fd) == 0) (void)posix_fadvise(out.fd, 0, 0, POSIX_FADV_DONTNEED);
+    return el_outfile_commit(&out);
 }

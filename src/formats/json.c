@@ -41,6 +41,7 @@ typedef struct parser {
     const char *s;
     size_t n, pos;
     const char *name;
+    size_t first_line; /* the number of the text's first line in its file */
     el_json_value *slots;
     size_t n_slots;
     size_t done; /* finished values: slots[0..done) */
@@ -55,7 +56,7 @@ typedef struct parser {
 
 /* "name:line:col: what (found X)", line and column of byte offset at. */
 static el_status fail(const parser *p, size_t at, const char *what) {
-    size_t line = 1, line_start = 0;
+    size_t line = p->first_line, line_start = 0;
     for (size_t i = 0; i < at && i < p->n; i++)
         if (p->s[i] == '\n') line++, line_start = i + 1;
     char found[24];
@@ -346,12 +347,17 @@ static el_status parse_value(parser *p, el_json_value *v) {
 }
 
 el_status el_json_parse(const char *text, size_t len, const char *name, el_json_doc **out) {
+    return el_json_parse_line(text, len, name, 1, out);
+}
+
+el_status el_json_parse_line(const char *text, size_t len, const char *name, size_t line_no,
+                             el_json_doc **out) {
     *out = NULL;
     if (!name) name = "<json>";
     if (len >= UINT32_MAX)
         return el_error(EL_ERR_UNSUPPORTED, "%s: JSON text of %zu bytes is too large", name, len);
     if (!text) len = 0;
-    parser p = {.s = text, .n = len, .name = name};
+    parser p = {.s = text, .n = len, .name = name, .first_line = line_no};
     p.n_slots = count_value_starts(text, len);
     size_t slot_bytes = p.n_slots * sizeof(el_json_value);
     el_json_doc *doc = malloc(sizeof *doc + slot_bytes + len + 1);

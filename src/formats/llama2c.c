@@ -41,8 +41,8 @@ static bool mul3(uint64_t a, uint64_t b, uint64_t c, uint64_t *out) {
 static el_status read_config(const llama2c_file *f, llama2c_config *c) {
     const uint8_t *p = f->map.data;
     if (f->map.size < LLAMA2C_HEADER_BYTES)
-        return el_error(EL_ERR_FORMAT, "%s: truncated llama2.c header (%zu of 28 bytes)", f->path,
-                        f->map.size);
+        return el_error(EL_ERR_FORMAT, "%s: not a model file: neither GGUF nor a llama2.c "
+                        "checkpoint (%zu bytes, less than a header)", f->path, f->map.size);
     if (load_u32(p) == 0x616b3432u) /* "ak42": the versioned export of llama2.c's export.py */
         return el_error(EL_ERR_UNSUPPORTED,
                         "%s: llama2.c export version %d (magic 'ak42') is not supported; export "
@@ -55,13 +55,17 @@ static el_status read_config(const llama2c_file *f, llama2c_config *c) {
     c->n_kv_heads = load_i32(p + 16);
     int32_t vocab = load_i32(p + 20);
     c->seq_len = load_i32(p + 24);
+    /* the header has no magic: sizes beyond any model's tell another kind of file */
     if (c->dim <= 0 || c->hidden_dim <= 0 || c->n_layers <= 0 || c->n_heads <= 0 ||
-        c->n_kv_heads <= 0 || c->seq_len <= 0 || vocab == 0 || vocab == INT32_MIN)
+        c->n_kv_heads <= 0 || c->seq_len <= 0 || vocab == 0 || vocab == INT32_MIN ||
+        c->dim > (1 << 16) || c->hidden_dim > (1 << 18) || c->n_layers > (1 << 12) ||
+        c->n_heads > c->dim || c->n_kv_heads > c->n_heads || vocab > (1 << 24) ||
+        vocab < -(1 << 24) || c->seq_len > (1 << 24))
         return el_error(
             EL_ERR_FORMAT,
-            "%s: not a llama2.c checkpoint: header (dim %d, hidden_dim %d, n_layers %d, "
-            "n_heads %d, n_kv_heads %d, vocab_size %d, seq_len %d) has a value out of "
-            "range (offset 0)",
+            "%s: not a model file: neither GGUF nor a llama2.c checkpoint (read as one, its "
+            "header says dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, "
+            "vocab_size %d, seq_len %d)",
             f->path, c->dim, c->hidden_dim, c->n_layers, c->n_heads, c->n_kv_heads, vocab,
             c->seq_len);
     c->shared_classifier = vocab > 0;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 
 static const struct {
     const char *name;
@@ -606,34 +607,20 @@ el_status el_st_writer_write(el_st_writer *w, const char *path) {
     el_status st = build_header(w, &header, &header_len);
     if (st != EL_OK) return st;
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 8);
-    if (!tmp) {
-        free(header);
-        return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".XXXXXX", 8);
-    int fd = mkstemp(tmp); /* mode 0600: widen it to what a model file usually has */
-    FILE *f = fd >= 0 && fchmod(fd, 0644) == 0 ? fdopen(fd, "wb") : NULL;
-    if (!f) {
-        st = el_error(EL_ERR_IO, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-    } else {
+    el_outfile out;
+    st = el_outfile_open(&out, path);
+    if (st == EL_OK) {
         uint8_t len8[8];
         for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)header_len >> (8 * i));
-        st = write_all(f, len8, 8, path);
-        if (st == EL_OK) st = write_all(f, header, header_len, path);
+        st = write_all(out.f, len8, 8, path);
+        if (st == EL_OK) st = write_all(out.f, header, header_len, path);
         for (size_t i = 0; i < w->n_tensors && st == EL_OK; i++)
-            st = write_all(f, w->tensors[i].data, (size_t)w->tensors[i].nbytes, path);
-        if (fclose(f) != 0 && st == EL_OK)
-            st = el_error(EL_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-        if (st == EL_OK && rename(tmp, path) != 0)
-            st = el_error(EL_ERR_IO, "%s: cannot rename the temporary file: %s", path,
-                          strerror(errno));
+            st = write_all(out.f, w->tensors[i].data, (size_t)w->tensors[i].nbytes, path);
+        if (st == EL_OK)
+            st = el_outfile_commit(&out);
+        else
+            el_outfile_discard(&out);
     }
-    if (st != EL_OK && fd >= 0) unlink(tmp);
-    free(tmp);
     free(header);
     return st;
 }

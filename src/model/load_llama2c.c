@@ -17,8 +17,6 @@ static el_weight layer_weight(const float *stack, int l, int64_t rows, int64_t c
 
 el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vocab_only) {
     el_status st = llama2c_open(m->path, &m->l2c);
-    if (st == EL_ERR_FORMAT) /* the one guess left for a file without the GGUF magic */
-        el_error_prefix("not a GGUF file, nor a llama2.c checkpoint");
     if (st)
         return st;
     const llama2c_config *c = &m->l2c->cfg;

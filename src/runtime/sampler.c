@@ -60,13 +60,26 @@ static uint64_t xorshift64s(uint64_t *s) {
 /* A uniform double in [0, 1) from the top 53 bits. */
 static double rng_uniform(uint64_t *s) { return (double)(xorshift64s(s) >> 11) * 0x1.0p-53; }
 
+/* Every field's meaning is defined for any finite value (see el_sampler_params) but these. */
+static el_status check_params(const el_sampler_params *p) {
+    if (!isfinite(p->temperature) || !isfinite(p->top_p) || !isfinite(p->min_p))
+        return el_error(EL_ERR_INVALID_ARG, "sampler: temperature, top_p and min_p must be "
+                        "finite numbers");
+    if (!(p->repeat_penalty > 0.0f) || !isfinite(p->repeat_penalty))
+        return el_error(EL_ERR_INVALID_ARG, "sampler: repeat_penalty must be greater than 0 (1: "
+                        "no penalty), not %g", (double)p->repeat_penalty);
+    if (p->repeat_last_n < 0)
+        return el_error(EL_ERR_INVALID_ARG, "sampler: repeat_last_n must be 0 or more, not %d",
+                        p->repeat_last_n);
+    return EL_OK;
+}
+
 el_status el_sampler_create(const el_sampler_params *params, int32_t n_vocab, el_sampler **out) {
     *out = NULL;
     if (!params || n_vocab <= 0)
         return el_error(EL_ERR_INVALID_ARG, "sampler: n_vocab must be positive (got %d)", n_vocab);
-    if (params->repeat_last_n < 0 || params->repeat_penalty <= 0.0f)
-        return el_error(EL_ERR_INVALID_ARG,
-                        "sampler: repeat_last_n must be >= 0 and repeat_penalty > 0");
+    el_status st = check_params(params);
+    if (st != EL_OK) return st;
     el_sampler *s = calloc(1, sizeof *s);
     if (!s)
         return el_error(EL_ERR_NOMEM, "sampler: out of memory");

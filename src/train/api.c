@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 #include "model/model.h"
 #include "train/export.h"
 #include "train/loop.h"
@@ -33,6 +34,15 @@ static el_status check_common(const el_train_params *p) {
     if (p->resume && !p->checkpoint_path)
         return el_error(EL_ERR_INVALID_ARG, "resuming needs a checkpoint path");
     return EL_OK;
+}
+
+/* A run that cannot write its result would find out only at its end: every file it will
+ * write is checked before it starts. */
+static el_status check_outputs(const el_train_params *p, const char *out_path) {
+    el_status st = el_outfile_check_folder(out_path);
+    if (st == EL_OK && p->checkpoint_path) st = el_outfile_check_folder(p->checkpoint_path);
+    if (st == EL_OK && p->plot_path) st = el_outfile_check_folder(p->plot_path);
+    return st;
 }
 
 /* What a training run holds between its start and its end: data, loaders, model, trainer and
@@ -91,6 +101,8 @@ static el_status cancelled(const el_train_params *p, const char *out_path) {
 
 el_status el_train(const el_train_params *p, const char *out_path) {
     el_status st = check_common(p);
+    if (st == EL_OK)
+        st = check_outputs(p, out_path);
     if (st)
         return st;
     if (!p->tokenizer_path)
@@ -125,6 +137,8 @@ el_status el_train(const el_train_params *p, const char *out_path) {
 el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
                            const char *out_path) {
     el_status st = check_common(p);
+    if (st == EL_OK)
+        st = check_outputs(p, out_path);
     if (st)
         return st;
     if (!lp || !lp->base_path || lp->rank <= 0 || !(lp->alpha > 0) || !lp->targets)

@@ -460,6 +460,9 @@ el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t 
     bpe t = {0};
     for (int32_t f = 0; f < n_files && st == EL_OK; f++)
         st = count_file(&t, pre, files[f]);
+    if (st == EL_OK && t.n_words == 0)
+        st = el_error(EL_ERR_INVALID_ARG, "%s%s: no text to learn from (the input is empty)",
+                      files[0], n_files > 1 ? " and the other files" : "");
     free(t.wslot), t.wslot = NULL;
     free(t.whash), t.whash = NULL;
     t.wcap = 0;

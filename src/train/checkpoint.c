@@ -1,12 +1,17 @@
 /* checkpoint.c - saving and restoring a training run (see checkpoint.h). */
 #include "train/checkpoint.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
+
+/* 2 added the checksum trailer */
+static const uint32_t checkpoint_version = 2;
 
 el_status el_history_add(el_history *h, bool eval, float step, float loss) {
     float **a = eval ? &h->eval : &h->train;
@@ -53,32 +58,75 @@ static header make_header(const el_trainer *t) {
     return h;
 }
 
-static bool put(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+/* FNV-1a, 64 bits: enough to tell a damaged file from a whole one, and simple to recompute. */
+static const uint64_t fnv_offset = 0xcbf29ce484222325ull, fnv_prime = 0x100000001b3ull;
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * fnv_prime;
+    return h;
+}
+
+/* Writes that keep the checksum of everything written so far. */
+typedef struct summed_writer {
+    FILE *f;
+    uint64_t sum;
+} summed_writer;
+
+static bool put(summed_writer *w, const void *p, size_t n) {
+    if (n == 0) return true;
+    w->sum = fnv1a(w->sum, p, n);
+    return fwrite(p, 1, n, w->f) == n;
+}
 
 el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loader *l,
                              const el_history *hist) {
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return el_error(EL_ERR_IO, "%s: cannot create", tmp);
+    el_outfile out;
+    el_status st = el_outfile_open(&out, path);
+    if (st != EL_OK) return st;
+    summed_writer w = {out.f, fnv_offset};
     header h = make_header(t);
-    uint32_t version = 1;
+    uint32_t version = checkpoint_version;
     int64_t pos[2] = {l->epoch, l->index};
     uint64_t counts[2] = {hist->n_train, hist->n_eval};
-    bool ok = put(f, "ELCK", 4) && put(f, &version, 4) && put(f, h.shape, sizeof h.shape) &&
-              put(f, h.norm_rope, 8) && put(f, &h.rank, 4) && put(f, &h.alpha, 4) &&
-              put(f, &h.targets, 4) && put(f, &h.floats, 8) && put(f, &t->step, 8) &&
-              put(f, &l->seed, 8) && put(f, pos, 16) && put(f, counts, 16) &&
-              put(f, hist->train, hist->n_train * 2 * sizeof(float)) &&
-              put(f, hist->eval, hist->n_eval * 2 * sizeof(float)) &&
-              put(f, t->p, t->n * sizeof(float)) && put(f, t->mom, t->n * sizeof(float)) &&
-              put(f, t->vel, t->n * sizeof(float));
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-        remove(tmp);
+    bool ok = put(&w, "ELCK", 4) && put(&w, &version, 4) && put(&w, h.shape, sizeof h.shape) &&
+              put(&w, h.norm_rope, 8) && put(&w, &h.rank, 4) && put(&w, &h.alpha, 4) &&
+              put(&w, &h.targets, 4) && put(&w, &h.floats, 8) && put(&w, &t->step, 8) &&
+              put(&w, &l->seed, 8) && put(&w, pos, 16) && put(&w, counts, 16) &&
+              put(&w, hist->train, hist->n_train * 2 * sizeof(float)) &&
+              put(&w, hist->eval, hist->n_eval * 2 * sizeof(float)) &&
+              put(&w, t->p, t->n * sizeof(float)) && put(&w, t->mom, t->n * sizeof(float)) &&
+              put(&w, t->vel, t->n * sizeof(float));
+    uint64_t sum = w.sum;
+    ok = ok && put(&w, &sum, 8);
+    if (!ok) {
+        el_outfile_discard(&out);
         return el_error(EL_ERR_IO, "%s: cannot write the checkpoint", path);
     }
+    return el_outfile_commit(&out);
+}
+
+/* Checks the trailing checksum against the rest of the file, and leaves f just after the magic
+ * and version (where the header starts). */
+static el_status verify_checksum(FILE *f, const char *path) {
+    if (fseeko(f, 0, SEEK_END) != 0)
+        return el_error(EL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    off_t size = ftello(f);
+    rewind(f);
+    uint64_t sum = fnv_offset, stored;
+    unsigned char buf[1 << 16];
+    for (off_t left = size - 8; left > 0;) {
+        size_t n = left < (off_t)sizeof buf ? (size_t)left : sizeof buf;
+        if (fread(buf, 1, n, f) != n) break;
+        sum = fnv1a(sum, buf, n);
+        left -= (off_t)n;
+    }
+    bool whole = size >= 8 && fread(&stored, 1, 8, f) == 8 && stored == sum;
+    if (fseeko(f, 8, SEEK_SET) != 0)
+        return el_error(EL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    if (!whole)
+        return el_error(EL_ERR_FORMAT, "%s: the checkpoint is damaged (its checksum does not "
+                        "match: truncated or altered); delete it to start over", path);
     return EL_OK;
 }
 
@@ -94,8 +142,14 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     int64_t step, pos[2];
     uint64_t seed, counts[2];
     el_status st = EL_OK;
-    if (!get(f, magic, 4) || memcmp(magic, "ELCK", 4) || !get(f, &version, 4) || version != 1)
-        st = el_error(EL_ERR_FORMAT, "%s: not an edgelora checkpoint (version 1)", path);
+    if (!get(f, magic, 4) || memcmp(magic, "ELCK", 4) || !get(f, &version, 4) ||
+        version != checkpoint_version)
+        st = el_error(EL_ERR_FORMAT, "%s: not an edgelora checkpoint (version %u)", path,
+                      checkpoint_version);
+    else
+        st = verify_checksum(f, path);
+    if (st != EL_OK)
+        ;
     else if (!get(f, got.shape, sizeof got.shape) || !get(f, got.norm_rope, 8) ||
              !get(f, &got.rank, 4) || !get(f, &got.alpha, 4) || !get(f, &got.targets, 4) ||
              !get(f, &got.floats, 8) || !get(f, &step, 8) || !get(f, &seed, 8) ||
@@ -122,7 +176,8 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     }
     if (st == EL_OK && (!get(f, t->p, t->n * sizeof(float)) ||
                         !get(f, t->mom, t->n * sizeof(float)) ||
-                        !get(f, t->vel, t->n * sizeof(float)) || fgetc(f) != EOF))
+                        !get(f, t->vel, t->n * sizeof(float)) || fseeko(f, 8, SEEK_CUR) != 0 ||
+                        fgetc(f) != EOF))
         st = el_error(EL_ERR_FORMAT, "%s: truncated or oversized parameters", path);
     fclose(f);
     if (st == EL_OK) {

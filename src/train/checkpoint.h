@@ -1,12 +1,13 @@
-/* checkpoint.h - the whole state of a training run in one file, written atomically (temporary
- * file + rename): model shape, the trained block (base or LoRA) with its AdamW moments, the step,
- * the data loader's position (seed, epoch, index) and the loss history. A run resumed from it
+/* checkpoint.h - the whole state of a training run in one file, written atomically
+ * (core/outfile.h): model shape, the trained block (base or LoRA) with its AdamW moments, the
+ * step, the data loader's position (seed, epoch, index) and the loss history. A run resumed from it
  * continues bit for bit as if it had never stopped.
  *
- * Layout (little-endian): "ELCK", u32 version 1, i32 dim n_layer n_head n_head_kv n_ff n_ctx
+ * Layout (little-endian): "ELCK", u32 version 2, i32 dim n_layer n_head n_head_kv n_ff n_ctx
  * n_vocab tied, f32 rms_eps rope_base, i32 lora rank, f32 alpha, u32 targets, u64 floats,
  * i64 step, u64 seed, i64 epoch index, u64 n_train n_eval, f32 history [n_train][2] [n_eval][2],
- * f32 params[floats] m[floats] v[floats]. */
+ * f32 params[floats] m[floats] v[floats], u64 FNV-1a (64-bit) of every byte before it. A
+ * damaged file (a byte changed, a truncated end) is refused. */
 #ifndef EL_TRAIN_CHECKPOINT_H
 #define EL_TRAIN_CHECKPOINT_H
 

@@ -184,7 +184,8 @@ el_status el_examples_load(el_tdata *t, const char *const *files, int32_t n_file
                 char where[600];
                 snprintf(where, sizeof where, "%s:%d", files[f], lineno);
                 el_json_doc *doc;
-                if ((st = el_json_parse(buf + pos, end - pos, where, &doc)) == EL_OK) {
+                if ((st = el_json_parse_line(buf + pos, end - pos, files[f], (size_t)lineno,
+                                             &doc)) == EL_OK) {
                     st = add_example(t, vocab, el_json_root(doc), where);
                     el_json_free(doc);
                 }

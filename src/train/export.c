@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 #include "formats/gguf.h"
 #include "formats/json.h"
 #include "kernels/types.h"
@@ -102,9 +103,10 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
         return el_error(EL_ERR_IO, "%s: cannot create the folder", dir);
     char path[4096];
     snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return el_error(EL_ERR_IO, "%s: cannot create", path);
+    el_outfile config;
+    el_status st = el_outfile_open(&config, path);
+    if (st != EL_OK) return st;
+    FILE *f = config.f;
     fprintf(f, "{\n  \"peft_type\": \"LORA\",\n  \"task_type\": \"CAUSAL_LM\",\n"
                "  \"base_model_name_or_path\": ");
     el_json_write_string(f, base_name, strlen(base_name));
@@ -117,8 +119,7 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
             first = 0;
         }
     fprintf(f, "]\n}\n");
-    if (fclose(f) != 0)
-        return el_error(EL_ERR_IO, "%s: write error", path);
+    if ((st = el_outfile_commit(&config)) != EL_OK) return st;
 
     /* safetensors: u64 header length, JSON header, data; tensor names as PEFT saves them */
     size_t hcap = 256 + (size_t)m->lora.n * 160, hlen = 0;
@@ -158,18 +159,16 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
     while (hlen % 8) /* data 8-byte aligned, header padded with spaces as the format allows */
         hdr[hlen++] = ' ';
     snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    el_status st = EL_OK;
-    f = fopen(tmp, "wb");
-    if (!f) {
-        st = el_error(EL_ERR_IO, "%s: cannot create", tmp);
-    } else {
+    el_outfile out;
+    st = el_outfile_open(&out, path);
+    if (st == EL_OK) {
         uint64_t n = hlen;
-        bool ok = fwrite(&n, 8, 1, f) == 1 && fwrite(hdr, 1, hlen, f) == hlen &&
-                  fwrite(data, sizeof(float), m->lora.n_floats, f) == m->lora.n_floats;
-        if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-            remove(tmp);
+        bool ok = fwrite(&n, 8, 1, out.f) == 1 && fwrite(hdr, 1, hlen, out.f) == hlen &&
+                  fwrite(data, sizeof(float), m->lora.n_floats, out.f) == m->lora.n_floats;
+        if (ok) {
+            st = el_outfile_commit(&out);
+        } else {
+            el_outfile_discard(&out);
             st = el_error(EL_ERR_IO, "%s: cannot write", path);
         }
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/outfile.h"
 
 enum { W = 640, H = 400, LEFT = 64, RIGHT = 20, TOP = 36, BOTTOM = 48 };
 
@@ -54,11 +55,10 @@ el_status el_svg_plot(const char *path, const char *title, const char *xlabel, c
     double pw = W - LEFT - RIGHT, ph = H - TOP - BOTTOM;
     const frame fr = {x0, x1, y0, y1, pw, ph};
 
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return el_error(EL_ERR_IO, "%s: cannot create", tmp);
+    el_outfile out;
+    el_status st = el_outfile_open(&out, path);
+    if (st != EL_OK) return st;
+    FILE *f = out.f;
     fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                "font-family=\"sans-serif\" font-size=\"12\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
@@ -97,10 +97,5 @@ el_status el_svg_plot(const char *path, const char *title, const char *xlabel, c
         fprintf(f, "</text>\n");
     }
     fprintf(f, "</svg>\n");
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return el_error(EL_ERR_IO, "%s: cannot write the plot", path);
-    }
-    return EL_OK;
+    return el_outfile_commit(&out);
 }

@@ -53,6 +53,7 @@ jq -e '.error | test("fewer variants")' <<<"$(get narrow)" >/dev/null && pass na
 jq -e '.error | test("more than --parallel")' <<<"$(get wide)" >/dev/null && pass wide_fails_alone || fail wide_fails_alone "$(get wide)"
 "$EL" run -m "$B" -p "The dog" -n 10 --temp 0 -t 1 2>/dev/null > "$TMP/plain"
 [ "$(get after | jq -r '"The dog" + .text')" = "$(cat "$TMP/plain")" ] && pass after_served || fail after_served "$(get after)"
-expect_exit bad_n 0 "$EL" batch -m "$B" -f <(echo '{"id": 1, "prompt": "x", "n": 0}') -t 1
+# its only request fails: exit 1 (batch --help), with the error line written
+expect_exit bad_n 1 "$EL" batch -m "$B" -f <(echo '{"id": 1, "prompt": "x", "n": 0}') -t 1
 grep -qF 'n\" must be a whole number from 1 to 64' "$TMP/out" && pass bad_n_message || fail bad_n_message "$(cat "$TMP/out")"
 finish
