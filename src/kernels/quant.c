@@ -1,8 +1,11 @@
-/* quant.c - reference conversions between float and every stored type (to_float / from_float).
+/* quant.c - reference conversions between float and the float types, Q8_0, Q4_0, Q4_K, Q6_K and
+ * Q8_K (to_float / from_float); the other ggml types are in quant_legacy.c, quant_k.c and
+ * quant_iq4.c, which follow llama.cpp's quantizers.
  *
- * Quantizers are of reference quality: a scale from the extreme value of each block (and for the
- * K-quants a second-level quantization of the sub-block scales), round to nearest. They only need
- * to be correct and reasonable; the files we run are quantized by llama.cpp. */
+ * These quantizers are edgelora's own, of reference quality: a scale from the extreme value of
+ * each block (and for the K-quants a second-level quantization of the sub-block scales), round
+ * to nearest. They only need to be correct and reasonable; the files we run are quantized by
+ * llama.cpp. */
 #include <math.h>
 #include <string.h>
 
