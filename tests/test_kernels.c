@@ -24,8 +24,15 @@ static int test_traits(void) {
     CHECK(el_type_layout_get(EL_TYPE_Q4_0)->type_size == 18);
     CHECK(el_type_layout_get(EL_TYPE_Q8_K)->type_size == 292);
     CHECK(el_type_kernels_get(EL_TYPE_Q8_K)->vec_dot == NULL);
-    CHECK(el_type_layout_get(EL_TYPE_Q4_1) != NULL);  /* a ggml type we can size... */
-    CHECK(el_type_kernels_get(EL_TYPE_Q4_1) == NULL); /* ...but not compute with */
+    CHECK(el_type_layout_get(EL_TYPE_I32) != NULL);  /* a ggml type we can size... */
+    CHECK(el_type_kernels_get(EL_TYPE_I32) == NULL); /* ...but not compute with */
+    CHECK(el_type_layout_get(EL_TYPE_Q5_K)->type_size == 176);
+    CHECK(el_type_layout_get(EL_TYPE_IQ4_XS)->type_size == 136);
+    CHECK(el_type_layout_get(EL_TYPE_IQ4_NL)->type_size == 18);
+    CHECK(el_type_kernels_get(EL_TYPE_Q4_1)->vec_dot_type == EL_TYPE_Q8_1);
+    CHECK(el_type_kernels_get(EL_TYPE_Q5_0)->vec_dot_type == EL_TYPE_Q8_0);
+    CHECK(el_type_kernels_get(EL_TYPE_IQ4_XS)->vec_dot_type == EL_TYPE_Q8_K);
+    CHECK(!el_type_is_weight(EL_TYPE_Q8_1));
     CHECK(el_type_layout_get(63) == NULL);  /* between the ggml ids and ours */
     CHECK(el_type_kernels_get(63) == NULL);
     CHECK(el_type_layout_get(EL_TYPE_COUNT) == NULL);
@@ -43,7 +50,9 @@ static int test_traits(void) {
     CHECK(el_type_from_name("q6_k", &ty) && ty == EL_TYPE_Q6_K);
     CHECK(el_type_from_name("bf16", &ty) && ty == EL_TYPE_BF16);
     CHECK(el_type_from_name("F32", &ty) && ty == EL_TYPE_F32);
-    CHECK(el_type_from_name("q4_1", &ty) && ty == EL_TYPE_Q4_1 && !el_type_is_weight(ty));
+    CHECK(el_type_from_name("q4_1", &ty) && ty == EL_TYPE_Q4_1 && el_type_is_weight(ty));
+    CHECK(el_type_from_name("IQ4_XS", &ty) && ty == EL_TYPE_IQ4_XS && el_type_is_weight(ty));
+    CHECK(el_type_from_name("i32", &ty) && !el_type_is_weight(ty));
     CHECK(!el_type_from_name("", &ty));
     return TEST_PASS;
 }
@@ -263,12 +272,21 @@ static int test_dequant_q8_k_and_halves(void) {
  *   q6_K: step = max|x|/32 over 16 (max ~1.8) -> ~0.016, plus int8 scales; bound 0.03
  *   q4_0: step = max|x|/8 over 32 -> ~0.075; bound 0.1
  *   q4_K: step = range/15 over 32 (range ~4.2) -> ~0.08, plus 6-bit scales and mins; bound 0.1
+ *   q8_1: q8_0's; q5_0: step = max|x|/16 over 32 -> ~0.04; bound 0.05
+ *   q5_1, q5_K: step = range/31 over 32 -> ~0.04, less by the search (q5_K); bound 0.045
+ *   q4_1: q4_K's step without the search -> ~0.075; bound 0.09
+ *   iq4_nl, iq4_xs: 16 levels, denser near zero, than q4_0's step -> ~0.075; bound 0.09
+ *   q3_K: step = max|x|/4 over 16 -> ~0.13, plus 6-bit scales; bound 0.17
+ *   q2_K: step = range/3 over 16, less by the search (~0.27); bound 0.32
  *   f16 (11 bits): < 3e-4; bf16 (8 bits): < 3e-3. */
 static int test_roundtrip(void) {
     static const struct { el_type type; double bound; } cases[] = {
         {EL_TYPE_F32, 0.0},    {EL_TYPE_F16, 3e-4},  {EL_TYPE_BF16, 3e-3},
         {EL_TYPE_Q8_0, 0.01},  {EL_TYPE_Q8_K, 0.012}, {EL_TYPE_Q6_K, 0.03},
         {EL_TYPE_Q4_0, 0.1},   {EL_TYPE_Q4_K, 0.1},
+        {EL_TYPE_Q8_1, 0.01},  {EL_TYPE_Q5_0, 0.05},  {EL_TYPE_Q5_1, 0.045},
+        {EL_TYPE_Q5_K, 0.045}, {EL_TYPE_Q4_1, 0.09},  {EL_TYPE_IQ4_NL, 0.09},
+        {EL_TYPE_IQ4_XS, 0.09}, {EL_TYPE_Q3_K, 0.17}, {EL_TYPE_Q2_K, 0.32},
     };
     enum { N = 256 * 24 };
     float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
@@ -312,11 +330,27 @@ static int test_roundtrip(void) {
     return TEST_PASS;
 }
 
+/* Q8_1 carries each block's d * sum q as a half, which the offset types' dot products multiply
+ * by the weight block's offset m (at most the block's largest |value|, since the quantizer
+ * puts the minimum at level 0): the product is off by up to half a half's ulp of it. */
+static double q8_1_sum_slack(const void *aq, const float *xd, int64_t n) {
+    const el_block_q8_1 *b = aq;
+    double slack = 0.0;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++) {
+        float m = 0.0f;
+        for (int j = 0; j < EL_QK8_0; j++) m = fmaxf(m, fabsf(xd[EL_QK8_0 * i + j]));
+        slack += 0x1p-11 * fabs(el_fp16_to_fp32(b[i].s)) * m;
+    }
+    return slack;
+}
+
 /* vec_dot of each weight type against its vec_dot_type must equal the float dot product of the
  * two dequantized operands, up to float rounding of the block sums. */
 static int test_vec_dot_ref(void) {
     static const el_type types[] = {EL_TYPE_F32, EL_TYPE_F16, EL_TYPE_BF16, EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K};
+                                    EL_TYPE_Q4_0, EL_TYPE_Q4_K, EL_TYPE_Q6_K, EL_TYPE_Q4_1,
+                                    EL_TYPE_Q5_0, EL_TYPE_Q5_1, EL_TYPE_Q2_K, EL_TYPE_Q3_K,
+                                    EL_TYPE_Q5_K, EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
     static const int blocks[] = {1, 2, 3, 7};
     test_rng r = {5};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -347,7 +381,8 @@ static int test_vec_dot_ref(void) {
             float got = NAN;
             wt->vec_dot(n, &got, xq, aq);
             double err = fabs(got - want);
-            if (!(err <= 1e-5 * mag + 1e-6)) {
+            double slack = wt->vec_dot_type == EL_TYPE_Q8_1 ? q8_1_sum_slack(aq, xd, n) : 0.0;
+            if (!(err <= 1e-5 * mag + 1e-6 + slack)) {
                 test_note("%s n=%lld: got %.8g want %.8g (sum |xy| %.4g)", wt_layout->ggml_name,
                           (long long)n, got, want, mag);
                 return TEST_FAIL;

@@ -8,7 +8,9 @@
  * RMS is a/sqrt(3): rounding to a step s has RMS error s/sqrt(12), so the relative error is
  * (s/a)/2. Steps relative to a block's largest |w| (about a): q8_0 1/127 -> 0.004; q6_k 1/32
  * -> 0.016; q4_0 1/8 -> 0.0625 (max |w| maps to -8); q4_k (range)/15 = 2/15 -> 0.067, plus
- * its 6-bit sub-block scales; f16 and bf16 relative steps 2^-11 and 2^-8 of each value give
+ * its 6-bit sub-block scales; q4_1 the same 2/15; q5_0 1/16 -> 0.031; q5_1 and q5_k 2/31 ->
+ * 0.032; iq4_nl and iq4_xs taken at q4_0's 1/8 (16 levels, spaced unevenly); q3_k 1/4 ->
+ * 0.125; q2_k (range)/3 = 2/3 -> 0.33; f16 and bf16 relative steps 2^-11 and 2^-8 of each value give
  * well under 3e-4 and 2.3e-3; edgelora's w8 1/127 of a row's largest -> 0.004, and its int4
  * types (symmetric, -7..7) 1/7 of a row's or group's largest -> 0.071; w8a16 stores w8's
  * weights. Each bound below is that figure * 1.5.
@@ -39,6 +41,10 @@ static const struct {
     {"f16", EL_TYPE_F16, 1, 5e-4, 1.5e-3},   {"bf16", EL_TYPE_BF16, 32, 4e-3, 1.1e-2},
     {"q8_0", EL_TYPE_Q8_0, 7, 6e-3, 4.8e-2}, {"q6_k", EL_TYPE_Q6_K, 18, 0.025, 0.125},
     {"q4_0", EL_TYPE_Q4_0, 2, 0.095, 0.43},  {"q4_k", EL_TYPE_Q4_K, 15, 0.1, 0.45},
+    {"q5_k", EL_TYPE_Q5_K, 17, 0.048, 0.18},  {"q5_1", EL_TYPE_Q5_1, 9, 0.048, 0.22},
+    {"q5_0", EL_TYPE_Q5_0, 8, 0.047, 0.25},   {"q4_1", EL_TYPE_Q4_1, 3, 0.1, 0.43},
+    {"iq4_nl", EL_TYPE_IQ4_NL, 25, 0.094, 0.44}, {"iq4_xs", EL_TYPE_IQ4_XS, 30, 0.094, 0.45},
+    {"q3_k", EL_TYPE_Q3_K, 12, 0.19, 0.83},   {"q2_k", EL_TYPE_Q2_K, 10, 0.5, 1.67},
     /* edgelora's types (no llama.cpp number: 1000 + id) */
     {"w8", EL_TYPE_W8, 1065, 6e-3, 0.05},        {"w4", EL_TYPE_W4, 1066, 0.107, 0.57},
     {"w4g32", EL_TYPE_W4G32, 1067, 0.107, 0.47}, {"w4g64", EL_TYPE_W4G64, 1068, 0.107, 0.51},
@@ -286,7 +292,12 @@ static int test_q8_0_half_step(void) {
 /* The golden model has n_embd 64 and n_ff 96: no row fits a K-quant's 256, so they fall back
  * (llama.cpp: Q6_K -> Q8_0; Q4_K -> Q5_0, which we lack, so Q8_0). */
 static int test_fallbacks(void) {
-    CHECK(el_quant_fit_type(EL_TYPE_Q4_K, 64) == EL_TYPE_Q8_0);
+    CHECK(el_quant_fit_type(EL_TYPE_Q4_K, 64) == EL_TYPE_Q5_0);
+    CHECK(el_quant_fit_type(EL_TYPE_Q5_K, 64) == EL_TYPE_Q5_1);
+    CHECK(el_quant_fit_type(EL_TYPE_Q3_K, 64) == EL_TYPE_Q4_0);
+    CHECK(el_quant_fit_type(EL_TYPE_Q2_K, 96) == EL_TYPE_Q4_0);
+    CHECK(el_quant_fit_type(EL_TYPE_IQ4_XS, 96) == EL_TYPE_IQ4_NL);
+    CHECK(el_quant_fit_type(EL_TYPE_Q5_K, 172) == EL_TYPE_F16);
     CHECK(el_quant_fit_type(EL_TYPE_Q6_K, 96) == EL_TYPE_Q8_0);
     CHECK(el_quant_fit_type(EL_TYPE_Q6_K, 172) == EL_TYPE_F16);
     CHECK(el_quant_fit_type(EL_TYPE_Q4_0, 172) == EL_TYPE_F16);
@@ -306,7 +317,7 @@ static int test_fallbacks(void) {
     gguf_file *q;
     CHECK(gguf_open(out, &q) == EL_OK);
     const gguf_tensor *t = gguf_find_tensor(q, "blk.0.ffn_down.weight");
-    bool ok = t && t->type == EL_TYPE_Q8_0;
+    bool ok = t && t->type == EL_TYPE_Q5_0; /* llama.cpp's fallback of q4_K */
     uint32_t ft = 0;
     ok = ok && gguf_get_u32(q, "general.file_type", &ft) == EL_OK && ft == 15;
     gguf_close(q);
@@ -338,7 +349,7 @@ static int test_failures_leave_no_file(void) {
     char out_buf[512];
     const char *out = tmp_path(out_buf, "never.gguf");
     el_quantize_params p = el_quantize_default_params();
-    p.type = "q4_1"; /* not ours */
+    p.type = "q8_k"; /* activations only */
     CHECK(el_quantize("tests/golden/llama_f32_gqa.gguf", out, &p) == EL_ERR_INVALID_ARG);
     CHECK(nothing_written(out));
     p.type = "q4_0";

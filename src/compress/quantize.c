@@ -45,17 +45,25 @@ el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
 
 bool el_quant_type_is_ggml(el_type t) { return (uint32_t)t < 64; }
 
-/* llama.cpp's llama_ftype for a file whose weights are (mostly) of type t. Q4_K is written as
- * Q4_K_M, which llama-quantize's "Q4_K" means. Our own types have no llama.cpp number: they get
+/* llama.cpp's llama_ftype for a file whose weights are (mostly) of type t. Q3_K, Q4_K and Q5_K
+ * are written as their _M mixes, which llama-quantize's "Q3_K", "Q4_K" and "Q5_K" mean. Our own types have no llama.cpp number: they get
  * 1000 + their type id. */
 uint32_t el_quant_file_type(el_type t) {
     switch (t) {
     case EL_TYPE_F32: return 0;
     case EL_TYPE_F16: return 1;
     case EL_TYPE_Q4_0: return 2;
+    case EL_TYPE_Q4_1: return 3;
     case EL_TYPE_Q8_0: return 7;
+    case EL_TYPE_Q5_0: return 8;
+    case EL_TYPE_Q5_1: return 9;
+    case EL_TYPE_Q2_K: return 10;
+    case EL_TYPE_Q3_K: return 12;
     case EL_TYPE_Q4_K: return 15;
+    case EL_TYPE_Q5_K: return 17;
     case EL_TYPE_Q6_K: return 18;
+    case EL_TYPE_IQ4_NL: return 25;
+    case EL_TYPE_IQ4_XS: return 30;
     case EL_TYPE_BF16: return 32;
     default: return 1000 + (uint32_t)t;
     }
@@ -69,10 +77,14 @@ static bool fits(el_type t, int64_t n) {
 
 el_type el_quant_fit_type(el_type want, int64_t n_in) {
     if (fits(want, n_in)) return want;
-    /* llama.cpp: Q4_K -> Q5_0 and Q6_K -> Q8_0; we have no Q5_0, so Q4_K also goes to the
-     * next type of at least its quality that we have, Q8_0 */
-    if ((want == EL_TYPE_Q4_K || want == EL_TYPE_Q6_K) && fits(EL_TYPE_Q8_0, n_in))
-        return EL_TYPE_Q8_0;
+    /* llama.cpp's: each type of blocks of 256 to one of blocks of 32 */
+    static const struct { el_type from, to; } smaller_blocks[] = {
+        {EL_TYPE_Q2_K, EL_TYPE_Q4_0}, {EL_TYPE_Q3_K, EL_TYPE_Q4_0},
+        {EL_TYPE_Q4_K, EL_TYPE_Q5_0}, {EL_TYPE_Q5_K, EL_TYPE_Q5_1},
+        {EL_TYPE_Q6_K, EL_TYPE_Q8_0}, {EL_TYPE_IQ4_XS, EL_TYPE_IQ4_NL},
+    };
+    for (size_t i = 0; i < sizeof smaller_blocks / sizeof smaller_blocks[0]; i++)
+        if (want == smaller_blocks[i].from && fits(smaller_blocks[i].to, n_in)) return smaller_blocks[i].to;
     /* our per-group int4 types: the largest smaller group that divides the row */
     static const el_type groups[] = {EL_TYPE_W4G128, EL_TYPE_W4G64, EL_TYPE_W4G32};
     bool smaller = false;

@@ -1,7 +1,7 @@
 /* types.c - the layout table: every type the GGUF reader can size, each once.
  *
- * The types we compute with take their bytes per block from their block structs (blocks.h);
- * the ones we only size write out ggml's block structs (ggml-common.h) field by field. */
+ * Every quantized type takes its bytes per block from its block struct (blocks.h), so the size
+ * is stated once, where the layout is. */
 #include "core/types.h"
 
 #include <strings.h>
@@ -12,17 +12,19 @@ static const el_type_layout layouts[EL_TYPE_COUNT] = {
     [EL_TYPE_F32] = {"f32", "f32", 1, sizeof(float)},
     [EL_TYPE_F16] = {"f16", "f16", 1, sizeof(uint16_t)},
     [EL_TYPE_Q4_0] = {"q4_0", "q4_0", EL_QK4_0, sizeof(el_block_q4_0)},
-    [EL_TYPE_Q4_1] = {"q4_1", "q4_1", 32, 2 * 2 + 32 / 2},          /* d, m; qs */
-    [EL_TYPE_Q5_0] = {"q5_0", "q5_0", 32, 2 + 4 + 32 / 2},          /* d; qh; qs */
-    [EL_TYPE_Q5_1] = {"q5_1", "q5_1", 32, 2 * 2 + 4 + 32 / 2},      /* d, m; qh; qs */
+    [EL_TYPE_Q4_1] = {"q4_1", "q4_1", EL_QK4_0, sizeof(el_block_q4_1)},
+    [EL_TYPE_Q5_0] = {"q5_0", "q5_0", EL_QK4_0, sizeof(el_block_q5_0)},
+    [EL_TYPE_Q5_1] = {"q5_1", "q5_1", EL_QK4_0, sizeof(el_block_q5_1)},
     [EL_TYPE_Q8_0] = {"q8_0", "q8_0", EL_QK8_0, sizeof(el_block_q8_0)},
-    [EL_TYPE_Q8_1] = {"q8_1", "q8_1", 32, 2 * 2 + 32},              /* d, s; qs */
-    [EL_TYPE_Q2_K] = {"q2_K", "q2_k", EL_QK_K, 256 / 16 + 256 / 4 + 2 * 2}, /* scales; qs; d, dmin */
-    [EL_TYPE_Q3_K] = {"q3_K", "q3_k", EL_QK_K, 256 / 8 + 256 / 4 + 12 + 2}, /* hmask; qs; scales; d */
+    [EL_TYPE_Q8_1] = {"q8_1", "q8_1", EL_QK8_0, sizeof(el_block_q8_1)},
+    [EL_TYPE_Q2_K] = {"q2_K", "q2_k", EL_QK_K, sizeof(el_block_q2_k)},
+    [EL_TYPE_Q3_K] = {"q3_K", "q3_k", EL_QK_K, sizeof(el_block_q3_k)},
     [EL_TYPE_Q4_K] = {"q4_K", "q4_k", EL_QK_K, sizeof(el_block_q4_k)},
-    [EL_TYPE_Q5_K] = {"q5_K", "q5_k", EL_QK_K, 2 * 2 + 12 + 256 / 8 + 256 / 2}, /* d, dmin; scales; qh; qs */
+    [EL_TYPE_Q5_K] = {"q5_K", "q5_k", EL_QK_K, sizeof(el_block_q5_k)},
     [EL_TYPE_Q6_K] = {"q6_K", "q6_k", EL_QK_K, sizeof(el_block_q6_k)},
     [EL_TYPE_Q8_K] = {"q8_K", "q8_k", EL_QK_K, sizeof(el_block_q8_k)},
+    [EL_TYPE_IQ4_NL] = {"iq4_nl", "iq4_nl", EL_QK4_0, sizeof(el_block_iq4_nl)},
+    [EL_TYPE_IQ4_XS] = {"iq4_xs", "iq4_xs", EL_QK_K, sizeof(el_block_iq4_xs)},
     [EL_TYPE_I8] = {"i8", "i8", 1, sizeof(int8_t)},
     [EL_TYPE_I16] = {"i16", "i16", 1, sizeof(int16_t)},
     [EL_TYPE_I32] = {"i32", "i32", 1, sizeof(int32_t)},

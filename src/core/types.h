@@ -31,6 +31,8 @@ typedef enum el_type {
     EL_TYPE_Q5_K = 13,
     EL_TYPE_Q6_K = 14,
     EL_TYPE_Q8_K = 15, /* activations only: the dot type of the K-quants */
+    EL_TYPE_IQ4_NL = 20,
+    EL_TYPE_IQ4_XS = 23,
     EL_TYPE_I8 = 24,
     EL_TYPE_I16 = 25,
     EL_TYPE_I32 = 26,

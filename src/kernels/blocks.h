@@ -1,4 +1,4 @@
-/* blocks.h - the portable reference kernels (quant.c, ref.c) of ggml's quantized blocks, whose
+/* blocks.h - the portable reference kernels (quant*.c, ref*.c) of ggml's quantized blocks, whose
  * byte layouts are core's (core/blocks.h, shared with the layout table), and the helpers the
  * SIMD kernels unpack them with. */
 #ifndef EL_KERNELS_BLOCKS_H
@@ -21,6 +21,51 @@ static inline void el_q4_k_scale_min(const uint8_t *scales, int s, int *sc, int 
         *m = (scales[s + 4] >> 4) | ((scales[s] >> 6) << 4);
     }
 }
+
+/* Packs 8 6-bit scales and mins into Q4_K's (and Q5_K's) 12 bytes, as el_q4_k_scale_min reads
+ * them. */
+static inline void el_q4_k_pack_scales_mins(const int ls[8], const int lm[8], uint8_t scales[12]) {
+    for (int s = 0; s < 4; s++) {
+        scales[s] = (uint8_t)(ls[s] | ((ls[s + 4] >> 4) << 6));
+        scales[s + 4] = (uint8_t)(lm[s] | ((lm[s + 4] >> 4) << 6));
+        scales[s + 8] = (uint8_t)((ls[s + 4] & 0xF) | ((lm[s + 4] & 0xF) << 4));
+    }
+}
+
+/* The 2-bit field of element e (0..255) of Q2_K's or Q3_K's qs: in each half of 128 elements,
+ * element 32k + l is bits 2k, 2k+1 of byte l. */
+static inline int el_k_2bit(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+}
+
+/* The 16 signed scales of a Q3_K block: sub-block s's 6-bit field has its low 4 bits in nibble
+ * s / 8 of byte s % 8 and its top 2 bits at bit 2 * (s / 4) of byte 8 + s % 4; the scale is the
+ * field - 32. */
+static inline void el_q3_k_scales(const uint8_t scales[12], int8_t out[16]) {
+    for (int s = 0; s < 16; s++) {
+        int field = ((scales[s % 8] >> 4 * (s / 8)) & 0xF) | ((scales[8 + s % 4] >> 2 * (s / 4)) & 3) << 4;
+        out[s] = (int8_t)(field - 32);
+    }
+}
+
+/* Element e's level in a Q3_K block, -4..3: the 2-bit field, less 4 where the high bit is clear. */
+static inline int el_q3_k_level(const el_block_q3_k *b, int e) {
+    return el_k_2bit(b->qs, e) - ((b->hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4);
+}
+
+/* Element e's level in a Q5_K block, 0..31: its Q4_K nibble and its bit in qh. */
+static inline int el_q5_k_level(const el_block_q5_k *b, int e) {
+    int c = e / 64, l = e % 32, upper = e % 64 / 32;
+    return ((b->qs[32 * c + l] >> 4 * upper) & 0xF) | ((b->qh[l] >> (2 * c + upper)) & 1) << 4;
+}
+
+/* Sub-block s's signed scale in an IQ4_XS block, -32..31 (see el_block_iq4_xs). */
+static inline int el_iq4_xs_scale(const el_block_iq4_xs *b, int s) {
+    return (((b->scales_l[s / 2] >> 4 * (s % 2)) & 0xF) | ((b->scales_h >> 2 * s) & 3) << 4) - 32;
+}
+
+/* IQ4_NL's and IQ4_XS's 16 levels (ggml's kvalues_iq4nl), in increasing order. */
+extern const int8_t el_iq4nl_values[16];
 
 /* The little-endian 32-bit word at p (compilers make this one load on little-endian CPUs). */
 static inline uint32_t el_load_le32(const uint8_t *p) {
@@ -58,6 +103,27 @@ void el_q6_k_to_float(const void *x, float *y, int64_t n);
 void el_q6_k_from_float(const float *x, void *y, int64_t n);
 void el_q8_k_to_float(const void *x, float *y, int64_t n);
 void el_q8_k_from_float(const float *x, void *y, int64_t n);
+/* quant_legacy.c */
+void el_q4_1_to_float(const void *x, float *y, int64_t n);
+void el_q4_1_from_float(const float *x, void *y, int64_t n);
+void el_q5_0_to_float(const void *x, float *y, int64_t n);
+void el_q5_0_from_float(const float *x, void *y, int64_t n);
+void el_q5_1_to_float(const void *x, float *y, int64_t n);
+void el_q5_1_from_float(const float *x, void *y, int64_t n);
+void el_q8_1_to_float(const void *x, float *y, int64_t n);
+void el_q8_1_from_float(const float *x, void *y, int64_t n);
+/* quant_k.c */
+void el_q2_k_to_float(const void *x, float *y, int64_t n);
+void el_q2_k_from_float(const float *x, void *y, int64_t n);
+void el_q3_k_to_float(const void *x, float *y, int64_t n);
+void el_q3_k_from_float(const float *x, void *y, int64_t n);
+void el_q5_k_to_float(const void *x, float *y, int64_t n);
+void el_q5_k_from_float(const float *x, void *y, int64_t n);
+/* quant_iq4.c */
+void el_iq4_nl_to_float(const void *x, float *y, int64_t n);
+void el_iq4_nl_from_float(const float *x, void *y, int64_t n);
+void el_iq4_xs_to_float(const void *x, float *y, int64_t n);
+void el_iq4_xs_from_float(const float *x, void *y, int64_t n);
 
 /* Reference dot products (ref.c): weight type . its vec_dot_type. */
 void el_vec_dot_f32_ref(int64_t n, float *s, const void *x, const void *y);
@@ -67,5 +133,14 @@ void el_vec_dot_q8_0_ref(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q4_0_ref(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q4_k_ref(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q6_k_ref(int64_t n, float *s, const void *x, const void *y);
+/* ref_legacy.c, ref_k.c, ref_iq4.c */
+void el_vec_dot_q4_1_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_0_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q2_k_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q3_k_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_k_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_nl_ref(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_ref(int64_t n, float *s, const void *x, const void *y);
 
 #endif

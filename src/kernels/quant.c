@@ -1,8 +1,11 @@
-/* quant.c - reference conversions between float and every stored type (to_float / from_float).
+/* quant.c - reference conversions between float and the float types, Q8_0, Q4_0, Q4_K, Q6_K and
+ * Q8_K (to_float / from_float); the other ggml types are in quant_legacy.c, quant_k.c and
+ * quant_iq4.c, which follow llama.cpp's quantizers.
  *
- * Quantizers are of reference quality: a scale from the extreme value of each block (and for the
- * K-quants a second-level quantization of the sub-block scales), round to nearest. They only need
- * to be correct and reasonable; the files we run are quantized by llama.cpp. */
+ * These quantizers are edgelora's own, of reference quality: a scale from the extreme value of
+ * each block (and for the K-quants a second-level quantization of the sub-block scales), round
+ * to nearest. They only need to be correct and reasonable; the files we run are quantized by
+ * llama.cpp. */
 #include <math.h>
 #include <string.h>
 
@@ -136,12 +139,7 @@ static void q4_k_quantize_block(const float *x, el_block_q4_k *b) {
         float span = (top[s] + dmin * lm[s]) / 15.0f;
         ls[s] = d > 0.0f ? clampi((int)lrintf(span / d), 0, 63) : 0;
     }
-    memset(b->scales, 0, sizeof b->scales);
-    for (int s = 0; s < 4; s++) {
-        b->scales[s] = (uint8_t)(ls[s] | ((ls[s + 4] >> 4) << 6));
-        b->scales[s + 4] = (uint8_t)(lm[s] | ((lm[s + 4] >> 4) << 6));
-        b->scales[s + 8] = (uint8_t)((ls[s + 4] & 0xF) | ((lm[s + 4] & 0xF) << 4));
-    }
+    el_q4_k_pack_scales_mins(ls, lm, b->scales);
     memset(b->qs, 0, sizeof b->qs);
     for (int s = 0; s < 8; s++) {
         float sc = d * ls[s], m = dmin * lm[s];

@@ -13,25 +13,10 @@
 #include "core/error.h"
 #include "model/model.h"
 
+/* A weight the forward can multiply by: any type with a dot product and conversions (the
+ * kernels table says which), whose ISA tables may or may not accelerate it. */
 static bool is_supported_weight_type(uint32_t t) {
-    switch (t) {
-    case EL_TYPE_F32:
-    case EL_TYPE_F16:
-    case EL_TYPE_BF16:
-    case EL_TYPE_Q8_0:
-    case EL_TYPE_Q4_0:
-    case EL_TYPE_Q4_K:
-    case EL_TYPE_Q6_K:
-    case EL_TYPE_W8:
-    case EL_TYPE_W4:
-    case EL_TYPE_W4G32:
-    case EL_TYPE_W4G64:
-    case EL_TYPE_W4G128:
-    case EL_TYPE_W8A16:
-        return el_type_kernels_get(t) != NULL;
-    default:
-        return false;
-    }
+    return t < EL_TYPE_COUNT && el_type_is_weight((el_type)t);
 }
 
 static const char *type_name(uint32_t t) {
