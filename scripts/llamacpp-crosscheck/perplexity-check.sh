@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `edgelora perplexity` against llama.cpp's own llama-perplexity (built by build-llama-bench.sh
 # into LLAMA_DIR, default /tmp/llama.cpp) on the same files, text and context: the committed
-# base model bare, with an adapter and quantized, a converted llama2.c checkpoint (SentencePiece,
+# base model bare, with an adapter and quantized to each type both compute with, a converted llama2.c checkpoint (SentencePiece,
 # adds BOS) and the converted Qwen2 golden folder (byte-level BPE, no BOS). Both tools read the
 # same prefix of each text, so they cut the same windows; the figures must agree to TOL (relative,
 # default 2e-3: fp16 KV caches on both sides, and kernels that round differently).
@@ -45,8 +45,15 @@ head -c 60000 "$data/corpus/de.txt" > "$tmp/de.txt"
 check "base, en, ctx 128" "$m/base.gguf" "$tmp/en.txt" 128
 check "base, en, ctx 256" "$m/base.gguf" "$tmp/en.txt" 256
 check "base + translate-de, de" "$m/base.gguf" "$tmp/de.txt" 128 --lora "$m/translate-de.gguf"
-"$el" quantize "$m/base.gguf" "$tmp/base-q4_0.gguf" --type q4_0 >/dev/null 2>&1 &&
-    check "base q4_0, en" "$tmp/base-q4_0.gguf" "$tmp/en.txt" 128
+# our quantizer's files in every type both compute with: llama.cpp reads them, and our kernels
+# of the types new to us agree with its own
+for t in q4_0 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs; do
+    if "$el" quantize "$m/base.gguf" "$tmp/base-$t.gguf" --type $t >/dev/null 2>&1; then
+        check "base $t, en" "$tmp/base-$t.gguf" "$tmp/en.txt" 128
+    else
+        echo "FAIL quantize $t"; failed=$((failed + 1))
+    fi
+done
 "$el" convert "$data/models/stories260K.bin" --tokenizer "$data/models/tok512.bin" \
     -o "$tmp/stories.gguf" >/dev/null 2>&1 &&
     check "stories260K converted, en" "$tmp/stories.gguf" "$tmp/en.txt" 128
