@@ -20,16 +20,31 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
     for (int64_t b = 0; b < nb; b++) {
         uint16_t d = el_fp32_to_fp16(test_rand_uniform(r, -0.02f, 0.02f));
         uint16_t dmin = el_fp32_to_fp16(test_rand_uniform(r, 0.0f, 0.01f));
+        void *blk = (char *)data + b * el_type_layout_get(type)->type_size;
         switch (type) {
         case EL_TYPE_Q8_0: ((el_block_q8_0 *)data)[b].d = d; break;
         case EL_TYPE_Q4_0: ((el_block_q4_0 *)data)[b].d = d; break;
+        case EL_TYPE_Q4_1: ((el_block_q4_1 *)data)[b].d = d, ((el_block_q4_1 *)data)[b].m = dmin; break;
+        case EL_TYPE_Q5_0: ((el_block_q5_0 *)data)[b].d = d; break;
+        case EL_TYPE_Q5_1: ((el_block_q5_1 *)data)[b].d = d, ((el_block_q5_1 *)data)[b].m = dmin; break;
+        case EL_TYPE_IQ4_NL: ((el_block_iq4_nl *)data)[b].d = d; break;
+        case EL_TYPE_IQ4_XS: ((el_block_iq4_xs *)data)[b].d = d; break;
+        case EL_TYPE_Q2_K:
+            ((el_block_q2_k *)data)[b].d = d;
+            ((el_block_q2_k *)data)[b].dmin = dmin;
+            break;
+        case EL_TYPE_Q3_K: ((el_block_q3_k *)data)[b].d = d; break;
         case EL_TYPE_Q4_K:
             ((el_block_q4_k *)data)[b].d = d;
             ((el_block_q4_k *)data)[b].dmin = dmin;
             break;
+        case EL_TYPE_Q5_K:
+            ((el_block_q5_k *)data)[b].d = d;
+            ((el_block_q5_k *)data)[b].dmin = dmin;
+            break;
         case EL_TYPE_Q6_K: ((el_block_q6_k *)data)[b].d = d; break;
         case EL_TYPE_W4G32: case EL_TYPE_W4G64: case EL_TYPE_W4G128:
-            memcpy((char *)data + b * el_type_layout_get(type)->type_size, &d, sizeof d);
+            memcpy(blk, &d, sizeof d);
             break;
         default: break;
         }
@@ -46,15 +61,14 @@ static void random_weights(el_type type, void *data, int64_t n, test_rng *r) {
     }
 }
 
+/* Every dot product of the table that is not the reference's own. */
 static int compare_tables(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
-                                    EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
-                                    EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128,
-                                    EL_TYPE_W8A16};
     test_rng r = {99};
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_kernels *wt = el_type_kernels_get(types[ti]);
-        const el_type_layout *wt_layout = el_type_layout_get(types[ti]);
+    for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
+        const el_type_kernels *ref = el_type_kernels_get(ty);
+        if (simd->vec_dot[ty] == NULL || ref == NULL || simd->vec_dot[ty] == ref->vec_dot) continue;
+        const el_type_kernels *wt = ref;
+        const el_type_layout *wt_layout = el_type_layout_get((el_type)ty);
         const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
         int64_t unit = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
         /* 1-9 blocks, then lengths past the kernels' groups of 8 blocks with every tail */
@@ -63,13 +77,13 @@ static int compare_tables(const el_kernels *simd) {
             int blocks = block_counts[bc];
             for (int extra = 0; extra < (wt_layout->block_size == 1 ? 16 : 1); extra += 5) {
                 int64_t n = unit * blocks + extra;
-                void *w = malloc(el_row_size(types[ti], n) + 1);
+                void *w = malloc(el_row_size((el_type)ty, n) + 1);
                 float *a = malloc((size_t)n * sizeof *a);
                 void *aq = malloc(el_row_size(EL_TYPE_F32, n));
                 float *ad = malloc((size_t)n * sizeof *ad);
                 float *wd = malloc((size_t)n * sizeof *wd);
                 CHECK(w && a && aq && ad && wd);
-                random_weights(types[ti], w, n, &r);
+                random_weights((el_type)ty, w, n, &r);
                 for (int64_t i = 0; i < n; i++) a[i] = test_rand_uniform(&r, -4.0f, 4.0f);
                 a[r.s % n] = 9.0f; /* an outlier: some quants at +-127 */
                 at->from_float(a, aq, n);
@@ -79,7 +93,7 @@ static int compare_tables(const el_kernels *simd) {
                 for (int64_t i = 0; i < n; i++) mag += fabs((double)wd[i] * ad[i]);
                 float want = NAN, got = NAN;
                 wt->vec_dot(n, &want, w, aq);
-                simd->vec_dot[types[ti]](n, &got, w, aq);
+                simd->vec_dot[(el_type)ty](n, &got, w, aq);
                 if (!(fabs((double)got - want) <= 2e-5 * mag + 1e-6)) {
                     test_note("%s %s n=%lld: got %.9g, reference %.9g", simd->isa,
                               wt_layout->ggml_name, (long long)n, got, want);
