@@ -14,7 +14,8 @@ VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/e
 # descriptions, measurement, training and compression, which may use OpenBLAS/LAPACKE
 TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c src/convert/*.c) \
              src/formats/convert_llama2c.c src/formats/describe.c \
-             src/runtime/adapter_save.c src/runtime/adapter_merge.c src/runtime/measure.c
+             src/runtime/adapter_save.c src/runtime/adapter_merge.c src/runtime/measure.c \
+             src/runtime/peak.c
 TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
 # the inference library (include/edgelora.h): libc, libm and pthreads only
 LIB_SRC := $(filter-out $(TOOLS_SRC),$(wildcard src/core/*.c src/formats/*.c src/kernels/*.c \

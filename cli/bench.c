@@ -14,7 +14,7 @@
 static const char help[] =
     "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
     "                      [-r REPS] [--kv-type f16|f32] [--lora FILE] [--lora-scaled FILE S]\n"
-    "                      [--variants K] [--json]\n"
+    "                      [--variants K] [--rows R1,R2,...] [--json]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
@@ -39,6 +39,13 @@ static const char help[] =
     "greedy variants of -n tokens (default 64) after one -p-token prompt (default 128), and one\n"
     "alone, and reports both wall times with the prompt, their ratio (K sequential runs: K),\n"
     "the time per step, and the KV cache bytes the prompt and each extra variant take.\n"
+    "--rows 1,2,4,8 (up to 64 rows) measures decode steps of R rows instead, for each R: R\n"
+    "sequences share a -p-token prompt (default 256) and each decodes its own token at the same\n"
+    "position, -n steps (default 16) per repetition; each R's median step time is printed next\n"
+    "to its memory floor (the weights and adapters a step reads over the bandwidth measured\n"
+    "around it) and its compute floor (R x the multiply-adds of a row over the int8 peak of the\n"
+    "kernels in use, probed on the same threads), and the fraction: the larger floor over the\n"
+    "step's time. With adapters, sequence i binds the (i mod N)th.\n"
     "docs/bench.md says more.\n";
 
 static int cmp_double(const void *a, const void *b) {
@@ -280,6 +287,25 @@ static void print_table(const bench_opts *o, const bench_result *r) {
            (double)r->peak_rss / (double)(r->file_bytes + r->kv_bytes + r->adapter_bytes));
 }
 
+/* "1,2,4,8" into o->rows; false (with a message) unless every item is a count of 1 to
+ * BENCH_MAX_ROWS. */
+static bool parse_rows(const char *list, bench_opts *o) {
+    o->n_rows = 0;
+    for (const char *s = list;;) {
+        char *end;
+        long r = strtol(s, &end, 10);
+        if (end == s || r < 1 || r > BENCH_MAX_ROWS || (*end != ',' && *end != '\0') ||
+            o->n_rows == BENCH_MAX_ROW_COUNTS) {
+            cli_error("bench", "--rows takes up to %d comma-separated counts of 1 to %d rows, "
+                               "not '%s'", BENCH_MAX_ROW_COUNTS, BENCH_MAX_ROWS, list);
+            return false;
+        }
+        o->rows[o->n_rows++] = (int32_t)r;
+        if (*end == '\0') return true;
+        s = end + 1;
+    }
+}
+
 static int parse(int argc, char **argv, bench_opts *o) {
     *o = (bench_opts){.reps = 3}; /* -p and -n: 0 until given, then the mode's default */
     for (int i = 1; i < argc; i++) {
@@ -306,6 +332,8 @@ static int parse(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) {
             num = &o->reps;
             hi = 100;
+        } else if (!strcmp(a, "--rows")) {
+            if (!(v = cli_value("bench", argc, argv, &i)) || !parse_rows(v, o)) return CLI_USAGE;
         } else if (!strcmp(a, "--variants")) {
             num = &o->variants;
             hi = 256;
@@ -322,8 +350,12 @@ static int parse(int argc, char **argv, bench_opts *o) {
         cli_error("bench", "-c is not an option of bench: the context is -p + -n tokens");
         return CLI_USAGE;
     }
-    if (!o->n_prompt) o->n_prompt = o->variants ? 128 : 512;
-    if (!o->n_gen) o->n_gen = o->variants ? 64 : 128;
+    if (o->n_rows && o->variants) {
+        cli_error("bench", "--rows and --variants are two different measurements: give one");
+        return CLI_USAGE;
+    }
+    if (!o->n_prompt) o->n_prompt = o->n_rows ? 256 : o->variants ? 128 : 512;
+    if (!o->n_gen) o->n_gen = o->n_rows ? 16 : o->variants ? 64 : 128;
     if (o->variants && o->n_gen < 2) {
         cli_error("bench", "--variants needs -n 2 or more: each variant's first token comes "
                            "from the prompt, the decode steps measured come after it");
@@ -343,8 +375,9 @@ int cmd_bench(int argc, char **argv) {
     if (stat(o.mo.model, &sb) == 0) res.file_bytes = (uint64_t)sb.st_size;
     el_model *m = NULL;
     if ((rc = load_timed(&o, &res, &m))) return rc;
-    if (o.variants) {
-        rc = bench_variants(&o, m, res.threads, res.file_bytes, res.load_ms);
+    if (o.variants || o.n_rows) {
+        rc = o.n_rows ? bench_rows(&o, m, res.threads)
+                      : bench_variants(&o, m, res.threads, res.file_bytes, res.load_ms);
         el_model_free(m);
         return rc;
     }

@@ -14,10 +14,14 @@ typedef struct bench_stat {
     double med, min, max;
 } bench_stat;
 
+enum { BENCH_MAX_ROWS = 64, BENCH_MAX_ROW_COUNTS = 32 };
+
 typedef struct bench_opts {
     cli_model_opts mo;
     long n_prompt, n_gen, n_batch, n_ubatch, reps; /* n_ubatch 0: the library's default */
     long variants; /* > 0: measure K concurrent variants against one (bench_variants) */
+    int32_t rows[BENCH_MAX_ROW_COUNTS]; /* --rows: the step sizes to measure (bench_rows) */
+    int n_rows;
     cli_lora_opts lora; /* adapters bound to the measured sequence */
     bool json;
 } bench_opts;
@@ -38,5 +42,9 @@ void bench_json_stat(const char *name, bench_stat s);
  * report); prints the table or the JSON object. Returns the process exit code. */
 int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t file_bytes,
                    bench_stat load_ms);
+
+/* The steps of R rows for each R of o->rows, next to their memory and compute floors; prints
+ * the table or the JSON object. Returns the process exit code. */
+int bench_rows(const bench_opts *o, el_model *m, int32_t threads);
 
 #endif

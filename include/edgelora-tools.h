@@ -225,6 +225,24 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
  * bounds decoding for whatever state they are in. Every sweep's sum must equal the first's. */
 el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *gb_s);
 
+/* The int8 multiply-add peak of the kernels in use (el_measure_int8_peak), which bounds a
+ * decode step of many rows from below as the bandwidth bounds one of a single row. */
+typedef struct el_int8_peak {
+    const char *isa;         /* the kernels in use ("avx512vnni") */
+    const char *instruction; /* the dot instruction probed ("vpdpbusd zmm"); NULL: no probe
+                              * (the reference kernels), and the figures below are 0 */
+    int32_t macs_per_instr;  /* multiply-adds one such instruction does */
+    int32_t threads;
+    double gmacs_per_s;      /* all threads together, in 1e9 multiply-adds a second */
+    double ghz;              /* the cores' clock while busy, measured (0: not on this ISA) */
+    double macs_per_cycle;   /* per thread (0 without the clock) */
+} el_int8_peak;
+
+/* Runs the probe of the kernels in use (dispatch.h) on n_threads threads (<= 0: all cores) at
+ * once, best of several timings, and a chain of dependent additions for the clock. Takes a few
+ * tenths of a second. */
+el_status el_measure_int8_peak(int32_t n_threads, el_int8_peak *out);
+
 /* The peak resident set size of this process so far, in bytes (0 if the system cannot say). */
 uint64_t el_peak_rss_bytes(void);
 
@@ -241,6 +259,7 @@ typedef struct el_decode_cost {
                                       * so it is not counted unless it is also the output head) */
     const char *weight_type;         /* the type holding most of those bytes ("q4_0"), or
                                       * "mixed" if no type holds more than half */
+    uint64_t multiply_adds_per_token; /* of those weights: inputs x outputs of each matrix */
 } el_decode_cost;
 
 el_status el_model_decode_cost(const el_model *model, el_decode_cost *out);

@@ -70,12 +70,15 @@ static int test_decode_cost(const char *file, const char *type, int tied) {
     snprintf(path, sizeof path, "tests/golden/%s", file);
     gguf_file *g;
     CHECK(gguf_open(path, &g) == EL_OK);
-    uint64_t want = 0;
+    uint64_t want = 0, want_macs = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         int is_2d = t->n_dims == 2 && t->ne[1] > 1;
         int is_embd = gguf_str_eq(t->name, "token_embd.weight");
-        if (is_2d && (!is_embd || tied)) want += t->nbytes;
+        if (is_2d && (!is_embd || tied)) {
+            want += t->nbytes;
+            want_macs += t->ne[0] * t->ne[1];
+        }
     }
     gguf_close(g);
     el_model *m;
@@ -88,6 +91,7 @@ static int test_decode_cost(const char *file, const char *type, int tied) {
         test_note("%s: %llu bytes, want %llu", file, (unsigned long long)c.weight_bytes_per_token,
                   (unsigned long long)want);
     CHECK(c.weight_bytes_per_token == want);
+    CHECK(c.multiply_adds_per_token == want_macs);
     CHECK(strcmp(c.weight_type, type) == 0);
     return TEST_PASS;
 }
@@ -121,6 +125,31 @@ static int test_model_bandwidth(void) {
     return TEST_PASS;
 }
 
+/* The measured peak against the hand count of docs/bench.md: no core issues more than two of
+ * these instructions a cycle, so more than that per measured cycle is a miscounted probe or a
+ * wrong clock; and one takes at most a few cycles, so far less is a probe whose chains
+ * serialize (or a clock chain that does not take a cycle an addition). */
+static int test_int8_peak(void) {
+    el_int8_peak p;
+    CHECK(el_measure_int8_peak(1, &p) == EL_OK);
+    CHECK(p.isa != NULL);
+    if (!p.instruction) {
+        test_note("no probe for the %s kernels", p.isa);
+        CHECK(p.gmacs_per_s == 0);
+        return TEST_SKIP;
+    }
+    CHECK(p.threads == 1 && isfinite(p.gmacs_per_s) && p.gmacs_per_s > 0);
+    test_note("%s: %.1f G multiply-adds/s, clock %.2f GHz, %.1f a cycle (%d an instruction)",
+              p.instruction, p.gmacs_per_s, p.ghz, p.macs_per_cycle, p.macs_per_instr);
+    if (p.ghz == 0) return TEST_PASS; /* no clock probe on this ISA */
+    CHECK(p.ghz > 0.2 && p.ghz < 8);
+    CHECK(p.macs_per_cycle <= 2.0 * p.macs_per_instr * 1.15);
+    CHECK(p.macs_per_cycle >= 0.2 * p.macs_per_instr);
+    CHECK(el_measure_int8_peak(1000, &p) == EL_ERR_INVALID_ARG);
+    CHECK(el_measure_int8_peak(1, NULL) == EL_ERR_INVALID_ARG);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("read_sum", test_read_sum);
     run_test("bandwidth", test_bandwidth);
@@ -128,5 +157,6 @@ int main(void) {
     run_test("decode_cost_untied", test_decode_cost_untied);
     run_test("decode_cost_tied", test_decode_cost_tied);
     run_test("model_bandwidth", test_model_bandwidth);
+    run_test("int8_peak", test_int8_peak);
     return tests_exit_code();
 }

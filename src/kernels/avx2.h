@@ -79,4 +79,7 @@ void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, 
                     float *out);
 void el_swiglu_avx2(float *gate, const float *up, size_t n);
 
+/* probe_avx2.c: the int8 peak probe */
+uint32_t el_int8_probe_avx2(int64_t iters, int8_t one);
+
 #endif

@@ -52,6 +52,7 @@ const el_kernel_level el_level_avx512 = {
         },
         .gemm_signed = false,
         .attend = el_attend_avx512,
+        .int8_probe = {el_int8_probe_avx512, EL_PROBE_CHAINS * 64, 64, "vpdpbusd zmm"},
         .gemv = {
             [EL_TYPE_Q8_0] = el_gemv_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_avx512,

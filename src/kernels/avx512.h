@@ -56,4 +56,7 @@ void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv
                       const void *const *k, const void *const *v, float *scores,
                       size_t ld_scores, float *out);
 
+/* probe_avx512.c: the int8 peak probe */
+uint32_t el_int8_probe_avx512(int64_t iters, int8_t one);
+
 #endif

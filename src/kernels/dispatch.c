@@ -27,6 +27,7 @@ void el_kernels_reference(el_kernels *k) {
         k->gemv_multi[t] = NULL;
     }
     k->gemm_signed = false;
+    k->int8_probe = (el_int8_probe){0};
 }
 
 /* Built in, and this CPU runs it and every level it builds on (whose instructions it uses). */
@@ -53,6 +54,7 @@ static void take(el_kernels *k, const el_kernels *l) {
     }
     if (l->attend) k->attend = l->attend;
     if (l->swiglu) k->swiglu = l->swiglu;
+    if (l->int8_probe.run) k->int8_probe = l->int8_probe;
     if (gemm) k->gemm_signed = l->gemm_signed;
 }
 

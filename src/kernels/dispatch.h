@@ -43,6 +43,21 @@ enum { EL_GEMV_MULTI_MAX = 3 };
 typedef void (*el_gemv_multi_fn)(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                                  const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+/* The probe of a level's int8 multiply-add peak (the compute floor `bench --rows` reports): runs
+ * iters iterations of EL_PROBE_CHAINS independent accumulations (enough to cover the latency of
+ * every core's dot instruction at its full issue rate) with the byte product the level's
+ * integer kernels use, on bytes all equal to `one` (1, passed at run time so nothing folds),
+ * and returns the sum of every accumulator lane. With one = 1 each multiply-add adds one, so the
+ * result is iters * macs_per_iter (mod 2^32): the count it claims is the count it did. */
+enum { EL_PROBE_CHAINS = 12 };
+typedef uint32_t (*el_int8_probe_fn)(int64_t iters, int8_t one);
+typedef struct el_int8_probe {
+    el_int8_probe_fn run;      /* NULL: none (the reference kernels) */
+    int32_t macs_per_iter;     /* multiply-adds an iteration does */
+    int32_t macs_per_instr;    /* of them, per dot instruction (the docs' hand count uses it) */
+    const char *instruction;   /* the instruction, as docs/bench.md names it */
+} el_int8_probe;
+
 typedef struct el_kernels {
     const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
@@ -55,6 +70,7 @@ typedef struct el_kernels {
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemv_multi_fn gemv_multi[EL_TYPE_COUNT]; /* by weight type; NULL: gemv row by row */
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
+    el_int8_probe int8_probe;                 /* the level's int8 peak probe */
 } el_kernels;
 
 /* The table in use; filled on first call (thread-safe), constant afterwards: the reference

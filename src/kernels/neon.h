@@ -115,4 +115,8 @@ void el_gemm_neon_dotprod(const el_weight *w, int64_t o0, int64_t n_out, const c
                           size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
                           int64_t ldy, void *panel);
 
+/* probe_neon.c, probe_neon_dotprod.c: the int8 peak probes */
+uint32_t el_int8_probe_neon(int64_t iters, int8_t one);
+uint32_t el_int8_probe_neon_dotprod(int64_t iters, int8_t one);
+
 #endif

@@ -65,6 +65,7 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_W4G128] = el_gemm_neon_dotprod,
         },
         .gemm_signed = true,
+        .int8_probe = {el_int8_probe_neon_dotprod, EL_PROBE_CHAINS * 16, 16, "sdot"},
     },
 };
 

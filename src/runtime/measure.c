@@ -271,14 +271,16 @@ el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
     if (!m->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
                         m->path);
-    uint64_t by_type[EL_TYPE_COUNT] = {0}, total = 0;
+    uint64_t by_type[EL_TYPE_COUNT] = {0}, total = 0, macs = 0;
     for (int il = 0; il < m->hp.n_layer; il++) {
         for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
             const el_weight *w = el_layer_weight(&m->layers[il], k);
             by_type[w->type] += weight_bytes(w);
+            macs += (uint64_t)w->k_in * (uint64_t)w->n_out;
         }
     }
     by_type[m->output.type] += weight_bytes(&m->output);
+    macs += (uint64_t)m->output.k_in * (uint64_t)m->output.n_out;
     int top = 0;
     for (int t = 0; t < EL_TYPE_COUNT; t++) {
         total += by_type[t];
@@ -288,6 +290,7 @@ el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
     *out = (el_decode_cost){
         .weight_bytes_per_token = total,
         .weight_type = by_type[top] * 2 > total && layout ? layout->ggml_name : "mixed",
+        .multiply_adds_per_token = macs,
     };
     return EL_OK;
 }

@@ -162,4 +162,39 @@ expect_exit bench_variants_too_many 2 "$EL" bench -m "$G" --variants 257
 expect_exit bench_variants_one_token 2 "$EL" bench -m "$G" --variants 2 -n 1
 grep -q -- "--variants needs -n 2 or more" "$TMP/err" && pass bench_variants_one_token_message ||
     fail bench_variants_one_token_message "$(cat "$TMP/err")"
+# --rows: one entry per count, in order, each fraction the larger floor over the median step;
+# the memory floor the step's bytes over its bandwidth, the compute floor R x a row's
+# multiply-adds over the int8 peak (the same peak for every R)
+expect_exit bench_rows_json 0 "$EL" bench -m "$G" -t 2 --rows 1,3,2 -p 16 -n 4 -r 2 --json
+j=$(cat "$TMP/out")
+# (the object split at each row's start: the first line holds the run's figures)
+if printf '%s' "$j" | sed 's/{"rows": /\n/g' | awk '
+    function get(k,   m) {
+        if (!match($0, "\"" k "\": [-0-9.e+]+")) { bad = 1; return 0 }
+        m = substr($0, RSTART, RLENGTH); sub(/.*: /, "", m); return m + 0
+    }
+    function near(a, b) { return b > 0 && a / b > 0.9999 && a / b < 1.0001 }
+    NR == 1 { peak = get("int8_peak_gmacs_per_s"); macs = get("multiply_adds_per_row")
+              step = get("step_bytes"); bad = bad || !(peak > 0 && macs > 0 && step > 0)
+              bad = bad || $0 !~ /"instruction": "[a-z]/; next }
+    { r = $1 + 0; order = order " " r
+      mem = step / (get("bandwidth_gb_s") * 1e9) * 1e3; comp = r * macs / (peak * 1e9) * 1e3
+      fl = mem > comp ? mem : comp
+      bad = bad || !near(get("memory_floor_ms"), mem) || !near(get("compute_floor_ms"), comp) ||
+            !near(get("fraction") * get("step_ms"), fl) ||
+            !(0 < get("step_ms_min") && get("step_ms_min") <= get("step_ms") && get("step_ms") <= get("step_ms_max")) }
+    END { exit bad || order != " 1 3 2" }'; then pass bench_rows_consistent; else fail bench_rows_consistent "$j"; fi
+expect_exit bench_rows_table 0 "$EL" bench -m "$G" -t 1 --rows 2 -p 8 -n 2 -r 1
+grep -q '^int8 peak ' "$TMP/out" && grep -Eq '^ +2 +[0-9.]+ ' "$TMP/out" &&
+    pass bench_rows_table_rows || fail bench_rows_table_rows "$(cat "$TMP/out")"
+# the reference kernels have no probe: no compute floor, said so
+EL_FORCE_REFERENCE=1 expect_exit bench_rows_reference 0 "$EL" bench -m "$G" -t 1 --rows 1 -p 8 -n 2 -r 1
+grep -q 'int8 peak  none: the reference kernels have no probe' "$TMP/out" &&
+    pass bench_rows_reference_says || fail bench_rows_reference_says "$(cat "$TMP/out")"
+for bad in 0 65 1,,2 1,x 2, ""; do
+    expect_exit "bench_rows_bad_'$bad'" 2 "$EL" bench -m "$G" --rows "$bad"
+    grep -q -- "--rows takes up to 32 comma-separated counts" "$TMP/err" &&
+        pass "bench_rows_bad_message_'$bad'" || fail "bench_rows_bad_message_'$bad'" "$(cat "$TMP/err")"
+done
+expect_exit bench_rows_and_variants 2 "$EL" bench -m "$G" --rows 2 --variants 2
 finish

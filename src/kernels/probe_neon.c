@@ -1,0 +1,10 @@
+/* probe_neon.c - probe_neon.h's int8 peak probe over widening multiplies (every aarch64 CPU). */
+#include "kernels/neon.h"
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+
+#include "kernels/probe_neon.h"
+
+uint32_t el_int8_probe_neon(int64_t iters, int8_t one) __attribute__((alias("int8_probe")));
+
+#endif
