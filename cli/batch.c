@@ -230,10 +230,10 @@ static int requests_prepare(const batch_opts *o, el_model *m, request_list *l) {
 
 /* ------------------------------------------------------------ the output */
 
-/* Output goes to stdout, or to a temporary file beside -o that replaces it only when complete. */
+/* Output goes to stdout, or to -o through an el_output: the file appears only when complete. */
 typedef struct output {
     FILE *f;
-    char *tmp_path;
+    el_output *file; /* NULL: stdout */
     size_t next;     /* first request not yet written */
     size_t n_failed; /* error lines written */
 } output;
@@ -241,27 +241,9 @@ typedef struct output {
 static int output_open(const char *path, output *out) {
     *out = (output){.f = stdout};
     if (!path) return CLI_OK;
-    size_t n = strlen(path) + 16;
-    if (!(out->tmp_path = malloc(n))) {
-        cli_error("batch", "out of memory");
-        return CLI_FAIL;
-    }
-    snprintf(out->tmp_path, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(out->tmp_path);
-    if (fd >= 0) { /* mkstemp makes it private; the result gets the usual permissions */
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
-    }
-    if (fd < 0 || !(out->f = fdopen(fd, "w"))) {
-        cli_error("batch", "%s: cannot create the output: %s", path, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(out->tmp_path);
-        }
-        free(out->tmp_path);
-        return CLI_FAIL;
-    }
+    el_status st = el_output_open(path, &out->file);
+    if (st) return cli_fail("batch", st);
+    out->f = el_output_stream(out->file);
     return CLI_OK;
 }
 
@@ -277,24 +259,20 @@ static void output_flush(output *out, request_list *l) {
 }
 
 /* Completes the output (ok) or discards it; returns the exit code. */
-static int output_close(output *out, const char *path, bool ok) {
-    if (!out->tmp_path) {
+static int output_close(output *out, bool ok) {
+    if (!out->file) {
         if (fflush(stdout) || ferror(stdout)) {
             cli_error("batch", "writing the output failed");
             return CLI_FAIL;
         }
         return ok ? CLI_OK : CLI_FAIL;
     }
-    bool written = !ferror(out->f);
-    written = !fclose(out->f) && written;
-    if (ok && !written) cli_error("batch", "%s: writing the output failed", path);
-    if (ok && written && rename(out->tmp_path, path)) {
-        cli_error("batch", "%s: cannot replace it: %s", path, strerror(errno));
-        written = false;
+    if (!ok) {
+        el_output_discard(out->file);
+        return CLI_FAIL;
     }
-    if (!ok || !written) unlink(out->tmp_path);
-    free(out->tmp_path);
-    return ok && written ? CLI_OK : CLI_FAIL;
+    el_status st = el_output_commit(out->file);
+    return st ? cli_fail("batch", st) : CLI_OK;
 }
 
 /* ------------------------------------------------------------ the scheduler */
@@ -679,7 +657,7 @@ int cmd_batch(int argc, char **argv) {
     if (!rc) rc = requests_parse(&o, text, len, o.lora_dir ? &dir : NULL, &l);
     if (!rc) rc = requests_prepare(&o, m, &l);
     if (!rc && !(rc = output_open(o.output, &out))) {
-        rc = output_close(&out, o.output, run_batch(&o, m, &l, &out) == CLI_OK);
+        rc = output_close(&out, run_batch(&o, m, &l, &out) == CLI_OK);
         if (!rc && l.n > 0 && out.n_failed == l.n) {
             cli_error("batch", "every request failed (their error lines say why)");
             rc = CLI_FAIL;

@@ -15,6 +15,8 @@
 #ifndef EDGELORA_TOOLS_H
 #define EDGELORA_TOOLS_H
 
+#include <stdio.h>
+
 #include "edgelora.h"
 
 #ifdef __cplusplus
@@ -209,6 +211,20 @@ el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,
  * architecture, shapes, tensor types and sizes, tokenizer. *text is malloc'd; free() it. */
 el_status el_file_describe(const char *path, char **text);
+
+/* A file written so that it appears whole or not at all, even if the process is killed while
+ * writing it: the data goes to an unnamed file (Linux O_TMPFILE) or a temporary name in the
+ * target's folder, put in place of the target at commit; the temporaries of killed writers are
+ * removed by the next writer of the same target. Every tool's output goes through it. */
+typedef struct el_output el_output;
+el_status el_output_open(const char *path, el_output **out);
+/* Where to write (buffered); valid until commit or discard. */
+FILE *el_output_stream(el_output *o);
+/* Flushes, syncs and puts the file in place; frees o whatever happens (on failure nothing is
+ * left behind). */
+el_status el_output_commit(el_output *o);
+/* Drops the output, leaving no file; frees o. */
+void el_output_discard(el_output *o);
 
 /* ------------------------------------------------ measurement and benchmarks */
 

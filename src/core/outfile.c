@@ -76,7 +76,7 @@ static void outfile_free(el_outfile *o) {
     o->fd = -1;
 }
 
-el_status el_outfile_open(el_outfile *o, const char *path) {
+static el_status outfile_open(el_outfile *o, const char *path, bool named) {
     memset(o, 0, sizeof *o);
     o->fd = -1;
     char *dir = folder_of(path);
@@ -88,9 +88,9 @@ el_status el_outfile_open(el_outfile *o, const char *path) {
         return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
     }
     remove_stale_temporaries(dir, base_of(path));
-    o->fd = open_unnamed(dir);
+    o->fd = named ? -1 : open_unnamed(dir);
     o->unnamed = o->fd >= 0;
-    if (o->fd < 0 && unnamed_unsupported(errno))
+    if (o->fd < 0 && (named || unnamed_unsupported(errno)))
         o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     int e = errno;
     free(dir);
@@ -105,6 +105,14 @@ el_status el_outfile_open(el_outfile *o, const char *path) {
         return el_error(EL_ERR_IO, "%s: cannot create: %s", path, strerror(e));
     }
     return EL_OK;
+}
+
+el_status el_outfile_open(el_outfile *o, const char *path) {
+    return outfile_open(o, path, false);
+}
+
+el_status el_outfile_open_named(el_outfile *o, const char *path) {
+    return outfile_open(o, path, true);
 }
 
 /* Gives the unnamed file its temporary name. */
@@ -177,4 +185,38 @@ el_status el_outfile_check_folder(const char *path) {
                       strerror(errno));
     free(dir);
     return st;
+}
+
+/* The tools' handle (edgelora-tools.h) on the same mechanism. */
+struct el_output {
+    el_outfile file;
+};
+
+el_status el_output_open(const char *path, el_output **out) {
+    if (!path || !out) return el_error(EL_ERR_INVALID_ARG, "el_output_open: NULL argument");
+    *out = NULL;
+    el_output *o = malloc(sizeof *o);
+    if (!o) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    el_status st = el_outfile_open(&o->file, path);
+    if (st) {
+        free(o);
+        return st;
+    }
+    *out = o;
+    return EL_OK;
+}
+
+FILE *el_output_stream(el_output *o) { return o ? o->file.f : NULL; }
+
+el_status el_output_commit(el_output *o) {
+    if (!o) return el_error(EL_ERR_INVALID_ARG, "el_output_commit: NULL output");
+    el_status st = el_outfile_commit(&o->file);
+    free(o);
+    return st;
+}
+
+void el_output_discard(el_output *o) {
+    if (!o) return;
+    el_outfile_discard(&o->file);
+    free(o);
 }

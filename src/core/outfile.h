@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 typedef struct el_outfile {
     FILE *f;         /* buffered writes; fd is its descriptor, for unbuffered ones */
@@ -27,6 +27,10 @@ typedef struct el_outfile {
 /* Opens a new output for path (mode 0666 less the umask). Use either o->f or o->fd, not both
  * (or fflush o->f before writing to o->fd). */
 el_status el_outfile_open(el_outfile *o, const char *path);
+
+/* The same, always through the temporary name (what el_outfile_open does where the filesystem
+ * has no O_TMPFILE), so that path can be tested everywhere. */
+el_status el_outfile_open_named(el_outfile *o, const char *path);
 
 /* Flushes, syncs and puts the file in place of path atomically; closes it in every case (on
  * failure nothing is left behind). */
