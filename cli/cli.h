@@ -34,6 +34,9 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints the library's last error for a failed call. */
 int cli_fail(const char *cmd, el_status st);
+/* Turns the escapes \n \t \r \\ \" \' and \xHH of s into their characters in place (others
+ * stay as written, as llama.cpp's -e leaves them); returns the new length. */
+size_t cli_unescape(char *s);
 /* The log callback of the program: prints "edgelora: warning: MESSAGE" to stderr. */
 void cli_log(void *user, el_log_level level, const char *message);
 

@@ -231,3 +231,36 @@ double cli_progress_end(cli_progress *p) {
     if (p->tty) fputc('\n', stderr);
     return cli_now_ms() / 1e3 - p->start;
 }
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                          : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+size_t cli_unescape(char *s) {
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        char c = *++r;
+        switch (c) {
+        case 'n': *w++ = '\n'; break;
+        case 't': *w++ = '\t'; break;
+        case 'r': *w++ = '\r'; break;
+        case '\\': case '"': case '\'': *w++ = c; break;
+        case 'x': /* two hex digits make a byte; otherwise the text stays as it was */
+            if (hex_digit(r[1]) >= 0 && hex_digit(r[2]) >= 0) {
+                *w++ = (char)(hex_digit(r[1]) * 16 + hex_digit(r[2]));
+                r += 2;
+                break;
+            }
+            *w++ = '\\', *w++ = c;
+            break;
+        default: *w++ = '\\', *w++ = c; break; /* unknown: kept as written */
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}

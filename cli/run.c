@@ -15,6 +15,14 @@ static const char help[] =
     "  --tokenizer FILE       llama2.c tokenizer.bin (for a llama2.c checkpoint)\n"
     "  -p, --prompt TEXT      the prompt (default: empty, generation starts after BOS)\n"
     "  -f, --file FILE        read the prompt from FILE\n"
+    "  -e, --escape           process escapes in the prompt and --system (\\n, \\t, \\\\, \\\", \\',\n"
+    "                         \\r, \\xHH), as llama.cpp's -e does\n"
+    "  --chat                 the prompt is a user's message: apply the model's chat template\n"
+    "                         (tokenizer.chat_template), or the one --chat-template names\n"
+    "  --chat-template NAME   chatml, llama3, gemma, phi3, mistral-v1, mistral-v3,\n"
+    "                         mistral-v3-tekken, mistral-v7, llama2, llama2-sys,\n"
+    "                         llama2-sys-bos, llama2-sys-strip or edgelora (implies --chat)\n"
+    "  --system TEXT          a system message before the user's (with --chat)\n"
     "  -n, --n-predict N      tokens to generate (default 128; -1: until EOS or context end)\n"
     "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
@@ -35,6 +43,8 @@ static const char help[] =
 typedef struct run_opts {
     cli_model_opts mo;
     const char *prompt, *prompt_file;
+    const char *chat_template, *system; /* --chat-template, --system */
+    bool chat, escape;
     long n_predict, n_batch;
     el_sampler_params sp;
     bool seed_given, ignore_eos;
@@ -109,6 +119,15 @@ static int parse_args(run_opts *o, int argc, char **argv) {
                 return CLI_USAGE;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = true;
+        } else if (!strcmp(a, "-e") || !strcmp(a, "--escape")) {
+            o->escape = true;
+        } else if (!strcmp(a, "--chat")) {
+            o->chat = true;
+        } else if (!strcmp(a, "--chat-template")) {
+            if (!(o->chat_template = cli_value("run", argc, argv, &i))) return CLI_USAGE;
+            o->chat = true;
+        } else if (!strcmp(a, "--system")) {
+            if (!(o->system = cli_value("run", argc, argv, &i))) return CLI_USAGE;
         } else {
             cli_error("run", "unknown option '%s'", a);
             return CLI_USAGE;
@@ -120,6 +139,10 @@ static int parse_args(run_opts *o, int argc, char **argv) {
     }
     if (o->prompt && o->prompt_file) {
         cli_error("run", "give the prompt with -p or -f, not both");
+        return CLI_USAGE;
+    }
+    if (o->system && !o->chat) {
+        cli_error("run", "--system is a chat's system message: it needs --chat");
         return CLI_USAGE;
     }
     return CLI_OK;
@@ -251,30 +274,42 @@ int cmd_run(int argc, char **argv) {
     run_opts o = {.n_predict = 128, .sp = el_sampler_default_params()};
     int rc = parse_args(&o, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    if (!o.seed_given) {
+    if (!o.seed_given) { /* printed only where it matters: greedy decoding draws nothing */
         o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-        fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
+        if (o.sp.temperature > 0) fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
     }
     el_model *m;
     if ((rc = cli_load_model("run", &o.mo, false, &m))) return rc;
     size_t len = 0;
-    char *owned = NULL;
-    const char *prompt = o.prompt ? o.prompt : "";
+    char *owned = NULL, *system = NULL, *chat = NULL;
     if (o.prompt_file) {
-        if (!(owned = cli_read_file("run", o.prompt_file, &len))) {
-            el_model_free(m);
-            return CLI_FAIL;
-        }
-        prompt = owned;
+        owned = cli_read_file("run", o.prompt_file, &len);
     } else {
-        len = strlen(prompt);
+        owned = strdup(o.prompt ? o.prompt : "");
+        len = owned ? strlen(owned) : 0;
+    }
+    if (o.system) system = strdup(o.system);
+    if (!owned && !o.prompt_file) cli_error("run", "out of memory");
+    el_status st = owned && (!o.system || system) ? EL_OK : EL_ERR_NOMEM;
+    if (st == EL_OK && o.escape) {
+        len = cli_unescape(owned);
+        if (system) cli_unescape(system);
+    }
+    const char *prompt = owned;
+    if (st == EL_OK && o.chat) { /* the prompt as the user's message of a one-turn chat */
+        el_chat_message msg[2];
+        size_t n_msg = 0;
+        if (system) msg[n_msg++] = (el_chat_message){"system", system};
+        msg[n_msg++] = (el_chat_message){"user", owned};
+        st = el_chat_apply(m, o.chat_template, msg, n_msg, true, &chat);
+        if (st == EL_OK) prompt = chat, len = strlen(chat);
     }
     el_binding bind[CLI_MAX_LORA];
     int n_loaded = 0;
-    el_status st = cli_lora_load(&o.lora, m, bind, &n_loaded);
-    rc = st != EL_OK ? cli_fail("run", st) : generate(&o, m, bind, prompt, len);
+    if (st == EL_OK) st = cli_lora_load(&o.lora, m, bind, &n_loaded);
+    rc = st != EL_OK ? (owned ? cli_fail("run", st) : CLI_FAIL) : generate(&o, m, bind, prompt, len);
     for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
-    free(owned);
+    free(owned), free(system), free(chat);
     el_model_free(m);
     return rc;
 }

@@ -124,6 +124,31 @@ bool el_token_adds_bos(const el_model *model);
 int32_t el_token_eos(const el_model *model); /* -1 if the vocabulary has none */
 bool el_token_is_eog(const el_model *model, int32_t token); /* end of generation (EOS, EOT, ...) */
 
+/* ---------------------------------------------------------- chat templates */
+
+/* One turn of a conversation: role "system", "user" or "assistant" (others are written as given
+ * where the template has a place for them), and its text. */
+typedef struct el_chat_message {
+    const char *role;
+    const char *content;
+} el_chat_message;
+
+/* The conversation as the text the model's chat template makes of it, to be tokenized with
+ * add_special and parse_special (the text has no BOS: tokenizing adds it), ending with the start
+ * of the assistant's reply if add_assistant. tmpl chooses the template: NULL for the model's own
+ * (tokenizer.chat_template), or a name (el_chat_template_name), or a Jinja template's text,
+ * recognized by its markers as one of the families edgelora writes (docs/formats.md); an
+ * unknown one is EL_ERR_INVALID_ARG with a message naming the choices. *text is malloc'd; free
+ * it with free(). */
+el_status el_chat_apply(const el_model *model, const char *tmpl, const el_chat_message *msgs,
+                        size_t n, bool add_assistant, char **text);
+
+/* The name of the family tmpl (or, if NULL, the model's own template) is recognized as. */
+el_status el_chat_template_family(const el_model *model, const char *tmpl, const char **name);
+
+/* The names of the templates edgelora writes ("chatml", "llama3", ...); NULL past the last. */
+const char *el_chat_template_name(size_t i);
+
 /* ---------------------------------------------------------------- context */
 
 /* A context holds one KV cache and the scratch of one forward pass. Several sequences (ids

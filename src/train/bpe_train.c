@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "runtime/chat.h"
 #include "tokenizer/pretokenize.h"
 
 /* ------------------------------------------------------------- small hash maps */
@@ -385,7 +386,8 @@ static el_status write_vocab(const char *path, int32_t n_merges, const int32_t *
         (st = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)(n - 1))) ==
             EL_OK &&
         (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true)) == EL_OK &&
-        (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false)) == EL_OK)
+        (st = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false)) == EL_OK &&
+        (st = gguf_writer_set_str(w, "tokenizer.chat_template", el_chat_edgelora_jinja)) == EL_OK)
         st = gguf_writer_write(w, path);
     gguf_writer_free(w);
     for (int32_t i = 0; tok && i < n; i++)
