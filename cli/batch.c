@@ -21,7 +21,7 @@ static const char help[] =
     "usage: edgelora batch -m BASE -f REQUESTS.jsonl [--lora-dir DIR] [-o OUT.jsonl] [options]\n"
     "Runs every request of REQUESTS.jsonl (one JSON object a line) together and writes one JSON\n"
     "object a line, in input order: {\"id\", \"text\", \"tokens_prompt\", \"tokens_generated\",\n"
-    "\"time_ms\", \"finish_reason\": \"eos\"|\"length\"}, or {\"id\", \"error\"} for a request\n"
+    "\"time_ms\", \"finish_reason\": \"eos\"|\"length\"|\"stop\"}, or {\"id\", \"error\"} for a request\n"
     "that cannot be served: malformed, parameters the sampler refuses, an adapter that does not\n"
     "load or fit, a prompt longer than the context, a failure while it runs. The others still\n"
     "run, with the same output as without it.\n"
@@ -29,7 +29,9 @@ static const char help[] =
     "failed (their error lines are still written) or the batch could not run (nothing is\n"
     "written); 2 for a usage error.\n"
     "Request fields: \"id\" (string or number, echoed as given), \"prompt\" (string), and\n"
-    "optionally \"n_predict\" (default 128; -1: until end of text or context), \"temperature\",\n"
+    "optionally \"n_predict\" (or \"max_tokens\"; default 128; -1: until end of text or\n"
+    "context), \"stop\" (a string or a list of up to 16: the text ends before the first to\n"
+    "appear, finish_reason \"stop\"), \"temperature\",\n"
     "\"top_k\", \"top_p\", \"min_p\", \"repeat_penalty\", \"repeat_last_n\", \"seed\",\n"
     "\"ignore_eos\" (defaults as for `edgelora run`), and \"adapter\": a name from DIR (a *.gguf\n"
     "file's name without extension, or a PEFT folder's name) or a list of\n"
@@ -346,6 +348,12 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     }
     free(full);
     free(prompt);
+    if (st == EL_OK && r->n_stops > 0) { /* the text ends before the first stop string */
+        bool found;
+        size_t at = cli_stop_scan(r->text, strlen(r->text), (const char *const *)r->stops,
+                                  r->n_stops, &found);
+        if (found) r->text[at] = '\0';
+    }
     if (st == EL_OK) st = el_kv_seq_remove(sc->ctx, seq, 0, -1);
     if (st == EL_OK) st = el_context_bind(sc->ctx, seq, NULL, 0);
     el_sampler_free(s->smp);
@@ -487,6 +495,17 @@ static int32_t build_step(scheduler *sc) {
 
 /* Samples the next token of slot s from the logits of row `row` of the last decode, as `run`
  * does. */
+/* Whether r's generated text now contains one of its stop strings. */
+static el_status stop_reached(scheduler *sc, batch_request *r, bool *stopped) {
+    char *gen;
+    el_status st = el_detokenize(sc->model, r->tokens + r->n_prompt,
+                                 (size_t)(r->n_tokens - r->n_prompt), false, false, &gen);
+    if (st != EL_OK) return st;
+    cli_stop_scan(gen, strlen(gen), (const char *const *)r->stops, r->n_stops, stopped);
+    free(gen);
+    return EL_OK;
+}
+
 static el_status sample_slot(scheduler *sc, slot *s, int32_t row) {
     if (s->group) {
         el_status st = el_variants_accept(s->group, row);
@@ -500,6 +519,11 @@ static el_status sample_slot(scheduler *sc, slot *s, int32_t row) {
     if (!r->ignore_eos && el_token_is_eog(sc->model, tok)) return slot_finish(sc, s, "eos");
     el_sampler_accept(s->smp, tok);
     r->tokens[r->n_tokens++] = tok;
+    if (r->n_stops > 0) {
+        bool stopped;
+        if ((st = stop_reached(sc, r, &stopped)) != EL_OK) return st;
+        if (stopped) return slot_finish(sc, s, "stop");
+    }
     if (r->n_tokens - r->n_prompt == r->n_gen_max) return slot_finish(sc, s, "length");
     return EL_OK;
 }

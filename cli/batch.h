@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "adapters.h"
+#include "cli.h"
 #include "edgelora-tools.h"
 
 /* One of the continuations of a request with "n". */
@@ -30,6 +31,8 @@ typedef struct batch_request {
     int32_t n_bind;
     int32_t n_choices;    /* "n": 0 if absent (one "text"), else K continuations ("choices")
                            * generated together as concurrent variants */
+    char *stops[CLI_MAX_STOPS]; /* "stop": the text ends before the first of them */
+    int n_stops;
 
     /* filled by the scheduler */
     int32_t *tokens;      /* prompt, then generated tokens */

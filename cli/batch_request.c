@@ -143,7 +143,29 @@ static bool get_adapters(batch_request *r, const char *path, const el_json_value
 static const char *const known_fields[] = {
     "id",    "prompt", "n_predict",      "temperature",   "top_k",      "top_p", "min_p",
     "seed",  "repeat_penalty", "repeat_last_n", "ignore_eos", "adapter", "n",
+    "max_tokens", "stop",
 };
+
+/* "stop": a string or a list of up to CLI_MAX_STOPS non-empty strings (OpenAI's form). */
+static bool get_stops(batch_request *r, const char *path, const el_json_value *root) {
+    const el_json_value *v = el_json_get(root, "stop");
+    if (!v) return true;
+    bool one = el_json_type(v) == EL_JSON_STRING;
+    size_t n = one ? 1 : el_json_len(v);
+    if ((!one && el_json_type(v) != EL_JSON_ARRAY) || n > CLI_MAX_STOPS)
+        return batch_request_fail(r, path, "\"stop\" must be a string or a list of at most %d "
+                                  "strings", CLI_MAX_STOPS);
+    for (size_t i = 0; i < n; i++) {
+        const el_json_value *e = one ? v : el_json_at(v, i);
+        const char *s = el_json_type(e) == EL_JSON_STRING ? el_json_str(e, NULL) : NULL;
+        if (!s || !*s)
+            return batch_request_fail(r, path, "\"stop\" must be a string or a list of at most "
+                                      "%d strings, none empty", CLI_MAX_STOPS);
+        if (!(r->stops[r->n_stops] = strdup(s))) return batch_request_fail(r, path, "out of memory");
+        r->n_stops++;
+    }
+    return true;
+}
 
 static bool parse_fields(batch_request *r, const char *path, const el_json_value *root,
                          cli_lora_dir *dir) {
@@ -178,7 +200,11 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
     const el_json_value *ie = el_json_get(root, "ignore_eos");
     if (ie && !el_json_bool(ie, &r->ignore_eos))
         return batch_request_fail(r, path, "\"ignore_eos\" must be true or false");
+    if (el_json_get(root, "n_predict") && el_json_get(root, "max_tokens"))
+        return batch_request_fail(r, path, "give \"n_predict\" or \"max_tokens\", not both");
     if (!get_int(r, path, root, "n_predict", -1, 1 << 24, &n_predict) ||
+        !get_int(r, path, root, "max_tokens", -1, 1 << 24, &n_predict) ||
+        !get_stops(r, path, root) ||
         !get_float(r, path, root, "temperature", &temp) ||
         !get_int(r, path, root, "top_k", INT32_MIN, INT32_MAX, &top_k) ||
         !get_float(r, path, root, "top_p", &top_p) ||
@@ -191,6 +217,8 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
         return false;
     r->n_predict = (long)n_predict;
     r->n_choices = (int32_t)n_choices;
+    if (r->n_choices > 0 && r->n_stops > 0)
+        return batch_request_fail(r, path, "\"stop\" does not yet work with \"n\"");
     r->sp.temperature = (float)temp;
     r->sp.top_k = (int32_t)top_k;
     r->sp.top_p = (float)top_p;
@@ -249,6 +277,7 @@ void batch_request_free(batch_request *r) {
     free(r->bind);
     free(r->tokens);
     free(r->text);
+    for (int i = 0; i < r->n_stops; i++) free(r->stops[i]);
     for (int32_t i = 0; r->choices && i < r->n_choices; i++) free(r->choices[i].text);
     free(r->choices);
     *r = (batch_request){0};

@@ -37,6 +37,13 @@ int cli_fail(const char *cmd, el_status st);
 /* Turns the escapes \n \t \r \\ \" \' and \xHH of s into their characters in place (others
  * stay as written, as llama.cpp's -e leaves them); returns the new length. */
 size_t cli_unescape(char *s);
+/* Stop strings over the generated text s[0..n): if one occurs, *found and the offset of the
+ * first occurrence (the output ends there); if none, the length that can be shown now (all but
+ * the longest tail that begins a stop string). Empty stop strings never match. */
+size_t cli_stop_scan(const char *s, size_t n, const char *const *stops, int n_stops, bool *found);
+
+/* Warns on stderr when a context of n_ctx tokens passes the model's training context. */
+void cli_warn_context(const char *cmd, const el_model_info *info, long n_ctx);
 /* The log callback of the program: prints "edgelora: warning: MESSAGE" to stderr. */
 void cli_log(void *user, el_log_level level, const char *message);
 
@@ -81,7 +88,7 @@ const char *cli_model_path(const char *cmd, const char *given);
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
 
 /* Adapters given with --lora FILE / --lora-scaled FILE SCALE (cli/lora_opts.c). */
-enum { CLI_MAX_LORA = 64 };
+enum { CLI_MAX_LORA = 64, CLI_MAX_STOPS = 16 };
 typedef struct cli_lora_opts {
     const char *paths[CLI_MAX_LORA];
     float scales[CLI_MAX_LORA];

@@ -218,12 +218,15 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
                          uint64_t bytes_total) {
     cli_progress *p = user;
     p->bytes = bytes_done;
-    if (!p->tty) return;
+    /* in a log, a line at each tenth of the tensors (and none for small files) */
+    int32_t tenth = total / 10 > 0 ? total / 10 : 1;
+    if (!p->tty && (bytes_total < (64u << 20) || (done % tenth != 0 && done != total))) return;
     double t = cli_now_ms() / 1e3 - p->start;
     double rate = t > 0 ? (double)bytes_done / t : 0;
     double eta = rate > 0 ? (double)(bytes_total - bytes_done) / rate : 0;
-    fprintf(stderr, "\r  %d/%d tensors  %.0f/%.0f MB  %.1f MB/s  ETA %.0f s   ", done, total,
-            (double)bytes_done / 1e6, (double)bytes_total / 1e6, rate / 1e6, eta);
+    fprintf(stderr, "%s  %d/%d tensors  %.0f/%.0f MB  %.1f MB/s  ETA %.0f s%s", p->tty ? "\r" : "",
+            done, total, (double)bytes_done / 1e6, (double)bytes_total / 1e6, rate / 1e6, eta,
+            p->tty ? "   " : "\n");
     fflush(stderr);
 }
 
@@ -263,4 +266,11 @@ size_t cli_unescape(char *s) {
     }
     *w = '\0';
     return (size_t)(w - s);
+}
+
+void cli_warn_context(const char *cmd, const el_model_info *info, long n_ctx) {
+    if (info->n_ctx_train > 0 && n_ctx > info->n_ctx_train)
+        fprintf(stderr, "edgelora %s: warning: a context of %ld tokens passes the %d the model was "
+                        "trained on: past them its output degrades\n", cmd, n_ctx,
+                info->n_ctx_train);
 }

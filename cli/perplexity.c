@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -98,12 +99,16 @@ el_status cli_perplexity(el_model *m, const int32_t *tokens, size_t n_tokens,
     return st;
 }
 
-/* Progress on stderr: chunks done, perplexity so far, ETA. */
+/* Progress on stderr: chunks done, perplexity so far, ETA; rewritten in place on a terminal,
+ * a line at every tenth of the chunks in a log. */
 static void show_progress(void *user, size_t done, size_t total, double ppl) {
     double secs = (cli_now_ms() - *(const double *)user) / 1e3;
-    fprintf(stderr, "\rchunk %zu/%zu  ppl %.4f  eta %.0f s   ", done, total, ppl,
-            secs / (double)done * (double)(total - done));
-    if (done == total) fputc('\n', stderr);
+    bool tty = isatty(STDERR_FILENO);
+    size_t tenth = total / 10 > 0 ? total / 10 : 1;
+    if (!tty && done % tenth != 0 && done != total) return;
+    fprintf(stderr, "%schunk %zu/%zu  ppl %.4f  eta %.0f s%s", tty ? "\r" : "", done, total, ppl,
+            secs / (double)done * (double)(total - done), tty ? "   " : "\n");
+    if (tty && done == total) fputc('\n', stderr);
 }
 
 int cmd_perplexity(int argc, char **argv) {
@@ -131,8 +136,7 @@ int cmd_perplexity(int argc, char **argv) {
         cli_error("perplexity", "no text file given (-f FILE)");
         return CLI_USAGE;
     }
-    long n_ctx = mo.ctx ? mo.ctx : 512;
-    if (n_ctx < 4) {
+    if (mo.ctx && mo.ctx < 4) {
         cli_error("perplexity", "-c must be at least 4");
         return CLI_USAGE;
     }
@@ -145,6 +149,12 @@ int cmd_perplexity(int argc, char **argv) {
         free(text);
         return rc;
     }
+    /* windows of the model's own context (at most 512, as llama-perplexity's usual -c), so a
+     * model is not scored past what it was trained on unless -c asks */
+    el_model_info info;
+    el_model_get_info(m, &info);
+    long n_ctx = mo.ctx ? mo.ctx : info.n_ctx_train > 0 && info.n_ctx_train < 512 ? info.n_ctx_train : 512;
+    cli_warn_context("perplexity", &info, n_ctx);
     int32_t *tokens = NULL;
     size_t n_tokens = 0;
     cli_ppl r = {0};

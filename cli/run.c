@@ -23,6 +23,8 @@ static const char help[] =
     "                         mistral-v3-tekken, mistral-v7, llama2, llama2-sys,\n"
     "                         llama2-sys-bos, llama2-sys-strip or edgelora (implies --chat)\n"
     "  --system TEXT          a system message before the user's (with --chat)\n"
+    "  --stop TEXT            end the generation where its text first contains TEXT (not\n"
+    "                         printed); repeatable\n"
     "  -n, --n-predict N      tokens to generate (default 128; -1: until EOS or context end)\n"
     "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
@@ -44,6 +46,8 @@ typedef struct run_opts {
     cli_model_opts mo;
     const char *prompt, *prompt_file;
     const char *chat_template, *system; /* --chat-template, --system */
+    const char *stops[CLI_MAX_STOPS];    /* --stop */
+    int n_stops;
     bool chat, escape;
     long n_predict, n_batch;
     el_sampler_params sp;
@@ -126,6 +130,13 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         } else if (!strcmp(a, "--chat-template")) {
             if (!(o->chat_template = cli_value("run", argc, argv, &i))) return CLI_USAGE;
             o->chat = true;
+        } else if (!strcmp(a, "--stop")) {
+            if (!(v = cli_value("run", argc, argv, &i))) return CLI_USAGE;
+            if (o->n_stops == CLI_MAX_STOPS || !*v) {
+                cli_error("run", "--stop takes a non-empty string, at most %d times", CLI_MAX_STOPS);
+                return CLI_USAGE;
+            }
+            o->stops[o->n_stops++] = v;
         } else if (!strcmp(a, "--system")) {
             if (!(o->system = cli_value("run", argc, argv, &i))) return CLI_USAGE;
         } else {
@@ -165,17 +176,35 @@ static el_status feed(el_context *ctx, const int32_t *tokens, int32_t n, int32_t
     return st;
 }
 
-/* Prints the text of tokens[0..n) beyond the *printed bytes already out. */
-static el_status print_new_text(const el_model *m, const int32_t *tokens, size_t n,
-                                size_t *printed) {
+/* What of the text is out: its bytes, the prompt's part of them, and whether a stop string
+ * ended the generation. */
+typedef struct run_text {
+    size_t printed, prompt_bytes;
+    bool stopped;
+} run_text;
+
+/* Prints the text of tokens[0..n) beyond what is out: the prompt whole (first call), then the
+ * generated text but a tail that could still become a stop string (all of it once final); up to
+ * a stop string and no further once one appears. */
+static el_status print_new_text(const el_model *m, const run_opts *o, const int32_t *tokens,
+                                size_t n, bool prompt, bool final, run_text *out) {
     char *text;
     el_status st = el_detokenize(m, tokens, n, false, true, &text);
     if (st != EL_OK) return st;
-    size_t len = strlen(text);
-    if (len > *printed) {
-        fwrite(text + *printed, 1, len - *printed, stdout);
+    size_t len = strlen(text), upto = len;
+    if (prompt) {
+        out->prompt_bytes = len;
+    } else if (len > out->prompt_bytes) {
+        bool found;
+        size_t at = cli_stop_scan(text + out->prompt_bytes, len - out->prompt_bytes,
+                                  o->stops, o->n_stops, &found);
+        if (found || !final) upto = out->prompt_bytes + at;
+        out->stopped = found;
+    }
+    if (upto > out->printed) {
+        fwrite(text + out->printed, 1, upto - out->printed, stdout);
         fflush(stdout);
-        *printed = len;
+        out->printed = upto;
     }
     free(text);
     return EL_OK;
@@ -207,12 +236,17 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     long n_ctx = o->mo.ctx ? o->mo.ctx
                  : n_predict < 0 ? (info.n_ctx_train > 0 ? info.n_ctx_train : 4096)
                                  : (long)n_prompt + n_predict;
-    if ((long)n_prompt >= n_ctx) {
-        cli_error("run", "the prompt has %zu tokens, more than the context of %ld (-c)",
-                  n_prompt, n_ctx);
+    if ((long)n_prompt > n_ctx || ((long)n_prompt == n_ctx && n_predict != 0)) {
+        if ((long)n_prompt > n_ctx)
+            cli_error("run", "the prompt has %zu tokens, more than the context of %ld (-c)",
+                      n_prompt, n_ctx);
+        else
+            cli_error("run", "the prompt's %zu tokens fill the context of %ld (-c): no room "
+                             "to generate", n_prompt, n_ctx);
         free(tokens);
         return CLI_FAIL;
     }
+    cli_warn_context("run", &info, n_ctx);
     if (n_predict < 0 || (long)n_prompt + n_predict > n_ctx) n_predict = n_ctx - (long)n_prompt;
 
     int32_t *all = realloc(tokens, (n_prompt + (size_t)n_predict) * sizeof *all);
@@ -239,9 +273,10 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     }
     for (size_t i = 0; i < n_prompt; i++) el_sampler_accept(smp, all[i]);
 
-    size_t n = n_prompt, printed = 0;
+    size_t n = n_prompt;
+    run_text out = {0};
     double t0 = cli_now_ms();
-    st = print_new_text(m, all, n, &printed);
+    st = print_new_text(m, o, all, n, true, false, &out);
     if (st == EL_OK) st = feed(ctx, all, (int32_t)n, 0, cp.n_batch);
     double t_prompt = cli_now_ms() - t0, t1 = cli_now_ms();
     long n_gen = 0;
@@ -254,10 +289,11 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         el_sampler_accept(smp, tok);
         all[n++] = tok;
         n_gen++;
-        if ((st = print_new_text(m, all, n, &printed)) != EL_OK) break;
+        if ((st = print_new_text(m, o, all, n, false, false, &out)) != EL_OK || out.stopped) break;
         if (n_gen < n_predict) st = feed(ctx, &tok, 1, (int32_t)n - 1, 1);
     }
     double t_gen = cli_now_ms() - t1;
+    if (st == EL_OK && !out.stopped) st = print_new_text(m, o, all, n, false, true, &out);
     printf("\n");
     fflush(stdout); /* the text before the timings, when both go to one terminal */
     fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
