@@ -21,6 +21,11 @@ TOOLS_OBJ := $(TOOLS_SRC:%.c=$(BUILD)/%.o)
 LIB_SRC := $(filter-out $(TOOLS_SRC),$(wildcard src/core/*.c src/formats/*.c src/kernels/*.c \
                                       src/tokenizer/*.c src/model/*.c src/runtime/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# the same objects position-independent, for the shared library (built by `make shared` and
+# installed with the static one); soname libedgelora.so.MAJOR, only the el_ API exported
+PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+SHARED := $(BUILD)/libedgelora.so.$(VERSION)
 TOOLS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
 LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
@@ -30,7 +35,7 @@ TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
 
-.PHONY: all test asan check fuzz fuzz-smoke install clean bench cross-arm test-arm
+.PHONY: all test asan check fuzz fuzz-smoke install clean bench cross-arm test-arm shared
 .SECONDARY:
 all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
 
@@ -38,24 +43,41 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
 
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -fPIC -fno-semantic-interposition -MMD -MP -c $< -o $@
+
 # per-ISA kernels get their instruction set by file name: an ISA's table <isa>.c and its kernel
 # files <kind>_<isa>.c (docs/kernels.md), so a new kernel file needs no edit here; dispatch.c
 # uses them only if the CPU has it
 MACHINE := $(shell $(CC) -dumpmachine)
 KERNELS := $(BUILD)/src/kernels
+PIC_KERNELS := $(BUILD)/pic/src/kernels
 AVX2_CFLAGS := -mavx2 -mfma -mf16c
 ifneq ($(filter x86_64% i686% i386%,$(MACHINE)),)
-$(KERNELS)/avx2.o $(KERNELS)/%_avx2.o: ALLCFLAGS += $(AVX2_CFLAGS)
-$(KERNELS)/avx512.o $(KERNELS)/%_avx512.o: ALLCFLAGS += $(AVX2_CFLAGS) \
-                                             -mavx512f -mavx512bw -mavx512vl -mavx512vnni
+$(KERNELS)/avx2.o $(KERNELS)/%_avx2.o $(PIC_KERNELS)/avx2.o $(PIC_KERNELS)/%_avx2.o: \
+    ALLCFLAGS += $(AVX2_CFLAGS)
+$(KERNELS)/avx512.o $(KERNELS)/%_avx512.o $(PIC_KERNELS)/avx512.o $(PIC_KERNELS)/%_avx512.o: \
+    ALLCFLAGS += $(AVX2_CFLAGS) -mavx512f -mavx512bw -mavx512vl -mavx512vnni
 endif
 ifneq ($(filter aarch64%,$(MACHINE)),)
-$(KERNELS)/%_dotprod.o: ALLCFLAGS += -march=armv8.2-a+dotprod
+$(KERNELS)/%_dotprod.o $(PIC_KERNELS)/%_dotprod.o: ALLCFLAGS += -march=armv8.2-a+dotprod
 endif
 
 $(BUILD)/libedgelora.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@) && rm -f $@
 	ar rcs $@ $^
+
+shared: $(SHARED)
+# what the shared library exports: the functions the public headers declare (edgelora-tools.h's
+# that live in this library, the JSON reader and el_output, among them); the rest stays internal
+$(BUILD)/edgelora.map: include/edgelora.h include/edgelora-tools.h
+	@mkdir -p $(dir $@)
+	{ echo '{ global:'; sed -n 's/^[A-Za-z][A-Za-z0-9_ ]* \**\(el_[a-z0-9_]*\)(.*/    \1;/p' $^; \
+	  echo 'local: *; };'; } > $@
+$(SHARED): $(PIC_OBJ) $(BUILD)/edgelora.map
+	$(CC) $(ALLCFLAGS) -shared -Wl,-soname,libedgelora.so.$(SO_MAJOR) \
+	    -Wl,--version-script=$(BUILD)/edgelora.map -o $@ $(PIC_OBJ) $(LDLIBS) -lm -pthread
 
 $(TOOLS_OBJ): ALLCFLAGS += $(BLAS_CFLAGS)
 
@@ -125,10 +147,13 @@ test-arm:
 fuzz:
 	$(MAKE) -f tests/fuzz/Makefile
 
-install: all
+install: all $(SHARED)
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	           $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 $(LIBS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libedgelora.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libedgelora.so.$(SO_MAJOR)
+	ln -sf libedgelora.so.$(SO_MAJOR) $(DESTDIR)$(PREFIX)/lib/libedgelora.so
 	install -m 644 include/edgelora.h include/edgelora-tools.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(BUILD)/edgelora $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/share/edgelora/models
@@ -141,4 +166,4 @@ install: all
 clean:
 	rm -rf build build-asan build-arm
 
--include $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(PIC_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -10,6 +10,21 @@ expect_exit install 0 make -s install PREFIX="$prefix"
 for f in include/edgelora.h include/edgelora-tools.h lib/libedgelora.a lib/libedgelora-tools.a bin/edgelora lib/pkgconfig/edgelora.pc lib/pkgconfig/edgelora-tools.pc; do
     [ -f "$prefix/$f" ] || fail "installed_$f"
 done
+# the shared library: libedgelora.so -> .so.MAJOR -> .so.VERSION, its soname the middle one, and
+# it exports every function edgelora.h declares and nothing that no public header declares
+version=$(sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/edgelora.h)
+so="$prefix/lib/libedgelora.so.$version"
+[ -f "$so" ] && [ "$(readlink "$prefix/lib/libedgelora.so")" = "libedgelora.so.${version%%.*}" ] &&
+    [ "$(readlink "$prefix/lib/libedgelora.so.${version%%.*}")" = "libedgelora.so.$version" ] &&
+    pass shared_installed || fail shared_installed "$(ls -la "$prefix/lib")"
+readelf -d "$so" | grep -q "SONAME.*\[libedgelora.so.${version%%.*}\]" && pass shared_soname ||
+    fail shared_soname "$(readelf -d "$so" | grep SONAME)"
+declared() { sed -n 's/^[A-Za-z][A-Za-z0-9_ ]* \**\(el_[a-z0-9_]*\)(.*/\1/p' "$@" | sort -u; }
+nm -D --defined-only "$so" | awk '{ print $3 }' | sort -u > "$TMP/exported"
+missing=$(declared include/edgelora.h | comm -23 - "$TMP/exported")
+extra=$(declared include/edgelora.h include/edgelora-tools.h | comm -13 - "$TMP/exported")
+[ -z "$missing" ] && [ -z "$extra" ] && [ "$(wc -l < "$TMP/exported")" -gt 50 ] && pass shared_exports_the_api ||
+    fail shared_exports_the_api "not exported: $missing" "exported but internal: $extra"
 cat > "$TMP/user.c" <<'C'
 #include <edgelora.h>
 #include <stdio.h>
@@ -27,9 +42,12 @@ int main(int argc, char **argv) {
 C
 if cc -o "$TMP/user" "$TMP/user.c" $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs edgelora) 2>"$TMP/err"; then
     pass pkg_config_build
+    # -ledgelora links the shared library, as an app links llama.cpp's
+    readelf -d "$TMP/user" | grep -q "NEEDED.*libedgelora.so" && pass app_links_shared ||
+        fail app_links_shared "$(readelf -d "$TMP/user" | grep NEEDED)"
     gguf="$DATA/tokenizers/ggml-vocab-llama-spm.gguf"
     if [ -f "$gguf" ]; then
-        out=$("$TMP/user" "$gguf")
+        out=$(LD_LIBRARY_PATH="$prefix/lib" "$TMP/user" "$gguf")
         # "Hello world" in llama.cpp's test vectors for this vocabulary: 15043 3186
         [ "$out" = "15043 3186 " ] && pass installed_library_runs || fail installed_library_runs "got [$out]"
     fi
