@@ -384,6 +384,28 @@ el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result 
 /* Frees the group, its KV cells (prompt and variants) and its sequences' adapter bindings. */
 void el_variants_free(el_variants *g);
 
+/* ------------------------------------------------------- one-call generation */
+
+/* The simple case in one call: el_generate tokenizes prompt (with the vocabulary's special
+ * tokens), runs it in a context of its own with the adapters bound, and samples up to n_predict
+ * tokens, stopping at the end of generation unless ignore_eos. */
+typedef struct el_generate_params {
+    int32_t n_predict;          /* tokens at most (default 128) */
+    int32_t n_ctx;              /* KV cells (0: the prompt's plus n_predict) */
+    int32_t n_threads;          /* 0: all cores */
+    el_sampler_params sampler;  /* el_sampler_default_params(); temperature 0 is greedy */
+    const el_binding *bindings; /* adapters and their scales, or NULL */
+    int32_t n_bindings;
+    bool ignore_eos;
+} el_generate_params;
+
+el_generate_params el_generate_default_params(void);
+
+/* *text (malloc'd; free it with free()) is the text the generated tokens add after the prompt.
+ * params NULL: the defaults. */
+el_status el_generate(el_model *model, const char *prompt, const el_generate_params *params,
+                      char **text);
+
 #ifdef __cplusplus
 }
 #endif
