@@ -29,6 +29,9 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_F32] = el_vec_dot_f32_neon,
             [EL_TYPE_F16] = el_vec_dot_f16_neon,
             [EL_TYPE_BF16] = el_vec_dot_bf16_neon,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_neon,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_neon,
+            [EL_TYPE_Q5_K] = el_vec_dot_q5_k_neon,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_neon,
@@ -38,6 +41,9 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_W8] = el_tile_w8_neon,
             [EL_TYPE_W8A16] = el_tile_w8a16_neon,
             [EL_TYPE_W4] = el_tile_w4_neon,
+            [EL_TYPE_Q2_K] = el_tile_q2_k_neon,
+            [EL_TYPE_Q3_K] = el_tile_q3_k_neon,
+            [EL_TYPE_Q5_K] = el_tile_q5_k_neon,
         },
         /* no multi-row gemvs (row by row through the gemv) */
         .gemv = {
@@ -49,6 +55,11 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_neon,
             [EL_TYPE_W4G128] = el_gemv_w4g128_neon,
             [EL_TYPE_W8A16] = el_gemv_w8a16_neon,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_neon,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_neon,
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_neon,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_neon,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_neon,
         },
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_neon,

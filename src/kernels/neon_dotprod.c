@@ -34,6 +34,9 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_W4G32] = el_vec_dot_w4g32_neon_dotprod,
             [EL_TYPE_W4G64] = el_vec_dot_w4g64_neon_dotprod,
             [EL_TYPE_W4G128] = el_vec_dot_w4g128_neon_dotprod,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_neon_dotprod,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_neon_dotprod,
+            [EL_TYPE_Q5_K] = el_vec_dot_q5_k_neon_dotprod,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_neon_dotprod,
@@ -43,6 +46,9 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_W8] = el_tile_w8_neon_dotprod,
             [EL_TYPE_W8A16] = el_tile_w8a16_neon_dotprod,
             [EL_TYPE_W4] = el_tile_w4_neon_dotprod,
+            [EL_TYPE_Q2_K] = el_tile_q2_k_neon_dotprod,
+            [EL_TYPE_Q3_K] = el_tile_q3_k_neon_dotprod,
+            [EL_TYPE_Q5_K] = el_tile_q5_k_neon_dotprod,
         },
         /* no multi-row gemvs (row by row through the gemv) */
         .gemv = {
@@ -54,6 +60,11 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_neon_dotprod,
             [EL_TYPE_W4G128] = el_gemv_w4g128_neon_dotprod,
             [EL_TYPE_W8A16] = el_gemv_w8a16_neon_dotprod,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_neon_dotprod,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_neon_dotprod,
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_neon_dotprod,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_neon_dotprod,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_neon_dotprod,
         },
         .gemm = {
             [EL_TYPE_Q4_0] = el_gemm_neon_dotprod,
