@@ -106,6 +106,34 @@ void el_gemv_w4g128_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void
 void el_gemv_w8a16_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                                 const void *a);
 
+/* dot_legacy_neon.c, gemv_legacy_neon.c, tile_legacy_neon.c: Q4_1, Q5_0, Q5_1 */
+void el_vec_dot_q4_1_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_0_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_neon(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_1_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_0_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_1_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_tile_q4_1_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_0_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_1_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
+/* dot_iq4_neon.c, gemv_iq4_neon.c, tile_iq4_neon.c: IQ4_NL, IQ4_XS */
+void el_vec_dot_iq4_nl_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_neon(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_iq4_nl_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_xs_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_tile_iq4_nl_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
+void el_tile_iq4_xs_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
 /* dot_kquant_neon.c, gemv_kquant_neon.c, tile_kquant_neon.c: the K-quants */
 void el_vec_dot_q2_k_neon(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q3_k_neon(int64_t n, float *s, const void *x, const void *y);
@@ -127,6 +155,34 @@ void el_tile_q3_k_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w
 void el_tile_q5_k_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
 
+/* dot_legacy_neon_dotprod.c, gemv_legacy_neon_dotprod.c, tile_legacy_neon_dotprod.c: Q4_1, Q5_0, Q5_1 */
+void el_vec_dot_q4_1_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_0_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_1_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q5_0_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q5_1_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_tile_q4_1_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q5_0_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q5_1_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+
+/* dot_iq4_neon_dotprod.c, gemv_iq4_neon_dotprod.c, tile_iq4_neon_dotprod.c: IQ4_NL, IQ4_XS */
+void el_vec_dot_iq4_nl_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_iq4_nl_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                                 const void *a);
+void el_gemv_iq4_xs_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                                 const void *a);
+void el_tile_iq4_nl_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride);
+void el_tile_iq4_xs_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride);
 /* dot_kquant_neon_dotprod.c, gemv_kquant_neon_dotprod.c, tile_kquant_neon_dotprod.c: the K-quants */
 void el_vec_dot_q2_k_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q3_k_neon_dotprod(int64_t n, float *s, const void *x, const void *y);

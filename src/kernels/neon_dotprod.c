@@ -37,6 +37,11 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_Q2_K] = el_vec_dot_q2_k_neon_dotprod,
             [EL_TYPE_Q3_K] = el_vec_dot_q3_k_neon_dotprod,
             [EL_TYPE_Q5_K] = el_vec_dot_q5_k_neon_dotprod,
+            [EL_TYPE_Q4_1] = el_vec_dot_q4_1_neon_dotprod,
+            [EL_TYPE_Q5_0] = el_vec_dot_q5_0_neon_dotprod,
+            [EL_TYPE_Q5_1] = el_vec_dot_q5_1_neon_dotprod,
+            [EL_TYPE_IQ4_NL] = el_vec_dot_iq4_nl_neon_dotprod,
+            [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_neon_dotprod,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_neon_dotprod,
@@ -49,6 +54,11 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_Q2_K] = el_tile_q2_k_neon_dotprod,
             [EL_TYPE_Q3_K] = el_tile_q3_k_neon_dotprod,
             [EL_TYPE_Q5_K] = el_tile_q5_k_neon_dotprod,
+            [EL_TYPE_Q4_1] = el_tile_q4_1_neon_dotprod,
+            [EL_TYPE_Q5_0] = el_tile_q5_0_neon_dotprod,
+            [EL_TYPE_Q5_1] = el_tile_q5_1_neon_dotprod,
+            [EL_TYPE_IQ4_NL] = el_tile_iq4_nl_neon_dotprod,
+            [EL_TYPE_IQ4_XS] = el_tile_iq4_xs_neon_dotprod,
         },
         /* no multi-row gemvs (row by row through the gemv) */
         .gemv = {
@@ -65,6 +75,11 @@ const el_kernel_level el_level_neon_dotprod = {
             [EL_TYPE_Q4_K] = el_gemv_q4_k_neon_dotprod,
             [EL_TYPE_Q5_K] = el_gemv_q5_k_neon_dotprod,
             [EL_TYPE_Q6_K] = el_gemv_q6_k_neon_dotprod,
+            [EL_TYPE_Q4_1] = el_gemv_q4_1_neon_dotprod,
+            [EL_TYPE_Q5_0] = el_gemv_q5_0_neon_dotprod,
+            [EL_TYPE_Q5_1] = el_gemv_q5_1_neon_dotprod,
+            [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_neon_dotprod,
+            [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_neon_dotprod,
         },
         .gemm = {
             [EL_TYPE_Q4_0] = el_gemm_neon_dotprod,
