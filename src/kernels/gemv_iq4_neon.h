@@ -34,7 +34,7 @@ static void rows_iq4_xs(const void *ctx, const char *const row[4], float s[4], i
 static void gemv_iq4_xs(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                         const void *a) {
     const iq4_xs_act act = {a, n / EL_QK_K};
-    gemv_drive(n_rows, 4, w, w_stride, y, false, rows_iq4_xs, &act);
+    gemv_drive(n_rows, 2, w, w_stride, y, false, rows_iq4_xs, &act);
 }
 
 #endif

@@ -53,7 +53,7 @@ static inline __attribute__((always_inline)) void gemv_k(int64_t n, float *y, in
                                                          const void *w, size_t w_stride,
                                                          const void *a, gemv_rows_fn rows) {
     const k_act act = {a, n / EL_QK_K};
-    gemv_drive(n_rows, 4, w, w_stride, y, false, rows, &act);
+    gemv_drive(n_rows, 2, w, w_stride, y, false, rows, &act);
 }
 
 static void gemv_q2_k(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,

@@ -255,7 +255,7 @@ static inline __attribute__((always_inline)) void gemv_b32x(el_type t, int64_t n
         const char *sa = (const char *)a + (size_t)first * b32_act_bytes(t);
         b32_prepare(t, sa, nb, p);
         b32_slice sl = {sa, p, first, nb};
-        gemv_drive(n_rows, 4, w, w_stride, y, k0 > 0, rows, &sl);
+        gemv_drive(n_rows, 2, w, w_stride, y, k0 > 0, rows, &sl);
     }
 }
 

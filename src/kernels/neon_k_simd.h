@@ -19,11 +19,12 @@
 #include "kernels/neon_simd.h"
 
 /* What one weight block contributes beyond its quants: the integer scale of each sub-block,
- * lane s % 4 of sc[s / 4] (sub-blocks of 16 for Q2_K, Q3_K, Q6_K; of 32 for the others, in
- * sc[0] and sc[1]); the integer offset term off (the mins, or the level offset, against the
- * activation sums); and the float factors: the block adds act_d * (d * dot - dmin * off). */
+ * lane s % 8 of sc[s / 8] (sub-blocks of 16 for Q2_K, Q3_K, Q6_K; of 32 for the others, all in
+ * sc[0]), widened to 32 bits a chunk at a time (fewer registers held per row); the integer
+ * offset term off (the mins, or the level offset, against the activation sums); and the float
+ * factors: the block adds act_d * (d * dot - dmin * off). */
 typedef struct k_scales {
-    int32x4_t sc[4];
+    int16x8_t sc[2];
     int32_t off;
     float d, dmin;
 } k_scales;
@@ -48,13 +49,10 @@ static inline size_t k_block_bytes(el_type t) {
     }
 }
 
-/* 16 int8 sub-block scales widened into the four lane vectors of k_scales. */
-static inline void k_scales_s8(int8x16_t s8, int32x4_t sc[4]) {
-    const int16x8_t lo = vmovl_s8(vget_low_s8(s8)), hi = vmovl_high_s8(s8);
-    sc[0] = vmovl_s16(vget_low_s16(lo));
-    sc[1] = vmovl_high_s16(lo);
-    sc[2] = vmovl_s16(vget_low_s16(hi));
-    sc[3] = vmovl_high_s16(hi);
+/* 16 int8 sub-block scales widened into the two vectors of k_scales. */
+static inline void k_scales_s8(int8x16_t s8, int16x8_t sc[2]) {
+    sc[0] = vmovl_s8(vget_low_s8(s8));
+    sc[1] = vmovl_high_s8(s8);
 }
 
 /* sum over the 16 sub-blocks of c[s] * bsums[s]. */
@@ -70,10 +68,8 @@ static inline int32_t k_dot16(int16x8_t c_lo, int16x8_t c_hi, int16x8_t bs_lo, i
 static inline void k_scales_q4_k(const uint8_t *scales, int16x8_t bs32, k_scales *k) {
     uint32_t w[4];
     el_q4_k_scales_mins(scales, w);
-    const uint16x8_t sc = vmovl_u8(vcreate_u8((uint64_t)w[0] | (uint64_t)w[1] << 32));
+    k->sc[0] = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8((uint64_t)w[0] | (uint64_t)w[1] << 32)));
     const int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8((uint64_t)w[2] | (uint64_t)w[3] << 32)));
-    k->sc[0] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(sc)));
-    k->sc[1] = vreinterpretq_s32_u32(vmovl_high_u16(sc));
     k->off = vaddvq_s32(vmlal_high_s16(vmull_s16(vget_low_s16(m), vget_low_s16(bs32)), m, bs32));
 }
 
@@ -151,9 +147,7 @@ static inline __attribute__((always_inline)) void k_block_scales(el_type t, cons
     }
     default: { /* IQ4_XS: signed levels, no offset */
         const el_block_iq4_xs *b = (const el_block_iq4_xs *)blk;
-        const int16x8_t s = iq4_xs_scales(b);
-        k->sc[0] = vmovl_s16(vget_low_s16(s));
-        k->sc[1] = vmovl_high_s16(s);
+        k->sc[0] = iq4_xs_scales(b);
         k->off = 0;
         k->d = k->dmin = fp16_scalar(b->d);
         break;
@@ -232,15 +226,18 @@ static inline __attribute__((always_inline)) void k_chunk(el_type t, const char 
         const uint8x16_t l2 = vld1q_u8(ql + 32), l3 = vld1q_u8(ql + 48);
         const uint8x16_t h0 = vld1q_u8(qh), h1 = vld1q_u8(qh + 16);
         const uint8x16_t h0s = vshrq_n_u8(h0, 2), h1s = vshrq_n_u8(h1, 2);
-        uint8x16_t u[4];
+        uint8x16_t u0, u1, u2, u3;
         if (c % 2 == 0) { /* bits 0-1 and 2-3 of qh */
-            u[0] = vsliq_n_u8(l0, h0, 4), u[1] = vsliq_n_u8(l1, h1, 4);
-            u[2] = vsliq_n_u8(l2, h0s, 4), u[3] = vsliq_n_u8(l3, h1s, 4);
+            u0 = vsliq_n_u8(l0, h0, 4), u1 = vsliq_n_u8(l1, h1, 4);
+            u2 = vsliq_n_u8(l2, h0s, 4), u3 = vsliq_n_u8(l3, h1s, 4);
         } else { /* bits 4-5 and 6-7 */
-            u[0] = vsriq_n_u8(h0, l0, 4), u[1] = vsriq_n_u8(h1, l1, 4);
-            u[2] = vsriq_n_u8(h0s, l2, 4), u[3] = vsriq_n_u8(h1s, l3, 4);
+            u0 = vsriq_n_u8(h0, l0, 4), u1 = vsriq_n_u8(h1, l1, 4);
+            u2 = vsriq_n_u8(h0s, l2, 4), u3 = vsriq_n_u8(h1s, l3, 4);
         }
-        for (int k = 0; k < 4; k++) v[k] = vreinterpretq_s8_u8(vandq_u8(u[k], m6));
+        v[0] = vreinterpretq_s8_u8(vandq_u8(u0, m6));
+        v[1] = vreinterpretq_s8_u8(vandq_u8(u1, m6));
+        v[2] = vreinterpretq_s8_u8(vandq_u8(u2, m6));
+        v[3] = vreinterpretq_s8_u8(vandq_u8(u3, m6));
         break;
     }
     default: { /* IQ4_XS: sub-blocks 2c and 2c + 1, each low nibbles then high, as levels */
@@ -260,18 +257,22 @@ static inline __attribute__((always_inline)) void k_chunk(el_type t, const char 
 static inline __attribute__((always_inline)) int32x4_t k_chunk_dot(el_type t, int32x4_t acc,
                                                                    const int8x16_t v[4],
                                                                    const int8x16_t a[4],
-                                                                   const int32x4_t sc[4], int c) {
+                                                                   const int16x8_t sc16[2], int c) {
     const int32x4_t zero = vdupq_n_s32(0);
-    if (k_sub16(t)) {
-        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[0], a[0]), sc[c], 0);
-        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[1], a[1]), sc[c], 1);
-        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[2], a[2]), sc[c], 2);
-        return vmlaq_laneq_s32(acc, dot_s8(zero, v[3], a[3]), sc[c], 3);
+    if (k_sub16(t)) { /* sub-blocks 4c .. 4c+3 */
+        const int16x8_t h = sc16[c / 2];
+        const int32x4_t sc = c % 2 ? vmovl_high_s16(h) : vmovl_s16(vget_low_s16(h));
+        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[0], a[0]), sc, 0);
+        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[1], a[1]), sc, 1);
+        acc = vmlaq_laneq_s32(acc, dot_s8(zero, v[2], a[2]), sc, 2);
+        return vmlaq_laneq_s32(acc, dot_s8(zero, v[3], a[3]), sc, 3);
     }
+    /* sub-blocks 2c, 2c+1 */
+    const int32x4_t sc = c < 2 ? vmovl_s16(vget_low_s16(sc16[0])) : vmovl_high_s16(sc16[0]);
     const int32x4_t p0 = dot_s8(dot_s8(zero, v[0], a[0]), v[1], a[1]);
     const int32x4_t p1 = dot_s8(dot_s8(zero, v[2], a[2]), v[3], a[3]);
-    if (c % 2 == 0) return vmlaq_laneq_s32(vmlaq_laneq_s32(acc, p0, sc[c / 2], 0), p1, sc[c / 2], 1);
-    return vmlaq_laneq_s32(vmlaq_laneq_s32(acc, p0, sc[c / 2], 2), p1, sc[c / 2], 3);
+    if (c % 2 == 0) return vmlaq_laneq_s32(vmlaq_laneq_s32(acc, p0, sc, 0), p1, sc, 1);
+    return vmlaq_laneq_s32(vmlaq_laneq_s32(acc, p0, sc, 2), p1, sc, 3);
 }
 
 /* Chunk c of one block for R rows sharing the activation loads. */
@@ -281,6 +282,7 @@ static inline __attribute__((always_inline)) void k_rows_chunk(el_type t, const 
                                                                int32x4_t acc[4], int8x16_t iq4,
                                                                int c) {
     int8x16_t a[4];
+    #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) a[k] = vld1q_s8(aq + 64 * c + 16 * k);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
@@ -335,7 +337,7 @@ static inline __attribute__((always_inline)) void rows_k(el_type t, const char *
  * act_d * (d * dot - dmin * sum cof[s] bsums[s])), and the float factors. */
 typedef struct k_unpacked {
     int8x16_t v[16];
-    int32x4_t sc[4];
+    int16x8_t sc[2];
     int16x8_t cof_lo, cof_hi;
     float d, dmin;
 } k_unpacked;
@@ -381,9 +383,10 @@ static inline __attribute__((always_inline)) void k_unpack(el_type t, const char
                                                            k_unpacked *u) {
     const int16x8_t zero = vdupq_n_s16(0);
     const int8x16_t iq4 = vld1q_s8(el_iq4nl_values);
-    k_scales ks = {.sc = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)}};
+    k_scales ks = {.sc = {zero, zero}};
     k_block_scales(t, blk, zero, zero, zero, &ks);
-    for (int k = 0; k < 4; k++) u->sc[k] = ks.sc[k];
+    u->sc[0] = ks.sc[0];
+    u->sc[1] = ks.sc[1];
     u->d = ks.d;
     u->dmin = ks.dmin;
     k_offset_coefs(t, blk, u);
@@ -417,6 +420,7 @@ static inline __attribute__((always_inline)) void tile_k(el_type t, int64_t n, f
             #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 int8x16_t av[4];
+                #pragma GCC unroll 4
                 for (int k = 0; k < 4; k++) av[k] = vld1q_s8(ab->qs + 64 * c + 16 * k);
                 #pragma GCC unroll 4
                 for (int o = 0; o < EL_TILE; o++) sum[o] = k_chunk_dot(t, sum[o], u[o].v + 4 * c, av, u[o].sc, c);
