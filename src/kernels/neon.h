@@ -106,7 +106,8 @@ void el_gemv_w4g128_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void
 void el_gemv_w8a16_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                                 const void *a);
 
-/* dot_legacy_neon.c, gemv_legacy_neon.c, tile_legacy_neon.c: Q4_1, Q5_0, Q5_1 */
+/* dot_legacy_neon.c, gemv_legacy_neon.c, tile_legacy_neon.c: Q4_1, Q5_0, Q5_1 (and their
+ * activations' quantizer, Q8_1) */
 void el_vec_dot_q4_1_neon(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q5_0_neon(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q5_1_neon(int64_t n, float *s, const void *x, const void *y);
@@ -122,6 +123,7 @@ void el_tile_q5_0_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w
                        const void *a, size_t a_stride);
 void el_tile_q5_1_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
+void el_quantize_q8_1_neon(const float *x, void *y, int64_t n);
 
 /* dot_iq4_neon.c, gemv_iq4_neon.c, tile_iq4_neon.c: IQ4_NL, IQ4_XS */
 void el_vec_dot_iq4_nl_neon(int64_t n, float *s, const void *x, const void *y);
