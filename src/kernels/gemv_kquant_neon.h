@@ -2,11 +2,13 @@
  * Q8_K activations, written once against neon_simd.h's dot_s8 step and built by both NEON
  * levels: gemv_kquant_neon.c (widening multiplies) and gemv_kquant_neon_dotprod.c (SDOT).
  *
- * The rows go through gemv_drive.h's loop, four far apart at a time, through neon_k_simd.h's
- * rows_k: the four rows share every activation load (64 bytes a chunk) and the activation
- * sums of the block (bsums, and their pair sums for the mins of Q4_K and Q5_K), and give the
- * core four independent chains. Q8_K's scale is a float already and its sums are in the block,
- * so nothing else is worth preparing per call. */
+ * The rows go through gemv_drive.h's loop, two far apart at a time, through neon_k_simd.h's
+ * rows_k: the two rows share every activation load (64 bytes a chunk) and the activation sums
+ * of the block (bsums, and their pair sums for the mins of Q4_K and Q5_K), and give the core
+ * two independent chains. Two, not four as gemv_neon.h's: with four rows GCC spills the rows'
+ * unpacked quants and scales to the stack, with two it keeps them in registers, and two need
+ * no more instructions per row (docs/kernels.md). Q8_K's scale is a float already and its sums
+ * are in the block, so nothing else is worth preparing per call. */
 #ifndef EL_KERNELS_GEMV_KQUANT_NEON_H
 #define EL_KERNELS_GEMV_KQUANT_NEON_H
 
@@ -19,13 +21,13 @@ typedef struct k_act {
     int64_t nb;
 } k_act;
 
-/* rows_k for the R (4, 2 or 1) rows gemv_drive gives, R a constant in each call. */
+/* rows_k for the R (2 or 1: gemv_k's company) rows gemv_drive gives, R a constant in each
+ * call. */
 static inline __attribute__((always_inline)) void rows_k_any(el_type t, const void *ctx,
                                                              const char *const row[4], float s[4],
                                                              int R) {
     const k_act *act = ctx;
-    if (R == 4) rows_k(t, row, s, 4, act->a, act->nb);
-    else if (R == 2) rows_k(t, row, s, 2, act->a, act->nb);
+    if (R == 2) rows_k(t, row, s, 2, act->a, act->nb);
     else rows_k(t, row, s, 1, act->a, act->nb);
 }
 

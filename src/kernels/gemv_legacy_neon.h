@@ -1,5 +1,5 @@
 /* gemv_legacy_neon.h - the NEON gemvs of Q4_1, Q5_1 (against Q8_1) and Q5_0 (against Q8_0),
- * neon_b32_simd.h's gemv_b32x: four rows far apart sharing every activation load, the
+ * neon_b32_simd.h's gemv_b32x: two rows far apart sharing every activation load, the
  * activation blocks' scales (and Q8_1's sums, Q5_0's offsets) prepared once per call. Built by
  * both NEON levels: gemv_legacy_neon.c (widening multiplies), gemv_legacy_neon_dotprod.c (SDOT). */
 #ifndef EL_KERNELS_GEMV_LEGACY_NEON_H

@@ -1,6 +1,7 @@
 /* neon.c - the NEON level's table (el_level_neon, dispatch.h): the kernels of every aarch64 CPU
- * per entry and type (dot_neon.c, tile_neon.c, gemv_neon.c, attend_neon.c; declared in
- * neon.h). Not built in on other architectures. */
+ * per entry and type (dot_neon.c, tile_neon.c, gemv_neon.c, attend_neon.c, and the
+ * <kind>_{kquant,legacy,iq4}_neon.c of issue 17's types; declared in neon.h). Not built in on
+ * other architectures. */
 #include "kernels/neon.h"
 
 #if defined(__aarch64__) && defined(__ARM_NEON)
@@ -9,7 +10,7 @@
 static bool neon_runs(void) { return true; }
 
 /* The NEON kernels of every aarch64 CPU; the quantized ones (dot_neon.h, tile_neon.h,
- * gemv_neon.h) over widening multiplies. */
+ * gemv_neon.h, and the <kind>_<family>_neon.h of issue 17's types) over widening multiplies. */
 const el_kernel_level el_level_neon = {
     .name = "neon",
     .supported = neon_runs,

@@ -225,22 +225,23 @@ static inline __attribute__((always_inline)) void tile_b32x(el_type t, int64_t n
     for (int r = 0; r < EL_TILE; r++) vst1q_f32(y + r * ldy, acc[r]);
 }
 
-/* The gemv of weight type t against one activation row (gemv_drive's rows four far apart),
- * slice by slice, each slice's activation blocks prepared once for all rows. */
+/* The gemv of weight type t against one activation row, slice by slice, each slice's
+ * activation blocks prepared once for all rows: gemv_drive's rows two far apart (with four, GCC
+ * spills Q5_0's and Q5_1's unpacking to the stack; docs/kernels.md). */
 typedef struct b32_slice {
     const char *a;       /* the slice's first activation block */
     const b32_act *p;    /* prepared */
     int64_t first, nb;   /* the slice's first block, and its blocks */
 } b32_slice;
 
+/* rows_b32x for the R (2 or 1: gemv_b32x's company) rows gemv_drive gives. */
 static inline __attribute__((always_inline)) void rows_b32x_any(el_type t, const void *ctx,
                                                                 const char *const row[4],
                                                                 float s[4], int R) {
     const b32_slice *sl = ctx;
     const char *wb[4];
     for (int r = 0; r < R; r++) wb[r] = row[r] + (size_t)sl->first * b32_block_bytes(t);
-    if (R == 4) rows_b32x(t, wb, s, 4, sl->a, sl->p, sl->nb);
-    else if (R == 2) rows_b32x(t, wb, s, 2, sl->a, sl->p, sl->nb);
+    if (R == 2) rows_b32x(t, wb, s, 2, sl->a, sl->p, sl->nb);
     else rows_b32x(t, wb, s, 1, sl->a, sl->p, sl->nb);
 }
 

@@ -1,6 +1,7 @@
 /* neon_dotprod.c - the NEON dot product level's table (el_level_neon_dotprod, dispatch.h), on
  * NEON's: the quantized kernels over SDOT (dot_neon_dotprod.c, tile_neon_dotprod.c,
- * gemv_neon_dotprod.c) and the packed products (gemm_neon_dotprod.c), per entry and type; and
+ * gemv_neon_dotprod.c, the <kind>_{kquant,legacy,iq4}_neon_dotprod.c of issue 17's types) and
+ * the packed products (gemm_neon_dotprod.c), per entry and type; and
  * the CPU check. Built with -march=armv8.2-a+dotprod on aarch64 (see Makefile) and used only
  * if the kernel reports the dot product extension (HWCAP_ASIMDDP). */
 #include "kernels/neon.h"
@@ -15,8 +16,9 @@
 
 static bool cpu_has_dotprod(void) { return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
 
-/* On NEON's: the quantized kernels (dot_neon.h, tile_neon.h, gemv_neon.h) over SDOT, and the
- * packed products; the float dot products, quantizers and attention stay NEON's. */
+/* On NEON's: the quantized kernels (dot_neon.h, tile_neon.h, gemv_neon.h and the
+ * <kind>_<family>_neon.h of issue 17's types) over SDOT, and the packed products; the float dot
+ * products, quantizers and attention stay NEON's. */
 const el_kernel_level el_level_neon_dotprod = {
     .name = "neon-dotprod",
     .base = &el_level_neon,
