@@ -107,11 +107,13 @@ static int compare_tables(const el_kernels *simd) {
 }
 
 /* Activation quantizers must write exactly the reference's bytes: both compute d = amax / 127
- * (/ 32767 for A16) and q = round-to-nearest-even(x * (1 / d)) in float, and round d to fp16
- * the same way. Rows mix magnitudes (down to fp16 subnormal scales), all-zero blocks and exact
- * halves (ties). */
+ * (/ 32767 for A16) and q = round-to-nearest-even(x * (1 / d)) in float (Q8_1: halves away
+ * from zero, as roundf), and round d to fp16 the same way. Rows mix magnitudes (down to fp16
+ * subnormal scales), all-zero blocks, exact halves, and blocks of scale 1 where the halves are
+ * ties of the rounding. */
 static int compare_quantizers(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_A8, EL_TYPE_A16};
+    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_1, EL_TYPE_Q8_K, EL_TYPE_A8,
+                                    EL_TYPE_A16};
     test_rng r = {7};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_kernels *t = el_type_kernels_get(types[ti]);
@@ -129,6 +131,11 @@ static int compare_quantizers(const el_kernels *simd) {
                     if (test_rand_u32(&r) % 8 == 0) x[i] = (float)((int)(test_rand_u32(&r) % 255) - 127) * 0.5f;
                 }
                 if (rep % 5 == 0) memset(x, 0, (size_t)layout->block_size * sizeof *x);
+                if (rep % 5 == 1) { /* a first block of scale 1 (amax 127): its halves are ties */
+                    for (int64_t i = 0; i < layout->block_size; i++)
+                        x[i] = (float)((int)(test_rand_u32(&r) % 253) - 126) * 0.5f;
+                    x[0] = 127.0f;
+                }
                 t->from_float(x, want, n);
                 memset(got, 0xAB, bytes);
                 simd->quantize[types[ti]](x, got, n);

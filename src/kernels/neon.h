@@ -106,6 +106,105 @@ void el_gemv_w4g128_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void
 void el_gemv_w8a16_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                                 const void *a);
 
+/* dot_legacy_neon.c, gemv_legacy_neon.c, tile_legacy_neon.c: Q4_1, Q5_0, Q5_1 (and their
+ * activations' quantizer, Q8_1) */
+void el_vec_dot_q4_1_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_0_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_neon(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_1_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_0_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_1_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_tile_q4_1_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_0_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_1_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_quantize_q8_1_neon(const float *x, void *y, int64_t n);
+
+/* dot_iq4_neon.c, gemv_iq4_neon.c, tile_iq4_neon.c: IQ4_NL, IQ4_XS */
+void el_vec_dot_iq4_nl_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_neon(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_iq4_nl_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_xs_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_tile_iq4_nl_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
+void el_tile_iq4_xs_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
+/* dot_kquant_neon.c, gemv_kquant_neon.c, tile_kquant_neon.c: the K-quants */
+void el_vec_dot_q2_k_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q3_k_neon(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_k_neon(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q2_k_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q3_k_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_k_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_k_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q6_k_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_tile_q2_k_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q3_k_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_k_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
+/* dot_legacy_neon_dotprod.c, gemv_legacy_neon_dotprod.c, tile_legacy_neon_dotprod.c: Q4_1, Q5_0, Q5_1 */
+void el_vec_dot_q4_1_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_0_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_1_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q5_0_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q5_1_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_tile_q4_1_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q5_0_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q5_1_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+
+/* dot_iq4_neon_dotprod.c, gemv_iq4_neon_dotprod.c, tile_iq4_neon_dotprod.c: IQ4_NL, IQ4_XS */
+void el_vec_dot_iq4_nl_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_iq4_nl_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                                 const void *a);
+void el_gemv_iq4_xs_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                                 const void *a);
+void el_tile_iq4_nl_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride);
+void el_tile_iq4_xs_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride);
+/* dot_kquant_neon_dotprod.c, gemv_kquant_neon_dotprod.c, tile_kquant_neon_dotprod.c: the K-quants */
+void el_vec_dot_q2_k_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q3_k_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_k_neon_dotprod(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q2_k_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q3_k_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q4_k_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q5_k_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_gemv_q6_k_neon_dotprod(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                               const void *a);
+void el_tile_q2_k_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q3_k_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
+void el_tile_q5_k_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                               const void *a, size_t a_stride);
 /* attend_neon.c: baseline Advanced SIMD, so both NEON levels' */
 void el_attend_neon(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                     const void *const *k, const void *const *v, float *scores, size_t ld_scores,

@@ -31,6 +31,11 @@ static inline int32x4_t dot_s8(int32x4_t acc, int8x16_t a, int8x16_t b) {
 }
 #endif
 
+/* Sums of four int32x4 vectors' lanes as one vector [sum p0, sum p1, sum p2, sum p3]. */
+static inline int32x4_t fold4(int32x4_t p0, int32x4_t p1, int32x4_t p2, int32x4_t p3) {
+    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
+}
+
 static inline float fp16_scalar(uint16_t h) {
     return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }

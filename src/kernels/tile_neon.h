@@ -12,11 +12,6 @@ static inline float32x4_t fp16x4(uint16_t h0, uint16_t h1, uint16_t h2, uint16_t
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
 }
 
-/* Sums of four int32x4 vectors' lanes as one vector [sum p0, sum p1, sum p2, sum p3]. */
-static inline int32x4_t fold4(int32x4_t p0, int32x4_t p1, int32x4_t p2, int32x4_t p3) {
-    return vpaddq_s32(vpaddq_s32(p0, p1), vpaddq_s32(p2, p3));
-}
-
 /* The EL_TILE x EL_TILE tile of 32-element blocks with signed byte quants (q8_0 or q4_0
  * weights against q8_0 activations). Per block, the four weight rows' quants are unpacked once;
  * for each activation row the four integer dots are reduced to one vector [dot_0 .. dot_3] by

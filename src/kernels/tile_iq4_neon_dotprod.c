@@ -1,0 +1,18 @@
+/* tile_iq4_neon_dotprod.c - tile_iq4_neon.h's 4x4 tiles over SDOT. */
+#include "kernels/neon.h"
+
+#if defined(__aarch64__) && defined(__ARM_FEATURE_DOTPROD)
+
+#include "kernels/tile_iq4_neon.h"
+
+/* This level's names (neon.h) for tile_iq4_neon.h's kernels: aliases, the code as it is. */
+
+void el_tile_iq4_nl_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride)
+    __attribute__((alias("tile_iq4_nl")));
+
+void el_tile_iq4_xs_neon_dotprod(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                                 const void *a, size_t a_stride)
+    __attribute__((alias("tile_iq4_xs")));
+
+#endif
