@@ -79,4 +79,22 @@ void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, 
                     float *out);
 void el_swiglu_avx2(float *gate, const float *up, size_t n);
 
+/* dot_legacy_avx2.c, gemv_legacy_avx2.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
+ * IQ4_XS */
+void el_vec_dot_q5_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q5_0_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_iq4_nl_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_q4_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_iq4_xs_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+
 #endif

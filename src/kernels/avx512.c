@@ -35,6 +35,11 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q8_0] = el_vec_dot_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_vec_dot_q4_0_avx512,
             [EL_TYPE_W8A16] = el_vec_dot_w8a16_avx512,
+            [EL_TYPE_Q5_0] = el_vec_dot_q5_0_avx512,
+            [EL_TYPE_IQ4_NL] = el_vec_dot_iq4_nl_avx512,
+            [EL_TYPE_Q4_1] = el_vec_dot_q4_1_avx512,
+            [EL_TYPE_Q5_1] = el_vec_dot_q5_1_avx512,
+            [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_avx512,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx512,
@@ -61,6 +66,11 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W8] = el_gemv_w8_avx512,
             [EL_TYPE_W4] = el_gemv_w4_avx512,
             [EL_TYPE_W8A16] = el_gemv_w8a16_avx512,
+            [EL_TYPE_Q5_0] = el_gemv_q5_0_avx512,
+            [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_avx512,
+            [EL_TYPE_Q4_1] = el_gemv_q4_1_avx512,
+            [EL_TYPE_Q5_1] = el_gemv_q5_1_avx512,
+            [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx512,
         },
         /* W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than

@@ -56,4 +56,22 @@ void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv
                       const void *const *k, const void *const *v, float *scores,
                       size_t ld_scores, float *out);
 
+/* dot_legacy_avx512.c, gemv_legacy_avx512.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
+ * IQ4_XS */
+void el_vec_dot_q5_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_nl_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q5_0_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_nl_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+void el_gemv_q4_1_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_q5_1_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_xs_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+
 #endif

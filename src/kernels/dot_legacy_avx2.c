@@ -1,0 +1,27 @@
+/* dot_legacy_avx2.c - the dot products of Q5_0, IQ4_NL, Q4_1, Q5_1 and IQ4_XS: their gemvs
+ * (gemv_legacy_avx2.c) for one row, so a dot product has the bits of the same row's gemv. */
+#include "kernels/avx2.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+void el_vec_dot_q5_0_avx2(int64_t n, float *s, const void *x, const void *y) {
+    el_gemv_q5_0_avx2(n, s, 1, x, 0, y);
+}
+
+void el_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *x, const void *y) {
+    el_gemv_iq4_nl_avx2(n, s, 1, x, 0, y);
+}
+
+void el_vec_dot_q4_1_avx2(int64_t n, float *s, const void *x, const void *y) {
+    el_gemv_q4_1_avx2(n, s, 1, x, 0, y);
+}
+
+void el_vec_dot_q5_1_avx2(int64_t n, float *s, const void *x, const void *y) {
+    el_gemv_q5_1_avx2(n, s, 1, x, 0, y);
+}
+
+void el_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *x, const void *y) {
+    el_gemv_iq4_xs_avx2(n, s, 1, x, 0, y);
+}
+
+#endif

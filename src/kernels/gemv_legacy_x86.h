@@ -1,0 +1,399 @@
+/* gemv_legacy_x86.h - the gemvs (decode) of Q5_0 and IQ4_NL (against Q8_0), Q4_1 and Q5_1
+ * (against Q8_1) and IQ4_XS (against Q8_K), written once for x86's two levels:
+ * gemv_legacy_avx2.c builds them over vpmaddubsw, gemv_legacy_avx512.c over vpdpbusd and
+ * AVX-512BW's byte masks (by the ISA macros their flags set), and each gives them its level's
+ * names. Included inside the AVX2 guard.
+ *
+ * Each block of 32 is unpacked into 32 bytes in element order (the nibbles as Q4_0's, the fifth
+ * bits of Q5_0 / Q5_1 or'ed in as 16, IQ4's codes looked up by vpshufb in the table of 16
+ * levels) and dotted with its 32 activation quants into 8 int32 lanes. Eight blocks' lanes fold
+ * by horizontal adds into one lane each, so one conversion and one multiply-add by the 8 weight
+ * scales times the 8 activation scales serve 8 blocks; the rest of what depends only on the
+ * activations (their scales, the offset terms) is prepared once per call for all rows. Weights
+ * are dotted as unsigned bytes where they are (Q5_0's 0..31 with its 16 taken off through the
+ * activation sums, Q4_1's and Q5_1's levels, whose min meets Q8_1's block sum in float); IQ4's
+ * signed levels take the sign trick over vpmaddubsw (|level| <= 127, so pairs stay in int16),
+ * and with vpdpbusd (no int16 pairs) the table shifted by 128, the 128 taken off like Q5_0's 16.
+ * IQ4_XS's 8 sub-blocks of a super-block are the 8 folded lanes, so its 6-bit scales multiply
+ * them as integers before the super-block's one float scale. Rows go side by side as
+ * gemv_drive picks them, each row's arithmetic the same in any company. */
+#ifndef EL_KERNELS_GEMV_LEGACY_X86_H
+#define EL_KERNELS_GEMV_LEGACY_X86_H
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/gemv_drive.h"
+
+/* The 32 nibbles of 16 bytes of quants in element order (low nibbles, then high). */
+static inline __m256i legacy_nibbles(const char *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+
+/* vpdpbusd sums unsigned times signed bytes straight into int32: IQ4's levels go in shifted by
+ * 128 (0..255) and the 128 comes off through the activation sums. */
+enum { IQ4_OFFSET = 128 };
+
+static inline __m256i legacy_dot_u8(__m256i u, __m256i a) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+}
+
+/* 16 in byte j where bit j of the little-endian word at qh is set: the word is a byte mask. */
+static inline __m256i legacy_fifth_bits(const char *qh) {
+    uint32_t m;
+    memcpy(&m, qh, sizeof m);
+    return _mm256_maskz_mov_epi8((__mmask32)m, _mm256_set1_epi8(0x10));
+}
+
+/* The levels vpshufb looks up, in both 128-bit lanes. */
+static inline __m256i legacy_iq4_table(void) {
+    __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)el_iq4nl_values),
+                              _mm_set1_epi8((char)0x80));
+    return _mm256_broadcastsi128_si256(t);
+}
+
+static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) { return legacy_dot_u8(levels, a); }
+
+#else
+
+/* vpmaddubsw sums pairs into int16: unsigned levels up to 31 stay exact (2 * 31 * 128), IQ4's
+ * signed ones by the sign trick. */
+enum { IQ4_OFFSET = 0 };
+
+static inline __m256i legacy_dot_u8(__m256i u, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+}
+
+/* 16 in byte j where bit j of the little-endian word at qh is set: each byte of the word spread
+ * over 8 bytes, each of which tests its bit. */
+static inline __m256i legacy_fifth_bits(const char *qh) {
+    uint32_t m;
+    memcpy(&m, qh, sizeof m);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(0x10));
+}
+
+static inline __m256i legacy_iq4_table(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)el_iq4nl_values));
+}
+
+/* The level's sign moves onto the activation, so vpmaddubsw takes |level| as unsigned. */
+static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) {
+    return legacy_dot_u8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels));
+}
+
+#endif
+
+/* Lane k of the result: the sum of v[k]'s 8 lanes. */
+static inline __m256i legacy_fold8(const __m256i v[8]) {
+    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20),
+                            _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+
+static inline float legacy_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline short legacy_half_at(const char *p) {
+    short h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
+/* The fp16 values at p + k * stride for k < count (the rest 0), as floats: built in a register
+ * (narrow stores and one wide load would stall on forwarding). */
+static inline __m256 legacy_halves(const char *p, size_t stride, int count) {
+    short h[8];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) h[k] = k < count ? legacy_half_at(p + k * stride) : 0;
+    return _mm256_cvtph_ps(_mm_setr_epi16(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]));
+}
+
+/* The block types of 32 and what each takes: its bytes, where its quants and fifth bits are,
+ * its activations (Q8_0 or Q8_1 blocks) and the offset taken off its unsigned levels. */
+typedef enum legacy_kind { LEGACY_Q5_0, LEGACY_IQ4_NL, LEGACY_Q4_1, LEGACY_Q5_1 } legacy_kind;
+
+static inline size_t legacy_block_bytes(legacy_kind t) {
+    switch (t) {
+    case LEGACY_Q5_0: return sizeof(el_block_q5_0);
+    case LEGACY_IQ4_NL: return sizeof(el_block_iq4_nl);
+    case LEGACY_Q4_1: return sizeof(el_block_q4_1);
+    default: return sizeof(el_block_q5_1);
+    }
+}
+
+/* Q4_1 and Q5_1 have a min and dot Q8_1 (whose block sum meets it), the others Q8_0. */
+static inline bool legacy_has_min(legacy_kind t) { return t == LEGACY_Q4_1 || t == LEGACY_Q5_1; }
+
+static inline size_t legacy_act_bytes(legacy_kind t) {
+    return legacy_has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
+}
+
+static inline size_t legacy_act_quants(legacy_kind t) {
+    return legacy_has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
+}
+
+static inline int legacy_offset(legacy_kind t) {
+    return t == LEGACY_Q5_0 ? 16 : t == LEGACY_IQ4_NL ? IQ4_OFFSET : 0;
+}
+
+/* A block's 32 levels (as the ISA dots them) times the 32 activation quants at a. */
+static inline __attribute__((always_inline)) __m256i legacy_block_dot(legacy_kind t,
+                                                                      const char *blk,
+                                                                      const int8_t *a,
+                                                                      __m256i table) {
+    __m256i av = _mm256_loadu_si256((const __m256i *)a);
+    switch (t) {
+    case LEGACY_Q5_0:
+        return legacy_dot_u8(_mm256_or_si256(legacy_nibbles(blk + offsetof(el_block_q5_0, qs)),
+                                             legacy_fifth_bits(blk + offsetof(el_block_q5_0, qh))),
+                             av);
+    case LEGACY_Q5_1:
+        return legacy_dot_u8(_mm256_or_si256(legacy_nibbles(blk + offsetof(el_block_q5_1, qs)),
+                                             legacy_fifth_bits(blk + offsetof(el_block_q5_1, qh))),
+                             av);
+    case LEGACY_Q4_1: return legacy_dot_u8(legacy_nibbles(blk + offsetof(el_block_q4_1, qs)), av);
+    default:
+        return legacy_dot_iq4(
+            _mm256_shuffle_epi8(table, legacy_nibbles(blk + offsetof(el_block_iq4_nl, qs))), av);
+    }
+}
+
+/* Activation elements prepared at a time: longer rows go in slices (summed). */
+enum { LEGACY_SLICE = 16384 };
+
+/* What 8 activation blocks (one group; a super-block for IQ4_XS) give every row: their scales d,
+ * for Q8_1 their scaled sums s, and per block or sub-block -offset * the sum of its quants. */
+typedef struct legacy_prep {
+    __m256 d, s;
+    __m256i comp;
+} legacy_prep;
+
+/* One slice of the activations: its first block, its blocks, and its prepared groups. */
+typedef struct legacy_slice {
+    const char *act; /* the activation row */
+    int64_t first, blocks;
+    const legacy_prep *p;
+} legacy_slice;
+
+/* The slice's groups of 8 activation blocks (the last one short) into p. */
+static inline __attribute__((always_inline)) void legacy_prepare(legacy_kind t,
+                                                                 const legacy_slice *sl,
+                                                                 legacy_prep *p) {
+    const size_t ab = legacy_act_bytes(t);
+    const int off = legacy_offset(t);
+    for (int64_t g = 0; 8 * g < sl->blocks; g++) {
+        int count = sl->blocks - 8 * g < 8 ? (int)(sl->blocks - 8 * g) : 8;
+        const char *b = sl->act + (sl->first + 8 * g) * ab;
+        p[g].d = legacy_halves(b, ab, count);
+        p[g].s = legacy_has_min(t) ? legacy_halves(b + offsetof(el_block_q8_1, s), ab, count)
+                                   : _mm256_setzero_ps();
+        p[g].comp = _mm256_setzero_si256();
+        if (off != 0) {
+            __m256i v[8];
+            for (int k = 0; k < 8; k++)
+                v[k] = k < count ? legacy_dot_u8(_mm256_set1_epi8(1),
+                                                 _mm256_loadu_si256((const __m256i *)(
+                                                     b + k * ab + legacy_act_quants(t))))
+                                 : _mm256_setzero_si256();
+            p[g].comp = _mm256_mullo_epi32(legacy_fold8(v), _mm256_set1_epi32(-off));
+        }
+    }
+}
+
+/* acc + a group of `count` blocks of a row at wb (8, or fewer at the slice's end) against
+ * prepared group p whose quants start at a: the folded integer sums, offset, scaled. */
+static inline __attribute__((always_inline)) __m256 legacy_group(legacy_kind t, __m256 acc,
+                                                                 const char *wb, const char *a,
+                                                                 const legacy_prep *p, int count,
+                                                                 __m256i table) {
+    const size_t wbytes = legacy_block_bytes(t), ab = legacy_act_bytes(t);
+    __m256i v[8];
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; k++)
+        v[k] = k < count ? legacy_block_dot(t, wb + k * wbytes, (const int8_t *)(a + k * ab), table)
+                         : _mm256_setzero_si256();
+    __m256i sum = legacy_fold8(v);
+    if (legacy_offset(t) != 0) sum = _mm256_add_epi32(sum, p->comp);
+    __m256 dw = legacy_halves(wb, wbytes, count);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, p->d), acc);
+    if (legacy_has_min(t)) /* Q4_1 and Q5_1 keep their min right after d */
+        acc = _mm256_fmadd_ps(legacy_halves(wb + sizeof(uint16_t), wbytes, count), p->s, acc);
+    return acc;
+}
+
+/* The dots of R rows over a slice, each as it would be alone. */
+static inline __attribute__((always_inline)) void legacy_rows(legacy_kind t, const void *ctx,
+                                                              const char *const row[4],
+                                                              float s[4], int R) {
+    const legacy_slice *sl = ctx;
+    const size_t wbytes = legacy_block_bytes(t), ab = legacy_act_bytes(t);
+    const __m256i table = legacy_iq4_table();
+    const char *a = sl->act + sl->first * ab + legacy_act_quants(t);
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; 8 * g + 8 <= sl->blocks; g++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r] = legacy_group(t, acc[r], row[r] + (sl->first + 8 * g) * wbytes,
+                                  a + 8 * g * ab, &sl->p[g], 8, table);
+    }
+    if (8 * g < sl->blocks) {
+        int count = (int)(sl->blocks - 8 * g);
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r] = legacy_group(t, acc[r], row[r] + (sl->first + 8 * g) * wbytes,
+                                  a + 8 * g * ab, &sl->p[g], count, table);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = legacy_hsum(acc[r]);
+}
+
+static inline __attribute__((always_inline)) void legacy_gemv(legacy_kind t, gemv_rows_fn rows,
+                                                              int64_t n, float *y, int64_t n_rows,
+                                                              const void *w, size_t w_stride,
+                                                              const void *a) {
+    legacy_prep p[LEGACY_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        legacy_slice sl = {a, k0 / EL_QK4_0, len / EL_QK4_0, p};
+        legacy_prepare(t, &sl, p);
+        size_t act = (size_t)sl.blocks * legacy_act_bytes(t) + (size_t)(sl.blocks + 7) / 8 * sizeof *p;
+        int R = gemv_company((size_t)sl.blocks * legacy_block_bytes(t), act);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows, &sl);
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_q5_0(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q5_0, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_iq4_nl(const void *ctx,
+                                                              const char *const row[4], float s[4],
+                                                              int R) {
+    legacy_rows(LEGACY_IQ4_NL, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_q4_1(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q4_1, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_q5_1(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q5_1, ctx, row, s, R);
+}
+
+static void gemv_q5_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q5_0, rows_q5_0, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_iq4_nl(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    legacy_gemv(LEGACY_IQ4_NL, rows_iq4_nl, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_q4_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q4_1, rows_q4_1, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_q5_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q5_1, rows_q5_1, n, y, n_rows, w, w_stride, a);
+}
+
+/* ---- IQ4_XS against Q8_K: per super-block the 8 sub-blocks' sums fold into 8 lanes, which
+ * take the offset term (prepared from Q8_K's sums of 16), then the 6-bit scales - 32 as
+ * integers (|sum * scale| < 2^25, exact), then one float multiply-add by d times the activation
+ * super-block's d. */
+typedef struct xs_prep {
+    __m256i comp; /* per sub-block: -IQ4_OFFSET * the sum of its activation quants */
+    float d;
+} xs_prep;
+
+typedef struct xs_slice {
+    const el_block_q8_k *act;
+    int64_t first, blocks;
+    const xs_prep *p;
+} xs_slice;
+
+/* The sub-block scales of an IQ4_XS block, ls - 32, as 8 int32 lanes: sub-block s's low 4 bits
+ * are bits 4s.. of the little-endian word scales_l, its top 2 bits 2s.. of scales_h. */
+static inline __m256i xs_scales(const el_block_iq4_xs *b) {
+    uint32_t l;
+    memcpy(&l, b->scales_l, sizeof l);
+    __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l),
+                                   _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+    __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                   _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    __m256i ls = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xF)),
+                                 _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+    return _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+}
+
+static inline void xs_prepare(const xs_slice *sl, xs_prep *p) {
+    for (int64_t i = 0; i < sl->blocks; i++) {
+        const el_block_q8_k *b = sl->act + sl->first + i;
+        __m256i pairs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b->bsums),
+                                          _mm256_set1_epi16(1));
+        p[i].comp = _mm256_mullo_epi32(pairs, _mm256_set1_epi32(-IQ4_OFFSET));
+        p[i].d = b->d;
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_iq4_xs(const void *ctx,
+                                                              const char *const row[4], float s[4],
+                                                              int R) {
+    const xs_slice *sl = ctx;
+    const __m256i table = legacy_iq4_table();
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < sl->blocks; i++) {
+        const el_block_q8_k *b = sl->act + sl->first + i;
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const el_block_iq4_xs *x = (const el_block_iq4_xs *)row[r] + sl->first + i;
+            __m256i v[8];
+            #pragma GCC unroll 8
+            for (int k = 0; k < 8; k++)
+                v[k] = legacy_dot_iq4(
+                    _mm256_shuffle_epi8(table, legacy_nibbles((const char *)x->qs + 16 * k)),
+                    _mm256_loadu_si256((const __m256i *)(b->qs + 32 * k)));
+            __m256i sum = legacy_fold8(v);
+            if (IQ4_OFFSET != 0) sum = _mm256_add_epi32(sum, sl->p[i].comp);
+            sum = _mm256_mullo_epi32(sum, xs_scales(x));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
+                                     _mm256_set1_ps(_cvtsh_ss(x->d) * sl->p[i].d), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = legacy_hsum(acc[r]);
+}
+
+static void gemv_iq4_xs(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    xs_prep p[LEGACY_SLICE / EL_QK_K];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        xs_slice sl = {a, k0 / EL_QK_K, len / EL_QK_K, p};
+        xs_prepare(&sl, p);
+        size_t act = (size_t)sl.blocks * (sizeof(el_block_q8_k) + sizeof *p);
+        int R = gemv_company((size_t)sl.blocks * sizeof(el_block_iq4_xs), act);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_iq4_xs, &sl);
+    }
+}
+
+#endif
