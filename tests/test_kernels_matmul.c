@@ -142,8 +142,9 @@ static int test_matmul_views(void) {
  * same kernel whatever the chunks (tiles and vec_dot for several rows, gemv for one). */
 static int test_matmul_threads_agree(void) {
     enum { N_IN = 512, N_OUT = 37, ROWS = 6 };
-    static const el_type types[] = {EL_TYPE_Q4_K, EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4,
-                                    EL_TYPE_W8,   EL_TYPE_W8A16};
+    static const el_type types[] = {EL_TYPE_Q4_K, EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,
+                                    EL_TYPE_W8,   EL_TYPE_W8A16, EL_TYPE_Q5_0,   EL_TYPE_Q4_1,
+                                    EL_TYPE_Q5_1, EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
     test_rng r = {4};
     float *wf = malloc(N_IN * N_OUT * sizeof *wf), x[ROWS * N_IN], y1[ROWS * N_OUT],
           y3[ROWS * N_OUT];
@@ -179,8 +180,9 @@ static int test_matmul_threads_agree(void) {
  * float product of the dequantized weights. */
 static int test_matmul_decode_chunks(void) {
     enum { N_IN = 4096, N_OUT = 1000, ROWS = 3 };
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4,    EL_TYPE_Q8_0,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_W4,    EL_TYPE_Q8_0,  EL_TYPE_W4G32,
+                                    EL_TYPE_W4G64, EL_TYPE_W4G128, EL_TYPE_Q5_0, EL_TYPE_Q4_1,
+                                    EL_TYPE_Q5_1, EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
     test_rng r = {5};
     float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd);
     float *x = malloc((size_t)ROWS * N_IN * sizeof *x), *y1 = malloc(ROWS * N_OUT * sizeof *y1),
