@@ -57,6 +57,21 @@ static void make_weight(const shape *s, test_rng *r, char *wq, float *wrow, floa
 /* y [n_rows][ldy] against the reference: each activation row x[row] quantized by the reference
  * quantizer, dotted by the reference vec_dot, both within a float rounding bound of the exact
  * product of the quantized operands; y's columns past k_out still hold the sentinel. */
+/* What Q8_1's fp16 block sums s (which the offset types' min multiplies) move a product of row
+ * w (Q4_1 or Q5_1: the fp16 min right after d) from the exact one: at most half an fp16 ulp of
+ * each block's m * sum of its activations, taken twice for the products' own rounding. */
+static double q8_1_sum_rounding(const char *w, size_t block_bytes, const float *ad, int64_t n) {
+    double err = 0.0;
+    for (int64_t b = 0; b < n / 32; b++) {
+        uint16_t m;
+        memcpy(&m, w + b * block_bytes + sizeof(uint16_t), sizeof m);
+        double sum = 0.0;
+        for (int j = 0; j < 32; j++) sum += ad[32 * b + j];
+        err += fabs(el_fp16_to_fp32(m) * sum) * (1.0 / 1024.0);
+    }
+    return err;
+}
+
 static int check_outputs(const shape *s, const char *wq, const float *wd, const float *x,
                          int64_t ldx, const float *y, int64_t ldy) {
     const el_type_kernels *t = el_type_kernels_get(s->type),
@@ -75,6 +90,8 @@ static int check_outputs(const shape *s, const char *wq, const float *wd, const 
             double want, mag;
             exact_dot(wd + o * s->k_in, ad, s->k_in, &want, &mag);
             double got = y[row * ldy + o], bound = 2e-6 * mag + 1e-30;
+            if (t->vec_dot_type == EL_TYPE_Q8_1)
+                bound += q8_1_sum_rounding(wq + o * row_bytes, layout->type_size, ad, s->k_in);
             if (!(fabs(got - want) <= bound) || !(fabs(ref - want) <= bound)) {
                 test_note("%s %lldx%lld view %lldx%lld rows %lld: y[%lld][%lld] = %.9g, "
                           "reference %.9g, exact %.9g (bound %g)",
@@ -125,7 +142,7 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
 static int test_gemm_types(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
+                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {
         {1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33}, {2, 9, 1, 5}, {5, 48, 5, 47}, {2, 70, 2, 1},
@@ -289,7 +306,7 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
 static int test_gemm_tables(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
+                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {{1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33},
                                       {2, 9, 1, 5},   {5, 48, 5, 47}};
@@ -338,7 +355,7 @@ static int test_gemm_tables(void) {
 static int test_gemm_batch_invariance(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
+                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1};
     static const int64_t batches[] = {4, 5, 8, 12, 20}, gemv_batches[] = {2, 3};
     enum { N_OUT = 48, ROWS = 40 };
     test_rng r = {31};

@@ -55,6 +55,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G64] = el_gemm_avx512,
             [EL_TYPE_W4G128] = el_gemm_avx512,
             [EL_TYPE_Q5_0] = el_gemm_avx512,
+            [EL_TYPE_Q4_1] = el_gemm_avx512,
+            [EL_TYPE_Q5_1] = el_gemm_avx512,
             [EL_TYPE_IQ4_NL] = el_gemm_avx512,
             [EL_TYPE_IQ4_XS] = el_gemm_avx512,
         },

@@ -51,9 +51,11 @@ void el_gemv_w4g128_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, in
 void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                     size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
                     int64_t ldy, void *panel);
-/* gemm_legacy_avx512.c: whether a type's panels are packed there (q5_0, iq4_nl, iq4_xs), and
- * the packing of the panel of those 16 rows (gemm.h's layout) */
+/* gemm_legacy_avx512.c: whether a type's panels are packed there (q5_0, q4_1, q5_1, iq4_nl,
+ * iq4_xs), whether they carry mins (q4_1, q5_1), and the packing of the panel of those 16 rows
+ * (gemm.h's layout) */
 bool el_gemm_legacy_type(el_type t);
+bool el_gemm_has_min(el_type t);
 void el_gemm_pack_legacy_avx512(const el_weight *w, const char *const rows[EL_GEMM_PANEL],
                                 void *panel);
 /* attend_avx512.c */
