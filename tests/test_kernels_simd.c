@@ -107,11 +107,12 @@ static int compare_tables(const el_kernels *simd) {
 }
 
 /* Activation quantizers must write exactly the reference's bytes: both compute d = amax / 127
- * (/ 32767 for A16) and q = round-to-nearest-even(x * (1 / d)) in float, and round d to fp16
- * the same way. Rows mix magnitudes (down to fp16 subnormal scales), all-zero blocks and exact
+ * (/ 32767 for A16) and q = round-to-nearest-even(x * (1 / d)) in float (Q8_1: roundf, halves
+ * away from zero), and round d (and Q8_1's s) to fp16 the same way. Rows mix magnitudes (down to fp16 subnormal scales), all-zero blocks and exact
  * halves (ties). */
 static int compare_quantizers(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_A8, EL_TYPE_A16};
+    static const el_type types[] = {EL_TYPE_Q8_0, EL_TYPE_Q8_K, EL_TYPE_Q8_1, EL_TYPE_A8,
+                                    EL_TYPE_A16};
     test_rng r = {7};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const el_type_kernels *t = el_type_kernels_get(types[ti]);

@@ -51,6 +51,7 @@ const el_kernel_level el_level_avx2 = {
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_avx2,
             [EL_TYPE_Q8_K] = el_quantize_q8_k_avx2,
+            [EL_TYPE_Q8_1] = el_quantize_q8_1_avx2,
             [EL_TYPE_F16] = el_quantize_f16_avx2,
             [EL_TYPE_A8] = el_quantize_a8_avx2,
             [EL_TYPE_A16] = el_quantize_a16_avx2,

@@ -80,7 +80,8 @@ void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, 
 void el_swiglu_avx2(float *gate, const float *up, size_t n);
 
 /* dot_legacy_avx2.c, gemv_legacy_avx2.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
- * IQ4_XS */
+ * IQ4_XS, and Q8_1's quantizer */
+void el_quantize_q8_1_avx2(const float *x, void *y, int64_t n);
 void el_vec_dot_q5_0_avx2(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_q4_1_avx2(int64_t n, float *s, const void *x, const void *y);
