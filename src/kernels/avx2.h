@@ -69,16 +69,6 @@ void el_gemv_w4g64_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size
 void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                          const void *a);
 
-/* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */
-void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
-                  void *panel);
-/* attend_avx2.c, swiglu_avx2.c */
-void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
-                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
-                    float *out);
-void el_swiglu_avx2(float *gate, const float *up, size_t n);
-
 /* dot_legacy_avx2.c, gemv_legacy_avx2.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
  * IQ4_XS, and Q8_1's quantizer */
 void el_quantize_q8_1_avx2(const float *x, void *y, int64_t n);
@@ -97,5 +87,16 @@ void el_gemv_q5_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_
                        const void *a);
 void el_gemv_iq4_xs_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                          const void *a);
+
+
+/* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */
+void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                  size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
+                  void *panel);
+/* attend_avx2.c, swiglu_avx2.c */
+void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
+                    const void *const *k, const void *const *v, float *scores, size_t ld_scores,
+                    float *out);
+void el_swiglu_avx2(float *gate, const float *up, size_t n);
 
 #endif
