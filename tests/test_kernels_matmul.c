@@ -186,7 +186,8 @@ static int test_matmul_decode_chunks(void) {
                                     EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128,
                                     /* issue 17's gemvs of both shapes (of blocks of 32 and
                                      * 256), whose quantizers are fast enough under qemu */
-                                    EL_TYPE_Q5_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K};
+                                    EL_TYPE_Q5_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,
+                                    EL_TYPE_Q4_1,  EL_TYPE_Q5_1};
     test_rng r = {5};
     float *wf = malloc((size_t)N_IN * N_OUT * sizeof *wf), *wd = malloc(N_IN * sizeof *wd);
     float *x = malloc((size_t)ROWS * N_IN * sizeof *x), *y1 = malloc(ROWS * N_OUT * sizeof *y1),

@@ -42,10 +42,16 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G32] = el_vec_dot_w4g32_avx2,
             [EL_TYPE_W4G64] = el_vec_dot_w4g64_avx2,
             [EL_TYPE_W4G128] = el_vec_dot_w4g128_avx2,
+            [EL_TYPE_Q5_0] = el_vec_dot_q5_0_avx2,
+            [EL_TYPE_IQ4_NL] = el_vec_dot_iq4_nl_avx2,
+            [EL_TYPE_Q4_1] = el_vec_dot_q4_1_avx2,
+            [EL_TYPE_Q5_1] = el_vec_dot_q5_1_avx2,
+            [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_avx2,
         },
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_avx2,
             [EL_TYPE_Q8_K] = el_quantize_q8_k_avx2,
+            [EL_TYPE_Q8_1] = el_quantize_q8_1_avx2,
             [EL_TYPE_F16] = el_quantize_f16_avx2,
             [EL_TYPE_A8] = el_quantize_a8_avx2,
             [EL_TYPE_A16] = el_quantize_a16_avx2,
@@ -81,6 +87,11 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_avx2,
             [EL_TYPE_W4G128] = el_gemv_w4g128_avx2,
             [EL_TYPE_W8A16] = el_gemv_w8a16_avx2,
+            [EL_TYPE_Q5_0] = el_gemv_q5_0_avx2,
+            [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_avx2,
+            [EL_TYPE_Q4_1] = el_gemv_q4_1_avx2,
+            [EL_TYPE_Q5_1] = el_gemv_q5_1_avx2,
+            [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx2,
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {

@@ -69,6 +69,26 @@ void el_gemv_w4g64_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size
 void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                          const void *a);
 
+/* dot_legacy_avx2.c, gemv_legacy_avx2.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
+ * IQ4_XS, and Q8_1's quantizer */
+void el_quantize_q8_1_avx2(const float *x, void *y, int64_t n);
+void el_vec_dot_q5_0_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_nl_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q5_0_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_iq4_nl_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_q4_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_iq4_xs_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+
+
 /* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */
 void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                   size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,

@@ -47,10 +47,36 @@ void el_gemv_w4g64_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int
 void el_gemv_w4g128_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                                  const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+/* dot_legacy_avx512.c, gemv_legacy_avx512.c (gemv_legacy_x86.h): Q5_0, IQ4_NL, Q4_1, Q5_1 and
+ * IQ4_XS */
+void el_vec_dot_q5_0_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_nl_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q4_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q5_1_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_iq4_xs_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q5_0_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_nl_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+void el_gemv_q4_1_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_q5_1_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_iq4_xs_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                           const void *a);
+
+
 /* gemm_avx512.c: the packed products, unsigned weights (the aux offsets wanted) */
 void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                     size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
                     int64_t ldy, void *panel);
+/* gemm_legacy_avx512.c: whether a type's panels are packed there (q5_0, q4_1, q5_1, iq4_nl,
+ * iq4_xs), whether they carry mins (q4_1, q5_1), and the packing of the panel of those 16 rows
+ * (gemm.h's layout) */
+bool el_gemm_legacy_type(el_type t);
+bool el_gemm_has_min(el_type t);
+void el_gemm_pack_legacy_avx512(const el_weight *w, const char *const rows[EL_GEMM_PANEL],
+                                void *panel);
 /* attend_avx512.c */
 void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                       const void *const *k, const void *const *v, float *scores,

@@ -12,6 +12,11 @@ int64_t el_gemm_group_size(const el_weight *w) {
     switch (w->type) {
     case EL_TYPE_Q4_0:
     case EL_TYPE_Q8_0:
+    case EL_TYPE_Q5_0:
+    case EL_TYPE_Q4_1:
+    case EL_TYPE_Q5_1:
+    case EL_TYPE_IQ4_NL:
+    case EL_TYPE_IQ4_XS: /* its sub-blocks */
     case EL_TYPE_W4G32: return 32;
     case EL_TYPE_W4G64: return 64;
     case EL_TYPE_W4G128: return 128;
@@ -44,14 +49,25 @@ size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c) {
 }
 
 size_t el_gemm_panel_size(const el_weight *w) {
+    bool min = w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1;
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
-                   (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float);
+                   (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float) * (min ? 2 : 1);
     return (bytes + 63) / 64 * 64;
 }
 
-/* The offset taken off each unsigned weight quant: 8 for int4, 128 for int8. */
+/* The offset taken off each unsigned weight quant: 8 for int4, 16 for Q5_0's 5 bits, 128 for
+ * int8 and IQ4's levels, none for the levels of the types with a min. */
 static int32_t weight_offset(el_type t) {
-    return t == EL_TYPE_Q8_0 || t == EL_TYPE_W8 ? 128 : 8;
+    switch (t) {
+    case EL_TYPE_Q8_0:
+    case EL_TYPE_W8:
+    case EL_TYPE_IQ4_NL:
+    case EL_TYPE_IQ4_XS: return 128;
+    case EL_TYPE_Q5_0: return 16;
+    case EL_TYPE_Q4_1:
+    case EL_TYPE_Q5_1: return 0;
+    default: return 8;
+    }
 }
 
 static int32_t sum_i8(const int8_t *q, int64_t n) {
@@ -64,11 +80,26 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
                      el_gemm_aux *aux) {
     /* signed weights need no offset, so no sums */
     int32_t off = signed_weights ? 0 : weight_offset(w->type);
-    if (w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0) { /* q8_0 activation blocks */
+    if (w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1) { /* q8_1 blocks: no offset */
+        const el_block_q8_1 *b = act_row;
+        for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++)
+            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), 0, el_fp16_to_fp32(b[i].s)};
+        return;
+    }
+    if (w->type == EL_TYPE_IQ4_XS) { /* q8_k activation blocks: groups of 32 in each */
+        const el_block_q8_k *b = act_row;
+        for (int64_t g = 0; g < w->k_in / 32; g++) {
+            const int16_t *bs = b[g / 8].bsums + 2 * (g % 8);
+            aux[g] = (el_gemm_aux){b[g / 8].d, -off * (bs[0] + bs[1]), 0.0f};
+        }
+        return;
+    }
+    if (w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || w->type == EL_TYPE_Q5_0 ||
+        w->type == EL_TYPE_IQ4_NL) { /* q8_0 activation blocks */
         const el_block_q8_0 *b = act_row;
         for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++) {
             int32_t sum = off != 0 ? sum_i8(b[i].qs, EL_QK8_0) : 0;
-            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum};
+            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum, 0.0f};
         }
         return;
     }
@@ -78,6 +109,6 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
     int64_t g = el_gemm_group_size(w), n = el_gemm_groups(w);
     for (int64_t i = 0; i < n; i++) {
         int32_t sum = n == 1 ? h.sum : off != 0 ? sum_i8(q + i * g, g) : 0;
-        aux[i] = (el_gemm_aux){h.d, -off * sum};
+        aux[i] = (el_gemm_aux){h.d, -off * sum, 0.0f};
     }
 }

@@ -26,7 +26,6 @@
 #define EL_KERNELS_GEMM_H
 
 #include <stdbool.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +53,7 @@ typedef struct el_gemm_layout {
 typedef struct el_gemm_aux {
     float d;
     int32_t comp;
+    float s; /* for weights with a min (Q4_1, Q5_1): Q8_1's scaled sum of the group; else 0 */
 } el_gemm_aux;
 
 /* y[r * ldy + o] = dot(weight row o, activation row r) for o in [o0, o0 + n_out), n_out <=
@@ -68,7 +68,8 @@ typedef void (*el_gemm_fn)(const el_weight *w, int64_t o0, int64_t n_out, const 
 int64_t el_gemm_group_size(const el_weight *w);
 /* Scale groups per kept row (k_in / el_gemm_group_size). */
 int64_t el_gemm_groups(const el_weight *w);
-/* Bytes of one thread's panel buffer for w (a multiple of 64). */
+/* Bytes of one thread's panel buffer for w (a multiple of 64): the quants, the group scales and,
+ * for weights with a min (Q4_1, Q5_1), the group mins as floats [groups][16] after them. */
 size_t el_gemm_panel_size(const el_weight *w);
 /* The layout of w's type (one gemm.h covers). */
 el_gemm_layout el_gemm_layout_of(const el_weight *w);

@@ -2,7 +2,8 @@
  * 16 outputs of a panel for one activation row and 4 elements, taking the activation's 4 bytes
  * by embedded broadcast; a tile of up to TILE_ROWS activation rows shares each load of the
  * packed weights. Covers q4_0, q8_0 (against q8_0 activations) and w4, w8, w4g32/64/128 (against
- * a8 activations).
+ * a8 activations), and the panels gemm_legacy_avx512.c packs: q5_0, iq4_nl (against q8_0), q4_1,
+ * q5_1 (against q8_1, their mins per group) and iq4_xs (against q8_k).
  * Built with AVX-512 flags on x86 (see Makefile) and used only when the CPU runs them. */
 #include "kernels/avx512.h"
 
@@ -10,6 +11,7 @@
     defined(__AVX512VNNI__) && defined(__F16C__)
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/blocks.h"
@@ -101,9 +103,12 @@ static void pack_panel(const el_weight *w, const char *const *rows, void *panel)
 typedef struct tile_args {
     const __m512i *q;      /* packed quants */
     const float *scales;   /* [groups][16] */
+    const float *mins;     /* [groups][16] for weights with a min (q4_1, q5_1), else NULL */
     int64_t groups, dwords; /* scale groups, and 4-byte steps per group */
     const char *act;       /* first activation quant of row 0 */
     size_t act_stride, act_group; /* bytes between rows, and between groups within a row */
+    int64_t block_mask;    /* groups per activation block - 1 (q8_k: 7, else 0); past a block */
+    size_t act_skip;       /* the next block's quants are this many bytes further */
     const el_gemm_aux *aux;
     float *y;
     int64_t ldy;
@@ -197,8 +202,14 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
             }
         }
         scale_group(f, acc, _mm512_load_ps(t->scales + g * EL_GEMM_PANEL), ax, g, n);
+        if (t->mins) /* the weights' min times the activation group's scaled sum */
+            #pragma GCC unroll 8
+            for (int r = 0; r < n; r++)
+                f[r] = _mm512_fmadd_ps(_mm512_load_ps(t->mins + g * EL_GEMM_PANEL),
+                                       _mm512_set1_ps(ax[r][g].s), f[r]);
+        size_t next = t->act_group + (((g + 1) & t->block_mask) == 0 ? t->act_skip : 0);
         #pragma GCC unroll 8
-        for (int r = 0; r < n; r++) a[r] += t->act_group;
+        for (int r = 0; r < n; r++) a[r] += next;
     }
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) _mm512_mask_storeu_ps(t->y + (r0 + r) * t->ldy, t->store, f[r]);
@@ -437,26 +448,45 @@ void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *a
     const char *rows[EL_GEMM_PANEL];
     panel_rows(w, o0, n_out, rows);
     int64_t group = el_gemm_group_size(w);
-    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
+    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 ||
+                  w->type == EL_TYPE_Q5_0 || w->type == EL_TYPE_IQ4_NL;
+    bool q8k_act = w->type == EL_TYPE_IQ4_XS;
+    bool q8_1_act = el_gemm_has_min(w->type);
+    const float *scales = (const float *)((const char *)panel + (size_t)w->k_in * EL_GEMM_PANEL);
     tile_args t = {
         .q = panel,
-        .scales = (const float *)((const char *)panel + (size_t)w->k_in * EL_GEMM_PANEL),
+        .scales = scales,
+        .mins = q8_1_act ? scales + el_gemm_groups(w) * EL_GEMM_PANEL : NULL,
         .groups = el_gemm_groups(w),
         .dwords = group / 4,
-        /* q8_0 blocks: fp16 d, then 32 quants; a8 rows: the header, then the quants */
-        .act = act + (q8_act ? sizeof(uint16_t) : sizeof(el_a8_header)),
+        /* q8_0 blocks: fp16 d, then 32 quants; q8_1 blocks: fp16 d and s, then 32 quants; q8_k
+         * blocks: float d, then 8 groups of quants and the sums; a8 rows: the header, then the
+         * quants */
+        .act = act + (q8_act     ? sizeof(uint16_t)
+                      : q8_1_act ? offsetof(el_block_q8_1, qs)
+                      : q8k_act  ? sizeof(float)
+                                 : sizeof(el_a8_header)),
         .act_stride = act_stride,
-        .act_group = q8_act ? sizeof(el_block_q8_0) : (size_t)group,
+        .act_group = q8_act     ? sizeof(el_block_q8_0)
+                     : q8_1_act ? sizeof(el_block_q8_1)
+                                : (size_t)group,
+        .block_mask = q8k_act ? EL_QK_K / 32 - 1 : 0,
+        .act_skip = q8k_act ? sizeof(el_block_q8_k) - EL_QK_K : 0,
         .aux = aux,
         .y = y + o0,
         .ldy = ldy,
         .store = (__mmask16)((1u << n_out) - 1),
     };
-    if (n_rows <= DIRECT_MAX_ROWS && n_out == EL_GEMM_PANEL) {
+    /* the types of gemm_legacy_avx512.c have packers of their own, and no direct path */
+    bool legacy = el_gemm_legacy_type(w->type);
+    if (!legacy && n_rows <= DIRECT_MAX_ROWS && n_out == EL_GEMM_PANEL) {
         direct(w, rows[0], &t, n_rows, panel);
         return;
     }
-    pack_panel(w, rows, panel);
+    if (legacy)
+        el_gemm_pack_legacy_avx512(w, rows, panel);
+    else
+        pack_panel(w, rows, panel);
     int64_t r = 0;
     for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS) tiles[TILE_ROWS](&t, r);
     if (r < n_rows) tiles[n_rows - r](&t, r);

@@ -1,0 +1,31 @@
+/* gemv_legacy_avx2.c - gemv_legacy_x86.h's gemvs of Q5_0, IQ4_NL, Q4_1, Q5_1 and IQ4_XS
+ * over vpmaddubsw. */
+#include "kernels/avx2.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include "kernels/gemv_legacy_x86.h"
+
+/* This level's names (avx2.h) for the header's kernels: aliases, the code as it is. */
+
+void el_gemv_q5_0_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a)
+    __attribute__((alias("gemv_q5_0")));
+
+void el_gemv_iq4_nl_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a)
+    __attribute__((alias("gemv_iq4_nl")));
+
+void el_gemv_q4_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a)
+    __attribute__((alias("gemv_q4_1")));
+
+void el_gemv_q5_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a)
+    __attribute__((alias("gemv_q5_1")));
+
+void el_gemv_iq4_xs_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a)
+    __attribute__((alias("gemv_iq4_xs")));
+
+#endif

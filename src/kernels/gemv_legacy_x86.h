@@ -1,0 +1,386 @@
+/* gemv_legacy_x86.h - the gemvs (decode) of Q5_0 and IQ4_NL (against Q8_0), Q4_1 and Q5_1
+ * (against Q8_1) and IQ4_XS (against Q8_K), written once for x86's two levels:
+ * gemv_legacy_avx2.c builds them over vpmaddubsw, gemv_legacy_avx512.c over vpdpbusd and
+ * AVX-512BW's byte masks (by the ISA macros their flags set), and each gives them its level's
+ * names. Included inside the AVX2 guard.
+ *
+ * Each block of 32 is unpacked into 32 bytes in element order (the nibbles as Q4_0's, the fifth
+ * bits of Q5_0 / Q5_1 or'ed in as 16, IQ4's codes looked up by vpshufb in the table of 16
+ * levels) and dotted with its 32 activation quants into 8 int32 lanes. Eight blocks' lanes fold
+ * by horizontal adds into one lane each, so one conversion and one multiply-add by the 8 weight
+ * scales times the 8 activation scales serve 8 blocks; the rest of what depends only on the
+ * activations (their scales, the offset terms) is prepared once per call for all rows. Weights
+ * are dotted as unsigned bytes where they are (Q5_0's 0..31 with its 16 taken off through the
+ * activation sums, Q4_1's and Q5_1's levels, whose min meets Q8_1's block sum in float); IQ4's
+ * signed levels take the sign trick over vpmaddubsw (|level| <= 127, so pairs stay in int16),
+ * and with vpdpbusd (no int16 pairs) the table shifted by 128, the 128 taken off like Q5_0's 16.
+ * IQ4_XS's 8 sub-blocks of a super-block are the 8 folded lanes, so its 6-bit scales multiply
+ * them as integers before the super-block's one float scale. Rows go side by side as
+ * gemv_drive picks them, each row's arithmetic the same in any company. */
+#ifndef EL_KERNELS_GEMV_LEGACY_X86_H
+#define EL_KERNELS_GEMV_LEGACY_X86_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+#include "kernels/gemv_drive.h"
+#include "kernels/legacy_x86_simd.h"
+
+/* Block pairs folded: v[p] holds block 2p's 4 lanes of sums, then block 2p + 1's; lane i of the
+ * result is the sum of block LEGACY_ORDER[i]'s (the order of two rounds of in-lane horizontal
+ * adds). */
+static const int LEGACY_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+
+static inline __m256i legacy_fold4(const __m256i v[4]) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+}
+
+static inline float legacy_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline short legacy_half_at(const char *p) {
+    short h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
+/* The fp16 values at p + k * stride for blocks k < count (the rest 0) in the folded order, as
+ * floats: built in a register (narrow stores and one wide load would stall on forwarding). */
+static inline __m256 legacy_halves(const char *p, size_t stride, int count) {
+    short h[8];
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+        h[i] = LEGACY_ORDER[i] < count ? legacy_half_at(p + LEGACY_ORDER[i] * stride) : 0;
+    return _mm256_cvtph_ps(_mm_setr_epi16(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]));
+}
+
+/* The block types of 32 and what each takes: its bytes, where its quants and fifth bits are,
+ * its activations (Q8_0 or Q8_1 blocks) and the offset taken off its unsigned levels. */
+typedef enum legacy_kind { LEGACY_Q5_0, LEGACY_IQ4_NL, LEGACY_Q4_1, LEGACY_Q5_1 } legacy_kind;
+
+static inline size_t legacy_block_bytes(legacy_kind t) {
+    switch (t) {
+    case LEGACY_Q5_0: return sizeof(el_block_q5_0);
+    case LEGACY_IQ4_NL: return sizeof(el_block_iq4_nl);
+    case LEGACY_Q4_1: return sizeof(el_block_q4_1);
+    default: return sizeof(el_block_q5_1);
+    }
+}
+
+/* Q4_1 and Q5_1 have a min and dot Q8_1 (whose block sum meets it), the others Q8_0. */
+static inline bool legacy_has_min(legacy_kind t) { return t == LEGACY_Q4_1 || t == LEGACY_Q5_1; }
+
+static inline size_t legacy_act_bytes(legacy_kind t) {
+    return legacy_has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
+}
+
+static inline size_t legacy_act_quants(legacy_kind t) {
+    return legacy_has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
+}
+
+static inline int legacy_offset(legacy_kind t) {
+    return t == LEGACY_Q5_0 ? 16 : t == LEGACY_IQ4_NL ? IQ4_OFFSET : 0;
+}
+
+/* The 16 bytes at lo and at hi in the two 128-bit lanes; a NULL hi gives zeros there. */
+static inline __m256i legacy_load_16_16(const char *lo, const char *hi) {
+    __m256i x = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)lo));
+    return hi ? _mm256_inserti128_si256(x, _mm_loadu_si128((const __m128i *)hi), 1)
+              : _mm256_inserti128_si256(x, _mm_setzero_si128(), 1);
+}
+
+static inline uint32_t legacy_word_at(const char *p) {
+    uint32_t m;
+    memcpy(&m, p, sizeof m);
+    return m;
+}
+
+/* The activations of a pair of blocks as the unpacked weights meet them: lo holds the first 16
+ * quants of each block (lane 0 the first block's, lane 1 the second's), hi the last 16. */
+typedef struct legacy_pair {
+    __m256i lo, hi;
+} legacy_pair;
+
+/* The weights of blocks b0 and b1 (b1 NULL: none, zeros) of one row against their prepared
+ * activations p: both blocks' low nibbles in one register, high nibbles in another, so each
+ * 16-byte load serves 32 levels and the sums come out as block b0's 4 lanes, then b1's. */
+static inline __attribute__((always_inline)) __m256i legacy_pair_dot(legacy_kind t,
+                                                                     const char *b0,
+                                                                     const char *b1,
+                                                                     const legacy_pair *p,
+                                                                     __m256i table) {
+    size_t qs = t == LEGACY_Q5_0    ? offsetof(el_block_q5_0, qs)
+                : t == LEGACY_Q5_1  ? offsetof(el_block_q5_1, qs)
+                : t == LEGACY_Q4_1  ? offsetof(el_block_q4_1, qs)
+                                    : offsetof(el_block_iq4_nl, qs);
+    __m256i q = legacy_load_16_16(b0 + qs, b1 ? b1 + qs : NULL);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+    if (t == LEGACY_Q5_0 || t == LEGACY_Q5_1) { /* bit j of qh is element j's fifth bit */
+        size_t qh = t == LEGACY_Q5_0 ? offsetof(el_block_q5_0, qh) : offsetof(el_block_q5_1, qh);
+        uint32_t h0 = legacy_word_at(b0 + qh), h1 = b1 ? legacy_word_at(b1 + qh) : 0;
+        lo = legacy_add_fifth(lo, (h0 & 0xFFFF) | h1 << 16);
+        hi = legacy_add_fifth(hi, h0 >> 16 | (h1 & 0xFFFF0000u));
+    }
+    if (t == LEGACY_IQ4_NL)
+        return _mm256_add_epi32(legacy_dot_iq4(_mm256_shuffle_epi8(table, lo), p->lo),
+                                legacy_dot_iq4(_mm256_shuffle_epi8(table, hi), p->hi));
+    return _mm256_add_epi32(legacy_dot_u8(lo, p->lo), legacy_dot_u8(hi, p->hi));
+}
+
+/* Activation elements prepared at a time: longer rows go in slices (summed). */
+enum { LEGACY_SLICE = 16384 };
+
+/* What 8 activation blocks (one group) give every row, in the folded order: their scales d,
+ * for Q8_1 their scaled sums s, and -offset * the sum of each block's quants. */
+typedef struct legacy_prep {
+    __m256 d, s;
+    __m256i comp;
+} legacy_prep;
+
+/* One slice of the activations: its first block, its blocks, its prepared pairs and groups. */
+typedef struct legacy_slice {
+    const char *act; /* the activation row */
+    int64_t first, blocks;
+    legacy_pair *pairs;
+    legacy_prep *p;
+} legacy_slice;
+
+/* The activation pair of the 32 quants at q0 and at q1 (NULL: zeros). */
+static inline legacy_pair legacy_pair_of(const char *q0, const char *q1) {
+    return (legacy_pair){legacy_load_16_16(q0, q1), legacy_load_16_16(q0 + 16, q1 ? q1 + 16 : NULL)};
+}
+
+/* -offset * the sums of the blocks of 4 prepared pairs, in the folded order. */
+static inline __m256i legacy_comp(const legacy_pair *pr, int offset) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = _mm256_add_epi32(legacy_dot_u8(ones, pr[k].lo), legacy_dot_u8(ones, pr[k].hi));
+    return _mm256_mullo_epi32(legacy_fold4(v), _mm256_set1_epi32(-offset));
+}
+
+/* The slice's pairs of activation blocks and its groups of 8 (the last ones short). */
+static inline __attribute__((always_inline)) void legacy_prepare(legacy_kind t,
+                                                                 const legacy_slice *sl) {
+    const size_t ab = legacy_act_bytes(t), aq = legacy_act_quants(t);
+    const char *b = sl->act + sl->first * ab;
+    for (int64_t k = 0; k < sl->blocks; k += 2)
+        sl->pairs[k / 2] = legacy_pair_of(b + k * ab + aq,
+                                          k + 1 < sl->blocks ? b + (k + 1) * ab + aq : NULL);
+    for (int64_t g = 0; 8 * g < sl->blocks; g++) {
+        int count = sl->blocks - 8 * g < 8 ? (int)(sl->blocks - 8 * g) : 8;
+        const char *bg = b + 8 * g * ab;
+        legacy_pair pr[4];
+        for (int k = 0; k < 4; k++)
+            pr[k] = 2 * k < count ? sl->pairs[4 * g + k] : (legacy_pair){_mm256_setzero_si256(),
+                                                                          _mm256_setzero_si256()};
+        sl->p[g].d = legacy_halves(bg, ab, count);
+        sl->p[g].s = legacy_has_min(t) ? legacy_halves(bg + offsetof(el_block_q8_1, s), ab, count)
+                                       : _mm256_setzero_ps();
+        sl->p[g].comp = legacy_offset(t) != 0 ? legacy_comp(pr, legacy_offset(t))
+                                              : _mm256_setzero_si256();
+    }
+}
+
+/* acc + a group of `count` blocks of a row at wb (8, or fewer at the slice's end) against its
+ * prepared pairs pr and group p: the folded integer sums, offset, scaled. */
+static inline __attribute__((always_inline)) __m256 legacy_group(legacy_kind t, __m256 acc,
+                                                                 const char *wb,
+                                                                 const legacy_pair *pr,
+                                                                 const legacy_prep *p, int count,
+                                                                 __m256i table) {
+    const size_t wbytes = legacy_block_bytes(t);
+    __m256i v[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        v[k] = 2 * k < count ? legacy_pair_dot(t, wb + 2 * k * wbytes,
+                                                2 * k + 1 < count ? wb + (2 * k + 1) * wbytes : NULL,
+                                                pr + k, table)
+                             : _mm256_setzero_si256();
+    __m256i sum = legacy_fold4(v);
+    if (legacy_offset(t) != 0) sum = _mm256_add_epi32(sum, p->comp);
+    __m256 dw = legacy_halves(wb, wbytes, count);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, p->d), acc);
+    if (legacy_has_min(t)) /* Q4_1 and Q5_1 keep their min right after d */
+        acc = _mm256_fmadd_ps(legacy_halves(wb + sizeof(uint16_t), wbytes, count), p->s, acc);
+    return acc;
+}
+
+/* The dots of R rows over a slice, each as it would be alone. */
+static inline __attribute__((always_inline)) void legacy_rows(legacy_kind t, const void *ctx,
+                                                              const char *const row[4],
+                                                              float s[4], int R) {
+    const legacy_slice *sl = ctx;
+    const size_t wbytes = legacy_block_bytes(t);
+    const __m256i table = legacy_iq4_table();
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; 8 * g + 8 <= sl->blocks; g++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            acc[r] = legacy_group(t, acc[r], row[r] + (sl->first + 8 * g) * wbytes,
+                                  sl->pairs + 4 * g, &sl->p[g], 8, table);
+    }
+    if (8 * g < sl->blocks) {
+        int count = (int)(sl->blocks - 8 * g);
+        for (int r = 0; r < R; r++)
+            acc[r] = legacy_group(t, acc[r], row[r] + (sl->first + 8 * g) * wbytes,
+                                  sl->pairs + 4 * g, &sl->p[g], count, table);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = legacy_hsum(acc[r]);
+}
+
+static inline __attribute__((always_inline)) void legacy_gemv(legacy_kind t, gemv_rows_fn rows,
+                                                              int64_t n, float *y, int64_t n_rows,
+                                                              const void *w, size_t w_stride,
+                                                              const void *a) {
+    legacy_pair pairs[LEGACY_SLICE / 64];
+    legacy_prep p[LEGACY_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        legacy_slice sl = {a, k0 / EL_QK4_0, len / EL_QK4_0, pairs, p};
+        legacy_prepare(t, &sl);
+        size_t act = (size_t)(sl.blocks + 1) / 2 * sizeof *pairs + (size_t)(sl.blocks + 7) / 8 * sizeof *p;
+        int R = gemv_company((size_t)sl.blocks * legacy_block_bytes(t), act);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows, &sl);
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_q5_0(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q5_0, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_iq4_nl(const void *ctx,
+                                                              const char *const row[4], float s[4],
+                                                              int R) {
+    legacy_rows(LEGACY_IQ4_NL, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_q4_1(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q4_1, ctx, row, s, R);
+}
+static inline __attribute__((always_inline)) void rows_q5_1(const void *ctx, const char *const row[4],
+                                                            float s[4], int R) {
+    legacy_rows(LEGACY_Q5_1, ctx, row, s, R);
+}
+
+static void gemv_q5_0(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q5_0, rows_q5_0, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_iq4_nl(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    legacy_gemv(LEGACY_IQ4_NL, rows_iq4_nl, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_q4_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q4_1, rows_q4_1, n, y, n_rows, w, w_stride, a);
+}
+static void gemv_q5_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a) {
+    legacy_gemv(LEGACY_Q5_1, rows_q5_1, n, y, n_rows, w, w_stride, a);
+}
+
+/* ---- IQ4_XS against Q8_K: a super-block's 8 sub-blocks are 4 pairs of 32 contiguous bytes of
+ * codes, low nibbles and high nibbles each a register against activations prepared to match;
+ * their sums fold into 8 lanes (the folded order), which take the offset term (prepared from
+ * Q8_K's sums of 16), then the 6-bit scales - 32 as integers (|sum * scale| < 2^25, exact),
+ * then one float multiply-add by d times the activation super-block's d. */
+typedef struct xs_prep {
+    legacy_pair pairs[4];
+    __m256i comp; /* per sub-block, folded order: -IQ4_OFFSET * the sum of its quants */
+    float d;
+} xs_prep;
+
+typedef struct xs_slice {
+    const el_block_q8_k *act;
+    int64_t first, blocks;
+    const xs_prep *p;
+} xs_slice;
+
+/* The sub-block scales of an IQ4_XS block, ls - 32, as 8 int32 lanes in the folded order:
+ * sub-block s's low 4 bits are bits 4s.. of the little-endian word scales_l, its top 2 bits
+ * 2s.. of scales_h. */
+static inline __m256i xs_scales(const el_block_iq4_xs *b) {
+    uint32_t l;
+    memcpy(&l, b->scales_l, sizeof l);
+    __m256i lo = _mm256_srlv_epi32(_mm256_set1_epi32((int)l),
+                                   _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28));
+    __m256i hi = _mm256_srlv_epi32(_mm256_set1_epi32(b->scales_h),
+                                   _mm256_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14));
+    __m256i ls = _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xF)),
+                                 _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(3)), 4));
+    return _mm256_sub_epi32(ls, _mm256_set1_epi32(32));
+}
+
+static inline void xs_prepare(const xs_slice *sl, xs_prep *p) {
+    for (int64_t i = 0; i < sl->blocks; i++) {
+        const el_block_q8_k *b = sl->act + sl->first + i;
+        for (int k = 0; k < 4; k++)
+            p[i].pairs[k] = legacy_pair_of((const char *)b->qs + 64 * k,
+                                           (const char *)b->qs + 64 * k + 32);
+        /* Q8_K's sums of 16 in pairs: sub-block j's sum, in sub-block order */
+        __m256i sums = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)b->bsums),
+                                         _mm256_set1_epi16(1));
+        sums = _mm256_permutevar8x32_epi32(sums, _mm256_loadu_si256((const __m256i *)LEGACY_ORDER));
+        p[i].comp = _mm256_mullo_epi32(sums, _mm256_set1_epi32(-IQ4_OFFSET));
+        p[i].d = b->d;
+    }
+}
+
+static inline __attribute__((always_inline)) void rows_iq4_xs(const void *ctx,
+                                                              const char *const row[4], float s[4],
+                                                              int R) {
+    const xs_slice *sl = ctx;
+    const __m256i table = legacy_iq4_table(), low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < sl->blocks; i++) {
+        const xs_prep *p = &sl->p[i];
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            const el_block_iq4_xs *x = (const el_block_iq4_xs *)row[r] + sl->first + i;
+            __m256i v[4];
+            #pragma GCC unroll 4
+            for (int k = 0; k < 4; k++) {
+                __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
+                __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(q, low4));
+                __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+                v[k] = _mm256_add_epi32(legacy_dot_iq4(lo, p->pairs[k].lo),
+                                        legacy_dot_iq4(hi, p->pairs[k].hi));
+            }
+            __m256i sum = legacy_fold4(v);
+            if (IQ4_OFFSET != 0) sum = _mm256_add_epi32(sum, p->comp);
+            sum = _mm256_mullo_epi32(sum, xs_scales(x));
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
+                                     _mm256_set1_ps(_cvtsh_ss(x->d) * p->d), acc[r]);
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = legacy_hsum(acc[r]);
+}
+
+static void gemv_iq4_xs(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a) {
+    xs_prep p[LEGACY_SLICE / EL_QK_K];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        xs_slice sl = {a, k0 / EL_QK_K, len / EL_QK_K, p};
+        xs_prepare(&sl, p);
+        size_t act = (size_t)sl.blocks * sizeof *p;
+        int R = gemv_company((size_t)sl.blocks * sizeof(el_block_iq4_xs), act);
+        gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_iq4_xs, &sl);
+    }
+}
+
+#endif

@@ -1,0 +1,74 @@
+/* legacy_x86_simd.h - what the x86 kernels of Q5_0, IQ4_NL, Q4_1, Q5_1 and IQ4_XS share (the
+ * gemvs of gemv_legacy_x86.h, the gemm packing of gemm_legacy_avx512.c): nibbles, fifth bits,
+ * IQ4's table and the byte dots, in AVX-512 VNNI's form or AVX2's by the ISA macros the file's
+ * flags set. Included inside an AVX2 guard. */
+#ifndef EL_KERNELS_LEGACY_X86_SIMD_H
+#define EL_KERNELS_LEGACY_X86_SIMD_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/blocks.h"
+
+/* The 32 nibbles of 16 bytes of quants in element order (low nibbles, then high). */
+static inline __m256i legacy_nibbles(const char *qs) {
+    __m128i q = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
+
+/* vpdpbusd sums unsigned times signed bytes straight into int32: IQ4's levels go in shifted by
+ * 128 (0..255) and the 128 comes off through the activation sums. */
+enum { IQ4_OFFSET = 128 };
+
+static inline __m256i legacy_dot_u8(__m256i u, __m256i a) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, a);
+}
+
+/* u with 16 added in byte j where bit j of m is set: m is a byte mask. */
+static inline __m256i legacy_add_fifth(__m256i u, uint32_t m) {
+    return _mm256_mask_add_epi8(u, (__mmask32)m, u, _mm256_set1_epi8(0x10));
+}
+
+/* The levels vpshufb looks up, in both 128-bit lanes. */
+static inline __m256i legacy_iq4_table(void) {
+    __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)el_iq4nl_values),
+                              _mm_set1_epi8((char)0x80));
+    return _mm256_broadcastsi128_si256(t);
+}
+
+static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) { return legacy_dot_u8(levels, a); }
+
+#else
+
+/* vpmaddubsw sums pairs into int16: unsigned levels up to 31 stay exact (2 * 31 * 128), IQ4's
+ * signed ones by the sign trick. */
+enum { IQ4_OFFSET = 0 };
+
+static inline __m256i legacy_dot_u8(__m256i u, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
+}
+
+/* u or'ed with 16 in byte j where bit j of m is set: each byte of m spread over 8 bytes, each
+ * of which tests its bit. */
+static inline __m256i legacy_add_fifth(__m256i u, uint32_t m) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread), bit);
+    return _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(0x10)));
+}
+
+static inline __m256i legacy_iq4_table(void) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)el_iq4nl_values));
+}
+
+/* The level's sign moves onto the activation, so vpmaddubsw takes |level| as unsigned. */
+static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) {
+    return legacy_dot_u8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels));
+}
+
+#endif
+
+#endif
