@@ -74,6 +74,11 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G128] = el_gemv_w4g128_multi_avx512,
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
         },
+        .gemv_few = {
+            [EL_TYPE_Q4_0] = el_gemv_few_q4_0_avx512,
+            [EL_TYPE_W4G32] = el_gemv_few_w4g32_avx512,
+            [EL_TYPE_W4] = el_gemv_few_w4_avx512,
+        },
     },
 };
 
