@@ -78,6 +78,7 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q4_0] = el_gemv_few_q4_0_avx512,
             [EL_TYPE_W4G32] = el_gemv_few_w4g32_avx512,
             [EL_TYPE_W4] = el_gemv_few_w4_avx512,
+            [EL_TYPE_W8] = el_gemv_few_w8_avx512,
         },
     },
 };

@@ -54,6 +54,8 @@ void el_gemv_few_w4g32_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64
                               const void *w, size_t w_stride, const void *a, size_t a_stride);
 void el_gemv_few_w4_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                            const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_few_w8_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 /* gemm_avx512.c: the packed products, unsigned weights (the aux offsets wanted) */
 void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,

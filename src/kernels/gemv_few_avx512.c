@@ -28,6 +28,7 @@
 #include "kernels/avx512_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/gemm.h"
 #include "kernels/transpose_avx2.h"
 
 enum {
@@ -256,141 +257,54 @@ void el_gemv_few_w4g32_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64
     gemv_few_q4_0_act(n, y, ldy, n_act, n_rows, w, w_stride, a, a_stride, true);
 }
 
-/* ---- w4: the row's float scale, then n / 2 bytes of nibbles, chunk c's 16 bytes holding its
- * elements 0-15 in the low nibbles and 16-31 in the high ones; against A8 rows (the header,
- * then n quants). Its gemv scales one whole-row integer sum, so there are no blocks to keep
- * apart: each weight row is read as the gemv reads it (two rows far apart, two streams), each
- * 64 bytes unpacked once into two registers that meet the activations as they lie (128-bit
- * lanes [chunk 0 low, chunk 0 high, chunk 1 low, chunk 1 high] and the same for chunks 2-3), so
- * every product takes a full 64-byte load of an activation row (no broadcasts: on Zen 4 each
- * cost as much as a product) and every sum stays in a register to the row's end; then the
- * gemv's scaling: row scale x activation scale x (sum - 8 x activation sum). */
-enum { W4_ACT_GROUP = 8 }; /* activation rows per pass: W = 2 rows x 8 sums in registers */
+/* ---- w4 and w8 (one scale per row, against A8 rows): their gemvs scale one whole-row integer
+ * sum, (row scale x activation scale) x (sum - offset x activation sum), and so does the packed
+ * gemm's register path (gemm_avx512.c: each 32-element chunk of a panel of 16 rows transposed
+ * in registers for up to 8 activation rows, a second pass from cache for more), whose integer
+ * sums start at the offset term: the same bits. So full panels go through it (measured faster
+ * there than the one-row layout with 2-4 rows far apart and full activation loads: in cache as
+ * fast, from DRAM 0.55-0.75 as fast), the rows past them and products of 2 or 3 rows (where
+ * the gemv row after row over blocks the later rows find in L2 was faster: docs/kernels.md)
+ * through the gemv. */
+enum {
+    FEW_PANEL_MIN = 4,               /* activation rows from which full panels take the gemm */
+    FEW_REUSE_BYTES = 256 << 10,     /* a block of rows each activation row reads in turn */
+};
 
-/* The first min(len, 64) bytes at p, the rest zero (masked: nothing past them is read). */
-static inline __m512i load_upto64(const void *p, int64_t len) {
-    if (len >= 64) return _mm512_loadu_si512(p);
-    return _mm512_maskz_loadu_epi8(len > 0 ? (__mmask64)((1ull << len) - 1) : 0, p);
-}
-
-/* 64 bytes of w4 nibbles (chunks 0-3 in the 128-bit lanes) as the two registers against
- * activation bytes 0-63 and 64-127 of the step. */
-static inline void w4_unpack(__m512i qv, __m512i u[2]) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
-    u[0] = _mm512_and_si512(
-        _mm512_srlv_epi64(_mm512_shuffle_i64x2(qv, qv, _MM_SHUFFLE(1, 1, 0, 0)), shift), low4);
-    u[1] = _mm512_and_si512(
-        _mm512_srlv_epi64(_mm512_shuffle_i64x2(qv, qv, _MM_SHUFFLE(3, 3, 2, 2)), shift), low4);
-}
-
-/* One step of 128 elements at i (the last one masked to end at n) of W weight rows q (their
- * nibbles) against A activation rows x (their quants). */
-static inline __attribute__((always_inline)) void w4_step(__m512i acc[2][W4_ACT_GROUP],
-                                                          const char *const q[2],
-                                                          const int8_t *const x[], int64_t i,
-                                                          int64_t n, const int W, const int A) {
-    __m512i u[2][2];
-    #pragma GCC unroll 2
-    for (int w = 0; w < W; w++) w4_unpack(load_upto64(q[w] + i / 2, (n - i) / 2), u[w]);
-    #pragma GCC unroll 8
-    for (int a = 0; a < A; a++) {
-        __m512i y0 = load_upto64(x[a] + i, n - i), y1 = load_upto64(x[a] + i + 64, n - i - 64);
-        /* one load for the W rows, not one folded into each product: a 512-bit load per
-         * product was what bound this loop */
-        __asm__("" : "+v"(y0), "+v"(y1));
-        #pragma GCC unroll 2
-        for (int w = 0; w < W; w++) {
-            acc[w][a] = _mm512_dpbusd_epi32(acc[w][a], u[w][0], y0);
-            acc[w][a] = _mm512_dpbusd_epi32(acc[w][a], u[w][1], y1);
-        }
+static void few_per_row(el_type type, el_gemv_fn gemv, int64_t n, float *y, int64_t ldy,
+                        int n_act, int64_t n_rows, const void *w, size_t w_stride, const void *a,
+                        size_t a_stride) {
+    int64_t done = 0;
+    if (n_act >= FEW_PANEL_MIN && n_rows >= PANEL) {
+        el_weight view = el_weight_view(type, w, n, n_rows);
+        view.row_bytes = w_stride;
+        el_gemm_aux aux[EL_GEMV_FEW_MAX];
+        for (int k = 0; k < n_act; k++)
+            el_gemm_aux_row(&view, false, (const char *)a + (size_t)k * a_stride, &aux[k]);
+        /* full panels never touch the panel buffer for per-row types */
+        for (; done + PANEL <= n_rows; done += PANEL)
+            el_gemm_avx512(&view, done, PANEL, a, a_stride, aux, n_act, y, ldy, NULL);
+    }
+    int64_t step = (int64_t)(FEW_REUSE_BYTES / w_stride);
+    if (step < 1) step = 1;
+    for (int64_t o0 = done; o0 < n_rows; o0 += step) {
+        int64_t rows = n_rows - o0 < step ? n_rows - o0 : step;
+        for (int k = 0; k < n_act; k++)
+            gemv(n, y + k * ldy + o0, rows, (const char *)w + o0 * w_stride, w_stride,
+                 (const char *)a + (size_t)k * a_stride);
     }
 }
 
-/* y[a * ldy + w * m] for W weight rows (row[w], w < W, m rows apart in y) and A activation
- * rows from a (a_stride bytes apart). */
-static inline __attribute__((always_inline)) void w4_rows(const char *const row[2], int64_t m,
-                                                          int64_t n, size_t rb, const char *a,
-                                                          size_t a_stride, float *y, int64_t ldy,
-                                                          const int W, const int A) {
-    __m512i acc[2][W4_ACT_GROUP];
-    const char *q[2];
-    const int8_t *x[W4_ACT_GROUP];
-    #pragma GCC unroll 2
-    for (int w = 0; w < W; w++) {
-        q[w] = row[w] + sizeof(float);
-        #pragma GCC unroll 8
-        for (int k = 0; k < A; k++) acc[w][k] = _mm512_setzero_si512();
-    }
-    #pragma GCC unroll 8
-    for (int k = 0; k < A; k++) x[k] = (const int8_t *)(a + (size_t)k * a_stride) + sizeof(el_a8_header);
-    int64_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        /* the same line of the row after: the hardware prefetchers alone left these streams,
-         * read slowly, waiting on DRAM */
-        #pragma GCC unroll 2
-        for (int w = 0; w < W; w++) _mm_prefetch(q[w] + i / 2 + rb, _MM_HINT_T0);
-        w4_step(acc, q, x, i, i + 128, W, A); /* unmasked */
-    }
-    if (i < n) w4_step(acc, q, x, i, n, W, A);
-    #pragma GCC unroll 8
-    for (int k = 0; k < A; k++) {
-        el_a8_header h;
-        memcpy(&h, a + (size_t)k * a_stride, sizeof h);
-        #pragma GCC unroll 2
-        for (int w = 0; w < W; w++) {
-            int32_t dot = _mm512_reduce_add_epi32(acc[w][k]);
-            y[k * ldy + w * m] = el_edge_row_scale(row[w]) * h.d * (float)(dot - 8 * h.sum);
-        }
-    }
-}
-
-/* w4_rows with W (1 or 2) and A (1..W4_ACT_GROUP) constants, so the sums stay in registers. */
-static void w4_rows_n(const char *const row[2], int64_t m, int64_t n, size_t rb, const char *a,
-                      size_t a_stride, float *y, int64_t ldy, int W, int A) {
-    if (W == 2) {
-        switch (A) {
-        case 1: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 1); break;
-        case 2: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 2); break;
-        case 3: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 3); break;
-        case 4: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 4); break;
-        case 5: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 5); break;
-        case 6: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 6); break;
-        case 7: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 7); break;
-        default: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 2, 8); break;
-        }
-        return;
-    }
-    switch (A) {
-    case 1: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 1); break;
-    case 2: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 2); break;
-    case 3: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 3); break;
-    case 4: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 4); break;
-    case 5: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 5); break;
-    case 6: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 6); break;
-    case 7: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 7); break;
-    default: w4_rows(row, m, n, rb, a, a_stride, y, ldy, 1, 8); break;
-    }
-}
-
-/* Rows i and i + n_rows / 2 together (an odd last one alone); for each pair the activation
- * rows in passes of at most W4_ACT_GROUP, as even as can be (the pair's weights come back from
- * L1 for the later passes). */
 void el_gemv_few_w4_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
-    const int64_t m = n_rows / 2;
-    const int passes = (n_act + W4_ACT_GROUP - 1) / W4_ACT_GROUP;
-    for (int64_t i = 0; i < m + n_rows % 2; i++) {
-        int64_t o = i < m ? i : 2 * m;
-        int W = i < m ? 2 : 1;
-        const char *row[2] = {(const char *)w + o * w_stride, (const char *)w + (o + m) * w_stride};
-        for (int p = 0, k0 = 0; p < passes; p++) {
-            int A = n_act / passes + (p < n_act % passes);
-            w4_rows_n(row, m, n, w_stride, (const char *)a + (size_t)k0 * a_stride, a_stride,
-                      y + (int64_t)k0 * ldy + o, ldy, W, A);
-            k0 += A;
-        }
-    }
+    few_per_row(EL_TYPE_W4, el_gemv_w4_avx512, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                a_stride);
+}
+
+void el_gemv_few_w8_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    few_per_row(EL_TYPE_W8, el_gemv_w8_avx512, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                a_stride);
 }
 
 #endif

@@ -218,9 +218,12 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
-/* Whether n_rows activation rows against w go through the type's few-row gemv. */
+/* Whether n_rows activation rows against w go through the type's few-row gemv: 2 to
+ * EL_GEMV_FEW_MAX rows, but those a multi-row gemv takes (faster at 2 and 3 rows; the same
+ * bits). */
 static bool wants_few(const el_kernels *k, const el_weight *w, int64_t n_rows) {
-    return k->gemv_few[w->type] != NULL && n_rows >= 2 && n_rows <= EL_GEMV_FEW_MAX;
+    int64_t min_rows = k->gemv_multi[w->type] != NULL ? EL_GEMV_MULTI_MAX + 1 : 2;
+    return k->gemv_few[w->type] != NULL && n_rows >= min_rows && n_rows <= EL_GEMV_FEW_MAX;
 }
 
 /* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
