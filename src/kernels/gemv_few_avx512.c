@@ -1,22 +1,20 @@
 /* gemv_few_avx512.c - AVX-512 VNNI few-row gemvs (el_gemv_few: 2..EL_GEMV_FEW_MAX activation
  * rows, each output with the bits of the type's gemv) for q4_0, w4g32 (q4_0's bytes against A8
- * rows) and w4.
+ * rows), w4 and w8.
  *
- * The weights go by panels of 16 consecutive rows. Each 32-element chunk of the panel is
- * transposed once into 8 registers (register j: elements 4j..4j+3 of every row, unsigned
- * nibbles) and then serves every activation row: 8 vpdpbusd with the activation's 4 bytes
- * broadcast give one lane per weight row, with no horizontal sums, so the unpacking is paid
- * once for up to 16 rows instead of once per row (the one-row gemvs' cost per byte). The next
- * panel is asked for while the products run.
- *
- * Same bits as the gemvs: integer sums are exact in any order, so only the float steps must be
- * the gemv's. w4's gemv scales one whole-row integer sum, which this does too. The q4_0 gemv
- * keeps 8 float lanes per row, lane l taking block L2B[l] of every 8 (a multiply-add of the
- * block's integer sum by weight scale times activation scale), and adds its lanes in a fixed
- * tree; here 8 float accumulators per activation row (one per block position, 16 weight rows
- * each) take the same multiply-adds in the same order and the same tree. Lengths the q4_0 gemv
- * handles otherwise (not whole pairs of groups of 4 blocks, or past its slice) and the rows
- * past the last whole panel go through the gemv itself. */
+ * q4_0: the weights go by panels of 16 consecutive rows. Each block of the panel is transposed
+ * once into 8 registers (register j: elements 4j..4j+3 of every row, unsigned nibbles) and
+ * then serves every activation row: 8 vpdpbusd with the activation's 4 bytes broadcast give
+ * one lane per weight row, with no horizontal sums, so the unpacking is paid once for up to 16
+ * rows instead of once per row. The next panel is asked for while the products run.
+ * Same bits as the gemv: integer sums are exact in any order, so only the float steps must be
+ * the gemv's. The q4_0 gemv keeps 8 float lanes per row, lane l taking block L2B[l] of every 8
+ * (a multiply-add of the block's integer sum by weight scale times activation scale), and adds
+ * its lanes in a fixed tree; here 8 float accumulators per activation row (one per block
+ * position, 16 weight rows each) take the same multiply-adds in the same order and the same
+ * tree. Lengths the gemv handles otherwise (not whole pairs of groups of 4 blocks) or too long
+ * to prepare, and the rows past the last whole panel, go through the gemv itself.
+ * w4, w8: see few_per_row. */
 #include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -34,17 +32,17 @@
 enum {
     PANEL = 16,            /* weight rows per panel: one 512-bit lane each */
     Q4_0_PAIR = 256,       /* elements of the q4_0 gemv's step (two groups of 4 blocks) */
-    Q4_0_MAX_N = 16384,    /* the q4_0 gemv's slice (gemv_avx512.c): longer rows are summed
-                            * slice by slice there, so they go through it */
+    Q4_0_MAX_N = 8192,     /* longest rows prepared (168 KB of stack); longer ones, and those
+                            * past the q4_0 gemv's slice (16384, summed slice by slice there),
+                            * go through it */
     Q4_0_BLOCKS = Q4_0_MAX_N / EL_QK4_0,
-    ACT_AHEAD = 4, /* blocks ahead in each activation row that a panel asks for */
-    PF_PANELS = 1,
 };
 
 /* The 16 bytes at p + o * rb of 16 rows o as 4 registers: register c holds dword c of rows
  * 0..15 (two 8-row in-lane transposes joined: on Zen 4 a 512-bit cross-lane permute costs
  * several in-lane 256-bit shuffles). */
-static inline __attribute__((always_inline)) void rows16_dwords(const char *p, size_t rb, __m512i out[4]) {
+static inline __attribute__((always_inline)) void rows16_dwords(const char *p, size_t rb,
+                                                                __m512i out[4]) {
     __m256i lo[4], hi[4];
     const char *p8 = p + 8 * rb;
     el_transpose8x4_avx2(el_rows2_avx2(p, p + 4 * rb), el_rows2_avx2(p + rb, p + 5 * rb),
@@ -60,7 +58,7 @@ static inline __attribute__((always_inline)) void rows16_dwords(const char *p, s
 
 /* The chunk of 16 nibble bytes at p + o * rb of the 16 rows as 8 registers: register j holds
  * the nibbles of elements 4j..4j+3 of every row (low nibbles are elements 0-15). */
-static inline void chunk16_nibbles(const char *p, size_t rb, __m512i q[8]) {
+static inline __attribute__((always_inline)) void chunk16_nibbles(const char *p, size_t rb, __m512i q[8]) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i t[4];
     rows16_dwords(p, rb, t);
@@ -71,25 +69,6 @@ static inline void chunk16_nibbles(const char *p, size_t rb, __m512i q[8]) {
     }
 }
 
-/* acc + dpbusd(q, the 4 bytes at p broadcast), the broadcast embedded in the instruction (gcc
- * emits a separate broadcast for the intrinsics, a vector slot per product). */
-static inline __m512i dpbusd_bcast(__m512i acc, __m512i q, const int8_t *p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(q), "m"(*(const int32_t *)p));
-    return acc;
-}
-
-/* acc + the dots of one chunk's 8 registers with the 32 activation quants at x, in two chains
- * of 4 (one of 8 dependent vpdpbusd per activation row kept too many waiting). */
-static inline __m512i chunk_dot(__m512i acc, const __m512i q[8], const int8_t *x) {
-    __m512i odd = _mm512_setzero_si512();
-    #pragma GCC unroll 4
-    for (int j = 0; j < 8; j += 2) {
-        acc = dpbusd_bcast(acc, q[j], x + 4 * j);
-        odd = dpbusd_bcast(odd, q[j + 1], x + 4 * j + 4);
-    }
-    return _mm512_add_epi32(acc, odd);
-}
-
 /* Asks for the share [from, from + bytes) of the next panel. */
 static inline void prefetch_share(const char *next, size_t from, size_t bytes) {
     for (size_t b = from; b < from + bytes; b += 64) _mm_prefetch(next + b, _MM_HINT_T0);
@@ -98,13 +77,13 @@ static inline void prefetch_share(const char *next, size_t from, size_t bytes) {
 /* ---- q4_0 (and w4g32): the activations of each row as quants per block with, per block, the
  * activation scale and -8 times the quants' sum (the nibbles' offset), prepared once a call. */
 typedef struct q4_0_acts {
-    const int8_t *q[EL_GEMV_FEW_MAX]; /* block b's 32 quants at q[k] + b * step */
-    size_t step;
+    int8_t q[Q4_0_BLOCKS][EL_GEMV_FEW_MAX][EL_QK4_0]; /* block b of row k: its quants, */
     struct {
-        float d;
-        int32_t comp;
-    } s[Q4_0_BLOCKS][EL_GEMV_FEW_MAX]; /* block b of row k: its scale and -8 x its sum */
-} q4_0_acts;
+        float d;       /* its scale */
+        int32_t comp;  /* and -8 x its sum */
+    } s[Q4_0_BLOCKS][EL_GEMV_FEW_MAX];
+} q4_0_acts; /* copied block by block so that one pointer (and constant offsets) reaches every
+              * row's block: with a pointer per row the loop ran out of registers */
 
 /* -8 times the sum of the 32 quants at x. */
 static inline int32_t q4_0_offset(const int8_t *x) {
@@ -119,15 +98,16 @@ static inline int32_t q4_0_offset(const int8_t *x) {
 /* n_act rows of q8_0 blocks (a8: of A8 rows) a_stride bytes apart. */
 static void prepare_q4_0(q4_0_acts *pa, int64_t nb, int n_act, const char *a, size_t a_stride,
                          bool a8) {
-    pa->step = a8 ? EL_QK4_0 : sizeof(el_block_q8_0);
+    const size_t step = a8 ? EL_QK4_0 : sizeof(el_block_q8_0);
     for (int k = 0; k < n_act; k++) {
         const char *ak = a + (size_t)k * a_stride;
         el_a8_header h = {0};
         if (a8) memcpy(&h, ak, sizeof h);
-        pa->q[k] = a8 ? (const int8_t *)ak + sizeof h : ((const el_block_q8_0 *)ak)->qs;
+        const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : ((const el_block_q8_0 *)ak)->qs;
         for (int64_t b = 0; b < nb; b++) {
+            memcpy(pa->q[b][k], q + b * step, EL_QK4_0);
             pa->s[b][k].d = a8 ? h.d : fp16(((const el_block_q8_0 *)ak)[b].d);
-            pa->s[b][k].comp = q4_0_offset(pa->q[k] + b * pa->step);
+            pa->s[b][k].comp = q4_0_offset(pa->q[b][k]);
         }
     }
 }
@@ -147,9 +127,12 @@ static inline __m512i broadcast4(const int8_t *p) {
     return v;
 }
 
-/* P (1 or 2, a constant after inlining) full panels from p, 16 rows after 16 rows, against the
- * n_act prepared rows: y[k * ldy + o] for o < 16 P. Each activation broadcast serves the P
- * panels (on Zen 4 the broadcasts, embedded or not, cost as much as a product each). */
+/* P (1 or 2, a constant after inlining) full panels from p, 16 rows after 16 rows, against all
+ * n_act prepared rows at once, block after block, the 8 float accumulators of each activation
+ * row and panel in memory (faster than keeping one per row in registers and taking the blocks
+ * lane by lane, or than passes of 8 rows, each transposing the panel again). Each activation
+ * broadcast serves the P panels (on Zen 4 a broadcast, embedded or not, cost about as much as
+ * a product). */
 static inline __attribute__((always_inline)) void panels_q4_0(const char *p, size_t rb, int64_t nb,
                                                               const q4_0_acts *pa, int n_act,
                                                               float *y, int64_t ldy, const int P) {
@@ -158,7 +141,7 @@ static inline __attribute__((always_inline)) void panels_q4_0(const char *p, siz
     for (int k = 0; k < n_act; k++)
         for (int j = 0; j < 8; j++)
             for (int i = 0; i < P; i++) f[k][j][i] = _mm512_setzero_ps();
-    const char *next = p + PF_PANELS * P * PANEL * rb;
+    const char *next = p + P * PANEL * rb;
     const size_t share = (P * PANEL * rb + (size_t)nb - 1) / (size_t)nb;
     for (int64_t b = 0; b < nb; b++) {
         prefetch_share(next, (size_t)b * share, share);
@@ -172,10 +155,7 @@ static inline __attribute__((always_inline)) void panels_q4_0(const char *p, siz
         }
         const int j = (int)(b % 8);
         for (int k = 0; k < n_act; k++) {
-            const int8_t *x = pa->q[k] + b * pa->step;
-            /* 16 rows of activations and the weights' 16 or 32 streams are more than the
-             * hardware prefetchers follow: a row's activations fell out of L1 between panels */
-            _mm_prefetch((const char *)x + ACT_AHEAD * pa->step, _MM_HINT_T0);
+            const int8_t *x = pa->q[b][k];
             __m512i s[2][2];
             #pragma GCC unroll 2
             for (int i = 0; i < P; i++) {
@@ -213,13 +193,13 @@ static inline __attribute__((always_inline)) void panels_q4_0(const char *p, siz
         }
 }
 
-static void panel_q4_0(const char *p, size_t rb, int64_t nb, const q4_0_acts *pa, int n_act,
-                       float *y, int64_t ldy) {
+static void panel_q4_0(const char *p, size_t rb, int64_t nb, const q4_0_acts *pa,
+                            int n_act, float *y, int64_t ldy) {
     panels_q4_0(p, rb, nb, pa, n_act, y, ldy, 1);
 }
 
-static void panel_pair_q4_0(const char *p, size_t rb, int64_t nb, const q4_0_acts *pa, int n_act,
-                            float *y, int64_t ldy) {
+static void panel_pair_q4_0(const char *p, size_t rb, int64_t nb, const q4_0_acts *pa,
+                                 int n_act, float *y, int64_t ldy) {
     panels_q4_0(p, rb, nb, pa, n_act, y, ldy, 2);
 }
 
@@ -229,7 +209,7 @@ static void gemv_few_q4_0_act(int64_t n, float *y, int64_t ldy, int n_act, int64
     el_gemv_fn gemv = a8 ? el_gemv_w4g32_avx512 : el_gemv_q4_0_avx512;
     int64_t panels = n % Q4_0_PAIR == 0 && n <= Q4_0_MAX_N ? n_rows / PANEL : 0;
     if (panels > 0) {
-        q4_0_acts pa; /* 64 KB of stack at most */
+        q4_0_acts pa;
         int64_t nb = n / EL_QK4_0;
         prepare_q4_0(&pa, nb, n_act, a, a_stride, a8);
         int64_t i = 0;
