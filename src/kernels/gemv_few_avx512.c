@@ -58,7 +58,8 @@ static inline __attribute__((always_inline)) void rows16_dwords(const char *p, s
 
 /* The chunk of 16 nibble bytes at p + o * rb of the 16 rows as 8 registers: register j holds
  * the nibbles of elements 4j..4j+3 of every row (low nibbles are elements 0-15). */
-static inline __attribute__((always_inline)) void chunk16_nibbles(const char *p, size_t rb, __m512i q[8]) {
+static inline __attribute__((always_inline)) void chunk16_nibbles(const char *p, size_t rb,
+                                                                  __m512i q[8]) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512i t[4];
     rows16_dwords(p, rb, t);

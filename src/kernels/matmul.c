@@ -270,7 +270,9 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
     /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
      * matrix instead of restarting per chunk */
     int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    bool decode = all_gemv(k, w, n_rows);
+    /* a few-row gemv prepares its activations per call, so it takes the gemm's few long chunks
+     * (with 128 KB ones, preparing them again and again cost 10-15% of a step of 4-12 rows) */
+    bool decode = all_gemv(k, w, n_rows) && j->gemv_few == NULL;
     if (decode && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j->chunk = (per_chunk + unit - 1) / unit * unit;
