@@ -218,12 +218,12 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
-/* Whether n_rows activation rows against w go through the type's few-row gemv: 2 to
- * EL_GEMV_FEW_MAX rows, but those a multi-row gemv takes (faster at 2 and 3 rows; the same
- * bits). */
+/* Whether n_rows activation rows against w go through the type's few-row gemv: 4 to
+ * EL_GEMV_FEW_MAX rows (2 and 3 keep the multi-row gemv or the gemv row after row, with the
+ * decode steps' chunks: as fast or faster, and the same bits). */
 static bool wants_few(const el_kernels *k, const el_weight *w, int64_t n_rows) {
-    int64_t min_rows = k->gemv_multi[w->type] != NULL ? EL_GEMV_MULTI_MAX + 1 : 2;
-    return k->gemv_few[w->type] != NULL && n_rows >= min_rows && n_rows <= EL_GEMV_FEW_MAX;
+    return k->gemv_few[w->type] != NULL && n_rows > EL_GEMV_MULTI_MAX &&
+           n_rows <= EL_GEMV_FEW_MAX;
 }
 
 /* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
@@ -270,8 +270,7 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
     /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
      * matrix instead of restarting per chunk */
     int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    /* a few-row gemv prepares its activations per call, so it takes the gemm's few long chunks
-     * (with 128 KB ones, preparing them again and again cost 10-15% of a step of 4-12 rows) */
+    /* a few-row gemv takes the gemm's chunks, as the panel path it stands in for did */
     bool decode = all_gemv(k, w, n_rows) && j->gemv_few == NULL;
     if (decode && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
