@@ -176,12 +176,13 @@ static int test_matmul_threads_agree(void) {
     return TEST_PASS;
 }
 
-/* A decode step (one activation row, or two or three as concurrent sequences make) of a matrix
- * large enough that its rows go in long first chunks and then short ones (matmul.c), on 1 to 3
- * threads: every output is written, the same as one row alone on one thread, and that near the
- * float product of the dequantized weights. */
+/* A decode step (one activation row, or a few as concurrent sequences, speculative
+ * verification and served batches make) of a matrix large enough that its rows go in long
+ * first chunks and then short ones (matmul.c), on 1 to 3 threads: every output is written, the
+ * same as one row alone on one thread (up to 3 rows, and up to EL_GEMV_FEW_MAX for a type with
+ * a few-row gemv), and that near the float product of the dequantized weights. */
 static int test_matmul_decode_chunks(void) {
-    enum { N_IN = 4096, N_OUT = 1000, ROWS = 3 };
+    enum { N_IN = 4096, N_OUT = 1000, ROWS = EL_GEMV_FEW_MAX };
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_W4,    EL_TYPE_Q8_0,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128,
                                     /* issue 17's gemvs of both shapes (of blocks of 32 and
@@ -218,8 +219,10 @@ static int test_matmul_decode_chunks(void) {
             CHECK(fabs(y1[o] - want) <= 0.02 * mag + 1e-3);
         }
         /* 1 to 3 rows at once (2 and 3: gemv per row over blocks of the weights the later rows
-         * read from L2, 256 KB: 9 to 17 blocks here) on 1 to 3 threads: the same bits */
-        for (int rows = 1; rows <= ROWS; rows++)
+         * read from L2, 256 KB: 9 to 17 blocks here, or the multi-row gemv), and more through a
+         * few-row gemv, on 1 to 3 threads: the same bits */
+        bool few = el_kernels_get()->gemv_few[types[t]] != NULL;
+        for (int rows = 1; rows <= (few ? ROWS : EL_GEMV_MULTI_MAX); rows++)
             for (int n = 1; n <= 3; n++) {
                 if (rows == 1 && n == 1) continue;
                 for (int i = 0; i < ROWS * N_OUT; i++) yn[i] = NAN;

@@ -322,18 +322,20 @@ static int compare_gemvs(const el_kernels *simd) {
     return TEST_PASS;
 }
 
-/* Each output of a multi-row gemv (2 and 3 activation rows, one weight read for all) bit for
- * bit against the same table's gemv of that activation row alone (concurrent sequences must get
- * the bits a sequence has alone), over lengths that leave every tail and reach past a prepared
- * slice, odd and even weight row counts, activation rows strided with padding; the outputs
- * past each activation row's n_rows are sentinels. */
-static int compare_gemv_multis(const el_kernels *simd) {
+/* Each output of a multi-row gemv (2 and 3 activation rows, one weight read for all) or a
+ * few-row gemv (2..EL_GEMV_FEW_MAX) bit for bit against the same table's gemv of that activation
+ * row alone (concurrent sequences must get the bits a sequence has alone), over lengths that
+ * leave every tail and reach past a prepared slice, row counts below, at and past whole panels
+ * of 16, activation rows strided with padding; the outputs past each activation row's n_rows
+ * are sentinels. */
+static int compare_multi_entry(const el_kernels *simd, const el_gemv_multi_fn *entry,
+                               int max_act, const char *what) {
     test_rng r = {71};
     static const int block_counts[] = {1, 3, 8, 9, 13, 64, 67, 521};
-    static const int row_counts[] = {1, 2, 3, 5};
-    enum { ROWS = 5, LDY = ROWS + 1 };
+    static const int row_counts[] = {1, 2, 3, 5, 16, 21, 33};
+    enum { ROWS = 33, LDY = ROWS + 1, MAX_ACT = EL_GEMV_FEW_MAX };
     for (uint32_t ty = 0; ty < EL_TYPE_COUNT; ty++) {
-        if (simd->gemv_multi[ty] == NULL) continue;
+        if (entry[ty] == NULL) continue;
         CHECK(simd->gemv[ty] != NULL);
         const el_type_kernels *wt = el_type_kernels_get(ty);
         const el_type_layout *wt_layout = el_type_layout_get(ty);
@@ -345,29 +347,28 @@ static int compare_gemv_multis(const el_kernels *simd) {
                 n = 128 * 161; /* > a slice */
             size_t w_stride = el_row_size((el_type)ty, n) + 6;
             size_t a_stride = el_row_size(wt->vec_dot_type, n) + 8;
-            char *w = malloc(w_stride * ROWS), *aq = malloc(a_stride * EL_GEMV_MULTI_MAX);
+            char *w = malloc(w_stride * ROWS), *aq = malloc(a_stride * MAX_ACT);
             float *a = malloc((size_t)n * sizeof *a);
+            static float alone[MAX_ACT][ROWS], y[MAX_ACT * LDY];
             CHECK(w && aq && a);
             memset(w, 0xFF, w_stride * ROWS);
-            memset(aq, 0x7F, a_stride * EL_GEMV_MULTI_MAX);
+            memset(aq, 0x7F, a_stride * MAX_ACT);
             for (int row = 0; row < ROWS; row++)
                 random_weights((el_type)ty, w + row * w_stride, n, &r);
-            for (int k = 0; k < EL_GEMV_MULTI_MAX; k++) {
+            for (int k = 0; k < max_act; k++) {
                 for (int64_t i = 0; i < n; i++) a[i] = test_rand_uniform(&r, -4.0f, 4.0f);
                 at->from_float(a, aq + k * a_stride, n);
             }
-            float alone[EL_GEMV_MULTI_MAX][ROWS];
-            for (int k = 0; k < EL_GEMV_MULTI_MAX; k++)
+            for (int k = 0; k < max_act; k++)
                 for (int o = 0; o < ROWS; o++)
                     simd->gemv[ty](n, &alone[k][o], 1, w + o * w_stride, w_stride,
                                    aq + k * a_stride);
-            for (int n_act = 2; n_act <= EL_GEMV_MULTI_MAX; n_act++)
+            for (int n_act = 2; n_act <= max_act; n_act++)
                 for (size_t rc = 0; rc < sizeof row_counts / sizeof row_counts[0]; rc++) {
                     int rows = row_counts[rc];
-                    float y[EL_GEMV_MULTI_MAX * LDY];
-                    for (int i = 0; i < EL_GEMV_MULTI_MAX * LDY; i++) y[i] = 12345.0f;
-                    simd->gemv_multi[ty](n, y, LDY, n_act, rows, w, w_stride, aq, a_stride);
-                    for (int k = 0; k < EL_GEMV_MULTI_MAX; k++)
+                    for (int i = 0; i < max_act * LDY; i++) y[i] = 12345.0f;
+                    entry[ty](n, y, LDY, n_act, rows, w, w_stride, aq, a_stride);
+                    for (int k = 0; k < max_act; k++)
                         for (int o = 0; o < LDY; o++) {
                             float got = y[k * LDY + o];
                             if (k >= n_act || o >= rows) {
@@ -375,10 +376,10 @@ static int compare_gemv_multis(const el_kernels *simd) {
                                 continue;
                             }
                             if (memcmp(&got, &alone[k][o], sizeof got) != 0) {
-                                test_note("%s gemv_multi %s n=%lld %d activation rows, %d rows: "
+                                test_note("%s %s %s n=%lld %d activation rows, %d rows: "
                                           "y[%d][%d] = %.9g, alone %.9g",
-                                          simd->isa, wt_layout->ggml_name, (long long)n, n_act,
-                                          rows, k, o, got, alone[k][o]);
+                                          simd->isa, what, wt_layout->ggml_name, (long long)n,
+                                          n_act, rows, k, o, got, alone[k][o]);
                                 return TEST_FAIL;
                             }
                         }
@@ -387,6 +388,12 @@ static int compare_gemv_multis(const el_kernels *simd) {
         }
     }
     return TEST_PASS;
+}
+
+static int compare_gemv_multis(const el_kernels *simd) {
+    if (compare_multi_entry(simd, simd->gemv_multi, EL_GEMV_MULTI_MAX, "gemv_multi") != TEST_PASS)
+        return TEST_FAIL;
+    return compare_multi_entry(simd, simd->gemv_few, EL_GEMV_FEW_MAX, "gemv_few");
 }
 
 /* W8A16 sums must be exact past the int32 range, so every kernel (dot product, tile, gemv) gives

@@ -89,6 +89,13 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G128] = el_gemv_w4g128_multi_avx512,
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
         },
+        /* W4, W8: the gemm's register path, which sums a row as their gemvs do; Q4_0: none (a
+         * form with the gemv's bits measured slower in the model, and a prompt in chunks must
+         * give the bits of one pass, which takes the panel path: docs/kernels.md) */
+        .gemv_few = {
+            [EL_TYPE_W4] = el_gemv_few_w4_avx512,
+            [EL_TYPE_W8] = el_gemv_few_w8_avx512,
+        },
     },
 };
 

@@ -65,6 +65,11 @@ void el_gemv_q5_1_avx512(int64_t n, float *y, int64_t n_rows, const void *w, siz
 void el_gemv_iq4_xs_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                            const void *a);
 
+/* gemv_few_avx512.c: few-row gemvs (2..EL_GEMV_FEW_MAX activation rows) */
+void el_gemv_few_w4_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_few_w8_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 /* gemm_avx512.c: the packed products, unsigned weights (the aux offsets wanted) */
 void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,

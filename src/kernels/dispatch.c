@@ -25,6 +25,7 @@ void el_kernels_reference(el_kernels *k) {
         k->gemm[t] = NULL;
         k->gemv[t] = NULL;
         k->gemv_multi[t] = NULL;
+        k->gemv_few[t] = NULL;
     }
     k->gemm_signed = false;
     k->int8_probe = (el_int8_probe){0};
@@ -35,7 +36,7 @@ static bool level_runs(const el_kernel_level *l) {
     return l->supported != NULL && l->supported() && (l->base == NULL || level_runs(l->base));
 }
 
-/* l's own entries over k (dispatch.h: a type's multi-row gemv comes with its gemv). */
+/* l's own entries over k (dispatch.h: a type's multi-row and few-row gemvs come with its gemv). */
 static void take(el_kernels *k, const el_kernels *l) {
     k->isa = l->isa;
     bool gemm = false;
@@ -50,6 +51,7 @@ static void take(el_kernels *k, const el_kernels *l) {
         if (l->gemv[t]) {
             k->gemv[t] = l->gemv[t];
             k->gemv_multi[t] = l->gemv_multi[t];
+            k->gemv_few[t] = l->gemv_few[t];
         }
     }
     if (l->attend) k->attend = l->attend;

@@ -43,6 +43,12 @@ enum { EL_GEMV_MULTI_MAX = 3 };
 typedef void (*el_gemv_multi_fn)(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                                  const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+/* A few-row gemv is a multi-row gemv for 2..EL_GEMV_FEW_MAX activation rows (concurrent
+ * variants, speculative verification, a served batch): each weight block is unpacked once for
+ * all of them, and each output has the bits the type's gemv gives it. Where a type has one,
+ * el_matmul takes it for every product of 2..EL_GEMV_FEW_MAX rows. */
+enum { EL_GEMV_FEW_MAX = 16 };
+
 /* The probe of a level's int8 multiply-add peak (the compute floor `bench --rows` reports): runs
  * iters iterations of EL_PROBE_CHAINS independent accumulations (enough to cover the latency of
  * every core's dot instruction at its full issue rate) with the byte product the level's
@@ -69,6 +75,7 @@ typedef struct el_kernels {
     el_swiglu_fn swiglu;                      /* the feed-forward's gated activation */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemv_multi_fn gemv_multi[EL_TYPE_COUNT]; /* by weight type; NULL: gemv row by row */
+    el_gemv_multi_fn gemv_few[EL_TYPE_COUNT];   /* by weight type; NULL: none (see above) */
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
     el_int8_probe int8_probe;                 /* the level's int8 peak probe */
 } el_kernels;
@@ -94,8 +101,8 @@ bool el_kernels_level(const char *name, el_kernels *k);
  * where it has none of its own. Composed on top of its base (the level it builds on, or the
  * reference kernels), its entries replace the base's and the rest are the base's, except by
  * one rule: a multi-row gemv must give each output the bits of the same table's one-row gemv,
- * so a level that gives a type's gemv also says that type's multi-row gemv (its own, its base's
- * named where the bits provably agree, or NULL: none), and one without that type's gemv gives
+ * so a level that gives a type's gemv also says that type's multi-row and few-row gemvs (its own,
+ * its base's named where the bits provably agree, or NULL: none), and one without that type's gemv gives
  * none. The gemm kernels of one level all take weights the same way (gemm_signed). Defined by
  * the ISA files (<isa>.c) and composed by dispatch.c alone. */
 typedef struct el_kernel_level {

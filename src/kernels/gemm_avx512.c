@@ -160,7 +160,10 @@ static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[
 }
 
 /* f[r] += the integer sums acc[r] of group g times (weight scales dw x activation scale), for n
- * rows: every path scales in this order, so a row's results are the same bits in each. */
+ * rows: every path scales in this order, so a row's results are the same bits in each. Group 0
+ * is a product, not a multiply-add onto zero (which makes a zero product +0), so that a per-row
+ * type's one group gives its gemv's bits: (row scale x activation scale) x sum, zeros' signs
+ * included. */
 static inline __attribute__((always_inline)) void scale_group(__m512 f[], const __m512i acc[],
                                                               __m512 dw,
                                                               const el_gemm_aux *const ax[],
@@ -168,7 +171,8 @@ static inline __attribute__((always_inline)) void scale_group(__m512 f[], const 
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) {
         __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(ax[r][g].d));
-        f[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[r]), d, f[r]);
+        __m512 s = _mm512_cvtepi32_ps(acc[r]);
+        f[r] = g == 0 ? _mm512_mul_ps(s, d) : _mm512_fmadd_ps(s, d, f[r]);
     }
 }
 

@@ -80,6 +80,7 @@ typedef struct matmul_job {
     size_t panel_size;
     el_gemv_fn gemv;      /* NULL: vec_dot only */
     el_gemv_multi_fn gemv_multi; /* NULL: gemv row by row */
+    el_gemv_multi_fn gemv_few; /* non-NULL: takes all n_rows (2..EL_GEMV_FEW_MAX) */
     el_from_float_fn quantize;
     float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
     const float *x;
@@ -140,7 +141,7 @@ static void vec_dots(const matmul_job *j, int64_t r, int64_t o_lo, int64_t o_hi)
  * sequences) one after another over each block of GEMV_REUSE_BYTES of it. */
 static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
-    int64_t n_tiled = j->tile != NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
+    int64_t n_tiled = j->tile != NULL && j->gemv_few == NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
     for (int64_t r0 = 0; r0 < n_tiled; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < n_tiled ? r0 + ROW_BLOCK : n_tiled;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
@@ -157,6 +158,12 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     }
     if (j->gemv == NULL) {
         for (int64_t r = n_tiled; r < j->n_rows; r++) vec_dots(j, r, o_lo, o_hi);
+        return;
+    }
+    if (j->gemv_few != NULL) {
+        j->gemv_few(w->k_in, j->y + o_lo, j->ldy, (int)j->n_rows, o_hi - o_lo,
+                    (const char *)w->data + o_lo * w->row_bytes, w->row_bytes, j->act,
+                    j->act_stride);
         return;
     }
     int64_t n_rest = j->n_rows - n_tiled;
@@ -211,17 +218,27 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
+/* Whether n_rows activation rows against w go through the type's few-row gemv: 4 to
+ * EL_GEMV_FEW_MAX rows (2 and 3 keep the multi-row gemv or the gemv row after row, with the
+ * decode steps' chunks: as fast or faster, and the same bits). */
+static bool wants_few(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    return k->gemv_few[w->type] != NULL && n_rows > EL_GEMV_MULTI_MAX &&
+           n_rows <= EL_GEMV_FEW_MAX;
+}
+
 /* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
  * had). */
 static bool wants_gemm(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    if (wants_few(k, w, n_rows)) return false;
     int64_t min_rows = k->gemv[w->type] ? GEMM_MIN_ROWS : GEMM_MIN_ROWS_NO_GEMV;
     return k->gemm[w->type] && el_type_kernels_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
            n_rows >= min_rows && w->k_in <= GEMM_MAX_K;
 }
 
-/* Whether every one of n_rows activation rows against w goes through the type's gemv (a
- * decode step): no gemm, and too few rows for a tile. */
+/* Whether every one of n_rows activation rows against w goes through the type's gemvs (a
+ * decode step): its few-row gemv, or no gemm and too few rows for a tile. */
 static bool all_gemv(const el_kernels *k, const el_weight *w, int64_t n_rows) {
+    if (wants_few(k, w, n_rows)) return true;
     return !wants_gemm(k, w, n_rows) && k->gemv[w->type] != NULL &&
            (k->tile[w->type] == NULL || n_rows < EL_TILE);
 }
@@ -232,7 +249,8 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
                       int64_t n_rows, float *y, int64_t ldy) {
     const el_kernels *k = el_kernels_get();
     *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
-                      .gemv = k->gemv[w->type], .gemv_multi = k->gemv_multi[w->type], .x = x,
+                      .gemv = k->gemv[w->type], .gemv_multi = k->gemv_multi[w->type],
+                      .gemv_few = wants_few(k, w, n_rows) ? k->gemv_few[w->type] : NULL, .x = x,
                       .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     if (wants_gemm(k, w, n_rows)) {
@@ -247,11 +265,13 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
             j->panels = (char *)j->gemm_mem + aux_bytes;
         }
     }
-    int64_t unit = j->gemm ? EL_GEMM_PANEL : TILE_OUT;
+    /* the few-row gemvs work on panels too */
+    int64_t unit = j->gemm || j->gemv_few ? EL_GEMM_PANEL : TILE_OUT;
     /* one thread has nothing to balance: one chunk, so that a gemv's streams run the whole
      * matrix instead of restarting per chunk */
     int64_t per_chunk = nth == 1 ? w->k_out : w->k_out / ((int64_t)nth * CHUNKS_PER_THREAD);
-    bool decode = all_gemv(k, w, n_rows);
+    /* a few-row gemv takes the gemm's chunks, as the panel path it stands in for did */
+    bool decode = all_gemv(k, w, n_rows) && j->gemv_few == NULL;
     if (decode && nth > 1 && per_chunk > (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes))
         per_chunk = (int64_t)(GEMV_CHUNK_BYTES / w->row_bytes);
     j->chunk = (per_chunk + unit - 1) / unit * unit;
