@@ -42,6 +42,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G32] = el_vec_dot_w4g32_avx2,
             [EL_TYPE_W4G64] = el_vec_dot_w4g64_avx2,
             [EL_TYPE_W4G128] = el_vec_dot_w4g128_avx2,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_avx2,
         },
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_avx2,
@@ -81,6 +83,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_avx2,
             [EL_TYPE_W4G128] = el_gemv_w4g128_avx2,
             [EL_TYPE_W8A16] = el_gemv_w8a16_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_avx2,
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {
@@ -89,6 +93,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
             [EL_TYPE_W4] = el_gemv_w4_multi_avx2,
             [EL_TYPE_W4G32] = el_gemv_w4g32_multi_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx2,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx2,
         },
     },
 };

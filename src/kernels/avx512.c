@@ -35,6 +35,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q8_0] = el_vec_dot_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_vec_dot_q4_0_avx512,
             [EL_TYPE_W8A16] = el_vec_dot_w8a16_avx512,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_avx512,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx512,
@@ -62,6 +64,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W8] = el_gemv_w8_avx512,
             [EL_TYPE_W4] = el_gemv_w4_avx512,
             [EL_TYPE_W8A16] = el_gemv_w8a16_avx512,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_avx512,
         },
         /* W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
@@ -73,6 +77,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_multi_avx512,
             [EL_TYPE_W4G128] = el_gemv_w4g128_multi_avx512,
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx512,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx512,
         },
     },
 };
