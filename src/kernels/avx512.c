@@ -51,6 +51,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G32] = el_gemm_avx512,
             [EL_TYPE_W4G64] = el_gemm_avx512,
             [EL_TYPE_W4G128] = el_gemm_avx512,
+            [EL_TYPE_Q2_K] = el_gemm_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_gemm_q3_k_avx512,
         },
         .gemm_signed = false,
         .attend = el_attend_avx512,
