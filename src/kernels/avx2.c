@@ -60,6 +60,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W8] = el_tile_w8_avx2,
             [EL_TYPE_W8A16] = el_tile_w8a16_avx2,
             [EL_TYPE_W4] = el_tile_w4_avx2,
+            [EL_TYPE_Q2_K] = el_tile_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_tile_q3_k_avx2,
         },
         .gemm = {
             [EL_TYPE_Q4_0] = el_gemm_avx2,

@@ -94,4 +94,9 @@ void el_gemv_q2_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_
 void el_gemv_q3_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+void el_tile_q2_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q3_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
 #endif
