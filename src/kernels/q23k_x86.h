@@ -69,28 +69,49 @@ static inline __m128i q23k_q3_k_scales(const uint8_t *scales) {
 /* Element j of each 128-bit lane of the scale layout into every int16 of the lane. */
 static inline __m256i q23k_scale_of_chunk(__m256i lanes, int j) { return pick_i16(lanes, j); }
 
-/* Chunk j (0..7) of a Q3_K block: the 2-bit fields q2 (masked) with the high bits, bit j of
- * hmask[l] for element 32j + l, as bit 2. */
-static inline __m256i q23k_q3_k_chunk(__m256i q2, __m256i hmask, int j) {
+/* Where chunk k (0..3) of a half is kept: fields 0-2 are masked where they lie (bits 2k, 2k+1),
+ * saving a shift, so the chunk holds 4^k times its quants (vpmaddubsw's pairs stay below 2 * 112
+ * * 127 even with Q3_K's high bit); field 3 is shifted down (64 * 7 would not fit a byte). */
+static inline int q23k_place(int k) { return k < 3 ? 2 * k : 0; }
+
+/* Chunk k of the half's 32 bytes q, at q23k_place(k). */
+static inline __m256i q23k_field(__m256i q, int k) {
+    return k < 3 ? _mm256_and_si256(q, _mm256_set1_epi8((char)(3 << 2 * k)))
+                 : _mm256_and_si256(_mm256_srli_epi16(q, 6), _mm256_set1_epi8(3));
+}
+
+/* The scale layout times 16 / 4^place for chunk k, so that every chunk's sum is 16 times its
+ * own: sc, sc << 2 and sc << 4 (sc4, sc16) precomputed per block. */
+static inline __m256i q23k_chunk_scale(__m256i sc, __m256i sc4, __m256i sc16, int h, int k) {
+    int shift = 4 - q23k_place(k);
+    return q23k_scale_of_chunk(shift == 4 ? sc16 : shift == 2 ? sc4 : sc, 4 * h + k);
+}
+
+/* Chunk j = 4h + k of a Q3_K block: its fields f (q23k_field) with the high bits, bit j of
+ * hmask[l] for element 32j + l, as the bit above the field (level + 4 = field + 4 * high). */
+static inline __m256i q23k_q3_k_chunk(__m256i f, __m256i hmask, int h, int k) {
+    int j = 4 * h + k, to = q23k_place(k) + 2;
 #if defined(__AVX512VL__) && defined(__AVX512VNNI__)
     __mmask32 high = _mm256_test_epi8_mask(hmask, _mm256_set1_epi8((char)(1 << j)));
-    return _mm256_mask_add_epi8(q2, high, q2, _mm256_set1_epi8(4));
+    return _mm256_mask_add_epi8(f, high, f, _mm256_set1_epi8((char)(1 << to)));
 #else
-    __m256i h = j <= 2 ? _mm256_slli_epi16(hmask, 2 - j) : _mm256_srli_epi16(hmask, j - 2);
-    return _mm256_or_si256(q2, _mm256_and_si256(h, _mm256_set1_epi8(4)));
+    /* 16-bit shifts: the bit masked lands in its own byte for every j and to here */
+    __m256i hb = to >= j ? _mm256_slli_epi16(hmask, to - j) : _mm256_srli_epi16(hmask, j - to);
+    return _mm256_or_si256(f, _mm256_and_si256(hb, _mm256_set1_epi8((char)(1 << to))));
 #endif
 }
 
 /* Block i of a Q2_K row against block i of the A activation rows b[]:
- * acc[a] += d * ad * (sum of sc * q * y) - dmin * ad * (sum of m * bsums). */
+ * acc[a] += d * ad * (sum of sc * q * y) - dmin * ad * (sum of m * bsums), the first sum taken
+ * 16 times (q23k_place) and d * ad / 16 for it. */
 static inline __attribute__((always_inline)) void q23k_block_q2_k(const char *xb,
                                                                   const el_block_q8_k *const b[],
                                                                   int64_t i, int A, __m256 acc[]) {
-    const __m256i low2 = _mm256_set1_epi8(3);
     const __m128i low4 = _mm_set1_epi8(0x0F);
     const el_block_q2_k *x = (const el_block_q2_k *)xb;
     __m128i raw = _mm_loadu_si128((const __m128i *)x->scales);
     __m256i sc = q23k_scale_lanes(_mm_and_si128(raw, low4), false);
+    __m256i sc4 = _mm256_slli_epi16(sc, 2), sc16 = _mm256_slli_epi16(sc, 4);
     __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), low4));
     __m256i sum[EL_GEMV_MULTI_MAX];
     #pragma GCC unroll 3
@@ -100,15 +121,15 @@ static inline __attribute__((always_inline)) void q23k_block_q2_k(const char *xb
         __m256i q = q23k_load(x->qs + 32 * h);
         #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m256i u = _mm256_and_si256(k ? _mm256_srli_epi16(q, 2 * k) : q, low2);
-            __m256i s = q23k_scale_of_chunk(sc, 4 * h + k);
+            __m256i u = q23k_field(q, k);
+            __m256i s = q23k_chunk_scale(sc, sc4, sc16, h, k);
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++)
                 sum[a] = q23k_madd_acc(
                     sum[a], _mm256_maddubs_epi16(u, q23k_load(b[a][i].qs + 128 * h + 32 * k)), s);
         }
     }
-    float d = fp16(x->d), dmin = fp16(x->dmin);
+    float d = fp16(x->d) * 0.0625f, dmin = fp16(x->dmin);
     #pragma GCC unroll 3
     for (int a = 0; a < A; a++) {
         __m256i mins = _mm256_madd_epi16(q23k_load(b[a][i].bsums), mins16);
@@ -118,16 +139,17 @@ static inline __attribute__((always_inline)) void q23k_block_q2_k(const char *xb
 }
 
 /* Block i of a Q3_K row against block i of the A activation rows: q = field + 4 * high (0..7)
- * and level = q - 4, so acc[a] += d * ad * (sum of sc * q * y - 4 * sum of sc * bsums). */
+ * and level = q - 4, so acc[a] += d * ad * (sum of sc * q * y - 4 * sum of sc * bsums), the sums
+ * taken 16 times (q23k_place) and d * ad / 16 for them. */
 static inline __attribute__((always_inline)) void q23k_block_q3_k(const char *xb,
                                                                   const el_block_q8_k *const b[],
                                                                   int64_t i, int A, __m256 acc[]) {
-    const __m256i low2 = _mm256_set1_epi8(3);
     const el_block_q3_k *x = (const el_block_q3_k *)xb;
     __m128i sc8 = q23k_q3_k_scales(x->scales);
     __m256i sc = q23k_scale_lanes(sc8, true);
-    /* -4 * sc in natural order, against the bsums */
-    __m256i off = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepi8_epi16(sc8)), 2);
+    __m256i sc4 = _mm256_slli_epi16(sc, 2), sc16 = _mm256_slli_epi16(sc, 4);
+    /* 16 * -4 * sc in natural order, against the bsums */
+    __m256i off = _mm256_slli_epi16(_mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepi8_epi16(sc8)), 6);
     __m256i hmask = q23k_load(x->hmask);
     __m256i sum[EL_GEMV_MULTI_MAX];
     #pragma GCC unroll 3
@@ -137,16 +159,15 @@ static inline __attribute__((always_inline)) void q23k_block_q3_k(const char *xb
         __m256i q = q23k_load(x->qs + 32 * h);
         #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m256i u = q23k_q3_k_chunk(_mm256_and_si256(k ? _mm256_srli_epi16(q, 2 * k) : q, low2),
-                                        hmask, 4 * h + k);
-            __m256i s = q23k_scale_of_chunk(sc, 4 * h + k);
+            __m256i u = q23k_q3_k_chunk(q23k_field(q, k), hmask, h, k);
+            __m256i s = q23k_chunk_scale(sc, sc4, sc16, h, k);
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++)
                 sum[a] = q23k_madd_acc(
                     sum[a], _mm256_maddubs_epi16(u, q23k_load(b[a][i].qs + 128 * h + 32 * k)), s);
         }
     }
-    float d = fp16(x->d);
+    float d = fp16(x->d) * 0.0625f;
     #pragma GCC unroll 3
     for (int a = 0; a < A; a++)
         acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(d * b[a][i].d), _mm256_cvtepi32_ps(sum[a]), acc[a]);

@@ -21,8 +21,9 @@ static inline void store_fold(float *y, __m256 acc) {
     _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1)));
 }
 
-/* One block of four weight rows unpacked: chunk c's quants and scales, the per-16 factors that
- * meet the bsums (Q2_K: the mins; Q3_K: -4 times the scales), and the float scales. */
+/* One block of four weight rows unpacked: chunk c's quants and scales (q23k_place: the quant
+ * sums come out 16 times, and d is taken / 16), the per-16 factors that meet the bsums (Q2_K:
+ * the mins; Q3_K: 16 * -4 times the scales), and the float scales. */
 typedef struct unpacked4 {
     __m256i q[EL_TILE][8];
     __m256i scale[EL_TILE][8];
@@ -32,43 +33,42 @@ typedef struct unpacked4 {
 
 static inline __attribute__((always_inline)) void unpack_q2_k(const el_block_q2_k *x, int o,
                                                               unpacked4 *u) {
-    const __m256i low2 = _mm256_set1_epi8(3);
     const __m128i low4 = _mm_set1_epi8(0x0F);
     __m128i raw = _mm_loadu_si128((const __m128i *)x->scales);
     __m256i sc = q23k_scale_lanes(_mm_and_si128(raw, low4), false);
+    __m256i sc4 = _mm256_slli_epi16(sc, 2), sc16 = _mm256_slli_epi16(sc, 4);
     u->bsum_factor[o] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(raw, 4), low4));
     #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         __m256i q = q23k_load(x->qs + 32 * h);
         #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            u->q[o][4 * h + k] = _mm256_and_si256(k ? _mm256_srli_epi16(q, 2 * k) : q, low2);
-            u->scale[o][4 * h + k] = q23k_scale_of_chunk(sc, 4 * h + k);
+            u->q[o][4 * h + k] = q23k_field(q, k);
+            u->scale[o][4 * h + k] = q23k_chunk_scale(sc, sc4, sc16, h, k);
         }
     }
-    u->d[o] = fp16(x->d);
+    u->d[o] = fp16(x->d) * 0.0625f;
     u->dmin[o] = fp16(x->dmin);
 }
 
 static inline __attribute__((always_inline)) void unpack_q3_k(const el_block_q3_k *x, int o,
                                                               unpacked4 *u) {
-    const __m256i low2 = _mm256_set1_epi8(3);
     __m128i sc8 = q23k_q3_k_scales(x->scales);
     __m256i sc = q23k_scale_lanes(sc8, true);
+    __m256i sc4 = _mm256_slli_epi16(sc, 2), sc16 = _mm256_slli_epi16(sc, 4);
     u->bsum_factor[o] = _mm256_slli_epi16(
-        _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepi8_epi16(sc8)), 2);
+        _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_cvtepi8_epi16(sc8)), 6);
     __m256i hmask = q23k_load(x->hmask);
     #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         __m256i q = q23k_load(x->qs + 32 * h);
         #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m256i q2 = _mm256_and_si256(k ? _mm256_srli_epi16(q, 2 * k) : q, low2);
-            u->q[o][4 * h + k] = q23k_q3_k_chunk(q2, hmask, 4 * h + k);
-            u->scale[o][4 * h + k] = q23k_scale_of_chunk(sc, 4 * h + k);
+            u->q[o][4 * h + k] = q23k_q3_k_chunk(q23k_field(q, k), hmask, h, k);
+            u->scale[o][4 * h + k] = q23k_chunk_scale(sc, sc4, sc16, h, k);
         }
     }
-    u->d[o] = fp16(x->d);
+    u->d[o] = fp16(x->d) * 0.0625f;
     u->dmin[o] = 0.0f;
 }
 
