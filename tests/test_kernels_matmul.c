@@ -107,10 +107,10 @@ static int test_matmul_views(void) {
     static const el_type types[] = {EL_TYPE_F32,   EL_TYPE_F16,   EL_TYPE_BF16,   EL_TYPE_Q8_0,
                                     EL_TYPE_Q4_0,  EL_TYPE_Q4_K,  EL_TYPE_Q6_K,   EL_TYPE_W8,
                                     EL_TYPE_W4,    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128,
-                                    EL_TYPE_W8A16, EL_TYPE_Q2_K,  EL_TYPE_Q3_K,
+                                    EL_TYPE_W8A16,
                                     /* types no ISA table accelerates: the reference vec_dot */
-                                    EL_TYPE_Q4_1,  EL_TYPE_Q5_0,  EL_TYPE_Q5_1,   EL_TYPE_Q5_K,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
+                                    EL_TYPE_Q4_1,  EL_TYPE_Q5_0,  EL_TYPE_Q5_1,   EL_TYPE_Q2_K,
+                                    EL_TYPE_Q3_K,  EL_TYPE_Q5_K,  EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS};
     test_rng r = {21};
     el_threadpool *pools[3] = {NULL, NULL, NULL};
     for (int p = 0; p < 3; p++) CHECK(el_threadpool_create(p + 1, &pools[p]) == EL_OK);
@@ -143,7 +143,7 @@ static int test_matmul_views(void) {
 static int test_matmul_threads_agree(void) {
     enum { N_IN = 512, N_OUT = 37, ROWS = 6 };
     static const el_type types[] = {EL_TYPE_Q4_K, EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_W4,
-                                    EL_TYPE_W8,   EL_TYPE_W8A16, EL_TYPE_Q2_K, EL_TYPE_Q3_K};
+                                    EL_TYPE_W8,   EL_TYPE_W8A16};
     test_rng r = {4};
     float *wf = malloc(N_IN * N_OUT * sizeof *wf), x[ROWS * N_IN], y1[ROWS * N_OUT],
           y3[ROWS * N_OUT];
