@@ -47,6 +47,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q4_1] = el_vec_dot_q4_1_avx2,
             [EL_TYPE_Q5_1] = el_vec_dot_q5_1_avx2,
             [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_avx2,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_avx2,
         },
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_avx2,
@@ -64,6 +66,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W8] = el_tile_w8_avx2,
             [EL_TYPE_W8A16] = el_tile_w8a16_avx2,
             [EL_TYPE_W4] = el_tile_w4_avx2,
+            [EL_TYPE_Q2_K] = el_tile_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_tile_q3_k_avx2,
         },
         .gemm = {
             [EL_TYPE_Q4_0] = el_gemm_avx2,
@@ -92,6 +96,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q4_1] = el_gemv_q4_1_avx2,
             [EL_TYPE_Q5_1] = el_gemv_q5_1_avx2,
             [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_avx2,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_avx2,
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {
@@ -100,6 +106,8 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
             [EL_TYPE_W4] = el_gemv_w4_multi_avx2,
             [EL_TYPE_W4G32] = el_gemv_w4g32_multi_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx2,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx2,
         },
     },
 };

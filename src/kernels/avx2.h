@@ -102,4 +102,21 @@ void el_swiglu_avx2(float *gate, const float *up, size_t n);
 /* probe_avx2.c: the int8 peak probe */
 uint32_t el_int8_probe_avx2(int64_t iters, int8_t one);
 
+/* dot_q23k_avx2.c, gemv_q23k_avx2.c, tile_q23k_avx2.c: Q2_K and Q3_K against Q8_K */
+void el_vec_dot_q2_k_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q3_k_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q2_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q3_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q2_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q3_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+
+void el_tile_q2_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q3_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
 #endif

@@ -40,6 +40,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q4_1] = el_vec_dot_q4_1_avx512,
             [EL_TYPE_Q5_1] = el_vec_dot_q5_1_avx512,
             [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_avx512,
+            [EL_TYPE_Q2_K] = el_vec_dot_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_vec_dot_q3_k_avx512,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx512,
@@ -59,6 +61,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q5_1] = el_gemm_avx512,
             [EL_TYPE_IQ4_NL] = el_gemm_avx512,
             [EL_TYPE_IQ4_XS] = el_gemm_avx512,
+            [EL_TYPE_Q2_K] = el_gemm_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_gemm_q3_k_avx512,
         },
         .gemm_signed = false,
         .attend = el_attend_avx512,
@@ -77,6 +81,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_Q4_1] = el_gemv_q4_1_avx512,
             [EL_TYPE_Q5_1] = el_gemv_q5_1_avx512,
             [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx512,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_avx512,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_avx512,
         },
         /* W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
@@ -88,6 +94,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W4G64] = el_gemv_w4g64_multi_avx512,
             [EL_TYPE_W4G128] = el_gemv_w4g128_multi_avx512,
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
+            [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx512,
+            [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx512,
         },
         /* W4, W8: the gemm's register path, which sums a row as their gemvs do; Q4_0: none (a
          * form with the gemv's bits measured slower in the model, and a prompt in chunks must

@@ -90,4 +90,24 @@ void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv
 /* probe_avx512.c: the int8 peak probe */
 uint32_t el_int8_probe_avx512(int64_t iters, int8_t one);
 
+/* dot_q23k_avx512.c, gemv_q23k_avx512.c: Q2_K and Q3_K against Q8_K */
+void el_vec_dot_q2_k_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_q3_k_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q2_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q3_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q2_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q3_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+
+/* gemm_q23k_avx512.c: packed products of Q2_K and Q3_K */
+void el_gemm_q2_k_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                         size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                         int64_t ldy, void *panel);
+void el_gemm_q3_k_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                         size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                         int64_t ldy, void *panel);
+
 #endif

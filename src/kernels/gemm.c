@@ -22,6 +22,8 @@ int64_t el_gemm_group_size(const el_weight *w) {
     case EL_TYPE_W4G128: return 128;
     case EL_TYPE_W4:
     case EL_TYPE_W8: return w->k_in;
+    case EL_TYPE_Q2_K:
+    case EL_TYPE_Q3_K: return EL_QK_K; /* the super-block: its own kernels (gemm_q23k_*.c) */
     default: return 0;
     }
 }
@@ -52,11 +54,14 @@ size_t el_gemm_panel_size(const el_weight *w) {
     bool min = w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1;
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
                    (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float) * (min ? 2 : 1);
+    if (w->type == EL_TYPE_Q2_K) /* and per block the rows' dmin and 16 int16 mins */
+        bytes += (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * (sizeof(float) + 16 * sizeof(int16_t));
     return (bytes + 63) / 64 * 64;
 }
 
 /* The offset taken off each unsigned weight quant: 8 for int4, 16 for Q5_0's 5 bits, 128 for
- * int8 and IQ4's levels, none for the levels of the types with a min. */
+ * int8 and IQ4's levels, none for the levels of the types with a min; Q3_K's packed weights are
+ * level * scale + 127 (gemm_q23k_avx512.c), Q2_K's level * scale itself. */
 static int32_t weight_offset(el_type t) {
     switch (t) {
     case EL_TYPE_Q8_0:
@@ -64,8 +69,10 @@ static int32_t weight_offset(el_type t) {
     case EL_TYPE_IQ4_NL:
     case EL_TYPE_IQ4_XS: return 128;
     case EL_TYPE_Q5_0: return 16;
+    case EL_TYPE_Q3_K: return 127;
     case EL_TYPE_Q4_1:
-    case EL_TYPE_Q5_1: return 0;
+    case EL_TYPE_Q5_1:
+    case EL_TYPE_Q2_K: return 0;
     default: return 8;
     }
 }
@@ -100,6 +107,15 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
         for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++) {
             int32_t sum = off != 0 ? sum_i8(b[i].qs, EL_QK8_0) : 0;
             aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum, 0.0f};
+        }
+        return;
+    }
+    if (w->type == EL_TYPE_Q2_K || w->type == EL_TYPE_Q3_K) { /* q8_k activation blocks */
+        const el_block_q8_k *b = act_row;
+        for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
+            int32_t sum = 0;
+            for (int s = 0; s < EL_QK_K / 16; s++) sum += b[i].bsums[s];
+            aux[i] = (el_gemm_aux){b[i].d, -off * sum, 0.0f};
         }
         return;
     }
