@@ -29,6 +29,7 @@ const el_kernel_level el_level_avx2 = {
     .kernels = {
         .isa = "avx2",
         .vec_dot = {
+            [EL_TYPE_Q5_K] = el_vec_dot_q5_k_avx2,
             [EL_TYPE_F32] = el_vec_dot_f32_avx2,
             [EL_TYPE_F16] = el_vec_dot_f16_avx2,
             [EL_TYPE_BF16] = el_vec_dot_bf16_avx2,
@@ -72,6 +73,9 @@ const el_kernel_level el_level_avx2 = {
         .attend = el_attend_avx2,
         .swiglu = el_swiglu_avx2,
         .gemv = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_avx2,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_avx2,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_avx2,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_avx2,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_avx2,
             [EL_TYPE_W8] = el_gemv_w8_avx2,
@@ -83,6 +87,9 @@ const el_kernel_level el_level_avx2 = {
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx2,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx2,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx2,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_multi_avx2,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_multi_avx2,
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,

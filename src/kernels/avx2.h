@@ -79,4 +79,20 @@ void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, 
                     float *out);
 void el_swiglu_avx2(float *gate, const float *up, size_t n);
 
+/* dot_kquant_avx2.c, gemv_kquant_avx2.c: Q5_K's dot product; Q4_K's, Q5_K's and Q6_K's gemvs
+ * and multi-row gemvs */
+void el_vec_dot_q5_k_avx2(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q5_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q6_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q6_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+
 #endif

@@ -32,6 +32,7 @@ const el_kernel_level el_level_avx512 = {
     .kernels = {
         .isa = "avx512vnni",
         .vec_dot = {
+            [EL_TYPE_Q5_K] = el_vec_dot_q5_k_avx512,
             [EL_TYPE_Q8_0] = el_vec_dot_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_vec_dot_q4_0_avx512,
             [EL_TYPE_W8A16] = el_vec_dot_w8a16_avx512,
@@ -53,6 +54,9 @@ const el_kernel_level el_level_avx512 = {
         .gemm_signed = false,
         .attend = el_attend_avx512,
         .gemv = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_avx512,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_avx512,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_avx512,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_avx512,
             [EL_TYPE_W4G32] = el_gemv_w4g32_avx512,
@@ -66,6 +70,9 @@ const el_kernel_level el_level_avx512 = {
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
          * this gemv row by row (docs/kernels.md); W8A16: none. */
         .gemv_multi = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx512,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx512,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx512,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_multi_avx512,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_multi_avx512,
             [EL_TYPE_W4G32] = el_gemv_w4g32_multi_avx512,

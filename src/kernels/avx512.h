@@ -56,4 +56,20 @@ void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv
                       const void *const *k, const void *const *v, float *scores,
                       size_t ld_scores, float *out);
 
+/* dot_kquant_avx512.c, gemv_kquant_avx512.c: Q5_K's dot product; Q4_K's, Q5_K's and Q6_K's gemvs
+ * and multi-row gemvs */
+void el_vec_dot_q5_k_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q5_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q6_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q6_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+
 #endif
