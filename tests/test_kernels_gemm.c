@@ -123,8 +123,9 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
 }
 
 static int test_gemm_types(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    static const el_type types[] = {EL_TYPE_Q4_0,   EL_TYPE_Q8_0, EL_TYPE_W4,   EL_TYPE_W8,
+                                    EL_TYPE_W4G32,  EL_TYPE_W4G64, EL_TYPE_W4G128, EL_TYPE_Q4_K,
+                                    EL_TYPE_Q5_K,   EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {
         {1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33}, {2, 9, 1, 5}, {5, 48, 5, 47}, {2, 70, 2, 1},
@@ -285,8 +286,9 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
 /* Every ISA table's gemm kernels that this CPU runs, tested directly: so each is covered
  * wherever the tests run, not only the one el_kernels_get picks. */
 static int test_gemm_tables(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    static const el_type types[] = {EL_TYPE_Q4_0,   EL_TYPE_Q8_0, EL_TYPE_W4,   EL_TYPE_W8,
+                                    EL_TYPE_W4G32,  EL_TYPE_W4G64, EL_TYPE_W4G128, EL_TYPE_Q4_K,
+                                    EL_TYPE_Q5_K,   EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {{1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33},
                                       {2, 9, 1, 5},   {5, 48, 5, 47}};
@@ -300,6 +302,8 @@ static int test_gemm_tables(void) {
         n_tested++;
         for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
             el_gemm_fn gemm = k.gemm[types[ty]];
+            /* the K-quants are packed on some levels only (AVX-512), tiles elsewhere */
+            if (gemm == NULL && el_type_layout_get(types[ty])->block_size == 256) continue;
             CHECK(gemm != NULL);
             int64_t unit = el_type_layout_get(types[ty])->block_size;
             unit = unit < 32 ? 32 : unit;
@@ -333,8 +337,9 @@ static int test_gemm_tables(void) {
  * same bits as each row alone (else as in the batch of 40). Concurrent variants rely on it as
  * they finish one by one. */
 static int test_gemm_batch_invariance(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0, EL_TYPE_Q8_0,  EL_TYPE_W4,    EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64, EL_TYPE_W4G128};
+    static const el_type types[] = {EL_TYPE_Q4_0,   EL_TYPE_Q8_0, EL_TYPE_W4,   EL_TYPE_W8,
+                                    EL_TYPE_W4G32,  EL_TYPE_W4G64, EL_TYPE_W4G128, EL_TYPE_Q4_K,
+                                    EL_TYPE_Q5_K,   EL_TYPE_Q6_K};
     static const int64_t batches[] = {4, 5, 8, 12, 20}, gemv_batches[] = {2, 3};
     enum { N_OUT = 48, ROWS = 40 };
     test_rng r = {31};
@@ -348,8 +353,8 @@ static int test_gemm_batch_invariance(void) {
             continue;
         }
       /* rows longer than one slice of a gemv's prepared activations (16384) too, in whole
-       * blocks of every type (a multiple of 128) */
-      for (int64_t n_in = 256; n_in <= 17536; n_in += 17536 - 256) {
+       * blocks of every type (a multiple of 256) */
+      for (int64_t n_in = 256; n_in <= 17664; n_in += 17664 - 256) {
         size_t row_bytes = el_row_size(types[ti], n_in);
         char *wq = malloc(row_bytes * N_OUT);
         float *wrow = malloc((size_t)n_in * sizeof(float));

@@ -43,6 +43,9 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W8A16] = el_tile_w8a16_avx512,
         },
         .gemm = {
+            [EL_TYPE_Q4_K] = el_gemm_kquant_avx512,
+            [EL_TYPE_Q5_K] = el_gemm_kquant_avx512,
+            [EL_TYPE_Q6_K] = el_gemm_kquant_avx512,
             [EL_TYPE_Q4_0] = el_gemm_avx512,
             [EL_TYPE_Q8_0] = el_gemm_avx512,
             [EL_TYPE_W4] = el_gemm_avx512,

@@ -51,6 +51,10 @@ void el_gemv_w4g128_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, in
 void el_gemm_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                     size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
                     int64_t ldy, void *panel);
+/* gemm_kquant_avx512.c: the packed products of Q4_K, Q5_K and Q6_K (unsigned weights) */
+void el_gemm_kquant_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                           size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                           int64_t ldy, void *panel);
 /* attend_avx512.c */
 void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                       const void *const *k, const void *const *v, float *scores,

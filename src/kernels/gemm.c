@@ -12,7 +12,10 @@ int64_t el_gemm_group_size(const el_weight *w) {
     switch (w->type) {
     case EL_TYPE_Q4_0:
     case EL_TYPE_Q8_0:
-    case EL_TYPE_W4G32: return 32;
+    case EL_TYPE_W4G32:
+    case EL_TYPE_Q4_K:
+    case EL_TYPE_Q5_K: return 32;
+    case EL_TYPE_Q6_K: return 16;
     case EL_TYPE_W4G64: return 64;
     case EL_TYPE_W4G128: return 128;
     case EL_TYPE_W4:
@@ -43,15 +46,35 @@ size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c) {
            (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
 }
 
+/* Whether w's type has mins (a per-group term against the activation's sum). */
+static bool has_mins(el_type t) { return t == EL_TYPE_Q4_K || t == EL_TYPE_Q5_K; }
+
 size_t el_gemm_panel_size(const el_weight *w) {
+    size_t per_group = (has_mins(w->type) ? 2 : 1) * sizeof(float);
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
-                   (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float);
+                   (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * per_group;
     return (bytes + 63) / 64 * 64;
 }
 
-/* The offset taken off each unsigned weight quant: 8 for int4, 128 for int8. */
+/* The offset taken off each unsigned weight quant: 8 for int4, 128 for int8, 32 for q6_K's
+ * 6 bits, none for the K-quants with mins (their nibbles are their values). */
 static int32_t weight_offset(el_type t) {
+    if (has_mins(t)) return 0;
+    if (t == EL_TYPE_Q6_K) return 32;
     return t == EL_TYPE_Q8_0 || t == EL_TYPE_W8 ? 128 : 8;
+}
+
+/* Q8_K activation blocks: each group's sum from the block's sums of 16 (one or two of them). */
+static void aux_row_q8_k(const el_weight *w, int32_t off, const el_block_q8_k *b,
+                         el_gemm_aux *aux) {
+    int64_t g = el_gemm_group_size(w), per_block = EL_QK_K / g;
+    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++)
+        for (int64_t j = 0; j < per_block; j++) {
+            int32_t sum = 0;
+            for (int64_t k = j * g / 16; k < (j + 1) * g / 16; k++) sum += b[i].bsums[k];
+            aux[i * per_block + j] =
+                (el_gemm_aux){b[i].d, -off * sum, has_mins(w->type) ? (float)sum : 0.0f};
+        }
 }
 
 static int32_t sum_i8(const int8_t *q, int64_t n) {
@@ -64,11 +87,15 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
                      el_gemm_aux *aux) {
     /* signed weights need no offset, so no sums */
     int32_t off = signed_weights ? 0 : weight_offset(w->type);
+    if (w->type == EL_TYPE_Q4_K || w->type == EL_TYPE_Q5_K || w->type == EL_TYPE_Q6_K) {
+        aux_row_q8_k(w, off, act_row, aux);
+        return;
+    }
     if (w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0) { /* q8_0 activation blocks */
         const el_block_q8_0 *b = act_row;
         for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++) {
             int32_t sum = off != 0 ? sum_i8(b[i].qs, EL_QK8_0) : 0;
-            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum};
+            aux[i] = (el_gemm_aux){el_fp16_to_fp32(b[i].d), -off * sum, 0.0f};
         }
         return;
     }
@@ -78,6 +105,6 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
     int64_t g = el_gemm_group_size(w), n = el_gemm_groups(w);
     for (int64_t i = 0; i < n; i++) {
         int32_t sum = n == 1 ? h.sum : off != 0 ? sum_i8(q + i * g, g) : 0;
-        aux[i] = (el_gemm_aux){h.d, -off * sum};
+        aux[i] = (el_gemm_aux){h.d, -off * sum, 0.0f};
     }
 }
