@@ -53,13 +53,17 @@ static inline __m256i kq_shift(__m256i v, int k) {
 }
 
 /* The 8 scales of a Q4_K / Q5_K block as int16 in both 128-bit lanes, and its 8 mins each twice
- * (m0 m0 m1 m1 ...), to pair with the 16 bsums. The 12 bytes are unpacked on the integer
- * pipes (el_q4_k_scales_mins) and moved over as two 64-bit words. */
+ * (m0 m0 m1 m1 ...), to pair with the 16 bsums. The 12 bytes are unpacked as el_q4_k_scales_mins
+ * does, four sub-blocks per 32-bit lane: the 16-byte load reads 4 bytes of qs past them. */
 static inline void kq_scales_mins(const uint8_t *scales, __m256i *sc, __m256i *mdup) {
-    uint32_t w[4];
-    el_q4_k_scales_mins(scales, w);
-    __m128i sm = _mm_set_epi64x((long long)((uint64_t)w[3] << 32 | w[2]),
-                                (long long)((uint64_t)w[1] << 32 | w[0]));
+    __m128i u = _mm_loadu_si128((const __m128i *)scales); /* words u0 u1 u2 */
+    __m128i low = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)); /* u0 u2 u1 u2 */
+    __m128i top = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)); /* u0 u0 u1 u1 */
+    low = _mm_and_si128(_mm_srlv_epi32(low, _mm_setr_epi32(0, 0, 0, 4)),
+                        _mm_setr_epi32(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F, 0x0F0F0F0F));
+    /* the top 2 bits of each byte of u0 (u1) to bits 4-5: scales (mins) 4-7's high bits */
+    top = _mm_and_si128(_mm_srli_epi32(top, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    __m128i sm = _mm_or_si128(low, top); /* scales 0-7, mins 0-7 */
     *sc = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
     *mdup = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
 }
