@@ -113,6 +113,19 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
             lo = _mm256_and_si256(q, low4);
             hi = _mm256_and_si256(hi, low4);
         }
+#if defined(__AVX512VL__) && defined(__AVX512VNNI__)
+        /* vpdpbusd's sums of 4 fit int16 (4 * 31 * 127): both sub-blocks' packed into one
+         * register, which one vpdpwssd takes by their scales (4 words each per 128-bit lane) */
+        const short w0 = (short)(0x0101 * 4 * c + 0x0100), w1 = (short)(w0 + 0x0202);
+        __m256i sp = _mm256_shuffle_epi8(sc, _mm256_setr_epi16(w0, w0, w0, w0, w1, w1, w1, w1,
+                                                               w0, w0, w0, w0, w1, w1, w1, w1));
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) {
+            __m256i d0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, kq_load(b[a][i].qs + 64 * c));
+            __m256i d1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, kq_load(b[a][i].qs + 64 * c + 32));
+            sum[a] = _mm256_dpwssd_epi32(sum[a], _mm256_packs_epi32(d0, d1), sp);
+        }
+#else
         __m256i s0 = pick_i16(sc, 2 * c), s1 = pick_i16(sc, 2 * c + 1);
         #pragma GCC unroll 3
         for (int a = 0; a < A; a++) {
@@ -120,6 +133,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
             __m256i p1 = _mm256_maddubs_epi16(hi, kq_load(b[a][i].qs + 64 * c + 32));
             sum[a] = kq_madd_acc(kq_madd_acc(sum[a], p0, s0), p1, s1);
         }
+#endif
     }
     float d = fp16(x4->d), dmin = fp16(x4->dmin);
     #pragma GCC unroll 3
