@@ -135,12 +135,18 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
         }
 #endif
     }
-    float d = fp16(x4->d), dmin = fp16(x4->dmin);
+    /* d and dmin (adjacent) converted together, each times the activation's scale */
+    uint32_t d_dmin;
+    memcpy(&d_dmin, &x4->d, sizeof d_dmin);
+    const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
     #pragma GCC unroll 3
     for (int a = 0; a < A; a++) {
+        __m256 da = _mm256_castps128_ps256(_mm_mul_ps(dw, _mm_set1_ps(b[a][i].d)));
         __m256i mins = _mm256_madd_epi16(kq_load(b[a][i].bsums), mdup);
-        acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(d * b[a][i].d), _mm256_cvtepi32_ps(sum[a]), acc[a]);
-        acc[a] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * b[a][i].d), _mm256_cvtepi32_ps(mins), acc[a]);
+        acc[a] = _mm256_fmadd_ps(_mm256_broadcastss_ps(_mm256_castps256_ps128(da)),
+                                 _mm256_cvtepi32_ps(sum[a]), acc[a]);
+        acc[a] = _mm256_fnmadd_ps(_mm256_permutevar8x32_ps(da, _mm256_set1_epi32(1)),
+                                  _mm256_cvtepi32_ps(mins), acc[a]);
     }
 }
 
