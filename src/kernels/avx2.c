@@ -55,6 +55,7 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx2,
             [EL_TYPE_Q4_0] = el_tile_q4_0_avx2,
             [EL_TYPE_Q4_K] = el_tile_q4_k_avx2,
+            [EL_TYPE_Q5_K] = el_tile_q5_k_avx2,
             [EL_TYPE_Q6_K] = el_tile_q6_k_avx2,
             [EL_TYPE_W8] = el_tile_w8_avx2,
             [EL_TYPE_W8A16] = el_tile_w8a16_avx2,

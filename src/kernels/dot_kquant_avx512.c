@@ -10,7 +10,7 @@
 void el_vec_dot_q5_k_avx512(int64_t n, float *s, const void *x, const void *y) {
     const char *const row[1] = {x};
     const el_block_q8_k *const b[1] = {y};
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q5_K, n / EL_QK_K, row, 1, b, 1, t);
     *s = t[0][0];
 }

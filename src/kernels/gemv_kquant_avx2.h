@@ -14,8 +14,8 @@
  * Each weight row is worked on block by block on its own, the R rows (1, 2 or 4, far apart:
  * gemv_drive) taking turns per block so that their streams advance together; the activation
  * block is reloaded from L1 for each row, which costs load slots but frees the registers the
- * unpacked quants need. Against A activation rows (1, or 2-3 for the multi-row gemv) each chunk
- * of a weight row is unpacked once for all of them. A row's sums and their order depend only on
+ * unpacked quants need. Against A activation rows (1, 2-3 for the multi-row gemv, 4 for the
+ * AVX2 tile) each chunk of a weight row is unpacked once for all of them. A row's sums and their order depend only on
  * the row and its activation, never on R or A, so every output has the same bits in any
  * company. */
 #ifndef EL_KERNELS_GEMV_KQUANT_AVX2_H
@@ -84,6 +84,12 @@ static inline __m256i kq_bsums_even_odd(const int16_t *bsums) {
     return _mm256_permute4x64_epi64(v, 0xD8);
 }
 
+/* Activation rows a call takes at most: EL_GEMV_MULTI_MAX for the multi-row gemvs, EL_TILE
+ * for the tiles. */
+enum { KQ_MAX_ACTS = 4 };
+_Static_assert(KQ_MAX_ACTS >= (int)EL_TILE && KQ_MAX_ACTS >= (int)EL_GEMV_MULTI_MAX,
+               "a call's activation rows");
+
 static inline __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Block i of a Q4_K (q5 false) or Q5_K (q5) row against block i of the A activation rows b[]:
@@ -98,7 +104,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
     __m256i sc, mdup, qh = _mm256_setzero_si256();
     kq_scales_mins(x4->scales, &sc, &mdup);
     if (q5) qh = kq_load(((const el_block_q5_k *)xb)->qh);
-    __m256i sum[EL_GEMV_MULTI_MAX];
+    __m256i sum[KQ_MAX_ACTS];
     #pragma GCC unroll 3
     for (int a = 0; a < A; a++) sum[a] = _mm256_setzero_si256();
     #pragma GCC unroll 4
@@ -160,7 +166,7 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
     const el_block_q6_k *x = (const el_block_q6_k *)xb;
     __m256i sc = kq_q6_k_scales(x->scales);
     __m256i off = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)); /* -32 sc */
-    __m256i sum[EL_GEMV_MULTI_MAX];
+    __m256i sum[KQ_MAX_ACTS];
     #pragma GCC unroll 3
     for (int a = 0; a < A; a++) sum[a] = _mm256_madd_epi16(kq_bsums_even_odd(b[a][i].bsums), off);
     #pragma GCC unroll 2
@@ -186,7 +192,7 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
 }
 
 /* The dots s[a][r] of the R weight rows x[r] (nb blocks of type) with the A activation rows b[a]
- * (type and the counts constants after inlining). */
+ * (type and the counts constants after inlining; s has KQ_MAX_ACTS rows). */
 static inline __attribute__((always_inline)) void kq_rows(el_type type, int64_t nb,
                                                           const char *const x[], int R,
                                                           const el_block_q8_k *const b[], int A,
@@ -194,7 +200,7 @@ static inline __attribute__((always_inline)) void kq_rows(el_type type, int64_t 
     const size_t block = type == EL_TYPE_Q4_K ? sizeof(el_block_q4_k)
                          : type == EL_TYPE_Q5_K ? sizeof(el_block_q5_k)
                                                 : sizeof(el_block_q6_k);
-    __m256 acc[4][EL_GEMV_MULTI_MAX];
+    __m256 acc[4][KQ_MAX_ACTS];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
         #pragma GCC unroll 3

@@ -18,7 +18,7 @@ typedef struct kq_acts {
 static inline __attribute__((always_inline)) void rows_q4_k(const void *ctx, const char *const row[4],
                                                           float s[4], int R) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q4_K, ka->n / EL_QK_K, row, R, ka->b, 1, t);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) s[r] = t[0][r];
@@ -28,7 +28,7 @@ static inline __attribute__((always_inline)) void rows_q4_k_multi(const void *ct
                                                                 const char *const row[2],
                                                                 float s[][2], int R, int A) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q4_K, ka->n / EL_QK_K, row, R, ka->b, A, t);
     for (int a = 0; a < A; a++)
         for (int r = 0; r < R; r++) s[a][r] = t[a][r];
@@ -52,7 +52,7 @@ void el_gemv_q4_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int6
 static inline __attribute__((always_inline)) void rows_q5_k(const void *ctx, const char *const row[4],
                                                           float s[4], int R) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q5_K, ka->n / EL_QK_K, row, R, ka->b, 1, t);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) s[r] = t[0][r];
@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) void rows_q5_k_multi(const void *ct
                                                                 const char *const row[2],
                                                                 float s[][2], int R, int A) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q5_K, ka->n / EL_QK_K, row, R, ka->b, A, t);
     for (int a = 0; a < A; a++)
         for (int r = 0; r < R; r++) s[a][r] = t[a][r];
@@ -86,7 +86,7 @@ void el_gemv_q5_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int6
 static inline __attribute__((always_inline)) void rows_q6_k(const void *ctx, const char *const row[4],
                                                           float s[4], int R) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q6_K, ka->n / EL_QK_K, row, R, ka->b, 1, t);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) s[r] = t[0][r];
@@ -96,7 +96,7 @@ static inline __attribute__((always_inline)) void rows_q6_k_multi(const void *ct
                                                                 const char *const row[2],
                                                                 float s[][2], int R, int A) {
     const kq_acts *ka = ctx;
-    float t[EL_GEMV_MULTI_MAX][4];
+    float t[KQ_MAX_ACTS][4];
     kq_rows(EL_TYPE_Q6_K, ka->n / EL_QK_K, row, R, ka->b, A, t);
     for (int a = 0; a < A; a++)
         for (int r = 0; r < R; r++) s[a][r] = t[a][r];
