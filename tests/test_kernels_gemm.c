@@ -190,7 +190,8 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
                              test_rng *r) {
     el_type vt = el_type_kernels_get(s->type)->vec_dot_type;
     size_t row_bytes = el_row_size(s->type, s->n_in);
-    size_t act_stride = el_row_size(vt, s->k_in) + 6; /* rows apart by more than their size */
+    /* rows apart by more than their size, as aligned as their blocks (Q8_K: 4 bytes) */
+    size_t act_stride = el_row_size(vt, s->k_in) + 8;
     int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
     el_weight w = el_weight_view(s->type, NULL, s->n_in, s->n_out);
     w.k_in = s->k_in;
