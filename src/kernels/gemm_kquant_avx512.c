@@ -147,9 +147,10 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n_out, void *pane
             uint32_t words[4];
             el_q4_k_scales_mins(b->scales, words);
             float *mn = mins + i * 8 * EL_GEMM_PANEL;
-            for (int s = 0; s < 8; s++) {
-                sc[s * EL_GEMM_PANEL + o] = d * (float)((words[s / 4] >> 8 * (s % 4)) & 0xFF);
-                mn[s * EL_GEMM_PANEL + o] = dmin * (float)((words[2 + s / 4] >> 8 * (s % 4)) & 0xFF);
+            for (int s = 0; s < 8; s++) { /* byte s % 4 of words[s / 4], mins 2 words on */
+                unsigned shift = 8 * (unsigned)(s % 4);
+                sc[s * EL_GEMM_PANEL + o] = d * (float)((words[s / 4] >> shift) & 0xFF);
+                mn[s * EL_GEMM_PANEL + o] = dmin * (float)((words[2 + s / 4] >> shift) & 0xFF);
             }
         }
     }

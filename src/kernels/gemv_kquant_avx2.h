@@ -15,9 +15,9 @@
  * gemv_drive) taking turns per block so that their streams advance together; the activation
  * block is reloaded from L1 for each row, which costs load slots but frees the registers the
  * unpacked quants need. Against A activation rows (1, 2-3 for the multi-row gemv, 4 for the
- * AVX2 tile) each chunk of a weight row is unpacked once for all of them. A row's sums and their order depend only on
- * the row and its activation, never on R or A, so every output has the same bits in any
- * company. */
+ * AVX2 tile) each chunk of a weight row is unpacked once for all of them. A row's sums and
+ * their order depend only on the row and its activation, never on R or A, so every output has
+ * the same bits in any company. */
 #ifndef EL_KERNELS_GEMV_KQUANT_AVX2_H
 #define EL_KERNELS_GEMV_KQUANT_AVX2_H
 
@@ -127,8 +127,9 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
                                                                w0, w0, w0, w0, w1, w1, w1, w1));
         #pragma GCC unroll 3
         for (int a = 0; a < A; a++) {
-            __m256i d0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, kq_load(b[a][i].qs + 64 * c));
-            __m256i d1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, kq_load(b[a][i].qs + 64 * c + 32));
+            const int8_t *y = b[a][i].qs + 64 * c;
+            __m256i d0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, kq_load(y));
+            __m256i d1 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), hi, kq_load(y + 32));
             sum[a] = _mm256_dpwssd_epi32(sum[a], _mm256_packs_epi32(d0, d1), sp);
         }
 #else
@@ -181,8 +182,10 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
             __m256i q = kq_merge(lo, low4, _mm256_and_si256(kq_shift(qh, 4 - 2 * quarter), top2));
             __m256i s = pick_i16(sc, 4 * h + quarter);
             #pragma GCC unroll 3
-            for (int a = 0; a < A; a++)
-                sum[a] = kq_madd_acc(sum[a], _mm256_maddubs_epi16(q, kq_load(b[a][i].qs + 128 * h + 32 * quarter)), s);
+            for (int a = 0; a < A; a++) {
+                __m256i y = kq_load(b[a][i].qs + 128 * h + 32 * quarter);
+                sum[a] = kq_madd_acc(sum[a], _mm256_maddubs_epi16(q, y), s);
+            }
         }
     }
     float d = fp16(x->d);
