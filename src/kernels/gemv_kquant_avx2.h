@@ -105,7 +105,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
     kq_scales_mins(x4->scales, &sc, &mdup);
     if (q5) qh = kq_load(((const el_block_q5_k *)xb)->qh);
     __m256i sum[KQ_MAX_ACTS];
-    #pragma GCC unroll 3
+    #pragma GCC unroll 4
     for (int a = 0; a < A; a++) sum[a] = _mm256_setzero_si256();
     #pragma GCC unroll 4
     for (int c = 0; c < 4; c++) { /* 32 bytes: sub-blocks 2c (low nibbles), 2c+1 (high) */
@@ -125,7 +125,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
         const short w0 = (short)(0x0101 * 4 * c + 0x0100), w1 = (short)(w0 + 0x0202);
         __m256i sp = _mm256_shuffle_epi8(sc, _mm256_setr_epi16(w0, w0, w0, w0, w1, w1, w1, w1,
                                                                w0, w0, w0, w0, w1, w1, w1, w1));
-        #pragma GCC unroll 3
+        #pragma GCC unroll 4
         for (int a = 0; a < A; a++) {
             const int8_t *y = b[a][i].qs + 64 * c;
             __m256i d0 = _mm256_dpbusd_epi32(_mm256_setzero_si256(), lo, kq_load(y));
@@ -134,7 +134,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
         }
 #else
         __m256i s0 = pick_i16(sc, 2 * c), s1 = pick_i16(sc, 2 * c + 1);
-        #pragma GCC unroll 3
+        #pragma GCC unroll 4
         for (int a = 0; a < A; a++) {
             __m256i p0 = _mm256_maddubs_epi16(lo, kq_load(b[a][i].qs + 64 * c));
             __m256i p1 = _mm256_maddubs_epi16(hi, kq_load(b[a][i].qs + 64 * c + 32));
@@ -146,7 +146,7 @@ static inline __attribute__((always_inline)) void kq_block_q4_5(const char *xb, 
     uint32_t d_dmin;
     memcpy(&d_dmin, &x4->d, sizeof d_dmin);
     const __m128 dw = _mm_cvtph_ps(_mm_cvtsi32_si128((int)d_dmin));
-    #pragma GCC unroll 3
+    #pragma GCC unroll 4
     for (int a = 0; a < A; a++) {
         __m256 da = _mm256_castps128_ps256(_mm_mul_ps(dw, _mm_set1_ps(b[a][i].d)));
         __m256i mins = _mm256_madd_epi16(kq_load(b[a][i].bsums), mdup);
@@ -168,7 +168,7 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
     __m256i sc = kq_q6_k_scales(x->scales);
     __m256i off = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(sc, 5)); /* -32 sc */
     __m256i sum[KQ_MAX_ACTS];
-    #pragma GCC unroll 3
+    #pragma GCC unroll 4
     for (int a = 0; a < A; a++) sum[a] = _mm256_madd_epi16(kq_bsums_even_odd(b[a][i].bsums), off);
     #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
@@ -181,7 +181,7 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
             /* bits 2 * quarter, + 1 of qh to bits 4, 5 */
             __m256i q = kq_merge(lo, low4, _mm256_and_si256(kq_shift(qh, 4 - 2 * quarter), top2));
             __m256i s = pick_i16(sc, 4 * h + quarter);
-            #pragma GCC unroll 3
+            #pragma GCC unroll 4
             for (int a = 0; a < A; a++) {
                 __m256i y = kq_load(b[a][i].qs + 128 * h + 32 * quarter);
                 sum[a] = kq_madd_acc(sum[a], _mm256_maddubs_epi16(q, y), s);
@@ -189,7 +189,7 @@ static inline __attribute__((always_inline)) void kq_block_q6(const char *xb,
         }
     }
     float d = fp16(x->d);
-    #pragma GCC unroll 3
+    #pragma GCC unroll 4
     for (int a = 0; a < A; a++)
         acc[a] = _mm256_fmadd_ps(_mm256_set1_ps(d * b[a][i].d), _mm256_cvtepi32_ps(sum[a]), acc[a]);
 }
@@ -206,7 +206,7 @@ static inline __attribute__((always_inline)) void kq_rows(el_type type, int64_t 
     __m256 acc[4][KQ_MAX_ACTS];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 3
+        #pragma GCC unroll 4
         for (int a = 0; a < A; a++) acc[r][a] = _mm256_setzero_ps();
     for (int64_t i = 0; i < nb; i++) {
         #pragma GCC unroll 4
@@ -220,7 +220,7 @@ static inline __attribute__((always_inline)) void kq_rows(el_type type, int64_t 
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 3
+        #pragma GCC unroll 4
         for (int a = 0; a < A; a++) s[a][r] = hsum_ps(acc[r][a]);
 }
 
