@@ -143,7 +143,8 @@ static int test_gemm_types(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
                                     EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K};
+                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
+                                    EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {
         {1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33}, {2, 9, 1, 5}, {5, 48, 5, 47}, {2, 70, 2, 1},
@@ -307,7 +308,8 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
  * packed by AVX-512 only. */
 static bool packed_by_some_levels(el_type t) {
     switch (t) {
-    case EL_TYPE_Q2_K: case EL_TYPE_Q3_K: case EL_TYPE_Q5_0: case EL_TYPE_Q4_1:
+    case EL_TYPE_Q2_K: case EL_TYPE_Q3_K: case EL_TYPE_Q4_K: case EL_TYPE_Q5_K:
+    case EL_TYPE_Q6_K: case EL_TYPE_Q5_0: case EL_TYPE_Q4_1:
     case EL_TYPE_Q5_1: case EL_TYPE_IQ4_NL: case EL_TYPE_IQ4_XS: return true;
     default: return false;
     }
@@ -319,7 +321,8 @@ static int test_gemm_tables(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
                                     EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K};
+                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
+                                    EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {{1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33},
                                       {2, 9, 1, 5},   {5, 48, 5, 47}};
@@ -372,7 +375,8 @@ static int test_gemm_batch_invariance(void) {
     static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
                                     EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
                                     EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K};
+                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
+                                    EL_TYPE_Q6_K};
     static const int64_t batches[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20};
     enum { N_OUT = 53, ROWS = 40 }; /* 3 panels of 16 and 5 rows past them */
     test_rng r = {31};

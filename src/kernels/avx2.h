@@ -25,7 +25,7 @@ void el_vec_dot_w8a16_avx2(int64_t n, float *s, const void *x, const void *y);
 void el_quantize_a8_avx2(const float *x, void *y, int64_t n);
 void el_quantize_a16_avx2(const float *x, void *y, int64_t n);
 
-/* tile_avx2.c: 4x4 tiles */
+/* tile_avx2.c: 4x4 tiles (Q4_K and Q6_K: tile_kquant_avx2.c) */
 void el_tile_q8_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
 void el_tile_q4_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
@@ -118,5 +118,24 @@ void el_tile_q2_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w
                        const void *a, size_t a_stride);
 void el_tile_q3_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
+
+/* dot_kquant_avx2.c, gemv_kquant_avx2.c: Q5_K's dot product; Q4_K's, Q5_K's and Q6_K's gemvs
+ * and multi-row gemvs */
+void el_vec_dot_q5_k_avx2(int64_t n, float *s, const void *x, const void *y);
+/* tile_kquant_avx2.c: 4x4 tiles of Q4_K, Q5_K and Q6_K (their declarations below) */
+void el_tile_q5_k_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_gemv_q4_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q5_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q6_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q6_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 #endif

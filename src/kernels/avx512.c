@@ -32,6 +32,7 @@ const el_kernel_level el_level_avx512 = {
     .kernels = {
         .isa = "avx512vnni",
         .vec_dot = {
+            [EL_TYPE_Q5_K] = el_vec_dot_q5_k_avx512,
             [EL_TYPE_Q8_0] = el_vec_dot_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_vec_dot_q4_0_avx512,
             [EL_TYPE_W8A16] = el_vec_dot_w8a16_avx512,
@@ -49,6 +50,9 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W8A16] = el_tile_w8a16_avx512,
         },
         .gemm = {
+            [EL_TYPE_Q4_K] = el_gemm_kquant_avx512,
+            [EL_TYPE_Q5_K] = el_gemm_kquant_avx512,
+            [EL_TYPE_Q6_K] = el_gemm_kquant_avx512,
             [EL_TYPE_Q4_0] = el_gemm_avx512,
             [EL_TYPE_Q8_0] = el_gemm_avx512,
             [EL_TYPE_W4] = el_gemm_avx512,
@@ -68,6 +72,9 @@ const el_kernel_level el_level_avx512 = {
         .attend = el_attend_avx512,
         .int8_probe = {el_int8_probe_avx512, EL_PROBE_CHAINS * 64, 64, "vpdpbusd zmm"},
         .gemv = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_avx512,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_avx512,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_avx512,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_avx512,
             [EL_TYPE_W4G32] = el_gemv_w4g32_avx512,
@@ -88,6 +95,9 @@ const el_kernel_level el_level_avx512 = {
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
          * this gemv row by row (docs/kernels.md); W8A16: none. */
         .gemv_multi = {
+            [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx512,
+            [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx512,
+            [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx512,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_multi_avx512,
             [EL_TYPE_Q4_0] = el_gemv_q4_0_multi_avx512,
             [EL_TYPE_W4G32] = el_gemv_w4g32_multi_avx512,

@@ -82,6 +82,10 @@ bool el_gemm_legacy_type(el_type t);
 bool el_gemm_has_min(el_type t);
 void el_gemm_pack_legacy_avx512(const el_weight *w, const char *const rows[EL_GEMM_PANEL],
                                 void *panel);
+/* gemm_kquant_avx512.c: the packed products of Q4_K, Q5_K and Q6_K (unsigned weights) */
+void el_gemm_kquant_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                           size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                           int64_t ldy, void *panel);
 /* attend_avx512.c */
 void el_attend_avx512(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                       const void *const *k, const void *const *v, float *scores,
@@ -109,5 +113,21 @@ void el_gemm_q2_k_avx512(const el_weight *w, int64_t o0, int64_t n_out, const ch
 void el_gemm_q3_k_avx512(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                          size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
                          int64_t ldy, void *panel);
+
+/* dot_kquant_avx512.c, gemv_kquant_avx512.c: Q5_K's dot product; Q4_K's, Q5_K's and Q6_K's gemvs
+ * and multi-row gemvs */
+void el_vec_dot_q5_k_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_gemv_q4_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q4_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q5_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q5_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_q6_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_q6_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 #endif

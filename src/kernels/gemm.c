@@ -17,7 +17,10 @@ int64_t el_gemm_group_size(const el_weight *w) {
     case EL_TYPE_Q5_1:
     case EL_TYPE_IQ4_NL:
     case EL_TYPE_IQ4_XS: /* its sub-blocks */
-    case EL_TYPE_W4G32: return 32;
+    case EL_TYPE_W4G32:
+    case EL_TYPE_Q4_K:
+    case EL_TYPE_Q5_K: return 32;
+    case EL_TYPE_Q6_K: return 16;
     case EL_TYPE_W4G64: return 64;
     case EL_TYPE_W4G128: return 128;
     case EL_TYPE_W4:
@@ -50,8 +53,11 @@ size_t el_gemm_quant_offset(const el_gemm_layout *l, int64_t c) {
            (size_t)(c % l->chunks_per_group) * (l->int8 ? 32 : 16);
 }
 
+/* Whether w's type has mins (a per-group term against the activation's sum). */
+static bool has_mins(el_type t) { return t == EL_TYPE_Q4_K || t == EL_TYPE_Q5_K; }
+
 size_t el_gemm_panel_size(const el_weight *w) {
-    bool min = w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1;
+    bool min = has_mins(w->type) || w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1;
     size_t bytes = (size_t)w->k_in * EL_GEMM_PANEL +
                    (size_t)el_gemm_groups(w) * EL_GEMM_PANEL * sizeof(float) * (min ? 2 : 1);
     if (w->type == EL_TYPE_Q2_K) /* and per block the rows' dmin and 16 int16 mins */
@@ -59,9 +65,10 @@ size_t el_gemm_panel_size(const el_weight *w) {
     return (bytes + 63) / 64 * 64;
 }
 
-/* The offset taken off each unsigned weight quant: 8 for int4, 16 for Q5_0's 5 bits, 128 for
- * int8 and IQ4's levels, none for the levels of the types with a min; Q3_K's packed weights are
- * level * scale + 127 (gemm_q23k_avx512.c), Q2_K's level * scale itself. */
+/* The offset taken off each unsigned weight quant: 8 for int4, 16 for Q5_0's 5 bits, 32 for
+ * q6_K's 6 bits, 128 for int8 and IQ4's levels, none for the levels of the types with a min;
+ * Q3_K's packed weights are level * scale + 127 (gemm_q23k_avx512.c), Q2_K's level * scale
+ * itself. */
 static int32_t weight_offset(el_type t) {
     switch (t) {
     case EL_TYPE_Q8_0:
@@ -69,12 +76,28 @@ static int32_t weight_offset(el_type t) {
     case EL_TYPE_IQ4_NL:
     case EL_TYPE_IQ4_XS: return 128;
     case EL_TYPE_Q5_0: return 16;
+    case EL_TYPE_Q6_K: return 32;
     case EL_TYPE_Q3_K: return 127;
     case EL_TYPE_Q4_1:
     case EL_TYPE_Q5_1:
+    case EL_TYPE_Q4_K:
+    case EL_TYPE_Q5_K:
     case EL_TYPE_Q2_K: return 0;
     default: return 8;
     }
+}
+
+/* Q8_K activation blocks: each group's sum from the block's sums of 16 (one or two of them). */
+static void aux_row_q8_k(const el_weight *w, int32_t off, const el_block_q8_k *b,
+                         el_gemm_aux *aux) {
+    int64_t g = el_gemm_group_size(w), per_block = EL_QK_K / g;
+    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++)
+        for (int64_t j = 0; j < per_block; j++) {
+            int32_t sum = 0;
+            for (int64_t k = j * g / 16; k < (j + 1) * g / 16; k++) sum += b[i].bsums[k];
+            aux[i * per_block + j] =
+                (el_gemm_aux){b[i].d, -off * sum, has_mins(w->type) ? (float)sum : 0.0f};
+        }
 }
 
 static int32_t sum_i8(const int8_t *q, int64_t n) {
@@ -87,6 +110,10 @@ void el_gemm_aux_row(const el_weight *w, bool signed_weights, const void *act_ro
                      el_gemm_aux *aux) {
     /* signed weights need no offset, so no sums */
     int32_t off = signed_weights ? 0 : weight_offset(w->type);
+    if (w->type == EL_TYPE_Q4_K || w->type == EL_TYPE_Q5_K || w->type == EL_TYPE_Q6_K) {
+        aux_row_q8_k(w, off, act_row, aux);
+        return;
+    }
     if (w->type == EL_TYPE_Q4_1 || w->type == EL_TYPE_Q5_1) { /* q8_1 blocks: no offset */
         const el_block_q8_1 *b = act_row;
         for (int64_t i = 0; i < w->k_in / EL_QK8_0; i++)

@@ -19,9 +19,13 @@
  *
  * A weight type's scale group is the span of elements sharing a scale: a block of 32 for
  * q4_0 / q8_0 (times the activation block's scale), a group for w4g*, the whole kept row for
- * w4 / w8 (with the a8 row scale). Each group's integer sum is exact; it is scaled and
- * accumulated in float, in group order, so every output's value depends only on its weight row
- * and its activation row, never on the panel, tile or thread it was computed in. */
+ * w4 / w8 (with the a8 row scale), a sub-block for the K-quants (32 elements of q4_K / q5_K,
+ * whose scale is d * sc and whose min dmin * m multiplies the activation's sum over the group;
+ * 16 of q6_K, whose quants are unsigned as q + 32, with d * sc), times the scale of the Q8_K
+ * block. The K-quants have no el_gemm_layout: their kernels unpack the blocks themselves.
+ * Each group's integer sum is exact; it is scaled and accumulated in float, in group order, so
+ * every output's value depends only on its weight row and its activation row, never on the
+ * panel, tile or thread it was computed in. */
 #ifndef EL_KERNELS_GEMM_H
 #define EL_KERNELS_GEMM_H
 
@@ -49,11 +53,13 @@ typedef struct el_gemm_layout {
 
 /* Per activation row and weight scale group: the activation's scale for the group and, for
  * kernels taking unsigned weights, -off * (sum of its int8 quants over the group); 0 for kernels
- * taking signed ones. */
+ * taking signed ones (q4_K and q5_K have no offset: 0 either way). */
 typedef struct el_gemm_aux {
     float d;
     int32_t comp;
-    float s; /* for weights with a min (Q4_1, Q5_1): Q8_1's scaled sum of the group; else 0 */
+    float s; /* the activation group's sum as a weight type with mins needs it, else 0: Q8_1's
+              * s (its scale times the sum) for Q4_1, Q5_1; the sum of the int8 quants for
+              * Q4_K, Q5_K (their kernels scale it) */
 } el_gemm_aux;
 
 /* y[r * ldy + o] = dot(weight row o, activation row r) for o in [o0, o0 + n_out), n_out <=
@@ -68,8 +74,9 @@ typedef void (*el_gemm_fn)(const el_weight *w, int64_t o0, int64_t n_out, const 
 int64_t el_gemm_group_size(const el_weight *w);
 /* Scale groups per kept row (k_in / el_gemm_group_size). */
 int64_t el_gemm_groups(const el_weight *w);
-/* Bytes of one thread's panel buffer for w (a multiple of 64): the quants, the group scales and,
- * for weights with a min (Q4_1, Q5_1), the group mins as floats [groups][16] after them. */
+/* Bytes of one thread's panel buffer for w (a multiple of 64): the unpacked quants, a float
+ * scale per row and group, and for weights with a min (Q4_1, Q5_1, Q4_K, Q5_K) a float min per
+ * row and group after them ([groups][16]). */
 size_t el_gemm_panel_size(const el_weight *w);
 /* The layout of w's type (one gemm.h covers). */
 el_gemm_layout el_gemm_layout_of(const el_weight *w);
