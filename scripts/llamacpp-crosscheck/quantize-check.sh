@@ -13,7 +13,8 @@
 # Tools built by build-llama-bench.sh into LLAMA_DIR (default /tmp/llama.cpp). Prints a line
 # per check and a markdown table (docs/formats.md has one run's); exit status 1 if any fails.
 # Usage: scripts/llamacpp-crosscheck/quantize-check.sh [EDGELORA] [LLAMA_DIR]
-# Environment: MIXES, MODELS (of: base smollm shapes) to run fewer; KEEP=DIR keeps the files.
+# Environment: MIXES, MODELS (of: base smollm shapes) to run fewer; TYPES_ONLY=1 for (b)'s
+# sizes and types alone; KEEP=DIR keeps the files.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -43,7 +44,18 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 # whether a and b agree to the relative tolerance t
 close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = (a - b) / b; exit !(a != "" && b != "" && d < t && d > -t) }'; }
 
-ppl_llama() { "$bin/llama-perplexity" -m "$1" -f "$2" -c 128 -t 2 2>&1 | sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p'; }
+# llama-perplexity now and then ends without its estimate on the loaded shared machine: one
+# more try, then the end of its log goes to stderr
+ppl_llama() {
+    local log="$tmp/llama-perplexity.log" v rc
+    for _ in 1 2; do
+        "$bin/llama-perplexity" -m "$1" -f "$2" -c 128 -t 2 >"$log" 2>&1
+        rc=$?
+        v=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$log")
+        [ -n "$v" ] && { echo "$v"; return; }
+    done
+    echo "llama-perplexity -m $1 (exit $rc): $(tail -c 300 "$log")" >&2
+}
 ppl_ours() { "$el" perplexity -m "$1" -f "$2" -c 128 -t 2 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
 
 # the text each generates after the prompt, greedy (llama-simple prints the BOS piece first)
@@ -54,6 +66,7 @@ greedy_ours() { local out; out=$("$el" run -m "$1" -p "$prompt" -n "$n_gen" --te
 check_mix() {
     local label=$1 in=$2 text=$3 mix=$4
     local theirs="$tmp/$label-$mix.llama.gguf" ours="$tmp/$label-$mix.ours.gguf"
+    [ -n "${TYPES_ONLY:-}" ] && text=
     if ! "$bin/llama-quantize" "$in" "$theirs" "${mix^^}" 2 >"$tmp/lq.log" 2>&1; then
         fail "$label $mix: llama-quantize: $(grep -m1 -iE 'error|failed' "$tmp/lq.log")"; return
     fi
