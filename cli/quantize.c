@@ -11,17 +11,23 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora quantize IN.gguf OUT.gguf --type TYPE [--ppl-text FILE [-c CTX]]\n"
+    "usage: edgelora quantize IN.gguf OUT.gguf --type TYPE [--pure] [--ppl-text FILE [-c CTX]]\n"
     "                         [--calibrate TEXTFILE [--calib-tokens N] [--calib-percentile P]]\n"
     "                         [-t THREADS]\n"
-    "Writes IN with every weight matrix (2-D tensors named *weight; never norms or biases)\n"
-    "converted to TYPE: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, and edgelora's own integer\n"
-    "types (docs/formats.md), which llama.cpp cannot read. Rows whose length does not fit\n"
-    "TYPE's blocks fall back as llama.cpp does (docs/quantize.md). Prints, for each tensor, its\n"
-    "type before and after and the relative RMS error ||W - Q(W)|| / ||W|| of what was\n"
-    "written. With --ppl-text, also the perplexity of IN and OUT over FILE (chunks of CTX\n"
-    "tokens, default 512, as `edgelora perplexity` measures it). OUT is written only when\n"
-    "complete; an interrupted run leaves no file.\n"
+    "Writes IN with its weight matrices (2-D tensors named *weight; never norms or biases)\n"
+    "converted to TYPE, one of llama-quantize's file types, each tensor in the type\n"
+    "llama.cpp's mix gives it (the output head in q6_k, some attn_v and ffn_down in more\n"
+    "bits; docs/quantize.md):\n"
+    "  q2_k  q3_k_s  q3_k_m (q3_k)  q3_k_l  q4_k_s  q4_k_m (q4_k)  q5_k_s  q5_k_m (q5_k)\n"
+    "  q6_k  q8_0  q4_0  q4_1  q5_0  q5_1  iq4_nl  iq4_xs  f16  bf16  f32\n"
+    "or one of edgelora's own types, written in every weight alike, which llama.cpp cannot\n"
+    "read (docs/formats.md): w8 (w8a8), w4 (w4a8), w4g32, w4g64, w4g128, w8a16.\n"
+    "  --pure   every weight in TYPE's base type (q4_k for q4_k_m), as llama-quantize --pure\n"
+    "Rows whose length does not fit a type's blocks fall back as llama.cpp does. Prints, for\n"
+    "each tensor, its type before and after and the relative RMS error ||W - Q(W)|| / ||W||\n"
+    "of what was written. With --ppl-text, also the perplexity of IN and OUT over FILE\n"
+    "(chunks of CTX tokens, default 512, as `edgelora perplexity` measures it). OUT is\n"
+    "written only when complete; an interrupted run leaves no file.\n"
     "With --calibrate (w8, w4, w4g* only: the types that dot int8 activations), IN is first\n"
     "run over the first N tokens of TEXTFILE (default 8192) and each weight gets a static\n"
     "scale for its int8 activations, r / 127 where r is the P-th percentile (90 to 100,\n"
@@ -119,6 +125,7 @@ int cmd_quantize(int argc, char **argv) {
     long threads = 0, n_ctx = 512, calib_tokens = 8192;
     double calib_percentile = 99.99;
     int n_paths = 0;
+    bool pure = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -126,6 +133,8 @@ int cmd_quantize(int argc, char **argv) {
             return CLI_OK;
         } else if (!strcmp(a, "--type")) {
             if (!(type = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--pure")) {
+            pure = true;
         } else if (!strcmp(a, "--ppl-text")) {
             if (!(ppl_file = cli_value("quantize", argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--calibrate")) {
@@ -181,6 +190,7 @@ int cmd_quantize(int argc, char **argv) {
     sigaction(SIGTERM, &sa, &old_term);
     el_quantize_params qp = el_quantize_default_params();
     qp.type = type;
+    qp.pure = pure;
     qp.n_threads = (int32_t)threads;
     qp.progress = on_tensor;
     qp.user = &p;
@@ -202,7 +212,8 @@ int cmd_quantize(int argc, char **argv) {
     else if (calib_file)
         printf("static activation scales: the maximum of |x| over %lld tokens of %s\n",
                p.calib_tokens, calib_file);
-    printf("wrote %s (%s) in %.1f s\n", paths[1], type, since(&p.start));
+    printf("wrote %s (%s%s) in %.1f s\n", paths[1], type, pure ? ", pure" : "",
+           since(&p.start));
     int rc = CLI_OK;
     if (text) {
         double before, after, dynamic = 0;

@@ -95,7 +95,10 @@ typedef struct el_quantize_tensor {
 typedef bool (*el_quantize_progress_fn)(void *user, const el_quantize_tensor *t);
 
 typedef struct el_quantize_params {
-    const char *type;                 /* "q4_0", "q8_0", "q4_k", "q6_k", "f16", "bf16", ... */
+    /* A llama-quantize file type ("q4_k_m", "q3_k_s", "q4_0", "q8_0", "f16", ...; "q4_k" is
+     * "q4_k_m"), whose mix of types per tensor is llama.cpp's (docs/quantize.md), or one of
+     * edgelora's own types ("w4", "w8", ...), which are written everywhere alike. */
+    const char *type;
     int32_t n_threads;                /* 0: all cores */
     el_quantize_progress_fn progress; /* called after each tensor, from the calling thread
                                        * (may be NULL) */
@@ -111,12 +114,15 @@ typedef struct el_quantize_params {
     int64_t calib_tokens;             /* default 8192 */
     double calib_percentile;          /* 90..100 (100: the maximum); default 99.99 */
     bool (*calib_progress)(void *user, int64_t tokens_done, int64_t tokens_total);
+    /* llama-quantize's --pure: every converted weight in the mix's base type (Q4_K for
+     * q4_k_m), with none of its per-tensor choices; rows that do not fit still fall back */
+    bool pure;
 } el_quantize_params;
 
 el_quantize_params el_quantize_default_params(void);
 
-/* Writes in_path (a GGUF model) to out_path with every 2-D weight in the requested type; 1-D
- * tensors (norms, biases) are copied, static activation scales of the input dropped (they are
+/* Writes in_path (a GGUF model) to out_path with its weight matrices in the requested mix of
+ * types (the tensors llama-quantize converts); 1-D tensors (norms, biases) are copied, static activation scales of the input dropped (they are
  * remade with calib_path). Metadata is copied, general.file_type updated. The output
  * is written to a temporary file and renamed: on any failure no output file exists. */
 el_status el_quantize(const char *in_path, const char *out_path, const el_quantize_params *params);

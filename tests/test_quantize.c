@@ -184,6 +184,7 @@ static int check_type(int k, const char *float_path, const float *ref_logits) {
     seen s = {0};
     el_quantize_params p = el_quantize_default_params();
     p.type = types[k].name;
+    p.pure = true; /* every matrix in the type (tests/test_quantize_mix.c has the mixes) */
     p.n_threads = 2;
     p.progress = record;
     p.user = &s;
@@ -313,6 +314,7 @@ static int test_fallbacks(void) {
     const char *out = tmp_path(out_buf, "k.gguf");
     el_quantize_params p = el_quantize_default_params();
     p.type = "q4_k";
+    p.pure = true;
     CHECK(el_quantize("tests/golden/llama_f32_gqa.gguf", out, &p) == EL_OK);
     gguf_file *q;
     CHECK(gguf_open(out, &q) == EL_OK);

@@ -89,6 +89,7 @@ static int test_logits_by_type(void) {
     for (int k = 0; k < N_TYPES; k++) {
         el_quantize_params p = el_quantize_default_params();
         p.type = types[k].name;
+        p.pure = true; /* each type alone, none of the mixes' q6_k head */
         p.n_threads = 2;
         CHECK(el_quantize(base_model, out, &p) == EL_OK);
         float *logits = NULL;

@@ -31,7 +31,7 @@ check "base + translate-de + shout-en, de" "$m/base.gguf" "$data/corpus/de.txt" 
     check "base with translate-de merged, de" "$tmp/merged.gguf" "$data/corpus/de.txt"
 for l in es it nl pl pt ru; do check "base, $l" "$m/base.gguf" "$data/corpus/$l.txt"; done
 for t in q8_0 q4_0 q4_k q6_k bf16; do
-    "$el" quantize "$m/base.gguf" "$tmp/base-$t.gguf" --type "$t" >/dev/null 2>&1 &&
+    "$el" quantize "$m/base.gguf" "$tmp/base-$t.gguf" --type "$t" --pure >/dev/null 2>&1 &&
         check "base $t + translate-fr, fr" "$tmp/base-$t.gguf" "$data/corpus/fr.txt" \
             --lora "$m/translate-fr.gguf" || { echo "FAIL quantize $t"; failed=$((failed + 1)); }
 done

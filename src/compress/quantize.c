@@ -6,7 +6,8 @@
  * GGUF writer writes them to a temporary file, which is renamed over the output only when
  * complete (and removed on any failure or cancellation), so the output never exists
  * half-written and only one converted tensor is in memory. Which tensors are converted, the
- * fallback types and the general.file_type numbers follow llama.cpp's `llama-quantize --pure`;
+ * type of each (a mix of llama.cpp's, src/compress/mix.c, or with `pure` one type for all),
+ * the fallback types and the general.file_type numbers follow llama.cpp's llama-quantize;
  * see docs/quantize.md. */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "compress/calibrate.h"
+#include "compress/mix.h"
 #include "compress/quantize.h"
 #include "core/error.h"
 #include "core/threadpool.h"
@@ -23,18 +25,35 @@
 el_quantize_params el_quantize_default_params(void) {
     return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL,
                                 .calib_path = NULL, .calib_tokens = 8192,
-                                .calib_percentile = 99.99, .calib_progress = NULL};
+                                .calib_percentile = 99.99, .calib_progress = NULL,
+                                .pure = false};
+}
+
+/* The type `name` asks for: a mix of llama.cpp's, else one of our own weight types (which are
+ * written pure: they have no mixes). */
+static bool resolve_type(const char *name, const el_mix **mix, el_type *t) {
+    if ((*mix = el_mix_find(name))) {
+        *t = (*mix)->base;
+        return true;
+    }
+    return name && el_type_from_name(name, t) && el_type_is_weight(*t);
 }
 
 el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
+    const el_mix *mix;
     el_type t;
-    if (!type || !el_type_from_name(type, &t) || !el_type_is_weight(t)) {
-        char names[512] = "";
-        for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
-            if (!el_type_is_weight((el_type)i)) continue;
+    if (!resolve_type(type, &mix, &t)) {
+        char names[768] = "";
+        int n_mixes;
+        const el_mix *mixes = el_mix_list(&n_mixes);
+        for (int i = 0; i < n_mixes; i++) {
             size_t len = strlen(names);
-            snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "",
-                     el_type_layout_get(i)->ggml_name);
+            snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", mixes[i].name);
+        }
+        for (uint32_t i = 0; i < EL_TYPE_COUNT; i++) {
+            if (!el_type_is_weight((el_type)i) || el_quant_type_is_ggml((el_type)i)) continue;
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, ", %s", el_type_layout_get(i)->name);
         }
         return el_error(EL_ERR_INVALID_ARG, "unknown quantization type '%s' (known: %s)",
                         type ? type : "(null)", names);
@@ -45,28 +64,13 @@ el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable) {
 
 bool el_quant_type_is_ggml(el_type t) { return (uint32_t)t < 64; }
 
-/* llama.cpp's llama_ftype for a file whose weights are (mostly) of type t. Q3_K, Q4_K and Q5_K
- * are written as their _M mixes, which llama-quantize's "Q3_K", "Q4_K" and "Q5_K" mean. Our own types have no llama.cpp number: they get
- * 1000 + their type id. */
+/* llama.cpp's llama_ftype for a file whose weights are (mostly) of type t: that of the mix of
+ * t's name (Q3_K, Q4_K and Q5_K are the _M mixes, as in llama-quantize). Our own types have
+ * no llama.cpp number: they get 1000 + their type id. */
 uint32_t el_quant_file_type(el_type t) {
-    switch (t) {
-    case EL_TYPE_F32: return 0;
-    case EL_TYPE_F16: return 1;
-    case EL_TYPE_Q4_0: return 2;
-    case EL_TYPE_Q4_1: return 3;
-    case EL_TYPE_Q8_0: return 7;
-    case EL_TYPE_Q5_0: return 8;
-    case EL_TYPE_Q5_1: return 9;
-    case EL_TYPE_Q2_K: return 10;
-    case EL_TYPE_Q3_K: return 12;
-    case EL_TYPE_Q4_K: return 15;
-    case EL_TYPE_Q5_K: return 17;
-    case EL_TYPE_Q6_K: return 18;
-    case EL_TYPE_IQ4_NL: return 25;
-    case EL_TYPE_IQ4_XS: return 30;
-    case EL_TYPE_BF16: return 32;
-    default: return 1000 + (uint32_t)t;
-    }
+    const el_type_layout *layout = el_type_layout_get((uint32_t)t);
+    const el_mix *mix = layout ? el_mix_find(layout->name) : NULL;
+    return mix ? mix->file_type : 1000 + (uint32_t)t;
 }
 
 /* Whether a row of n elements can be stored in t (whole blocks). */
@@ -93,15 +97,6 @@ el_type el_quant_fit_type(el_type want, int64_t n_in) {
         smaller = smaller || groups[i] == want;
     }
     return EL_TYPE_F16; /* llama.cpp's last resort too */
-}
-
-/* Whether a tensor is a weight matrix that gets converted: 2-D or more and named "*weight"
- * (never norms, biases or other vectors). */
-static bool is_weight_matrix(const gguf_tensor *t) {
-    const char *suffix = "weight";
-    size_t ls = strlen(suffix);
-    return t->n_dims >= 2 && t->name.len >= ls &&
-           memcmp(t->name.ptr + t->name.len - ls, suffix, ls) == 0;
 }
 
 /* The conversion of one tensor's rows, split across threads. */
@@ -141,6 +136,7 @@ typedef struct quant_tensor {
     uint64_t index;
     char *name; /* NUL-terminated */
     el_type to;
+    bool fallback;        /* `to` is the fallback of the mix's type, whose blocks do not fit */
     int32_t report_index; /* its index among the tensors reported */
     float act_scale;      /* > 0: written as tensor "<name>.act_scale" after it */
 } quant_tensor;
@@ -152,7 +148,9 @@ typedef struct quant_state {
     el_threadpool *tp;
     const el_quantize_params *params;
     const char *out_path;
-    el_type want;
+    el_type want;          /* the mix's base type, or our type */
+    const el_mix *mix;     /* NULL for our own types */
+    el_type *types;        /* [in->n_tensors]: the mix's type of each, before fallbacks */
     quant_tensor *tensors; /* [in->n_tensors] */
     float *scratch;
     double *err2, *ref2;
@@ -165,6 +163,7 @@ static void state_free(quant_state *s) {
     if (s->tensors && s->in)
         for (uint64_t i = 0; i < s->in->n_tensors; i++) free(s->tensors[i].name);
     free(s->tensors);
+    free(s->types);
     free(s->scratch);
     free(s->err2);
     free(s->ref2);
@@ -207,7 +206,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
         .name = qt->name, .index = qt->report_index, .n_tensors = s->n_reported,
         .from_type = el_type_layout_get(t->type)->name, .to_type = el_type_layout_get(qt->to)->name,
         .quantized = qt->to != (el_type)t->type,
-        .fallback = is_weight_matrix(t) && qt->to != s->want,
+        .fallback = qt->fallback,
         .n_elements = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3], .bytes_in = t->nbytes,
         .bytes_out = nbytes, .bytes_total = s->bytes_total, .act_scale = qt->act_scale};
     if (rep.quantized) {
@@ -259,7 +258,9 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     s->n_reported++;
     if (!(qt->name = strndup(t->name.ptr, (size_t)t->name.len)))
         return el_error(EL_ERR_NOMEM, "%s: out of memory", s->in->path);
-    qt->to = is_weight_matrix(t) ? el_quant_fit_type(s->want, t->ne[0]) : (el_type)t->type;
+    bool converted = el_mix_converts(t);
+    qt->to = converted ? el_quant_fit_type(s->types[i], t->ne[0]) : (el_type)t->type;
+    qt->fallback = converted && qt->to != s->types[i];
     const el_type_kernels *in = el_type_kernels_get(t->type);
     if (qt->to != (el_type)t->type && (!in || !in->to_float))
         return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which cannot be read",
@@ -288,7 +289,7 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
                           const el_quantize_params *p) {
     el_status st = el_quantize_type_check(p->type, NULL);
     if (st) return st;
-    el_type_from_name(p->type, &s->want);
+    resolve_type(p->type, &s->mix, &s->want);
     s->params = p;
     s->out_path = out_path;
     if (p->calib_path && el_type_kernels_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
@@ -305,14 +306,22 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
     uint64_t n_t = s->in->n_tensors;
     s->w = gguf_writer_create();
     s->tensors = calloc(n_t ? n_t : 1, sizeof *s->tensors);
+    s->types = calloc(n_t ? n_t : 1, sizeof *s->types);
     s->err2 = calloc((size_t)nth, sizeof *s->err2);
     s->ref2 = calloc((size_t)nth, sizeof *s->ref2);
-    if (!s->w || !s->tensors || !s->err2 || !s->ref2)
+    if (!s->w || !s->tensors || !s->types || !s->err2 || !s->ref2)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", in_path);
+    if (s->mix) {
+        if ((st = el_mix_types(s->mix, p->pure, s->in, s->types))) return st;
+    } else {
+        for (uint64_t i = 0; i < n_t; i++)
+            s->types[i] = el_mix_converts(&s->in->tensors[i]) ? s->want
+                                                               : (el_type)s->in->tensors[i].type;
+    }
+    /* llama-quantize sets the quantization version whatever the type (f16 too) */
+    uint32_t file_type = s->mix ? s->mix->file_type : el_quant_file_type(s->want);
     if ((st = gguf_writer_copy_kv(s->w, s->in)) ||
-        (st = gguf_writer_set_u32(s->w, "general.file_type", el_quant_file_type(s->want))))
-        return st;
-    if (s->want != EL_TYPE_F32 && s->want != EL_TYPE_F16 && s->want != EL_TYPE_BF16 &&
+        (st = gguf_writer_set_u32(s->w, "general.file_type", file_type)) ||
         (st = gguf_writer_set_u32(s->w, "general.quantization_version", 2)))
         return st;
     for (uint64_t i = 0; i < n_t; i++)

@@ -4,14 +4,21 @@
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
 G=tests/golden/llama_f32_gqa.gguf
-expect_exit quantize_q4_0 0 "$EL" quantize "$G" "$TMP/q4.gguf" --type q4_0 -t 2
-# 14 weight matrices converted (7 per layer; token_embd and output too), 5 vectors copied
+expect_exit quantize_q4_0 0 "$EL" quantize "$G" "$TMP/q4.gguf" --type q4_0 --pure -t 2
+# 16 weight matrices converted (7 per layer; token_embd and output too), 5 vectors copied
 n_q=$(grep -c ' f32 *-> q4_0 *rel. RMS error 0\.0[0-9]*$' "$TMP/out")
 n_c=$(grep -c '(copied)' "$TMP/out")
 [ "$n_q" -eq 16 ] && [ "$n_c" -eq 5 ] && pass quantize_report || fail quantize_report "$n_q quantized, $n_c copied" "$(head -5 "$TMP/out")"
 "$EL" info "$TMP/q4.gguf" > "$TMP/info" 2>&1
 grep -q 'general.file_type: u32 = 2$' "$TMP/info" && grep -q 'blk.1.ffn_down.weight: q4_0' "$TMP/info" &&
     grep -q 'output_norm.weight: f32' "$TMP/info" && pass quantize_info || fail quantize_info "$(grep -E 'file_type|ffn_down|output_norm' "$TMP/info")"
+
+# llama-quantize's Q4_0 is a mix: the head in q6_k, which rows of 64 do not fit (q8_0)
+expect_exit quantize_q4_0_mix 0 "$EL" quantize "$G" "$TMP/q4m.gguf" --type Q4_0 -t 2
+grep -q 'output.weight .*-> q8_0 .*fallback' "$TMP/out" && [ "$(grep -c -- '-> q4_0 ' "$TMP/out")" -eq 15 ] &&
+    pass quantize_q4_0_mix_head || fail quantize_q4_0_mix_head "$(grep -- '->' "$TMP/out" | head -3)"
+"$EL" quantize --help > "$TMP/help"
+grep -q 'q4_k_m (q4_k)' "$TMP/help" && grep -q -- '--pure' "$TMP/help" && pass quantize_help_mixes || fail quantize_help_mixes
 
 # rows of 64 do not fit q6_k's 256-element blocks: Q8_0, as llama.cpp does
 expect_exit quantize_fallback 0 "$EL" quantize "$G" "$TMP/q6.gguf" --type q6_k
