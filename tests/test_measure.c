@@ -144,7 +144,12 @@ static int test_int8_peak(void) {
     if (p.ghz == 0) return TEST_PASS; /* no clock probe on this ISA */
     CHECK(p.ghz > 0.2 && p.ghz < 8);
     CHECK(p.macs_per_cycle <= 2.0 * p.macs_per_instr * 1.15);
+#if defined(__SANITIZE_ADDRESS__)
+    /* instrumented at -O1, the probe keeps its chains in memory: no lower bound to check */
+    test_note("a sanitized build: the probe's lower bound is not checked");
+#else
     CHECK(p.macs_per_cycle >= 0.2 * p.macs_per_instr);
+#endif
     CHECK(el_measure_int8_peak(1000, &p) == EL_ERR_INVALID_ARG);
     CHECK(el_measure_int8_peak(1, NULL) == EL_ERR_INVALID_ARG);
     return TEST_PASS;
