@@ -27,8 +27,10 @@ const char cli_train_opts_help[] =
     "  -t, --threads N       threads (default: all cores)\n"
     "  --checkpoint FILE     save the run's state here (on Ctrl-C, every --checkpoint-every\n"
     "                        steps); with --resume, continue from it\n"
-    "  --checkpoint-every N  steps between checkpoints (default 0: only on Ctrl-C)\n"
-    "  --resume              continue from --checkpoint if it exists\n"
+    "  --checkpoint-every N  steps between checkpoints (default 0: only on Ctrl-C and at the\n"
+    "                        end)\n"
+    "  --resume              continue from --checkpoint if it exists (a warning if not: the\n"
+    "                        run starts fresh)\n"
     "  --no-plot             do not write the loss plot (OUT without extension + .loss.svg)\n"
     "  -q, --quiet           no progress output\n";
 

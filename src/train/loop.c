@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "train/svg.h"
 
 el_trainer_hp el_trainer_hp_from(const el_train_params *p, int32_t T) {
@@ -68,8 +69,10 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
     el_history hist = {0};
     el_status st = EL_OK;
     *stopped = false;
-    if (p->resume && p->checkpoint_path && access(p->checkpoint_path, F_OK) == 0 &&
-        (st = el_checkpoint_load(p->checkpoint_path, t, train, &hist)))
+    if (p->resume && p->checkpoint_path && access(p->checkpoint_path, F_OK) != 0)
+        el_warn("%s: no checkpoint there yet: the run starts fresh", p->checkpoint_path);
+    else if (p->resume && p->checkpoint_path &&
+             (st = el_checkpoint_load(p->checkpoint_path, t, train, &hist)))
         return st;
     size_t mb = (size_t)t->hp.B * t->hp.T, n = mb * (size_t)t->hp.accum;
     int32_t *tok = malloc(n * sizeof *tok), *tgt = malloc(n * sizeof *tgt);
@@ -97,8 +100,11 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
         pr.tokens_per_s = pr.elapsed_s > 0 ? (double)(t->step - first) * (double)n / pr.elapsed_s
                                            : 0.0;
         bool go_on = p->progress ? p->progress(p->user, &pr) : true;
+        /* on a stop, every checkpoint_every steps, and at the end (so a finished run's state
+         * is there to continue from with more steps) */
         bool save = p->checkpoint_path &&
-                    (!go_on || (p->checkpoint_every > 0 && t->step % p->checkpoint_every == 0));
+                    (!go_on || t->step == p->n_steps ||
+                     (p->checkpoint_every > 0 && t->step % p->checkpoint_every == 0));
         if (save && (st = el_checkpoint_save(p->checkpoint_path, t, train, &hist)))
             break;
         if (!go_on && t->step < p->n_steps) {

@@ -50,6 +50,18 @@ expect_exit resume_done 0 "$EL" train --shape "$shape" --tokenizer "$TMP/tok.ggu
 cmp -s "$TMP/model.gguf" "$TMP/again/model.gguf" && pass resume_same_model || fail resume_same_model
 grep -q "every step was done in the checkpoint" "$TMP/err" && pass resume_done_message ||
     fail resume_done_message "$(cat "$TMP/err")"
+# --checkpoint alone (no --checkpoint-every) still keeps the final state, from which a run to 20
+# steps does only the 10 after it; --resume without a checkpoint says the run starts fresh
+small() { "$EL" train --shape "$shape" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" --batch 4 \
+    --lr 1e-2 -t 1 --no-plot "$@"; }
+rm -f "$TMP/ten.ckpt"
+expect_exit checkpoint_fresh 0 small --steps 10 --checkpoint "$TMP/ten.ckpt" --resume -o "$TMP/ten.gguf"
+grep -q "warning: .*ten.ckpt: no checkpoint there yet: the run starts fresh" "$TMP/err" &&
+    pass resume_without_checkpoint_says_fresh || fail resume_without_checkpoint_says_fresh "$(cat "$TMP/err")"
+[ -f "$TMP/ten.ckpt" ] && pass checkpoint_final_state || fail checkpoint_final_state "no $TMP/ten.ckpt"
+expect_exit checkpoint_continue 0 small --steps 20 --checkpoint "$TMP/ten.ckpt" --resume -o "$TMP/twenty.gguf"
+grep -q "^step 20/20 " "$TMP/err" && ! grep -qE "^step ([1-9]|10)/20 " "$TMP/err" &&
+    pass checkpoint_continues_after_ten || fail checkpoint_continues_after_ten "$(cat "$TMP/err")"
 expect_exit resume_other_shape 1 "$EL" train --shape "dim=48,layers=2,heads=4,ctx=32" --tokenizer "$TMP/tok.gguf" \
     -f "$TMP/train.txt" --steps 40 --checkpoint "$TMP/run.ckpt" --resume -o "$TMP/x.gguf"
 
