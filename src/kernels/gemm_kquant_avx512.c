@@ -19,33 +19,12 @@
 
 #include "kernels/blocks.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_avx512.h"
 
 enum {
     TILE_ROWS = 8,    /* activation rows per tile: three vectors each stay in registers */
     PREFETCH_BLOCKS = 4, /* blocks ahead in each weight row that packing asks for */
 };
-
-/* The 16 bytes at off of rows p[0..3], one row per 128-bit lane. */
-static inline __m512i load_rows4(const char *const *p, size_t off) {
-    __m512i x = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(p[0] + off)));
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[1] + off)), 1);
-    x = _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[2] + off)), 2);
-    return _mm512_inserti32x4(x, _mm_loadu_si128((const __m128i *)(p[3] + off)), 3);
-}
-
-/* The 16 bytes at off of the 16 rows as out[j] = dword j of rows 0..15, in row order: in-lane
- * interleaves leave dword j of row 4p + l at position 4l + p, which one permute puts back. */
-static inline void transpose16(const char *const *rows, size_t off, __m512i out[4]) {
-    __m512i x0 = load_rows4(rows, off), x1 = load_rows4(rows + 4, off);
-    __m512i x2 = load_rows4(rows + 8, off), x3 = load_rows4(rows + 12, off);
-    __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
-    __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
-    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    out[0] = _mm512_permutexvar_epi32(order, _mm512_unpacklo_epi64(t0, t2));
-    out[1] = _mm512_permutexvar_epi32(order, _mm512_unpackhi_epi64(t0, t2));
-    out[2] = _mm512_permutexvar_epi32(order, _mm512_unpacklo_epi64(t1, t3));
-    out[3] = _mm512_permutexvar_epi32(order, _mm512_unpackhi_epi64(t1, t3));
-}
 
 /* v shifted left by k bits in each 16-bit lane (right by -k if k < 0), masked to m. */
 static inline __m512i shift_mask(__m512i v, int k, char m) {
@@ -72,13 +51,13 @@ static void pack_q4_5(const char *const *rows, bool q5, __m512i *dst) {
     const size_t qs = q5 ? offsetof(el_block_q5_k, qs) : offsetof(el_block_q4_k, qs);
     __m512i qh[2][4];
     if (q5) {
-        transpose16(rows, offsetof(el_block_q5_k, qh), qh[0]);
-        transpose16(rows, offsetof(el_block_q5_k, qh) + 16, qh[1]);
+        transpose16x4(rows, offsetof(el_block_q5_k, qh), qh[0]);
+        transpose16x4(rows, offsetof(el_block_q5_k, qh) + 16, qh[1]);
     }
     for (int c = 0; c < 4; c++) /* 64 elements: 32 bytes of qs */
         for (int half = 0; half < 2; half++) {
             __m512i t[4];
-            transpose16(rows, qs + 32 * (size_t)c + 16 * (size_t)half, t);
+            transpose16x4(rows, qs + 32 * (size_t)c + 16 * (size_t)half, t);
             for (int j = 0; j < 4; j++) {
                 __m512i lo_hi = _mm512_setzero_si512(), hi_hi = _mm512_setzero_si512();
                 if (q5) { /* bit 2c of qh to bit 4 for the low nibbles, 2c + 1 for the high */
@@ -98,9 +77,9 @@ static void pack_q6(const char *const *rows, __m512i *dst) {
     for (int h = 0; h < 2; h++)
         for (int l = 0; l < 32; l += 16) {
             __m512i a[4], b[4], hb[4];
-            transpose16(rows, offsetof(el_block_q6_k, ql) + 64 * (size_t)h + (size_t)l, a);
-            transpose16(rows, offsetof(el_block_q6_k, ql) + 64 * (size_t)h + 32 + (size_t)l, b);
-            transpose16(rows, offsetof(el_block_q6_k, qh) + 32 * (size_t)h + (size_t)l, hb);
+            transpose16x4(rows, offsetof(el_block_q6_k, ql) + 64 * (size_t)h + (size_t)l, a);
+            transpose16x4(rows, offsetof(el_block_q6_k, ql) + 64 * (size_t)h + 32 + (size_t)l, b);
+            transpose16x4(rows, offsetof(el_block_q6_k, qh) + 32 * (size_t)h + (size_t)l, hb);
             __m512i *d = dst + 32 * h + l / 4;
             for (int j = 0; j < 4; j++) {
                 _mm512_store_si512(d + j, nibbles(a[j], 0, shift_mask(hb[j], 4, 0x30)));
@@ -168,50 +147,6 @@ typedef struct tile_args {
     int64_t ldy;
     __mmask16 store;       /* outputs of the panel that exist */
 } tile_args;
-
-/* One scale group for 8 activation rows: acc[r] += dpbusd(q[s], 4 bytes of a[r] at 4s) for
- * s < dwords (4 or 8), the activation bytes taken by embedded broadcast. In assembly: with the
- * intrinsics, gcc copies every accumulator to another register and back at each step. */
-static inline void group8(__m512i acc[8], const __m512i *q, const char *const a[8],
-                          int64_t dwords) {
-    __m512i w;
-    int64_t off = 0;
-    __asm__("1:\n\t"
-            "vmovdqa64 (%[q]), %[w]\n\t"
-            "vpdpbusd (%[a0],%[off])%{1to16%}, %[w], %[c0]\n\t"
-            "vpdpbusd (%[a1],%[off])%{1to16%}, %[w], %[c1]\n\t"
-            "vpdpbusd (%[a2],%[off])%{1to16%}, %[w], %[c2]\n\t"
-            "vpdpbusd (%[a3],%[off])%{1to16%}, %[w], %[c3]\n\t"
-            "vpdpbusd (%[a4],%[off])%{1to16%}, %[w], %[c4]\n\t"
-            "vpdpbusd (%[a5],%[off])%{1to16%}, %[w], %[c5]\n\t"
-            "vpdpbusd (%[a6],%[off])%{1to16%}, %[w], %[c6]\n\t"
-            "vpdpbusd (%[a7],%[off])%{1to16%}, %[w], %[c7]\n\t"
-            "vmovdqa64 64(%[q]), %[w]\n\t"
-            "vpdpbusd 4(%[a0],%[off])%{1to16%}, %[w], %[c0]\n\t"
-            "vpdpbusd 4(%[a1],%[off])%{1to16%}, %[w], %[c1]\n\t"
-            "vpdpbusd 4(%[a2],%[off])%{1to16%}, %[w], %[c2]\n\t"
-            "vpdpbusd 4(%[a3],%[off])%{1to16%}, %[w], %[c3]\n\t"
-            "vpdpbusd 4(%[a4],%[off])%{1to16%}, %[w], %[c4]\n\t"
-            "vpdpbusd 4(%[a5],%[off])%{1to16%}, %[w], %[c5]\n\t"
-            "vpdpbusd 4(%[a6],%[off])%{1to16%}, %[w], %[c6]\n\t"
-            "vpdpbusd 4(%[a7],%[off])%{1to16%}, %[w], %[c7]\n\t"
-            "add $128, %[q]\n\t"
-            "add $8, %[off]\n\t"
-            "cmp %[end], %[off]\n\t"
-            "jb 1b"
-            : [c0] "+v"(acc[0]), [c1] "+v"(acc[1]), [c2] "+v"(acc[2]), [c3] "+v"(acc[3]),
-              [c4] "+v"(acc[4]), [c5] "+v"(acc[5]), [c6] "+v"(acc[6]), [c7] "+v"(acc[7]),
-              [w] "=&v"(w), [q] "+r"(q), [off] "+r"(off)
-            : [a0] "r"(a[0]), [a1] "r"(a[1]), [a2] "r"(a[2]), [a3] "r"(a[3]), [a4] "r"(a[4]),
-              [a5] "r"(a[5]), [a6] "r"(a[6]), [a7] "r"(a[7]), [end] "r"(4 * dwords)
-            : "cc", "memory");
-}
-
-static inline __m512i broadcast_i32(const char *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm512_set1_epi32(v);
-}
 
 /* n activation rows (a constant after inlining) from row r0: per group the integer sums start
  * at the aux offset term and take one vpdpbusd per 4 elements and row, then add into the
