@@ -453,6 +453,19 @@ typedef struct el_spec_stats {
 
 el_status el_spec_get_stats(const el_spec *s, el_spec_stats *out);
 
+/* What the last el_spec_step did: its tree, its rows, the tokens it produced (for traces that
+ * `bench --replay` times on another model). */
+typedef struct el_spec_step_info {
+    int32_t n_depth;                    /* 0: plain */
+    int32_t width[EL_SPEC_MAX_DEPTH];
+    bool slots;                         /* forecast slots after every node */
+    int32_t n_slots;
+    int32_t n_rows;
+    int32_t tokens;
+} el_spec_step_info;
+
+el_status el_spec_last_step(const el_spec *s, el_spec_step_info *out);
+
 /* ------------------------------------------------------- one-call generation */
 
 /* The simple case in one call: el_generate tokenizes prompt (with the vocabulary's special

@@ -46,6 +46,7 @@ struct el_spec {
     double last_seconds;              /* of the last decode */
     int32_t plain_run;                /* plain steps since the last probe */
     el_spec_stats stats;
+    el_spec_step_info last;
 };
 
 static int32_t candidates(const el_spec_params *p) {
@@ -245,9 +246,11 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
 /* ------------------------------------------------------------- tree_auto */
 
 /* The chance that the token at depth d+1 is rank k of its draft, given the walk reached depth d
- * along first candidates; before any evidence, a modest prior so that trees get tried. */
+ * along first candidates; before any evidence, a low prior: a tree is tried where steps of more
+ * rows cost little (memory-bound decoding), not where they cost rows (then evidence comes from
+ * the occasional drafting step first). */
 static double accept_rate(const el_spec *s, int32_t d, int32_t k) {
-    return (s->hits[d][k] + 0.2 / (k + 1)) / (s->tries[d] + 1.0);
+    return (s->hits[d][k] + 0.1 / (k + 1)) / (s->tries[d] + 1.0);
 }
 
 /* Seconds a step of n rows takes: measured, else scaled from the nearest measured size below (a
@@ -316,19 +319,36 @@ static el_status calibrate(el_spec *s) {
     if (most > s->max_rows) most = s->max_rows;
     if (most > free_cells) most = free_cells;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0] && sizes[i] <= most; i++) {
-        int32_t rows = 0;
-        for (int32_t r = 0; r < sizes[i]; r++)
+        int32_t rows = 0, n = sizes[i];
+        for (int32_t r = 0; r < n; r++)
             add_row(s, &rows, s->pending, NULL, s->pos + r, r > 0 ? r - 1 : -1, 0);
-        for (int rep = 0; rep < 2; rep++) {
+        double best = 0;
+        for (int rep = 0; rep < 2; rep++) { /* the faster of two: the first may pay for caches */
             el_status st = decode(s, rows);
             if (!st) {
                 for (int32_t r = 0; r < rows; r++) s->drop[r] = r;
                 st = el_kv_remove_rows(s->ctx, s->drop, rows);
             }
             if (st) return st;
+            if (rep == 0 || s->last_seconds < best) best = s->last_seconds;
         }
+        s->seconds[n] = best;
+        /* a step this long loses even if every candidate is accepted: larger ones too */
+        if (best > (2.0 + s->f->n_slots) * s->seconds[1]) break;
     }
     return EL_OK;
+}
+
+/* Whether some tree would beat plain decoding if all its candidates were accepted: if not (a
+ * compute-bound model), drafting again is not worth its rows. */
+static bool tree_could_pay(const el_spec *s) {
+    double plain = step_seconds(s, 1);
+    for (int32_t dep = 1; dep <= s->f->n_slots; dep++) {
+        int32_t rows = (1 + dep) * (1 + s->f->n_slots);
+        double t = rows <= s->max_rows ? step_seconds(s, rows) : 0;
+        if (t > 0 && (1.0 + dep) / t > 1.0 / plain) return true;
+    }
+    return false;
 }
 
 /* ------------------------------------------------------------- one step */
@@ -379,7 +399,7 @@ el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out)
     if (s->p.tree_auto) {
         choose_tree(s, width, &depth);
         /* plain steps draft nothing; now and then one drafts again, to see if a tree pays */
-        slots = depth > 0 || ++s->plain_run >= PROBE_EVERY;
+        slots = depth > 0 || (++s->plain_run >= PROBE_EVERY && tree_could_pay(s));
         if (slots) s->plain_run = 0;
     } else {
         depth = s->p.n_depth < s->n_draft ? s->p.n_depth : s->n_draft;
@@ -416,6 +436,9 @@ el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out)
     if ((st = el_kv_remove_rows(s->ctx, s->drop, n_drop)))
         return st;
     s->pending = t, s->pos = at_pos + 1;
+    s->last = (el_spec_step_info){.n_depth = depth, .slots = slots, .n_slots = s->f->n_slots,
+                                  .n_rows = n, .tokens = emitted};
+    memcpy(s->last.width, width, sizeof s->last.width);
     s->stats.steps++;
     s->stats.rows += n;
     s->stats.decode_seconds += s->last_seconds;
@@ -428,5 +451,11 @@ el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out)
 el_status el_spec_get_stats(const el_spec *s, el_spec_stats *out) {
     if (!s || !out) return el_error(EL_ERR_INVALID_ARG, "el_spec_get_stats: NULL argument");
     *out = s->stats;
+    return EL_OK;
+}
+
+el_status el_spec_last_step(const el_spec *s, el_spec_step_info *out) {
+    if (!s || !out) return el_error(EL_ERR_INVALID_ARG, "el_spec_last_step: NULL argument");
+    *out = s->last;
     return EL_OK;
 }

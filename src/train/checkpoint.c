@@ -52,9 +52,9 @@ static header make_header(const el_trainer *t) {
     header h = {{c->dim, c->n_layer, c->n_head, c->n_head_kv, c->n_ff, c->n_ctx, c->n_vocab,
                  c->tied},
                 {c->rms_eps, c->rope_base},
-                t->lora ? t->m->rank : 0,
-                t->lora ? t->m->alpha : 0.0f,
-                t->lora ? t->m->targets : 0,
+                t->what == EL_TRAIN_LORA ? t->m->rank : 0,
+                t->what == EL_TRAIN_LORA ? t->m->alpha : 0.0f,
+                t->what == EL_TRAIN_LORA ? t->m->targets : 0,
                 t->n};
     return h;
 }
