@@ -207,8 +207,9 @@ el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t 
 /* Makes the cells of src in [p0, p1) visible to dst too, without copying anything. */
 el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1);
 /* Frees the cells that rows[0..n-1] of the last el_decode were written to, whatever sequences
- * see them: the rejected candidates of a speculative tree. Only until the cache next changes
- * (another decode, remove, share or clear); after that it is EL_ERR_INVALID_ARG. */
+ * see them: the rejected candidates of a speculative tree (a row already freed: nothing). Only
+ * until the cache next changes otherwise (another decode, a sequence removed or shared, a
+ * clear); after that it is EL_ERR_INVALID_ARG. */
 el_status el_kv_remove_rows(el_context *ctx, const int32_t *rows, int32_t n);
 void el_kv_clear(el_context *ctx);
 int32_t el_kv_used_cells(const el_context *ctx);
@@ -442,6 +443,15 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
 /* One step: writes the next 1..cap tokens to tokens[], their count to *n (fewer than a tree
  * allowed when cap is reached or an end-of-generation token comes: it is the last). */
 el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n);
+
+/* For callers that decode several sequences' steps in one batch (each with its own tree, as
+ * `batch` does): writes the rows of s's next step into the caller's arrays from index `first`
+ * (token, embd [n_embd floats a row], pos, seq_id, parent, logits; rows up to `cap`) and returns
+ * how many (0 if they do not fit, or s is not started). Decode the batch, then el_spec_accept
+ * with the same `first`: the same tokens as el_spec_step. */
+int32_t el_spec_next_rows(el_spec *s, int32_t first, int32_t cap, int32_t *token, float *embd,
+                          int32_t *pos, int32_t *seq_id, int32_t *parent, int8_t *logits);
+el_status el_spec_accept(el_spec *s, int32_t first, int32_t *tokens, int32_t cap, int32_t *n);
 
 typedef struct el_spec_stats {
     int64_t steps;        /* el_spec_step calls */

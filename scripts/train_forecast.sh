@@ -21,6 +21,7 @@ STEPS=${STEPS:-300}
 THREADS=${THREADS:-2}
 PROMPTS=${PROMPTS:-6}
 TREE=${TREE:-4,2,1}
+LR=${LR:-3e-3}
 LANGS="en de fr es it pt pl ru nl"
 mkdir -p "$OUT" "$WORK"
 [ -x "$EL" ] || { echo "build edgelora first (make)" >&2; exit 1; }
@@ -36,7 +37,7 @@ train=() evals=()
 for l in $LANGS; do train+=("$WORK/$l.train.txt"); evals+=("$WORK/$l.eval.txt"); done
 
 "$EL" train-forecast -m "$MODEL" --slots "$SLOTS" -f "${train[@]}" --eval "${evals[@]}" \
-    --steps "$STEPS" --batch 16 --eval-every 50 -t "$THREADS" \
+    --steps "$STEPS" --batch 16 --lr "$LR" --eval-every 50 -t "$THREADS" \
     --checkpoint "$WORK/forecast.ckpt" --checkpoint-every 50 --resume \
     -o "$OUT/base.forecast.gguf"
 

@@ -305,9 +305,8 @@ el_status el_kv_remove_rows(el_context *ctx, const int32_t *rows, int32_t n) {
         if (rows[i] < 0 || rows[i] >= ctx->last_n_rows)
             return el_error(EL_ERR_INVALID_ARG, "el_kv_remove_rows: row %d is not a row of the "
                             "last el_decode (%d rows)", rows[i], ctx->last_n_rows);
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) /* free cells are not reused before the next decode */
         el_kv_cache_free_cell(&ctx->kv, ctx->cells[rows[i]]);
-    ctx->cells_current = false;
     return EL_OK;
 }
 

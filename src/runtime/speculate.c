@@ -44,6 +44,9 @@ struct el_spec {
     double hits[EL_SPEC_MAX_DEPTH][MAX_WIDTH], tries[EL_SPEC_MAX_DEPTH];
     double seconds[TIME_BUCKETS];     /* 0: not measured */
     double last_seconds;              /* of the last decode */
+    int32_t n_rows;                   /* rows of the step planned (0: none) */
+    int32_t cur_depth, cur_width[EL_SPEC_MAX_DEPTH];
+    bool cur_slots;
     int32_t plain_run;                /* plain steps since the last probe */
     el_spec_stats stats;
     el_spec_step_info last;
@@ -191,14 +194,15 @@ static void top_tokens(const float *lg, int32_t n_vocab, int32_t *top) {
     }
 }
 
-/* The draft of the next step: the most likely tokens of each slot in the chain after row r. */
-static void take_draft(el_spec *s, int32_t r, int32_t n_rows) {
+/* The draft of the next step: the most likely tokens of each slot in the chain after row r (of
+ * rows laid out from batch row `first` on). */
+static void take_draft(el_spec *s, int32_t first, int32_t r, int32_t n_rows) {
     s->n_draft = 0;
     int32_t row = -1;
     for (int32_t i = r + 1; i < n_rows && row < 0; i++)
         if (s->depth[i] == -1 && s->parent[i] == r) row = i;
     for (; row >= 0 && row < n_rows && s->depth[row] == -(s->n_draft + 1); row++)
-        top_tokens(el_get_logits(s->ctx, row), s->n_vocab, s->draft[s->n_draft++]);
+        top_tokens(el_get_logits(s->ctx, first + row), s->n_vocab, s->draft[s->n_draft++]);
 }
 
 static el_status calibrate(el_spec *s);
@@ -226,7 +230,7 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
             int32_t r = m - 1;
             if (!(st = el_sampler_sample(s->sampler, el_get_logits(s->ctx, r), first))) {
                 el_sampler_accept(s->sampler, *first);
-                take_draft(s, r, rows);
+                take_draft(s, 0, r, rows);
                 if (slots > 0) {
                     for (int32_t j = 0; j < slots; j++) s->drop[j] = m + j;
                     st = el_kv_remove_rows(s->ctx, s->drop, slots);
@@ -388,31 +392,33 @@ static void count_acceptance(el_spec *s, int32_t d, int32_t t) {
         }
 }
 
-el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out) {
-    if (!s || !tokens || !n_out || cap < 1)
-        return el_error(EL_ERR_INVALID_ARG, "el_spec_step: NULL argument or cap < 1");
-    if (!s->started)
-        return el_error(EL_ERR_INVALID_ARG, "el_spec_step: el_spec_start first");
-    *n_out = 0;
-    int32_t width[EL_SPEC_MAX_DEPTH] = {0}, depth = 0;
+/* Chooses the next step's tree and lays out its rows in s's buffers (s->n_rows of them). */
+static void plan(el_spec *s) {
+    int32_t depth = 0;
     bool slots = s->p.n_depth > 0;
+    memset(s->cur_width, 0, sizeof s->cur_width);
     if (s->p.tree_auto) {
-        choose_tree(s, width, &depth);
+        choose_tree(s, s->cur_width, &depth);
         /* plain steps draft nothing; now and then one drafts again, to see if a tree pays */
         slots = depth > 0 || (++s->plain_run >= PROBE_EVERY && tree_could_pay(s));
         if (slots) s->plain_run = 0;
     } else {
         depth = s->p.n_depth < s->n_draft ? s->p.n_depth : s->n_draft;
-        memcpy(width, s->p.width, sizeof width);
+        memcpy(s->cur_width, s->p.width, sizeof s->cur_width);
     }
-    int32_t n = build(s, width, depth, slots);
-    el_status st = decode(s, n);
-    if (st) return st;
-    /* walk: sample at the current node, move to the candidate that holds the sample */
-    int32_t at = 0, emitted = 0, t = -1;
+    s->cur_depth = depth, s->cur_slots = slots;
+    s->n_rows = build(s, s->cur_width, depth, slots);
+}
+
+/* After the step's rows were decoded from batch row `first` on: the walk (sample at the current
+ * node, move to the candidate that holds the sample), the path's rows kept and the rest freed,
+ * the next draft taken. */
+static el_status walk(el_spec *s, int32_t first, int32_t *tokens, int32_t cap, int32_t *n_out) {
+    int32_t n = s->n_rows, at = 0, emitted = 0, t = -1;
     bool on_spine = true;
+    el_status st;
     for (;;) {
-        if ((st = el_sampler_sample(s->sampler, el_get_logits(s->ctx, at), &t)))
+        if ((st = el_sampler_sample(s->sampler, el_get_logits(s->ctx, first + at), &t)))
             return st;
         el_sampler_accept(s->sampler, t);
         if (on_spine) count_acceptance(s, s->depth[at], t);
@@ -423,29 +429,77 @@ el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out)
         on_spine = on_spine && s->token[next] == s->draft[s->depth[next] - 1][0];
         at = next;
     }
-    /* keep the path from the pending token to `at`, free the rest */
     int32_t n_drop = 0;
     for (int32_t r = 0; r < n; r++) {
         bool keep = false;
         for (int32_t a = at; a >= 0 && !keep; a = s->parent[a]) keep = a == r;
-        if (!keep) s->drop[n_drop++] = r;
+        if (!keep) s->drop[n_drop++] = first + r;
     }
     int32_t at_pos = s->rpos[at];
-    if (slots) take_draft(s, at, n);
+    if (s->cur_slots) take_draft(s, first, at, n);
     else s->n_draft = 0;
     if ((st = el_kv_remove_rows(s->ctx, s->drop, n_drop)))
         return st;
     s->pending = t, s->pos = at_pos + 1;
-    s->last = (el_spec_step_info){.n_depth = depth, .slots = slots, .n_slots = s->f->n_slots,
-                                  .n_rows = n, .tokens = emitted};
-    memcpy(s->last.width, width, sizeof s->last.width);
+    s->last = (el_spec_step_info){.n_depth = s->cur_depth, .slots = s->cur_slots,
+                                  .n_slots = s->f->n_slots, .n_rows = n, .tokens = emitted};
+    memcpy(s->last.width, s->cur_width, sizeof s->last.width);
     s->stats.steps++;
     s->stats.rows += n;
-    s->stats.decode_seconds += s->last_seconds;
     s->stats.tokens += emitted;
-    if (depth > 0) s->stats.tree_steps++;
+    if (s->cur_depth > 0) s->stats.tree_steps++;
+    s->n_rows = 0;
     *n_out = emitted;
     return EL_OK;
+}
+
+static el_status check_step(const el_spec *s, const int32_t *tokens, const int32_t *n_out,
+                            int32_t cap, const char *fn) {
+    if (!s || !tokens || !n_out || cap < 1)
+        return el_error(EL_ERR_INVALID_ARG, "%s: NULL argument or cap < 1", fn);
+    if (!s->started)
+        return el_error(EL_ERR_INVALID_ARG, "%s: el_spec_start first", fn);
+    return EL_OK;
+}
+
+el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n_out) {
+    el_status st = check_step(s, tokens, n_out, cap, "el_spec_step");
+    if (st) return st;
+    *n_out = 0;
+    plan(s);
+    if ((st = decode(s, s->n_rows))) return st;
+    s->stats.decode_seconds += s->last_seconds;
+    return walk(s, 0, tokens, cap, n_out);
+}
+
+int32_t el_spec_next_rows(el_spec *s, int32_t first, int32_t cap, int32_t *token, float *embd,
+                          int32_t *pos, int32_t *seq_id, int32_t *parent, int8_t *logits) {
+    if (!s || !s->started || first < 0 || !token || !embd || !pos || !seq_id || !parent ||
+        !logits)
+        return 0;
+    if (s->n_rows == 0) plan(s);
+    if (s->n_rows > cap - first) return 0;
+    for (int32_t r = 0; r < s->n_rows; r++) {
+        int32_t i = first + r;
+        token[i] = s->token[r], pos[i] = s->rpos[r], seq_id[i] = s->seq;
+        parent[i] = s->parent[r] < 0 ? -1 : first + s->parent[r];
+        logits[i] = 1;
+        if (s->token[r] < 0)
+            memcpy(embd + (size_t)i * s->n_embd, s->embd + (size_t)r * s->n_embd,
+                   (size_t)s->n_embd * sizeof(float));
+    }
+    return s->n_rows;
+}
+
+el_status el_spec_accept(el_spec *s, int32_t first, int32_t *tokens, int32_t cap,
+                         int32_t *n_out) {
+    el_status st = check_step(s, tokens, n_out, cap, "el_spec_accept");
+    if (st) return st;
+    *n_out = 0;
+    if (s->n_rows == 0)
+        return el_error(EL_ERR_INVALID_ARG, "el_spec_accept: no rows were given out "
+                        "(el_spec_next_rows)");
+    return walk(s, first, tokens, cap, n_out);
 }
 
 el_status el_spec_get_stats(const el_spec *s, el_spec_stats *out) {
