@@ -82,39 +82,6 @@ static void shape_batch(void *user, int32_t B, int32_t T, int32_t *tok, int32_t 
     }
 }
 
-/* The adapter's terms as the training model's LoRA block (all targets one rank and scale). */
-static el_status lora_from_adapter(el_tmodel *m, const el_adapter *ad, const char *path) {
-    uint32_t targets = 0;
-    int32_t rank = 0;
-    float scale = 0;
-    for (int il = 0; il < m->c.n_layer; il++)
-        for (int i = 0; i < EL_TN_LINEAR; i++) {
-            const el_lora_pair *p = &ad->table[el_linear_slot(il, (el_linear)i)];
-            if (!p->a.n_out) continue;
-            if ((rank && p->a.n_out != rank) || (scale && p->scale != scale))
-                return el_error(EL_ERR_UNSUPPORTED, "%s: forecast training needs one rank and one "
-                                "scale for every target of the adapter", path);
-            rank = (int32_t)p->a.n_out, scale = p->scale;
-            targets |= 1u << i;
-        }
-    if (!rank) return el_error(EL_ERR_FORMAT, "%s: the adapter changes nothing", path);
-    el_status st = el_tmodel_add_lora(m, rank, scale * (float)rank, targets, 0);
-    for (int il = 0; !st && il < m->c.n_layer; il++)
-        for (int i = 0; !st && i < EL_TN_LINEAR; i++) {
-            int32_t li = m->lora_idx[il * EL_TN_LINEAR + i];
-            const el_lora_pair *p = &ad->table[el_linear_slot(il, (el_linear)i)];
-            if (li < 0) continue;
-            float *a = m->lw + m->lora.t[li].offset, *b = m->lw + m->lora.t[li + 1].offset;
-            if (!p->a.n_out) { /* not in this layer: no term */
-                memset(b, 0, (size_t)(m->lora.t[li + 1].n_out * rank) * sizeof *b);
-                continue;
-            }
-            el_weight_floats(&p->a, a);
-            st = el_lora_b_floats(p, b);
-        }
-    return st;
-}
-
 static el_status write_forecast(const el_tmodel *m, const el_model *base, const char *base_path,
                                 const el_adapter *ad, const char *adapter_path, bool text,
                                 const char *out_path) {
@@ -183,7 +150,7 @@ el_status el_train_forecast(const el_train_params *p, const el_forecast_train_pa
     int32_t T = P + M;
     bool stop = false;
     if (!st) st = el_tmodel_from_model(&m, base, T);
-    if (!st && ad) st = lora_from_adapter(&m, ad, fp->adapter_path);
+    if (!st && ad) st = el_tmodel_add_adapter(&m, ad, fp->adapter_path);
     if (!st) st = el_tmodel_add_forecast(&m, M, p->seed);
     if (!st) st = el_tdata_load_stream(&dtrain, p->train_files, p->n_train_files, base,
                                        base->hp.n_vocab);

@@ -36,6 +36,18 @@ same_as_plain run_forecast_adapter -p "German: Open the file" -n 30 --temp 0 --l
 "$EL" run -t 1 -p "German: Open the file" -n 30 --temp 0 > "$TMP/base" 2>/dev/null
 cmp -s "$TMP/base" "$TMP/spec" && fail run_forecast_adapter_changes_text || pass run_forecast_adapter_changes_text
 
+# a set trained with an adapter bound serves that adapter's sequences only
+expect_exit train_forecast_adapter 0 "$EL" train-forecast --lora models/translate-de.gguf --slots 2 \
+    -f "$TMP/text.txt" --steps 2 --batch 2 --prefix 16 -t 1 -q --no-plot -o "$TMP/fde.gguf"
+expect_exit run_forecast_adapter_set 0 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --lora models/translate-de.gguf --forecast "$TMP/fde.gguf" --tree 2
+expect_exit run_forecast_adapter_set_without 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --forecast "$TMP/fde.gguf" --tree 2
+grep -q "trained with adapter 'translate-de.gguf'" "$TMP/err" && pass run_forecast_adapter_set_message ||
+    fail run_forecast_adapter_set_message "$(cat "$TMP/err")"
+expect_exit run_forecast_adapter_set_other 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --lora models/translate-fr.gguf --forecast "$TMP/fde.gguf" --tree 2
+
 printf 'The cat sat on\nThe children played\n' > "$TMP/prompts.txt"
 expect_exit bench_forecast 0 "$EL" bench --forecast "$TMP/f.gguf" --tree 2,1 --prompts "$TMP/prompts.txt" \
     -n 24 -r 1 -t 1 --record "$TMP/trace.txt"
