@@ -54,7 +54,11 @@ static const char help[] =
     "  -t, --threads N        threads (default: all cores)\n"
     "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
     "  -s, --seed S           a request that gives no seed gets S + its line number\n"
-    "                         (default S: from the clock)\n";
+    "                         (default S: from the clock)\n"
+    "  --forecast FILE        decode requests without \"n\" speculatively (docs/speculative.md):\n"
+    "                         each its own tree in the shared steps, the same text; a set\n"
+    "                         trained for an adapter serves the requests bound to it alone\n"
+    "  --tree auto|W1,W2,...  the candidate tree (default auto)\n";
 
 typedef struct batch_opts {
     cli_model_opts mo;
@@ -62,6 +66,7 @@ typedef struct batch_opts {
     long parallel, n_batch;
     uint64_t seed;
     bool seed_given;
+    cli_spec_opts spec;
 } batch_opts;
 
 static int parse_args(batch_opts *o, int argc, char **argv) {
@@ -69,6 +74,7 @@ static int parse_args(batch_opts *o, int argc, char **argv) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("batch", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("batch", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_spec_opt("batch", &o->spec, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -285,6 +291,7 @@ typedef struct slot {
     int32_t fed;      /* prompt tokens already in the cache */
     bool generating;  /* the prompt is in; each step feeds the last token sampled */
     el_variants *group; /* a request with "n": its choices, in this slot and the next n-1 */
+    el_spec *spec;    /* a request decoded speculatively (its tree's rows at first_row) */
     bool follower;    /* one of those next n-1 slots (the first one does the work) */
     int32_t row;      /* row of this step whose logits it samples from, or -1 */
     int32_t first_row, n_rows; /* its rows in this step */
@@ -296,10 +303,16 @@ typedef struct scheduler {
     el_model *model;
     el_context *ctx;
     slot *slots;
-    int32_t n_slots, n_batch, n_vocab;
+    int32_t n_slots, n_batch, n_vocab, n_embd;
     int32_t *tok, *pos, *seq; /* [n_batch] the rows of one step */
     int8_t *logits;
+    int32_t *parent;          /* [n_batch] (used when a speculative tree is in the step) */
+    float *embd;              /* [n_batch][n_embd] the trees' forecast rows */
+    const el_forecast *forecast; /* --forecast, or NULL */
+    el_spec_params spec_params;
+    bool tree_rows;           /* this step holds a tree */
     long n_prompt_tokens, n_gen_tokens;
+    int64_t spec_steps, spec_tokens; /* of the finished speculative requests */
 } scheduler;
 
 /* Whether a failure is the request's own, to become its error line: all but running out of
@@ -317,6 +330,7 @@ static el_status slot_fail(scheduler *sc, slot *s) {
     if (s->group) {
         el_variants_free(s->group); /* its cells and bindings */
     } else {
+        el_spec_free(s->spec);
         st = el_kv_seq_remove(sc->ctx, seq, 0, -1);
         if (st == EL_OK) st = el_context_bind(sc->ctx, seq, NULL, 0);
         el_sampler_free(s->smp);
@@ -354,6 +368,10 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
                                   r->n_stops, &found);
         if (found) r->text[at] = '\0';
     }
+    el_spec_stats ss;
+    if (s->spec && el_spec_get_stats(s->spec, &ss) == EL_OK)
+        sc->spec_steps += ss.steps, sc->spec_tokens += ss.tokens;
+    el_spec_free(s->spec);
     if (st == EL_OK) st = el_kv_seq_remove(sc->ctx, seq, 0, -1);
     if (st == EL_OK) st = el_context_bind(sc->ctx, seq, NULL, 0);
     el_sampler_free(s->smp);
@@ -365,6 +383,23 @@ static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     if (!is_request_failure(st)) return st;
     batch_request_fail(r, sc->path, "%s", el_last_error());
     return r->error ? EL_OK : EL_ERR_NOMEM;
+}
+
+static el_status take_token(scheduler *sc, slot *s, int32_t tok);
+
+/* A speculative request decodes its prompt at admission (with the forecast slots after it) and
+ * takes its first token; a set trained for another binding leaves it to plain decoding. */
+static el_status spec_admit(scheduler *sc, slot *s) {
+    el_spec_params sp = sc->spec_params;
+    sp.seq_id = (int32_t)(s - sc->slots);
+    el_status st = el_spec_create(sc->ctx, sc->forecast, s->smp, &sp, &s->spec);
+    if (st == EL_ERR_MISMATCH) return EL_OK;
+    int32_t first;
+    if (st == EL_OK) st = el_spec_start(s->spec, s->r->tokens, s->r->n_prompt, &first);
+    if (st != EL_OK) return st;
+    s->fed = s->r->n_prompt;
+    s->generating = true;
+    return take_token(sc, s, first);
 }
 
 /* Puts the next request into free slot s; an error that is the request's own (its adapters
@@ -379,6 +414,8 @@ static el_status slot_admit(scheduler *sc, slot *s, batch_request *r) {
     for (int32_t i = 0; i < r->n_prompt; i++) el_sampler_accept(s->smp, r->tokens[i]);
     sc->n_prompt_tokens += r->n_prompt;
     if (r->n_gen_max == 0) return slot_finish(sc, s, "length");
+    if (sc->forecast && (st = spec_admit(sc, s)) != EL_OK)
+        return is_request_failure(st) ? slot_fail(sc, s) : st;
     return EL_OK;
 }
 
@@ -455,6 +492,16 @@ static int32_t build_step(scheduler *sc) {
         s->first_row = n;
         s->n_rows = 0;
         if (!s->r || !s->generating) continue;
+        if (s->spec) { /* its tree, if it fits this step (else it waits for the next) */
+            int32_t k = el_spec_next_rows(s->spec, n, sc->n_batch, sc->tok, sc->embd, sc->pos,
+                                          sc->seq, sc->parent, sc->logits);
+            if (k == 0) continue;
+            s->row = n;
+            s->n_rows = k;
+            n += k;
+            sc->tree_rows = true;
+            continue;
+        }
         if (s->group) {
             int32_t k = el_variants_next_rows(s->group, sc->tok + n, sc->pos + n, sc->seq + n);
             memset(sc->logits + n, 1, (size_t)k);
@@ -467,6 +514,7 @@ static int32_t build_step(scheduler *sc) {
         sc->pos[n] = s->r->n_tokens - 1;
         sc->seq[n] = i;
         sc->logits[n] = 1;
+        sc->parent[n] = -1;
         s->n_rows = 1;
         s->row = n++;
     }
@@ -482,6 +530,7 @@ static int32_t build_step(scheduler *sc) {
             sc->pos[n] = s->fed + j;
             sc->seq[n] = i;
             sc->logits[n] = 0;
+            sc->parent[n] = j > 0 ? n - 1 : -1; /* a chunk's rows see each other in a tree step */
         }
         s->fed += k;
         if (s->fed == s->r->n_prompt) {
@@ -513,11 +562,28 @@ static el_status sample_slot(scheduler *sc, slot *s, int32_t row) {
         return st;
     }
     batch_request *r = s->r;
+    el_status st;
+    if (s->spec) { /* the tree's tokens one by one, until one ends the request */
+        int32_t toks[EL_SPEC_MAX_DEPTH + 1], n = 0, cap = r->n_gen_max - (r->n_tokens - r->n_prompt);
+        if ((st = el_spec_accept(s->spec, row, toks, cap < EL_SPEC_MAX_DEPTH + 1 ? cap
+                                 : EL_SPEC_MAX_DEPTH + 1, &n)) != EL_OK)
+            return st;
+        for (int32_t i = 0; i < n && s->r; i++)
+            if ((st = take_token(sc, s, toks[i])) != EL_OK) return st;
+        return EL_OK;
+    }
     int32_t tok;
-    el_status st = el_sampler_sample(s->smp, el_get_logits(sc->ctx, row), &tok);
-    if (st != EL_OK) return st;
-    if (!r->ignore_eos && el_token_is_eog(sc->model, tok)) return slot_finish(sc, s, "eos");
+    if ((st = el_sampler_sample(s->smp, el_get_logits(sc->ctx, row), &tok)) != EL_OK) return st;
     el_sampler_accept(s->smp, tok);
+    return take_token(sc, s, tok);
+}
+
+/* Appends a sampled token to s's request, or ends it (end of generation, a stop string, its
+ * length). */
+static el_status take_token(scheduler *sc, slot *s, int32_t tok) {
+    batch_request *r = s->r;
+    el_status st;
+    if (!r->ignore_eos && el_token_is_eog(sc->model, tok)) return slot_finish(sc, s, "eos");
     r->tokens[r->n_tokens++] = tok;
     if (r->n_stops > 0) {
         bool stopped;
@@ -548,8 +614,12 @@ static el_status decode_each(scheduler *sc) {
         slot *s = &sc->slots[i];
         if (!s->r || s->n_rows == 0) continue;
         int32_t at = s->first_row;
+        for (int32_t r = at; s->spec && r < at + s->n_rows; r++)
+            if (sc->parent[r] >= 0) sc->parent[r] -= at;
         el_batch b = {.n_rows = s->n_rows, .token = sc->tok + at, .pos = sc->pos + at,
-                      .seq_id = sc->seq + at, .logits = sc->logits + at};
+                      .seq_id = sc->seq + at, .logits = sc->logits + at,
+                      .embd = s->spec ? sc->embd + (size_t)at * (size_t)sc->n_embd : NULL,
+                      .parent = s->spec ? sc->parent + at : NULL};
         el_status st = el_decode(sc->ctx, &b);
         if (st == EL_OK && s->row >= 0) st = sample_slot(sc, s, s->row - at);
         if (is_request_failure(st)) st = slot_fail(sc, s);
@@ -578,10 +648,12 @@ static el_status schedule(scheduler *sc, request_list *l, output *out) {
         }
         output_flush(out, l);
         if (st != EL_OK) return st;
+        sc->tree_rows = false;
         int32_t n = build_step(sc);
         if (n == 0) return EL_OK; /* nothing active and nothing left */
         el_batch b = {.n_rows = n, .token = sc->tok, .pos = sc->pos, .seq_id = sc->seq,
-                      .logits = sc->logits};
+                      .logits = sc->logits, .embd = sc->tree_rows ? sc->embd : NULL,
+                      .parent = sc->tree_rows ? sc->parent : NULL};
         st = el_decode(sc->ctx, &b);
         st = st == EL_OK ? sample_step(sc) : is_request_failure(st) ? decode_each(sc) : st;
         if (st != EL_OK) return st;
@@ -609,9 +681,12 @@ static int64_t cells_needed(const request_list *l, int32_t n_slots) {
     return sum;
 }
 
-static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *out) {
+static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *out,
+                     const el_forecast *forecast) {
     el_model_info info;
     el_model_get_info(m, &info);
+    int32_t spec_rows = forecast ? el_spec_max_rows(forecast, &o->spec.params) : 0;
+    for (size_t i = 0; spec_rows && i < l->n; i++) l->r[i].n_cells += spec_rows; /* a tree */
     size_t n_seqs = 0; /* a request with "n" takes n sequences */
     for (size_t i = 0; i < l->n; i++)
         if (!l->r[i].error) n_seqs += l->r[i].n_choices > 0 ? (size_t)l->r[i].n_choices : 1;
@@ -631,17 +706,22 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     cp.n_seq_max = n_slots;
     cp.n_batch = (int32_t)(o->n_batch ? o->n_batch : 512);
     if (cp.n_batch < n_slots) cp.n_batch = n_slots;
+    if (cp.n_batch < n_slots * spec_rows) cp.n_batch = n_slots * spec_rows; /* every tree */
     if (cp.n_batch > cp.n_ctx) cp.n_batch = cp.n_ctx;
     cp.n_threads = (int32_t)o->mo.threads;
     cp.kv_type = o->mo.kv_type;
     scheduler sc = {.path = o->requests, .model = m, .n_slots = n_slots, .n_batch = cp.n_batch,
-                    .n_vocab = info.n_vocab};
+                    .n_vocab = info.n_vocab, .n_embd = info.n_embd, .forecast = forecast,
+                    .spec_params = o->spec.params};
     sc.slots = calloc((size_t)n_slots, sizeof *sc.slots);
     sc.tok = malloc((size_t)cp.n_batch * sizeof *sc.tok);
     sc.pos = malloc((size_t)cp.n_batch * sizeof *sc.pos);
     sc.seq = malloc((size_t)cp.n_batch * sizeof *sc.seq);
     sc.logits = malloc((size_t)cp.n_batch);
-    el_status st = sc.slots && sc.tok && sc.pos && sc.seq && sc.logits ? EL_OK : EL_ERR_NOMEM;
+    sc.parent = malloc((size_t)cp.n_batch * sizeof *sc.parent);
+    sc.embd = forecast ? malloc((size_t)cp.n_batch * (size_t)info.n_embd * sizeof *sc.embd) : NULL;
+    el_status st = sc.slots && sc.tok && sc.pos && sc.seq && sc.logits && sc.parent &&
+                   (sc.embd || !forecast) ? EL_OK : EL_ERR_NOMEM;
     if (st == EL_OK) st = el_context_create(m, &cp, &sc.ctx);
     double t0 = cli_now_ms();
     if (st == EL_OK) st = schedule(&sc, l, out);
@@ -651,7 +731,12 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
                         "generated tokens in %.1f ms (%.1f generated tokens/s)\n",
                 l->n, out->n_failed, n_slots, sc.n_prompt_tokens, sc.n_gen_tokens, t,
                 sc.n_gen_tokens / (t / 1e3 + 1e-9));
+    if (st == EL_OK && sc.spec_steps > 0)
+        fprintf(stderr, "speculative: %lld steps gave %lld tokens (%.2f a step)\n",
+                (long long)sc.spec_steps, (long long)sc.spec_tokens,
+                (double)sc.spec_tokens / (double)sc.spec_steps);
     for (int32_t i = 0; sc.slots && i < n_slots; i++) {
+        el_spec_free(sc.slots[i].spec);
         el_sampler_free(sc.slots[i].smp);
         el_variants_free(sc.slots[i].group);
     }
@@ -661,6 +746,8 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     free(sc.pos);
     free(sc.seq);
     free(sc.logits);
+    free(sc.parent);
+    free(sc.embd);
     return st == EL_OK ? CLI_OK : cli_fail("batch", st);
 }
 
@@ -680,13 +767,16 @@ int cmd_batch(int argc, char **argv) {
     if (!rc) rc = (text = cli_read_file("batch", o.requests, &len)) ? CLI_OK : CLI_FAIL;
     if (!rc) rc = requests_parse(&o, text, len, o.lora_dir ? &dir : NULL, &l);
     if (!rc) rc = requests_prepare(&o, m, &l);
+    el_forecast *forecast = NULL;
+    if (!rc) rc = cli_spec_load("batch", &o.spec, m, cli_model_path("batch", o.mo.model), &forecast);
     if (!rc && !(rc = output_open(o.output, &out))) {
-        rc = output_close(&out, run_batch(&o, m, &l, &out) == CLI_OK);
+        rc = output_close(&out, run_batch(&o, m, &l, &out, forecast) == CLI_OK);
         if (!rc && l.n > 0 && out.n_failed == l.n) {
             cli_error("batch", "every request failed (their error lines say why)");
             rc = CLI_FAIL;
         }
     }
+    el_forecast_free(forecast);
     free(text);
     requests_free(&l);
     cli_lora_dir_free(&dir);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's own llama-bench, llama-perplexity, llama-quantize and the greedy
+# Builds llama.cpp's own llama-bench, llama-perplexity, llama-quantize, the draft-free speculative
+# decoders llama-lookup and llama-lookahead (docs/speculative.md), and the greedy
 # generators llama-simple and llama-completion, natively for this CPU, from the llama.cpp
 # source node-llama-cpp ships (node_modules/node-llama-cpp/llama/gitRelease.bundle, after npm
 # install), into DIR (default /tmp/llama.cpp). References outside our tree: `edgelora bench`
@@ -17,6 +18,6 @@ if [ ! -d "$dir/.git" ]; then # the bundle is needed only to clone
 fi
 cmake -S "$dir" -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-tools=(llama-bench llama-perplexity llama-quantize llama-simple llama-completion)
+tools=(llama-bench llama-perplexity llama-quantize llama-simple llama-completion llama-lookup llama-lookahead)
 cmake --build "$dir/build" --target "${tools[@]}" -j"${JOBS:-$(nproc)}"
 echo "built ${tools[*]} in $dir/build/bin ($(git -C "$dir" log -1 --format=%cd --date=short))"

@@ -48,6 +48,25 @@ grep -q "trained with adapter 'translate-de.gguf'" "$TMP/err" && pass run_foreca
 expect_exit run_forecast_adapter_set_other 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
     --lora models/translate-fr.gguf --forecast "$TMP/fde.gguf" --tree 2
 
+# batch: speculative requests in shared steps give the plain batch's texts (greedy, sampled,
+# with an adapter, with a stop string; one request with "n" stays plain)
+cat > "$TMP/req.jsonl" <<'JSONL'
+{"id": 1, "prompt": "The cat sat on", "n_predict": 40, "temperature": 0}
+{"id": 2, "prompt": "The children", "n_predict": 30, "temperature": 0.8, "seed": 3}
+{"id": 3, "prompt": "German: Open the file\n", "n_predict": 20, "temperature": 0, "adapter": "translate-de"}
+{"id": 4, "prompt": "It was a sunny day", "n_predict": 40, "temperature": 0, "stop": "."}
+{"id": 5, "prompt": "Once", "n_predict": 12, "temperature": 0, "n": 2}
+JSONL
+texts() { /usr/bin/python3 -c 'import json,sys; [print(json.dumps([d.get("id"), d.get("text"), d.get("choices") and [c["text"] for c in d["choices"]], d.get("error")])) for d in map(json.loads, sys.stdin)]'; }
+"$EL" batch -f "$TMP/req.jsonl" --lora-dir models -t 1 -s 5 2>/dev/null | texts > "$TMP/batch.plain"
+expect_exit batch_forecast 0 "$EL" batch -f "$TMP/req.jsonl" --lora-dir models -t 1 -s 5 \
+    --forecast "$TMP/f.gguf" --tree 2,1
+texts < "$TMP/out" > "$TMP/batch.spec"
+[ "$(wc -l < "$TMP/batch.plain")" = 5 ] && cmp -s "$TMP/batch.plain" "$TMP/batch.spec" &&
+    ! grep -q 'req.jsonl:' "$TMP/batch.spec" && grep -q "^speculative: " "$TMP/err" &&
+    pass batch_forecast_same_texts ||
+    fail batch_forecast_same_texts "$(cat "$TMP/batch.plain")" "$(cat "$TMP/batch.spec")" "$(cat "$TMP/err")"
+
 printf 'The cat sat on\nThe children played\n' > "$TMP/prompts.txt"
 expect_exit bench_forecast 0 "$EL" bench --forecast "$TMP/f.gguf" --tree 2,1 --prompts "$TMP/prompts.txt" \
     -n 24 -r 1 -t 1 --record "$TMP/trace.txt"
