@@ -25,7 +25,7 @@ int cmd_train_forecast(int argc, char **argv) {
     const char *out = NULL;
     long n;
     int rc = CLI_USAGE;
-    o.p.lr = 3e-3f;
+    o.p.lr = 1e-2f;
     o.p.weight_decay = 0.0f;
     o.p.n_steps = 200;
     o.p.batch = 16;

@@ -21,7 +21,7 @@ STEPS=${STEPS:-300}
 THREADS=${THREADS:-2}
 PROMPTS=${PROMPTS:-6}
 TREE=${TREE:-4,2,1}
-LR=${LR:-3e-3}
+LR=${LR:-1e-2}
 LANGS="en de fr es it pt pl ru nl"
 mkdir -p "$OUT" "$WORK"
 [ -x "$EL" ] || { echo "build edgelora first (make)" >&2; exit 1; }
