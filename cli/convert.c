@@ -13,7 +13,7 @@ static const char help[] =
     "       edgelora convert PEFT_DIR [-m BASE] -o ADAPTER.gguf\n"
     "\n"
     "HF_DIR is a Hugging Face model folder: config.json (LlamaForCausalLM, MistralForCausalLM,\n"
-    "Qwen2ForCausalLM), model.safetensors or shards with model.safetensors.index.json (F32, F16\n"
+    "Qwen2ForCausalLM, Gemma3ForCausalLM), model.safetensors or shards with model.safetensors.index.json (F32, F16\n"
     "or BF16), tokenizer.json and tokenizer_config.json. It becomes one GGUF file with the names,\n"
     "layouts and metadata of llama.cpp's converter, so llama.cpp can load it too.\n"
     "  --type T   type of the weight matrices: f32, f16 (default), bf16, q8_0, q4_0, q4_k,\n"
