@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # gemma3 in llama.cpp's own tools (built from source in LLAMA_DIR, default /work/llama.cpp):
 # the tiny Hugging Face folder tests/golden/hf/gemma3 converted by `edgelora convert` (f32, and
-# q8_0) and `synth --shape gemma-3-1b` files (f32, q8_0; 4 GB of disk for the f32 one). For each, llama-perplexity and `edgelora
-# perplexity` over the same text and context (every logit of every window enters the figure; the
-# tiny model's window of 4 cells is far inside the 16-token context, so its sliding-window layers
-# are checked) must agree to TOL (relative, default 2e-3: fp16 KV caches on both sides), and
-# llama-simple's greedy continuation of a prompt must be ours, text for text.
+# q8_0) and `synth --shape gemma-3-1b` files (f32, q8_0; 4 GB of disk for the f32 one). For
+# each, llama-perplexity and `edgelora perplexity` over the same text and context (every logit of
+# every window enters the figure; the tiny model's window of 4 cells is far inside the 16-token
+# context, so its sliding-window layers are checked) must agree to TOL (relative, default 2e-3:
+# fp16 KV caches on both sides), and llama-simple's greedy continuation of a prompt must be ours,
+# text for text.
 # Usage: scripts/llamacpp-crosscheck/gemma3-check.sh [EDGELORA] [LLAMA_DIR]
 # Exit status 1 if any check fails.
 set -uo pipefail

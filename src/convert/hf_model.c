@@ -213,8 +213,8 @@ el_status el_hf_config_check(const el_hf_config *c, const char *what) {
         return el_error(EL_ERR_FORMAT, "%s: head_dim %d is odd", what, c->head_dim);
     if ((int64_t)c->n_head * c->head_dim > (int64_t)1 << 20 || c->n_layer > 4096)
         return el_error(EL_ERR_FORMAT, "%s: implausible sizes", what);
-    if (c->n_swa < 0 || c->swa_pattern < 0 || c->swa_pattern > c->n_layer)
-        return el_error(EL_ERR_FORMAT, "%s: sliding window %d or pattern %d out of range", what,
+    if (c->n_swa < 0 || c->swa_pattern < 0)
+        return el_error(EL_ERR_FORMAT, "%s: sliding window %d or pattern %d is negative", what,
                         c->n_swa, c->swa_pattern);
     if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3 && !(c->high_freq_factor > c->low_freq_factor))
         return el_error(EL_ERR_FORMAT, "%s: rope_scaling high_freq_factor must exceed "

@@ -30,7 +30,8 @@ typedef struct el_hf_config {
     int32_t bos, eos;  /* from config.json; -1 if absent */
     /* gemma3 */
     bool gemma3_norms;     /* Q/K and post norms; every norm weight stored as 1 + w, as
-                            * llama.cpp's converter does (Hugging Face's RMSNorm multiplies by it) */
+                            * llama.cpp's converter does (Hugging Face's RMSNorm multiplies by
+                            * 1 + w) */
     int32_t n_swa;         /* sliding_window; 0: no sliding-window layers */
     int32_t swa_pattern;   /* every swa_pattern-th layer is global (0: none is) */
     float rope_theta_swa;  /* rope_local_base_freq: the sliding-window layers' base */

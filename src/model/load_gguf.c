@@ -233,7 +233,8 @@ static const char *blk_name(char *buf, int il, const char *suffix) {
     return buf;
 }
 
-/* The vector `suffix` of block il (n floats) into *v, which then moves past it; *dst points at it. */
+/* The vector `suffix` of block il (n floats) into *v, which then moves past it; *dst points at
+ * it. */
 static el_status load_layer_vector(el_model *m, int il, const char *suffix, int64_t n,
                                    const float **dst, float **v) {
     char name[96];

@@ -42,7 +42,8 @@ typedef struct el_hparams {
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
     el_rope_style rope_style;
     el_ffn_act ffn_act;
-    float embd_scale;      /* token embeddings are multiplied by it: sqrt(n_embd) in gemma3, else 1 */
+    float embd_scale;      /* token embeddings are multiplied by it: sqrt(n_embd) in gemma3,
+                            * else 1 */
     float q_scale;         /* queries are multiplied by it before attention, whose scores are
                             * divided by sqrt(head_dim_k): 1 unless the architecture scales
                             * attention otherwise (gemma3 27B) */
