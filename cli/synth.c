@@ -9,7 +9,7 @@ static const char help[] =
     "full-size tokenizer with the real special token ids) and RANDOM weights: for measuring\n"
     "speed and memory at real sizes without a download, never for quality.\n"
     "  --shape SHAPE  llama-3.2-1b, stories110m, stories15m, qwen2.5-0.5b, smollm-135m,\n"
-    "                 tinyllama-1.1b\n"
+    "                 tinyllama-1.1b, gemma-3-1b\n"
     "  --type T       type of the weight matrices: q4_0 (default), q8_0, q4_k, q6_k, f16, bf16,\n"
     "                 f32, or edgelora's own w8 (w8a8), w4 (w4a8), w4g32, w4g64, w4g128, w8a16\n"
     "                 (which llama.cpp cannot read)\n"

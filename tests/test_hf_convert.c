@@ -21,6 +21,7 @@
 #include "edgelora.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
+#include "kernels/types.h"
 #include "testutil.h"
 
 #define GOLDEN_DIR "tests/golden/hf"
@@ -155,6 +156,68 @@ static int test_qwen2_f16(void) { return check_folder("qwen2", "f16", 1e-4); }
 /* edgelora's types, within q8_0's bound (w8: int8 per channel; w8a16 also 16-bit activations) */
 static int test_llama_w8(void) { return check_folder("llama", "w8", 5e-2); }
 static int test_qwen2_w8a16(void) { return check_folder("qwen2", "w8a16", 5e-2); }
+/* Gemma 3 against modeling_gemma3.py's arithmetic: (1 + w) norms, sliding-window layers over a
+ * prompt three times their window, tied embeddings; bf16 weights are exact in f32 */
+static int test_gemma3_f32(void) { return check_folder("gemma3", "f32", 1e-4); }
+static int test_gemma3_q8_0(void) { return check_folder("gemma3", "q8_0", 5e-2); }
+
+/* gemma3's keys as llama.cpp's converter writes them; its norms hold 1 + Hugging Face's w. */
+static int test_gemma3_metadata(void) {
+    const char *out = tmp_path("gemma3.gguf");
+    CHECK(el_convert_hf(GOLDEN_DIR "/gemma3", out, "f16", NULL, NULL) == EL_OK);
+    gguf_file *f;
+    CHECK(gguf_open(out, &f) == EL_OK);
+    gguf_str s;
+    uint32_t u;
+    float x;
+    bool b;
+    int rc = TEST_PASS;
+    if (gguf_get_str(f, "general.architecture", &s) || !gguf_str_eq(s, "gemma3") ||
+        gguf_get_u32(f, "gemma3.attention.sliding_window", &u) || u != 4 ||
+        gguf_find(f, "gemma3.attention.sliding_window_pattern") || /* 6: llama.cpp's default */
+        gguf_get_f32(f, "gemma3.rope.freq_base", &x) || x != 1000000.0f ||
+        gguf_get_f32(f, "gemma3.rope.freq_base_swa", &x) || x != 10000.0f ||
+        gguf_get_str(f, "gemma3.rope.scaling.type", &s) || !gguf_str_eq(s, "linear") ||
+        gguf_get_u32(f, "gemma3.attention.key_length", &u) || u != 32 ||
+        gguf_find(f, "gemma3.final_logit_softcapping") ||
+        gguf_get_str(f, "tokenizer.ggml.model", &s) || !gguf_str_eq(s, "llama") ||
+        gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", &b) || b ||
+        gguf_get_u32(f, "tokenizer.ggml.bos_token_id", &u) || u != 2 ||
+        gguf_find_tensor(f, "output.weight"))
+        rc = TEST_FAIL;
+    el_st_file *st;
+    CHECK(el_st_open(GOLDEN_DIR "/gemma3/model.safetensors", &st) == EL_OK);
+    static const char *const pairs[][2] = {
+        {"blk.3.attn_k_norm.weight", "model.layers.3.self_attn.k_norm.weight"},
+        {"blk.5.post_ffw_norm.weight", "model.layers.5.post_feedforward_layernorm.weight"},
+        {"blk.0.ffn_norm.weight", "model.layers.0.pre_feedforward_layernorm.weight"},
+        {"output_norm.weight", "model.norm.weight"}};
+    for (size_t i = 0; i < 4 && rc == TEST_PASS; i++) {
+        const gguf_tensor *t = gguf_find_tensor(f, pairs[i][0]);
+        const el_st_tensor *h = NULL;
+        for (size_t k = 0; k < st->n_tensors; k++)
+            if (!strcmp(st->tensors[k].name, pairs[i][1])) h = &st->tensors[k];
+        if (!t || !h || t->type != 0 || h->dtype != EL_ST_BF16 || t->ne[0] != h->shape[0]) {
+            rc = TEST_FAIL;
+            break;
+        }
+        for (int64_t k = 0; k < t->ne[0] && rc == TEST_PASS; k++) {
+            uint16_t bits;
+            memcpy(&bits, (const uint8_t *)h->data + 2 * k, 2);
+            float want = 1.0f + el_bf16_to_fp32(bits), got = ((const float *)t->data)[k];
+            if (got != want) {
+                test_note("%s[%lld] = %g, expected 1 + %g", pairs[i][0], (long long)k, got,
+                          el_bf16_to_fp32(bits));
+                rc = TEST_FAIL;
+            }
+        }
+    }
+    el_st_close(st);
+    gguf_close(f);
+    remove(out);
+    return rc;
+}
+
 
 /* What llama.cpp reads: the keys and names its converter writes. */
 static int test_llama_metadata(void) {
@@ -626,6 +689,43 @@ static int test_tokenizer_spm(void) {
     return check_vectors(out, "ggml-vocab-llama-spm.gguf");
 }
 
+/* What llama.cpp cannot express is refused by name: a query_pre_attn_scalar other than the
+ * head_dim it assumes, layer_types that do not repeat. */
+static int test_gemma3_refused(void) {
+    static const struct {
+        const char *from, *to, *message;
+    } edits[] = {
+        {"\"query_pre_attn_scalar\": 32", "\"query_pre_attn_scalar\": 64", "query_pre_attn_scalar"},
+        {"\"sliding_attention\"", "\"full_attention\"", "layer_types"}, /* layer 0 only */
+        {"\"gelu_pytorch_tanh\"", "\"gelu\"", "hidden_activation"},
+    };
+    const char *dir = tmp_path("gemma3_bad");
+    mkdir(dir, 0755);
+    CHECK(copy_side_files(GOLDEN_DIR "/gemma3", dir));
+    CHECK(rewrite_weights(GOLDEN_DIR "/gemma3/model.safetensors", dir, NULL, NULL, NULL));
+    char p[1024];
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        size_t len;
+        char *cfg = test_read_file(GOLDEN_DIR "/gemma3/config.json", &len);
+        char *at = cfg ? strstr(cfg, edits[i].from) : NULL;
+        CHECK(at);
+        char edited[8192];
+        snprintf(edited, sizeof edited, "%.*s%s%s", (int)(at - cfg), cfg, edits[i].to,
+                 at + strlen(edits[i].from));
+        free(cfg);
+        snprintf(p, sizeof p, "%s/config.json", dir);
+        CHECK(write_text(p, edited));
+        const char *out = tmp_path("gemma3_bad.gguf");
+        el_status st = el_convert_hf(dir, out, "f16", NULL, NULL);
+        if (st == EL_OK || !strstr(el_last_error(), edits[i].message)) {
+            test_note("%s: status %d, \"%s\"", edits[i].to, st, el_last_error());
+            return TEST_FAIL;
+        }
+        CHECK(!any_file_like(test_tmp_dir(), "gemma3_bad.gguf"));
+    }
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("llama_f32", test_llama_f32);
     run_test("qwen2_f32", test_qwen2_f32);
@@ -634,11 +734,15 @@ int main(void) {
     run_test("qwen2_f16", test_qwen2_f16);
     run_test("llama_w8", test_llama_w8);
     run_test("qwen2_w8a16", test_qwen2_w8a16);
+    run_test("gemma3_f32", test_gemma3_f32);
+    run_test("gemma3_q8_0", test_gemma3_q8_0);
+    run_test("gemma3_metadata", test_gemma3_metadata);
     run_test("llama_metadata", test_llama_metadata);
     run_test("sharded", test_sharded);
     run_test("unaligned_f32", test_unaligned_f32);
     run_test("unaligned_f16", test_unaligned_f16);
     run_test("bad_folders", test_bad_folders);
+    run_test("gemma3_refused", test_gemma3_refused);
     run_test("tokenizer_gpt2", test_tokenizer_gpt2);
     run_test("tokenizer_spm", test_tokenizer_spm);
     return tests_exit_code();

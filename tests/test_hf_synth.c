@@ -141,6 +141,27 @@ static int test_vocab_qwen2(void) {
 }
 static int test_vocab_spm(void) { return check_vocab(EL_SYNTH_VOCAB_SPM, 32000, 2, "</s>"); }
 
+/* Gemma's: <end_of_turn> at 106, and no dummy "▁" before the text (add_space_prefix false, as
+ * llama.cpp's converter writes for Gemma 3): "a" is the one token "a", not "▁a". */
+static int test_vocab_gemma(void) {
+    if (check_vocab(EL_SYNTH_VOCAB_GEMMA, 262144, 106, "<end_of_turn>") != TEST_PASS)
+        return TEST_FAIL;
+    el_model *m;
+    el_model_params mp = el_model_default_params();
+    mp.vocab_only = true;
+    char path[512], piece[64];
+    snprintf(path, sizeof path, "%s/vocab.gguf", test_tmp_dir());
+    CHECK(el_model_load(path, &mp, &m) == EL_OK);
+    int32_t toks[4];
+    size_t nt, len;
+    CHECK(el_tokenize(m, "a", 1, true, false, toks, 4, &nt) == EL_OK);
+    CHECK(nt == 2 && toks[0] == 2);
+    CHECK(el_token_to_piece(m, toks[1], true, piece, sizeof piece, &len) == EL_OK);
+    CHECK(len == 1 && piece[0] == 'a');
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 static int test_bad_args(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/bad.gguf", test_tmp_dir());
@@ -152,7 +173,7 @@ static int test_bad_args(void) {
     const char *const *s = el_synth_shapes();
     int n = 0;
     for (; s[n]; n++) {}
-    CHECK(n == 6 && !strcmp(s[0], "llama-3.2-1b"));
+    CHECK(n == 7 && !strcmp(s[0], "llama-3.2-1b") && !strcmp(s[6], "gemma-3-1b"));
     return TEST_PASS;
 }
 
@@ -166,6 +187,7 @@ int main(void) {
     run_test("vocab_llama3", test_vocab_llama3);
     run_test("vocab_qwen2", test_vocab_qwen2);
     run_test("vocab_spm", test_vocab_spm);
+    run_test("vocab_gemma", test_vocab_gemma);
     run_test("bad_args", test_bad_args);
     return tests_exit_code();
 }

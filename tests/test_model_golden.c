@@ -162,6 +162,15 @@ static int test_llama_q4_0_linear(void) {
 static int test_llama_q4_k(void) { return check_model("llama_q4_k", 1e-4, 5e-2, "llama", 2, EL_KV_F32); }
 static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, "qwen2", 2, EL_KV_F32); }
 
+/* gemma3: sliding-window layers over a prompt longer than the window, Q/K and post norms,
+ * GeGLU; the second in q8_0 with linear rope scaling and soft-capped logits. */
+static int test_gemma3_f32_swa(void) {
+    return check_model("gemma3_f32_swa", 1e-4, 1e-4, "gemma3", 2, EL_KV_F32);
+}
+static int test_gemma3_q8_0_softcap(void) {
+    return check_model("gemma3_q8_0_softcap", 1e-4, 5e-2, "gemma3", 2, EL_KV_F32);
+}
+
 /* The logits of a golden prompt (one batch) with a KV cache of kv_type into out; 0 on failure. */
 static int prompt_logits(el_model *m, const golden *g, el_kv_type kv_type, float *out) {
     el_context_params cp = el_context_default_params();
@@ -191,6 +200,7 @@ static int test_f16_kv(void) {
         double tol, tol_exact;
     } models[] = {{"llama_f32_gqa", "llama", 3e-3, 3e-3},
                   {"qwen2_bf16_bias", "qwen2", 3e-3, 3e-3},
+                  {"gemma3_f32_swa", "gemma3", 3e-3, 3e-3},
                   {"llama3_q8_0_ropefreqs", "llama", 5e-2, 5e-2},
                   {"llama_q4_k", "llama", 5e-2, 5e-2}};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
@@ -223,6 +233,8 @@ int main(void) {
     run_test("llama_q4_0_linear", test_llama_q4_0_linear);
     run_test("llama_q4_k", test_llama_q4_k);
     run_test("qwen2_q6_k", test_qwen2_q6_k);
+    run_test("gemma3_f32_swa", test_gemma3_f32_swa);
+    run_test("gemma3_q8_0_softcap", test_gemma3_q8_0_softcap);
     run_test("f16_kv", test_f16_kv);
     return tests_exit_code();
 }

@@ -9,7 +9,8 @@
  * the two halves of each head (rotate_half) while llama.cpp's `llama` rotates adjacent pairs, so
  * the rows of each head are interleaved, as llama.cpp's converter does: within a head of hd rows,
  * row 2i + j of the output is row j*hd/2 + i of the input (j = 0, 1). qwen2 keeps HF's order and
- * llama.cpp runs it with NEOX (halves) RoPE. */
+ * llama.cpp runs it with NEOX (halves) RoPE, as it does gemma3, whose norm weights get 1 added
+ * (Hugging Face's Gemma3RMSNorm multiplies by 1 + w; llama.cpp's converter stores 1 + w). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     for (int64_t r = 0; r < t->ne1; r++) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
         elements(j->src, sr * t->ne0, t->ne0, row);
+        for (int64_t i = 0; t->shift != 0.0f && i < t->ne0; i++) row[i] += t->shift;
         kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);

@@ -1,5 +1,6 @@
 /* hf_model.c - config.json, the tensor list and the GGUF hyper-parameters of a llama-family
- * model (Llama, Mistral, Qwen2), shared by the Hugging Face converter and the synthesizer. */
+ * model (Llama, Mistral, Qwen2, Gemma 3), shared by the Hugging Face converter and the
+ * synthesizer. */
 #include "convert/hf_model.h"
 
 #include <math.h>
@@ -76,6 +77,75 @@ static el_status read_rope_scaling(const el_json_value *root, const char *path,
                     "llama3)", path, type);
 }
 
+/* The period p of layer_types (a layer is global when il % p == p - 1; 0 if none is), or an
+ * error if the list does not follow one: llama.cpp's gemma3 knows periodic patterns only. */
+static el_status layer_pattern(const el_json_value *types, const char *path, int32_t n_layer,
+                               int32_t *out) {
+    if (el_json_type(types) != EL_JSON_ARRAY || el_json_len(types) != (size_t)n_layer)
+        return el_error(EL_ERR_FORMAT, "%s: \"layer_types\" is not a list of %d entries", path,
+                        n_layer);
+    int32_t p = 0;
+    for (int32_t i = 0; i < n_layer && !p; i++) {
+        const char *t = el_json_str(el_json_at(types, (size_t)i), NULL);
+        if (t && !strcmp(t, "full_attention")) p = i + 1;
+    }
+    for (int32_t i = 0; i < n_layer; i++) {
+        const char *t = el_json_str(el_json_at(types, (size_t)i), NULL);
+        bool swa = p == 0 || i % p < p - 1;
+        if (!t || strcmp(t, swa ? "sliding_attention" : "full_attention"))
+            return el_error(EL_ERR_UNSUPPORTED, "%s: \"layer_types\" is not a repeating pattern of "
+                            "sliding_attention layers and a full_attention one (layer %d)", path,
+                            i);
+    }
+    *out = p;
+    return EL_OK;
+}
+
+/* Gemma 3's keys, with Gemma3TextConfig's defaults. What llama.cpp cannot express is refused:
+ * an activation other than gelu_pytorch_tanh, attention logit soft-capping, bidirectional
+ * attention, and a query_pre_attn_scalar other than the one llama.cpp derives (head_dim, or
+ * hidden_size / num_attention_heads for the 62-layer 27B). */
+static el_status read_gemma3(const el_json_value *root, const char *path, el_hf_config *c) {
+    el_status st;
+    const el_json_value *tie = el_json_get(root, "tie_word_embeddings");
+    c->tied = true;
+    if (tie && !el_json_bool(tie, &c->tied))
+        return el_error(EL_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
+    if ((st = get_int(root, path, "head_dim", 256, &c->head_dim)) ||
+        (st = get_int(root, path, "max_position_embeddings", 131072, &c->n_ctx)) ||
+        (st = get_num(root, path, "rope_theta", 1000000.0, &c->rope_theta)) ||
+        (st = get_num(root, path, "rope_local_base_freq", 10000.0, &c->rope_theta_swa)) ||
+        (st = get_int(root, path, "sliding_window", 4096, &c->n_swa)) ||
+        (st = get_int(root, path, "sliding_window_pattern", 6, &c->swa_pattern)) ||
+        (st = get_num(root, path, "final_logit_softcapping", 0.0, &c->final_logit_softcap)))
+        return st;
+    const el_json_value *types = el_json_get(root, "layer_types");
+    if (types && el_json_type(types) != EL_JSON_NULL &&
+        (st = layer_pattern(types, path, c->n_layer, &c->swa_pattern)))
+        return st;
+    if (c->swa_pattern == 1) c->n_swa = 0; /* every layer global: no window (llama.cpp's test) */
+    const char *act = el_json_str(el_json_get(root, "hidden_activation"), NULL);
+    if (act && strcmp(act, "gelu_pytorch_tanh"))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: hidden_activation %s is not supported "
+                        "(gelu_pytorch_tanh)", path, act);
+    const el_json_value *v = el_json_get(root, "attn_logit_softcapping");
+    if (v && el_json_type(v) != EL_JSON_NULL)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: attn_logit_softcapping is not supported", path);
+    bool bidirectional = false;
+    el_json_bool(el_json_get(root, "use_bidirectional_attention"), &bidirectional);
+    if (bidirectional)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: use_bidirectional_attention is not supported "
+                        "(a causal model is)", path);
+    float qpas, implied = (float)(c->n_layer == 62 ? c->n_embd / c->n_head : c->head_dim);
+    if ((st = get_num(root, path, "query_pre_attn_scalar", 256.0, &qpas))) return st;
+    if (qpas != implied)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: query_pre_attn_scalar %g is not the %g llama.cpp "
+                        "implies for this shape (a GGUF cannot say otherwise)", path,
+                        (double)qpas, (double)implied);
+    c->gemma3_norms = true;
+    return EL_OK;
+}
+
 static el_status read_config(const el_json_value *root, const char *path, el_hf_config *c) {
     const char *arch = el_json_str(el_json_at(el_json_get(root, "architectures"), 0), NULL);
     if (!arch) return el_error(EL_ERR_FORMAT, "%s: \"architectures\" is missing", path);
@@ -85,9 +155,12 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
     } else if (!strcmp(arch, "Qwen2ForCausalLM")) {
         c->arch = "qwen2";
         c->qkv_bias = true;
+    } else if (!strcmp(arch, "Gemma3ForCausalLM")) {
+        c->arch = "gemma3";
     } else {
         return el_error(EL_ERR_UNSUPPORTED, "%s: architecture %s is not supported "
-                        "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)", path, arch);
+                        "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                        "Gemma3ForCausalLM)", path, arch);
     }
     el_status st;
     if ((st = get_int(root, path, "hidden_size", -1, &c->n_embd)) ||
@@ -109,6 +182,7 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
     c->bos = token_id(root, "bos_token_id");
     c->eos = token_id(root, "eos_token_id");
     if ((st = read_rope_scaling(root, path, c))) return st;
+    if (!strcmp(c->arch, "gemma3") && (st = read_gemma3(root, path, c))) return st;
     return el_hf_config_check(c, path);
 }
 
@@ -139,6 +213,9 @@ el_status el_hf_config_check(const el_hf_config *c, const char *what) {
         return el_error(EL_ERR_FORMAT, "%s: head_dim %d is odd", what, c->head_dim);
     if ((int64_t)c->n_head * c->head_dim > (int64_t)1 << 20 || c->n_layer > 4096)
         return el_error(EL_ERR_FORMAT, "%s: implausible sizes", what);
+    if (c->n_swa < 0 || c->swa_pattern < 0)
+        return el_error(EL_ERR_FORMAT, "%s: sliding window %d or pattern %d is negative", what,
+                        c->n_swa, c->swa_pattern);
     if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3 && !(c->high_freq_factor > c->low_freq_factor))
         return el_error(EL_ERR_FORMAT, "%s: rope_scaling high_freq_factor must exceed "
                         "low_freq_factor", what);
@@ -182,8 +259,44 @@ static void plan_add(el_hf_tensor *t, int32_t *n, const char *name, const char *
         e->type = ne0 % el_type_layout_get(target)->block_size == 0 ? target : EL_TYPE_F16;
 }
 
+/* One tensor of a block: GGUF and Hugging Face names, shape, RoPE permutation. */
+typedef struct layer_tensor {
+    const char *name, *hf;
+    int64_t ne0, ne1;
+    int32_t permute;
+    bool bias;
+} layer_tensor;
+
+/* A Gemma 3 block, as llama.cpp's converter maps it (d: width, q and kv: Q and K/V rows). */
+static int32_t gemma3_layer(const el_hf_config *c, int64_t d, int64_t q, int64_t kv,
+                            layer_tensor out[13]) {
+    const layer_tensor L[] = {
+        {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, false},
+        {"attn_q.weight", "self_attn.q_proj.weight", d, q, 0, false},
+        {"attn_k.weight", "self_attn.k_proj.weight", d, kv, 0, false},
+        {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, false},
+        {"attn_q_norm.weight", "self_attn.q_norm.weight", c->head_dim, 1, 0, false},
+        {"attn_k_norm.weight", "self_attn.k_norm.weight", c->head_dim, 1, 0, false},
+        {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, false},
+        {"post_attention_norm.weight", "post_attention_layernorm.weight", d, 1, 0, false},
+        {"ffn_norm.weight", "pre_feedforward_layernorm.weight", d, 1, 0, false},
+        {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, false},
+        {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, false},
+        {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, false},
+        {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", d, 1, 0, false},
+    };
+    memcpy(out, L, sizeof L);
+    return 13;
+}
+
+/* Whether a GGUF tensor is a norm weight (llama.cpp's converter adds 1 to gemma3's). */
+static bool is_norm(const char *name) {
+    size_t len = strlen(name);
+    return len >= 11 && !strcmp(name + len - 11, "norm.weight");
+}
+
 el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, int32_t *n) {
-    int32_t cap = 4 + c->n_layer * 12;
+    int32_t cap = 4 + c->n_layer * 13;
     el_hf_tensor *t = malloc((size_t)cap * sizeof *t);
     if (!t) return el_error(EL_ERR_NOMEM, "out of memory for the tensor list");
     int64_t d = c->n_embd, q = (int64_t)c->n_head * c->head_dim;
@@ -193,12 +306,8 @@ el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, 
         plan_add(t, &k, "rope_freqs.weight", "", c->head_dim / 2, 1, 0, target);
     plan_add(t, &k, "token_embd.weight", "model.embed_tokens.weight", d, c->n_vocab, 0, target);
     for (int32_t l = 0; l < c->n_layer; l++) {
-        const struct {
-            const char *name, *hf;
-            int64_t ne0, ne1;
-            int32_t permute;
-            bool bias;
-        } L[] = {
+        layer_tensor G[13];
+        const layer_tensor L[] = {
             {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, false},
             {"attn_q.weight", "self_attn.q_proj.weight", d, q, c->n_head, false},
             {"attn_k.weight", "self_attn.k_proj.weight", d, kv, c->n_head_kv, false},
@@ -212,17 +321,25 @@ el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, 
             {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, false},
             {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, false},
         };
-        for (size_t i = 0; i < sizeof L / sizeof L[0]; i++) {
-            if (L[i].bias && !c->qkv_bias) continue;
+        const layer_tensor *lt = L;
+        size_t count = sizeof L / sizeof L[0];
+        if (c->gemma3_norms) {
+            count = (size_t)gemma3_layer(c, d, q, kv, G);
+            lt = G;
+        }
+        for (size_t i = 0; i < count; i++) {
+            if (lt[i].bias && !c->qkv_bias) continue;
             char name[64], hf[96];
-            snprintf(name, sizeof name, "blk.%d.%s", l, L[i].name);
-            snprintf(hf, sizeof hf, "model.layers.%d.%s", l, L[i].hf);
-            plan_add(t, &k, name, hf, L[i].ne0, L[i].ne1, c->permute_qk ? L[i].permute : 0,
+            snprintf(name, sizeof name, "blk.%d.%s", l, lt[i].name);
+            snprintf(hf, sizeof hf, "model.layers.%d.%s", l, lt[i].hf);
+            plan_add(t, &k, name, hf, lt[i].ne0, lt[i].ne1, c->permute_qk ? lt[i].permute : 0,
                      target);
         }
     }
     plan_add(t, &k, "output_norm.weight", "model.norm.weight", d, 1, 0, target);
     if (!c->tied) plan_add(t, &k, "output.weight", "lm_head.weight", d, c->n_vocab, 0, target);
+    for (int32_t i = 0; i < k; i++)
+        if (c->gemma3_norms && is_norm(t[i].name)) t[i].shift = 1.0f;
     *out = t;
     *n = k;
     return EL_OK;
@@ -240,6 +357,22 @@ static uint32_t file_type(el_type t) {
     case EL_TYPE_BF16: return 32;
     default: return (uint32_t)t >= 64 ? 1000 + (uint32_t)t : 0; /* ours: as quantize numbers them */
     }
+}
+
+/* gemma3's keys as llama.cpp's converter writes them, and the window's pattern, which it does
+ * not write (llama.cpp then assumes 6), when it is not 6. */
+static el_status set_gemma3_hparams(gguf_writer *w, const el_hf_config *c) {
+    el_status st = EL_OK;
+    if (c->n_swa > 0) {
+        st = gguf_writer_set_u32(w, "gemma3.attention.sliding_window", (uint32_t)c->n_swa);
+        if (!st && c->swa_pattern != 6)
+            st = gguf_writer_set_u32(w, "gemma3.attention.sliding_window_pattern",
+                                     (uint32_t)c->swa_pattern);
+    }
+    if (!st) st = gguf_writer_set_f32(w, "gemma3.rope.freq_base_swa", c->rope_theta_swa);
+    if (!st && c->final_logit_softcap > 0)
+        st = gguf_writer_set_f32(w, "gemma3.final_logit_softcapping", c->final_logit_softcap);
+    return st;
 }
 
 el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *name,
@@ -280,6 +413,7 @@ el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *n
         snprintf(key, sizeof key, "%s.rope.scaling.factor", a);
         if (!st) st = gguf_writer_set_f32(w, key, c->rope_factor);
     }
+    if (!st && c->gemma3_norms) st = set_gemma3_hparams(w, c);
     return st;
 }
 

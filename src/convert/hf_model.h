@@ -18,7 +18,7 @@ typedef enum el_rope_scaling {
 } el_rope_scaling;
 
 typedef struct el_hf_config {
-    const char *arch;  /* GGUF architecture: "llama" (Llama, Mistral) or "qwen2" */
+    const char *arch;  /* GGUF architecture: "llama" (Llama, Mistral), "qwen2" or "gemma3" */
     bool permute_qk;   /* llama: Q and K rows are reordered for llama.cpp's interleaved RoPE */
     bool qkv_bias;     /* qwen2 */
     int32_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_vocab, n_ctx;
@@ -28,6 +28,14 @@ typedef struct el_hf_config {
     float rope_factor, low_freq_factor, high_freq_factor;
     int32_t rope_orig_ctx;
     int32_t bos, eos;  /* from config.json; -1 if absent */
+    /* gemma3 */
+    bool gemma3_norms;     /* Q/K and post norms; every norm weight stored as 1 + w, as
+                            * llama.cpp's converter does (Hugging Face's RMSNorm multiplies by
+                            * 1 + w) */
+    int32_t n_swa;         /* sliding_window; 0: no sliding-window layers */
+    int32_t swa_pattern;   /* every swa_pattern-th layer is global (0: none is) */
+    float rope_theta_swa;  /* rope_local_base_freq: the sliding-window layers' base */
+    float final_logit_softcap; /* final_logit_softcapping; 0: none */
 } el_hf_config;
 
 /* Reads config.json. Errors name the file and the key. */
@@ -46,6 +54,7 @@ typedef struct el_hf_tensor {
     char hf_name[96]; /* the Hugging Face tensor it comes from; "" for rope_freqs */
     int64_t ne0, ne1; /* ggml order (ne0 contiguous); ne1 == 1 for a vector */
     int32_t permute_heads; /* > 0: apply the RoPE row permutation with this many heads */
+    float shift;           /* added to every element (gemma3's norms: 1) */
     uint32_t type;         /* type written: vectors f32, matrices the target type */
 } el_hf_tensor;
 

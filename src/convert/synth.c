@@ -52,6 +52,12 @@ static const shape shapes[] = {
      {.arch = "llama", .permute_qk = true, .n_embd = 2048, .n_ff = 5632, .n_layer = 22,
       .n_head = 32, .n_head_kv = 4, .head_dim = 64, .n_vocab = 32000, .n_ctx = 2048,
       .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = false, .bos = 1, .eos = 2}},
+    /* Gemma 3 1B: its norm weights 1 in the file are Hugging Face's 0, its initial value */
+    {"gemma-3-1b", EL_SYNTH_VOCAB_GEMMA,
+     {.arch = "gemma3", .gemma3_norms = true, .n_embd = 1152, .n_ff = 6912, .n_layer = 26,
+      .n_head = 4, .n_head_kv = 1, .head_dim = 256, .n_vocab = 262144, .n_ctx = 32768,
+      .rms_eps = 1e-6f, .rope_theta = 1000000.0f, .rope_theta_swa = 10000.0f, .tied = true,
+      .n_swa = 512, .swa_pattern = 6, .bos = 2, .eos = 1}},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 

@@ -12,6 +12,7 @@ typedef enum el_synth_vocab {
     EL_SYNTH_VOCAB_LLAMA3, /* 128000 byte-level BPE tokens, then 256 special tokens */
     EL_SYNTH_VOCAB_QWEN2,  /* 151643 BPE tokens, 22 added tokens, padding to n_vocab */
     EL_SYNTH_VOCAB_SMOLLM, /* 17 special tokens, then BPE tokens */
+    EL_SYNTH_VOCAB_GEMMA,  /* Gemma 3's special tokens, 256 byte tokens, SentencePiece pieces */
 } el_synth_vocab;
 
 /* Sets tokenizer.ggml.* keys for a vocabulary of n_vocab tokens of that kind: the real special

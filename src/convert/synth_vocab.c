@@ -85,26 +85,50 @@ static el_status grow(vocab_build *v, int32_t base, int32_t from, int32_t to, bo
     return EL_OK;
 }
 
-static el_status spm(vocab_build *v, uint64_t *rng) {
+/* From id `first` on: the 256 byte tokens, "▁", single characters, then pieces, scored in
+ * order (the special tokens before `first` score 0, as the bytes do). */
+static el_status spm_pieces(vocab_build *v, int32_t first, uint64_t *rng) {
     static const char alphabet[] = "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLCUMWFGYPBVKJXQZ"
                                    "0123456789.,!?'\"-:;()";
-    el_status st = put(v, 0, "<unk>", TT_UNKNOWN);
-    if (!st) st = put(v, 1, "<s>", TT_CONTROL);
-    if (!st) st = put(v, 2, "</s>", TT_CONTROL);
+    el_status st = EL_OK;
     for (int b = 0; b < 256 && !st; b++) {
         char s[8];
         snprintf(s, sizeof s, "<0x%02X>", b);
-        st = put(v, 3 + b, s, TT_BYTE);
+        st = put(v, first + b, s, TT_BYTE);
     }
-    int32_t id = 259;
+    int32_t base = first + 256, id = base;
     if (!st) st = put(v, id++, "\xe2\x96\x81", TT_NORMAL); /* "▁" */
     for (const char *c = alphabet; *c && !st; c++) {
         char s[2] = {*c, 0};
         st = put(v, id++, s, TT_NORMAL);
     }
-    if (!st) st = grow(v, 259, id, v->n, false, rng);
-    for (int32_t i = 0; i < v->n; i++) v->score[i] = i < 259 ? 0.0f : -(float)(i - 259);
+    if (!st) st = grow(v, base, id, v->n, false, rng);
+    for (int32_t i = 0; i < v->n; i++) v->score[i] = i < base ? 0.0f : -(float)(i - base);
     return st;
+}
+
+static el_status spm(vocab_build *v, uint64_t *rng) {
+    el_status st = put(v, 0, "<unk>", TT_UNKNOWN);
+    if (!st) st = put(v, 1, "<s>", TT_CONTROL);
+    if (!st) st = put(v, 2, "</s>", TT_CONTROL);
+    return st ? st : spm_pieces(v, 3, rng);
+}
+
+/* Gemma 3's special tokens at their ids (<pad> <eos> <bos> <unk> <mask>, the turn markers at
+ * 105 and 106), placeholders between them, then SentencePiece pieces. */
+static el_status gemma(vocab_build *v, uint64_t *rng) {
+    static const char *const special[] = {"<pad>", "<eos>", "<bos>", "<unk>", "<mask>"};
+    el_status st = EL_OK;
+    for (int32_t i = 0; i < 5 && !st; i++)
+        st = put(v, i, special[i], i == 3 ? TT_UNKNOWN : TT_CONTROL);
+    for (int32_t i = 5; i < 105 && !st; i++) {
+        char s[24];
+        snprintf(s, sizeof s, "<unused%d>", i - 5);
+        st = put(v, i, s, TT_CONTROL);
+    }
+    if (!st) st = put(v, 105, "<start_of_turn>", TT_CONTROL);
+    if (!st) st = put(v, 106, "<end_of_turn>", TT_CONTROL);
+    return st ? st : spm_pieces(v, 107, rng);
 }
 
 static el_status bytes_and_merges(vocab_build *v, int32_t from, int32_t to, uint64_t *rng) {
@@ -175,6 +199,7 @@ static el_status write_keys(const vocab_build *v, el_synth_vocab kind, gguf_writ
         [EL_SYNTH_VOCAB_LLAMA3] = {"gpt2", "llama-bpe", 128000, 128001, 128009, -1, true},
         [EL_SYNTH_VOCAB_QWEN2] = {"gpt2", "qwen2", 151643, 151643, 151645, 151643, false},
         [EL_SYNTH_VOCAB_SMOLLM] = {"gpt2", "smollm", 0, 0, -1, -1, false},
+        [EL_SYNTH_VOCAB_GEMMA] = {"llama", "default", 2, 1, 106, 0, true},
     };
     el_status st = gguf_writer_set_str(w, "tokenizer.ggml.model", k[kind].model);
     if (!st) st = gguf_writer_set_str(w, "tokenizer.ggml.pre", k[kind].pre);
@@ -183,11 +208,16 @@ static el_status write_keys(const vocab_build *v, el_synth_vocab kind, gguf_writ
                                      (uint64_t)v->n);
     if (!st) st = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v->type,
                                       (uint64_t)v->n);
-    if (!st && kind == EL_SYNTH_VOCAB_SPM) {
+    if (!st && (kind == EL_SYNTH_VOCAB_SPM || kind == EL_SYNTH_VOCAB_GEMMA)) {
         st = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v->score,
                                  (uint64_t)v->n);
-        if (!st) st = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+        if (!st)
+            st = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id",
+                                     kind == EL_SYNTH_VOCAB_GEMMA ? 3 : 0);
     }
+    /* Gemma's SentencePiece model adds no dummy "▁" before the text */
+    if (!st && kind == EL_SYNTH_VOCAB_GEMMA)
+        st = gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
     if (!st && v->n_merges)
         st = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merges,
                                      (uint64_t)v->n_merges);
@@ -206,7 +236,8 @@ el_status el_synth_vocab_write(el_synth_vocab kind, int32_t n_vocab, uint64_t se
     static const int32_t min_vocab[] = {[EL_SYNTH_VOCAB_SPM] = 400,
                                         [EL_SYNTH_VOCAB_LLAMA3] = 128256,
                                         [EL_SYNTH_VOCAB_QWEN2] = 151665,
-                                        [EL_SYNTH_VOCAB_SMOLLM] = 400};
+                                        [EL_SYNTH_VOCAB_SMOLLM] = 400,
+                                        [EL_SYNTH_VOCAB_GEMMA] = 600};
     if (n_vocab < min_vocab[kind])
         return el_error(EL_ERR_INVALID_ARG, "synth: vocabulary of %d tokens is too small",
                         n_vocab);
@@ -225,6 +256,7 @@ el_status el_synth_vocab_write(el_synth_vocab kind, int32_t n_vocab, uint64_t se
         case EL_SYNTH_VOCAB_LLAMA3: st = llama3(&v, &rng); break;
         case EL_SYNTH_VOCAB_QWEN2: st = qwen2(&v, &rng); break;
         case EL_SYNTH_VOCAB_SMOLLM: st = smollm(&v, &rng); break;
+        case EL_SYNTH_VOCAB_GEMMA: st = gemma(&v, &rng); break;
         }
     }
     if (!st) st = write_keys(&v, kind, w);

@@ -1,9 +1,13 @@
-/* forward.c - the llama/qwen2 forward pass over a batch of rows.
+/* forward.c - the llama/qwen2/gemma3 forward pass over a batch of rows.
  *
  * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias) -> RoPE at
  * each row's position -> K, V into the rows' cells -> attention of each (row, head) over the cells
  * visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then
  * the final norm and the vocabulary projection, only for the rows whose logits are wanted.
+ * gemma3 adds, each where the model has it: embeddings scaled, an RMSNorm of each query and key
+ * head before RoPE, an RMSNorm of the attention and FFN outputs before their residuals, GeGLU
+ * for SwiGLU, sliding-window layers (a row sees only the cells of its last n_swa positions,
+ * rotated with their own base), a soft-capped logit.
  *
  * A pass of more than n_ubatch rows runs in chunks: per block, K and V of every chunk first (so
  * every row's cell holds this layer's K and V before anyone attends), then the rest chunk by
@@ -50,6 +54,9 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     f->x = carve(c, nb * hp->n_embd * fl);
     f->rope_cos = carve(c, nb * half * fl);
     f->rope_sin = carve(c, nb * half * fl);
+    size_t swa = hp->n_swa > 0 ? 1 : 0;
+    f->rope_cos_swa = carve(c, swa * nb * half * fl);
+    f->rope_sin_swa = carve(c, swa * nb * half * fl);
     f->anc = carve(c, nb * nb);
     f->cell_row = carve(c, n_ctx * i32);
     f->xn = carve(c, ub * max_sz((size_t)hp->n_embd, o_dim) * fl);
@@ -62,6 +69,7 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     f->up = carve(c, ub * hp->n_ff * fl);
     f->vis = carve(c, ub * n_ctx * i32);
     f->n_vis = carve(c, ub * i32);
+    f->vis_swa = carve(c, ub * i32);
     size_t nth = (size_t)el_threadpool_size(f->tp), group = (size_t)(hp->n_head / hp->n_head_kv);
     f->scores = carve(c, nth * group * n_ctx * fl);
     f->kv_rows = carve(c, nth * 2 * n_ctx * sizeof *f->kv_rows);
@@ -93,6 +101,8 @@ el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_
                         "bytes)", n_batch, sizing.used);
     }
     carve_scratch(f, &c, mm);
+    if (hp->n_swa == 0)
+        f->rope_cos_swa = f->rope_sin_swa = NULL;
     f->scratch = c.base;
     f->scratch_bytes = c.used;
     for (int32_t i = 0; i < kv->n_ctx; i++)
@@ -150,28 +160,62 @@ static void rmsnorm_rows(float *o, const float *x, const float *w, int32_t n_row
         rmsnorm(o + (size_t)r * n, x + (size_t)r * n, w, n, eps);
 }
 
+/* The RMSNorm of each head of hd floats of n_rows rows of n_heads heads, in place (per-head
+ * Q/K norms). */
+static void rmsnorm_heads(float *x, const float *w, int32_t n_rows, int n_heads, int hd,
+                          float eps) {
+    for (size_t h = 0; h < (size_t)n_rows * n_heads; h++)
+        rmsnorm(x + h * hd, x + h * hd, w, hd, eps);
+}
+
+static void scale_rows(float *x, float s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] *= s;
+}
+
 static void add_rows(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++)
         x[i] += y[i];
 }
 
-/* cos and sin of every rotated pair's angle for each row's position. theta_i = pos * scale *
- * base^(-2i/n_rot) / factor_i (factor_i from rope_freqs, llama3-style). */
-static void rope_tables(el_forward *f, const el_rows *rows) {
+/* cos and sin of every rotated pair's angle for each row's position into cs, sn. theta_i = pos *
+ * scale * base^(-2i/n_rot) / factor_i (factor_i from rope_freqs, llama3-style). */
+static void rope_table(const el_forward *f, const el_rows *rows, float base, float scale,
+                       float *cs, float *sn) {
     const el_model *m = f->model;
     const el_hparams *hp = &m->hp;
     int half = hp->n_rot / 2;
     for (int32_t r = 0; r < rows->n; r++) {
-        float pos = (float)rows->pos[r] * hp->rope_freq_scale;
+        float pos = (float)rows->pos[r] * scale;
         for (int i = 0; i < half; i++) {
-            float freq = 1.0f / powf(hp->rope_freq_base, (float)(2 * i) / (float)hp->n_rot);
+            float freq = 1.0f / powf(base, (float)(2 * i) / (float)hp->n_rot);
             if (m->rope_freqs)
                 freq /= m->rope_freqs[i];
             float val = pos * freq;
-            f->rope_cos[(size_t)r * half + i] = cosf(val);
-            f->rope_sin[(size_t)r * half + i] = sinf(val);
+            cs[(size_t)r * half + i] = cosf(val);
+            sn[(size_t)r * half + i] = sinf(val);
         }
     }
+}
+
+/* The tables of the pass: the global layers', and the sliding-window layers' if any. */
+static void rope_tables(el_forward *f, const el_rows *rows) {
+    const el_hparams *hp = &f->model->hp;
+    rope_table(f, rows, hp->rope_freq_base, hp->rope_freq_scale, f->rope_cos, f->rope_sin);
+    if (f->rope_cos_swa)
+        rope_table(f, rows, hp->rope_freq_base_swa, hp->rope_freq_scale_swa, f->rope_cos_swa,
+                   f->rope_sin_swa);
+}
+
+/* Row r's cos and sin table for block il. */
+static const float *rope_cos_of(const el_forward *f, int il, int32_t r) {
+    const float *t = f->model->layers[il].swa ? f->rope_cos_swa : f->rope_cos;
+    return t + (size_t)r * (f->model->hp.n_rot / 2);
+}
+
+static const float *rope_sin_of(const el_forward *f, int il, int32_t r) {
+    const float *t = f->model->layers[il].swa ? f->rope_sin_swa : f->rope_sin;
+    return t + (size_t)r * (f->model->hp.n_rot / 2);
 }
 
 /* Rotates the first n_rot dims of each of n_heads heads (hd floats apart) of one row. */
@@ -257,6 +301,18 @@ static void mark_rows(el_forward *f, const el_rows *rows) {
     }
 }
 
+/* The index of the first of the n cells of vis (in position order) that a row at position pos
+ * sees in a sliding-window layer: those less than n_swa positions before it, as llama.cpp and
+ * Hugging Face mask (a cell at pos - n_swa is out). 0 without a window. */
+static int32_t window_start(const el_forward *f, const int32_t *vis, int32_t n, int32_t pos) {
+    int32_t n_swa = f->model->hp.n_swa, k = 0;
+    if (n_swa <= 0)
+        return 0;
+    while (k < n && (int64_t)pos - f->kv->pos[vis[k]] >= n_swa)
+        k++;
+    return k;
+}
+
 /* For each row of the chunk [c0, c0 + n), the cells it attends to in position order: visible to
  * its sequence, position not after its own, and in a tree batch, among this pass's cells only
  * its ancestors and itself. */
@@ -278,6 +334,7 @@ static void build_visibility(el_forward *f, const el_rows *rows, int32_t c0, int
         bool ordered = true;
         for (int32_t k = 1; k < n && ordered; k++) ordered = kv->pos[vis[k - 1]] < kv->pos[vis[k]];
         if (!ordered) qsort_r(vis, (size_t)n, sizeof *vis, cmp_cell_pos, (void *)kv);
+        f->vis_swa[i] = window_start(f, vis, n, rows->pos[r]);
     }
 }
 
@@ -306,6 +363,10 @@ static void attention_task(void *arg, int ith, int nth) {
         int32_t r = u / hp->n_head_kv, kvh = u % hp->n_head_kv, h0 = kvh * group;
         const int32_t *vis = f->vis + (size_t)r * n_ctx;
         int32_t nv = f->n_vis[r];
+        if (f->model->layers[job->il].swa) {
+            vis += f->vis_swa[r];
+            nv -= f->vis_swa[r];
+        }
         for (int32_t j = 0; j < nv; j++) {
             keys[j] = el_kv_cell_k(kv, job->il, kvh, vis[j]);
             values[j] = el_kv_cell_v(kv, job->il, kvh, vis[j]);
@@ -317,19 +378,33 @@ static void attention_task(void *arg, int ith, int nth) {
 
 /* ------------------------------------------------------------- feed-forward */
 
-typedef struct swiglu_job {
+typedef struct ffn_act_job {
     float *gate;
     const float *up;
     size_t n;
-} swiglu_job;
+    el_ffn_act act;
+} ffn_act_job;
 
-/* gate = silu(gate) * up by the kernel table's swiglu, split across the pool: an exponential per
- * element is tens of microseconds per layer, which the other threads would otherwise spend
- * waiting. */
-static void swiglu_task(void *arg, int ith, int nth) {
-    const swiglu_job *j = arg;
+/* gate = gelu(gate) * up with GELU's tanh approximation (Hugging Face's gelu_pytorch_tanh,
+ * ggml's gelu): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static void geglu(float *gate, const float *up, size_t n) {
+    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (size_t i = 0; i < n; i++) {
+        float x = gate[i];
+        gate[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * up[i];
+    }
+}
+
+/* The gated activation, split across the pool: SwiGLU by the kernel table's swiglu (an
+ * exponential per element is tens of microseconds per layer, which the other threads would
+ * otherwise spend waiting), GeGLU by geglu. */
+static void ffn_act_task(void *arg, int ith, int nth) {
+    const ffn_act_job *j = arg;
     size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
-    el_kernels_get()->swiglu(j->gate + lo, j->up + lo, hi - lo);
+    if (j->act == EL_FFN_GELU)
+        geglu(j->gate + lo, j->up + lo, hi - lo);
+    else
+        el_kernels_get()->swiglu(j->gate + lo, j->up + lo, hi - lo);
 }
 
 /* ------------------------------------------------------------- the pass */
@@ -344,6 +419,8 @@ static void embed_rows(el_forward *f, const el_rows *rows) {
             const uint8_t *row = (const uint8_t *)m->tok_embd.data +
                                  (size_t)rows->token[r] * m->tok_embd.row_bytes;
             kernels->to_float(row, x, n_embd);
+            if (m->hp.embd_scale != 1.0f)
+                scale_rows(x, m->hp.embd_scale, (size_t)n_embd);
         } else {
             memcpy(x, rows->embd + (size_t)r * n_embd, (size_t)n_embd * sizeof *x);
         }
@@ -389,7 +466,7 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
                      bool with_q) {
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
-    int n_embd = hp->n_embd, half = hp->n_rot / 2;
+    int n_embd = hp->n_embd;
     int k_dim = hp->n_head_kv * hp->head_dim_k, v_dim = hp->n_head_kv * hp->head_dim_v;
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     el_kv_cache *kv = f->kv;
@@ -400,11 +477,13 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
     float *const y[] = {f->k, f->v, f->q};
     const int64_t ldy[] = {k_dim, v_dim, q_dim};
     linears(f, il, with_q ? 3 : 2, which, f->xn, n_embd, y, ldy, n, lr);
+    if (l->attn_k_norm)
+        rmsnorm_heads(f->k, l->attn_k_norm, n, hp->n_head_kv, hp->head_dim_k, hp->rms_eps);
     for (int32_t i = 0; i < n; i++) {
         int32_t r = c0 + i;
         float *k = f->k + (size_t)i * k_dim;
         rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, hp->rope_style,
-                   f->rope_cos + (size_t)r * half, f->rope_sin + (size_t)r * half);
+                   rope_cos_of(f, il, r), rope_sin_of(f, il, r));
         const float *v = f->v + (size_t)i * v_dim;
         for (int h = 0; h < hp->n_head_kv; h++) {
             store_kv_row(kv, el_kv_cell_k(kv, il, h, rows->cell[r]),
@@ -417,11 +496,12 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
 
 /* Second half of block il for the chunk [c0, c0 + n), once every row's K and V are in the
  * cache: Q (from xn, unless block_kv made it) -> RoPE -> attention -> output projection ->
- * residual -> RMSNorm -> SwiGLU FFN -> residual. */
+ * residual -> RMSNorm -> SwiGLU (or GeGLU) FFN -> residual; with the Q norm and the post norms
+ * where the model has them. */
 static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_ready) {
     const el_hparams *hp = &f->model->hp;
     const el_layer *l = &f->model->layers[il];
-    int n_embd = hp->n_embd, half = hp->n_rot / 2;
+    int n_embd = hp->n_embd;
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     int64_t o_dim = (int64_t)hp->n_head * hp->head_dim_v;
     float *x = f->x + (size_t)c0 * n_embd;
@@ -431,13 +511,18 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_read
         rmsnorm_rows(f->xn, x, l->attn_norm, n, n_embd, hp->rms_eps);
         linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
     }
+    if (l->attn_q_norm)
+        rmsnorm_heads(f->q, l->attn_q_norm, n, hp->n_head, hp->head_dim_k, hp->rms_eps);
     for (int32_t i = 0; i < n; i++)
         rope_apply(f->q + (size_t)i * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot,
-                   hp->rope_style, f->rope_cos + (size_t)(c0 + i) * half,
-                   f->rope_sin + (size_t)(c0 + i) * half);
+                   hp->rope_style, rope_cos_of(f, il, c0 + i), rope_sin_of(f, il, c0 + i));
+    if (hp->q_scale != 1.0f)
+        scale_rows(f->q, hp->q_scale, (size_t)n * q_dim);
     attention_job job = {.f = f, .n_rows = n, .il = il};
     el_threadpool_run(f->tp, attention_task, &job);
     linear(f, il, EL_LINEAR_O, f->att_out, o_dim, f->proj, n_embd, n, lr);
+    if (l->attn_post_norm)
+        rmsnorm_rows(f->proj, f->proj, l->attn_post_norm, n, n_embd, hp->rms_eps);
     add_rows(x, f->proj, (size_t)n * n_embd);
 
     rmsnorm_rows(f->xn, x, l->ffn_norm, n, n_embd, hp->rms_eps);
@@ -445,10 +530,18 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_read
     float *const ffn_y[] = {f->gate, f->up};
     const int64_t ffn_ldy[] = {hp->n_ff, hp->n_ff};
     linears(f, il, 2, ffn_in, f->xn, n_embd, ffn_y, ffn_ldy, n, lr);
-    swiglu_job sj = {.gate = f->gate, .up = f->up, .n = (size_t)n * hp->n_ff};
-    el_threadpool_run(f->tp, swiglu_task, &sj);
+    ffn_act_job aj = {.gate = f->gate, .up = f->up, .n = (size_t)n * hp->n_ff, .act = hp->ffn_act};
+    el_threadpool_run(f->tp, ffn_act_task, &aj);
     linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, n, lr);
+    if (l->ffn_post_norm)
+        rmsnorm_rows(f->proj, f->proj, l->ffn_post_norm, n, n_embd, hp->rms_eps);
     add_rows(x, f->proj, (size_t)n * n_embd);
+}
+
+/* x = c tanh(x / c): logits bounded by c (final_logit_softcapping). */
+static void softcap(float *x, size_t n, float c) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = c * tanhf(x[i] / c);
 }
 
 /* The final norm and the vocabulary projection of the rows whose logits are wanted, n_ubatch at
@@ -467,6 +560,8 @@ static void output_logits(el_forward *f, const el_rows *rows) {
         el_matmul(f->tp, &m->output, f->xn, hp->n_embd, n, f->logits + (size_t)j0 * hp->n_vocab,
                   hp->n_vocab, f->mm_scratch);
     }
+    if (hp->final_logit_softcap > 0.0f)
+        softcap(f->logits, (size_t)rows->n_out * hp->n_vocab, hp->final_logit_softcap);
 }
 
 void el_forward_run(el_forward *f, const el_rows *rows) {

@@ -45,6 +45,8 @@ typedef struct el_forward {
     float *x;        /* [n_batch][n_embd] residual stream */
     float *rope_cos; /* [n_batch][n_rot/2] */
     float *rope_sin;
+    float *rope_cos_swa; /* the same for sliding-window layers' base and scale (NULL: none) */
+    float *rope_sin_swa;
     uint8_t *anc;    /* [n_batch][n_batch] anc[r][j]: row j is row r or an ancestor (trees) */
     int32_t *cell_row; /* [n_ctx] row of this pass in each cell, or -1 */
     /* of one chunk, [n_ubatch][width] */
@@ -58,6 +60,8 @@ typedef struct el_forward {
     float *up;       /* [n_ff] */
     int32_t *vis;    /* [n_ubatch][n_ctx] cells each row attends to */
     int32_t *n_vis;  /* [n_ubatch] */
+    int32_t *vis_swa; /* [n_ubatch] where in vis the cells within the sliding window start (they
+                       * are the last ones: vis is in position order) */
     float *scores;   /* [n_threads][n_head / n_head_kv][n_ctx] attention weights of one
                       * (row, kv head) */
     const void **kv_rows;  /* [n_threads][2][n_ctx] its cells' keys, then values */

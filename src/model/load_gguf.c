@@ -1,7 +1,10 @@
 /* load_gguf.c - a model from a GGUF file: hyper-parameters from <arch>.* metadata, weight views
  * into the mapping, every tensor checked for presence, type and shape before anything uses it.
  *
- * Architectures: llama (NORM rope) and qwen2 (NEOX rope, q/k/v biases). A GGUF without tensors
+ * Architectures: llama (NORM rope), qwen2 (NEOX rope, q/k/v biases) and gemma3 (NEOX rope,
+ * per-head Q/K norms, norms after attention and FFN, GeGLU, sliding-window layers; its norm
+ * weights are stored as llama.cpp's converter writes them, 1 + w of Hugging Face's, so every
+ * norm here is a plain RMSNorm). A GGUF without tensors
  * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
  * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
 #include <float.h>
@@ -129,6 +132,35 @@ static el_status check_heads(const el_model *m, const el_hparams *hp) {
     return EL_OK;
 }
 
+static bool is_gemma3(const el_model *m) { return strcmp(m->arch, "gemma3") == 0; }
+
+/* gemma3 as llama.cpp reads it: embeddings scaled by sqrt(n_embd), GeGLU, an optional final
+ * logit soft-cap, and, when attention.sliding_window is set, sliding-window layers but every
+ * pattern-th (attention.sliding_window_pattern, 6 if absent), which rotate with
+ * rope.freq_base_swa (10000 if absent) and no rope scaling. A GGUF has no
+ * query_pre_attn_scalar: the attention scale is 1/sqrt(head_dim), but 1/sqrt(n_embd / n_head)
+ * for the 62-layer 27B, the rule llama.cpp takes from Google's reference code. */
+static el_status read_gemma3_hparams(el_model *m) {
+    el_hparams *hp = &m->hp;
+    el_status st;
+    hp->ffn_act = EL_FFN_GELU;
+    hp->embd_scale = sqrtf((float)hp->n_embd);
+    if (hp->n_layer == 62)
+        hp->q_scale = sqrtf((float)hp->head_dim_k) / sqrtf((float)(hp->n_embd / hp->n_head));
+    if ((st = arch_f32_within(m, "final_logit_softcapping", 0.0f, 0.0f, FLT_MAX,
+                              &hp->final_logit_softcap)) ||
+        (st = arch_i32(m, "attention.sliding_window", 0, &hp->n_swa)) ||
+        (st = arch_i32(m, "attention.sliding_window_pattern", 6, &hp->swa_pattern)) ||
+        (st = arch_f32_within(m, "rope.freq_base_swa", 10000.0f, FLT_MIN, FLT_MAX,
+                              &hp->rope_freq_base_swa)))
+        return st;
+    if (hp->n_swa < 0 || hp->swa_pattern < 0)
+        return el_error(EL_ERR_FORMAT, "%s: gemma3.attention.sliding_window %d and its pattern %d "
+                        "must not be negative", m->path, hp->n_swa, hp->swa_pattern);
+    hp->rope_freq_scale_swa = 1.0f;
+    return EL_OK;
+}
+
 static el_status read_hparams(el_model *m) {
     el_hparams *hp = &m->hp;
     el_status st;
@@ -163,16 +195,35 @@ static el_status read_hparams(el_model *m) {
             return st;
         hp->rope_freq_scale = 1.0f / factor;
     }
-    hp->rope_style = strcmp(m->arch, "qwen2") == 0 ? EL_ROPE_NEOX : EL_ROPE_NORM;
-    return EL_OK;
+    hp->rope_style = strcmp(m->arch, "qwen2") == 0 || is_gemma3(m) ? EL_ROPE_NEOX : EL_ROPE_NORM;
+    hp->ffn_act = EL_FFN_SILU;
+    hp->embd_scale = 1.0f;
+    hp->q_scale = 1.0f;
+    return is_gemma3(m) ? read_gemma3_hparams(m) : EL_OK;
+}
+
+/* The vectors an architecture's blocks have beyond the two norms every one has. */
+typedef struct layer_vectors {
+    bool biases;     /* attn_q/k/v.bias: qwen2 */
+    bool qk_norm;    /* attn_q_norm, attn_k_norm: gemma3 */
+    bool post_norms; /* post_attention_norm, post_ffw_norm: gemma3 */
+} layer_vectors;
+
+static layer_vectors arch_layer_vectors(const el_model *m) {
+    return (layer_vectors){.biases = strcmp(m->arch, "qwen2") == 0, .qk_norm = is_gemma3(m),
+                           .post_norms = is_gemma3(m)};
 }
 
 /* Floats of the owned vector block: norms, biases, rope factors. */
-static size_t vector_floats(const el_hparams *hp, bool biases) {
+static size_t vector_floats(const el_hparams *hp, layer_vectors lv) {
     size_t per_layer = 2 * (size_t)hp->n_embd;
-    if (biases)
+    if (lv.biases)
         per_layer += (size_t)hp->n_head * hp->head_dim_k + (size_t)hp->n_head_kv * hp->head_dim_k +
                      (size_t)hp->n_head_kv * hp->head_dim_v;
+    if (lv.qk_norm)
+        per_layer += 2 * (size_t)hp->head_dim_k;
+    if (lv.post_norms)
+        per_layer += 2 * (size_t)hp->n_embd;
     return per_layer * hp->n_layer + hp->n_embd + hp->n_rot / 2;
 }
 
@@ -182,7 +233,18 @@ static const char *blk_name(char *buf, int il, const char *suffix) {
     return buf;
 }
 
-static el_status load_layer(el_model *m, int il, bool biases, float **vec) {
+/* The vector `suffix` of block il (n floats) into *v, which then moves past it; *dst points at
+ * it. */
+static el_status load_layer_vector(el_model *m, int il, const char *suffix, int64_t n,
+                                   const float **dst, float **v) {
+    char name[96];
+    *dst = *v;
+    el_status st = load_vector(m, blk_name(name, il, suffix), n, *v);
+    *v += n;
+    return st;
+}
+
+static el_status load_layer(el_model *m, int il, layer_vectors lv, float **vec) {
     const el_hparams *hp = &m->hp;
     el_layer *l = &m->layers[il];
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
@@ -217,7 +279,20 @@ static el_status load_layer(el_model *m, int il, bool biases, float **vec) {
         if ((st = load_weight(m, blk_name(name, il, mats[i].suffix), mats[i].n_in, mats[i].n_out,
                               mats[i].w)))
             return st;
-    if (biases) {
+    if (lv.qk_norm &&
+        ((st = load_layer_vector(m, il, "attn_q_norm.weight", hp->head_dim_k, &l->attn_q_norm,
+                                 &v)) ||
+         (st = load_layer_vector(m, il, "attn_k_norm.weight", hp->head_dim_k, &l->attn_k_norm,
+                                 &v))))
+        return st;
+    if (lv.post_norms &&
+        ((st = load_layer_vector(m, il, "post_attention_norm.weight", hp->n_embd,
+                                 &l->attn_post_norm, &v)) ||
+         (st = load_layer_vector(m, il, "post_ffw_norm.weight", hp->n_embd, &l->ffn_post_norm,
+                                 &v))))
+        return st;
+    l->swa = hp->n_swa > 0 && (hp->swa_pattern == 0 || il % hp->swa_pattern < hp->swa_pattern - 1);
+    if (lv.biases) {
         l->bq = v;
         if ((st = load_vector(m, blk_name(name, il, "attn_q.bias"), q_dim, v)))
             return st;
@@ -237,9 +312,9 @@ static el_status load_layer(el_model *m, int il, bool biases, float **vec) {
 
 static el_status load_weights(el_model *m) {
     el_status st;
-    if (strcmp(m->arch, "llama") != 0 && strcmp(m->arch, "qwen2") != 0)
-        return el_error(EL_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (llama, qwen2)",
-                        m->path, m->arch);
+    if (strcmp(m->arch, "llama") != 0 && strcmp(m->arch, "qwen2") != 0 && !is_gemma3(m))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (llama, qwen2, "
+                        "gemma3)", m->path, m->arch);
     if ((st = read_hparams(m)))
         return st;
     el_hparams *hp = &m->hp;
@@ -254,8 +329,8 @@ static el_status load_weights(el_model *m) {
     if ((st = el_hparams_validate(hp, m->path)))
         return st;
 
-    bool biases = strcmp(m->arch, "qwen2") == 0;
-    m->vectors = malloc(vector_floats(hp, biases) * sizeof(float));
+    layer_vectors lv = arch_layer_vectors(m);
+    m->vectors = malloc(vector_floats(hp, lv) * sizeof(float));
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->vectors || !m->layers)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
@@ -264,7 +339,7 @@ static el_status load_weights(el_model *m) {
     if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
         return st;
     for (int il = 0; il < hp->n_layer; il++)
-        if ((st = load_layer(m, il, biases, &vec)))
+        if ((st = load_layer(m, il, lv, &vec)))
             return st;
     m->output_norm = vec;
     if ((st = load_vector(m, "output_norm.weight", hp->n_embd, vec)))

@@ -17,8 +17,14 @@
 
 typedef enum el_rope_style {
     EL_ROPE_NORM, /* rotate adjacent pairs (2i, 2i+1): llama */
-    EL_ROPE_NEOX, /* rotate pairs (i, i + n_rot/2): qwen2 */
+    EL_ROPE_NEOX, /* rotate pairs (i, i + n_rot/2): qwen2, gemma3 */
 } el_rope_style;
+
+/* The gated activation of the feed-forward: act(gate) * up. */
+typedef enum el_ffn_act {
+    EL_FFN_SILU, /* SwiGLU: llama, qwen2 */
+    EL_FFN_GELU, /* GELU, tanh approximation (GeGLU): gemma3 */
+} el_ffn_act;
 
 typedef struct el_hparams {
     int32_t n_vocab;
@@ -35,6 +41,19 @@ typedef struct el_hparams {
     float rope_freq_base;
     float rope_freq_scale; /* 1 / rope.scaling.factor for linear scaling, else 1 */
     el_rope_style rope_style;
+    el_ffn_act ffn_act;
+    float embd_scale;      /* token embeddings are multiplied by it: sqrt(n_embd) in gemma3,
+                            * else 1 */
+    float q_scale;         /* queries are multiplied by it before attention, whose scores are
+                            * divided by sqrt(head_dim_k): 1 unless the architecture scales
+                            * attention otherwise (gemma3 27B) */
+    float final_logit_softcap; /* logits = c tanh(logits / c) when > 0 (final_logit_softcapping) */
+    /* sliding-window layers (gemma3): a row attends only to cells less than n_swa positions
+     * before it; those layers rotate with their own base and scale */
+    int32_t n_swa;         /* 0: no sliding window */
+    int32_t swa_pattern;   /* layer il is global when il % swa_pattern == swa_pattern - 1 */
+    float rope_freq_base_swa;
+    float rope_freq_scale_swa;
 } el_hparams;
 
 typedef struct el_layer {
@@ -44,10 +63,17 @@ typedef struct el_layer {
     el_weight wv;           /* n_embd -> n_head_kv * head_dim_v */
     el_weight wo;           /* n_head * head_dim_v -> n_embd */
     const float *bq, *bk, *bv; /* biases (qwen2) or NULL */
+    const float *attn_q_norm, *attn_k_norm; /* [head_dim_k] RMSNorm of each query / key head
+                                             * before RoPE (gemma3) or NULL */
+    const float *attn_post_norm; /* [n_embd] RMSNorm of the attention output before the residual
+                                  * (gemma3) or NULL */
     const float *ffn_norm;  /* [n_embd] */
     el_weight w_gate;       /* n_embd -> n_ff */
     el_weight w_up;         /* n_embd -> n_ff */
     el_weight w_down;       /* n_ff -> n_embd */
+    const float *ffn_post_norm; /* [n_embd] RMSNorm of the FFN output before the residual
+                                 * (gemma3) or NULL */
+    bool swa;               /* a sliding-window layer (hp.n_swa, rope_*_swa) */
 } el_layer;
 
 /* Which linear layer of a block a matmul is; the hook for adapter terms keys on it. */

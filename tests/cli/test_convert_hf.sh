@@ -31,6 +31,21 @@ expect_exit tokenize_hf_mistral 0 "$EL" tokenize -m "$TMP/mistral.gguf" -p "the"
 # "▁the" is one piece of the tiny SentencePiece vocabulary of make_hf_golden.py: after 259
 # special and byte tokens and the 10 letters "▁etaoinshr", the 8th merge (▁th + e) makes id 276
 [ "$(cat "$TMP/out")" = "276" ] && pass tokenize_hf_mistral_ids || fail tokenize_hf_mistral_ids "got [$(cat "$TMP/out")]"
+# gemma3: the window's keys, then a run; Gemma's tokenizer puts no "▁" before the text: "the" is
+# t (265, after 7 special, 256 byte tokens, "▁" and "e") + he (the 2nd merge, 278), " the" is
+# "▁the" (the 3rd merge, 279)
+expect_exit convert_hf_gemma3 0 "$EL" convert "$G/gemma3" -o "$TMP/gemma3.gguf" --type q8_0
+expect_exit info_hf_gemma3 0 "$EL" info "$TMP/gemma3.gguf"
+grep -q 'gemma3.attention.sliding_window: u32 = 4' "$TMP/out" \
+    && grep -q "post_ffw_norm" "$TMP/out" && grep -q 'add_space_prefix: bool = false' "$TMP/out" \
+    && pass info_hf_gemma3_keys || fail info_hf_gemma3_keys "$(head -c 400 "$TMP/out")"
+expect_exit run_hf_gemma3 0 "$EL" run -m "$TMP/gemma3.gguf" -p "the" -n 4 --temp 0
+expect_exit tokenize_hf_gemma3 0 "$EL" tokenize -m "$TMP/gemma3.gguf" -p "the"
+[ "$(cat "$TMP/out")" = "265 278" ] && pass tokenize_hf_gemma3_ids ||
+    fail tokenize_hf_gemma3_ids "got [$(cat "$TMP/out")]"
+expect_exit tokenize_hf_gemma3_space 0 "$EL" tokenize -m "$TMP/gemma3.gguf" -p " the"
+[ "$(cat "$TMP/out")" = "279" ] && pass tokenize_hf_gemma3_space_ids ||
+    fail tokenize_hf_gemma3_space_ids "got [$(cat "$TMP/out")]"
 # edgelora's own types: written, warned about, and run
 expect_exit convert_hf_w4a8 0 "$EL" convert "$G/llama" -o "$TMP/llama_w4.gguf" --type w4a8
 grep -q "llama.cpp cannot read" "$TMP/err" && pass convert_hf_w4a8_warns || fail convert_hf_w4a8_warns "$(cat "$TMP/err")"

@@ -2,7 +2,8 @@
 """make_golden.py - golden logits for tests/test_model_golden.c from an independent implementation.
 
 For each configuration below this script
-  1. makes a tiny random llama or qwen2 model; quantized tensors are random *valid block bytes*,
+  1. makes a tiny random llama, qwen2 or gemma3 model; quantized tensors are random *valid block
+     bytes*,
   2. writes it as GGUF with its own minimal writer (no code shared with the C writer),
   3. dequantizes every tensor from those bytes with its own numpy reading of the ggml block
      layouts (so a layout misunderstanding on either side shows up as a mismatch),
@@ -18,6 +19,13 @@ The second set lets the C test check quantized models tightly; the first bounds 
 activation rounding takes them from exact arithmetic.
 The models carry no tokenizer: the C loader accepts a GGUF without tokenizer.ggml.* keys as a
 logits-only model.
+
+gemma3 follows llama.cpp's reading of its GGUF (llama-model.cpp, models/gemma3.cpp): the norm
+weights hold Hugging Face's 1 + w and are applied as they are; embeddings times sqrt(n_embd);
+per-head RMSNorm of Q and K before NEOX RoPE; RMSNorm of the attention and FFN outputs before
+their residuals; GELU (tanh) gating; in sliding-window layers (all but every pattern-th) a row
+sees the positions p - window < j <= p, rotated with rope.freq_base_swa and no scaling; scores
+scaled by 1/sqrt(head_dim); logits soft-capped when final_logit_softcapping is set.
 
 Run with /usr/bin/python3 (needs numpy). Deterministic: the same files every time.
 """
@@ -228,7 +236,7 @@ def make_model(cfg, rng):
     """Returns (tensors for the GGUF, float64 weights by name)."""
     d, V, L, ff = cfg["dim"], cfg["vocab"], cfg["layers"], cfg["ff"]
     nh, nkv = cfg["heads"], cfg["kv_heads"]
-    hd = d // nh
+    hd = cfg.get("head_dim", d // nh)
     tensors, W = [], {}
 
     def matrix(name, n_in, n_out, tname, std):
@@ -256,6 +264,11 @@ def make_model(cfg, rng):
             vector(p + "attn_q.bias", 0.2 * rng.standard_normal(nh * hd))
             vector(p + "attn_k.bias", 0.2 * rng.standard_normal(nkv * hd))
             vector(p + "attn_v.bias", 0.2 * rng.standard_normal(nkv * hd))
+        if cfg["arch"] == "gemma3":
+            vector(p + "attn_q_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
+            vector(p + "attn_k_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
+            vector(p + "post_attention_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
+            vector(p + "post_ffw_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
         vector(p + "ffn_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
         matrix(p + "ffn_gate.weight", d, ff, wt, d ** -0.5)
         matrix(p + "ffn_up.weight", d, ff, wt, d ** -0.5)
@@ -287,6 +300,15 @@ def metadata(cfg, name):
     if "linear_scale" in cfg:
         kv[a + ".rope.scaling.type"] = "linear"
         kv[a + ".rope.scaling.factor"] = cfg["linear_scale"]
+    if "head_dim" in cfg:
+        kv[a + ".attention.key_length"] = cfg["head_dim"]
+        kv[a + ".attention.value_length"] = cfg["head_dim"]
+    if "window" in cfg:
+        kv[a + ".attention.sliding_window"] = cfg["window"]
+        kv[a + ".attention.sliding_window_pattern"] = cfg["pattern"]
+        kv[a + ".rope.freq_base_swa"] = cfg["base_swa"]
+    if "softcap" in cfg:
+        kv[a + ".final_logit_softcapping"] = cfg["softcap"]
     return kv
 
 
@@ -297,18 +319,20 @@ def rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x, pos, cfg, freqs):
-    """x: [n, heads, hd]; rotates the first n_rot dims of each head."""
+def rope(x, pos, cfg, freqs, swa=False):
+    """x: [n, heads, hd]; rotates the first n_rot dims of each head (a sliding-window layer's
+    with base_swa and no scaling)."""
     hd = x.shape[2]
     n_rot = cfg.get("n_rot", hd)
     half = n_rot // 2
-    theta = cfg["base"] ** (-2.0 * np.arange(half) / n_rot)
+    base = cfg["base_swa"] if swa else cfg["base"]
+    theta = base ** (-2.0 * np.arange(half) / n_rot)
     if freqs is not None:
         theta = theta / freqs
-    ang = (pos[:, None] / cfg.get("linear_scale", 1.0)) * theta[None, :]  # [n, half]
+    ang = (pos[:, None] / (1.0 if swa else cfg.get("linear_scale", 1.0))) * theta[None, :]
     c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
     y = x.copy()
-    if cfg["arch"] == "qwen2":  # NEOX: pairs (i, i + half)
+    if cfg["arch"] in ("qwen2", "gemma3"):  # NEOX: pairs (i, i + half)
         a, b = x[:, :, :half], x[:, :, half:n_rot]
         y[:, :, :half], y[:, :, half:n_rot] = a * c - b * s, a * s + b * c
     else:  # NORM: pairs (2i, 2i + 1)
@@ -332,6 +356,10 @@ def round_activations(x, wtype):
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
 def forward(cfg, W, tokens, types=None):
     """float64 forward; with types (tensor name -> type name), matmul inputs are rounded."""
     def mm(h, name):
@@ -340,34 +368,48 @@ def forward(cfg, W, tokens, types=None):
         return h @ W[name].T
 
     d, nh, nkv = cfg["dim"], cfg["heads"], cfg["kv_heads"]
-    hd, n, eps = d // nh, len(tokens), cfg["eps"]
+    hd, n, eps = cfg.get("head_dim", d // nh), len(tokens), cfg["eps"]
+    gemma3 = cfg["arch"] == "gemma3"
     pos = np.arange(n, dtype=np.float64)
     freqs = W.get("rope_freqs.weight")
-    x = W["token_embd.weight"][tokens]
+    x = W["token_embd.weight"][tokens] * (np.sqrt(d) if gemma3 else 1.0)
     mask = np.triu(np.full((n, n), -np.inf), 1)
+    # a sliding-window layer also masks the cells window or more positions back
+    window_mask = mask + np.tril(np.full((n, n), -np.inf), -cfg.get("window", n))
     for i in range(cfg["layers"]):
         p = "blk.%d." % i
+        swa = "window" in cfg and i % cfg["pattern"] < cfg["pattern"] - 1
         h = rmsnorm(x, W[p + "attn_norm.weight"], eps)
         q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
         k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
         v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
-        q = rope(q.reshape(n, nh, hd), pos, cfg, freqs)
-        k = rope(k.reshape(n, nkv, hd), pos, cfg, freqs)
+        q, k = q.reshape(n, nh, hd), k.reshape(n, nkv, hd)
+        if gemma3:
+            q = rmsnorm(q, W[p + "attn_q_norm.weight"], eps)
+            k = rmsnorm(k, W[p + "attn_k_norm.weight"], eps)
+        q = rope(q, pos, cfg, freqs, swa)
+        k = rope(k, pos, cfg, freqs, swa)
         v = v.reshape(n, nkv, hd)
         out = np.zeros((n, nh, hd))
         for hh in range(nh):
             kh = hh // (nh // nkv)
-            s = q[:, hh, :] @ k[:, kh, :].T / np.sqrt(hd) + mask
+            s = q[:, hh, :] @ k[:, kh, :].T / np.sqrt(hd) + (window_mask if swa else mask)
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
             out[:, hh, :] = s @ v[:, kh, :]
-        x = x + mm(out.reshape(n, nh * hd), p + "attn_output.weight")
+        o = mm(out.reshape(n, nh * hd), p + "attn_output.weight")
+        x = x + (rmsnorm(o, W[p + "post_attention_norm.weight"], eps) if gemma3 else o)
         h = rmsnorm(x, W[p + "ffn_norm.weight"], eps)
         g = mm(h, p + "ffn_gate.weight")
         u = mm(h, p + "ffn_up.weight")
-        x = x + mm(g / (1.0 + np.exp(-g)) * u, p + "ffn_down.weight")
+        act = gelu_tanh(g) if gemma3 else g / (1.0 + np.exp(-g))
+        f = mm(act * u, p + "ffn_down.weight")
+        x = x + (rmsnorm(f, W[p + "post_ffw_norm.weight"], eps) if gemma3 else f)
     out_name = "output.weight" if "output.weight" in W else "token_embd.weight"
-    return mm(rmsnorm(x, W["output_norm.weight"], eps), out_name)
+    logits = mm(rmsnorm(x, W["output_norm.weight"], eps), out_name)
+    if "softcap" in cfg:
+        logits = cfg["softcap"] * np.tanh(logits / cfg["softcap"])
+    return logits
 
 
 # ---------------------------------------------------------------- configurations
@@ -395,14 +437,29 @@ CONFIGS = {
     # qwen2 in q6_k, tied to a q6_k embedding
     "qwen2_q6_k": dict(BASE, arch="qwen2", type="q6_k", dim=256, heads=4, kv_heads=2, layers=1,
                        ff=256, tied=True),
+    # gemma3: head_dim 32 though dim / heads is 16, one KV head, tied; a window of 3 in layers 0
+    # and 1 (pattern 3: layer 2 global) over the 7-token prompt, each kind its own rope base
+    "gemma3_f32_swa": dict(BASE, arch="gemma3", type="f32", dim=64, heads=4, kv_heads=1,
+                           head_dim=32, layers=3, ff=96, tied=True, eps=1e-6, base=1000000.0,
+                           base_swa=10000.0, window=3, pattern=3, seed=2000),
+    # gemma3 in q8_0: linear rope scaling (global layers only), a window of 4 every other layer,
+    # soft-capped logits
+    "gemma3_q8_0_softcap": dict(BASE, arch="gemma3", type="q8_0", dim=128, heads=4, kv_heads=2,
+                                head_dim=64, layers=2, ff=160, tied=True, eps=1e-6,
+                                base=1000000.0, base_swa=10000.0, window=4, pattern=2,
+                                linear_scale=8.0, softcap=6.0, seed=2001),
 }
 
 N_PROMPT = 7
 
 
 def main():
-    for idx, (name, cfg) in enumerate(sorted(CONFIGS.items())):
-        rng = np.random.default_rng(1000 + idx)
+    # the first models' seeds count them in name order; later ones carry their own, so adding
+    # one changes no other file
+    numbered = sorted(name for name, cfg in CONFIGS.items() if "seed" not in cfg)
+    for name, cfg in sorted(CONFIGS.items()):
+        seed = cfg["seed"] if "seed" in cfg else 1000 + numbered.index(name)
+        rng = np.random.default_rng(seed)
         tensors, W = make_model(cfg, rng)
         write_gguf(os.path.join(HERE, name + ".gguf"), metadata(cfg, name), tensors)
         tokens = rng.integers(0, cfg["vocab"], N_PROMPT)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make_hf_golden.py - tiny Hugging Face model folders and their logits, for test_hf_convert.
 
-Writes tests/golden/hf/{llama,qwen2,mistral}/ in the Hugging Face layout (config.json,
+Writes tests/golden/hf/{llama,qwen2,mistral,gemma3}/ in the Hugging Face layout (config.json,
 model.safetensors, tokenizer.json, tokenizer_config.json) and, beside each, expected_logits.txt:
 the logits of a fixed token sequence at fixed positions computed here in float64 the way
 Hugging Face's modeling code computes them (RoPE by rotate_half on the unpermuted weights,
@@ -14,6 +14,13 @@ the converter's names, permutation and RoPE settings against an independent refe
   qwen2:   Qwen2ForCausalLM, q/k/v biases, tied embeddings, BF16, qwen2 regex
   mistral: MistralForCausalLM, linear rope scaling, "head_dim": null, F16, SentencePiece-style
            tokenizer (byte_fallback, "▁" pieces)
+  gemma3:  Gemma3ForCausalLM (model_type gemma3_text), BF16, written from transformers'
+           modeling_gemma3.py: RMSNorm times (1 + w), embeddings times sqrt(hidden_size),
+           q_norm / k_norm per head before RoPE, post-attention and pre/post-feedforward norms,
+           gelu_pytorch_tanh gating, scores times query_pre_attn_scalar^-0.5, sliding-window
+           layers (layer_types; window 4 over 12 consecutive positions, so it cuts) rotated with
+           rope_local_base_freq and no scaling, global ones with rope_theta and linear scaling,
+           tied embeddings, a Gemma-style tokenizer (byte_fallback, no dummy prefix)
 
 Deterministic (numpy's PCG64 with fixed seeds). Run from the repository root:
     /usr/bin/python3 tests/golden/make_hf_golden.py
@@ -28,6 +35,7 @@ import numpy as np
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf")
 TOKENS = [1, 70, 101, 256, 300 - 40, 33, 7]
 POSITIONS = [0, 1, 2, 9, 70, 400, 1500]
+GEMMA3_TOKENS = [2, 70, 101, 256, 260, 33, 7, 280, 5, 150, 290, 44]  # at positions 0..11
 
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -233,6 +241,109 @@ def forward(cfg, W, tokens, positions):
     return x @ out.T
 
 
+def gemma_tokenizer(n_vocab):
+    """Gemma-style SentencePiece BPE: <pad> <eos> <bos> <unk> <mask>, the turn markers, 256
+    <0xNN> byte tokens, pieces; spaces become "▁" with none put before the text."""
+    vocab = {s: i for i, s in enumerate(["<pad>", "<eos>", "<bos>", "<unk>", "<mask>",
+                                         "<start_of_turn>", "<end_of_turn>"])}
+    for b in range(256):
+        vocab["<0x%02X>" % b] = len(vocab)
+    for c in "▁etaoinshrdlcu":
+        vocab[c] = len(vocab)
+    merges = []
+    for a, b in [("▁", "t"), ("h", "e"), ("▁t", "he"), ("i", "n"), ("▁", "a"), ("e", "r"),
+                 ("o", "n"), ("▁", "s"), ("a", "t"), ("e", "n")]:
+        if len(vocab) >= n_vocab:
+            break
+        merges.append(a + " " + b)
+        vocab[a + b] = len(vocab)
+    added = [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for s in ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>",
+                       "<end_of_turn>"]]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [], "special_tokens": {}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": True, "byte_fallback": True, "vocab": vocab, "merges": merges},
+    }
+
+
+def gemma3_inv_freq(cfg, sliding):
+    """transformers' Gemma3RotaryEmbedding: the local one with rope_local_base_freq and the
+    default rope, the global one with rope_theta and rope_scaling (linear here)."""
+    hd = cfg["head_dim"]
+    base = cfg["rope_local_base_freq"] if sliding else cfg["rope_theta"]
+    f = 1.0 / base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    rs = cfg.get("rope_scaling") or {}
+    if not sliding and rs.get("rope_type") == "linear":
+        f = f / rs["factor"]
+    return f
+
+
+def gemma3_norm(x, w, eps):
+    """Gemma3RMSNorm: x * rsqrt(mean(x^2) + eps) * (1 + w)."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * (1.0 + w)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def forward_gemma3(cfg, W, tokens, positions):
+    d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd, eps, T = cfg["head_dim"], cfg["rms_norm_eps"], len(tokens)
+    pos = np.asarray(positions, dtype=np.float64)
+    x = W["model.embed_tokens.weight"][tokens] * math.sqrt(d)
+    # causal; a sliding layer also drops keys window or more positions back (kv > q - window)
+    dist = pos[:, None] - pos[None, :]
+    causal = np.where(dist >= 0, 0.0, -np.inf)
+    sliding_mask = np.where((dist >= 0) & (dist < cfg["sliding_window"]), 0.0, -np.inf)
+    for l in range(cfg["num_hidden_layers"]):
+        p = "model.layers.%d." % l
+        sliding = cfg["layer_types"][l] == "sliding_attention"
+        ang = np.outer(pos, gemma3_inv_freq(cfg, sliding))
+        emb = np.concatenate([ang, ang], axis=-1)
+        cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+        h = gemma3_norm(x, W[p + "input_layernorm.weight"], eps)
+        q = (h @ W[p + "self_attn.q_proj.weight"].T).reshape(T, nh, hd)
+        k = (h @ W[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, hd)
+        v = (h @ W[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd)
+        q = gemma3_norm(q, W[p + "self_attn.q_norm.weight"], eps)
+        k = gemma3_norm(k, W[p + "self_attn.k_norm.weight"], eps)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = nh // nkv
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        att = np.einsum("thd,shd->hts", q, k) * cfg["query_pre_attn_scalar"] ** -0.5
+        att = att + (sliding_mask if sliding else causal)
+        att = np.exp(att - att.max(axis=-1, keepdims=True))
+        att /= att.sum(axis=-1, keepdims=True)
+        o = np.einsum("hts,shd->thd", att, v).reshape(T, nh * hd)
+        o = o @ W[p + "self_attn.o_proj.weight"].T
+        x = x + gemma3_norm(o, W[p + "post_attention_layernorm.weight"], eps)
+        h = gemma3_norm(x, W[p + "pre_feedforward_layernorm.weight"], eps)
+        g = h @ W[p + "mlp.gate_proj.weight"].T
+        u = h @ W[p + "mlp.up_proj.weight"].T
+        f = (gelu_tanh(g) * u) @ W[p + "mlp.down_proj.weight"].T
+        x = x + gemma3_norm(f, W[p + "post_feedforward_layernorm.weight"], eps)
+    x = gemma3_norm(x, W["model.norm.weight"], eps)
+    logits = x @ W["model.embed_tokens.weight"].T
+    if cfg.get("final_logit_softcapping"):
+        c = cfg["final_logit_softcapping"]
+        logits = c * np.tanh(logits / c)
+    return logits
+
+
 def make(name, cfg, dtype, tokenizer, tok_cfg, seed):
     rng = np.random.default_rng(seed)
     d, ff, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
@@ -253,10 +364,16 @@ def make(name, cfg, dtype, tokenizer, tok_cfg, seed):
             shapes.update({p + "self_attn.q_proj.bias": (nh * hd,),
                            p + "self_attn.k_proj.bias": (nkv * hd,),
                            p + "self_attn.v_proj.bias": (nkv * hd,)})
+        if name == "gemma3":
+            shapes.update({p + "self_attn.q_norm.weight": (hd,), p + "self_attn.k_norm.weight": (hd,),
+                           p + "pre_feedforward_layernorm.weight": (d,),
+                           p + "post_feedforward_layernorm.weight": (d,)})
     files, W = {}, {}
     for t in sorted(shapes):
         s = shapes[t]
-        if t.endswith("norm.weight"):
+        if t.endswith("norm.weight") and name == "gemma3":  # the norm multiplies by 1 + w
+            x = 0.2 * rng.standard_normal(s)
+        elif t.endswith("norm.weight"):
             x = 1.0 + 0.2 * rng.standard_normal(s)
         elif t.endswith(".bias"):
             x = 0.3 * rng.standard_normal(s)
@@ -271,11 +388,14 @@ def make(name, cfg, dtype, tokenizer, tok_cfg, seed):
                        ("tokenizer_config.json", tok_cfg)]:
         with open(os.path.join(folder, fname), "w", encoding="utf-8") as f:
             json.dump(obj, f, ensure_ascii=False, indent=1)
-    logits = forward(cfg, W, TOKENS, POSITIONS)
+    tokens, positions = (GEMMA3_TOKENS, list(range(len(GEMMA3_TOKENS)))) if name == "gemma3" \
+        else (TOKENS, POSITIONS)
+    run = forward_gemma3 if name == "gemma3" else forward
+    logits = run(cfg, W, tokens, positions)
     with open(os.path.join(folder, "expected_logits.txt"), "w") as f:
         f.write("# logits of the tokens at the positions below, float64 reference\n")
-        f.write("tokens " + " ".join(map(str, TOKENS)) + "\n")
-        f.write("positions " + " ".join(map(str, POSITIONS)) + "\n")
+        f.write("tokens " + " ".join(map(str, tokens)) + "\n")
+        f.write("positions " + " ".join(map(str, positions)) + "\n")
         for row in logits:
             f.write(" ".join("%.7e" % v for v in row) + "\n")
 
@@ -312,6 +432,22 @@ def main():
     make("mistral", mistral, "F16", spm_tokenizer(300),
          {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "add_bos_token": True,
           "add_eos_token": False}, 3)
+
+    gemma = base_cfg("Gemma3ForCausalLM", "gemma3_text")
+    n_layer, pattern = 6, 6
+    gemma.update({"num_hidden_layers": n_layer, "head_dim": 32, "query_pre_attn_scalar": 32,
+                  "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+                  "rope_scaling": {"rope_type": "linear", "factor": 4.0},
+                  "sliding_window": 4, "sliding_window_pattern": pattern,
+                  "layer_types": ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                                  for i in range(n_layer)],
+                  "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": None,
+                  "attn_logit_softcapping": None, "tie_word_embeddings": True,
+                  "bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0,
+                  "torch_dtype": "bfloat16"})
+    make("gemma3", gemma, "BF16", gemma_tokenizer(300),
+         {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>",
+          "add_bos_token": True, "add_eos_token": False}, 4)
 
 
 if __name__ == "__main__":
