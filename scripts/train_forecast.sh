@@ -30,7 +30,8 @@ mkdir -p "$OUT" "$WORK"
 # the slots train on the first 200 kB of the rest of each language
 for l in $LANGS; do
     n=$(wc -l < "$CORPUS/$l.txt"); keep=$((n - n / 50))
-    head -n "$keep" "$CORPUS/$l.txt" | head -c 200000 > "$WORK/$l.train.txt"
+    head -n "$keep" "$CORPUS/$l.txt" > "$WORK/$l.rest.txt"
+    head -c 200000 "$WORK/$l.rest.txt" > "$WORK/$l.train.txt" && rm "$WORK/$l.rest.txt"
     tail -n +"$((keep + 1))" "$CORPUS/$l.txt" > "$WORK/$l.eval.txt"
 done
 train=() evals=()
@@ -60,10 +61,9 @@ for l in $LANGS; do
         spec=$("$EL" run -m "$MODEL" -p "$p" -n 64 --temp 0 -t "$THREADS" \
                --forecast "$OUT/base.forecast.gguf" --tree "$TREE" 2>"$WORK/spec.err")
         [ "$plain" = "$spec" ] || { echo "speculative text differs for: $p" >&2; exit 1; }
-        read -r s t < <(sed -n 's/^speculative: \([0-9]*\) steps, .* tokens a step.*/\1/p' \
-                        "$WORK/spec.err" | head -1 | awk '{print $1}' | tr '\n' ' '; \
-                        grep -o 'generated: [0-9]*' "$WORK/spec.err" | awk '{print $2}')
-        steps=$((steps + s)) tokens=$((tokens + t))
+        s=$(sed -n 's/^speculative: \([0-9]*\) steps.*/\1/p' "$WORK/spec.err")
+        t=$(sed -n 's/.*generated: \([0-9]*\) tokens.*/\1/p' "$WORK/spec.err")
+        steps=$((steps + s)) tokens=$((tokens + t - 1)) # the first token comes from the prompt
     done < <(awk 'length($0) >= 48' "$WORK/$l.eval.txt" | head -n "$PROMPTS")
     awk -v l="$l" -v s="$steps" -v t="$tokens" \
         'BEGIN { printf "| %s | %.2f | %d | %d |\n", l, (s ? t / s : 0), s, t }' \
