@@ -232,7 +232,8 @@ static int converse(const chat_opts *o, chat_session *s, chat_adapters *ad) {
         if (res == CHAT_REFUSED) continue;
         fputc('\n', stdout);
         fflush(stdout);
-        if (interrupted) fprintf(stderr, "edgelora chat: reply interrupted\n");
+        if (!strcmp(t.finish, "interrupted"))
+            fprintf(stderr, "edgelora chat: reply interrupted\n");
         if (o->verbose)
             fprintf(stderr, "edgelora chat: %d tokens of conversation, %d from the cache, %d "
                             "decoded; %d generated (%s)\n",

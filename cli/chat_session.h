@@ -56,8 +56,9 @@ typedef enum chat_result {
  * *interrupted is set meanwhile (the reply ends there). If the conversation does not fit the
  * context, the oldest turns are dropped first (the system message stays), which is said in one
  * line on stderr. */
-chat_result chat_session_turn(chat_session *s, const char *message, chat_text_fn on_text, void *user,
-                      const volatile sig_atomic_t *interrupted, chat_turn *out);
+chat_result chat_session_turn(chat_session *s, const char *message, chat_text_fn on_text,
+                              void *user, const volatile sig_atomic_t *interrupted,
+                              chat_turn *out);
 
 /* Forgets the conversation (the system message stays) and empties the cache. */
 void chat_session_reset(chat_session *s);

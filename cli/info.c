@@ -9,10 +9,11 @@ static const char help[] =
     "Prints what FILE holds: format, architecture, hyper-parameters, tensors (name, type, shape,\n"
     "bytes) and tokenizer. Works on GGUF models, vocab-only GGUFs, GGUF adapters and llama2.c\n"
     "checkpoints and tokenizers.\n"
-    "  --json    the same as one JSON object: {\"file\", \"format\", ...; for GGUF \"version\",\n"
-    "            \"alignment\", \"metadata\" {KEY: {\"type\", \"value\"} or {\"type\": \"array\",\n"
-    "            \"element_type\", \"n\", \"values\" (the first 5)}}, \"tensors\" [{\"name\", \"type\",\n"
-    "            \"shape\", \"bytes\"}], \"total\"} (strings whole)\n";
+    "  --json    the same as one JSON object: {\"file\", \"format\", ...; for GGUF\n"
+    "            \"version\", \"alignment\", \"metadata\" {KEY: {\"type\", \"value\"} or\n"
+    "            {\"type\": \"array\", \"element_type\", \"n\", \"values\" (the first 5)}},\n"
+    "            \"tensors\" [{\"name\", \"type\", \"shape\", \"bytes\"}], \"total\"}\n"
+    "            (strings whole; docs/formats.md, \"JSON output\")\n";
 
 int cmd_info(int argc, char **argv) {
     const char *path = NULL;

@@ -37,7 +37,8 @@ static const char help_tail[] =
     "  --json                 print the result as one JSON object instead of streaming the\n"
     "                         text: {\"prompt\", \"text\", \"prompt_tokens\",\n"
     "                         \"generated_tokens\", \"finish_reason\" (eos, stop or length),\n"
-    "                         \"timings\", \"adapters\", \"sampling\", \"seed\" (null if greedy)};\n"
+    "                         \"timings\", \"adapters\", \"sampling\", \"seed\" (null if\n"
+    "                         greedy)};\n"
     "                         with --variants: {\"variants\": [...]} (below)\n";
 
 typedef struct run_opts {

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
 python3 tests/cli/chat_check.py "$EL" models "$TMP" || n_fail=$((n_fail + 1))
 
+expect_exit chat_help 0 "$EL" chat --help
+grep -q "^usage: edgelora chat" "$TMP/out" && grep -q -- "--temp T" "$TMP/out" && pass chat_help_text || fail chat_help_text "$(head -3 "$TMP/out")"
 expect_exit chat_unknown_flag 2 "$EL" chat --no-such-flag
 grep -q -- "--no-such-flag" "$TMP/err" && pass chat_unknown_flag_message || fail chat_unknown_flag_message "$(cat "$TMP/err")"
 expect_exit chat_unknown_template 1 "$EL" chat --chat-template vicuna </dev/null
