@@ -279,7 +279,7 @@ def piped_session():
     users = [b"Hello there, how are you today?", b"What is the weather like?",
              b"Tell me a story about a cat.", b"And what did the dog do then?",
              b"Thank you very much."]
-    p = subprocess.run([EL, "chat", "--chat-template", "chatml", "--system", system] + n,
+    p = subprocess.run([EL, "chat", "--chat-template", "chatml", "--system", system, "-v"] + n,
                        input=b"\n".join(users) + b"\n/help\n", capture_output=True)
     check("chat_pipe_exit", p.returncode == 0, p.stderr)
     check("chat_pipe_help", b"/reset" in p.stderr and b"> " not in p.stderr, p.stderr)
@@ -301,6 +301,12 @@ def piped_session():
     check("chat_pipe_dropped_said", dropped > 0 and
           len(re.findall(rb"dropped the oldest \d+ turn", p.stderr)) > 0, p.stderr,
           "turns dropped by the expected conversation: %d" % dropped)
+    # after a drop the text differs from the first dropped turn on: what precedes it (the
+    # system message) still comes from the cache, the rest is decoded again
+    after_drop = re.findall(rb"dropped the oldest \d+ turns? and decode what remains again\n"
+                            rb"(?:.*\n)*?.*?" + VERBOSE.pattern, p.stderr)
+    check("chat_pipe_redecode_from_difference", after_drop and
+          all(0 < int(v[1]) < int(v[0]) for v in after_drop), p.stderr)
     # a message too long for the context even alone: refused, the chat goes on
     p = subprocess.run([EL, "chat", "-c", "16"] + n, input=b"word " * 40 + b"\nHi\n",
                        capture_output=True)
