@@ -31,6 +31,7 @@ static bool push(chat_session *s, const char *role, const char *content, size_t 
 
 /* Removes messages [from, to). */
 static void remove_msgs(chat_session *s, size_t from, size_t to) {
+    if (from == to) return;
     for (size_t i = from; i < to; i++) free((char *)s->msgs[i].content);
     memmove(s->msgs + from, s->msgs + to, (s->n_msgs - to) * sizeof *s->msgs);
     s->n_msgs -= to - from;
