@@ -15,6 +15,8 @@ static const char help[] =
     "usage: edgelora bench -m MODEL [-t THREADS] [-p 512] [-n 128] [-b BATCH] [-u UBATCH]\n"
     "                      [-r REPS] [--kv-type f16|f32] [--lora FILE] [--lora-scaled FILE S]\n"
     "                      [--variants K] [--rows R1,R2,...] [--json]\n"
+    "                      [--forecast FILE [--tree auto|W1,W2,..] --prompts FILE [--record T]]\n"
+    "                      [--replay T]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
@@ -46,6 +48,13 @@ static const char help[] =
     "around it) and its compute floor (R x the multiply-adds of a row over the int8 peak of the\n"
     "kernels in use, probed on the same threads), and the fraction: the larger floor over the\n"
     "step's time. With adapters, sequence i binds the (i mod N)th.\n"
+    "--forecast FILE measures self-speculative decoding (docs/speculative.md) against plain\n"
+    "greedy decoding: for each line of --prompts FILE, -n tokens (default 64) both ways,\n"
+    "alternated; prints both tokens/s, the speed-up, the mean tokens a step, the share of steps\n"
+    "with a tree and the rows a step, and checks the texts are identical (exit 1 if not).\n"
+    "--record T writes each step's tree and tokens (first repetition) to T; --replay T decodes\n"
+    "those steps' rows (tree, slots, accepted path kept) on MODEL after a -p-token prompt, and\n"
+    "as many plain steps, alternated: the speed-up the recorded acceptance gives this model.\n"
     "docs/bench.md says more.\n";
 
 static int cmp_double(const void *a, const void *b) {
@@ -313,6 +322,7 @@ static int parse(int argc, char **argv, bench_opts *o) {
         int r = cli_model_opt("bench", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("bench", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("bench", &o->lora, argc, argv, &i);
+        if (r == 0) r = cli_spec_opt("bench", &o->spec, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         long *num = NULL, lo = 1, hi = 1 << 20;
@@ -337,6 +347,12 @@ static int parse(int argc, char **argv, bench_opts *o) {
         } else if (!strcmp(a, "--variants")) {
             num = &o->variants;
             hi = 256;
+        } else if (!strcmp(a, "--prompts")) {
+            if (!(o->prompts_path = cli_value("bench", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--record")) {
+            if (!(o->record_path = cli_value("bench", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--replay")) {
+            if (!(o->replay_path = cli_value("bench", argc, argv, &i))) return CLI_USAGE;
         } else {
             cli_error("bench", "unknown option '%s'", a);
             return CLI_USAGE;
@@ -350,12 +366,18 @@ static int parse(int argc, char **argv, bench_opts *o) {
         cli_error("bench", "-c is not an option of bench: the context is -p + -n tokens");
         return CLI_USAGE;
     }
-    if (o->n_rows && o->variants) {
-        cli_error("bench", "--rows and --variants are two different measurements: give one");
+    bool spec = o->spec.forecast || o->spec.on;
+    if ((o->n_rows > 0) + (o->variants > 0) + spec + (o->replay_path != NULL) > 1) {
+        cli_error("bench", "--rows, --variants, --forecast and --replay are different "
+                  "measurements: give one");
+        return CLI_USAGE;
+    }
+    if ((o->prompts_path || o->record_path) && !spec) {
+        cli_error("bench", "--prompts and --record go with --forecast");
         return CLI_USAGE;
     }
     if (!o->n_prompt) o->n_prompt = o->n_rows ? 256 : o->variants ? 128 : 512;
-    if (!o->n_gen) o->n_gen = o->n_rows ? 16 : o->variants ? 64 : 128;
+    if (!o->n_gen) o->n_gen = o->n_rows ? 16 : o->variants || spec ? 64 : 128;
     if (o->variants && o->n_gen < 2) {
         cli_error("bench", "--variants needs -n 2 or more: each variant's first token comes "
                            "from the prompt, the decode steps measured come after it");
@@ -375,8 +397,10 @@ int cmd_bench(int argc, char **argv) {
     if (stat(o.mo.model, &sb) == 0) res.file_bytes = (uint64_t)sb.st_size;
     el_model *m = NULL;
     if ((rc = load_timed(&o, &res, &m))) return rc;
-    if (o.variants || o.n_rows) {
-        rc = o.n_rows ? bench_rows(&o, m, res.threads)
+    if (o.variants || o.n_rows || o.spec.forecast || o.spec.on || o.replay_path) {
+        rc = o.n_rows                       ? bench_rows(&o, m, res.threads)
+             : o.replay_path                ? bench_replay(&o, m, res.threads)
+             : o.spec.forecast || o.spec.on ? bench_spec(&o, m, res.threads)
                       : bench_variants(&o, m, res.threads, res.file_bytes, res.load_ms);
         el_model_free(m);
         return rc;

@@ -23,6 +23,10 @@ typedef struct bench_opts {
     int32_t rows[BENCH_MAX_ROW_COUNTS]; /* --rows: the step sizes to measure (bench_rows) */
     int n_rows;
     cli_lora_opts lora; /* adapters bound to the measured sequence */
+    cli_spec_opts spec; /* --forecast, --tree: speculative against plain (bench_spec) */
+    const char *prompts_path; /* --prompts: the texts bench_spec decodes from */
+    const char *record_path;  /* --record: bench_spec writes its steps here */
+    const char *replay_path;  /* --replay: times recorded steps (bench_replay) */
     bool json;
 } bench_opts;
 
@@ -46,5 +50,11 @@ int bench_variants(const bench_opts *o, el_model *m, int32_t threads, uint64_t f
 /* The steps of R rows for each R of o->rows, next to their memory and compute floors; prints
  * the table or the JSON object. Returns the process exit code. */
 int bench_rows(const bench_opts *o, el_model *m, int32_t threads);
+
+/* Speculative against plain greedy decoding over o->prompts_path, alternated; the text checked
+ * identical; the steps written to o->record_path if set. */
+int bench_spec(const bench_opts *o, el_model *m, int32_t threads);
+/* The steps of a trace (--record) decoded on this model against as many plain steps. */
+int bench_replay(const bench_opts *o, el_model *m, int32_t threads);
 
 #endif

@@ -21,6 +21,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_finetune(int argc, char **argv);
+int cmd_train_forecast(int argc, char **argv);
 int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
@@ -87,6 +88,19 @@ const char *cli_kv_type_name(el_kv_type t);
 const char *cli_model_path(const char *cmd, const char *given);
 /* Loads o->model, or the default model. */
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
+
+/* Self-speculative decoding: --forecast FILE, --tree auto|W1,W2,... (cli/spec_opts.c). */
+typedef struct cli_spec_opts {
+    const char *forecast;
+    bool on;                 /* --forecast or --tree given */
+    el_spec_params params;
+} cli_spec_opts;
+extern const char cli_spec_help[];
+/* 1 if argv[*i] was one of the options (consumed), 0 if not, -1 on a bad value. */
+int cli_spec_opt(const char *cmd, cli_spec_opts *o, int argc, char **argv, int *i);
+/* The forecast set the options name (*out NULL when speculation is off). */
+int cli_spec_load(const char *cmd, cli_spec_opts *o, const el_model *m, const char *model_path,
+                  el_forecast **out);
 
 /* Adapters given with --lora FILE / --lora-scaled FILE SCALE (cli/lora_opts.c). */
 enum { CLI_MAX_LORA = 64, CLI_MAX_STOPS = 16 };

@@ -22,6 +22,7 @@ static const struct {
     {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
     {"train", cmd_train, "pretrain a base model of a chosen shape"},
     {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
+    {"train-forecast", cmd_train_forecast, "train forecast vectors for self-speculative decoding"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},

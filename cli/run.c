@@ -38,8 +38,7 @@ static const char help_tail[] =
     "                         text: {\"prompt\", \"text\", \"prompt_tokens\",\n"
     "                         \"generated_tokens\", \"finish_reason\" (eos, stop or length),\n"
     "                         \"timings\", \"adapters\", \"sampling\", \"seed\" (null if\n"
-    "                         greedy)};\n"
-    "                         with --variants: {\"variants\": [...]} (below)\n";
+    "                         greedy)}; with --variants: {\"variants\": [...]} (below)\n";
 
 typedef struct run_opts {
     cli_model_opts mo;
@@ -53,6 +52,7 @@ typedef struct run_opts {
     bool ignore_eos, json;
     cli_lora_opts lora;
     cli_variants_opts variants;
+    cli_spec_opts spec;
 } run_opts;
 
 static int parse_args(run_opts *o, int argc, char **argv) {
@@ -63,12 +63,14 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         if (r == 0) r = cli_sampling_opt("run", &o->sampling, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
         if (r == 0) r = cli_variants_opt(&o->variants, argc, argv, &i);
+        if (r == 0) r = cli_spec_opt("run", &o->spec, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
             fputs(cli_sampling_help, stdout);
             fputs(help_tail, stdout);
+            fputs(cli_spec_help, stdout);
             fputs(cli_variants_help, stdout);
             return -1;
         } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
@@ -110,6 +112,10 @@ static int parse_args(run_opts *o, int argc, char **argv) {
     }
     if (!o->variants.k && (o->variants.adapters || o->variants.first)) {
         cli_error("run", "--variant-adapters and --variant-first need --variants K");
+        return CLI_USAGE;
+    }
+    if (o->variants.k && (o->spec.forecast || o->spec.on)) {
+        cli_error("run", "--variants and --forecast/--tree do not go together yet");
         return CLI_USAGE;
     }
     if (o->prompt && o->prompt_file) {
@@ -204,8 +210,42 @@ static void print_json(const run_opts *o, const el_binding *bind, const run_text
     fflush(stdout);
 }
 
+/* Where generated tokens come from: plain decoding, one per step (the last one fed, the next
+ * sampled), or speculative steps of one or more. */
+typedef struct token_source {
+    el_context *ctx;
+    el_sampler *smp;
+    el_spec *spec;
+    int32_t last_row;  /* plain: the row whose logits give the next token */
+    int32_t n;         /* tokens in the sequence so far */
+    int32_t n_batch;   /* prompt rows per forward pass */
+    bool started;
+} token_source;
+
+static el_status next_tokens(token_source *g, const int32_t *all, int32_t *buf, int32_t cap,
+                             int32_t *n_out) {
+    el_status st;
+    if (g->spec) {
+        if (g->started) return el_spec_step(g->spec, buf, cap, n_out);
+        g->started = true;
+        *n_out = 1;
+        return el_spec_start(g->spec, all, g->n, buf);
+    }
+    if (g->started && (st = cli_decode_tokens(g->ctx, &all[g->n - 1], 1, g->n - 1, 1)) != EL_OK)
+        return st;
+    if (!g->started && (st = cli_decode_tokens(g->ctx, all, g->n, 0, g->n_batch)) != EL_OK)
+        return st;
+    g->started = true;
+    if ((st = el_sampler_sample(g->smp, el_get_logits(g->ctx, g->last_row), buf)) != EL_OK)
+        return st;
+    g->last_row = 0;
+    el_sampler_accept(g->smp, buf[0]);
+    *n_out = 1;
+    return EL_OK;
+}
+
 static int generate(const run_opts *o, el_model *m, const el_binding *bind, const char *prompt,
-                    size_t prompt_len) {
+                    size_t prompt_len, const el_forecast *forecast) {
     int32_t *tokens;
     size_t n_prompt;
     el_status st = cli_tokenize(m, prompt, prompt_len, true, true, &tokens, &n_prompt);
@@ -252,17 +292,22 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         return CLI_FAIL;
     }
     el_context_params cp = el_context_default_params();
-    cp.n_ctx = (int32_t)n_ctx;
+    int32_t spec_rows = forecast ? el_spec_max_rows(forecast, &o->spec.params) : 0;
+    cp.n_ctx = (int32_t)n_ctx + spec_rows; /* room for a step's candidates beyond the text */
     cp.n_batch = (int32_t)(o->n_batch ? o->n_batch : 512);
     if (cp.n_batch > n_ctx) cp.n_batch = (int32_t)n_ctx;
+    if (cp.n_batch < spec_rows) cp.n_batch = spec_rows;
     cp.n_seq_max = 1;
     cp.n_threads = (int32_t)o->mo.threads;
     cp.kv_type = o->mo.kv_type;
     el_context *ctx = NULL;
     el_sampler *smp = NULL;
+    el_spec *spec = NULL;
     if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||
         (st = el_context_bind(ctx, 0, bind, o->lora.n)) != EL_OK ||
-        (st = el_sampler_create(&o->sampling.sp, info.n_vocab, &smp)) != EL_OK) {
+        (st = el_sampler_create(&o->sampling.sp, info.n_vocab, &smp)) != EL_OK ||
+        (forecast && (st = el_spec_create(ctx, forecast, smp, &o->spec.params, &spec)) != EL_OK)) {
+        el_sampler_free(smp);
         el_context_free(ctx);
         free(all);
         return cli_fail("run", st);
@@ -271,27 +316,34 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
 
     size_t n = n_prompt;
     run_text out = {0};
-    double t0 = cli_now_ms();
+    token_source src = {.ctx = ctx, .smp = smp, .spec = spec, .n = (int32_t)n_prompt,
+                        .n_batch = cp.n_batch,
+                        .last_row = (int32_t)((n_prompt - 1) % (size_t)cp.n_batch)};
+    double t0 = cli_now_ms(), t_prompt = 0, t1 = t0;
     st = print_new_text(m, o, all, n, true, false, &out);
-    if (st == EL_OK) st = cli_decode_tokens(ctx, all, (int32_t)n, 0, cp.n_batch);
-    double t_prompt = cli_now_ms() - t0, t1 = cli_now_ms();
     long n_gen = 0;
     const char *finish = "length";
-    int32_t last_row = (int32_t)((n_prompt - 1) % (size_t)cp.n_batch);
-    while (st == EL_OK && n_gen < n_predict) {
-        int32_t tok;
-        if ((st = el_sampler_sample(smp, el_get_logits(ctx, last_row), &tok)) != EL_OK) break;
-        last_row = 0;
+    int32_t buf[EL_SPEC_MAX_DEPTH + 1], n_buf = 0, at = 0;
+    bool ended = false;
+    while (st == EL_OK && n_gen < n_predict && !ended) {
+        if (at == n_buf) {
+            int32_t cap = n_predict - n_gen < EL_SPEC_MAX_DEPTH + 1 ? (int32_t)(n_predict - n_gen)
+                                                                 : EL_SPEC_MAX_DEPTH + 1;
+            bool first = !src.started;
+            if ((st = next_tokens(&src, all, buf, cap, &n_buf)) != EL_OK) break;
+            if (first) t_prompt = cli_now_ms() - t0, t1 = cli_now_ms();
+            at = 0;
+        }
+        int32_t tok = buf[at++];
         if (!o->ignore_eos && el_token_is_eog(m, tok)) {
             finish = "eos";
             break;
         }
-        el_sampler_accept(smp, tok);
         all[n++] = tok;
+        src.n = (int32_t)n;
         n_gen++;
         if ((st = print_new_text(m, o, all, n, false, false, &out)) != EL_OK || out.gen.stopped)
-            break;
-        if (n_gen < n_predict) st = cli_decode_tokens(ctx, &tok, 1, (int32_t)n - 1, 1);
+            ended = true;
     }
     double t_gen = cli_now_ms() - t1;
     if (st == EL_OK && !out.gen.stopped) st = print_new_text(m, o, all, n, false, true, &out);
@@ -309,6 +361,12 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
                 n_gen / (t_gen / 1e3 + 1e-9));
     }
     free(out.text);
+    el_spec_stats ss;
+    if (spec && !o->json && el_spec_get_stats(spec, &ss) == EL_OK && ss.steps > 0)
+        fprintf(stderr, "speculative: %lld steps, %.2f tokens a step, %lld with a tree, %.1f rows "
+                        "a step\n", (long long)ss.steps, (double)ss.tokens / (double)ss.steps,
+                (long long)ss.tree_steps, (double)ss.rows / (double)ss.steps);
+    el_spec_free(spec);
     el_sampler_free(smp);
     el_context_free(ctx);
     free(all);
@@ -349,7 +407,13 @@ int cmd_run(int argc, char **argv) {
     el_binding bind[CLI_MAX_LORA];
     int n_loaded = 0;
     if (st == EL_OK) st = cli_lora_load(&o.lora, m, bind, &n_loaded);
-    rc = st != EL_OK ? (owned ? cli_fail("run", st) : CLI_FAIL) : generate(&o, m, bind, prompt, len);
+    el_forecast *forecast = NULL;
+    if (st == EL_OK && !o.variants.k)
+        rc = cli_spec_load("run", &o.spec, m, cli_model_path("run", o.mo.model), &forecast);
+    rc = st != EL_OK ? (owned ? cli_fail("run", st) : CLI_FAIL)
+         : rc       ? rc
+                    : generate(&o, m, bind, prompt, len, forecast);
+    el_forecast_free(forecast);
     for (int i = 0; i < n_loaded; i++) el_adapter_free(bind[i].adapter);
     free(owned), free(system), free(chat);
     el_model_free(m);

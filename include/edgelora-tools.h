@@ -207,6 +207,26 @@ el_lora_train_params el_lora_train_default_params(void);
 el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
                            const char *out_path);
 
+typedef struct el_forecast_train_params {
+    const char *base_path;    /* the frozen base model */
+    const char *adapter_path; /* train for the base with this adapter bound (NULL: the bare base) */
+    int32_t n_slots;          /* forecast vectors, 1..8 (default 3) */
+    int32_t prefix;           /* most text tokens before the slots in an example (0: the base's
+                               * context less the slots, at most 64); each example takes between
+                               * a quarter of it and all of it */
+    bool text_targets;        /* slots learn the text's tokens instead of the model's own greedy
+                               * continuation (the default, which is what decoding accepts) */
+} el_forecast_train_params;
+
+el_forecast_train_params el_forecast_train_default_params(void);
+
+/* Trains a forecast set for self-speculative decoding (el_spec in edgelora.h): the base and the
+ * adapter frozen, gradients into the vectors only, over text files (train_files, eval_files of
+ * p; n_ctx ignored). Writes a forecast GGUF naming the base (and adapter) it was trained for.
+ * Progress, checkpoints, resume, the loss plot and cancelling are as for el_train. */
+el_status el_train_forecast(const el_train_params *p, const el_forecast_train_params *fp,
+                            const char *out_path);
+
 /* Trains a byte-level BPE vocabulary of vocab_size tokens (256 bytes + merges + special tokens)
  * over text files and writes it as a vocabulary-only GGUF (tokenizer.ggml.model "gpt2"). */
 el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t vocab_size,

@@ -206,6 +206,11 @@ const float *el_get_logits(el_context *ctx, int32_t row);
 el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t p1);
 /* Makes the cells of src in [p0, p1) visible to dst too, without copying anything. */
 el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0, int32_t p1);
+/* Frees the cells that rows[0..n-1] of the last el_decode were written to, whatever sequences
+ * see them: the rejected candidates of a speculative tree (a row already freed: nothing). Only
+ * until the cache next changes otherwise (another decode, a sequence removed or shared, a
+ * clear); after that it is EL_ERR_INVALID_ARG. */
+el_status el_kv_remove_rows(el_context *ctx, const int32_t *rows, int32_t n);
 void el_kv_clear(el_context *ctx);
 int32_t el_kv_used_cells(const el_context *ctx);
 int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id); /* -1 if empty */
@@ -383,6 +388,93 @@ typedef struct el_variant_result {
 el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result *out);
 /* Frees the group, its KV cells (prompt and variants) and its sequences' adapter bindings. */
 void el_variants_free(el_variants *g);
+
+/* ------------------------------------------- self-speculative decoding (DS2D) */
+
+/* A forecast set: n_slots learned vectors of n_embd floats. Appended after a token as batch rows
+ * of embd (slot j at the token's position + j, each the child of the one before in a tree
+ * batch), they make the forward pass that computes the next token also guess the ones after it:
+ * slot j's logits predict the token j + 1 positions after the token it follows. A set is trained
+ * for one base model (`train-forecast`), and maybe for one adapter; it is refused for another
+ * model (el_forecast_load) and for a sequence bound otherwise (el_spec_create). */
+typedef struct el_forecast el_forecast;
+
+/* Loads a forecast GGUF (general.type = "forecast", docs/formats.md) made for this model. */
+el_status el_forecast_load(const el_model *model, const char *path, el_forecast **out);
+/* A set of n_slots vectors [n_slots * n_embd] (copied), for this model and no adapter. */
+el_status el_forecast_create(const el_model *model, int32_t n_slots, const float *vectors,
+                             el_forecast **out);
+void el_forecast_free(el_forecast *f);
+int32_t el_forecast_n_slots(const el_forecast *f);
+
+/* Speculative decoding of one sequence: each step decodes the pending token, a tree of
+ * candidates for the tokens after it (drafted by the forecast slots of the step before) and
+ * forecast slots after every candidate, in one el_decode with tree attention; then walks the tree
+ * from the pending token, sampling each token from the model's own logits with the caller's
+ * sampler, as long as the sampled token is a candidate. So the tokens are exactly those of plain
+ * decoding with that sampler (greedy: identical; sampling: the same draws from the same
+ * distributions); the tree only decides how many come out of one step. Rejected rows leave the
+ * cache (el_kv_remove_rows).
+ * Tree: depth d (1..n_depth <= n_slots) holds width[d-1] candidates, the most likely tokens of
+ * forecast slot d, below the most likely candidate of depth d-1. tree_auto chooses the depth and
+ * widths every step: the tree that maximizes accepted tokens per second, from the acceptance
+ * seen so far (per depth and rank) and the measured time of steps of each size; no tree
+ * (plain decoding, no slots) when none pays. */
+enum { EL_SPEC_MAX_DEPTH = 8 };
+
+typedef struct el_spec_params {
+    int32_t seq_id;
+    int32_t n_depth;                    /* 0: plain decoding */
+    int32_t width[EL_SPEC_MAX_DEPTH];   /* >= 1 each */
+    bool tree_auto;                     /* choose depth and widths (n_depth, width ignored) */
+} el_spec_params;
+
+typedef struct el_spec el_spec;
+
+/* ctx needs n_batch >= the largest step (el_spec_max_rows) and the sequence empty. */
+el_status el_spec_create(el_context *ctx, const el_forecast *forecast, el_sampler *sampler,
+                         const el_spec_params *params, el_spec **out);
+void el_spec_free(el_spec *s);
+/* Rows the largest step of these params needs: (1 + candidates) * (1 + n_slots). */
+int32_t el_spec_max_rows(const el_forecast *forecast, const el_spec_params *params);
+/* Decodes the prompt (n >= 1 tokens) and samples the first token into *first. The caller has
+ * given the prompt to the sampler (el_sampler_accept) if it wants penalties over it. */
+el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *first);
+/* One step: writes the next 1..cap tokens to tokens[], their count to *n (fewer than a tree
+ * allowed when cap is reached or an end-of-generation token comes: it is the last). */
+el_status el_spec_step(el_spec *s, int32_t *tokens, int32_t cap, int32_t *n);
+
+/* For callers that decode several sequences' steps in one batch (each with its own tree, as
+ * `batch` does): writes the rows of s's next step into the caller's arrays from index `first`
+ * (token, embd [n_embd floats a row], pos, seq_id, parent, logits; rows up to `cap`) and returns
+ * how many (0 if they do not fit, or s is not started). Decode the batch, then el_spec_accept
+ * with the same `first`: the same tokens as el_spec_step. */
+int32_t el_spec_next_rows(el_spec *s, int32_t first, int32_t cap, int32_t *token, float *embd,
+                          int32_t *pos, int32_t *seq_id, int32_t *parent, int8_t *logits);
+el_status el_spec_accept(el_spec *s, int32_t first, int32_t *tokens, int32_t cap, int32_t *n);
+
+typedef struct el_spec_stats {
+    int64_t steps;        /* el_spec_step calls */
+    int64_t tokens;       /* tokens they produced */
+    int64_t rows;         /* rows they decoded */
+    int64_t tree_steps;   /* steps that carried a tree */
+    double decode_seconds;
+} el_spec_stats;
+
+el_status el_spec_get_stats(const el_spec *s, el_spec_stats *out);
+
+/* What the last el_spec_step did: its tree, its rows, the tokens it produced (for traces that
+ * `bench --replay` times on another model). */
+typedef struct el_spec_step_info {
+    int32_t n_depth;                    /* 0: plain */
+    int32_t width[EL_SPEC_MAX_DEPTH];
+    bool slots;                         /* forecast slots after every node */
+    int32_t n_slots;
+    int32_t n_rows;
+    int32_t tokens;
+} el_spec_step_info;
+
+el_status el_spec_last_step(const el_spec *s, el_spec_step_info *out);
 
 /* ------------------------------------------------------- one-call generation */
 

@@ -91,12 +91,12 @@ static int run_case(const char *name) {
                         .warmup = g.warmup, .lr = g.lr, .min_ratio = g.min_ratio, .clip = g.clip,
                         .adamw = {g.beta1, g.beta2, g.eps, g.weight_decay}};
     el_trainer t;
-    CHECK(el_trainer_init(&t, &m, g.rank > 0, &hp, tp) == EL_OK);
+    CHECK(el_trainer_init(&t, &m, g.rank > 0 ? EL_TRAIN_LORA : EL_TRAIN_BASE, &hp, tp) == EL_OK);
     int res = TEST_PASS;
 
     /* loss and gradients of the first micro-batch */
     float loss0 = el_tmodel_forward(&m, t.acts, tp, g.tokens, g.targets, g.mask, NULL);
-    el_tmodel_backward(&m, t.acts, tp, g.rank ? NULL : t.g, g.rank ? t.g : NULL, 1.0f);
+    el_tmodel_backward(&m, t.acts, tp, g.rank ? NULL : t.g, g.rank ? t.g : NULL, NULL, 1.0f);
     if (fabsf(loss0 - g.loss0) > 1e-5f * fmaxf(1.0f, fabsf(g.loss0))) {
         test_note("%s: loss %.7f, torch %.7f", name, loss0, g.loss0);
         res = TEST_FAIL;

@@ -1,7 +1,8 @@
 /* test_train_grad.c - the training backward pass against central finite differences of an
  * independent float64 forward written here from the math (naive loops, no BLAS, no code shared
  * with src/train): every parameter of a tiny model (embeddings, norms, every linear weight, the
- * untied head, and LoRA A and B on every target), tied and untied, with a loss mask. */
+ * untied head, LoRA A and B on every target, forecast vectors read by rows in place of tokens),
+ * tied and untied, with a loss mask. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@ enum { B = 2, T = 5 };
 
 typedef struct ref {
     const el_tmodel *m; /* shapes and offsets only */
-    const double *w, *lw;
+    const double *w, *lw, *fw;
 } ref;
 
 static const double *rw(const ref *r, int idx) { return r->w + r->m->base.t[idx].offset; }
@@ -76,7 +77,8 @@ static double ref_loss(const ref *r, const int32_t *tok, const int32_t *tgt, con
     for (int b = 0; b < B; b++) {
         for (int t = 0; t < T; t++)
             for (int i = 0; i < D; i++)
-                x[t][i] = rw(r, 0)[tok[b * T + t] * D + i];
+                x[t][i] = tok[b * T + t] >= 0 ? rw(r, 0)[tok[b * T + t] * D + i]
+                                              : r->fw[(-1 - tok[b * T + t]) * D + i];
         for (int il = 0; il < c->n_layer; il++) {
             int base = 1 + il * EL_TK_COUNT;
             for (int t = 0; t < T; t++) {
@@ -182,7 +184,7 @@ static int check_table(const el_ttable *tb, double *block, const float *grads, r
     return res;
 }
 
-static int run_case(bool tied, bool lora) {
+static int run_case(bool tied, bool lora, bool forecast) {
     el_tconfig c = {.dim = 8, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 12, .n_ctx = T,
                     .n_vocab = 11, .tied = tied, .rms_eps = 1e-5f, .rope_base = 10000.0f};
     el_tmodel m;
@@ -202,12 +204,16 @@ static int run_case(bool tied, bool lora) {
         for (size_t i = 0; i < m.lora.n_floats; i++) /* B nonzero so that A gets gradient */
             m.lw[i] = test_rand_uniform(&rng, -0.5f, 0.5f);
     }
+    if (forecast)
+        CHECK(el_tmodel_add_forecast(&m, 2, 3) == EL_OK);
     int32_t tok[B * T], tgt[B * T];
     float mask[B * T];
     for (int i = 0; i < B * T; i++) {
         tok[i] = (int32_t)(test_rand_u32(&rng) % (uint32_t)c.n_vocab);
         tgt[i] = (int32_t)(test_rand_u32(&rng) % (uint32_t)c.n_vocab);
         mask[i] = i % 4 == 1 ? 0.0f : 1.0f;
+        if (forecast && i % T >= T - 2) /* the last two rows of each sequence: slots 0 and 1 */
+            tok[i] = -1 - (i % T - (T - 2));
     }
     el_threadpool *tp;
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
@@ -215,8 +221,10 @@ static int run_case(bool tied, bool lora) {
     CHECK(el_tacts_create(&m, B, T, &a) == EL_OK);
     float *grads = calloc(m.base.n_floats, sizeof *grads);
     float *lgrads = lora ? calloc(m.lora.n_floats, sizeof *lgrads) : NULL;
+    float *fgrads = forecast ? calloc(m.forecast.n_floats, sizeof *fgrads) : NULL;
     float loss = el_tmodel_forward(&m, a, tp, tok, tgt, mask, NULL);
-    el_tmodel_backward(&m, a, tp, lora ? NULL : grads, lgrads, 1.0f);
+    el_tmodel_backward(&m, a, tp, lora || forecast ? NULL : grads, forecast ? NULL : lgrads, fgrads,
+                       1.0f);
 
     double *wd = malloc(m.base.n_floats * sizeof *wd);
     double *lwd = lora ? malloc(m.lora.n_floats * sizeof *lwd) : NULL;
@@ -224,7 +232,10 @@ static int run_case(bool tied, bool lora) {
         wd[i] = m.w[i];
     for (size_t i = 0; lora && i < m.lora.n_floats; i++)
         lwd[i] = m.lw[i];
-    ref r = {&m, wd, lwd};
+    double *fwd = forecast ? malloc(m.forecast.n_floats * sizeof *fwd) : NULL;
+    for (size_t i = 0; forecast && i < m.forecast.n_floats; i++)
+        fwd[i] = m.fw[i];
+    ref r = {&m, wd, lwd, fwd};
     double ref_l = ref_loss(&r, tok, tgt, mask);
     int res = TEST_PASS;
     if (fabs(loss - ref_l) > 1e-5 * fmax(1, fabs(ref_l))) {
@@ -232,25 +243,33 @@ static int run_case(bool tied, bool lora) {
         res = TEST_FAIL;
     }
     if (res == TEST_PASS)
-        res = lora ? check_table(&m.lora, lwd, lgrads, &r, tok, tgt, mask)
-                   : check_table(&m.base, wd, grads, &r, tok, tgt, mask);
+        res = forecast ? check_table(&m.forecast, fwd, fgrads, &r, tok, tgt, mask)
+              : lora   ? check_table(&m.lora, lwd, lgrads, &r, tok, tgt, mask)
+                       : check_table(&m.base, wd, grads, &r, tok, tgt, mask);
     free(wd);
     free(lwd);
     free(grads);
     free(lgrads);
+    free(fwd);
+    free(fgrads);
     el_tacts_free(a);
     el_threadpool_free(tp);
     el_tmodel_free(&m);
     return res;
 }
 
-static int test_grad_untied(void) { return run_case(false, false); }
-static int test_grad_tied(void) { return run_case(true, false); }
-static int test_grad_lora(void) { return run_case(false, true); }
+static int test_grad_untied(void) { return run_case(false, false, false); }
+static int test_grad_tied(void) { return run_case(true, false, false); }
+static int test_grad_lora(void) { return run_case(false, true, false); }
+static int test_grad_forecast(void) { return run_case(false, false, true); }
+/* through a frozen adapter: its terms carry the gradient down to the vectors */
+static int test_grad_forecast_lora(void) { return run_case(true, true, true); }
 
 int main(void) {
     run_test("grad_untied_vs_fd64", test_grad_untied);
     run_test("grad_tied_vs_fd64", test_grad_tied);
     run_test("grad_lora_vs_fd64", test_grad_lora);
+    run_test("grad_forecast_vs_fd64", test_grad_forecast);
+    run_test("grad_forecast_frozen_lora_vs_fd64", test_grad_forecast_lora);
     return tests_exit_code();
 }

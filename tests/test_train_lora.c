@@ -182,6 +182,50 @@ static int runtime_matches(const char *adapter_path, const char *what) {
     return TEST_PASS;
 }
 
+/* A loaded adapter put into the training model (el_tmodel_add_adapter, as forecast training
+ * through an adapter does) gives the runtime's logits with that adapter bound. */
+static int test_tmodel_from_adapter(void) {
+    el_model *m;
+    el_adapter *ad;
+    CHECK(el_model_load(base, NULL, &m) == EL_OK && el_adapter_load(m, adapter, &ad) == EL_OK);
+    const char *text = "colour of snow: white";
+    int32_t ids[32], pos[32], seq[32];
+    int8_t lg[32];
+    size_t n;
+    CHECK(el_tokenize(m, text, strlen(text), true, false, ids, 32, &n) == EL_OK);
+    el_tmodel tm;
+    el_threadpool *tp;
+    el_tacts *acts;
+    CHECK(el_tmodel_from_model(&tm, m, (int32_t)n) == EL_OK);
+    CHECK(el_tmodel_add_adapter(&tm, ad, adapter) == EL_OK);
+    CHECK(el_threadpool_create(1, &tp) == EL_OK && el_tacts_create(&tm, 1, (int32_t)n, &acts) == EL_OK);
+    int32_t V = m->hp.n_vocab;
+    float *want = malloc(n * (size_t)V * sizeof *want);
+    CHECK(want);
+    el_tmodel_forward(&tm, acts, tp, ids, NULL, NULL, want);
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = 32, cp.n_batch = 32, cp.n_threads = 1, cp.kv_type = EL_KV_F32;
+    el_context *ctx;
+    el_binding bind = {ad, 1.0f};
+    CHECK(el_context_create(m, &cp, &ctx) == EL_OK && el_context_bind(ctx, 0, &bind, 1) == EL_OK);
+    for (size_t i = 0; i < n; i++) pos[i] = (int32_t)i, seq[i] = 0, lg[i] = 1;
+    el_batch b = {.n_rows = (int32_t)n, .token = ids, .pos = pos, .seq_id = seq, .logits = lg};
+    CHECK(el_decode(ctx, &b) == EL_OK);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, test_max_rel_err(el_get_logits(ctx, (int32_t)i), want + i * V, V));
+    test_note("adapter in the training model: runtime vs training forward, max rel err %.2g", worst);
+    CHECK(worst < 1e-4);
+    free(want);
+    el_tacts_free(acts);
+    el_threadpool_free(tp);
+    el_tmodel_free(&tm);
+    el_context_free(ctx);
+    el_adapter_free(ad);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 static int test_runtime_gguf(void) { return runtime_matches(adapter, "GGUF"); }
 static int test_runtime_peft(void) { return runtime_matches(peft, "PEFT"); }
 static int test_merged(void) { return runtime_matches(NULL, "merged"); }
@@ -191,5 +235,6 @@ int main(void) {
     run_test("runtime_gguf_adapter_equals_training_forward", test_runtime_gguf);
     run_test("runtime_peft_adapter_equals_training_forward", test_runtime_peft);
     run_test("merged_model_equals_training_forward", test_merged);
+    run_test("adapter_in_training_model_equals_runtime", test_tmodel_from_adapter);
     return tests_exit_code();
 }

@@ -156,8 +156,15 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
             }
         }
     }
+    int64_t n_rest = j->n_rows - n_tiled, reuse = (int64_t)(GEMV_REUSE_BYTES / w->row_bytes);
+    /* one row: the whole range as one stream; more: blocks the later rows find in L2 (a type
+     * without a gemv, f16 say, would otherwise read the whole weight again for every row) */
+    int64_t step = o_hi - o_lo;
+    if (n_rest > 1 && step > reuse) step = reuse > 0 ? reuse : 1;
     if (j->gemv == NULL) {
-        for (int64_t r = n_tiled; r < j->n_rows; r++) vec_dots(j, r, o_lo, o_hi);
+        for (int64_t o0 = o_lo; o0 < o_hi; o0 += step)
+            for (int64_t r = n_tiled; r < j->n_rows; r++)
+                vec_dots(j, r, o0, o_hi - o0 < step ? o_hi : o0 + step);
         return;
     }
     if (j->gemv_few != NULL) {
@@ -166,16 +173,12 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
                     j->act_stride);
         return;
     }
-    int64_t n_rest = j->n_rows - n_tiled;
     if (n_rest > 1 && n_rest <= EL_GEMV_MULTI_MAX && j->gemv_multi != NULL) {
         j->gemv_multi(w->k_in, j->y + n_tiled * j->ldy + o_lo, j->ldy, (int)n_rest, o_hi - o_lo,
                       (const char *)w->data + o_lo * w->row_bytes, w->row_bytes,
                       j->act + n_tiled * j->act_stride, j->act_stride);
         return;
     }
-    /* one row: the whole range as one stream; more: blocks the later rows find in L2 */
-    int64_t step = o_hi - o_lo, reuse = (int64_t)(GEMV_REUSE_BYTES / w->row_bytes);
-    if (j->n_rows - n_tiled > 1 && step > reuse) step = reuse > 0 ? reuse : 1;
     for (int64_t o0 = o_lo; o0 < o_hi; o0 += step) {
         int64_t n = o_hi - o0 < step ? o_hi - o0 : step;
         for (int64_t r = n_tiled; r < j->n_rows; r++)

@@ -98,6 +98,14 @@ void el_kv_cache_seq_remove(el_kv_cache *c, int32_t seq, int32_t p0, int32_t p1)
     }
 }
 
+void el_kv_cache_free_cell(el_kv_cache *c, int32_t cell) {
+    if (cell_is_free(c, cell))
+        return;
+    memset(c->seqs + (size_t)cell * c->words, 0, (size_t)c->words * sizeof(uint64_t));
+    c->pos[cell] = -1;
+    c->n_used--;
+}
+
 void el_kv_cache_seq_share(el_kv_cache *c, int32_t src, int32_t dst, int32_t p0, int32_t p1) {
     for (int32_t i = 0; i < c->n_ctx; i++)
         if (el_kv_cell_has_seq(c, i, src) && in_range(c->pos[i], p0, p1))

@@ -70,6 +70,8 @@ void el_kv_cache_occupy(el_kv_cache *c, int32_t cell, int32_t pos, int32_t seq);
 
 /* Positions [p0, p1) of seq (p1 < 0: to the end). */
 void el_kv_cache_seq_remove(el_kv_cache *c, int32_t seq, int32_t p0, int32_t p1);
+/* Frees one cell whatever sequences see it (nothing if it is free). */
+void el_kv_cache_free_cell(el_kv_cache *c, int32_t cell);
 void el_kv_cache_seq_share(el_kv_cache *c, int32_t src, int32_t dst, int32_t p0, int32_t p1);
 int32_t el_kv_cache_seq_pos_max(const el_kv_cache *c, int32_t seq);
 

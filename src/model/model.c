@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "model/model.h"
 
 el_model_params el_model_default_params(void) {
@@ -22,6 +23,21 @@ const el_weight *el_layer_weight(const el_layer *l, el_linear which) {
     case EL_LINEAR_DOWN: return &l->w_down;
     }
     return NULL;
+}
+
+uint64_t el_model_fingerprint(const el_model *m) {
+    const el_hparams *hp = &m->hp;
+    int32_t shape[] = {hp->n_vocab, hp->n_embd, hp->n_layer, hp->n_head, hp->n_head_kv, hp->n_ff};
+    uint64_t h = el_fnv1a(el_fnv_offset, m->arch, strlen(m->arch));
+    h = el_fnv1a(h, shape, sizeof shape);
+    size_t d = (size_t)hp->n_embd * sizeof(float);
+    if (m->output_norm)
+        h = el_fnv1a(h, m->output_norm, d);
+    for (int32_t il = 0; m->layers && il < hp->n_layer; il++) {
+        if (m->layers[il].attn_norm) h = el_fnv1a(h, m->layers[il].attn_norm, d);
+        if (m->layers[il].ffn_norm) h = el_fnv1a(h, m->layers[il].ffn_norm, d);
+    }
+    return h;
 }
 
 const char *el_linear_tensor_suffix(el_linear which) {

@@ -105,6 +105,12 @@ const char *el_linear_tensor_suffix(el_linear which);
  * Weights whose type is not dotted with a8 activations keep dynamic scales (0). */
 el_status el_model_load_act_scales(el_model *m);
 
+/* A number that names the trained model rather than the file: its architecture, shape and norm
+ * weights (trained values, kept in float by every quantization), so the f16 file and its
+ * quantized copies share it and another model of the same shape does not. Files made for one
+ * base (forecast sets) store it and are refused for another. */
+uint64_t el_model_fingerprint(const el_model *m);
+
 /* Loaders for each file kind; they fill a zeroed model (path already set). */
 el_status el_model_load_gguf(el_model *m, bool vocab_only);
 el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vocab_only);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "formats/gguf.h"
 
 enum { BLOCK_ALIGN = 64 };
@@ -228,6 +229,22 @@ el_status el_adapter_load(const el_model *model, const char *path, el_adapter **
     }
     *out = ad;
     return EL_OK;
+}
+
+static uint64_t hash_weight(uint64_t h, const el_weight *w) {
+    return w->data ? el_fnv1a(h, w->data, (size_t)w->n_out * w->row_bytes) : h;
+}
+
+uint64_t el_adapter_fingerprint(const el_adapter *ad) {
+    uint64_t h = el_fnv_offset;
+    int32_t n_slots = ad->model->hp.n_layer * EL_N_LINEAR;
+    for (int32_t i = 0; i < n_slots; i++) {
+        if (!ad->table[i].a.n_out)
+            continue;
+        h = el_fnv1a(h, &i, sizeof i);
+        h = hash_weight(hash_weight(h, &ad->table[i].a), &ad->table[i].b);
+    }
+    return h;
 }
 
 void el_adapter_retain(el_adapter *ad) { atomic_fetch_add(&ad->refs, 1); }

@@ -56,6 +56,10 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
  * corrects, and the output is garbage, so such a value is damage, not a choice. */
 el_status el_lora_check_alpha(const char *path, const char *key, double alpha);
 
+/* A number that names the adapter's trained values (every stored A and B byte), so that files
+ * made for one adapter (forecast sets) can be refused for another. */
+uint64_t el_adapter_fingerprint(const el_adapter *ad);
+
 /* Format loaders: fill a zeroed adapter (model, path set). */
 el_status el_adapter_load_gguf(el_adapter *ad, const char *path);
 el_status el_adapter_load_peft(el_adapter *ad, const char *path);

@@ -256,6 +256,7 @@ el_status el_decode(el_context *ctx, const el_batch *b) {
     for (int32_t j = 0; j < n_out; j++)
         ctx->logit_index[ctx->out_rows[j]] = j;
     ctx->last_n_rows = n;
+    ctx->cells_current = true;
     return EL_OK;
 }
 
@@ -279,6 +280,7 @@ el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t 
     if (st)
         return st;
     el_kv_cache_seq_remove(&ctx->kv, seq_id, p0 < 0 ? 0 : p0, p1);
+    ctx->cells_current = false;
     return EL_OK;
 }
 
@@ -289,12 +291,30 @@ el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0,
     if (st)
         return st;
     el_kv_cache_seq_share(&ctx->kv, src, dst, p0 < 0 ? 0 : p0, p1);
+    ctx->cells_current = false;
+    return EL_OK;
+}
+
+el_status el_kv_remove_rows(el_context *ctx, const int32_t *rows, int32_t n) {
+    if (!ctx || (n > 0 && !rows))
+        return el_error(EL_ERR_INVALID_ARG, "el_kv_remove_rows: NULL argument");
+    if (!ctx->cells_current)
+        return el_error(EL_ERR_INVALID_ARG, "el_kv_remove_rows: the cache changed since the last "
+                        "el_decode (or there was none): its rows are gone");
+    for (int32_t i = 0; i < n; i++)
+        if (rows[i] < 0 || rows[i] >= ctx->last_n_rows)
+            return el_error(EL_ERR_INVALID_ARG, "el_kv_remove_rows: row %d is not a row of the "
+                            "last el_decode (%d rows)", rows[i], ctx->last_n_rows);
+    for (int32_t i = 0; i < n; i++) /* free cells are not reused before the next decode */
+        el_kv_cache_free_cell(&ctx->kv, ctx->cells[rows[i]]);
     return EL_OK;
 }
 
 void el_kv_clear(el_context *ctx) {
-    if (ctx)
+    if (ctx) {
         el_kv_cache_clear(&ctx->kv);
+        ctx->cells_current = false;
+    }
 }
 
 int32_t el_kv_used_cells(const el_context *ctx) { return ctx ? ctx->kv.n_used : 0; }

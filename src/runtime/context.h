@@ -19,6 +19,7 @@ struct el_context {
     int32_t *out_rows;     /* [n_batch] rows whose logits were asked for */
     int32_t *logit_index;  /* [n_batch] row -> index into fwd.logits, or -1 */
     int32_t last_n_rows;   /* rows of the last successful decode */
+    bool cells_current;    /* cells[] still holds those rows (no cache change since) */
     /* adapters bound to each sequence (each holds a reference), and the rows of a batch grouped
      * by binding (rebuilt by every decode into these n_batch-sized arrays) */
     struct el_seq_binding {

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/pages.h"
 #include "model/model.h"
@@ -124,12 +125,6 @@ uint64_t el_read_sum(el_threadpool *tp, const uint64_t *buf, size_t n, int sweep
     return read_regions(tp, &r, 1, sweeps);
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Each timing reads at least this much, so that a small (cache-sized) buffer is swept many times
  * and the timer and the pool's wake-up are a small part of it. */
 static const size_t MIN_BYTES_PER_TIMING = (size_t)64 << 20;
@@ -147,12 +142,12 @@ static el_status time_reads(el_threadpool *tp, const read_region *reg, size_t n_
     for (size_t r = 0; r < n_reg; r++) bytes += reg[r].n * sizeof(uint64_t);
     int sweeps = (int)((MIN_BYTES_PER_TIMING + bytes - 1) / bytes);
     uint64_t want = one * (uint64_t)sweeps;
-    double best = 0, start = now_seconds();
+    double best = 0, start = el_now_seconds();
     read_regions(tp, reg, n_reg, 1);
-    for (int t = 0; t < 50 && (t < 5 || now_seconds() - start < 0.2); t++) {
-        double t0 = now_seconds();
+    for (int t = 0; t < 50 && (t < 5 || el_now_seconds() - start < 0.2); t++) {
+        double t0 = el_now_seconds();
         uint64_t s = read_regions(tp, reg, n_reg, sweeps);
-        double dt = now_seconds() - t0;
+        double dt = el_now_seconds() - t0;
         if (s != want) return el_error(EL_ERR_INVALID_ARG, "read bandwidth: wrong sum (a bug)");
         double rate = (double)bytes * sweeps / dt / 1e9;
         if (dt > 0 && rate > best) best = rate;

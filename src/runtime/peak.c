@@ -11,18 +11,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "edgelora-tools.h"
 #include "kernels/dispatch.h"
 
 enum { MAX_THREADS = 256, ADDS_PER_ITER = 32 };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* iters x ADDS_PER_ITER dependent additions of `one`; returns the total so nothing is elided. */
 static uint64_t add_chain(int64_t iters, uint64_t one) {
@@ -56,7 +51,7 @@ typedef struct peak_job {
 
 static void peak_task(void *arg, int ith, int nth) {
     peak_job *j = arg;
-    double t0 = now_seconds();
+    double t0 = el_now_seconds();
     bool wrong;
     if (j->probe) {
         uint32_t got = j->probe->run(j->iters, 1);
@@ -64,7 +59,7 @@ static void peak_task(void *arg, int ith, int nth) {
     } else {
         wrong = add_chain(j->iters, 1) != (uint64_t)j->iters * ADDS_PER_ITER;
     }
-    j->seconds[ith] = now_seconds() - t0;
+    j->seconds[ith] = el_now_seconds() - t0;
     j->wrong[ith] = wrong;
 }
 
@@ -73,12 +68,12 @@ static void peak_task(void *arg, int ith, int nth) {
  * threads need together; and the best time of any thread (*fastest), a core's own time. */
 static el_status time_job(el_threadpool *tp, peak_job *j, double *seconds, double *fastest) {
     int nth = el_threadpool_size(tp);
-    double best = 0, quickest = 0, start = now_seconds();
+    double best = 0, quickest = 0, start = el_now_seconds();
     for (j->iters = 1 << 10;; j->iters *= 2) {
         el_threadpool_run(tp, peak_task, j);
         if (j->seconds[0] > 0.004 || j->iters > ((int64_t)1 << 40)) break;
     }
-    for (int t = 0; t < 50 && (t < 5 || now_seconds() - start < 0.15); t++) {
+    for (int t = 0; t < 50 && (t < 5 || el_now_seconds() - start < 0.15); t++) {
         el_threadpool_run(tp, peak_task, j);
         double slowest = 0;
         for (int i = 0; i < nth; i++) {

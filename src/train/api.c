@@ -66,13 +66,13 @@ static el_status run_start(train_run *r, const el_train_params *p, int n_ctx) {
 }
 
 /* Trains r->m as set up (lora: only its adapter) and says whether a stop was asked for. */
-static el_status run_loop(train_run *r, const el_train_params *p, bool lora, const char *what,
-                          bool *stop) {
+static el_status run_loop(train_run *r, const el_train_params *p, el_train_block block,
+                          const char *what, bool *stop) {
     el_trainer_hp hp = el_trainer_hp_from(p, r->m.c.n_ctx);
-    el_status st = el_trainer_init(&r->tr, &r->m, lora, &hp, r->tp);
+    el_status st = el_trainer_init(&r->tr, &r->m, block, &hp, r->tp);
     if (st == EL_OK)
         st = el_train_loop(p, &r->tr, &r->ltrain, p->n_eval_files > 0 ? &r->leval : NULL, what,
-                           stop);
+                           NULL, stop);
     return st;
 }
 
@@ -125,7 +125,7 @@ el_status el_train(const el_train_params *p, const char *out_path) {
                                    c.n_vocab)) == EL_OK &&
         (st = run_start(&r, p, c.n_ctx)) == EL_OK) {
         el_tmodel_randomize(&r.m, p->seed);
-        if ((st = run_loop(&r, p, false, "pretraining loss", &stop)) == EL_OK)
+        if ((st = run_loop(&r, p, EL_TRAIN_BASE, "pretraining loss", &stop)) == EL_OK)
             st = stop ? cancelled(p, out_path)
                       : el_export_model(&r.m, p->tokenizer_path, base_name(out_path), out_path);
     }
@@ -158,7 +158,7 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
         (st = el_examples_load(&r.dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
         (st = el_examples_load(&r.deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
-        (st = run_loop(&r, p, true, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
+        (st = run_loop(&r, p, EL_TRAIN_LORA, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
         (st = stop ? cancelled(p, out_path) : EL_OK) == EL_OK) {
         st = el_export_lora(&r.m, base->arch, out_path);
         if (st == EL_OK && lp->peft_dir)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/outfile.h"
 
 /* 2 added the checksum trailer */
@@ -51,19 +52,10 @@ static header make_header(const el_trainer *t) {
     header h = {{c->dim, c->n_layer, c->n_head, c->n_head_kv, c->n_ff, c->n_ctx, c->n_vocab,
                  c->tied},
                 {c->rms_eps, c->rope_base},
-                t->lora ? t->m->rank : 0,
-                t->lora ? t->m->alpha : 0.0f,
-                t->lora ? t->m->targets : 0,
+                t->what == EL_TRAIN_LORA ? t->m->rank : 0,
+                t->what == EL_TRAIN_LORA ? t->m->alpha : 0.0f,
+                t->what == EL_TRAIN_LORA ? t->m->targets : 0,
                 t->n};
-    return h;
-}
-
-/* FNV-1a, 64 bits: enough to tell a damaged file from a whole one, and simple to recompute. */
-static const uint64_t fnv_offset = 0xcbf29ce484222325ull, fnv_prime = 0x100000001b3ull;
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * fnv_prime;
     return h;
 }
 
@@ -75,7 +67,7 @@ typedef struct summed_writer {
 
 static bool put(summed_writer *w, const void *p, size_t n) {
     if (n == 0) return true;
-    w->sum = fnv1a(w->sum, p, n);
+    w->sum = el_fnv1a(w->sum, p, n);
     return fwrite(p, 1, n, w->f) == n;
 }
 
@@ -84,7 +76,7 @@ el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loa
     el_outfile out;
     el_status st = el_outfile_open(&out, path);
     if (st != EL_OK) return st;
-    summed_writer w = {out.f, fnv_offset};
+    summed_writer w = {out.f, el_fnv_offset};
     header h = make_header(t);
     uint32_t version = checkpoint_version;
     int64_t pos[2] = {l->epoch, l->index};
@@ -113,12 +105,12 @@ static el_status verify_checksum(FILE *f, const char *path) {
         return el_error(EL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
     off_t size = ftello(f);
     rewind(f);
-    uint64_t sum = fnv_offset, stored;
+    uint64_t sum = el_fnv_offset, stored;
     unsigned char buf[1 << 16];
     for (off_t left = size - 8; left > 0;) {
         size_t n = left < (off_t)sizeof buf ? (size_t)left : sizeof buf;
         if (fread(buf, 1, n, f) != n) break;
-        sum = fnv1a(sum, buf, n);
+        sum = el_fnv1a(sum, buf, n);
         left -= (off_t)n;
     }
     bool whole = size >= 8 && fread(&stored, 1, 8, f) == 8 && stored == sum;

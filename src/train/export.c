@@ -13,6 +13,7 @@
 #include "formats/json.h"
 #include "kernels/types.h"
 #include "model/model.h"
+#include "runtime/adapter.h"
 
 /* Adds every tensor of a table (F32, ne = {n_in, n_out}, or {n_in} for vectors). */
 static el_status add_tensors(gguf_writer *w, const el_ttable *tb, const float *block) {
@@ -211,3 +212,36 @@ el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ct
         el_weight_floats(&model->output, el_tm_output(m, w));
     return EL_OK;
 }
+
+el_status el_tmodel_add_adapter(el_tmodel *m, const el_adapter *ad, const char *path) {
+    uint32_t targets = 0;
+    int32_t rank = 0;
+    float scale = 0;
+    for (int il = 0; il < m->c.n_layer; il++)
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            const el_lora_pair *p = &ad->table[el_linear_slot(il, (el_linear)i)];
+            if (!p->a.n_out) continue;
+            if ((rank && p->a.n_out != rank) || (scale && p->scale != scale))
+                return el_error(EL_ERR_UNSUPPORTED, "%s: training through an adapter needs one rank "
+                                "and one scale for every target", path);
+            rank = (int32_t)p->a.n_out, scale = p->scale;
+            targets |= 1u << i;
+        }
+    if (!rank) return el_error(EL_ERR_FORMAT, "%s: the adapter changes nothing", path);
+    el_status st = el_tmodel_add_lora(m, rank, scale * (float)rank, targets, 0);
+    for (int il = 0; !st && il < m->c.n_layer; il++)
+        for (int i = 0; !st && i < EL_TN_LINEAR; i++) {
+            int32_t li = m->lora_idx[il * EL_TN_LINEAR + i];
+            const el_lora_pair *p = &ad->table[el_linear_slot(il, (el_linear)i)];
+            if (li < 0) continue;
+            float *a = m->lw + m->lora.t[li].offset, *b = m->lw + m->lora.t[li + 1].offset;
+            if (!p->a.n_out) { /* not in this layer: no term */
+                memset(b, 0, (size_t)(m->lora.t[li + 1].n_out * rank) * sizeof *b);
+                continue;
+            }
+            el_weight_floats(&p->a, a);
+            st = el_lora_b_floats(p, b);
+        }
+    return st;
+}
+

@@ -24,4 +24,9 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
  * context n_ctx. */
 el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx);
 
+/* Adds a loaded adapter's terms to m as its LoRA block (frozen, or to train on): every target of
+ * one rank and one scale (alpha / rank or rsLoRA's), missing layers of a target as zero terms.
+ * path names the adapter in errors. */
+el_status el_tmodel_add_adapter(el_tmodel *m, const el_adapter *ad, const char *path);
+
 #endif

@@ -70,8 +70,9 @@ void el_lora_forward(float *y, float *lx, const float *x, const float *a, const 
 void el_lora_backward(float *dx, float *da, float *db, float *dlx, const float *dy, const float *x,
                       const float *lx, const float *a, const float *b, float s, int64_t N,
                       int64_t in, int64_t out, int64_t R) {
-    /* dB[out][R] += s dy^T lx */
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)R, (int)N, s, dy, (int)out,
+    /* dB[out][R] += s dy^T lx (frozen adapter: no db) */
+    if (db)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)R, (int)N, s, dy, (int)out,
                 lx, (int)R, 1.0f, db, (int)R);
     /* dlx[N][R] = s dy B */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)R, (int)out, s, dy,

@@ -25,7 +25,8 @@ void el_linear_backward(float *dx, float *dw, const float *dy, const float *x, c
 /* LoRA term of a linear layer: lx[N][R] = x A^T, y[N][out] += s lx B^T. */
 void el_lora_forward(float *y, float *lx, const float *x, const float *a, const float *b, float s,
                      int64_t N, int64_t in, int64_t out, int64_t R);
-/* dA, dB += ..., dx += ... (dx may be NULL); dlx [N][R] is scratch. */
+/* dA, dB += ..., dx += ... (any may be NULL: dA and dB for a frozen adapter); dlx [N][R] is
+ * scratch. */
 void el_lora_backward(float *dx, float *da, float *db, float *dlx, const float *dy, const float *x,
                       const float *lx, const float *a, const float *b, float s, int64_t N,
                       int64_t in, int64_t out, int64_t R);

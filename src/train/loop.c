@@ -34,13 +34,19 @@ static double now_s(void) {
 
 /* Mean loss over the first eval_batches micro-batches of the held-out data (always the same
  * ones, so that evaluations are comparable). */
-static float evaluate(const el_train_params *p, el_trainer *t, el_loader *eval, int32_t *tok,
-                      int32_t *tgt, float *mask) {
+static void next_batch(el_loader *l, const el_batch_hook *hook, int32_t B, int32_t T,
+                       int32_t *tok, int32_t *tgt, float *mask) {
+    el_loader_next(l, B, tok, tgt, mask);
+    if (hook) hook->fn(hook->user, B, T, tok, tgt, mask);
+}
+
+static float evaluate(const el_train_params *p, el_trainer *t, el_loader *eval,
+                      const el_batch_hook *hook, int32_t *tok, int32_t *tgt, float *mask) {
     el_loader_seek(eval, 0, 0);
     int32_t n = p->eval_batches > 0 ? p->eval_batches : 1;
     double sum = 0.0;
     for (int32_t i = 0; i < n; i++) {
-        el_loader_next(eval, t->hp.B, tok, tgt, mask);
+        next_batch(eval, hook, t->hp.B, t->hp.T, tok, tgt, mask);
         sum += el_trainer_eval(t, tok, tgt, mask);
     }
     return (float)(sum / n);
@@ -65,7 +71,8 @@ static el_status write_plot(const char *path, const char *title, const el_histor
 }
 
 el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *train,
-                        el_loader *eval, const char *plot_title, bool *stopped) {
+                        el_loader *eval, const char *plot_title, const el_batch_hook *hook,
+                        bool *stopped) {
     el_history hist = {0};
     el_status st = EL_OK;
     *stopped = false;
@@ -83,7 +90,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
     int64_t first = t->step;
     while (st == EL_OK && t->step < p->n_steps) {
         for (int32_t a = 0; a < t->hp.accum; a++)
-            el_loader_next(train, t->hp.B, tok + a * mb, tgt + a * mb, mask + a * mb);
+            next_batch(train, hook, t->hp.B, t->hp.T, tok + a * mb, tgt + a * mb, mask + a * mb);
         float loss = el_trainer_step(t, tok, tgt, mask);
         if ((st = el_history_add(&hist, false, (float)t->step, loss)))
             break;
@@ -92,7 +99,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
         bool at_eval = eval && ((p->eval_every > 0 && t->step % p->eval_every == 0) ||
                                 t->step == p->n_steps);
         if (at_eval) {
-            pr.eval_loss = evaluate(p, t, eval, tok, tgt, mask);
+            pr.eval_loss = evaluate(p, t, eval, hook, tok, tgt, mask);
             if ((st = el_history_add(&hist, true, (float)t->step, pr.eval_loss)))
                 break;
         }

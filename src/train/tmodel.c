@@ -137,7 +137,31 @@ el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t t
     return EL_OK;
 }
 
+el_status el_tmodel_add_forecast(el_tmodel *m, int32_t n_slots, uint64_t seed) {
+    int64_t D = m->c.dim;
+    if (n_slots <= 0)
+        return el_error(EL_ERR_INVALID_ARG, "%d forecast slots: must be positive", n_slots);
+    if (!(m->forecast.t = calloc(1, sizeof *m->forecast.t)))
+        return el_error(EL_ERR_NOMEM, "out of memory for the forecast table");
+    table_add(&m->forecast, "forecast.embd", n_slots, D, false);
+    if (!(m->fw = calloc(m->forecast.n_floats, sizeof(float))))
+        return el_error(EL_ERR_NOMEM, "out of memory for %d forecast vectors", n_slots);
+    const float *e = el_tm_embd(m, m->w);
+    el_rng rng;
+    el_rng_seed(&rng, seed);
+    for (int64_t j = 0; j < D; j++) {
+        double mean = 0;
+        for (int64_t t = 0; t < m->c.n_vocab; t++) mean += e[t * D + j];
+        mean /= m->c.n_vocab;
+        for (int32_t k = 0; k < n_slots; k++)
+            m->fw[k * D + j] = (float)mean + 0.02f * el_rng_normal(&rng);
+    }
+    return EL_OK;
+}
+
 void el_tmodel_free(el_tmodel *m) {
+    free(m->forecast.t);
+    free(m->fw);
     free(m->base.t);
     free(m->w);
     free(m->lora.t);
@@ -279,11 +303,12 @@ static void linear_bwd(const el_tmodel *m, el_tacts *a, int il, int i, float *dx
     el_linear_backward(dx, grads ? el_tm_layer(m, grads, il, k) : NULL, dy, x,
                        el_tm_layer(m, m->w, il, k), a->N, n_in, n_out);
     int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
-    if (li >= 0 && lgrads) {
+    if (li >= 0) { /* a frozen adapter (no lgrads) still carries gradient down to the inputs */
         const float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
         size_t oa = m->lora.t[li].offset, ob = m->lora.t[li + 1].offset;
-        el_lora_backward(dx, lgrads + oa, lgrads + ob, a->dlx, dy, x, lx, m->lw + oa, m->lw + ob,
-                         m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);
+        el_lora_backward(dx, lgrads ? lgrads + oa : NULL, lgrads ? lgrads + ob : NULL, a->dlx, dy,
+                         x, lx, m->lw + oa, m->lw + ob, m->alpha / (float)m->rank, a->N, n_in,
+                         n_out, m->rank);
     }
 }
 
@@ -295,8 +320,10 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     a->tokens = tokens, a->targets = targets, a->mask = mask;
     const float *embd = el_tm_embd(m, m->w);
-    for (int64_t r = 0; r < N; r++) /* x[0][N][D] = embedding rows */
-        memcpy(a->x + r * D, embd + (size_t)tokens[r] * D, (size_t)D * sizeof(float));
+    for (int64_t r = 0; r < N; r++) /* x[0][N][D] = embedding rows, or forecast vectors */
+        memcpy(a->x + r * D, tokens[r] >= 0 ? embd + (size_t)tokens[r] * D
+                                            : m->fw + (size_t)(-1 - tokens[r]) * D,
+               (size_t)D * sizeof(float));
     for (int il = 0; il < c->n_layer; il++) {
         float *x = a->x + il * N * D, *xmid = a->xmid + il * N * D, *xo = x + N * D;
         float *xn1 = a->xn1 + il * N * D, *xn2 = a->xn2 + il * N * D;
@@ -339,7 +366,7 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
 /* ------------------------------------------------------------- backward */
 
 void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, float *grads,
-                        float *lgrads, float scale) {
+                        float *lgrads, float *fgrads, float scale) {
     const el_tconfig *c = &m->c;
     int64_t N = a->N, D = c->dim, F = c->n_ff, V = c->n_vocab;
     int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
@@ -384,12 +411,12 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
         el_rmsnorm_backward(a->dx, gw_attn_norm, a->dxn, x,
                             el_tm_layer(m, m->w, il, EL_TK_ATTN_NORM), a->rs1 + il * N, N, D);
     }
-    if (grads) {
-        float *ge = el_tm_embd(m, grads);
-        for (int64_t r = 0; r < N; r++) {
-            float *row = ge + (size_t)a->tokens[r] * D;
+    for (int64_t r = 0; r < N; r++) {
+        int32_t t = a->tokens[r];
+        float *row = t >= 0 ? (grads ? el_tm_embd(m, grads) + (size_t)t * D : NULL)
+                            : (fgrads ? fgrads + (size_t)(-1 - t) * D : NULL);
+        if (row)
             for (int64_t j = 0; j < D; j++)
                 row[j] += a->dx[r * D + j];
-        }
     }
 }

@@ -67,6 +67,10 @@ typedef struct el_tmodel {
     el_ttable lora;      /* per layer, per target: A then B */
     int32_t *lora_idx;   /* [n_layer][7]: index of A in lora.t, or -1 */
     float *lw;           /* LoRA parameters */
+    /* forecast slots (none: 0): input vectors that rows with token id -1-j read instead of an
+     * embedding row (self-speculative decoding's forecast embeddings) */
+    el_ttable forecast;  /* one tensor, n_slots rows of dim */
+    float *fw;
 } el_tmodel;
 
 /* Parses "q,k,v,o,gate,up,down" (any subset, any order) into target bits. */
@@ -76,6 +80,9 @@ el_status el_tmodel_init(el_tmodel *m, const el_tconfig *c);
 /* Adds a LoRA block (rank, alpha, targets); A gets N(0, 1/rank)-ish values from seed, B zeros. */
 el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t targets,
                              uint64_t seed);
+/* Adds n_slots forecast vectors, each the mean token embedding plus N(0, 0.02) noise from seed (a
+ * point among the inputs the model knows). */
+el_status el_tmodel_add_forecast(el_tmodel *m, int32_t n_slots, uint64_t seed);
 void el_tmodel_free(el_tmodel *m);
 /* Random init: matrices N(0, 0.02) (output projections scaled by 1/sqrt(2 n_layer)), norms 1. */
 void el_tmodel_randomize(el_tmodel *m, uint64_t seed);
@@ -93,15 +100,16 @@ typedef struct el_tacts el_tacts;
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out);
 void el_tacts_free(el_tacts *a);
 
-/* Forward over tokens [B][T]; targets [B][T] and mask [B][T] (NULL mask: every position counts)
+/* Forward over tokens [B][T] (an id -1-j is forecast vector j); targets [B][T] and mask [B][T] (NULL mask: every position counts)
  * give the mean cross-entropy over masked positions (returned; 0 if none). If logits is not NULL
  * it receives the [B*T][n_vocab] logits. */
 float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, const int32_t *tokens,
                         const int32_t *targets, const float *mask, float *logits);
 
 /* Backward of the last forward: adds d(scale * loss)/d(param) into grads (a base-layout block,
- * or NULL to keep the base frozen) and lgrads (a LoRA-layout block, or NULL). */
+ * or NULL to keep the base frozen), lgrads (a LoRA-layout block, or NULL) and fgrads (a
+ * forecast-layout block, or NULL). */
 void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, float *grads,
-                        float *lgrads, float scale);
+                        float *lgrads, float *fgrads, float scale);
 
 #endif

@@ -6,19 +6,21 @@
 
 #include "core/error.h"
 
-el_status el_trainer_init(el_trainer *t, el_tmodel *m, bool lora, const el_trainer_hp *hp,
-                          el_threadpool *tp) {
+el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
+                          const el_trainer_hp *hp, el_threadpool *tp) {
     memset(t, 0, sizeof *t);
     if (hp->B <= 0 || hp->T <= 0 || hp->accum <= 0 || hp->n_steps <= 0 || hp->warmup < 0)
         return el_error(EL_ERR_INVALID_ARG, "batch %d x %d, accumulation %d, %lld steps, warmup "
                         "%lld: all must be positive", hp->B, hp->T, hp->accum,
                         (long long)hp->n_steps, (long long)hp->warmup);
-    if (lora && !m->rank)
+    if (what == EL_TRAIN_LORA && !m->rank)
         return el_error(EL_ERR_INVALID_ARG, "LoRA training needs a model with a LoRA block");
+    if (what == EL_TRAIN_FORECAST && !m->fw)
+        return el_error(EL_ERR_INVALID_ARG, "forecast training needs a model with forecast slots");
     t->m = m;
-    t->lora = lora;
-    t->tb = lora ? &m->lora : &m->base;
-    t->p = lora ? m->lw : m->w;
+    t->what = what;
+    t->tb = what == EL_TRAIN_LORA ? &m->lora : what == EL_TRAIN_FORECAST ? &m->forecast : &m->base;
+    t->p = what == EL_TRAIN_LORA ? m->lw : what == EL_TRAIN_FORECAST ? m->fw : m->w;
     t->n = t->tb->n_floats;
     t->hp = *hp;
     t->tp = tp;
@@ -52,8 +54,9 @@ float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targe
     for (int32_t a = 0; a < t->hp.accum; a++) {
         float loss = el_tmodel_forward(t->m, t->acts, t->tp, tokens + a * mb, targets + a * mb,
                                        mask ? mask + a * mb : NULL, NULL);
-        el_tmodel_backward(t->m, t->acts, t->tp, t->lora ? NULL : t->g, t->lora ? t->g : NULL,
-                           scale);
+        el_tmodel_backward(t->m, t->acts, t->tp, t->what == EL_TRAIN_BASE ? t->g : NULL,
+                           t->what == EL_TRAIN_LORA ? t->g : NULL,
+                           t->what == EL_TRAIN_FORECAST ? t->g : NULL, scale);
         total += loss * scale;
     }
     t->last_norm = el_clip_grad_norm(t->g, t->n, t->hp.clip);

@@ -1,6 +1,6 @@
 /* trainer.h - one optimizer step of a training model: gradient accumulation over micro-batches,
  * global-norm clipping, the scheduled learning rate and AdamW. Trains the base block, or only the
- * LoRA block (the base is then frozen: no base gradient is computed). */
+ * LoRA block or the forecast vectors (the base is then frozen: no base gradient is computed). */
 #ifndef EL_TRAIN_TRAINER_H
 #define EL_TRAIN_TRAINER_H
 
@@ -18,9 +18,16 @@ typedef struct el_trainer_hp {
     el_adamw adamw;
 } el_trainer_hp;
 
+/* Which block a trainer trains; the others stay frozen (no gradient is computed for them). */
+typedef enum el_train_block {
+    EL_TRAIN_BASE,          /* m->w */
+    EL_TRAIN_LORA,          /* m->lw */
+    EL_TRAIN_FORECAST,      /* m->fw */
+} el_train_block;
+
 typedef struct el_trainer {
     el_tmodel *m;
-    bool lora;              /* train m->lw (base frozen) instead of m->w */
+    el_train_block what;
     const el_ttable *tb;    /* the trained block's table */
     float *p;               /* the trained block */
     float *g, *mom, *vel;   /* its gradients and AdamW moments, laid out like p */
@@ -32,8 +39,8 @@ typedef struct el_trainer {
     float last_lr, last_norm;
 } el_trainer;
 
-el_status el_trainer_init(el_trainer *t, el_tmodel *m, bool lora, const el_trainer_hp *hp,
-                          el_threadpool *tp);
+el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
+                          const el_trainer_hp *hp, el_threadpool *tp);
 void el_trainer_free(el_trainer *t);
 
 /* One optimizer step over hp.accum micro-batches: tokens, targets and mask are

@@ -3,7 +3,8 @@
 # its run leaves in its output folder nothing but the previous complete output (or the new one,
 # complete, if the kill came after it was in place): no temporary file, no partial output.
 # Writers: quantize, convert (llama2.c), convert (PEFT folder to a GGUF adapter: adapter save),
-# merge, finetune (adapter, PEFT export, loss plot, checkpoints every step), batch -o. And finetune
+# merge, finetune (adapter, PEFT export, loss plot, checkpoints every step), train-forecast, batch -o.
+# And finetune
 # checks that its outputs can be written before it trains.
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
@@ -57,6 +58,11 @@ killed_writer merge "$TMP/m" "$EL" merge -m "$B" --lora "$TMP/attn.gguf" -o "$TM
 DETERMINISTIC=0 killed_writer finetune "$TMP/f" "$EL" finetune -m "$B" --lora --rank 2 -f "$TMP/ft.jsonl" \
     --steps 6 --batch 2 -c 16 -t 1 -q --checkpoint "$TMP/f/run.ckpt" --checkpoint-every 1 \
     --peft "$TMP/f/peft" -o "$TMP/f/ft.gguf"
+# train-forecast: the forecast set, its loss plot and checkpoints (names only, as finetune)
+for i in $(seq 30); do echo "Once upon a time there was a cat who liked to sit in the sun."; done > "$TMP/fc.txt"
+DETERMINISTIC=0 killed_writer train_forecast "$TMP/fc" "$EL" train-forecast -m "$B" --slots 2 -f "$TMP/fc.txt" \
+    --steps 6 --batch 2 --prefix 12 -t 1 -q --checkpoint "$TMP/fc/run.ckpt" --checkpoint-every 1 \
+    -o "$TMP/fc/f.gguf"
 # batch -o: its output appears whole or not at all (its times differ from run to run: names only)
 for i in $(seq 24); do echo "{\"id\": $i, \"prompt\": \"Once upon a time\", \"n_predict\": 48, \"temperature\": 0, \"ignore_eos\": true}"; done > "$TMP/req.jsonl"
 DETERMINISTIC=0 killed_writer batch "$TMP/b" "$EL" batch -m models/base.gguf -f "$TMP/req.jsonl" -t 1 -o "$TMP/b/out.jsonl"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Self-speculative decoding from the command line: train-forecast writes a set that run and bench
+# read; the text with --forecast (fixed trees and auto, with an adapter, sampled with a seed) is
+# byte for byte the plain run's; a set for another model, a bad --tree and a tree deeper than the
+# set are refused.
+cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
+
+printf 'The cat sat on the mat. It was a sunny day and the children played outside.\n%.0s' \
+    $(seq 40) > "$TMP/text.txt"
+expect_exit train_forecast 0 "$EL" train-forecast --slots 2 -f "$TMP/text.txt" --steps 4 --batch 2 \
+    --prefix 16 -t 1 -q -o "$TMP/f.gguf"
+[ -s "$TMP/f.gguf" ] && [ -s "$TMP/f.loss.svg" ] && pass train_forecast_files ||
+    fail train_forecast_files "$(ls -la "$TMP")"
+"$EL" info "$TMP/f.gguf" > "$TMP/info" 2>&1
+grep -q 'general.type: string = "forecast"' "$TMP/info" && grep -q "forecast.n_slots: u32 = 2" "$TMP/info" &&
+    pass forecast_info || fail forecast_info "$(head -20 "$TMP/info")"
+
+same_as_plain() { # NAME ARGS...: run with ARGS, then with ARGS and the forecast: the same text
+    local name=$1
+    shift
+    "$EL" run -t 1 "$@" > "$TMP/plain" 2>/dev/null
+    "$EL" run -t 1 "$@" --forecast "$TMP/f.gguf" $TREE > "$TMP/spec" 2>"$TMP/spec.err"
+    if [ -s "$TMP/plain" ] && cmp -s "$TMP/plain" "$TMP/spec" && grep -q "^speculative:" "$TMP/spec.err"; then
+        pass "$name"
+    else
+        fail "$name" "$(head -c 300 "$TMP/plain")" "$(head -c 300 "$TMP/spec")" "$(cat "$TMP/spec.err")"
+    fi
+}
+for TREE in "--tree 1" "--tree 3,2" "--tree auto" ""; do
+    t=${TREE#--tree }
+    same_as_plain "run_forecast_greedy_${t:-default}" -p "The cat sat on" -n 40 --temp 0
+done
+TREE="--tree 2,2"
+same_as_plain run_forecast_sampled -p "The children" -n 40 --temp 0.9 --seed 7
+same_as_plain run_forecast_adapter -p "German: Open the file" -n 30 --temp 0 --lora models/translate-de.gguf
+"$EL" run -t 1 -p "German: Open the file" -n 30 --temp 0 > "$TMP/base" 2>/dev/null
+cmp -s "$TMP/base" "$TMP/spec" && fail run_forecast_adapter_changes_text || pass run_forecast_adapter_changes_text
+
+# a set trained with an adapter bound serves that adapter's sequences only
+expect_exit train_forecast_adapter 0 "$EL" train-forecast --lora models/translate-de.gguf --slots 2 \
+    -f "$TMP/text.txt" --steps 2 --batch 2 --prefix 16 -t 1 -q --no-plot -o "$TMP/fde.gguf"
+expect_exit run_forecast_adapter_set 0 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --lora models/translate-de.gguf --forecast "$TMP/fde.gguf" --tree 2
+expect_exit run_forecast_adapter_set_without 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --forecast "$TMP/fde.gguf" --tree 2
+grep -q "trained with adapter 'translate-de.gguf'" "$TMP/err" && pass run_forecast_adapter_set_message ||
+    fail run_forecast_adapter_set_message "$(cat "$TMP/err")"
+expect_exit run_forecast_adapter_set_other 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
+    --lora models/translate-fr.gguf --forecast "$TMP/fde.gguf" --tree 2
+
+printf 'The cat sat on\nThe children played\n' > "$TMP/prompts.txt"
+expect_exit bench_forecast 0 "$EL" bench --forecast "$TMP/f.gguf" --tree 2,1 --prompts "$TMP/prompts.txt" \
+    -n 24 -r 1 -t 1 --record "$TMP/trace.txt"
+grep -q "identical to plain decoding: yes" "$TMP/out" && [ -s "$TMP/trace.txt" ] &&
+    pass bench_forecast_identical || fail bench_forecast_identical "$(cat "$TMP/out")"
+expect_exit bench_replay 0 "$EL" bench --replay "$TMP/trace.txt" -p 16 -r 1 -t 1
+grep -q "replayed steps" "$TMP/out" && pass bench_replay_report || fail bench_replay_report "$(cat "$TMP/out")"
+echo "1 0 x" > "$TMP/bad-trace.txt"
+expect_exit bench_replay_bad_trace 2 "$EL" bench --replay "$TMP/bad-trace.txt" -r 1
+grep -q "bad-trace.txt:1: not a trace line" "$TMP/err" && pass bench_replay_bad_trace_message ||
+    fail bench_replay_bad_trace_message "$(cat "$TMP/err")"
+
+expect_exit run_tree_bad 2 "$EL" run -p hi -n 2 --forecast "$TMP/f.gguf" --tree 2,x
+grep -q "\-\-tree '2,x'" "$TMP/err" && pass run_tree_bad_message || fail run_tree_bad_message "$(cat "$TMP/err")"
+expect_exit run_tree_too_deep 2 "$EL" run -p hi -n 2 --forecast "$TMP/f.gguf" --tree 1,1,1
+M="$DATA/models"
+if [ -f "$M/stories260K.bin" ]; then
+    expect_exit run_forecast_other_model 1 "$EL" run -m "$M/stories260K.bin" --tokenizer "$M/tok512.bin" \
+        -p "Once" -n 4 --forecast "$TMP/f.gguf"
+    grep -q "f.gguf: .*another model\|f.gguf: the forecast set is for" "$TMP/err" &&
+        pass run_forecast_other_model_message || fail run_forecast_other_model_message "$(cat "$TMP/err")"
+else
+    skip run_forecast_other_model "$M/stories260K.bin is absent"
+fi
+finish
