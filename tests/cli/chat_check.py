@@ -307,6 +307,15 @@ def piped_session():
                             rb"(?:.*\n)*?.*?" + VERBOSE.pattern, p.stderr)
     check("chat_pipe_redecode_from_difference", after_drop and
           all(0 < int(v[1]) < int(v[0]) for v in after_drop), p.stderr)
+    # a stop string: the reply ends before it, as run's does
+    first, _ = run(render(CHATML, [("system", system), ("user", users[0])]), n)
+    stop = first[3:7].decode("utf-8", "replace")
+    want, _ = run(render(CHATML, [("system", system), ("user", users[0])]), n + ["--stop", stop])
+    p = subprocess.run([EL, "chat", "--chat-template", "chatml", "--system", system,
+                        "--stop", stop] + n, input=users[0] + b"\n", capture_output=True)
+    check("chat_pipe_stop",
+          p.returncode == 0 and p.stdout == want + b"\n" and len(want) < len(first),
+          "chat: %r" % p.stdout, "run:  %r (stop %r)" % (want, stop))
     # a message too long for the context even alone: refused, the chat goes on
     p = subprocess.run([EL, "chat", "-c", "16"] + n, input=b"word " * 40 + b"\nHi\n",
                        capture_output=True)
