@@ -215,7 +215,8 @@ def terminal_session(tmpl):
         check(name + "_counts", v is not None and int(v.group(1)) == n_prompt and
               int(v.group(2)) + int(v.group(3)) == n_prompt and
               (reused_min is None or int(v.group(2)) >= reused_min),
-              term, "run counts %d prompt tokens; at least %s from the cache" % (n_prompt, reused_min))
+              term, "run counts %d prompt tokens; at least %s from the cache"
+              % (n_prompt, reused_min))
         hist.extend([("user", user), ("assistant", strip(want))])
         last_total = n_prompt
         return v
