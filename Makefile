@@ -28,6 +28,9 @@ SO_MAJOR := $(firstword $(subst ., ,$(VERSION)))
 SHARED := $(BUILD)/libedgelora.so.$(VERSION)
 TOOLS_LIBS := $(shell pkg-config --libs openblas lapacke 2>/dev/null || echo -lopenblas -llapacke)
 BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke 2>/dev/null)
+# line editing for `edgelora chat` (libedit, BSD licence): the program's alone, never a library's
+EDIT_CFLAGS := $(shell pkg-config --cflags libedit 2>/dev/null)
+EDIT_LIBS := $(shell pkg-config --libs libedit 2>/dev/null)
 LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -87,9 +90,14 @@ $(BUILD)/libedgelora-tools.a: $(TOOLS_OBJ)
 
 # the program sees only the public headers (include/), as any other user of the libraries
 $(CLI_OBJ): ALLCFLAGS := $(filter-out -Isrc,$(ALLCFLAGS))
+$(BUILD)/cli/line_input.o: ALLCFLAGS += $(EDIT_CFLAGS)
+ifeq ($(EDIT_LIBS),)
+$(BUILD)/cli/line_input.o:
+	@echo "libedit (line editing for edgelora chat) is not installed: scripts/setup.sh installs it (Debian: libedit-dev)" >&2; exit 1
+endif
 
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)

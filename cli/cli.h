@@ -11,6 +11,7 @@
 #include "edgelora-tools.h"
 
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
@@ -117,6 +118,34 @@ int cli_lora_opt(const char *cmd, cli_lora_opts *o, int argc, char **argv, int *
  * returns the status, and in *n how many were loaded (each to free with el_adapter_free, also
  * after a failure). */
 el_status cli_lora_load(const cli_lora_opts *o, const el_model *m, el_binding *bind, int *n);
+
+/* The sampling flags run and chat share (cli/sampling_opts.c). */
+typedef struct cli_sampling_opts {
+    el_sampler_params sp;
+    bool seed_given; /* -s / --seed */
+} cli_sampling_opts;
+extern const char cli_sampling_help[]; /* their --help lines */
+/* If argv[*i] is a sampling flag, consumes it and its value and returns 1; 0 if it is not; -1
+ * after printing an error. */
+int cli_sampling_opt(const char *cmd, cli_sampling_opts *o, int argc, char **argv, int *i);
+/* Without --seed, a seed from the clock, printed to stderr when the sampler draws (temp > 0). */
+void cli_sampling_seed(cli_sampling_opts *o);
+
+/* Feeds tokens[0..n) of sequence 0 from position pos in chunks of n_batch rows; only the last
+ * row's logits are asked for (row (n - 1) % n_batch of the last el_decode). */
+el_status cli_decode_tokens(el_context *ctx, const int32_t *tokens, int32_t n, int32_t pos,
+                            int32_t n_batch);
+
+/* What of a generation's text can be shown: given the whole generated text[0..n) so far,
+ * returns the end of what can be (the caller shows text[s->shown .. end) and sets s->shown to
+ * end). A stop string ends the text where it begins (s->stopped); until the text is final, a
+ * tail that may still become a stop string is held back. */
+typedef struct cli_stream {
+    size_t shown;
+    bool stopped;
+} cli_stream;
+size_t cli_stream_update(cli_stream *s, const char *text, size_t n, const char *const *stops,
+                         int n_stops, bool final);
 
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,

@@ -208,6 +208,21 @@ el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add
     }
 }
 
+el_status cli_decode_tokens(el_context *ctx, const int32_t *tokens, int32_t n, int32_t pos,
+                            int32_t n_batch) {
+    int32_t *p = malloc((size_t)n_batch * sizeof *p), *seq = calloc((size_t)n_batch, sizeof *seq);
+    el_status st = p && seq ? EL_OK : EL_ERR_NOMEM;
+    for (int32_t done = 0; st == EL_OK && done < n; done += n_batch) {
+        int32_t rows = n - done < n_batch ? n - done : n_batch;
+        for (int32_t r = 0; r < rows; r++) p[r] = pos + done + r;
+        el_batch b = {.n_rows = rows, .token = tokens + done, .pos = p, .seq_id = seq};
+        st = el_decode(ctx, &b);
+    }
+    free(p);
+    free(seq);
+    return st;
+}
+
 void cli_progress_start(cli_progress *p) {
     p->start = cli_now_ms() / 1e3;
     p->tty = isatty(STDERR_FILENO);

@@ -10,6 +10,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
+    {"chat", cmd_chat, "a conversation, kept in the KV cache between turns"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"detokenize", cmd_detokenize, "print the text of token ids"},
     {"perplexity", cmd_perplexity, "measure a model's perplexity over a text file"},

@@ -1,8 +1,6 @@
 /* run.c - `edgelora run`: generate text from a prompt, streamed to stdout. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "variants.h"
@@ -29,18 +27,18 @@ static const char help[] =
     "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
-    "  --temp T               temperature (default 0.8; 0: greedy)\n"
-    "  --top-k K              keep the K most likely tokens (default 40; 0: off)\n"
-    "  --top-p P              keep the smallest set with probability >= P (default 0.95)\n"
-    "  --min-p P              drop tokens less likely than P times the best (default 0.05)\n"
-    "  --repeat-penalty X     penalize recent tokens (default 1.0: off)\n"
-    "  --repeat-last-n N      tokens the penalty looks back on (default 64)\n"
-    "  -s, --seed S           random seed (default: from the clock; printed to stderr)\n"
+    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n";
+
+static const char help_tail[] =
     "  --ignore-eos           keep generating past the end-of-sequence token\n"
     "  --lora FILE            bind a LoRA adapter (GGUF file or PEFT folder); repeatable, the\n"
     "                         terms of several adapters add up\n"
-    "  --lora-scaled FILE S   the same with scale S\n";
+    "  --lora-scaled FILE S   the same with scale S\n"
+    "  --json                 print the result as one JSON object instead of streaming the\n"
+    "                         text: {\"prompt\", \"text\", \"prompt_tokens\",\n"
+    "                         \"generated_tokens\", \"finish_reason\" (eos, stop or length),\n"
+    "                         \"timings\", \"adapters\", \"sampling\", \"seed\" (null if\n"
+    "                         greedy)}; with --variants: {\"variants\": [...]} (below)\n";
 
 typedef struct run_opts {
     cli_model_opts mo;
@@ -50,58 +48,19 @@ typedef struct run_opts {
     int n_stops;
     bool chat, escape;
     long n_predict, n_batch;
-    el_sampler_params sp;
-    bool seed_given, ignore_eos;
+    cli_sampling_opts sampling;
+    bool ignore_eos, json;
     cli_lora_opts lora;
     cli_variants_opts variants;
     cli_spec_opts spec;
 } run_opts;
-
-/* Parses the sampling flags; returns 1 if argv[*i] was one, 0 if not, -1 on a bad value. */
-static int sampling_opt(run_opts *o, int argc, char **argv, int *i) {
-    const char *a = argv[*i], *v;
-    double d;
-    long l;
-    if (!strcmp(a, "--temp")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1e6, &d))
-            return -1;
-        o->sp.temperature = (float)d;
-    } else if (!strcmp(a, "--top-k")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_int("run", a, v, 0, INT32_MAX, &l))
-            return -1;
-        o->sp.top_k = (int32_t)l;
-    } else if (!strcmp(a, "--top-p")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1, &d))
-            return -1;
-        o->sp.top_p = (float)d;
-    } else if (!strcmp(a, "--min-p")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1, &d))
-            return -1;
-        o->sp.min_p = (float)d;
-    } else if (!strcmp(a, "--repeat-penalty")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_float("run", a, v, 0, 1e6, &d))
-            return -1;
-        o->sp.repeat_penalty = (float)d;
-    } else if (!strcmp(a, "--repeat-last-n")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_int("run", a, v, 0, 1 << 20, &l))
-            return -1;
-        o->sp.repeat_last_n = (int32_t)l;
-    } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-        if (!(v = cli_value("run", argc, argv, i)) || !cli_u64("run", a, v, &o->sp.seed))
-            return -1;
-        o->seed_given = true;
-    } else {
-        return 0;
-    }
-    return 1;
-}
 
 static int parse_args(run_opts *o, int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_opt("run", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("run", &o->mo, argc, argv, &i);
-        if (r == 0) r = sampling_opt(o, argc, argv, &i);
+        if (r == 0) r = cli_sampling_opt("run", &o->sampling, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("run", &o->lora, argc, argv, &i);
         if (r == 0) r = cli_variants_opt(&o->variants, argc, argv, &i);
         if (r == 0) r = cli_spec_opt("run", &o->spec, argc, argv, &i);
@@ -109,6 +68,8 @@ static int parse_args(run_opts *o, int argc, char **argv) {
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
+            fputs(cli_sampling_help, stdout);
+            fputs(help_tail, stdout);
             fputs(cli_spec_help, stdout);
             fputs(cli_variants_help, stdout);
             return -1;
@@ -124,6 +85,8 @@ static int parse_args(run_opts *o, int argc, char **argv) {
             if (!(v = cli_value("run", argc, argv, &i)) ||
                 !cli_int("run", a, v, 1, 1 << 16, &o->n_batch))
                 return CLI_USAGE;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
         } else if (!strcmp(a, "--ignore-eos")) {
             o->ignore_eos = true;
         } else if (!strcmp(a, "-e") || !strcmp(a, "--escape")) {
@@ -147,8 +110,8 @@ static int parse_args(run_opts *o, int argc, char **argv) {
             return CLI_USAGE;
         }
     }
-    if (!o->variants.k && (o->variants.adapters || o->variants.first || o->variants.json)) {
-        cli_error("run", "--variant-adapters, --variant-first and --json need --variants K");
+    if (!o->variants.k && (o->variants.adapters || o->variants.first)) {
+        cli_error("run", "--variant-adapters and --variant-first need --variants K");
         return CLI_USAGE;
     }
     if (o->variants.k && (o->spec.forecast || o->spec.on)) {
@@ -166,28 +129,13 @@ static int parse_args(run_opts *o, int argc, char **argv) {
     return CLI_OK;
 }
 
-/* Feeds tokens[0..n) of sequence 0 from position pos in chunks of n_batch rows; only the last
- * row's logits are asked for. */
-static el_status feed(el_context *ctx, const int32_t *tokens, int32_t n, int32_t pos,
-                      int32_t n_batch) {
-    int32_t *p = malloc((size_t)n_batch * sizeof *p), *seq = calloc((size_t)n_batch, sizeof *seq);
-    el_status st = p && seq ? EL_OK : EL_ERR_NOMEM;
-    for (int32_t done = 0; st == EL_OK && done < n; done += n_batch) {
-        int32_t rows = n - done < n_batch ? n - done : n_batch;
-        for (int32_t r = 0; r < rows; r++) p[r] = pos + done + r;
-        el_batch b = {.n_rows = rows, .token = tokens + done, .pos = p, .seq_id = seq};
-        st = el_decode(ctx, &b);
-    }
-    free(p);
-    free(seq);
-    return st;
-}
-
-/* What of the text is out: its bytes, the prompt's part of them, and whether a stop string
- * ended the generation. */
+/* What of the text is out: the prompt's and generated tokens' text as last detokenized, the
+ * prompt's part of it, the bytes printed (counted, not written, with --json) and the state of
+ * the generated part. */
 typedef struct run_text {
-    size_t printed, prompt_bytes;
-    bool stopped;
+    char *text;
+    size_t prompt_bytes, printed;
+    cli_stream gen;
 } run_text;
 
 /* Prints the text of tokens[0..n) beyond what is out: the prompt whole (first call), then the
@@ -198,23 +146,68 @@ static el_status print_new_text(const el_model *m, const run_opts *o, const int3
     char *text;
     el_status st = el_detokenize(m, tokens, n, false, true, &text);
     if (st != EL_OK) return st;
-    size_t len = strlen(text), upto = len;
+    free(out->text);
+    out->text = text;
+    size_t upto = strlen(text);
     if (prompt) {
-        out->prompt_bytes = len;
-    } else if (len > out->prompt_bytes) {
-        bool found;
-        size_t at = cli_stop_scan(text + out->prompt_bytes, len - out->prompt_bytes,
-                                  o->stops, o->n_stops, &found);
-        if (found || !final) upto = out->prompt_bytes + at;
-        out->stopped = found;
+        out->prompt_bytes = upto;
+    } else if (upto > out->prompt_bytes) {
+        out->gen.shown = cli_stream_update(&out->gen, text + out->prompt_bytes,
+                                           upto - out->prompt_bytes, o->stops, o->n_stops, final);
+        upto = out->prompt_bytes + out->gen.shown;
     }
     if (upto > out->printed) {
-        fwrite(text + out->printed, 1, upto - out->printed, stdout);
-        fflush(stdout);
+        if (!o->json) {
+            fwrite(text + out->printed, 1, upto - out->printed, stdout);
+            fflush(stdout);
+        }
         out->printed = upto;
     }
-    free(text);
     return EL_OK;
+}
+
+/* What --json reports of a run besides its text. */
+typedef struct run_result {
+    const char *prompt; /* as the model got it (the chat template applied) */
+    size_t prompt_len, n_prompt;
+    long n_gen;
+    const char *finish;
+    double t_prompt, t_gen; /* ms */
+} run_result;
+
+static void print_json(const run_opts *o, const el_binding *bind, const run_text *out,
+                       const run_result *r) {
+    const el_sampler_params *sp = &o->sampling.sp;
+    fputs("{\"prompt\": ", stdout);
+    el_json_write_string(stdout, r->prompt, r->prompt_len);
+    fputs(", \"text\": ", stdout);
+    el_json_write_string(stdout, out->text + out->prompt_bytes, out->printed - out->prompt_bytes);
+    printf(", \"prompt_tokens\": %zu, \"generated_tokens\": %ld, \"finish_reason\": \"%s\",\n",
+           r->n_prompt, r->n_gen, r->finish);
+    printf(" \"timings\": {\"prompt_ms\": %.3f, \"prompt_tokens_per_s\": %.1f, "
+           "\"generation_ms\": %.3f, \"generation_tokens_per_s\": %.1f},\n",
+           r->t_prompt, r->n_prompt / (r->t_prompt / 1e3 + 1e-9), r->t_gen,
+           r->n_gen / (r->t_gen / 1e3 + 1e-9));
+    fputs(" \"adapters\": [", stdout);
+    for (int i = 0; i < o->lora.n; i++) {
+        el_adapter_info ai;
+        el_adapter_get_info(bind[i].adapter, &ai);
+        fputs(i ? ", {\"name\": " : "{\"name\": ", stdout);
+        el_json_write_string(stdout, ai.name, strlen(ai.name));
+        fputs(", \"path\": ", stdout);
+        el_json_write_string(stdout, o->lora.paths[i], strlen(o->lora.paths[i]));
+        printf(", \"scale\": %g}", bind[i].scale);
+    }
+    printf("],\n \"sampling\": {\"temperature\": %g, \"top_k\": %d, \"top_p\": %g, "
+           "\"min_p\": %g, \"repeat_penalty\": %g, \"repeat_last_n\": %d, "
+           "\"ignore_eos\": %s},\n",
+           sp->temperature, sp->top_k, sp->top_p, sp->min_p, sp->repeat_penalty,
+           sp->repeat_last_n, o->ignore_eos ? "true" : "false");
+    if (sp->temperature > 0)
+        printf(" \"seed\": %llu}\n", (unsigned long long)sp->seed);
+    else
+        fputs(" \"seed\": null}\n", stdout);
+    fflush(stdout);
 }
 
 /* Where generated tokens come from: plain decoding, one per step (the last one fed, the next
@@ -238,8 +231,9 @@ static el_status next_tokens(token_source *g, const int32_t *all, int32_t *buf, 
         *n_out = 1;
         return el_spec_start(g->spec, all, g->n, buf);
     }
-    if (g->started && (st = feed(g->ctx, &all[g->n - 1], 1, g->n - 1, 1)) != EL_OK) return st;
-    if (!g->started && (st = feed(g->ctx, all, g->n, 0, g->n_batch)) != EL_OK)
+    if (g->started && (st = cli_decode_tokens(g->ctx, &all[g->n - 1], 1, g->n - 1, 1)) != EL_OK)
+        return st;
+    if (!g->started && (st = cli_decode_tokens(g->ctx, all, g->n, 0, g->n_batch)) != EL_OK)
         return st;
     g->started = true;
     if ((st = el_sampler_sample(g->smp, el_get_logits(g->ctx, g->last_row), buf)) != EL_OK)
@@ -262,11 +256,13 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
         return CLI_FAIL;
     }
     if (o->variants.k) {
-        cli_variants_run_args va = {.lora = bind, .n_lora = o->lora.n, .sp = o->sp,
+        cli_variants_run_args va = {.lora = bind, .n_lora = o->lora.n, .sp = o->sampling.sp,
                                     .ignore_eos = o->ignore_eos, .n_predict = o->n_predict,
                                     .ctx = o->mo.ctx, .n_batch = o->n_batch,
                                     .threads = o->mo.threads, .kv_type = o->mo.kv_type};
-        int rc = cli_variants_run(&o->variants, &va, m, tokens, n_prompt);
+        cli_variants_opts vo = o->variants;
+        vo.json = o->json;
+        int rc = cli_variants_run(&vo, &va, m, tokens, n_prompt);
         free(tokens);
         return rc;
     }
@@ -309,7 +305,7 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     el_spec *spec = NULL;
     if ((st = el_context_create(m, &cp, &ctx)) != EL_OK ||
         (st = el_context_bind(ctx, 0, bind, o->lora.n)) != EL_OK ||
-        (st = el_sampler_create(&o->sp, info.n_vocab, &smp)) != EL_OK ||
+        (st = el_sampler_create(&o->sampling.sp, info.n_vocab, &smp)) != EL_OK ||
         (forecast && (st = el_spec_create(ctx, forecast, smp, &o->spec.params, &spec)) != EL_OK)) {
         el_sampler_free(smp);
         el_context_free(ctx);
@@ -326,6 +322,7 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     double t0 = cli_now_ms(), t_prompt = 0, t1 = t0;
     st = print_new_text(m, o, all, n, true, false, &out);
     long n_gen = 0;
+    const char *finish = "length";
     int32_t buf[EL_SPEC_MAX_DEPTH + 1], n_buf = 0, at = 0;
     bool ended = false;
     while (st == EL_OK && n_gen < n_predict && !ended) {
@@ -338,23 +335,34 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
             at = 0;
         }
         int32_t tok = buf[at++];
-        if (!o->ignore_eos && el_token_is_eog(m, tok)) break;
+        if (!o->ignore_eos && el_token_is_eog(m, tok)) {
+            finish = "eos";
+            break;
+        }
         all[n++] = tok;
         src.n = (int32_t)n;
         n_gen++;
-        if ((st = print_new_text(m, o, all, n, false, false, &out)) != EL_OK || out.stopped)
+        if ((st = print_new_text(m, o, all, n, false, false, &out)) != EL_OK || out.gen.stopped)
             ended = true;
     }
     double t_gen = cli_now_ms() - t1;
-    if (st == EL_OK && !out.stopped) st = print_new_text(m, o, all, n, false, true, &out);
-    printf("\n");
-    fflush(stdout); /* the text before the timings, when both go to one terminal */
-    fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
-                    "%.1f ms (%.1f tokens/s)\n",
-            n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,
-            n_gen / (t_gen / 1e3 + 1e-9));
+    if (st == EL_OK && !out.gen.stopped) st = print_new_text(m, o, all, n, false, true, &out);
+    if (out.gen.stopped) finish = "stop";
+    if (st == EL_OK && o->json) {
+        run_result r = {.prompt = prompt, .prompt_len = prompt_len, .n_prompt = n_prompt,
+                        .n_gen = n_gen, .finish = finish, .t_prompt = t_prompt, .t_gen = t_gen};
+        print_json(o, bind, &out, &r);
+    } else if (!o->json) {
+        printf("\n");
+        fflush(stdout); /* the text before the timings, when both go to one terminal */
+        fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
+                        "%.1f ms (%.1f tokens/s)\n",
+                n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,
+                n_gen / (t_gen / 1e3 + 1e-9));
+    }
+    free(out.text);
     el_spec_stats ss;
-    if (spec && el_spec_get_stats(spec, &ss) == EL_OK && ss.steps > 0)
+    if (spec && !o->json && el_spec_get_stats(spec, &ss) == EL_OK && ss.steps > 0)
         fprintf(stderr, "speculative: %lld steps, %.2f tokens a step, %lld with a tree, %.1f rows "
                         "a step\n", (long long)ss.steps, (double)ss.tokens / (double)ss.steps,
                 (long long)ss.tree_steps, (double)ss.rows / (double)ss.steps);
@@ -366,13 +374,10 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
 }
 
 int cmd_run(int argc, char **argv) {
-    run_opts o = {.n_predict = 128, .sp = el_sampler_default_params()};
+    run_opts o = {.n_predict = 128, .sampling = {.sp = el_sampler_default_params()}};
     int rc = parse_args(&o, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    if (!o.seed_given) { /* printed only where it matters: greedy decoding draws nothing */
-        o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-        if (o.sp.temperature > 0) fprintf(stderr, "seed: %llu\n", (unsigned long long)o.sp.seed);
-    }
+    cli_sampling_seed(&o.sampling);
     el_model *m;
     if ((rc = cli_load_model("run", &o.mo, false, &m))) return rc;
     size_t len = 0;

@@ -29,3 +29,12 @@ size_t cli_stop_scan(const char *s, size_t n, const char *const *stops, int n_st
     }
     return n - keep;
 }
+
+size_t cli_stream_update(cli_stream *s, const char *text, size_t n, const char *const *stops,
+                         int n_stops, bool final) {
+    bool found;
+    size_t at = cli_stop_scan(text, n, stops, n_stops, &found);
+    size_t upto = found || !final ? at : n;
+    s->stopped = found;
+    return upto > s->shown ? upto : s->shown;
+}

@@ -17,7 +17,7 @@ const char cli_variants_help[] =
     "                         empty entry: none; variants past the list: none); added to --lora\n"
     "  --variant-first L      '|'-separated first tokens for variants 1, 2, ..., each the exact\n"
     "                         text of one token (e.g. \" Hello|,\"); an empty entry: chosen\n"
-    "  --json                 with --variants: print one JSON object {\"variants\": [{\"text\",\n"
+    "                         With --json: one JSON object {\"variants\": [{\"text\",\n"
     "                         \"first_token\", \"first_token_id\", \"adapter\", \"tokens\",\n"
     "                         \"finish\"}, ...]}\n";
 
@@ -31,8 +31,6 @@ int cli_variants_opt(cli_variants_opts *o, int argc, char **argv, int *i) {
         if (!(o->adapters = cli_value("run", argc, argv, i))) return -1;
     } else if (!strcmp(a, "--variant-first")) {
         if (!(o->first = cli_value("run", argc, argv, i))) return -1;
-    } else if (!strcmp(a, "--json")) {
-        o->json = true;
     } else {
         return 0;
     }

@@ -9,7 +9,7 @@ typedef struct cli_variants_opts {
     long k;               /* 0: a plain run */
     const char *adapters; /* --variant-adapters: comma-separated adapter paths ("" or "-": none) */
     const char *first;    /* --variant-first: '|'-separated first tokens ("": chosen) */
-    bool json;
+    bool json;            /* run --json */
 } cli_variants_opts;
 
 /* The --help lines of the flags. */

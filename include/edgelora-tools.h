@@ -237,6 +237,9 @@ el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,
  * architecture, shapes, tensor types and sizes, tokenizer. *text is malloc'd; free() it. */
 el_status el_file_describe(const char *path, char **text);
+/* The same as one JSON object (docs/formats.md gives its fields): strings whole, arrays as
+ * their length and first 5 elements, as el_file_describe shows them. */
+el_status el_file_describe_json(const char *path, char **json);
 
 /* A file written so that it appears whole or not at all, even if the process is killed while
  * writing it: the data goes to an unnamed file (Linux O_TMPFILE) or a temporary name in the

@@ -75,7 +75,8 @@ fi
 
 # errors
 expect_exit usage_zero_variants 2 "$EL" run -m "$B" -p "$P" --variants 0
-expect_exit usage_json_alone 2 "$EL" run -m "$B" -p "$P" --json
+# (--json alone is a plain run's JSON: tests/cli/test_run_json.sh)
+expect_exit usage_variant_first_alone 2 "$EL" run -m "$B" -p "$P" --variant-first x
 expect_exit usage_not_a_token 2 "$EL" run -m "$B" -p "$P" --variants 2 --variant-first "not one token"
 expect_exit usage_too_many_adapters 2 "$EL" run -m "$B" -p "$P" --variants 1 --variant-adapters "a,b"
 expect_exit missing_adapter 1 "$EL" run -m "$B" -p "$P" --variants 2 --variant-adapters "$TMP/none.gguf"
