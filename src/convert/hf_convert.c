@@ -85,7 +85,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     for (int64_t r = 0; r < t->ne1; r++) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
         elements(j->src, sr * t->ne0, t->ne0, row);
-        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        el_type_weight_quantizer(kernels)(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     report(j->pr, nbytes);
