@@ -24,9 +24,10 @@ typedef void (*el_from_float_fn)(const float *x, void *y, int64_t n);
  * for the others, any number of whole blocks. */
 typedef struct el_type_kernels {
     el_to_float_fn to_float;     /* dequantize n (a multiple of block_size) elements */
-    el_from_float_fn from_float; /* quantize n elements: activations, and weights unless... */
-    el_from_float_fn weight_from_float; /* ...a weight file's bytes differ (Q8_0: llama-quantize
-                                         * rounds its halves apart from its activations') */
+    el_from_float_fn from_float; /* quantize n elements: activations, and weights if the next
+                                  * is NULL */
+    el_from_float_fn weight_from_float; /* quantize weights for a file, where llama-quantize's
+                                         * bytes differ from the activations' (Q8_0's halves) */
     el_vec_dot_fn vec_dot;       /* NULL for activation-only types */
     el_type vec_dot_type;        /* what the other operand of vec_dot is quantized to */
 } el_type_kernels;
