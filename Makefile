@@ -37,10 +37,11 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_UTIL := $(BUILD)/tests/testutil.o
+FAULT_BIN := $(BUILD)/tests/edgelora-decode-fault
 
 .PHONY: all test asan check fuzz fuzz-smoke install clean bench cross-arm test-arm shared
 .SECONDARY:
-all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN)
+all: $(LIBS) $(BUILD)/edgelora $(TEST_BIN) $(FAULT_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -103,6 +104,9 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 # the scores of `edgelora eval` live in the CLI; their test links them in
 $(BUILD)/tests/test_eval_metrics: $(BUILD)/cli/eval_metrics.o
+# the program with an el_decode that fails on request (tests/fault_decode.c), for the tests alone
+$(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
+	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
@@ -174,4 +178,4 @@ install: all $(SHARED)
 clean:
 	rm -rf build build-asan build-arm
 
--include $(PIC_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(PIC_OBJ:.o=.d) $(LIB_OBJ:.o=.d) $(TOOLS_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(BUILD)/tests/fault_decode.d

@@ -1,7 +1,10 @@
-/* test_kernels_quant.c - every quantized type's to_float against llama.cpp's dequantization, bit
- * for bit: tests/golden/quant_blocks.bin holds blocks (random, all zero, all fields at their
- * largest, extreme half scales) with the float32 values gguf-py's quants.py, llama.cpp's NumPy
- * implementation, gives them (tests/golden/make_quant_golden.py). */
+/* test_kernels_quant.c - every quantized type against llama.cpp, bit for bit:
+ * - to_float against its dequantization: tests/golden/quant_blocks.bin holds blocks (random, all
+ *   zero, all fields at their largest, extreme half scales) with the float32 values gguf-py's
+ *   quants.py, llama.cpp's NumPy implementation, gives them (tests/golden/make_quant_golden.py);
+ * - the weight quantizer against its quantizers: tests/golden/llamacpp_quant.bin holds rows of
+ *   floats (ordinary, halves, ties, zero, tiny, outliers) and the bytes llama.cpp's llama-quantize
+ *   wrote for them in each type (tests/golden/make_llamacpp_quant_golden.py). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +65,56 @@ static int test_to_float_golden(void) {
     return TEST_PASS;
 }
 
+static int test_quantize_golden(void) {
+    size_t size = 0;
+    unsigned char *file = (unsigned char *)test_read_file("tests/golden/llamacpp_quant.bin", &size);
+    CHECK(file != NULL && size >= 8);
+    uint32_t n_rows = read_le32(file), n_cols = read_le32(file + 4);
+    size_t at = 8 + (size_t)n_rows * n_cols * sizeof(float);
+    CHECK(at <= size);
+    float *x = malloc((size_t)n_rows * n_cols * sizeof *x);
+    CHECK(x != NULL);
+    memcpy(x, file + 8, (size_t)n_rows * n_cols * sizeof *x);
+    bool seen[EL_TYPE_COUNT] = {false};
+    int ok = 1;
+    while (at + 8 <= size) {
+        uint32_t type = read_le32(file + at), bytes = read_le32(file + at + 4);
+        const el_type_kernels *k = el_type_kernels_get(type);
+        CHECK(k != NULL && type < EL_TYPE_COUNT);
+        size_t row_bytes = el_row_size((el_type)type, n_cols);
+        CHECK(bytes == row_bytes * n_rows && at + 8 + bytes <= size);
+        const unsigned char *want = file + at + 8;
+        at += 8 + bytes;
+        unsigned char *got = malloc(row_bytes);
+        CHECK(got != NULL);
+        for (uint32_t r = 0; r < n_rows; r++) {
+            el_type_weight_quantizer(k)(x + (size_t)r * n_cols, got, n_cols);
+            if (memcmp(got, want + r * row_bytes, row_bytes) != 0) {
+                size_t b = 0;
+                while (got[b] == want[r * row_bytes + b]) b++;
+                test_note("%s row %u: byte %zu is 0x%02x, llama-quantize's 0x%02x",
+                          el_type_layout_get(type)->ggml_name, r, b, got[b], want[r * row_bytes + b]);
+                ok = 0;
+                break;
+            }
+        }
+        free(got);
+        seen[type] = true;
+    }
+    free(x);
+    free(file);
+    for (size_t i = 0; i < sizeof covered / sizeof covered[0]; i++) {
+        if (!seen[covered[i]]) {
+            test_note("%s: not in the golden", el_type_layout_get(covered[i])->ggml_name);
+            ok = 0;
+        }
+    }
+    CHECK(ok);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("to_float_golden", test_to_float_golden);
+    run_test("quantize_golden", test_quantize_golden);
     return tests_exit_code();
 }

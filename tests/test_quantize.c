@@ -280,7 +280,7 @@ static int test_q8_0_half_step(void) {
     el_block_q8_0 *ref = malloc((size_t)n_blocks * sizeof *ref);
     bad |= ref == NULL;
     if (ref) {
-        el_q8_0_from_float(w, ref, n_blocks * 32);
+        el_q8_0_weights_from_float(w, ref, n_blocks * 32);
         bad |= memcmp(ref, blk, (size_t)n_blocks * sizeof *ref) != 0;
     }
     free(ref);

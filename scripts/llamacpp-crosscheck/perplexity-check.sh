@@ -18,6 +18,7 @@ tol=${TOL:-2e-3}
 [ -d "$data/corpus" ] || { echo "perplexity-check: $data is absent" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$here/llama-ppl.sh"
 failed=0
 
 # label, model, text, context, then extra flags both tools take (--lora FILE)
@@ -25,8 +26,7 @@ check() {
     local label=$1 model=$2 text=$3 ctx=$4
     shift 4
     local theirs ours
-    theirs=$("$llama" -m "$model" -f "$text" -c "$ctx" -t 2 "$@" 2>&1 |
-        sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p')
+    theirs=$(llama_ppl "$llama" "$tmp/llama-perplexity.log" "$model" "$text" "$ctx" "$@")
     ours=$("$el" perplexity -m "$model" -f "$text" -c "$ctx" -t 2 "$@" 2>/dev/null |
         sed -n 's/^perplexity: \([0-9.]*\).*/\1/p')
     if [ -n "$theirs" ] && [ -n "$ours" ] &&

@@ -5,11 +5,10 @@
 # K-quant's blocks) and two small shapes of make-shapes.py (no vocabulary: types only).
 #  (a) llama-quantize writes the mix; edgelora loads it and gives llama.cpp's greedy text
 #      (llama-simple, N tokens after PROMPT) and llama-perplexity's figure within TOL;
-#  (b) edgelora quantize writes the same mix; the file has llama-quantize's size and every
-#      tensor its type (gguf-compare.py, through llama.cpp's gguf-py; it also counts the
-#      tensors whose bytes are identical), and llama-perplexity on our file gives the figure
-#      of its own file within TOL_FILES (the Q4_0, Q8_0, Q4_K and Q6_K quantizers are our
-#      own and round some values differently) and ours within TOL.
+#  (b) edgelora quantize writes the same mix; the file has llama-quantize's size, every
+#      tensor its type and its bytes (gguf-compare.py, through llama.cpp's gguf-py, which
+#      counts the tensors whose bytes are identical, by type), and llama-perplexity on our
+#      file gives its own file's figure exactly and ours within TOL.
 # Tools built by build-llama-bench.sh into LLAMA_DIR (default /tmp/llama.cpp). Prints a line
 # per check and a markdown table (docs/formats.md has one run's); exit status 1 if any fails.
 # Usage: scripts/llamacpp-crosscheck/quantize-check.sh [EDGELORA] [LLAMA_DIR]
@@ -25,7 +24,6 @@ export GGUF_PY=$llama_dir/gguf-py
 py=/usr/bin/python3
 data="$root/../shared/data"
 tol=${TOL:-2e-3}
-tol_files=${TOL_FILES:-2e-2}
 mixes=${MIXES:-"q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl iq4_xs"}
 models=${MODELS:-"base smollm shapes"}
 prompt=${PROMPT:-"The weather today is"}
@@ -44,18 +42,8 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 # whether a and b agree to the relative tolerance t
 close() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = (a - b) / b; exit !(a != "" && b != "" && d < t && d > -t) }'; }
 
-# llama-perplexity now and then ends without its estimate on the loaded shared machine: one
-# more try, then the end of its log goes to stderr
-ppl_llama() {
-    local log="$tmp/llama-perplexity.log" v rc
-    for _ in 1 2; do
-        "$bin/llama-perplexity" -m "$1" -f "$2" -c 128 -t 2 >"$log" 2>&1
-        rc=$?
-        v=$(sed -n 's/.*Final estimate: PPL = \([0-9.]*\).*/\1/p' "$log")
-        [ -n "$v" ] && { echo "$v"; return; }
-    done
-    echo "llama-perplexity -m $1 (exit $rc): $(tail -c 300 "$log")" >&2
-}
+. "$here/llama-ppl.sh"
+ppl_llama() { llama_ppl "$bin/llama-perplexity" "$tmp/llama-perplexity.log" "$1" "$2" 128; }
 ppl_ours() { "$el" perplexity -m "$1" -f "$2" -c 128 -t 2 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
 
 # the text each generates after the prompt, greedy (llama-simple prints the BOS piece first)
@@ -77,6 +65,7 @@ check_mix() {
     st=$(stat -c %s "$theirs"); so=$(stat -c %s "$ours")
     [ "$st" = "$so" ] || { fail "$label $mix: size $so, llama-quantize's $st"; ok=0; }
     cmp=$("$py" "$here/gguf-compare.py" "$theirs" "$ours") || { fail "$label $mix: $cmp"; ok=0; }
+    case $cmp in *"(differ:"*) fail "$label $mix: bytes: $cmp"; ok=0 ;; esac
     local row="| $label | $mix | $st $([ "$st" = "$so" ] && echo '=' || echo "/ $so") | ${cmp%%;*} | ${cmp#*; }"
     if [ -z "$text" ]; then
         [ $ok = 1 ] && pass "$label $mix: size $st, $cmp"
@@ -91,7 +80,7 @@ check_mix() {
     close "$pe_t" "$pl_t" "$tol" || { fail "$label $mix: perplexity of llama-quantize's file: ours ${pe_t:-none}, llama.cpp ${pl_t:-none}"; ok=0; }
     # (b) our file in llama.cpp
     pl_o=$(ppl_llama "$ours" "$text"); pe_o=$(ppl_ours "$ours" "$text")
-    close "$pl_o" "$pl_t" "$tol_files" || { fail "$label $mix: llama-perplexity of our file ${pl_o:-none}, of its own ${pl_t:-none}"; ok=0; }
+    [ -n "$pl_o" ] && [ "$pl_o" = "$pl_t" ] || { fail "$label $mix: llama-perplexity of our file ${pl_o:-none}, of its own ${pl_t:-none}"; ok=0; }
     close "$pe_o" "$pl_o" "$tol" || { fail "$label $mix: perplexity of our file: ours ${pe_o:-none}, llama.cpp ${pl_o:-none}"; ok=0; }
     [ $ok = 1 ] && pass "$label $mix: size $st, $cmp, greedy $greedy, ppl $pe_t / $pl_t, our file $pl_o / $pe_o"
     table+=("$row | $greedy | $pe_t / $pl_t | $pl_o / $pe_o |")

@@ -118,7 +118,7 @@ static void convert_task(void *arg, int ith, int nth) {
     for (int64_t r = j->n_rows * ith / nth; r < j->n_rows * (ith + 1) / nth; r++) {
         uint8_t *q = j->dst + (size_t)r * j->out_row;
         j->in->to_float(j->src + (size_t)r * j->in_row, w, j->n);
-        j->out->from_float(w, q, j->n);
+        el_type_weight_quantizer(j->out)(w, q, j->n);
         j->out->to_float(q, back, j->n);
         for (int64_t i = 0; i < j->n; i++) {
             double d = (double)w[i] - back[i];

@@ -87,7 +87,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
         int64_t sr = source_row(r, t->ne1, t->permute_heads);
         elements(j->src, sr * t->ne0, t->ne0, row);
         for (int64_t i = 0; t->shift != 0.0f && i < t->ne0; i++) row[i] += t->shift;
-        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        el_type_weight_quantizer(kernels)(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     report(j->pr, nbytes);

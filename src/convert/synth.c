@@ -118,7 +118,7 @@ static el_status fill_matrix(const el_hf_tensor *t, uint64_t *rng, void *buf, ui
     size_t row_bytes = el_row_size((el_type)t->type, t->ne0);
     for (int64_t r = 0; r < t->ne1; r++) {
         noise(rng, row, t->ne0);
-        kernels->from_float(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
+        el_type_weight_quantizer(kernels)(row, (uint8_t *)buf + (size_t)r * row_bytes, t->ne0);
     }
     free(row);
     return EL_OK;

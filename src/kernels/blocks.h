@@ -93,17 +93,14 @@ void el_f16_to_float(const void *x, float *y, int64_t n);
 void el_f16_from_float(const float *x, void *y, int64_t n);
 void el_bf16_to_float(const void *x, float *y, int64_t n);
 void el_bf16_from_float(const float *x, void *y, int64_t n);
-void el_q8_0_to_float(const void *x, float *y, int64_t n);
-void el_q8_0_from_float(const float *x, void *y, int64_t n);
-void el_q4_0_to_float(const void *x, float *y, int64_t n);
-void el_q4_0_from_float(const float *x, void *y, int64_t n);
-void el_q4_k_to_float(const void *x, float *y, int64_t n);
-void el_q4_k_from_float(const float *x, void *y, int64_t n);
-void el_q6_k_to_float(const void *x, float *y, int64_t n);
-void el_q6_k_from_float(const float *x, void *y, int64_t n);
 void el_q8_k_to_float(const void *x, float *y, int64_t n);
 void el_q8_k_from_float(const float *x, void *y, int64_t n);
 /* quant_legacy.c */
+void el_q8_0_to_float(const void *x, float *y, int64_t n);
+void el_q8_0_from_float(const float *x, void *y, int64_t n);         /* activations */
+void el_q8_0_weights_from_float(const float *x, void *y, int64_t n); /* weight files */
+void el_q4_0_to_float(const void *x, float *y, int64_t n);
+void el_q4_0_from_float(const float *x, void *y, int64_t n);
 void el_q4_1_to_float(const void *x, float *y, int64_t n);
 void el_q4_1_from_float(const float *x, void *y, int64_t n);
 void el_q5_0_to_float(const void *x, float *y, int64_t n);
@@ -113,6 +110,10 @@ void el_q5_1_from_float(const float *x, void *y, int64_t n);
 void el_q8_1_to_float(const void *x, float *y, int64_t n);
 void el_q8_1_from_float(const float *x, void *y, int64_t n);
 /* quant_k.c */
+void el_q4_k_to_float(const void *x, float *y, int64_t n);
+void el_q4_k_from_float(const float *x, void *y, int64_t n);
+void el_q6_k_to_float(const void *x, float *y, int64_t n);
+void el_q6_k_from_float(const float *x, void *y, int64_t n);
 void el_q2_k_to_float(const void *x, float *y, int64_t n);
 void el_q2_k_from_float(const float *x, void *y, int64_t n);
 void el_q3_k_to_float(const void *x, float *y, int64_t n);

@@ -1,5 +1,5 @@
-/* quant_k.c - reference conversions of the K-quants Q2_K, Q3_K and Q5_K (blocks of 256 with
- * quantized sub-block scales).
+/* quant_k.c - reference conversions of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and Q6_K (blocks of
+ * 256 with quantized sub-block scales).
  *
  * to_float computes what ggml's dequantize_row_* computes, operation for operation, so the
  * floats are bit for bit llama.cpp's. from_float is ggml's reference quantizer
@@ -249,17 +249,21 @@ void el_q5_k_to_float(const void *x, float *y, int64_t n) {
     }
 }
 
-static void q5_k_quantize_block(const float *x, el_block_q5_k *b) {
-    uint8_t L[EL_QK_K];
-    float w[32], scales[8], mins[8], max_scale = 0, max_min = 0;
+/* Q4_K's and Q5_K's levels L (0..nmax) and 6-bit scales and mins of ggml's quantize_row_q4_K_ref
+ * and _q5_K_ref: each sub-block of 32 fitted by fit_scale_min (weights: the sub-block's rms plus
+ * |x|) with the search of nstep grids from nmax + rmin, the scales and mins quantized against
+ * the block's largest, then the levels again against what the reader will see. */
+static void q45_k_levels(const float *x, int nmax, float rmin, int nstep, uint8_t L[EL_QK_K],
+                         uint8_t scales[12], uint16_t *d16, uint16_t *dmin16) {
+    float w[32], sub_scales[8], mins[8], max_scale = 0, max_min = 0;
     for (int s = 0; s < 8; s++) {
         const float *xs = x + 32 * s;
         float sum_x2 = 0;
         for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
         float av_x = sqrtf(sum_x2 / 32);
         for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-        scales[s] = fit_scale_min(32, 31, xs, w, L + 32 * s, &mins[s], -0.5f, 0.1f, 15, false);
-        if (scales[s] > max_scale) max_scale = scales[s];
+        sub_scales[s] = fit_scale_min(32, nmax, xs, w, L + 32 * s, &mins[s], rmin, 0.1f, nstep, false);
+        if (sub_scales[s] > max_scale) max_scale = sub_scales[s];
         if (mins[s] > max_min) max_min = mins[s];
     }
     float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
@@ -267,22 +271,55 @@ static void q5_k_quantize_block(const float *x, el_block_q5_k *b) {
     int ls[8], lm[8];
     for (int s = 0; s < 8; s++) {
         /* ggml keeps the rounded value in a byte before capping it */
-        ls[s] = (uint8_t)nearest(inv_scale * scales[s]);
+        ls[s] = (uint8_t)nearest(inv_scale * sub_scales[s]);
         lm[s] = (uint8_t)nearest(inv_min * mins[s]);
         if (ls[s] > 63) ls[s] = 63;
         if (lm[s] > 63) lm[s] = 63;
     }
-    el_q4_k_pack_scales_mins(ls, lm, b->scales);
-    b->d = el_fp32_to_fp16(max_scale / 63.0f);
-    b->dmin = el_fp32_to_fp16(max_min / 63.0f);
+    el_q4_k_pack_scales_mins(ls, lm, scales);
+    *d16 = el_fp32_to_fp16(max_scale / 63.0f);
+    *dmin16 = el_fp32_to_fp16(max_min / 63.0f);
     for (int s = 0; s < 8; s++) {
         int sc, m;
-        el_q4_k_scale_min(b->scales, s, &sc, &m);
-        float d = el_fp16_to_fp32(b->d) * sc;
+        el_q4_k_scale_min(scales, s, &sc, &m);
+        float d = el_fp16_to_fp32(*d16) * sc;
         if (d == 0.0f) continue; /* keeps the search's levels */
-        float dm = el_fp16_to_fp32(b->dmin) * m;
-        for (int l = 0; l < 32; l++) L[32 * s + l] = (uint8_t)clampi(nearest((x[32 * s + l] + dm) / d), 0, 31);
+        float dm = el_fp16_to_fp32(*dmin16) * m;
+        for (int l = 0; l < 32; l++) L[32 * s + l] = (uint8_t)clampi(nearest((x[32 * s + l] + dm) / d), 0, nmax);
     }
+}
+
+void el_q4_k_to_float(const void *x, float *y, int64_t n) {
+    const el_block_q4_k *b = x;
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++) {
+        float d = el_fp16_to_fp32(b->d), min = el_fp16_to_fp32(b->dmin);
+        for (int c = 0; c < 4; c++) { /* 64 elements: two sub-blocks share 32 bytes */
+            const uint8_t *q = b->qs + 32 * c;
+            int sc0, m0, sc1, m1;
+            el_q4_k_scale_min(b->scales, 2 * c, &sc0, &m0);
+            el_q4_k_scale_min(b->scales, 2 * c + 1, &sc1, &m1);
+            float d0 = d * sc0, min0 = min * m0, d1 = d * sc1, min1 = min * m1;
+            for (int l = 0; l < 32; l++) *y++ = d0 * (q[l] & 0xF) - min0;
+            for (int l = 0; l < 32; l++) *y++ = d1 * (q[l] >> 4) - min1;
+        }
+    }
+}
+
+static void q4_k_quantize_block(const float *x, el_block_q4_k *b) {
+    uint8_t L[EL_QK_K];
+    q45_k_levels(x, 15, -1.0f, 20, L, b->scales, &b->d, &b->dmin);
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) b->qs[32 * c + l] = (uint8_t)(L[64 * c + l] | L[64 * c + 32 + l] << 4);
+}
+
+void el_q4_k_from_float(const float *x, void *y, int64_t n) {
+    el_block_q4_k *b = y;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) q4_k_quantize_block(x + i * EL_QK_K, b + i);
+}
+
+static void q5_k_quantize_block(const float *x, el_block_q5_k *b) {
+    uint8_t L[EL_QK_K];
+    q45_k_levels(x, 31, -0.5f, 15, L, b->scales, &b->d, &b->dmin);
     memset(b->qh, 0, sizeof b->qh);
     memset(b->qs, 0, sizeof b->qs);
     for (int e = 0; e < EL_QK_K; e++) {
@@ -295,4 +332,110 @@ static void q5_k_quantize_block(const float *x, el_block_q5_k *b) {
 void el_q5_k_from_float(const float *x, void *y, int64_t n) {
     el_block_q5_k *b = y;
     for (int64_t i = 0; i < n / EL_QK_K; i++) q5_k_quantize_block(x + i * EL_QK_K, b + i);
+}
+
+/* The signed scale of ggml's make_qx_quants (rmse_type 1: weights x^2, no importance matrix):
+ * L (stored + nmax, in 0..2 nmax - 1) from the extreme value's grid, then the grids of
+ * nmax + 0.1 is (is in -9..9) tried, keeping the one whose least-squares scale explains the most
+ * (sumlx^2 / suml2). */
+static float fit_symmetric_scale(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++) {
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    }
+    if (amax < 1e-15f) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = -nmax / max, sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        int l = clampi(nearest(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        float w = x[i] * x[i];
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    float scale = suml2 ? sumlx / suml2 : 0.0f, best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -(nmax + 0.1f * is) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; i++) {
+            int l = clampi(nearest(iscale * x[i]), -nmax, nmax - 1);
+            float w = x[i] * x[i];
+            sumlx += w * x[i] * l;
+            suml2 += w * l * l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++) L[i] = (int8_t)(nmax + clampi(nearest(iscale * x[i]), -nmax, nmax - 1));
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/* Where element e (0..255) of a Q6_K block lives: its byte in ql and whether it is the high
+ * nibble, and its byte and bit shift in qh (see el_block_q6_k). */
+static void q6_k_locate(int e, int *ql_byte, int *ql_shift, int *qh_byte, int *qh_shift) {
+    int half = e / 128, r = e % 128, l = r % 32, quarter = r / 32;
+    *ql_byte = 64 * half + l + 32 * (quarter & 1);
+    *ql_shift = 4 * (quarter >> 1);
+    *qh_byte = 32 * half + l;
+    *qh_shift = 2 * quarter;
+}
+
+void el_q6_k_to_float(const void *x, float *y, int64_t n) {
+    const el_block_q6_k *b = x;
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++, y += EL_QK_K) {
+        float d = el_fp16_to_fp32(b->d);
+        for (int e = 0; e < EL_QK_K; e++) {
+            int qlb, qls, qhb, qhs;
+            q6_k_locate(e, &qlb, &qls, &qhb, &qhs);
+            int q = ((b->ql[qlb] >> qls) & 0xF) | (((b->qh[qhb] >> qhs) & 3) << 4);
+            y[e] = d * b->scales[e / 16] * (q - 32);
+        }
+    }
+}
+
+/* ggml's quantize_row_q6_K_ref: each sub-block of 16 fitted by fit_symmetric_scale (levels
+ * -32..31), the 16 scales quantized to int8 against the one of largest magnitude (mapped to
+ * -128, capped at 127), then the levels again against what the reader will see. */
+static void q6_k_quantize_block(const float *x, el_block_q6_k *b) {
+    int8_t L[EL_QK_K];
+    float scales[16], max_scale = 0, max_abs = 0;
+    for (int s = 0; s < 16; s++) {
+        scales[s] = fit_symmetric_scale(16, 32, x + 16 * s, L + 16 * s);
+        if (fabsf(scales[s]) > max_abs) {
+            max_abs = fabsf(scales[s]);
+            max_scale = scales[s];
+        }
+    }
+    memset(b, 0, sizeof *b);
+    if (max_abs < 1e-15f) return; /* all zero */
+    float iscale = -128.0f / max_scale;
+    b->d = el_fp32_to_fp16(1 / iscale);
+    for (int s = 0; s < 16; s++) {
+        int ls = nearest(iscale * scales[s]);
+        b->scales[s] = (int8_t)(ls < 127 ? ls : 127);
+    }
+    for (int s = 0; s < 16; s++) {
+        float d = el_fp16_to_fp32(b->d) * b->scales[s];
+        if (d == 0.0f) continue; /* keeps the search's levels */
+        for (int l = 0; l < 16; l++) L[16 * s + l] = (int8_t)(clampi(nearest(x[16 * s + l] / d), -32, 31) + 32);
+    }
+    for (int e = 0; e < EL_QK_K; e++) {
+        int qlb, qls, qhb, qhs;
+        q6_k_locate(e, &qlb, &qls, &qhb, &qhs);
+        b->ql[qlb] |= (uint8_t)((L[e] & 0xF) << qls);
+        b->qh[qhb] |= (uint8_t)((L[e] >> 4) << qhs);
+    }
+}
+
+void el_q6_k_from_float(const float *x, void *y, int64_t n) {
+    el_block_q6_k *b = y;
+    for (int64_t i = 0; i < n / EL_QK_K; i++) q6_k_quantize_block(x + i * EL_QK_K, b + i);
 }

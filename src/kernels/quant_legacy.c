@@ -1,10 +1,12 @@
-/* quant_legacy.c - reference conversions of ggml's blocks of 32 with an offset or a fifth bit:
- * Q4_1, Q5_0, Q5_1 and Q8_1 (the activations of Q4_1 and Q5_1).
+/* quant_legacy.c - reference conversions of ggml's blocks of 32: Q4_0 and Q8_0, those with an
+ * offset or a fifth bit (Q4_1, Q5_0, Q5_1), and Q8_1 (the activations of Q4_1 and Q5_1).
  *
  * to_float computes what ggml's dequantize_row_* computes, operation for operation, so the
  * floats are bit for bit llama.cpp's. from_float is ggml's reference quantizer
  * (quantize_row_*_ref), the one llama-quantize uses without an importance matrix, so the blocks
- * we write are the blocks llama.cpp would write. */
+ * we write are the blocks llama.cpp would write; Q8_0 alone has two quantizers, since it is
+ * both a weight type and the activations of most others, and llama.cpp rounds the two apart
+ * (see el_q8_0_from_float). */
 #include <float.h>
 #include <math.h>
 
@@ -28,12 +30,84 @@ static int truncated_capped(float x, int top) {
 /* ggml's rounding of a value known to be at least -0.5: x + 0.5 truncated, capped at top. */
 static int round_up_capped(float x, int top) { return truncated_capped(x + 0.5f, top); }
 
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
 static void block_min_max(const float *x, float *min, float *max) {
     *min = FLT_MAX;
     *max = -FLT_MAX;
     for (int j = 0; j < EL_QK4_0; j++) {
         if (x[j] < *min) *min = x[j];
         if (x[j] > *max) *max = x[j];
+    }
+}
+
+void el_q8_0_to_float(const void *x, float *y, int64_t n) {
+    const el_block_q8_0 *b = x;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, y += EL_QK8_0) {
+        float d = el_fp16_to_fp32(b->d);
+        for (int j = 0; j < EL_QK8_0; j++) y[j] = b->qs[j] * d;
+    }
+}
+
+/* Activations: d = amax / 127, halves rounded to even. llama.cpp's CPU backend quantizes its
+ * activations so on x86 and ARM (quantize_row_q8_0's SIMD rounds to nearest even; only its
+ * scalar fallback, the reference quantizer, rounds halves away from zero), and our SIMD
+ * quantizers give these bytes (docs/formats.md). */
+void el_q8_0_from_float(const float *x, void *y, int64_t n) {
+    el_block_q8_0 *b = y;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < EL_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+        b->d = el_fp32_to_fp16(d);
+        for (int j = 0; j < EL_QK8_0; j++) b->qs[j] = (int8_t)clampi((int)lrintf(x[j] * id), -127, 127);
+    }
+}
+
+/* Weights, as llama-quantize writes them (quantize_row_q8_0_ref): the same scale, halves
+ * rounded away from zero. */
+void el_q8_0_weights_from_float(const float *x, void *y, int64_t n) {
+    el_block_q8_0 *b = y;
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < EL_QK8_0; j++) amax = fmaxf(amax, fabsf(x[j]));
+        float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+        b->d = el_fp32_to_fp16(d);
+        for (int j = 0; j < EL_QK8_0; j++) b->qs[j] = (int8_t)roundf(x[j] * id);
+    }
+}
+
+void el_q4_0_to_float(const void *x, float *y, int64_t n) {
+    const el_block_q4_0 *b = x;
+    for (int64_t i = 0; i < n / EL_QK4_0; i++, b++, y += EL_QK4_0) {
+        float d = el_fp16_to_fp32(b->d);
+        for (int j = 0; j < HALF; j++) {
+            y[j] = ((b->qs[j] & 0xF) - 8) * d;
+            y[j + HALF] = ((b->qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* The extreme value maps to -8, the end of the range with one more level, so all 16 levels are
+ * used: d = max / -8. */
+void el_q4_0_from_float(const float *x, void *y, int64_t n) {
+    el_block_q4_0 *b = y;
+    for (int64_t i = 0; i < n / EL_QK4_0; i++, b++, x += EL_QK4_0) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < EL_QK4_0; j++) {
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        }
+        float d = max / -8, id = d != 0.0f ? 1.0f / d : 0.0f;
+        b->d = el_fp32_to_fp16(d);
+        for (int j = 0; j < HALF; j++) {
+            /* x * id is at least -8: the offset and the rounding half in one addition */
+            int q0 = truncated_capped(x[j] * id + 8.5f, 15);
+            int q1 = truncated_capped(x[j + HALF] * id + 8.5f, 15);
+            b->qs[j] = (uint8_t)(q0 | q1 << 4);
+        }
     }
 }
 

@@ -17,6 +17,7 @@ static const el_type_kernels type_kernels[EL_TYPE_COUNT] = {
     [EL_TYPE_Q4_0] = {.to_float = el_q4_0_to_float, .from_float = el_q4_0_from_float,
                       .vec_dot = el_vec_dot_q4_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
     [EL_TYPE_Q8_0] = {.to_float = el_q8_0_to_float, .from_float = el_q8_0_from_float,
+                      .weight_from_float = el_q8_0_weights_from_float,
                       .vec_dot = el_vec_dot_q8_0_ref, .vec_dot_type = EL_TYPE_Q8_0},
     [EL_TYPE_Q4_K] = {.to_float = el_q4_k_to_float, .from_float = el_q4_k_from_float,
                       .vec_dot = el_vec_dot_q4_k_ref, .vec_dot_type = EL_TYPE_Q8_K},
@@ -65,6 +66,10 @@ static const el_type_kernels type_kernels[EL_TYPE_COUNT] = {
 const el_type_kernels *el_type_kernels_get(uint32_t type) {
     if (type >= EL_TYPE_COUNT || type_kernels[type].to_float == NULL) return NULL;
     return &type_kernels[type];
+}
+
+el_from_float_fn el_type_weight_quantizer(const el_type_kernels *k) {
+    return k->weight_from_float ? k->weight_from_float : k->from_float;
 }
 
 bool el_type_is_weight(el_type t) {

@@ -24,13 +24,19 @@ typedef void (*el_from_float_fn)(const float *x, void *y, int64_t n);
  * for the others, any number of whole blocks. */
 typedef struct el_type_kernels {
     el_to_float_fn to_float;     /* dequantize n (a multiple of block_size) elements */
-    el_from_float_fn from_float; /* quantize n elements (reference quality) */
+    el_from_float_fn from_float; /* quantize n elements: activations, and weights if the next
+                                  * is NULL */
+    el_from_float_fn weight_from_float; /* quantize weights for a file, where llama-quantize's
+                                         * bytes differ from the activations' (Q8_0's halves) */
     el_vec_dot_fn vec_dot;       /* NULL for activation-only types */
     el_type vec_dot_type;        /* what the other operand of vec_dot is quantized to */
 } el_type_kernels;
 
 /* The reference kernels of a type id; NULL for ids without kernels (or without a layout). */
 const el_type_kernels *el_type_kernels_get(uint32_t type);
+/* The quantizer of weights written to files: weight_from_float where there is one, else
+ * from_float. */
+el_from_float_fn el_type_weight_quantizer(const el_type_kernels *k);
 /* Whether t is a weight type a model can be written in: it has a dot product and converts from
  * and to float (not an activation-only type such as q8_K, a8 or a16, nor one without kernels). */
 bool el_type_is_weight(el_type t);
