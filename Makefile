@@ -106,7 +106,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 $(BUILD)/tests/test_eval_metrics: $(BUILD)/cli/eval_metrics.o
 # the program with an el_decode that fails on request (tests/fault_decode.c), for the tests alone
 $(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
-	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(LDLIBS)
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
