@@ -56,7 +56,7 @@ enum { ROWS = 13, ACTS = EL_TILE, LDY = ROWS + 2 };
  * the last poisoned) against ACTS activation rows. */
 static int check_paths(const el_kernels *k, el_type t, int64_t n, test_rng *r) {
     const char *name = el_type_layout_get(t)->ggml_name;
-    size_t w_stride = el_row_size(t, n) + 6, a_stride = (size_t)n * sizeof(float) + 12;
+    size_t w_stride = el_row_size(t, n) + 8, a_stride = (size_t)n * sizeof(float) + 12;
     char *w = malloc(w_stride * ROWS + 64), *a = malloc(a_stride * ACTS + 64);
     float *f = malloc((size_t)n * sizeof *f);
     static float want[ACTS][ROWS], y[ACTS * LDY];
