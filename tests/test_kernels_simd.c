@@ -220,7 +220,7 @@ static int compare_tiles(const el_kernels *simd) {
         const el_type_kernels *at = el_type_kernels_get(wt->vec_dot_type);
         for (int blocks = 1; blocks <= 9; blocks += 2) {
             int64_t n = wt_layout->block_size * blocks;
-            size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
+            size_t w_stride = el_row_size((el_type)ty, n) + 8; /* padded, aligned as the blocks */
             size_t a_stride = el_row_size(wt->vec_dot_type, n) + 4;
             int64_t ldy = EL_TILE + 3;
             char *w = malloc(w_stride * EL_TILE), *aq = malloc(a_stride * EL_TILE);
@@ -281,7 +281,7 @@ static int compare_gemvs(const el_kernels *simd) {
         int64_t unit = wt_layout->block_size == 1 ? 32 : wt_layout->block_size;
         for (size_t bc = 0; bc < sizeof block_counts / sizeof block_counts[0]; bc++) {
             int64_t n = unit * block_counts[bc];
-            size_t w_stride = el_row_size((el_type)ty, n) + 6; /* padded, aligned as the blocks */
+            size_t w_stride = el_row_size((el_type)ty, n) + 8; /* padded, aligned as the blocks */
             size_t a_bytes = el_row_size(wt->vec_dot_type, n);
             char *w = malloc(w_stride * GEMV_ROWS), *aq = malloc(a_bytes + 64);
             float *a = malloc((size_t)n * sizeof *a), y[GEMV_ROWS + 1];
@@ -345,7 +345,7 @@ static int compare_multi_entry(const el_kernels *simd, const el_gemv_multi_fn *e
             int64_t n = unit * block_counts[bc];
             if (wt_layout->block_size == 128 && block_counts[bc] == 521)
                 n = 128 * 161; /* > a slice */
-            size_t w_stride = el_row_size((el_type)ty, n) + 6;
+            size_t w_stride = el_row_size((el_type)ty, n) + 8;
             size_t a_stride = el_row_size(wt->vec_dot_type, n) + 8;
             char *w = malloc(w_stride * ROWS), *aq = malloc(a_stride * MAX_ACT);
             float *a = malloc((size_t)n * sizeof *a);

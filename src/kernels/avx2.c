@@ -70,6 +70,9 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4] = el_tile_w4_avx2,
             [EL_TYPE_Q2_K] = el_tile_q2_k_avx2,
             [EL_TYPE_Q3_K] = el_tile_q3_k_avx2,
+            [EL_TYPE_F32] = el_tile_f32_avx2,
+            [EL_TYPE_F16] = el_tile_f16_avx2,
+            [EL_TYPE_BF16] = el_tile_bf16_avx2,
         },
         .gemm = {
             [EL_TYPE_Q4_0] = el_gemm_avx2,
@@ -103,6 +106,9 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx2,
             [EL_TYPE_Q2_K] = el_gemv_q2_k_avx2,
             [EL_TYPE_Q3_K] = el_gemv_q3_k_avx2,
+            [EL_TYPE_F32] = el_gemv_f32_avx2,
+            [EL_TYPE_F16] = el_gemv_f16_avx2,
+            [EL_TYPE_BF16] = el_gemv_bf16_avx2,
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {
@@ -116,6 +122,9 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G32] = el_gemv_w4g32_multi_avx2,
             [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx2,
             [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx2,
+            [EL_TYPE_F32] = el_gemv_f32_multi_avx2,
+            [EL_TYPE_F16] = el_gemv_f16_multi_avx2,
+            [EL_TYPE_BF16] = el_gemv_bf16_multi_avx2,
         },
     },
 };

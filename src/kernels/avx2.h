@@ -138,4 +138,25 @@ void el_gemv_q6_k_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_
 void el_gemv_q6_k_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+/* gemv_float_avx2.c, tile_float_avx2.c: F32, F16 and BF16 gemvs, multi-row gemvs and tiles
+ * (float_avx2.h: the bits of their dot products above) */
+void el_gemv_f32_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a);
+void el_gemv_f16_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a);
+void el_gemv_bf16_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_f32_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_f16_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_bf16_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_tile_f32_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride);
+void el_tile_f16_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride);
+void el_tile_bf16_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
 #endif

@@ -43,11 +43,15 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_IQ4_XS] = el_vec_dot_iq4_xs_avx512,
             [EL_TYPE_Q2_K] = el_vec_dot_q2_k_avx512,
             [EL_TYPE_Q3_K] = el_vec_dot_q3_k_avx512,
+            [EL_TYPE_F16] = el_vec_dot_f16_avx512,
+            [EL_TYPE_BF16] = el_vec_dot_bf16_avx512,
         },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx512,
             [EL_TYPE_Q4_0] = el_tile_q4_0_avx512,
             [EL_TYPE_W8A16] = el_tile_w8a16_avx512,
+            [EL_TYPE_F16] = el_tile_f16_avx512,
+            [EL_TYPE_BF16] = el_tile_bf16_avx512,
         },
         .gemm = {
             [EL_TYPE_Q4_K] = el_gemm_kquant_avx512,
@@ -90,8 +94,12 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_avx512,
             [EL_TYPE_Q2_K] = el_gemv_q2_k_avx512,
             [EL_TYPE_Q3_K] = el_gemv_q3_k_avx512,
+            [EL_TYPE_F16] = el_gemv_f16_avx512,
+            [EL_TYPE_BF16] = el_gemv_bf16_avx512,
         },
-        /* W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
+        /* F32: none of this level's (all four kernels are AVX2's, whose bits agree): its 16-lane
+         * gemv read rows at half AVX2's speed (docs/kernels.md, "Float weights").
+         * W8: AVX2's, whose integer sums and final scaling give this gemv's bits and which
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
          * this gemv row by row (docs/kernels.md); W8A16: none. */
         .gemv_multi = {
@@ -106,6 +114,8 @@ const el_kernel_level el_level_avx512 = {
             [EL_TYPE_W8] = el_gemv_w8_multi_avx2,
             [EL_TYPE_Q2_K] = el_gemv_q2_k_multi_avx512,
             [EL_TYPE_Q3_K] = el_gemv_q3_k_multi_avx512,
+            [EL_TYPE_F16] = el_gemv_f16_multi_avx512,
+            [EL_TYPE_BF16] = el_gemv_bf16_multi_avx512,
         },
         /* W4, W8: the gemm's register path, which sums a row as their gemvs do; Q4_0: none (a
          * form with the gemv's bits measured slower in the model, and a prompt in chunks must

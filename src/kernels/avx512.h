@@ -130,4 +130,22 @@ void el_gemv_q6_k_avx512(int64_t n, float *y, int64_t n_rows, const void *w, siz
 void el_gemv_q6_k_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
 
+/* dot_avx512.c: the F16 and BF16 dot products (float_avx512.h) */
+void el_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y);
+void el_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y);
+/* gemv_float_avx512.c, tile_float_avx512.c: F16 and BF16 gemvs, multi-row gemvs and tiles
+ * (float_avx512.h: the bits of their dot products above) */
+void el_gemv_f16_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                        const void *a);
+void el_gemv_bf16_avx512(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                         const void *a);
+void el_gemv_f16_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                              const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_bf16_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                               const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_tile_f16_avx512(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                        const void *a, size_t a_stride);
+void el_tile_bf16_avx512(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
+
 #endif

@@ -13,50 +13,30 @@
 #include "kernels/avx2_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/float_avx2.h"
 #include "kernels/w8a16.h"
 
+/* The float types' dot products: float_avx2.h's sequence for one output, the bits the gemvs
+ * and tiles give it. */
+static inline __attribute__((always_inline)) void vec_dot_float(el_float_kind kind, int64_t n,
+                                                                float *s, const void *x,
+                                                                const void *y) {
+    const float *a = y;
+    float t[1][4];
+    float_dots_avx2(kind, n, &x, 1, &a, 1, t);
+    *s = t[0][0];
+}
+
 void el_vec_dot_f32_avx2(int64_t n, float *s, const void *x, const void *y) {
-    const float *a = x, *b = y;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
-    for (; i < n; i++) sum += a[i] * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_F32, n, s, x, y);
 }
 
 void el_vec_dot_f16_avx2(int64_t n, float *s, const void *x, const void *y) {
-    const uint16_t *a = x;
-    const float *b = y;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i)));
-        __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i + 8)));
-        acc0 = _mm256_fmadd_ps(a0, _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(a1, _mm256_loadu_ps(b + i + 8), acc1);
-    }
-    float sum = hsum_ps(_mm256_add_ps(acc0, acc1));
-    for (; i < n; i++) sum += fp16(a[i]) * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_F16, n, s, x, y);
 }
 
 void el_vec_dot_bf16_avx2(int64_t n, float *s, const void *x, const void *y) {
-    const uint16_t *a = x;
-    const float *b = y;
-    __m256 acc = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(a + i)));
-        __m256 af = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16)); /* bf16 is the top half */
-        acc = _mm256_fmadd_ps(af, _mm256_loadu_ps(b + i), acc);
-    }
-    float sum = hsum_ps(acc);
-    for (; i < n; i++) sum += el_bf16_to_fp32(a[i]) * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_BF16, n, s, x, y);
 }
 
 /* Groups of 8 blocks share one conversion of their 16 scales; two accumulators, so consecutive

@@ -1,6 +1,7 @@
 /* dot_avx512.c - AVX-512 VNNI dot products (vpdpbusd: 4 unsigned x signed byte products summed
  * into each 32-bit lane in one instruction) for q8_0 and q4_0 weights, two blocks per 512-bit
- * register (one at a time on 256 bits for the last few), and W8A16's (vpdpwssd). */
+ * register (one at a time on 256 bits for the last few), W8A16's (vpdpwssd), and F16's and
+ * BF16's (float_avx512.h). */
 #include "kernels/avx512.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && \
@@ -12,6 +13,7 @@
 #include "kernels/avx512_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
+#include "kernels/float_avx512.h"
 #include "kernels/w8a16.h"
 
 /* The 32 quants of blocks b[0] and b[1] in the two halves of a register. */
@@ -91,6 +93,25 @@ static inline __attribute__((always_inline)) float dot_blocks32(int64_t nb, cons
         tail = _mm256_fmadd_ps(_mm256_set1_ps(fp16(dx) * fp16(b[i].d)), _mm256_cvtepi32_ps(p), tail);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + hsum256_ps(tail);
+}
+
+/* The float types' dot products: float_avx512.h's sequence for one output, the bits the
+ * gemvs and tiles of this level give it. */
+static inline __attribute__((always_inline)) void vec_dot_float(el_float_kind kind, int64_t n,
+                                                                float *s, const void *x,
+                                                                const void *y) {
+    const float *a = y;
+    float t[1][4];
+    float_dots_avx512(kind, n, &x, 1, &a, 1, t);
+    *s = t[0][0];
+}
+
+void el_vec_dot_f16_avx512(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_float(EL_FLOAT_F16, n, s, x, y);
+}
+
+void el_vec_dot_bf16_avx512(int64_t n, float *s, const void *x, const void *y) {
+    vec_dot_float(EL_FLOAT_BF16, n, s, x, y);
 }
 
 void el_vec_dot_q8_0_avx512(int64_t n, float *s, const void *x, const void *y) {

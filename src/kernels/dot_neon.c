@@ -5,51 +5,29 @@
 #if defined(__aarch64__) && defined(__ARM_NEON)
 
 #include "kernels/dot_neon.h"
+#include "kernels/float_neon.h"
+
+/* The float types' dot products: float_neon.h's sequence for one output, the bits the gemvs
+ * and tiles give it. */
+static inline __attribute__((always_inline)) void vec_dot_float(el_float_kind kind, int64_t n,
+                                                                float *s, const void *x,
+                                                                const void *y) {
+    const float *a = y;
+    float t[1][4];
+    float_dots_neon(kind, n, &x, 1, &a, 1, t);
+    *s = t[0][0];
+}
 
 void el_vec_dot_f32_neon(int64_t n, float *s, const void *x, const void *y) {
-    const float *a = x, *b = y;
-    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
-        acc1 = vfmaq_f32(acc1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-    }
-    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; i < n; i++) sum += a[i] * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_F32, n, s, x, y);
 }
 
 void el_vec_dot_f16_neon(int64_t n, float *s, const void *x, const void *y) {
-    const uint16_t *a = x;
-    const float *b = y;
-    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float16x8_t h = vreinterpretq_f16_u16(vld1q_u16(a + i));
-        acc0 = vfmaq_f32(acc0, vcvt_f32_f16(vget_low_f16(h)), vld1q_f32(b + i));
-        acc1 = vfmaq_f32(acc1, vcvt_high_f32_f16(h), vld1q_f32(b + i + 4));
-    }
-    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; i < n; i++) sum += fp16_scalar(a[i]) * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_F16, n, s, x, y);
 }
 
 void el_vec_dot_bf16_neon(int64_t n, float *s, const void *x, const void *y) {
-    const uint16_t *a = x;
-    const float *b = y;
-    float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint16x8_t h = vld1q_u16(a + i);
-        /* bf16 is the top half of a float */
-        float32x4_t lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16));
-        float32x4_t hi = vreinterpretq_f32_u32(vshll_high_n_u16(h, 16));
-        acc0 = vfmaq_f32(acc0, lo, vld1q_f32(b + i));
-        acc1 = vfmaq_f32(acc1, hi, vld1q_f32(b + i + 4));
-    }
-    float sum = vaddvq_f32(vaddq_f32(acc0, acc1));
-    for (; i < n; i++) sum += el_bf16_to_fp32(a[i]) * b[i];
-    *s = sum;
+    vec_dot_float(EL_FLOAT_BF16, n, s, x, y);
 }
 
 /* Rounds 16 floats times id to the nearest integer (ties to even, like lrintf in the default

@@ -55,8 +55,11 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_Q5_1] = el_tile_q5_1_neon,
             [EL_TYPE_IQ4_NL] = el_tile_iq4_nl_neon,
             [EL_TYPE_IQ4_XS] = el_tile_iq4_xs_neon,
+            [EL_TYPE_F32] = el_tile_f32_neon,
+            [EL_TYPE_F16] = el_tile_f16_neon,
+            [EL_TYPE_BF16] = el_tile_bf16_neon,
         },
-        /* no multi-row gemvs (row by row through the gemv) */
+        /* multi-row gemvs for the float types only (the rest row by row through the gemv) */
         .gemv = {
             [EL_TYPE_Q4_0] = el_gemv_q4_0_neon,
             [EL_TYPE_Q8_0] = el_gemv_q8_0_neon,
@@ -76,6 +79,14 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_Q5_1] = el_gemv_q5_1_neon,
             [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_neon,
             [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_neon,
+            [EL_TYPE_F32] = el_gemv_f32_neon,
+            [EL_TYPE_F16] = el_gemv_f16_neon,
+            [EL_TYPE_BF16] = el_gemv_bf16_neon,
+        },
+        .gemv_multi = {
+            [EL_TYPE_F32] = el_gemv_f32_multi_neon,
+            [EL_TYPE_F16] = el_gemv_f16_multi_neon,
+            [EL_TYPE_BF16] = el_gemv_bf16_multi_neon,
         },
         .quantize = {
             [EL_TYPE_Q8_0] = el_quantize_q8_0_neon,

@@ -218,4 +218,25 @@ void el_gemm_neon_dotprod(const el_weight *w, int64_t o0, int64_t n_out, const c
 uint32_t el_int8_probe_neon(int64_t iters, int8_t one);
 uint32_t el_int8_probe_neon_dotprod(int64_t iters, int8_t one);
 
+/* gemv_float_neon.c, tile_float_neon.c: F32, F16 and BF16 gemvs, multi-row gemvs and tiles
+ * (float_neon.h: the bits of their dot products above) */
+void el_gemv_f32_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a);
+void el_gemv_f16_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                      const void *a);
+void el_gemv_bf16_neon(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                       const void *a);
+void el_gemv_f32_multi_neon(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_f16_multi_neon(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                            const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_bf16_multi_neon(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                             const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_tile_f32_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride);
+void el_tile_f16_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                      const void *a, size_t a_stride);
+void el_tile_bf16_neon(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+
 #endif
