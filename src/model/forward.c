@@ -1,6 +1,7 @@
-/* forward.c - the llama/qwen2 forward pass over a batch of rows.
+/* forward.c - the llama-family forward pass (llama, qwen2, qwen3, phi3) over a batch of rows.
  *
- * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias) -> RoPE at
+ * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias; qwen3: an
+ * RMSNorm of each head) -> RoPE at
  * each row's position -> K, V into the rows' cells -> attention of each (row, head) over the cells
  * visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then
  * the final norm and the vocabulary projection, only for the rows whose logits are wanted.
@@ -155,23 +156,36 @@ static void add_rows(float *x, const float *y, size_t n) {
         x[i] += y[i];
 }
 
-/* cos and sin of every rotated pair's angle for each row's position. theta_i = pos * scale *
- * base^(-2i/n_rot) / factor_i (factor_i from rope_freqs, llama3-style). */
+/* cos and sin of every rotated pair's angle for each row's position, times the magnitude
+ * factor (1 but for phi3's longrope). theta_i = pos * scale * base^(-2i/n_rot) / factor_i, with
+ * factor_i from rope_freqs (llama3-style) or the longrope set this context's size chooses. */
 static void rope_tables(el_forward *f, const el_rows *rows) {
     const el_model *m = f->model;
     const el_hparams *hp = &m->hp;
+    const float *factors = el_model_rope_factors(m, f->kv->n_ctx);
+    float mag = hp->rope_attn_factor;
     int half = hp->n_rot / 2;
     for (int32_t r = 0; r < rows->n; r++) {
         float pos = (float)rows->pos[r] * hp->rope_freq_scale;
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(hp->rope_freq_base, (float)(2 * i) / (float)hp->n_rot);
-            if (m->rope_freqs)
-                freq /= m->rope_freqs[i];
+            if (factors)
+                freq /= factors[i];
             float val = pos * freq;
-            f->rope_cos[(size_t)r * half + i] = cosf(val);
-            f->rope_sin[(size_t)r * half + i] = sinf(val);
+            f->rope_cos[(size_t)r * half + i] = cosf(val) * mag;
+            f->rope_sin[(size_t)r * half + i] = sinf(val) * mag;
         }
     }
+}
+
+/* qwen3: each of n_heads heads (hd floats apart) of n rows of ld floats RMS-normalized with w
+ * in place, before RoPE; no-op when the model has no such norm (w NULL). */
+static void head_norm(float *x, int32_t n, int64_t ld, int n_heads, int hd, const float *w,
+                      float eps) {
+    if (!w)
+        return;
+    for (int32_t r = 0; r < n; r++)
+        rmsnorm_rows(x + (size_t)r * ld, x + (size_t)r * ld, w, n_heads, hd, eps);
 }
 
 /* Rotates the first n_rot dims of each of n_heads heads (hd floats apart) of one row. */
@@ -400,6 +414,7 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
     float *const y[] = {f->k, f->v, f->q};
     const int64_t ldy[] = {k_dim, v_dim, q_dim};
     linears(f, il, with_q ? 3 : 2, which, f->xn, n_embd, y, ldy, n, lr);
+    head_norm(f->k, n, k_dim, hp->n_head_kv, hp->head_dim_k, l->attn_k_norm, hp->rms_eps);
     for (int32_t i = 0; i < n; i++) {
         int32_t r = c0 + i;
         float *k = f->k + (size_t)i * k_dim;
@@ -431,6 +446,7 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_read
         rmsnorm_rows(f->xn, x, l->attn_norm, n, n_embd, hp->rms_eps);
         linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
     }
+    head_norm(f->q, n, q_dim, hp->n_head, hp->head_dim_k, l->attn_q_norm, hp->rms_eps);
     for (int32_t i = 0; i < n; i++)
         rope_apply(f->q + (size_t)i * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot,
                    hp->rope_style, f->rope_cos + (size_t)(c0 + i) * half,
