@@ -2,7 +2,8 @@
 """make_golden.py - golden logits for tests/test_model_golden.c from an independent implementation.
 
 For each configuration below this script
-  1. makes a tiny random llama or qwen2 model; quantized tensors are random *valid block bytes*,
+  1. makes a tiny random llama, qwen2, qwen3 or phi3 model; quantized tensors are random *valid
+     block bytes*,
   2. writes it as GGUF with its own minimal writer (no code shared with the C writer),
   3. dequantizes every tensor from those bytes with its own numpy reading of the ggml block
      layouts (so a layout misunderstanding on either side shows up as a mismatch),
@@ -19,8 +20,17 @@ activation rounding takes them from exact arithmetic.
 The models carry no tokenizer: the C loader accepts a GGUF without tokenizer.ggml.* keys as a
 logits-only model.
 
+qwen3 and phi3 follow Hugging Face's modeling_qwen3.py / modeling_phi3.py: qwen3 RMS-normalizes
+each Q and K head (weights of head_dim) before RoPE and may have head_dim != dim / heads; phi3
+stores Q, K, V as one attn_qkv matrix (Q rows, then K, then V) and gate and up as one ffn_up of
+2*ff rows (gate first, as Phi3MLP's chunk(2) takes it), and its longrope scaling divides the
+frequencies by rope_factors_short or _long and multiplies cos and sin by an attention factor.
+Which set applies follows llama.cpp: the long one when the context (n_ctx 32 in the C test) is
+larger than rope.scaling.original_context_length; the configurations below use both cases.
+
 Run with /usr/bin/python3 (needs numpy). Deterministic: the same files every time.
 """
+import math
 import os
 import struct
 
@@ -242,29 +252,42 @@ def make_model(cfg, rng):
         tensors.append((name, "f32", [len(values)], raw))
         W[name] = np.frombuffer(raw, dtype="<f4").astype(np.float64)
 
+    hd = cfg.get("head_dim", hd)
     wt = cfg["type"]
     # the embedding scale only matters where it doubles as the output matrix (tied)
     matrix("token_embd.weight", d, V, cfg.get("embd_type", wt), 2.0 * d ** -0.5)
     for i in range(L):
         p = "blk.%d." % i
         vector(p + "attn_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
-        matrix(p + "attn_q.weight", d, nh * hd, wt, d ** -0.5)
-        matrix(p + "attn_k.weight", d, nkv * hd, wt, d ** -0.5)
-        matrix(p + "attn_v.weight", d, nkv * hd, wt, d ** -0.5)
+        if cfg["arch"] == "phi3":
+            matrix(p + "attn_qkv.weight", d, (nh + 2 * nkv) * hd, wt, d ** -0.5)
+        else:
+            matrix(p + "attn_q.weight", d, nh * hd, wt, d ** -0.5)
+            matrix(p + "attn_k.weight", d, nkv * hd, wt, d ** -0.5)
+            matrix(p + "attn_v.weight", d, nkv * hd, wt, d ** -0.5)
         matrix(p + "attn_output.weight", nh * hd, d, wt, d ** -0.5)
+        if cfg["arch"] == "qwen3":
+            vector(p + "attn_q_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
+            vector(p + "attn_k_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
         if cfg["arch"] == "qwen2":
             vector(p + "attn_q.bias", 0.2 * rng.standard_normal(nh * hd))
             vector(p + "attn_k.bias", 0.2 * rng.standard_normal(nkv * hd))
             vector(p + "attn_v.bias", 0.2 * rng.standard_normal(nkv * hd))
         vector(p + "ffn_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
-        matrix(p + "ffn_gate.weight", d, ff, wt, d ** -0.5)
-        matrix(p + "ffn_up.weight", d, ff, wt, d ** -0.5)
+        if cfg["arch"] == "phi3":
+            matrix(p + "ffn_up.weight", d, 2 * ff, wt, d ** -0.5)
+        else:
+            matrix(p + "ffn_gate.weight", d, ff, wt, d ** -0.5)
+            matrix(p + "ffn_up.weight", d, ff, wt, d ** -0.5)
         matrix(p + "ffn_down.weight", ff, d, wt, ff ** -0.5)
     vector("output_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
     if not cfg["tied"]:
         matrix("output.weight", d, V, cfg.get("out_type", wt), d ** -0.5)
     if cfg.get("rope_freqs"):
         vector("rope_freqs.weight", rng.uniform(1.0, 8.0, cfg.get("n_rot", hd) // 2))
+    if "orig_ctx" in cfg:
+        vector("rope_factors_long.weight", rng.uniform(1.0, 40.0, cfg.get("n_rot", hd) // 2))
+        vector("rope_factors_short.weight", rng.uniform(0.9, 3.0, cfg.get("n_rot", hd) // 2))
     return tensors, W
 
 
@@ -287,7 +310,20 @@ def metadata(cfg, name):
     if "linear_scale" in cfg:
         kv[a + ".rope.scaling.type"] = "linear"
         kv[a + ".rope.scaling.factor"] = cfg["linear_scale"]
+    if "head_dim" in cfg:
+        kv[a + ".attention.key_length"] = cfg["head_dim"]
+        kv[a + ".attention.value_length"] = cfg["head_dim"]
+    if "orig_ctx" in cfg:
+        kv[a + ".context_length"] = cfg["ctx"]
+        kv[a + ".rope.scaling.original_context_length"] = cfg["orig_ctx"]
+        kv[a + ".rope.scaling.attn_factor"] = attn_factor(cfg)
     return kv
+
+
+def attn_factor(cfg):
+    """longrope's magnitude factor as transformers computes it from the two context lengths."""
+    scale = cfg["ctx"] / cfg["orig_ctx"]
+    return math.sqrt(1 + math.log(scale) / math.log(cfg["orig_ctx"])) if scale > 1 else 1.0
 
 
 # ---------------------------------------------------------------- float64 forward
@@ -297,8 +333,8 @@ def rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x, pos, cfg, freqs):
-    """x: [n, heads, hd]; rotates the first n_rot dims of each head."""
+def rope(x, pos, cfg, freqs, mag=1.0):
+    """x: [n, heads, hd]; rotates the first n_rot dims of each head; cos and sin times mag."""
     hd = x.shape[2]
     n_rot = cfg.get("n_rot", hd)
     half = n_rot // 2
@@ -306,9 +342,9 @@ def rope(x, pos, cfg, freqs):
     if freqs is not None:
         theta = theta / freqs
     ang = (pos[:, None] / cfg.get("linear_scale", 1.0)) * theta[None, :]  # [n, half]
-    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    c, s = mag * np.cos(ang)[:, None, :], mag * np.sin(ang)[:, None, :]
     y = x.copy()
-    if cfg["arch"] == "qwen2":  # NEOX: pairs (i, i + half)
+    if cfg["arch"] in ("qwen2", "qwen3", "phi3"):  # NEOX: pairs (i, i + half)
         a, b = x[:, :, :half], x[:, :, half:n_rot]
         y[:, :, :half], y[:, :, half:n_rot] = a * c - b * s, a * s + b * c
     else:  # NORM: pairs (2i, 2i + 1)
@@ -340,20 +376,32 @@ def forward(cfg, W, tokens, types=None):
         return h @ W[name].T
 
     d, nh, nkv = cfg["dim"], cfg["heads"], cfg["kv_heads"]
-    hd, n, eps = d // nh, len(tokens), cfg["eps"]
+    hd, n, eps = cfg.get("head_dim", d // nh), len(tokens), cfg["eps"]
     pos = np.arange(n, dtype=np.float64)
     freqs = W.get("rope_freqs.weight")
+    mag = 1.0
+    if "orig_ctx" in cfg:  # longrope: the set the C test's context of TEST_N_CTX cells takes
+        freqs = W["rope_factors_long.weight" if TEST_N_CTX > cfg["orig_ctx"]
+                  else "rope_factors_short.weight"]
+        mag = np.float64(np.float32(attn_factor(cfg)))  # as stored in the file
     x = W["token_embd.weight"][tokens]
     mask = np.triu(np.full((n, n), -np.inf), 1)
     for i in range(cfg["layers"]):
         p = "blk.%d." % i
         h = rmsnorm(x, W[p + "attn_norm.weight"], eps)
-        q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
-        k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
-        v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
-        q = rope(q.reshape(n, nh, hd), pos, cfg, freqs)
-        k = rope(k.reshape(n, nkv, hd), pos, cfg, freqs)
-        v = v.reshape(n, nkv, hd)
+        if p + "attn_qkv.weight" in W:  # phi3: Q rows, K rows, V rows of one product
+            qkv = mm(h, p + "attn_qkv.weight")
+            q, k, v = qkv[:, :nh * hd], qkv[:, nh * hd:(nh + nkv) * hd], qkv[:, (nh + nkv) * hd:]
+        else:
+            q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
+            k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
+            v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
+        q, k, v = q.reshape(n, nh, hd), k.reshape(n, nkv, hd), v.reshape(n, nkv, hd)
+        if p + "attn_q_norm.weight" in W:  # qwen3: each head normalized before RoPE
+            q = rmsnorm(q, W[p + "attn_q_norm.weight"], eps)
+            k = rmsnorm(k, W[p + "attn_k_norm.weight"], eps)
+        q = rope(q, pos, cfg, freqs, mag)
+        k = rope(k, pos, cfg, freqs, mag)
         out = np.zeros((n, nh, hd))
         for hh in range(nh):
             kh = hh // (nh // nkv)
@@ -363,8 +411,12 @@ def forward(cfg, W, tokens, types=None):
             out[:, hh, :] = s @ v[:, kh, :]
         x = x + mm(out.reshape(n, nh * hd), p + "attn_output.weight")
         h = rmsnorm(x, W[p + "ffn_norm.weight"], eps)
-        g = mm(h, p + "ffn_gate.weight")
-        u = mm(h, p + "ffn_up.weight")
+        if cfg["arch"] == "phi3":  # gate_up: the first half gates the second
+            gu = mm(h, p + "ffn_up.weight")
+            g, u = gu[:, :cfg["ff"]], gu[:, cfg["ff"]:]
+        else:
+            g = mm(h, p + "ffn_gate.weight")
+            u = mm(h, p + "ffn_up.weight")
         x = x + mm(g / (1.0 + np.exp(-g)) * u, p + "ffn_down.weight")
     out_name = "output.weight" if "output.weight" in W else "token_embd.weight"
     return mm(rmsnorm(x, W["output_norm.weight"], eps), out_name)
@@ -397,12 +449,31 @@ CONFIGS = {
                        ff=256, tied=True),
 }
 
+# New architectures, seeded apart so that adding one leaves every other file as it was.
+ARCH_CONFIGS = {
+    # qwen3: per-head Q/K norms, head_dim 32 while dim / heads is 16, GQA, tied, f32
+    "qwen3_f32_headdim": dict(BASE, arch="qwen3", type="f32", dim=64, heads=4, kv_heads=2,
+                              head_dim=32, layers=2, ff=96, tied=True, base=1000000.0, eps=1e-6),
+    # qwen3 in q4_k with a q6_k tied embedding, head_dim 128 against dim / heads 64
+    "qwen3_q4_k": dict(BASE, arch="qwen3", type="q4_k", dim=256, heads=4, kv_heads=2,
+                       head_dim=128, layers=1, ff=256, tied=True, embd_type="q6_k", eps=1e-6),
+    # phi3: fused qkv and gate_up, f16, GQA; original context 16 < the test's 32: long factors
+    "phi3_f16_longrope": dict(BASE, arch="phi3", type="f16", dim=64, heads=4, kv_heads=2,
+                              layers=2, ff=96, ctx=256, orig_ctx=16),
+    # phi3 in q8_0 with Phi-3.5's context lengths (131072, 4096): short factors, factor 1.19
+    "phi3_q8_0": dict(BASE, arch="phi3", type="q8_0", dim=128, heads=4, kv_heads=4, layers=1,
+                      ff=160, ctx=131072, orig_ctx=4096, eps=1e-5),
+}
+
 N_PROMPT = 7
+TEST_N_CTX = 32  # tests/test_model_golden.c's context
 
 
 def main():
-    for idx, (name, cfg) in enumerate(sorted(CONFIGS.items())):
-        rng = np.random.default_rng(1000 + idx)
+    runs = [(1000 + i, n, c) for i, (n, c) in enumerate(sorted(CONFIGS.items()))]
+    runs += [(2000 + i, n, c) for i, (n, c) in enumerate(sorted(ARCH_CONFIGS.items()))]
+    for seed, name, cfg in runs:
+        rng = np.random.default_rng(seed)
         tensors, W = make_model(cfg, rng)
         write_gguf(os.path.join(HERE, name + ".gguf"), metadata(cfg, name), tensors)
         tokens = rng.integers(0, cfg["vocab"], N_PROMPT)
