@@ -164,12 +164,16 @@ static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, 
 static int test_qwen3_f32_headdim(void) {
     return check_model("qwen3_f32_headdim", 1e-4, 1e-4, "qwen3", 2, EL_KV_F32);
 }
-static int test_qwen3_q4_k(void) { return check_model("qwen3_q4_k", 1e-4, 5e-2, "qwen3", 2, EL_KV_F32); }
+static int test_qwen3_q4_k(void) {
+    return check_model("qwen3_q4_k", 1e-4, 5e-2, "qwen3", 2, EL_KV_F32);
+}
 /* the context of 32 cells exceeds the file's original context (16): the long factors */
 static int test_phi3_f16_longrope(void) {
     return check_model("phi3_f16_longrope", 1e-4, 1e-4, "phi3", 2, EL_KV_F32);
 }
-static int test_phi3_q8_0(void) { return check_model("phi3_q8_0", 1e-4, 5e-2, "phi3", 3, EL_KV_F32); }
+static int test_phi3_q8_0(void) {
+    return check_model("phi3_q8_0", 1e-4, 5e-2, "phi3", 3, EL_KV_F32);
+}
 
 /* The logits of a golden prompt (one batch) with a KV cache of kv_type into out; 0 on failure. */
 static int prompt_logits(el_model *m, const golden *g, el_kv_type kv_type, float *out) {
