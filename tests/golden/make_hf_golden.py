@@ -132,8 +132,9 @@ def bytelevel_tokenizer(n_vocab, regex):
     }
 
 
-def spm_tokenizer(n_vocab):
-    """Llama-2 style: <unk> <s> </s>, 256 <0xNN> byte tokens, then pieces made by merges."""
+def spm_tokenizer(n_vocab, extra=()):
+    """Llama-2 style: <unk> <s> </s>, 256 <0xNN> byte tokens, then pieces made by merges, then
+    the special tokens `extra` (Phi-3's <|endoftext|>, which llama.cpp expects in a phi3)."""
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
     for b in range(256):
         vocab["<0x%02X>" % b] = len(vocab)
@@ -146,8 +147,11 @@ def spm_tokenizer(n_vocab):
             break
         merges.append(a + " " + b)
         vocab[a + b] = len(vocab)
-    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, s in enumerate(["<unk>", "<s>", "</s>"])]
+    for t in extra:
+        vocab[t] = len(vocab)
+    added = [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for s in ["<unk>", "<s>", "</s>"] + list(extra)]
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": {"type": "Sequence", "normalizers": [
@@ -384,7 +388,7 @@ def main():
                                   "long_factor": [1.0, 1.5, 3.0, 7.0, 20.0, 60.0],
                                   "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5]},
                  "torch_dtype": "float16"})
-    make("phi3", phi3, "F16", spm_tokenizer(300),
+    make("phi3", phi3, "F16", spm_tokenizer(300, ("<|endoftext|>", "<|end|>")),
          {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "add_bos_token": True,
           "add_eos_token": False}, 5)
 
