@@ -8,6 +8,8 @@
  *    agree only if the split matches the base's row ranges.
  *  - PEFT: a phi3 folder with fused qkv_proj / gate_up_proj (and a qwen3 one with q/k/v_proj)
  *    holding the same matrices gives the GGUF adapter's logits.
+ *  - Saved as GGUF (el_adapter_save, `edgelora convert PEFT_DIR -m BASE`): phi3's PEFT adapter
+ *    becomes attn_qkv / ffn_up pairs, as llama.cpp's converter names them, with the same logits.
  *  - Batch: rows of a sequence with the adapter and of one without, interleaved in one batch,
  *    each give their sequence's logits run alone.
  *  - A fused B with the wrong number of rows is refused, naming file and tensor. */
@@ -17,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "kernels/types.h"
@@ -306,6 +308,46 @@ static int check_peft(const arch_case *c, const char *arch) {
     return check_runtime_vs_merged(c, dir);
 }
 
+/* PEFT -> GGUF -> loaded again: the same logits, the fused tensors' names. */
+static int check_saved(const arch_case *c, const char *arch) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s_peft", test_tmp_dir(), arch);
+    const char *saved = tmp("saved.gguf");
+    CHECK(write_peft(dir, c));
+    el_model *m = load(c->base);
+    CHECK(m);
+    int32_t nv = vocab_of(m);
+    el_adapter *ap = NULL, *as = NULL;
+    CHECK(el_adapter_load(m, dir, &ap) == EL_OK);
+    if (el_adapter_save(ap, saved) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
+    CHECK(as);
+    gguf_file *f = NULL;
+    CHECK(gguf_open(saved, &f) == EL_OK);
+    int found = 0;
+    for (int k = 0; k < c->n_targets; k++) {
+        char name[96];
+        snprintf(name, sizeof name, "blk.1.%s.weight.lora_b", c->targets[k].gguf);
+        const gguf_tensor *t = gguf_find_tensor(f, name);
+        found += t && t->ne[1] == c->targets[k].n_out;
+    }
+    int n_tensors = (int)f->n_tensors;
+    gguf_close(f);
+    CHECK(found == c->n_targets && n_tensors == 2 * N_LAYER * c->n_targets);
+    static float lp[PROMPT * MAX_VOCAB], ls[PROMPT * MAX_VOCAB];
+    CHECK(prompt_logits(m, ap, nv, lp) && prompt_logits(m, as, nv, ls));
+    double err = test_max_rel_err(ls, lp, (size_t)PROMPT * nv);
+    test_note("%s PEFT saved as GGUF (%d tensors) vs PEFT: %.2e", arch, n_tensors, err);
+    el_adapter_free(ap);
+    el_adapter_free(as);
+    el_model_free(m);
+    CHECK(err < 1e-6);
+    return TEST_PASS;
+}
+
+static int test_qwen3_saved(void) { return check_saved(&QWEN3, "qwen3"); }
+static int test_phi3_saved_fused(void) { return check_saved(&PHI3, "phi3"); }
+
 static int test_qwen3_peft(void) { return check_peft(&QWEN3, "qwen3"); }
 static int test_phi3_peft_fused(void) { return check_peft(&PHI3, "phi3"); }
 
@@ -376,6 +418,8 @@ int main(void) {
     run_test("phi3_gguf_fused", test_phi3_gguf_fused);
     run_test("qwen3_peft", test_qwen3_peft);
     run_test("phi3_peft_fused", test_phi3_peft_fused);
+    run_test("qwen3_saved", test_qwen3_saved);
+    run_test("phi3_saved_fused", test_phi3_saved_fused);
     run_test("qwen3_batch", test_qwen3_batch);
     run_test("phi3_batch", test_phi3_batch);
     run_test("phi3_bad", test_phi3_bad);
