@@ -12,6 +12,9 @@
  *    becomes attn_qkv / ffn_up pairs, as llama.cpp's converter names them, with the same logits.
  *  - Batch: rows of a sequence with the adapter and of one without, interleaved in one batch,
  *    each give their sequence's logits run alone.
+ *  - Variants: three greedy continuations of one prompt on the converted Hugging Face folders
+ *    (two with the adapter, one without) each equal a single-sequence run that decodes the prompt,
+ *    binds the variant's adapter and feeds the same first token.
  *  - A fused B with the wrong number of rows is refused, naming file and tensor. */
 #include <math.h>
 #include <stdio.h>
@@ -149,7 +152,7 @@ static el_context *new_ctx(el_model *m) {
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 32; /* as test_model_golden's: phi3 takes its long rope factors */
     cp.n_batch = 32;
-    cp.n_seq_max = 2;
+    cp.n_seq_max = 3;
     cp.n_threads = 2;
     el_context *ctx = NULL;
     if (el_context_create(m, &cp, &ctx) != EL_OK) test_note("%s", el_last_error());
@@ -394,6 +397,108 @@ static int check_batch(const arch_case *c, const char *arch) {
 static int test_qwen3_batch(void) { return check_batch(&QWEN3, "qwen3"); }
 static int test_phi3_batch(void) { return check_batch(&PHI3, "phi3"); }
 
+/* tests/golden/hf/qwen3 (hidden 32, 4 heads of 16, 2 KV heads, ff 64) and hf/phi3 (as PHI3). */
+static const arch_case QWEN3_HF = {
+    NULL,
+    {{"attn_q", "self_attn.q_proj", 32, 64}, {"attn_k", "self_attn.k_proj", 32, 32},
+     {"attn_v", "self_attn.v_proj", 32, 32}, {"attn_output", "self_attn.o_proj", 64, 32},
+     {"ffn_gate", "mlp.gate_proj", 32, 64}, {"ffn_up", "mlp.up_proj", 32, 64},
+     {"ffn_down", "mlp.down_proj", 64, 32}},
+    7};
+
+enum { N_VARIANTS = 3, VARIANT_TOKENS = 6 };
+
+/* Greedy tokens after the prompt (prompt_bindings none) with the adapter bound from first on. */
+static int reference_run(el_model *m, const int32_t *prompt, int32_t np, el_adapter *ad,
+                         int32_t first, int32_t *out) {
+    el_context *ctx = new_ctx(m);
+    int32_t pos[PROMPT], seq[PROMPT] = {0};
+    for (int32_t i = 0; i < np; i++) pos[i] = i;
+    el_batch b = {.n_rows = np, .token = prompt, .pos = pos, .seq_id = seq};
+    el_binding bind = {ad, 1.0f};
+    int ok = ctx && el_decode(ctx, &b) == EL_OK &&
+             el_context_bind(ctx, 0, &bind, ad ? 1 : 0) == EL_OK;
+    int32_t t = first, s0 = 0;
+    el_model_info info;
+    ok = ok && el_model_get_info(m, &info) == EL_OK;
+    for (int32_t k = 0; ok && k < VARIANT_TOKENS; k++) {
+        out[k] = t;
+        int32_t p = np + k;
+        el_batch one = {.n_rows = 1, .token = &t, .pos = &p, .seq_id = &s0};
+        ok = el_decode(ctx, &one) == EL_OK;
+        const float *l = ok ? el_get_logits(ctx, 0) : NULL;
+        int32_t best = 0;
+        for (int32_t v = 1; l && v < info.n_vocab; v++)
+            if (l[v] > l[best]) best = v;
+        t = best;
+    }
+    el_context_free(ctx);
+    return ok;
+}
+
+static int check_variants(const char *folder, const arch_case *c, const char *arch) {
+    const char *model = tmp("variants_model.gguf"), *adapter = tmp("variants.gguf");
+    if (el_convert_hf(folder, model, "f32", NULL, NULL) != EL_OK) {
+        test_note("%s", el_last_error());
+        return TEST_FAIL;
+    }
+    CHECK(write_gguf(adapter, arch, c, 0));
+    el_model *m = load(model);
+    CHECK(m);
+    el_adapter *ad = NULL;
+    CHECK(el_adapter_load(m, adapter, &ad) == EL_OK);
+    int32_t prompt[PROMPT];
+    size_t np = 0;
+    CHECK(el_tokenize(m, "the cat", 7, true, false, prompt, PROMPT, &np) == EL_OK && np > 0);
+    el_binding bind = {ad, 1.0f};
+    el_variant_params vp[N_VARIANTS];
+    for (int i = 0; i < N_VARIANTS; i++) {
+        vp[i] = el_variant_default_params();
+        vp[i].sampler.temperature = 0.0f;
+        vp[i].first_token = 40 + 7 * i; /* forced, so no end-of-text token starts one */
+        vp[i].max_tokens = VARIANT_TOKENS;
+        vp[i].ignore_eos = true;
+        vp[i].bindings = i == 1 ? NULL : &bind;
+        vp[i].n_bindings = i == 1 ? 0 : 1;
+    }
+    el_variants_params gp = el_variants_default_params();
+    gp.n_variants = N_VARIANTS;
+    gp.variants = vp;
+    el_context *ctx = new_ctx(m);
+    el_variants *g = NULL;
+    CHECK(ctx);
+    if (el_variants_generate(ctx, &gp, prompt, (int32_t)np, &g) != EL_OK)
+        test_note("%s", el_last_error());
+    CHECK(g);
+    int rc = TEST_PASS;
+    for (int i = 0; i < N_VARIANTS && rc == TEST_PASS; i++) {
+        el_variant_result r;
+        int32_t ref[VARIANT_TOKENS];
+        CHECK(el_variants_result(g, i, &r) == EL_OK);
+        CHECK(reference_run(m, prompt, (int32_t)np, i == 1 ? NULL : ad, vp[i].first_token, ref));
+        if (r.n_tokens != VARIANT_TOKENS || memcmp(r.tokens, ref, sizeof ref) != 0) {
+            test_note("%s variant %d differs from its single-sequence run", arch, i);
+            rc = TEST_FAIL;
+        }
+    }
+    int32_t r0[VARIANT_TOKENS], r0_plain[VARIANT_TOKENS];
+    CHECK(reference_run(m, prompt, (int32_t)np, ad, 40, r0) &&
+          reference_run(m, prompt, (int32_t)np, NULL, 40, r0_plain));
+    test_note("%s: %d variants as their single runs; the adapter %s the first one's tokens", arch,
+              N_VARIANTS, memcmp(r0, r0_plain, sizeof r0) ? "changes" : "does not change");
+    el_variants_free(g);
+    el_context_free(ctx);
+    el_adapter_free(ad);
+    el_model_free(m);
+    remove(model);
+    return rc;
+}
+
+static int test_qwen3_variants(void) {
+    return check_variants("tests/golden/hf/qwen3", &QWEN3_HF, "qwen3");
+}
+static int test_phi3_variants(void) { return check_variants("tests/golden/hf/phi3", &PHI3, "phi3"); }
+
 /* A fused lora_b of one row too many, or an attn_q adapter on a base whose Q lives in attn_qkv,
  * is refused with the file and tensor named. */
 static int test_phi3_bad(void) {
@@ -422,6 +527,8 @@ int main(void) {
     run_test("phi3_saved_fused", test_phi3_saved_fused);
     run_test("qwen3_batch", test_qwen3_batch);
     run_test("phi3_batch", test_phi3_batch);
+    run_test("qwen3_variants", test_qwen3_variants);
+    run_test("phi3_variants", test_phi3_variants);
     run_test("phi3_bad", test_phi3_bad);
     return tests_exit_code();
 }
