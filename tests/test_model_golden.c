@@ -171,6 +171,9 @@ static int test_qwen3_q4_k(void) {
 static int test_phi3_f16_longrope(void) {
     return check_model("phi3_f16_longrope", 1e-4, 1e-4, "phi3", 2, EL_KV_F32);
 }
+static int test_phi3_q4_k(void) {
+    return check_model("phi3_q4_k", 1e-4, 5e-2, "phi3", 2, EL_KV_F32);
+}
 static int test_phi3_q8_0(void) {
     return check_model("phi3_q8_0", 1e-4, 5e-2, "phi3", 3, EL_KV_F32);
 }
@@ -239,6 +242,7 @@ int main(void) {
     run_test("qwen3_f32_headdim", test_qwen3_f32_headdim);
     run_test("qwen3_q4_k", test_qwen3_q4_k);
     run_test("phi3_f16_longrope", test_phi3_f16_longrope);
+    run_test("phi3_q4_k", test_phi3_q4_k);
     run_test("phi3_q8_0", test_phi3_q8_0);
     run_test("f16_kv", test_f16_kv);
     return tests_exit_code();
