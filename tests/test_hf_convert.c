@@ -1,7 +1,9 @@
 /* test_hf_convert.c - Hugging Face folders to GGUF (el_convert_hf).
  *
  *  - logits: the tiny folders of tests/golden/hf (llama with llama3 rope scaling and GQA, qwen2
- *    with biases and tied embeddings, mistral with linear rope scaling), converted to f32, give
+ *    with biases and tied embeddings, mistral with linear rope scaling, qwen3 with per-head Q/K
+ *    norms and its own head_dim, phi3 with fused projections, partial rotary dims and longrope
+ *    scaling), converted to f32, give
  *    the logits make_hf_golden.py computed in float64 with Hugging Face's conventions (1e-4:
  *    float32 against float64). This checks names, the Q/K permutation, rope settings and biases.
  *    Converted to q8_0 they stay within 5e-2 (the activations' 8-bit rounding alone moves them).
@@ -218,6 +220,10 @@ static int test_gemma3_metadata(void) {
     return rc;
 }
 
+static int test_qwen3_f32(void) { return check_folder("qwen3", "f32", 1e-4); }
+static int test_qwen3_f16(void) { return check_folder("qwen3", "f16", 1e-3); }
+static int test_phi3_f32(void) { return check_folder("phi3", "f32", 1e-4); }
+static int test_phi3_f16(void) { return check_folder("phi3", "f16", 1e-3); }
 
 /* What llama.cpp reads: the keys and names its converter writes. */
 static int test_llama_metadata(void) {
@@ -737,6 +743,10 @@ int main(void) {
     run_test("gemma3_f32", test_gemma3_f32);
     run_test("gemma3_q8_0", test_gemma3_q8_0);
     run_test("gemma3_metadata", test_gemma3_metadata);
+    run_test("qwen3_f32", test_qwen3_f32);
+    run_test("qwen3_f16", test_qwen3_f16);
+    run_test("phi3_f32", test_phi3_f32);
+    run_test("phi3_f16", test_phi3_f16);
     run_test("llama_metadata", test_llama_metadata);
     run_test("sharded", test_sharded);
     run_test("unaligned_f32", test_unaligned_f32);

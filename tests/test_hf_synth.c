@@ -3,7 +3,9 @@
  * The figures el_model_get_info reports are checked against the published hyper-parameters
  * (llama2.c's stories15M: dim 288, 6 layers, 6 heads, hidden 768, vocab 32000, seq_len 256;
  * SmolLM-135M's config.json: hidden 576, 30 layers, 9 heads, 3 KV heads, intermediate 1536,
- * vocab 49152, 2048 positions) and the parameter count worked out by hand from them; the
+ * vocab 49152, 2048 positions; Qwen3-0.6B's: hidden 1024, 28 layers, 16 heads of 128, 8 KV
+ * heads, intermediate 3072, vocab 151936, 40960 positions) and the parameter count worked out by
+ * hand from them; the
  * special tokens against the real models' ids; a short greedy generation must run with finite
  * logits. */
 #include <math.h>
@@ -100,6 +102,28 @@ static int test_smollm(void) {
     return rc;
 }
 
+static int test_qwen3(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen3.gguf", test_tmp_dir());
+    CHECK(el_synth("qwen3-0.6b", "q4_0", path, 1, NULL, NULL) == EL_OK);
+    el_model *m;
+    el_model_params mp = el_model_default_params();
+    CHECK(el_model_load(path, &mp, &m) == EL_OK);
+    el_model_info i;
+    CHECK(el_model_get_info(m, &i) == EL_OK);
+    CHECK(!strcmp(i.arch, "qwen3") && i.n_vocab == 151936 && i.n_embd == 1024 &&
+          i.n_layer == 28 && i.n_head == 16 && i.n_head_kv == 8 && i.n_ff == 3072 &&
+          i.n_ctx_train == 40960);
+    /* tied: 151936*1024 + 28 * (1024*2048*2 + 1024*1024*2 + 3*1024*3072 + 2*1024 + 2*128)
+     * + 1024: 0.44B without the embedding, as Qwen3-0.6B's card says */
+    CHECK(i.n_params == 596049920);
+    CHECK(el_token_eos(m) == 151645);
+    int rc = generate(m, 2);
+    el_model_free(m);
+    remove(path);
+    return rc;
+}
+
 /* The full-size vocabularies of the big shapes, without their weights: sizes, special tokens at
  * the real ids, and text that round-trips through the tokenizer. */
 static int check_vocab(el_synth_vocab kind, int32_t n, int32_t special_id, const char *special) {
@@ -140,6 +164,12 @@ static int test_vocab_qwen2(void) {
     return check_vocab(EL_SYNTH_VOCAB_QWEN2, 151936, 151645, "<|im_end|>");
 }
 static int test_vocab_spm(void) { return check_vocab(EL_SYNTH_VOCAB_SPM, 32000, 2, "</s>"); }
+static int test_vocab_qwen3(void) {
+    return check_vocab(EL_SYNTH_VOCAB_QWEN3, 151936, 151667, "<think>");
+}
+static int test_vocab_phi3(void) {
+    return check_vocab(EL_SYNTH_VOCAB_PHI3, 32064, 32007, "<|end|>");
+}
 
 /* Gemma's: <end_of_turn> at 106, and no dummy "▁" before the text (add_space_prefix false, as
  * llama.cpp's converter writes for Gemma 3): "a" is the one token "a", not "▁a". */
@@ -173,7 +203,7 @@ static int test_bad_args(void) {
     const char *const *s = el_synth_shapes();
     int n = 0;
     for (; s[n]; n++) {}
-    CHECK(n == 7 && !strcmp(s[0], "llama-3.2-1b") && !strcmp(s[6], "gemma-3-1b"));
+    CHECK(n == 9 && !strcmp(s[0], "llama-3.2-1b") && !strcmp(s[8], "gemma-3-1b"));
     return TEST_PASS;
 }
 
@@ -184,10 +214,13 @@ int main(void) {
     run_test("stories15m_w4", test_stories15m_w4);
     run_test("stories15m_w8a16", test_stories15m_w8a16);
     run_test("smollm", test_smollm);
+    run_test("qwen3", test_qwen3);
     run_test("vocab_llama3", test_vocab_llama3);
     run_test("vocab_qwen2", test_vocab_qwen2);
     run_test("vocab_spm", test_vocab_spm);
     run_test("vocab_gemma", test_vocab_gemma);
+    run_test("vocab_qwen3", test_vocab_qwen3);
+    run_test("vocab_phi3", test_vocab_phi3);
     run_test("bad_args", test_bad_args);
     return tests_exit_code();
 }

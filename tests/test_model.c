@@ -796,6 +796,70 @@ static int test_bad_rope_freqs(void) {
     return TEST_PASS;
 }
 
+/* tests/golden/phi3_f16_longrope.gguf damaged one way into out: without `drop` (a tensor name,
+ * or NULL), with rope_factors_short.weight[1] = short1, and with a rope_freqs.weight if asked. */
+static int write_phi3(const char *out, const char *drop, float short1, int add_rope_freqs) {
+    gguf_file *f;
+    if (gguf_open("tests/golden/phi3_f16_longrope.gguf", &f) != EL_OK)
+        return 0;
+    gguf_writer *w = gguf_writer_create();
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    float factors[64];
+    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        const void *data = t->data;
+        if (drop && !strcmp(name, drop))
+            continue;
+        if (!strcmp(name, "rope_factors_short.weight") && t->nbytes <= sizeof factors) {
+            memcpy(factors, t->data, t->nbytes);
+            factors[1] = short1;
+            data = factors;
+        }
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        ok = gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, data, t->nbytes) == EL_OK;
+        if (add_rope_freqs && !strcmp(name, "rope_factors_long.weight"))
+            ok = ok && gguf_writer_add_tensor(w, "rope_freqs.weight", t->type, t->n_dims, ne,
+                                              t->data, t->nbytes) == EL_OK;
+    }
+    ok = ok && gguf_writer_write(w, out) == EL_OK;
+    gguf_writer_free(w);
+    gguf_close(f);
+    return ok;
+}
+
+/* phi3's longrope factors are positive numbers and come as a pair, never beside rope_freqs; its
+ * fused tensors must be there. */
+static int test_bad_phi3(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/bad_phi3.gguf", test_tmp_dir());
+    const struct {
+        const char *drop;
+        float short1;
+        int rope_freqs;
+        const char *message;
+    } cases[] = {
+        {NULL, NAN, 0, "rope_factors_short.weight[1] is not a positive number"},
+        {NULL, -1.0f, 0, "rope_factors_short.weight[1] is not a positive number"},
+        {"rope_factors_long.weight", 1.0f, 0, "rope_factors_short.weight without its partner"},
+        {NULL, 1.0f, 1, "both rope_freqs.weight and rope_factors_*.weight"},
+        {"blk.1.attn_qkv.weight", 1.0f, 0, "tensor 'blk.1.attn_qkv.weight' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(write_phi3(path, cases[i].drop, cases[i].short1, cases[i].rope_freqs));
+        el_model *m = NULL;
+        CHECK(el_model_load(path, NULL, &m) == EL_ERR_FORMAT && m == NULL);
+        if (!strstr(el_last_error(), cases[i].message)) test_note("%s", el_last_error());
+        CHECK(strstr(el_last_error(), cases[i].message));
+    }
+    CHECK(write_phi3(path, NULL, 1.5f, 0));
+    el_model *m = NULL;
+    CHECK(el_model_load(path, NULL, &m) == EL_OK);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 /* The logits after tokens 1, 2, 3 in the model at path, into out[n_vocab] (past position 0,
  * where RoPE turns nothing, so the base counts). */
 static int first_logits(const char *path, float *out, int32_t n_vocab) {
@@ -903,6 +967,7 @@ int main(void) {
     run_test("bad_hparams", test_bad_hparams);
     run_test("optional_hparams", test_optional_hparams);
     run_test("bad_rope_freqs", test_bad_rope_freqs);
+    run_test("bad_phi3", test_bad_phi3);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();

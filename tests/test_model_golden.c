@@ -161,6 +161,22 @@ static int test_llama_q4_0_linear(void) {
 }
 static int test_llama_q4_k(void) { return check_model("llama_q4_k", 1e-4, 5e-2, "llama", 2, EL_KV_F32); }
 static int test_qwen2_q6_k(void) { return check_model("qwen2_q6_k", 1e-4, 5e-2, "qwen2", 2, EL_KV_F32); }
+static int test_qwen3_f32_headdim(void) {
+    return check_model("qwen3_f32_headdim", 1e-4, 1e-4, "qwen3", 2, EL_KV_F32);
+}
+static int test_qwen3_q4_k(void) {
+    return check_model("qwen3_q4_k", 1e-4, 5e-2, "qwen3", 2, EL_KV_F32);
+}
+/* the context of 32 cells exceeds the file's original context (16): the long factors */
+static int test_phi3_f16_longrope(void) {
+    return check_model("phi3_f16_longrope", 1e-4, 1e-4, "phi3", 2, EL_KV_F32);
+}
+static int test_phi3_q4_k(void) {
+    return check_model("phi3_q4_k", 1e-4, 5e-2, "phi3", 2, EL_KV_F32);
+}
+static int test_phi3_q8_0(void) {
+    return check_model("phi3_q8_0", 1e-4, 5e-2, "phi3", 3, EL_KV_F32);
+}
 
 /* gemma3: sliding-window layers over a prompt longer than the window, Q/K and post norms,
  * GeGLU; the second in q8_0 with linear rope scaling and soft-capped logits. */
@@ -235,6 +251,11 @@ int main(void) {
     run_test("qwen2_q6_k", test_qwen2_q6_k);
     run_test("gemma3_f32_swa", test_gemma3_f32_swa);
     run_test("gemma3_q8_0_softcap", test_gemma3_q8_0_softcap);
+    run_test("qwen3_f32_headdim", test_qwen3_f32_headdim);
+    run_test("qwen3_q4_k", test_qwen3_q4_k);
+    run_test("phi3_f16_longrope", test_phi3_f16_longrope);
+    run_test("phi3_q4_k", test_phi3_q4_k);
+    run_test("phi3_q8_0", test_phi3_q8_0);
     run_test("f16_kv", test_f16_kv);
     return tests_exit_code();
 }

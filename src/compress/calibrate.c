@@ -107,8 +107,10 @@ static el_status name_ranges(const el_model *m, el_calibration *c) {
     if (!c->ranges) return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     for (int il = 0; il < m->hp.n_layer; il++)
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+            /* the parts of a fused tensor share their input, so their ranges agree and the
+             * tensor's one scale is any of them */
             snprintf(c->ranges[el_linear_slot(il, w)].name, sizeof c->ranges[0].name, "blk.%d.%s",
-                     il, el_linear_tensor_suffix(w));
+                     il, el_model_linear_tensor(m, w, &(int64_t){0}));
     bool tied = !gguf_find_tensor(m->gguf, "output.weight");
     snprintf(c->ranges[c->n_ranges - 1].name, sizeof c->ranges[0].name, "%s",
              tied ? "token_embd.weight" : "output.weight");

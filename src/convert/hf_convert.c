@@ -75,7 +75,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
     const job *j = user;
     const el_hf_tensor *t = j->t;
     if (!j->src) {
-        el_hf_llama3_rope_factors(j->c, buf);
+        el_hf_computed_tensor(j->c, t->name, buf);
         report(j->pr, nbytes);
         return EL_OK;
     }

@@ -1,6 +1,6 @@
 /* hf_model.c - config.json, the tensor list and the GGUF hyper-parameters of a llama-family
- * model (Llama, Mistral, Qwen2, Gemma 3), shared by the Hugging Face converter and the
- * synthesizer. */
+ * model (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3), shared by the Hugging Face converter and
+ * the synthesizer. Names and keys are those llama.cpp's convert_hf_to_gguf.py writes for each. */
 #include "convert/hf_model.h"
 
 #include <math.h>
@@ -51,6 +51,33 @@ static int32_t token_id(const el_json_value *root, const char *key) {
     return el_json_int(v, &x) && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
 }
 
+/* A list of n_rot / 2 positive numbers into out. */
+static el_status factor_list(const el_json_value *rs, const char *path, const char *key,
+                             int32_t n, float *out) {
+    const el_json_value *v = el_json_get(rs, key);
+    if (el_json_type(v) != EL_JSON_ARRAY || (int64_t)el_json_len(v) != n)
+        return el_error(EL_ERR_FORMAT, "%s: rope_scaling \"%s\" must be a list of %d numbers (half "
+                        "the rotated dimensions)", path, key, n);
+    for (int32_t i = 0; i < n; i++) {
+        double x;
+        if (!el_json_num(el_json_at(v, (size_t)i), &x) || !(x > 0) || !(x < 1e30))
+            return el_error(EL_ERR_FORMAT, "%s: rope_scaling \"%s\"[%d] is not a positive number",
+                            path, key, i);
+        out[i] = (float)x;
+    }
+    return EL_OK;
+}
+
+/* longrope (phi3): the two factor lists, each n_rot / 2 long (n_rot is known by then). */
+static el_status read_longrope(const el_json_value *rs, const char *path, el_hf_config *c) {
+    if (c->n_rot / 2 > EL_HF_MAX_ROPE_PAIRS || c->n_rot < 2)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: %d rotated dimensions are too many for longrope",
+                        path, c->n_rot);
+    el_status st = factor_list(rs, path, "long_factor", c->n_rot / 2, c->rope_long);
+    if (!st) st = factor_list(rs, path, "short_factor", c->n_rot / 2, c->rope_short);
+    return st;
+}
+
 static el_status read_rope_scaling(const el_json_value *root, const char *path,
                                    el_hf_config *c) {
     const el_json_value *rs = el_json_get(root, "rope_scaling");
@@ -73,8 +100,12 @@ static el_status read_rope_scaling(const el_json_value *root, const char *path,
             return st;
         return get_int(rs, path, "original_max_position_embeddings", 8192, &c->rope_orig_ctx);
     }
+    if (!strcmp(type, "longrope") || !strcmp(type, "su")) {
+        c->rope_scaling = EL_ROPE_SCALING_LONGROPE;
+        return read_longrope(rs, path, c);
+    }
     return el_error(EL_ERR_UNSUPPORTED, "%s: rope_scaling type \"%s\" is not supported (linear, "
-                    "llama3)", path, type);
+                    "llama3, longrope)", path, type);
 }
 
 /* The period p of layer_types (a layer is global when il % p == p - 1; 0 if none is), or an
@@ -143,6 +174,7 @@ static el_status read_gemma3(const el_json_value *root, const char *path, el_hf_
                         "implies for this shape (a GGUF cannot say otherwise)", path,
                         (double)qpas, (double)implied);
     c->gemma3_norms = true;
+    c->n_rot = c->head_dim; /* whole heads rotate; head_dim has its gemma3 default now */
     return EL_OK;
 }
 
@@ -155,13 +187,23 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
     } else if (!strcmp(arch, "Qwen2ForCausalLM")) {
         c->arch = "qwen2";
         c->qkv_bias = true;
+    } else if (!strcmp(arch, "Qwen3ForCausalLM")) {
+        c->arch = "qwen3";
+        c->qk_norm = true;
+    } else if (!strcmp(arch, "Phi3ForCausalLM")) {
+        c->arch = "phi3";
+        c->fused = true;
     } else if (!strcmp(arch, "Gemma3ForCausalLM")) {
         c->arch = "gemma3";
     } else {
         return el_error(EL_ERR_UNSUPPORTED, "%s: architecture %s is not supported "
                         "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                        "Gemma3ForCausalLM)", path, arch);
+                        "Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM)", path, arch);
     }
+    bool bias = false;
+    if (!c->qkv_bias && el_json_bool(el_json_get(root, "attention_bias"), &bias) && bias)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: attention_bias is true: biases are not part of a "
+                        "%s model here", path, c->arch);
     el_status st;
     if ((st = get_int(root, path, "hidden_size", -1, &c->n_embd)) ||
         (st = get_int(root, path, "intermediate_size", -1, &c->n_ff)) ||
@@ -174,8 +216,19 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
     if (c->n_head == 0) return el_error(EL_ERR_FORMAT, "%s: num_attention_heads is 0", path);
     if ((st = get_int(root, path, "head_dim", c->n_embd / c->n_head, &c->head_dim)) ||
         (st = get_num(root, path, "rms_norm_eps", 1e-6, &c->rms_eps)) ||
-        (st = get_num(root, path, "rope_theta", 10000.0, &c->rope_theta)))
+        (st = get_num(root, path, "rope_theta", 10000.0, &c->rope_theta)) ||
+        (st = get_int(root, path, "sliding_window", 0, &c->sliding_window)) ||
+        (st = get_int(root, path, "original_max_position_embeddings", c->n_ctx,
+                      &c->rope_orig_ctx)))
         return st;
+    c->n_rot = c->head_dim;
+    float rotary = 1.0f;
+    if (c->fused && (st = get_num(root, path, "partial_rotary_factor", 1.0, &rotary))) return st;
+    if (rotary > 1.0f)
+        return el_error(EL_ERR_FORMAT, "%s: \"partial_rotary_factor\" %g is above 1", path,
+                        (double)rotary);
+    /* llama.cpp's converter: int(factor * n_embd) // n_head */
+    if (rotary < 1.0f) c->n_rot = (int32_t)(rotary * (float)c->n_embd) / c->n_head;
     const el_json_value *tie = el_json_get(root, "tie_word_embeddings");
     if (tie && !el_json_bool(tie, &c->tied))
         return el_error(EL_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
@@ -211,11 +264,20 @@ el_status el_hf_config_check(const el_hf_config *c, const char *what) {
                         "heads", what, c->n_head, c->n_head_kv);
     if (c->head_dim % 2 != 0)
         return el_error(EL_ERR_FORMAT, "%s: head_dim %d is odd", what, c->head_dim);
+    if (c->n_rot % 2 != 0 || c->n_rot <= 0 || c->n_rot > c->head_dim)
+        return el_error(EL_ERR_FORMAT, "%s: %d rotated dimensions of a head of %d", what, c->n_rot,
+                        c->head_dim);
+    if (c->fused && (int64_t)c->n_head * c->head_dim != c->n_embd)
+        return el_error(EL_ERR_FORMAT, "%s: phi3 needs heads x head_dim = hidden_size (%d x %d is "
+                        "not %d)", what, c->n_head, c->head_dim, c->n_embd);
     if ((int64_t)c->n_head * c->head_dim > (int64_t)1 << 20 || c->n_layer > 4096)
         return el_error(EL_ERR_FORMAT, "%s: implausible sizes", what);
     if (c->n_swa < 0 || c->swa_pattern < 0)
         return el_error(EL_ERR_FORMAT, "%s: sliding window %d or pattern %d is negative", what,
                         c->n_swa, c->swa_pattern);
+    if (c->rope_scaling == EL_ROPE_SCALING_LONGROPE && c->rope_orig_ctx <= 0)
+        return el_error(EL_ERR_FORMAT, "%s: longrope needs original_max_position_embeddings",
+                        what);
     if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3 && !(c->high_freq_factor > c->low_freq_factor))
         return el_error(EL_ERR_FORMAT, "%s: rope_scaling high_freq_factor must exceed "
                         "low_freq_factor", what);
@@ -243,6 +305,21 @@ void el_hf_llama3_rope_factors(const el_hf_config *c, float *out) {
     }
 }
 
+void el_hf_computed_tensor(const el_hf_config *c, const char *name, float *out) {
+    if (!strcmp(name, "rope_factors_long.weight"))
+        memcpy(out, c->rope_long, (size_t)(c->n_rot / 2) * sizeof *out);
+    else if (!strcmp(name, "rope_factors_short.weight"))
+        memcpy(out, c->rope_short, (size_t)(c->n_rot / 2) * sizeof *out);
+    else
+        el_hf_llama3_rope_factors(c, out);
+}
+
+/* In double, as the converter's Python does, then stored as f32. */
+float el_hf_longrope_attn_factor(const el_hf_config *c) {
+    double scale = (double)c->n_ctx / (double)c->rope_orig_ctx;
+    return scale > 1.0 ? (float)sqrt(1.0 + log(scale) / log((double)c->rope_orig_ctx)) : 1.0f;
+}
+
 /* Appends one tensor to the plan. */
 static void plan_add(el_hf_tensor *t, int32_t *n, const char *name, const char *hf_name,
                      int64_t ne0, int64_t ne1, int32_t permute, el_type target) {
@@ -259,31 +336,35 @@ static void plan_add(el_hf_tensor *t, int32_t *n, const char *name, const char *
         e->type = ne0 % el_type_layout_get(target)->block_size == 0 ? target : EL_TYPE_F16;
 }
 
-/* One tensor of a block: GGUF and Hugging Face names, shape, RoPE permutation. */
+/* Which models have a tensor of a block: all, qwen2 (biases), qwen3 (Q/K norms), those with Q,
+ * K, V and gate, up apart, phi3 (fused). */
+enum { ALL, BIAS, QK_NORM, APART, FUSED };
+
+/* One tensor of a block: GGUF and Hugging Face names, shape, RoPE permutation, which models. */
 typedef struct layer_tensor {
     const char *name, *hf;
     int64_t ne0, ne1;
     int32_t permute;
-    bool bias;
+    int which;
 } layer_tensor;
 
 /* A Gemma 3 block, as llama.cpp's converter maps it (d: width, q and kv: Q and K/V rows). */
 static int32_t gemma3_layer(const el_hf_config *c, int64_t d, int64_t q, int64_t kv,
                             layer_tensor out[13]) {
     const layer_tensor L[] = {
-        {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, false},
-        {"attn_q.weight", "self_attn.q_proj.weight", d, q, 0, false},
-        {"attn_k.weight", "self_attn.k_proj.weight", d, kv, 0, false},
-        {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, false},
-        {"attn_q_norm.weight", "self_attn.q_norm.weight", c->head_dim, 1, 0, false},
-        {"attn_k_norm.weight", "self_attn.k_norm.weight", c->head_dim, 1, 0, false},
-        {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, false},
-        {"post_attention_norm.weight", "post_attention_layernorm.weight", d, 1, 0, false},
-        {"ffn_norm.weight", "pre_feedforward_layernorm.weight", d, 1, 0, false},
-        {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, false},
-        {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, false},
-        {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, false},
-        {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", d, 1, 0, false},
+        {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, ALL},
+        {"attn_q.weight", "self_attn.q_proj.weight", d, q, 0, ALL},
+        {"attn_k.weight", "self_attn.k_proj.weight", d, kv, 0, ALL},
+        {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, ALL},
+        {"attn_q_norm.weight", "self_attn.q_norm.weight", c->head_dim, 1, 0, ALL},
+        {"attn_k_norm.weight", "self_attn.k_norm.weight", c->head_dim, 1, 0, ALL},
+        {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, ALL},
+        {"post_attention_norm.weight", "post_attention_layernorm.weight", d, 1, 0, ALL},
+        {"ffn_norm.weight", "pre_feedforward_layernorm.weight", d, 1, 0, ALL},
+        {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, ALL},
+        {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, ALL},
+        {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, ALL},
+        {"post_ffw_norm.weight", "post_feedforward_layernorm.weight", d, 1, 0, ALL},
     };
     memcpy(out, L, sizeof L);
     return 13;
@@ -296,7 +377,7 @@ static bool is_norm(const char *name) {
 }
 
 el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, int32_t *n) {
-    int32_t cap = 4 + c->n_layer * 13;
+    int32_t cap = 4 + c->n_layer * 16;
     el_hf_tensor *t = malloc((size_t)cap * sizeof *t);
     if (!t) return el_error(EL_ERR_NOMEM, "out of memory for the tensor list");
     int64_t d = c->n_embd, q = (int64_t)c->n_head * c->head_dim;
@@ -304,22 +385,32 @@ el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, 
     int32_t k = 0;
     if (c->rope_scaling == EL_ROPE_SCALING_LLAMA3)
         plan_add(t, &k, "rope_freqs.weight", "", c->head_dim / 2, 1, 0, target);
+    if (c->rope_scaling == EL_ROPE_SCALING_LONGROPE) { /* in the converter's order */
+        plan_add(t, &k, "rope_factors_long.weight", "", c->n_rot / 2, 1, 0, target);
+        plan_add(t, &k, "rope_factors_short.weight", "", c->n_rot / 2, 1, 0, target);
+    }
     plan_add(t, &k, "token_embd.weight", "model.embed_tokens.weight", d, c->n_vocab, 0, target);
+    const bool has[] = {[ALL] = true, [BIAS] = c->qkv_bias, [QK_NORM] = c->qk_norm,
+                        [APART] = !c->fused, [FUSED] = c->fused};
     for (int32_t l = 0; l < c->n_layer; l++) {
         layer_tensor G[13];
         const layer_tensor L[] = {
-            {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, false},
-            {"attn_q.weight", "self_attn.q_proj.weight", d, q, c->n_head, false},
-            {"attn_k.weight", "self_attn.k_proj.weight", d, kv, c->n_head_kv, false},
-            {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, false},
-            {"attn_q.bias", "self_attn.q_proj.bias", q, 1, 0, true},
-            {"attn_k.bias", "self_attn.k_proj.bias", kv, 1, 0, true},
-            {"attn_v.bias", "self_attn.v_proj.bias", kv, 1, 0, true},
-            {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, false},
-            {"ffn_norm.weight", "post_attention_layernorm.weight", d, 1, 0, false},
-            {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, false},
-            {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, false},
-            {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, false},
+            {"attn_norm.weight", "input_layernorm.weight", d, 1, 0, ALL},
+            {"attn_q.weight", "self_attn.q_proj.weight", d, q, c->n_head, APART},
+            {"attn_k.weight", "self_attn.k_proj.weight", d, kv, c->n_head_kv, APART},
+            {"attn_v.weight", "self_attn.v_proj.weight", d, kv, 0, APART},
+            {"attn_qkv.weight", "self_attn.qkv_proj.weight", d, q + 2 * kv, 0, FUSED},
+            {"attn_q.bias", "self_attn.q_proj.bias", q, 1, 0, BIAS},
+            {"attn_k.bias", "self_attn.k_proj.bias", kv, 1, 0, BIAS},
+            {"attn_v.bias", "self_attn.v_proj.bias", kv, 1, 0, BIAS},
+            {"attn_q_norm.weight", "self_attn.q_norm.weight", c->head_dim, 1, 0, QK_NORM},
+            {"attn_k_norm.weight", "self_attn.k_norm.weight", c->head_dim, 1, 0, QK_NORM},
+            {"attn_output.weight", "self_attn.o_proj.weight", q, d, 0, ALL},
+            {"ffn_norm.weight", "post_attention_layernorm.weight", d, 1, 0, ALL},
+            {"ffn_gate.weight", "mlp.gate_proj.weight", d, c->n_ff, 0, APART},
+            {"ffn_up.weight", "mlp.up_proj.weight", d, c->n_ff, 0, APART},
+            {"ffn_up.weight", "mlp.gate_up_proj.weight", d, 2 * (int64_t)c->n_ff, 0, FUSED},
+            {"ffn_down.weight", "mlp.down_proj.weight", c->n_ff, d, 0, ALL},
         };
         const layer_tensor *lt = L;
         size_t count = sizeof L / sizeof L[0];
@@ -328,7 +419,7 @@ el_status el_hf_plan(const el_hf_config *c, el_type target, el_hf_tensor **out, 
             lt = G;
         }
         for (size_t i = 0; i < count; i++) {
-            if (lt[i].bias && !c->qkv_bias) continue;
+            if (!has[lt[i].which]) continue;
             char name[64], hf[96];
             snprintf(name, sizeof name, "blk.%d.%s", l, lt[i].name);
             snprintf(hf, sizeof hf, "model.layers.%d.%s", l, lt[i].hf);
@@ -397,7 +488,7 @@ el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *n
         {"attention.head_count_kv", c->n_head_kv},
         {"attention.key_length", c->head_dim},
         {"attention.value_length", c->head_dim},
-        {"rope.dimension_count", c->head_dim},
+        {"rope.dimension_count", c->n_rot},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0] && !st; i++) {
         snprintf(key, sizeof key, "%s.%s", a, ints[i].suffix);
@@ -407,6 +498,16 @@ el_status el_hf_set_hparams(gguf_writer *w, const el_hf_config *c, const char *n
     if (!st) st = gguf_writer_set_f32(w, key, c->rope_theta);
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", a);
     if (!st) st = gguf_writer_set_f32(w, key, c->rms_eps);
+    if (!st && c->fused) { /* phi3: as its converter writes them, whatever the rope scaling */
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a);
+        st = gguf_writer_set_u32(w, key, (uint32_t)c->rope_orig_ctx);
+        snprintf(key, sizeof key, "%s.attention.sliding_window", a);
+        if (!st) st = gguf_writer_set_u32(w, key, (uint32_t)c->sliding_window);
+    }
+    if (!st && c->rope_scaling == EL_ROPE_SCALING_LONGROPE) {
+        snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", a);
+        st = gguf_writer_set_f32(w, key, el_hf_longrope_attn_factor(c));
+    }
     if (!st && c->rope_scaling == EL_ROPE_SCALING_LINEAR) {
         snprintf(key, sizeof key, "%s.rope.scaling.type", a);
         st = gguf_writer_set_str(w, key, "linear");

@@ -15,18 +15,27 @@ typedef enum el_rope_scaling {
     EL_ROPE_SCALING_NONE = 0,
     EL_ROPE_SCALING_LINEAR,
     EL_ROPE_SCALING_LLAMA3,
+    EL_ROPE_SCALING_LONGROPE, /* phi3: per-pair short and long divisors, a magnitude factor */
 } el_rope_scaling;
 
+enum { EL_HF_MAX_ROPE_PAIRS = 256 }; /* rotated pairs of a head (n_rot / 2) longrope may list */
+
 typedef struct el_hf_config {
-    const char *arch;  /* GGUF architecture: "llama" (Llama, Mistral), "qwen2" or "gemma3" */
+    const char *arch;  /* GGUF architecture: "llama" (Llama, Mistral), "qwen2", "qwen3", "phi3"
+                        * or "gemma3" */
     bool permute_qk;   /* llama: Q and K rows are reordered for llama.cpp's interleaved RoPE */
     bool qkv_bias;     /* qwen2 */
+    bool qk_norm;      /* qwen3: q_norm / k_norm of head_dim, per head */
+    bool fused;        /* phi3: qkv_proj (Q, K, V rows) and gate_up_proj (gate, up rows) */
     int32_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_vocab, n_ctx;
+    int32_t n_rot;     /* rotated dims per head: head_dim, or phi3's partial_rotary_factor of it */
+    int32_t sliding_window; /* phi3: attention.sliding_window as llama.cpp writes it (0: none) */
     float rms_eps, rope_theta;
     bool tied;         /* tie_word_embeddings: no output.weight */
     el_rope_scaling rope_scaling;
     float rope_factor, low_freq_factor, high_freq_factor;
-    int32_t rope_orig_ctx;
+    int32_t rope_orig_ctx; /* llama3; phi3's original_max_position_embeddings */
+    float rope_long[EL_HF_MAX_ROPE_PAIRS], rope_short[EL_HF_MAX_ROPE_PAIRS]; /* longrope */
     int32_t bos, eos;  /* from config.json; -1 if absent */
     /* gemma3 */
     bool gemma3_norms;     /* Q/K and post norms; every norm weight stored as 1 + w, as
@@ -47,6 +56,14 @@ el_status el_hf_config_check(const el_hf_config *c, const char *what);
  * them for rope_freqs.weight: 1 for short wavelengths, factor for long ones, a smooth blend
  * between. */
 void el_hf_llama3_rope_factors(const el_hf_config *c, float *out);
+
+/* The values of a tensor made from config.json rather than read (hf_name ""): rope_freqs.weight
+ * (llama3) or rope_factors_long / _short.weight (longrope), n_rot / 2 floats. */
+void el_hf_computed_tensor(const el_hf_config *c, const char *name, float *out);
+
+/* longrope's magnitude factor as llama.cpp's converter computes it from the two context lengths
+ * (1 when the context is not extended). */
+float el_hf_longrope_attn_factor(const el_hf_config *c);
 
 /* One GGUF tensor of the model. */
 typedef struct el_hf_tensor {

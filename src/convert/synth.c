@@ -27,37 +27,58 @@ typedef struct shape {
 static const shape shapes[] = {
     {"llama-3.2-1b", EL_SYNTH_VOCAB_LLAMA3,
      {.arch = "llama", .permute_qk = true, .n_embd = 2048, .n_ff = 8192, .n_layer = 16,
-      .n_head = 32, .n_head_kv = 8, .head_dim = 64, .n_vocab = 128256, .n_ctx = 131072,
+      .n_head = 32, .n_head_kv = 8, .head_dim = 64, .n_rot = 64, .n_vocab = 128256, .n_ctx = 131072,
       .rms_eps = 1e-5f, .rope_theta = 500000.0f, .tied = true,
       .rope_scaling = EL_ROPE_SCALING_LLAMA3, .rope_factor = 32.0f, .low_freq_factor = 1.0f,
       .high_freq_factor = 4.0f, .rope_orig_ctx = 8192, .bos = 128000, .eos = 128001}},
     {"stories110m", EL_SYNTH_VOCAB_SPM,
      {.arch = "llama", .permute_qk = true, .n_embd = 768, .n_ff = 2048, .n_layer = 12,
-      .n_head = 12, .n_head_kv = 12, .head_dim = 64, .n_vocab = 32000, .n_ctx = 1024,
+      .n_head = 12, .n_head_kv = 12, .head_dim = 64, .n_rot = 64, .n_vocab = 32000, .n_ctx = 1024,
       .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = true, .bos = 1, .eos = 2}},
     {"stories15m", EL_SYNTH_VOCAB_SPM,
      {.arch = "llama", .permute_qk = true, .n_embd = 288, .n_ff = 768, .n_layer = 6,
-      .n_head = 6, .n_head_kv = 6, .head_dim = 48, .n_vocab = 32000, .n_ctx = 256,
+      .n_head = 6, .n_head_kv = 6, .head_dim = 48, .n_rot = 48, .n_vocab = 32000, .n_ctx = 256,
       .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = true, .bos = 1, .eos = 2}},
+    {"qwen3-0.6b", EL_SYNTH_VOCAB_QWEN3,
+     {.arch = "qwen3", .qk_norm = true, .n_embd = 1024, .n_ff = 3072, .n_layer = 28,
+      .n_head = 16, .n_head_kv = 8, .head_dim = 128, .n_rot = 128, .n_vocab = 151936,
+      .n_ctx = 40960, .rms_eps = 1e-6f, .rope_theta = 1000000.0f, .tied = true, .bos = 151643,
+      .eos = 151645}},
+    {"phi-3.5-mini", EL_SYNTH_VOCAB_PHI3,
+     {.arch = "phi3", .fused = true, .n_embd = 3072, .n_ff = 8192, .n_layer = 32, .n_head = 32,
+      .n_head_kv = 32, .head_dim = 96, .n_rot = 96, .n_vocab = 32064, .n_ctx = 131072,
+      .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = false,
+      .rope_scaling = EL_ROPE_SCALING_LONGROPE, .rope_orig_ctx = 4096, .sliding_window = 262144,
+      /* rope_scaling's lists in Phi-3.5-mini-instruct's config.json */
+      .rope_long = {1.08f, 1.11f, 1.14f, 1.34f, 1.59f, 1.6f, 1.62f, 2.62f, 3.23f, 3.23f, 4.79f,
+        7.4f, 7.7f, 9.09f, 12.2f, 17.67f, 24.46f, 28.57f, 30.42f, 30.84f, 32.59f, 32.93f, 42.32f,
+        44.96f, 50.34f, 50.45f, 57.55f, 57.93f, 58.21f, 60.14f, 62.61f, 62.62f, 62.71f, 63.14f,
+        63.14f, 63.77f, 63.93f, 63.96f, 63.97f, 64.03f, 64.07f, 64.08f, 64.12f, 64.41f, 64.48f,
+        64.51f, 64.53f, 64.84f},
+      .rope_short = {1.0f, 1.02f, 1.03f, 1.03f, 1.05f, 1.05f, 1.05f, 1.05f, 1.05f, 1.07f, 1.1f,
+        1.11f, 1.16f, 1.16f, 1.17f, 1.29f, 1.34f, 1.68f, 1.79f, 1.82f, 1.85f, 1.88f, 1.91f, 1.94f,
+        1.99f, 2.02f, 2.02f, 2.02f, 2.02f, 2.02f, 2.02f, 2.03f, 2.03f, 2.03f, 2.03f, 2.03f, 2.03f,
+        2.03f, 2.03f, 2.03f, 2.08f, 2.09f, 2.19f, 2.22f, 2.59f, 2.73f, 2.75f, 2.84f},
+      .bos = 1, .eos = 32000}},
     {"qwen2.5-0.5b", EL_SYNTH_VOCAB_QWEN2,
      {.arch = "qwen2", .qkv_bias = true, .n_embd = 896, .n_ff = 4864, .n_layer = 24,
-      .n_head = 14, .n_head_kv = 2, .head_dim = 64, .n_vocab = 151936, .n_ctx = 32768,
+      .n_head = 14, .n_head_kv = 2, .head_dim = 64, .n_rot = 64, .n_vocab = 151936, .n_ctx = 32768,
       .rms_eps = 1e-6f, .rope_theta = 1000000.0f, .tied = true, .bos = 151643,
       .eos = 151643}},
     {"smollm-135m", EL_SYNTH_VOCAB_SMOLLM,
      {.arch = "llama", .permute_qk = true, .n_embd = 576, .n_ff = 1536, .n_layer = 30,
-      .n_head = 9, .n_head_kv = 3, .head_dim = 64, .n_vocab = 49152, .n_ctx = 2048,
+      .n_head = 9, .n_head_kv = 3, .head_dim = 64, .n_rot = 64, .n_vocab = 49152, .n_ctx = 2048,
       .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = true, .bos = 0, .eos = 0}},
     {"tinyllama-1.1b", EL_SYNTH_VOCAB_SPM,
      {.arch = "llama", .permute_qk = true, .n_embd = 2048, .n_ff = 5632, .n_layer = 22,
-      .n_head = 32, .n_head_kv = 4, .head_dim = 64, .n_vocab = 32000, .n_ctx = 2048,
+      .n_head = 32, .n_head_kv = 4, .head_dim = 64, .n_rot = 64, .n_vocab = 32000, .n_ctx = 2048,
       .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = false, .bos = 1, .eos = 2}},
     /* Gemma 3 1B: its norm weights 1 in the file are Hugging Face's 0, its initial value */
     {"gemma-3-1b", EL_SYNTH_VOCAB_GEMMA,
      {.arch = "gemma3", .gemma3_norms = true, .n_embd = 1152, .n_ff = 6912, .n_layer = 26,
-      .n_head = 4, .n_head_kv = 1, .head_dim = 256, .n_vocab = 262144, .n_ctx = 32768,
-      .rms_eps = 1e-6f, .rope_theta = 1000000.0f, .rope_theta_swa = 10000.0f, .tied = true,
-      .n_swa = 512, .swa_pattern = 6, .bos = 2, .eos = 1}},
+      .n_head = 4, .n_head_kv = 1, .head_dim = 256, .n_rot = 256, .n_vocab = 262144,
+      .n_ctx = 32768, .rms_eps = 1e-6f, .rope_theta = 1000000.0f, .rope_theta_swa = 10000.0f,
+      .tied = true, .n_swa = 512, .swa_pattern = 6, .bos = 2, .eos = 1}},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
@@ -129,8 +150,8 @@ static el_status fill(void *user, void *buf, uint64_t nbytes) {
     const el_hf_tensor *t = j->t;
     uint64_t rng = j->seed;
     el_status st = EL_OK;
-    if (!strcmp(t->name, "rope_freqs.weight")) {
-        el_hf_llama3_rope_factors(j->c, buf);
+    if (!t->hf_name[0]) { /* made from the hyper-parameters: rope factors */
+        el_hf_computed_tensor(j->c, t->name, buf);
     } else if (t->ne1 == 1) { /* norms 1, biases noise */
         float *x = buf;
         if (strstr(t->name, ".bias"))

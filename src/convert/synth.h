@@ -13,6 +13,8 @@ typedef enum el_synth_vocab {
     EL_SYNTH_VOCAB_QWEN2,  /* 151643 BPE tokens, 22 added tokens, padding to n_vocab */
     EL_SYNTH_VOCAB_SMOLLM, /* 17 special tokens, then BPE tokens */
     EL_SYNTH_VOCAB_GEMMA,  /* Gemma 3's special tokens, 256 byte tokens, SentencePiece pieces */
+    EL_SYNTH_VOCAB_PHI3,   /* Llama-2's 32000, 11 added tokens (<|endoftext|> ...), padding */
+    EL_SYNTH_VOCAB_QWEN3,  /* QWEN2's with <think> and three more added tokens */
 } el_synth_vocab;
 
 /* Sets tokenizer.ggml.* keys for a vocabulary of n_vocab tokens of that kind: the real special

@@ -85,9 +85,9 @@ static el_status grow(vocab_build *v, int32_t base, int32_t from, int32_t to, bo
     return EL_OK;
 }
 
-/* From id `first` on: the 256 byte tokens, "▁", single characters, then pieces, scored in
- * order (the special tokens before `first` score 0, as the bytes do). */
-static el_status spm_pieces(vocab_build *v, int32_t first, uint64_t *rng) {
+/* Ids [first, to): the 256 byte tokens, "▁", single characters, then pieces, scored in order
+ * (the special tokens before `first` score 0, as the bytes do). */
+static el_status spm_pieces(vocab_build *v, int32_t first, int32_t to, uint64_t *rng) {
     static const char alphabet[] = "etaoinshrdlcumwfgypbvkjxqzETAOINSHRDLCUMWFGYPBVKJXQZ"
                                    "0123456789.,!?'\"-:;()";
     el_status st = EL_OK;
@@ -102,16 +102,40 @@ static el_status spm_pieces(vocab_build *v, int32_t first, uint64_t *rng) {
         char s[2] = {*c, 0};
         st = put(v, id++, s, TT_NORMAL);
     }
-    if (!st) st = grow(v, base, id, v->n, false, rng);
-    for (int32_t i = 0; i < v->n; i++) v->score[i] = i < base ? 0.0f : -(float)(i - base);
+    if (!st) st = grow(v, base, id, to, false, rng);
+    for (int32_t i = 0; i < to; i++) v->score[i] = i < base ? 0.0f : -(float)(i - base);
     return st;
 }
 
-static el_status spm(vocab_build *v, uint64_t *rng) {
+/* Llama-2's SentencePiece layout over ids [0, to). */
+static el_status spm_ids(vocab_build *v, int32_t to, uint64_t *rng) {
     el_status st = put(v, 0, "<unk>", TT_UNKNOWN);
     if (!st) st = put(v, 1, "<s>", TT_CONTROL);
     if (!st) st = put(v, 2, "</s>", TT_CONTROL);
-    return st ? st : spm_pieces(v, 3, rng);
+    return st ? st : spm_pieces(v, 3, to, rng);
+}
+
+static el_status spm(vocab_build *v, uint64_t *rng) { return spm_ids(v, v->n, rng); }
+
+/* Phi-3's: Llama-2's 32000, its 11 added tokens (llama.cpp looks for <|endoftext|> in any model
+ * named phi-3), then padding, scored as llama.cpp's converter scores them. */
+static el_status phi3(vocab_build *v, uint64_t *rng) {
+    static const char *const added[] = {
+        "<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|placeholder2|>",
+        "<|placeholder3|>", "<|placeholder4|>", "<|system|>", "<|end|>", "<|placeholder5|>",
+        "<|placeholder6|>", "<|user|>"};
+    el_status st = spm_ids(v, 32000, rng);
+    for (int k = 0; k < 11 && !st; k++) {
+        st = put(v, 32000 + k, added[k], TT_CONTROL);
+        v->score[32000 + k] = -1000.0f;
+    }
+    for (int32_t id = 32011; id < v->n && !st; id++) {
+        char s[32];
+        snprintf(s, sizeof s, "[PAD%d]", id);
+        st = put(v, id, s, TT_UNUSED);
+        v->score[id] = -10000.0f;
+    }
+    return st;
 }
 
 /* Gemma 3's special tokens at their ids (<pad> <eos> <bos> <unk> <mask>, the turn markers at
@@ -128,7 +152,7 @@ static el_status gemma(vocab_build *v, uint64_t *rng) {
     }
     if (!st) st = put(v, 105, "<start_of_turn>", TT_CONTROL);
     if (!st) st = put(v, 106, "<end_of_turn>", TT_CONTROL);
-    return st ? st : spm_pieces(v, 107, rng);
+    return st ? st : spm_pieces(v, 107, v->n, rng);
 }
 
 static el_status bytes_and_merges(vocab_build *v, int32_t from, int32_t to, uint64_t *rng) {
@@ -160,7 +184,9 @@ static el_status llama3(vocab_build *v, uint64_t *rng) {
     return st;
 }
 
-static el_status qwen2(vocab_build *v, uint64_t *rng) {
+/* Qwen2's 151643 BPE tokens and 22 added ones, then `extra` more added tokens (Qwen3's), then
+ * padding up to n. */
+static el_status qwen(vocab_build *v, const char *const *extra, int n_extra, uint64_t *rng) {
     static const char *const added[] = {
         "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
         "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
@@ -170,12 +196,21 @@ static el_status qwen2(vocab_build *v, uint64_t *rng) {
     el_status st = bytes_and_merges(v, 0, 151643, rng);
     for (int k = 0; k < 22 && !st; k++) /* <tool_call> ... <|file_sep|> are not "special" */
         st = put(v, 151643 + k, added[k], k < 14 ? TT_CONTROL : TT_USER_DEFINED);
-    for (int32_t id = 151665; id < v->n && !st; id++) {
+    for (int k = 0; k < n_extra && !st; k++) st = put(v, 151665 + k, extra[k], TT_USER_DEFINED);
+    for (int32_t id = 151665 + n_extra; id < v->n && !st; id++) {
         char s[32];
         snprintf(s, sizeof s, "[PAD%d]", id);
         st = put(v, id, s, TT_UNUSED);
     }
     return st;
+}
+
+static el_status qwen2(vocab_build *v, uint64_t *rng) { return qwen(v, NULL, 0, rng); }
+
+static el_status qwen3(vocab_build *v, uint64_t *rng) {
+    static const char *const extra[] = {"<tool_response>", "</tool_response>", "<think>",
+                                        "</think>"};
+    return qwen(v, extra, 4, rng);
 }
 
 static el_status smollm(vocab_build *v, uint64_t *rng) {
@@ -200,6 +235,8 @@ static el_status write_keys(const vocab_build *v, el_synth_vocab kind, gguf_writ
         [EL_SYNTH_VOCAB_QWEN2] = {"gpt2", "qwen2", 151643, 151643, 151645, 151643, false},
         [EL_SYNTH_VOCAB_SMOLLM] = {"gpt2", "smollm", 0, 0, -1, -1, false},
         [EL_SYNTH_VOCAB_GEMMA] = {"llama", "default", 2, 1, 106, 0, true},
+        [EL_SYNTH_VOCAB_PHI3] = {"llama", "default", 1, 32000, 32007, 32000, false},
+        [EL_SYNTH_VOCAB_QWEN3] = {"gpt2", "qwen2", 151643, 151645, 151645, 151643, false},
     };
     el_status st = gguf_writer_set_str(w, "tokenizer.ggml.model", k[kind].model);
     if (!st) st = gguf_writer_set_str(w, "tokenizer.ggml.pre", k[kind].pre);
@@ -208,7 +245,8 @@ static el_status write_keys(const vocab_build *v, el_synth_vocab kind, gguf_writ
                                      (uint64_t)v->n);
     if (!st) st = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v->type,
                                       (uint64_t)v->n);
-    if (!st && (kind == EL_SYNTH_VOCAB_SPM || kind == EL_SYNTH_VOCAB_GEMMA)) {
+    if (!st && (kind == EL_SYNTH_VOCAB_SPM || kind == EL_SYNTH_VOCAB_GEMMA ||
+                kind == EL_SYNTH_VOCAB_PHI3)) {
         st = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v->score,
                                  (uint64_t)v->n);
         if (!st)
@@ -237,7 +275,9 @@ el_status el_synth_vocab_write(el_synth_vocab kind, int32_t n_vocab, uint64_t se
                                         [EL_SYNTH_VOCAB_LLAMA3] = 128256,
                                         [EL_SYNTH_VOCAB_QWEN2] = 151665,
                                         [EL_SYNTH_VOCAB_SMOLLM] = 400,
-                                        [EL_SYNTH_VOCAB_GEMMA] = 600};
+                                        [EL_SYNTH_VOCAB_GEMMA] = 600,
+                                        [EL_SYNTH_VOCAB_PHI3] = 32011,
+                                        [EL_SYNTH_VOCAB_QWEN3] = 151669};
     if (n_vocab < min_vocab[kind])
         return el_error(EL_ERR_INVALID_ARG, "synth: vocabulary of %d tokens is too small",
                         n_vocab);
@@ -257,6 +297,8 @@ el_status el_synth_vocab_write(el_synth_vocab kind, int32_t n_vocab, uint64_t se
         case EL_SYNTH_VOCAB_QWEN2: st = qwen2(&v, &rng); break;
         case EL_SYNTH_VOCAB_SMOLLM: st = smollm(&v, &rng); break;
         case EL_SYNTH_VOCAB_GEMMA: st = gemma(&v, &rng); break;
+        case EL_SYNTH_VOCAB_PHI3: st = phi3(&v, &rng); break;
+        case EL_SYNTH_VOCAB_QWEN3: st = qwen3(&v, &rng); break;
         }
     }
     if (!st) st = write_keys(&v, kind, w);

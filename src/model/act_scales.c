@@ -17,24 +17,37 @@ static bool ends_with(gguf_str s, const char *suffix) {
     return s.len >= n && memcmp(s.ptr + s.len - n, suffix, n) == 0;
 }
 
-/* The view a weight tensor named name[0..len) feeds, or NULL if it is no matmul weight of m.
- * A tied output head shares token_embd.weight: its scale applies to the head. */
-static el_weight *matmul_weight(el_model *m, const char *name, size_t len) {
+/* Sets the scale of the views a weight tensor named name[0..len) feeds; false if it is no matmul
+ * weight of m. A tied output head shares token_embd.weight: its scale applies to the head. A
+ * fused tensor (phi3's attn_qkv, ffn_up) feeds the views of all its parts, which read the same
+ * activations. */
+static bool set_scale(el_model *m, const char *name, size_t len, float d) {
     char buf[96];
-    if (len >= sizeof buf) return NULL;
+    if (len >= sizeof buf) return false;
     memcpy(buf, name, len);
     buf[len] = '\0';
     if (strcmp(buf, "output.weight") == 0 ||
-        (strcmp(buf, "token_embd.weight") == 0 && !gguf_find_tensor(m->gguf, "output.weight")))
-        return &m->output;
+        (strcmp(buf, "token_embd.weight") == 0 && !gguf_find_tensor(m->gguf, "output.weight"))) {
+        /* float and ggml types quantize activations their own way: the scale does not apply */
+        if (el_type_kernels_get(m->output.type)->vec_dot_type != EL_TYPE_A8) return true;
+        m->output.act_scale = d;
+        if (!gguf_find_tensor(m->gguf, "output.weight"))
+            m->tok_embd.act_scale = d; /* the same tensor; kept alike for readers of either */
+        return true;
+    }
     int il, used = 0;
     if (sscanf(buf, "blk.%d.%n", &il, &used) != 1 || used == 0 || il < 0 ||
         il >= m->hp.n_layer)
-        return NULL;
-    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-        if (strcmp(buf + used, el_linear_tensor_suffix(w)) == 0)
-            return (el_weight *)el_layer_weight(&m->layers[il], w);
-    return NULL;
+        return false;
+    bool found = false;
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
+        int64_t row0;
+        if (strcmp(buf + used, el_model_linear_tensor(m, w, &row0)) != 0) continue;
+        el_weight *v = (el_weight *)el_layer_weight(&m->layers[il], w);
+        if (el_type_kernels_get(v->type)->vec_dot_type == EL_TYPE_A8) v->act_scale = d;
+        found = true;
+    }
+    return found;
 }
 
 el_status el_model_load_act_scales(el_model *m) {
@@ -53,15 +66,9 @@ el_status el_model_load_act_scales(el_model *m) {
         if (!isfinite(d) || !(d > 0.0f))
             return el_error(EL_ERR_FORMAT, "%s: tensor '%.*s': activation scale %g is not a "
                             "finite positive number", m->path, nl, t->name.ptr, (double)d);
-        el_weight *w = matmul_weight(m, t->name.ptr, t->name.len - ls);
-        if (!w)
+        if (!set_scale(m, t->name.ptr, t->name.len - ls, d))
             return el_error(EL_ERR_FORMAT, "%s: tensor '%.*s' is the activation scale of no "
                             "matmul weight of the model", m->path, nl, t->name.ptr);
-        /* float and ggml types quantize activations their own way: the scale does not apply */
-        if (el_type_kernels_get(w->type)->vec_dot_type != EL_TYPE_A8) continue;
-        w->act_scale = d;
-        if (w == &m->output && !gguf_find_tensor(m->gguf, "output.weight"))
-            m->tok_embd.act_scale = d; /* the same tensor; kept alike for readers of either */
     }
     return EL_OK;
 }

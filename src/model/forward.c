@@ -1,8 +1,11 @@
-/* forward.c - the llama/qwen2/gemma3 forward pass over a batch of rows.
+/* forward.c - the llama-family forward pass (llama, qwen2, qwen3, phi3, gemma3) over a batch of
+ * rows.
  *
- * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias) -> RoPE at
- * each row's position -> K, V into the rows' cells -> attention of each (row, head) over the cells
- * visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN -> residual. Then
+ * Per block: RMSNorm -> Q, K, V (one matmul each over all rows of a chunk, + bias; qwen3: an
+ * RMSNorm of each head; phi3: views of one fused tensor) -> RoPE at each row's position (phi3:
+ * longrope factors and magnitude) -> K, V into the rows' cells -> attention of each (row, head)
+ * over the cells visible to the row -> output projection -> residual -> RMSNorm -> SwiGLU FFN ->
+ * residual. Then
  * the final norm and the vocabulary projection, only for the rows whose logits are wanted.
  * gemma3 adds, each where the model has it: embeddings scaled, an RMSNorm of each query and key
  * head before RoPE, an RMSNorm of the attention and FFN outputs before their residuals, GeGLU
@@ -178,22 +181,26 @@ static void add_rows(float *x, const float *y, size_t n) {
         x[i] += y[i];
 }
 
-/* cos and sin of every rotated pair's angle for each row's position into cs, sn. theta_i = pos *
- * scale * base^(-2i/n_rot) / factor_i (factor_i from rope_freqs, llama3-style). */
+/* cos and sin of every rotated pair's angle for each row's position into cs, sn, times the
+ * magnitude factor (1 but for phi3's longrope). theta_i = pos * scale * base^(-2i/n_rot) /
+ * factor_i, with factor_i from rope_freqs (llama3-style) or the longrope set this context's size
+ * chooses; sliding-window layers' tables (swa) have neither factors nor magnitude. */
 static void rope_table(const el_forward *f, const el_rows *rows, float base, float scale,
-                       float *cs, float *sn) {
+                       bool swa, float *cs, float *sn) {
     const el_model *m = f->model;
     const el_hparams *hp = &m->hp;
+    const float *factors = swa ? NULL : el_model_rope_factors(m, f->kv->n_ctx);
+    float mag = swa ? 1.0f : hp->rope_attn_factor;
     int half = hp->n_rot / 2;
     for (int32_t r = 0; r < rows->n; r++) {
         float pos = (float)rows->pos[r] * scale;
         for (int i = 0; i < half; i++) {
             float freq = 1.0f / powf(base, (float)(2 * i) / (float)hp->n_rot);
-            if (m->rope_freqs)
-                freq /= m->rope_freqs[i];
+            if (factors)
+                freq /= factors[i];
             float val = pos * freq;
-            cs[(size_t)r * half + i] = cosf(val);
-            sn[(size_t)r * half + i] = sinf(val);
+            cs[(size_t)r * half + i] = cosf(val) * mag;
+            sn[(size_t)r * half + i] = sinf(val) * mag;
         }
     }
 }
@@ -201,10 +208,11 @@ static void rope_table(const el_forward *f, const el_rows *rows, float base, flo
 /* The tables of the pass: the global layers', and the sliding-window layers' if any. */
 static void rope_tables(el_forward *f, const el_rows *rows) {
     const el_hparams *hp = &f->model->hp;
-    rope_table(f, rows, hp->rope_freq_base, hp->rope_freq_scale, f->rope_cos, f->rope_sin);
+    rope_table(f, rows, hp->rope_freq_base, hp->rope_freq_scale, false, f->rope_cos,
+               f->rope_sin);
     if (f->rope_cos_swa)
-        rope_table(f, rows, hp->rope_freq_base_swa, hp->rope_freq_scale_swa, f->rope_cos_swa,
-                   f->rope_sin_swa);
+        rope_table(f, rows, hp->rope_freq_base_swa, hp->rope_freq_scale_swa, true,
+                   f->rope_cos_swa, f->rope_sin_swa);
 }
 
 /* Row r's cos and sin table for block il. */

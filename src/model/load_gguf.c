@@ -1,10 +1,13 @@
 /* load_gguf.c - a model from a GGUF file: hyper-parameters from <arch>.* metadata, weight views
  * into the mapping, every tensor checked for presence, type and shape before anything uses it.
  *
- * Architectures: llama (NORM rope), qwen2 (NEOX rope, q/k/v biases) and gemma3 (NEOX rope,
- * per-head Q/K norms, norms after attention and FFN, GeGLU, sliding-window layers; its norm
- * weights are stored as llama.cpp's converter writes them, 1 + w of Hugging Face's, so every
- * norm here is a plain RMSNorm). A GGUF without tensors
+ * Architectures (the table below): llama (NORM rope), qwen2 (NEOX rope, q/k/v biases), qwen3
+ * (NEOX rope, an RMSNorm of each Q and K head), phi3 (NEOX rope, Q/K/V fused in attn_qkv and
+ * gate/up in ffn_up, longrope factors) and gemma3 (NEOX rope, per-head Q/K norms, norms after
+ * attention and FFN, GeGLU, sliding-window layers; its norm weights are stored as llama.cpp's
+ * converter writes them, 1 + w of Hugging Face's, so every norm here is a plain RMSNorm). A fused
+ * tensor is mapped once and its parts are views of its row ranges (el_model_linear_tensor), so
+ * nothing is copied. A GGUF without tensors
  * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
  * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
 #include <float.h>
@@ -15,6 +18,31 @@
 
 #include "core/error.h"
 #include "model/model.h"
+
+/* What an architecture adds to the llama block. */
+typedef struct arch_traits {
+    const char *name;
+    el_rope_style rope;
+    bool qkv_bias; /* attn_q/k/v.bias */
+    bool qk_norm;  /* attn_q_norm / attn_k_norm.weight: [head_dim_k], per head before RoPE */
+    bool fused;    /* attn_qkv.weight (Q rows, K rows, V rows) and ffn_up.weight (gate, up) */
+    bool post_norms; /* post_attention_norm / post_ffw_norm.weight: [n_embd], on the attention
+                      * and FFN outputs before the residual */
+} arch_traits;
+
+static const arch_traits archs[] = {
+    {"llama", EL_ROPE_NORM, false, false, false, false},
+    {"qwen2", EL_ROPE_NEOX, true, false, false, false},
+    {"qwen3", EL_ROPE_NEOX, false, true, false, false},
+    {"phi3", EL_ROPE_NEOX, false, false, true, false},
+    {"gemma3", EL_ROPE_NEOX, false, true, false, true},
+};
+
+static const arch_traits *find_arch(const char *name) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (!strcmp(archs[i].name, name)) return &archs[i];
+    return NULL;
+}
 
 /* A weight the forward can multiply by: any type with a dot product and conversions (the
  * kernels table says which), whose ISA tables may or may not accelerate it. */
@@ -195,36 +223,34 @@ static el_status read_hparams(el_model *m) {
             return st;
         hp->rope_freq_scale = 1.0f / factor;
     }
-    hp->rope_style = strcmp(m->arch, "qwen2") == 0 || is_gemma3(m) ? EL_ROPE_NEOX : EL_ROPE_NORM;
+    /* the magnitude factor only has to be a positive number; llama.cpp applies it whatever the
+     * context size */
+    if ((st = arch_f32_within(m, "rope.scaling.attn_factor", 1.0f, FLT_MIN, FLT_MAX,
+                              &hp->rope_attn_factor)) ||
+        (st = arch_i32(m, "rope.scaling.original_context_length", hp->n_ctx_train,
+                       &hp->n_ctx_orig)))
+        return st;
+    const arch_traits *a = find_arch(m->arch);
+    hp->rope_style = a->rope;
+    hp->fused_qkv = hp->fused_gate_up = a->fused;
     hp->ffn_act = EL_FFN_SILU;
     hp->embd_scale = 1.0f;
     hp->q_scale = 1.0f;
     return is_gemma3(m) ? read_gemma3_hparams(m) : EL_OK;
 }
 
-/* The vectors an architecture's blocks have beyond the two norms every one has. */
-typedef struct layer_vectors {
-    bool biases;     /* attn_q/k/v.bias: qwen2 */
-    bool qk_norm;    /* attn_q_norm, attn_k_norm: gemma3 */
-    bool post_norms; /* post_attention_norm, post_ffw_norm: gemma3 */
-} layer_vectors;
-
-static layer_vectors arch_layer_vectors(const el_model *m) {
-    return (layer_vectors){.biases = strcmp(m->arch, "qwen2") == 0, .qk_norm = is_gemma3(m),
-                           .post_norms = is_gemma3(m)};
-}
-
-/* Floats of the owned vector block: norms, biases, rope factors. */
-static size_t vector_floats(const el_hparams *hp, layer_vectors lv) {
+/* Floats of the owned vector block: norms, biases, rope factors (rope_freqs or longrope's two
+ * sets). */
+static size_t vector_floats(const el_hparams *hp, const arch_traits *a) {
     size_t per_layer = 2 * (size_t)hp->n_embd;
-    if (lv.biases)
+    if (a->qkv_bias)
         per_layer += (size_t)hp->n_head * hp->head_dim_k + (size_t)hp->n_head_kv * hp->head_dim_k +
                      (size_t)hp->n_head_kv * hp->head_dim_v;
-    if (lv.qk_norm)
+    if (a->qk_norm)
         per_layer += 2 * (size_t)hp->head_dim_k;
-    if (lv.post_norms)
+    if (a->post_norms)
         per_layer += 2 * (size_t)hp->n_embd;
-    return per_layer * hp->n_layer + hp->n_embd + hp->n_rot / 2;
+    return per_layer * hp->n_layer + hp->n_embd + 2 * (size_t)(hp->n_rot / 2);
 }
 
 /* "blk.<il>.<suffix>" in buf (96 bytes). */
@@ -233,10 +259,43 @@ static const char *blk_name(char *buf, int il, const char *suffix) {
     return buf;
 }
 
-/* The vector `suffix` of block il (n floats) into *v, which then moves past it; *dst points at
- * it. */
-static el_status load_layer_vector(el_model *m, int il, const char *suffix, int64_t n,
-                                   const float **dst, float **v) {
+/* The rows [row0, row0 + n_out) of a weight as a weight of their own: a row of any type is
+ * whole blocks (a per-row type's header is part of its row), so this is a view like any other. */
+static el_weight row_range(const el_weight *w, int64_t row0, int64_t n_out) {
+    return el_weight_view(w->type, (const uint8_t *)w->data + (size_t)row0 * w->row_bytes, w->n_in,
+                          n_out);
+}
+
+/* The seven linears of block il as views of the tensors m stores them in (el_model_linear_tensor):
+ * each tensor is checked whole, rows as many as the linears it holds. */
+static el_status load_linears(el_model *m, int il) {
+    const el_hparams *hp = &m->hp;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
+    int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
+    int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
+    const int64_t n_in[EL_N_LINEAR] = {hp->n_embd, hp->n_embd, hp->n_embd, (int64_t)hp->n_head *
+                                       hp->head_dim_v, hp->n_embd, hp->n_embd, hp->n_ff};
+    const int64_t n_out[EL_N_LINEAR] = {q_dim, k_dim, v_dim, hp->n_embd, hp->n_ff, hp->n_ff,
+                                        hp->n_embd};
+    char name[96];
+    el_status st;
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
+        int64_t row0, rows = 0, r;
+        const char *suffix = el_model_linear_tensor(m, w, &row0);
+        for (el_linear o = EL_LINEAR_Q; o <= EL_LINEAR_DOWN; o++)
+            if (!strcmp(el_model_linear_tensor(m, o, &r), suffix) && r + n_out[o] > rows)
+                rows = r + n_out[o];
+        el_weight whole;
+        if ((st = load_weight(m, blk_name(name, il, suffix), n_in[w], rows, &whole)))
+            return st;
+        *(el_weight *)el_layer_weight(&m->layers[il], w) = row_range(&whole, row0, n_out[w]);
+    }
+    return EL_OK;
+}
+
+/* A per-layer vector of n floats at *v, its pointer into *dst; *v moves past it. */
+static el_status layer_vector(el_model *m, int il, const char *suffix, int64_t n, float **v,
+                              const float **dst) {
     char name[96];
     *dst = *v;
     el_status st = load_vector(m, blk_name(name, il, suffix), n, *v);
@@ -244,77 +303,55 @@ static el_status load_layer_vector(el_model *m, int il, const char *suffix, int6
     return st;
 }
 
-static el_status load_layer(el_model *m, int il, layer_vectors lv, float **vec) {
+static el_status load_layer(el_model *m, int il, const arch_traits *a, float **vec) {
     const el_hparams *hp = &m->hp;
     el_layer *l = &m->layers[il];
     int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
     int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
     int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
-    int64_t o_in = (int64_t)hp->n_head * hp->head_dim_v;
-    char name[96];
     el_status st;
-    float *v = *vec;
-    l->attn_norm = v;
-    if ((st = load_vector(m, blk_name(name, il, "attn_norm.weight"), hp->n_embd, v)))
+    if ((st = layer_vector(m, il, "attn_norm.weight", hp->n_embd, vec, &l->attn_norm)) ||
+        (st = layer_vector(m, il, "ffn_norm.weight", hp->n_embd, vec, &l->ffn_norm)) ||
+        (st = load_linears(m, il)))
         return st;
-    v += hp->n_embd;
-    l->ffn_norm = v;
-    if ((st = load_vector(m, blk_name(name, il, "ffn_norm.weight"), hp->n_embd, v)))
+    if (a->qkv_bias &&
+        ((st = layer_vector(m, il, "attn_q.bias", q_dim, vec, &l->bq)) ||
+         (st = layer_vector(m, il, "attn_k.bias", k_dim, vec, &l->bk)) ||
+         (st = layer_vector(m, il, "attn_v.bias", v_dim, vec, &l->bv))))
         return st;
-    v += hp->n_embd;
-    const struct {
-        const char *suffix;
-        int64_t n_in, n_out;
-        el_weight *w;
-    } mats[] = {
-        {"attn_q.weight", hp->n_embd, q_dim, &l->wq},
-        {"attn_k.weight", hp->n_embd, k_dim, &l->wk},
-        {"attn_v.weight", hp->n_embd, v_dim, &l->wv},
-        {"attn_output.weight", o_in, hp->n_embd, &l->wo},
-        {"ffn_gate.weight", hp->n_embd, hp->n_ff, &l->w_gate},
-        {"ffn_up.weight", hp->n_embd, hp->n_ff, &l->w_up},
-        {"ffn_down.weight", hp->n_ff, hp->n_embd, &l->w_down},
-    };
-    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
-        if ((st = load_weight(m, blk_name(name, il, mats[i].suffix), mats[i].n_in, mats[i].n_out,
-                              mats[i].w)))
-            return st;
-    if (lv.qk_norm &&
-        ((st = load_layer_vector(m, il, "attn_q_norm.weight", hp->head_dim_k, &l->attn_q_norm,
-                                 &v)) ||
-         (st = load_layer_vector(m, il, "attn_k_norm.weight", hp->head_dim_k, &l->attn_k_norm,
-                                 &v))))
+    if (a->qk_norm &&
+        ((st = layer_vector(m, il, "attn_q_norm.weight", hp->head_dim_k, vec, &l->attn_q_norm)) ||
+         (st = layer_vector(m, il, "attn_k_norm.weight", hp->head_dim_k, vec, &l->attn_k_norm))))
         return st;
-    if (lv.post_norms &&
-        ((st = load_layer_vector(m, il, "post_attention_norm.weight", hp->n_embd,
-                                 &l->attn_post_norm, &v)) ||
-         (st = load_layer_vector(m, il, "post_ffw_norm.weight", hp->n_embd, &l->ffn_post_norm,
-                                 &v))))
+    if (a->post_norms &&
+        ((st = layer_vector(m, il, "post_attention_norm.weight", hp->n_embd, vec,
+                            &l->attn_post_norm)) ||
+         (st = layer_vector(m, il, "post_ffw_norm.weight", hp->n_embd, vec, &l->ffn_post_norm))))
         return st;
     l->swa = hp->n_swa > 0 && (hp->swa_pattern == 0 || il % hp->swa_pattern < hp->swa_pattern - 1);
-    if (lv.biases) {
-        l->bq = v;
-        if ((st = load_vector(m, blk_name(name, il, "attn_q.bias"), q_dim, v)))
-            return st;
-        v += q_dim;
-        l->bk = v;
-        if ((st = load_vector(m, blk_name(name, il, "attn_k.bias"), k_dim, v)))
-            return st;
-        v += k_dim;
-        l->bv = v;
-        if ((st = load_vector(m, blk_name(name, il, "attn_v.bias"), v_dim, v)))
-            return st;
-        v += v_dim;
-    }
-    *vec = v;
+    return EL_OK;
+}
+
+/* Optional rope frequency divisors [n_rot/2]: each a positive number. *v moves past them. */
+static el_status rope_factor_vector(el_model *m, const char *name, float **v, const float **dst) {
+    if (!gguf_find_tensor(m->gguf, name)) return EL_OK;
+    int half = m->hp.n_rot / 2;
+    el_status st = load_vector(m, name, half, *v);
+    if (st) return st;
+    for (int i = 0; i < half; i++)
+        if (!((*v)[i] > 0.0f && isfinite((*v)[i])))
+            return el_error(EL_ERR_FORMAT, "%s: %s[%d] is not a positive number", m->path, name, i);
+    *dst = *v;
+    *v += half;
     return EL_OK;
 }
 
 static el_status load_weights(el_model *m) {
     el_status st;
-    if (strcmp(m->arch, "llama") != 0 && strcmp(m->arch, "qwen2") != 0 && !is_gemma3(m))
+    const arch_traits *a = find_arch(m->arch);
+    if (!a)
         return el_error(EL_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (llama, qwen2, "
-                        "gemma3)", m->path, m->arch);
+                        "qwen3, phi3, gemma3)", m->path, m->arch);
     if ((st = read_hparams(m)))
         return st;
     el_hparams *hp = &m->hp;
@@ -329,8 +366,7 @@ static el_status load_weights(el_model *m) {
     if ((st = el_hparams_validate(hp, m->path)))
         return st;
 
-    layer_vectors lv = arch_layer_vectors(m);
-    m->vectors = malloc(vector_floats(hp, lv) * sizeof(float));
+    m->vectors = malloc(vector_floats(hp, a) * sizeof(float));
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->vectors || !m->layers)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
@@ -339,7 +375,7 @@ static el_status load_weights(el_model *m) {
     if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
         return st;
     for (int il = 0; il < hp->n_layer; il++)
-        if ((st = load_layer(m, il, lv, &vec)))
+        if ((st = load_layer(m, il, a, &vec)))
             return st;
     m->output_norm = vec;
     if ((st = load_vector(m, "output_norm.weight", hp->n_embd, vec)))
@@ -351,15 +387,22 @@ static el_status load_weights(el_model *m) {
     } else {
         m->output = m->tok_embd; /* tied embeddings */
     }
-    if (gguf_find_tensor(m->gguf, "rope_freqs.weight")) {
-        m->rope_freqs = vec;
-        if ((st = load_vector(m, "rope_freqs.weight", hp->n_rot / 2, vec)))
-            return st;
-        for (int i = 0; i < hp->n_rot / 2; i++)
-            if (!(vec[i] > 0.0f && isfinite(vec[i])))
-                return el_error(EL_ERR_FORMAT, "%s: rope_freqs.weight[%d] is not a positive number",
-                                m->path, i);
-    }
+    /* rope_freqs (llama3) or longrope's pair (phi3), never both: which scaling applies would
+     * be unclear (and the vector block has room for two sets) */
+    bool freqs = gguf_find_tensor(m->gguf, "rope_freqs.weight") != NULL;
+    bool shrt = gguf_find_tensor(m->gguf, "rope_factors_short.weight") != NULL;
+    bool lng = gguf_find_tensor(m->gguf, "rope_factors_long.weight") != NULL;
+    if (freqs && (shrt || lng))
+        return el_error(EL_ERR_FORMAT, "%s: both rope_freqs.weight and rope_factors_*.weight: "
+                        "which rope scaling applies is unclear", m->path);
+    if (shrt != lng)
+        return el_error(EL_ERR_FORMAT, "%s: rope_factors_%s.weight without its partner "
+                        "rope_factors_%s.weight", m->path, shrt ? "short" : "long",
+                        shrt ? "long" : "short");
+    if ((st = rope_factor_vector(m, "rope_freqs.weight", &vec, &m->rope_freqs)) ||
+        (st = rope_factor_vector(m, "rope_factors_short.weight", &vec, &m->rope_factors_short)) ||
+        (st = rope_factor_vector(m, "rope_factors_long.weight", &vec, &m->rope_factors_long)))
+        return st;
     for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
         const gguf_tensor *t = &m->gguf->tensors[i];
         int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];

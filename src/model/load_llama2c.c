@@ -27,8 +27,8 @@ el_status el_model_load_llama2c(el_model *m, const char *tokenizer_path, bool vo
         .n_head = c->n_heads, .n_head_kv = c->n_kv_heads, .n_ff = c->hidden_dim,
         .n_ctx_train = c->seq_len, .head_dim_k = c->head_size, .head_dim_v = c->head_size,
         .n_rot = c->head_size, .rms_eps = 1e-5f, .rope_freq_base = 10000.0f,
-        .rope_freq_scale = 1.0f, .rope_style = EL_ROPE_NORM, .embd_scale = 1.0f,
-        .q_scale = 1.0f,
+        .rope_freq_scale = 1.0f, .rope_style = EL_ROPE_NORM, .rope_attn_factor = 1.0f,
+        .n_ctx_orig = c->seq_len, .embd_scale = 1.0f, .q_scale = 1.0f,
     };
     snprintf(m->arch, sizeof m->arch, "llama");
     if ((st = el_hparams_validate(hp, m->path)))

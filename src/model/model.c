@@ -53,6 +53,27 @@ const char *el_linear_tensor_suffix(el_linear which) {
     return NULL;
 }
 
+const char *el_model_linear_tensor(const el_model *m, el_linear which, int64_t *row0) {
+    const el_hparams *hp = &m->hp;
+    int64_t q_dim = (int64_t)hp->n_head * hp->head_dim_k;
+    *row0 = 0;
+    if (hp->fused_qkv && (which == EL_LINEAR_Q || which == EL_LINEAR_K || which == EL_LINEAR_V)) {
+        if (which != EL_LINEAR_Q) *row0 = q_dim;
+        if (which == EL_LINEAR_V) *row0 += (int64_t)hp->n_head_kv * hp->head_dim_k;
+        return "attn_qkv.weight";
+    }
+    if (hp->fused_gate_up && (which == EL_LINEAR_GATE || which == EL_LINEAR_UP)) {
+        if (which == EL_LINEAR_UP) *row0 = hp->n_ff;
+        return "ffn_up.weight";
+    }
+    return el_linear_tensor_suffix(which);
+}
+
+const float *el_model_rope_factors(const el_model *m, int32_t n_ctx) {
+    if (m->rope_freqs) return m->rope_freqs;
+    return n_ctx > m->hp.n_ctx_orig ? m->rope_factors_long : m->rope_factors_short;
+}
+
 el_status el_hparams_validate(const el_hparams *hp, const char *path) {
     /* generous bounds: they only catch garbage, not real models (the float hyper-parameters are
      * checked where a file's are read) */

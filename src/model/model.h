@@ -17,7 +17,7 @@
 
 typedef enum el_rope_style {
     EL_ROPE_NORM, /* rotate adjacent pairs (2i, 2i+1): llama */
-    EL_ROPE_NEOX, /* rotate pairs (i, i + n_rot/2): qwen2, gemma3 */
+    EL_ROPE_NEOX, /* rotate pairs (i, i + n_rot/2): qwen2, qwen3, phi3, gemma3 */
 } el_rope_style;
 
 /* The gated activation of the feed-forward: act(gate) * up. */
@@ -54,6 +54,12 @@ typedef struct el_hparams {
     int32_t swa_pattern;   /* layer il is global when il % swa_pattern == swa_pattern - 1 */
     float rope_freq_base_swa;
     float rope_freq_scale_swa;
+    float rope_attn_factor; /* rope.scaling.attn_factor (default 1): cos and sin are scaled by it
+                             * (phi3's longrope magnitude factor, as llama.cpp applies it) */
+    int32_t n_ctx_orig;     /* rope.scaling.original_context_length (default n_ctx_train):
+                             * contexts beyond it take the long rope factors (phi3) */
+    bool fused_qkv;         /* phi3: Q, K, V are row ranges of one tensor, attn_qkv */
+    bool fused_gate_up;     /* phi3: gate, up are the two halves of ffn_up (gate first) */
 } el_hparams;
 
 typedef struct el_layer {
@@ -64,7 +70,7 @@ typedef struct el_layer {
     el_weight wo;           /* n_head * head_dim_v -> n_embd */
     const float *bq, *bk, *bv; /* biases (qwen2) or NULL */
     const float *attn_q_norm, *attn_k_norm; /* [head_dim_k] RMSNorm of each query / key head
-                                             * before RoPE (gemma3) or NULL */
+                                             * before RoPE (qwen3, gemma3) or NULL */
     const float *attn_post_norm; /* [n_embd] RMSNorm of the attention output before the residual
                                   * (gemma3) or NULL */
     const float *ffn_norm;  /* [n_embd] */
@@ -110,6 +116,9 @@ struct el_model {
     el_weight output;    /* n_embd -> n_vocab (a copy of tok_embd's view when tied) */
     const float *output_norm; /* [n_embd] */
     const float *rope_freqs;  /* [n_rot/2] frequency divisors (llama3 scaling) or NULL */
+    const float *rope_factors_short; /* [n_rot/2] phi3 longrope divisors for contexts up to
+                                      * n_ctx_orig, or NULL */
+    const float *rope_factors_long;  /* [n_rot/2] the same beyond it, or NULL */
     el_layer *layers;         /* [n_layer] */
     float *vectors;           /* the owned block the float vectors above point into */
 
@@ -121,6 +130,14 @@ struct el_model {
 const el_weight *el_layer_weight(const el_layer *l, el_linear which);
 /* The GGUF tensor name of that weight ("attn_q.weight", ...) after "blk.<il>.". */
 const char *el_linear_tensor_suffix(el_linear which);
+/* The block tensor (name after "blk.<il>.") model m stores a linear in, and in *row0 the first of
+ * its rows there: its own tensor from row 0, or a row range of a fused one (phi3's attn_qkv and
+ * ffn_up), whose views the loader carves so that nothing else needs to know. */
+const char *el_model_linear_tensor(const el_model *m, el_linear which, int64_t *row0);
+/* The rope frequency divisors [n_rot/2] a context of n_ctx cells uses, or NULL: rope_freqs, or
+ * phi3's long factors when n_ctx exceeds n_ctx_orig and its short ones otherwise (llama.cpp's
+ * choice by its per-sequence context size). */
+const float *el_model_rope_factors(const el_model *m, int32_t n_ctx);
 
 /* The suffix of the tensor that holds a weight's static activation scale: "<weight>.act_scale",
  * one F32 element (docs/formats.md). */

@@ -134,6 +134,29 @@ el_status el_lora_check_alpha(const char *path, const char *key, double alpha) {
                     path, key, alpha, alpha_max);
 }
 
+el_status el_adapter_split_b(const el_model *m, int il, const el_linear *which, int n,
+                             const el_adapter_src *b, el_adapter_src *src, const char *path) {
+    size_t row_bytes = el_type_layout_get(b->b_type) ? el_row_size(b->b_type, b->b_rank) : 0;
+    int64_t row = 0;
+    for (int k = 0; k < n; k++) {
+        el_adapter_src *s = &src[el_linear_slot(il, which[k])];
+        int64_t rows = n == 1 ? b->b_out : el_layer_weight(&m->layers[il], which[k])->n_out;
+        s->b_name = b->b_name;
+        s->b_type = b->b_type;
+        s->b_rank = b->b_rank;
+        s->permute_heads = b->permute_heads;
+        s->b_out = rows;
+        s->b_data = (const uint8_t *)b->b_data + (size_t)row * row_bytes;
+        s->b_bytes = n == 1 ? b->b_bytes : (uint64_t)rows * row_bytes;
+        row += rows;
+    }
+    if (n > 1 && row != b->b_out)
+        return el_error(EL_ERR_MISMATCH, "%s: tensor '%s' has %lld rows, but the model's fused "
+                        "projection it adapts has %lld (an adapter for another model?)", path,
+                        b->b_name, (long long)b->b_out, (long long)row);
+    return EL_OK;
+}
+
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path) {
     const el_model *m = ad->model;
     int32_t n_slots = m->hp.n_layer * EL_N_LINEAR;

@@ -46,6 +46,14 @@ const char *el_linear_gguf_name(el_linear which);
  * merging it (A: el_weight_floats). */
 el_status el_lora_b_floats(const el_lora_pair *p, float *out);
 
+/* Gives the slots of block il's linears which[0..n) their B from one B (the b_* fields and
+ * permute_heads of `b`) that stacks their outputs in that order: one linear takes it whole (its
+ * rows are checked against the base later), the parts of a fused projection (phi3's qkv_proj /
+ * attn_qkv, gate_up_proj / ffn_up) each their own rows; their A is the one A they share.
+ * EL_ERR_MISMATCH naming path and B if its rows are not the parts' sum. */
+el_status el_adapter_split_b(const el_model *m, int il, const el_linear *which, int n,
+                             const el_adapter_src *b, el_adapter_src *src, const char *path);
+
 /* Checks src[n_layer * EL_N_LINEAR] against ad->model and fills ad's table and block.
  * path names the file in errors. */
 el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char *path);

@@ -6,7 +6,9 @@
  *     lora_a ne = [n_in, rank]   (rank rows of n_in: PEFT's lora_A, numpy shape [rank, n_in])
  *     lora_b ne = [rank, n_out]  (n_out rows of rank: PEFT's lora_B, numpy shape [n_out, rank])
  *   so y = W x + scale * alpha / rank * B (A x), with rank = lora_b's ne[0] (llama.cpp's rule).
- * Only the seven projections of the blocks are supported (not token_embd or output). */
+ * Only the projections of the blocks are supported (not token_embd or output). A fused projection
+ * (phi3's attn_qkv, and its ffn_up of gate and up) is one pair whose B stacks the parts' outputs:
+ * each part takes the shared A and its own rows of B (el_adapter_split_b). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,31 +50,32 @@ static el_status check_kv(const gguf_file *f, const el_model *m, const char *pat
     return *alpha == 0.0f ? EL_OK : el_lora_check_alpha(path, "adapter.lora.alpha", *alpha);
 }
 
-/* Parses "blk.<il>.<linear>.weight.lora_<a|b>" into slot and is_b. */
-static el_status parse_name(const char *name, const el_model *m, const char *path, int32_t *slot,
-                            bool *is_b) {
+/* Parses "blk.<il>.<tensor>.weight.lora_<a|b>" into the block, the linears stored in that base
+ * tensor (el_model_linear_tensor: one, or a fused tensor's parts in row order) and is_b. */
+static el_status parse_name(const char *name, const el_model *m, const char *path, int *il,
+                            el_linear which[], int *n_which, bool *is_b) {
     size_t n = strlen(name);
     const char *sfx = n > 7 ? name + n - 7 : "";
     if (strcmp(sfx, ".lora_a") != 0 && strcmp(sfx, ".lora_b") != 0)
         return el_error(EL_ERR_FORMAT, "%s: tensor '%s' is not a LoRA tensor (.lora_a / .lora_b)",
                         path, name);
     *is_b = sfx[6] == 'b';
-    int il, used = 0;
-    char lin[32];
-    if (sscanf(name, "blk.%d.%31[a-z_].weight.lora_%*c%n", &il, lin, &used) == 2 &&
-        (size_t)used == n && il >= 0) {
-        if (il >= m->hp.n_layer)
+    int used = 0;
+    char lin[40];
+    *n_which = 0;
+    if (sscanf(name, "blk.%d.%31[a-z_].weight.lora_%*c%n", il, lin, &used) == 2 &&
+        (size_t)used == n && *il >= 0) {
+        if (*il >= m->hp.n_layer)
             return el_error(EL_ERR_MISMATCH, "%s: tensor '%s': the model has only %d blocks",
                             path, name, m->hp.n_layer);
+        strcat(lin, ".weight");
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-            if (!strcmp(lin, el_linear_gguf_name(w))) {
-                *slot = el_linear_slot(il, w);
-                return EL_OK;
-            }
+            if (!strcmp(lin, el_model_linear_tensor(m, w, &(int64_t){0}))) which[(*n_which)++] = w;
+        if (*n_which > 0) return EL_OK;
     }
     return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s': only the attention and FFN projections "
-                    "of the blocks (attn_q/k/v/output, ffn_gate/up/down) can be adapted", path,
-                    name);
+                    "of the blocks (attn_q/k/v/output or attn_qkv, ffn_gate/up/down) can be "
+                    "adapted", path, name);
 }
 
 static el_status read_tensors(const gguf_file *f, const el_model *m, const char *path,
@@ -84,23 +87,28 @@ static el_status read_tensors(const gguf_file *f, const el_model *m, const char 
         snprintf(name, sizeof name, "%.*s", (int)(t->name.len < NAME_CAP - 1 ? t->name.len
                                                                               : NAME_CAP - 1),
                  t->name.ptr);
-        int32_t slot = 0;
+        int il = 0, n_which = 0;
+        el_linear which[EL_N_LINEAR];
         bool is_b = false;
-        if ((st = parse_name(name, m, path, &slot, &is_b))) return st;
+        if ((st = parse_name(name, m, path, &il, which, &n_which, &is_b))) return st;
         if (t->ne[2] != 1 || t->ne[3] != 1)
             return el_error(EL_ERR_FORMAT, "%s: tensor '%s' is not 2-D", path, name);
-        el_adapter_src *s = &src[slot];
-        char *dst = names + ((size_t)slot * 2 + is_b) * NAME_CAP;
-        if (*dst)
-            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice", path, name);
-        memcpy(dst, name, NAME_CAP);
+        for (int k = 0; k < n_which; k++) {
+            char *dst = names + ((size_t)el_linear_slot(il, which[k]) * 2 + is_b) * NAME_CAP;
+            if (*dst)
+                return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice", path, name);
+            memcpy(dst, name, NAME_CAP);
+        }
+        const char *stored = names + ((size_t)el_linear_slot(il, which[0]) * 2 + is_b) * NAME_CAP;
         if (is_b) {
-            *s = (el_adapter_src){.a_name = s->a_name, .a_type = s->a_type, .a_data = s->a_data,
-                                  .a_in = s->a_in, .a_rank = s->a_rank, .a_bytes = s->a_bytes,
-                                  .b_name = dst, .b_type = (el_type)t->type, .b_data = t->data,
-                                  .b_rank = t->ne[0], .b_out = t->ne[1], .b_bytes = t->nbytes};
-        } else {
-            s->a_name = dst;
+            el_adapter_src b = {.b_name = stored, .b_type = (el_type)t->type, .b_data = t->data,
+                                .b_rank = t->ne[0], .b_out = t->ne[1], .b_bytes = t->nbytes};
+            if ((st = el_adapter_split_b(m, il, which, n_which, &b, src, path))) return st;
+            continue;
+        }
+        for (int k = 0; k < n_which; k++) {
+            el_adapter_src *s = &src[el_linear_slot(il, which[k])];
+            s->a_name = stored;
             s->a_type = (el_type)t->type;
             s->a_data = t->data;
             s->a_in = t->ne[0];

@@ -35,17 +35,19 @@ static el_status add_pair(float *wf, const el_lora_pair *p, float s) {
     return st;
 }
 
-/* The slot of a base tensor name, or -1 if it is not a block projection. */
-static int32_t tensor_slot(const gguf_tensor *t, int n_layer) {
-    char name[128], lin[32];
+/* The linears of a block stored in tensor t (one, or the parts of a fused tensor: phi3's attn_qkv
+ * and ffn_up), with their first rows there; how many (0 if t is no block projection). */
+static int stored_linears(const el_model *m, const gguf_tensor *t, int *il, el_linear which[],
+                          int64_t row0[]) {
+    char name[128];
     snprintf(name, sizeof name, "%.*s", (int)(t->name.len < 127 ? t->name.len : 127), t->name.ptr);
-    int il, used = 0;
-    if (sscanf(name, "blk.%d.%31[a-z_].weight%n", &il, lin, &used) != 2 ||
-        (size_t)used != strlen(name) || il < 0 || il >= n_layer)
-        return -1;
+    int used = 0, n = 0;
+    if (sscanf(name, "blk.%d.%n", il, &used) != 1 || used == 0 || *il < 0 ||
+        *il >= m->hp.n_layer)
+        return 0;
     for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-        if (!strcmp(lin, el_linear_gguf_name(w))) return el_linear_slot(il, w);
-    return -1;
+        if (!strcmp(name + used, el_model_linear_tensor(m, w, &row0[n]))) which[n++] = w;
+    return n;
 }
 
 static el_status merge(el_model *m, el_adapter **ads, const float *scales, int32_t n,
@@ -58,26 +60,31 @@ static el_status merge(el_model *m, el_adapter **ads, const float *scales, int32
         const gguf_tensor *t = &f->tensors[i];
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-        int32_t slot = tensor_slot(t, m->hp.n_layer);
+        int il = 0;
+        el_linear which[EL_N_LINEAR];
+        int64_t row0[EL_N_LINEAR];
+        int parts = stored_linears(m, t, &il, which, row0);
         bool changed = false;
-        for (int32_t j = 0; slot >= 0 && j < n; j++)
-            changed |= ads[j]->table[slot].a.n_out > 0;
+        for (int k = 0; k < parts; k++)
+            for (int32_t j = 0; j < n; j++)
+                changed |= ads[j]->table[el_linear_slot(il, which[k])].a.n_out > 0;
         if (!changed) {
             st = gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data, t->nbytes);
             continue;
         }
-        const el_weight *base = el_layer_weight(&m->layers[slot / EL_N_LINEAR],
-                                                (el_linear)(slot % EL_N_LINEAR));
-        size_t count = (size_t)(base->n_in * base->n_out);
+        el_weight whole = el_weight_view((el_type)t->type, t->data, t->ne[0], t->ne[1]);
+        size_t count = (size_t)(whole.n_in * whole.n_out);
         if (!(merged[i] = malloc(count * sizeof(float)))) {
             st = el_error(EL_ERR_NOMEM, "merge: out of memory for '%s'", name);
             break;
         }
-        el_weight_floats(base, merged[i]);
-        for (int32_t j = 0; !st && j < n; j++) {
-            const el_lora_pair *p = &ads[j]->table[slot];
-            if (p->a.n_out > 0) st = add_pair(merged[i], p, scales[j] * p->scale);
-        }
+        el_weight_floats(&whole, merged[i]);
+        for (int k = 0; k < parts; k++)
+            for (int32_t j = 0; !st && j < n; j++) {
+                const el_lora_pair *p = &ads[j]->table[el_linear_slot(il, which[k])];
+                if (p->a.n_out > 0)
+                    st = add_pair(merged[i] + row0[k] * whole.n_in, p, scales[j] * p->scale);
+            }
         if (!st)
             st = gguf_writer_add_tensor(w, name, EL_TYPE_F32, 2, t->ne, merged[i],
                                         count * sizeof(float));

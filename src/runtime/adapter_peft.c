@@ -4,7 +4,9 @@
  * Tensors: "base_model.model.model.layers.N.self_attn.q_proj.lora_A.weight" [rank, n_in] and
  * "...lora_B.weight" [n_out, rank] (row-major), the same layouts as GGUF's lora_a / lora_b.
  * Modules map onto the base: q_proj, k_proj, v_proj, o_proj -> attn_q, attn_k, attn_v,
- * attn_output; gate_proj, up_proj, down_proj -> ffn_gate, ffn_up, ffn_down. The tensors decide
+ * attn_output; gate_proj, up_proj, down_proj -> ffn_gate, ffn_up, ffn_down; phi3's fused qkv_proj
+ * and gate_up_proj -> Q, K, V and gate, up, each part taking the shared lora_A and its own rows of
+ * lora_B (el_adapter_split_b: Q's rows, then K's, then V's; gate's, then up's). The tensors decide
  * which layers change and their ranks; target_modules is not needed to find them.
  *
  * Scale of a module: lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora, where alpha comes
@@ -29,13 +31,18 @@
 #include "formats/safetensors.h"
 #include "runtime/adapter.h"
 
+/* Each module and the linears its outputs are, in order. */
 static const struct {
     const char *module;
-    el_linear linear;
+    int n;
+    el_linear linears[3];
 } modules[] = {
-    {"q_proj", EL_LINEAR_Q},       {"k_proj", EL_LINEAR_K},   {"v_proj", EL_LINEAR_V},
-    {"o_proj", EL_LINEAR_O},       {"gate_proj", EL_LINEAR_GATE},
-    {"up_proj", EL_LINEAR_UP},     {"down_proj", EL_LINEAR_DOWN},
+    {"q_proj", 1, {EL_LINEAR_Q}},       {"k_proj", 1, {EL_LINEAR_K}},
+    {"v_proj", 1, {EL_LINEAR_V}},       {"o_proj", 1, {EL_LINEAR_O}},
+    {"gate_proj", 1, {EL_LINEAR_GATE}}, {"up_proj", 1, {EL_LINEAR_UP}},
+    {"down_proj", 1, {EL_LINEAR_DOWN}},
+    {"qkv_proj", 3, {EL_LINEAR_Q, EL_LINEAR_K, EL_LINEAR_V}},
+    {"gate_up_proj", 2, {EL_LINEAR_GATE, EL_LINEAR_UP}},
 };
 
 typedef struct peft_config {
@@ -166,9 +173,10 @@ static bool pattern_value(const el_json_value *pat, const char *module, double *
     return false;
 }
 
-/* Splits a tensor name into its module ("model.layers.3.mlp.up_proj"), layer, linear and
- * whether it is lora_B. Returns false if it is not a LoRA tensor of a projection. */
-static bool parse_name(const char *name, char *module, size_t cap, int *il, el_linear *which,
+/* Splits a tensor name into its module ("model.layers.3.mlp.up_proj"), layer, the index of its
+ * entry in `modules` and whether it is lora_B. Returns false if it is not a LoRA tensor of a
+ * projection. */
+static bool parse_name(const char *name, char *module, size_t cap, int *il, size_t *kind,
                        bool *is_b) {
     const char *s = name;
     if (!strncmp(s, "base_model.model.", 17)) s += 17;
@@ -189,7 +197,7 @@ static bool parse_name(const char *name, char *module, size_t cap, int *il, el_l
     *il = (int)l;
     for (size_t i = 0; i < sizeof modules / sizeof modules[0]; i++)
         if (!strcmp(last + 1, modules[i].module)) {
-            *which = modules[i].linear;
+            *kind = i;
             return true;
         }
     return false;
@@ -212,12 +220,13 @@ static el_status read_tensors(const el_st_file *f, const el_model *m, const peft
     for (size_t i = 0; i < f->n_tensors; i++) {
         const el_st_tensor *t = &f->tensors[i];
         int il;
-        el_linear w;
+        size_t kind;
         bool is_b;
         el_type type;
-        if (!parse_name(t->name, module, sizeof module, &il, &w, &is_b))
+        if (!parse_name(t->name, module, sizeof module, &il, &kind, &is_b))
             return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' is not a LoRA A/B of a projection "
-                            "(q/k/v/o/gate/up/down_proj) of a block", path, t->name);
+                            "(q/k/v/o/gate/up/down_proj, qkv_proj, gate_up_proj) of a block", path,
+                            t->name);
         if (il >= m->hp.n_layer)
             return el_error(EL_ERR_MISMATCH, "%s: tensor '%s': the model has only %d blocks", path,
                             t->name, m->hp.n_layer);
@@ -226,26 +235,32 @@ static el_status read_tensors(const el_st_file *f, const el_model *m, const peft
         if (!st_type(t->dtype, &type))
             return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s; adapters may be "
                             "F32, F16 or BF16", path, t->name, t->dtype_name);
-        el_adapter_src *s = &src[el_linear_slot(il, w)];
-        if (is_b ? s->b_name != NULL : s->a_name != NULL)
-            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice (under another name)",
-                            path, t->name);
+        const el_linear *which = modules[kind].linears;
+        int n_which = modules[kind].n;
+        for (int k = 0; k < n_which; k++) {
+            const el_adapter_src *s = &src[el_linear_slot(il, which[k])];
+            if (is_b ? s->b_name != NULL : s->a_name != NULL)
+                return el_error(EL_ERR_FORMAT, "%s: tensor '%s' appears twice (under another "
+                                "name)", path, t->name);
+        }
         if (is_b) {
-            s->b_name = t->name;
-            s->b_type = type;
-            s->b_data = t->data;
-            s->b_out = t->shape[0];
-            s->b_rank = t->shape[1];
-            s->b_bytes = t->nbytes;
-            if (llama && w == EL_LINEAR_Q) s->permute_heads = m->hp.n_head;
-            if (llama && w == EL_LINEAR_K) s->permute_heads = m->hp.n_head_kv;
+            el_adapter_src b = {.b_name = t->name, .b_type = type, .b_data = t->data,
+                                .b_out = t->shape[0], .b_rank = t->shape[1],
+                                .b_bytes = t->nbytes};
+            if (llama && which[0] == EL_LINEAR_Q) b.permute_heads = m->hp.n_head;
+            if (llama && which[0] == EL_LINEAR_K) b.permute_heads = m->hp.n_head_kv;
+            el_status st = el_adapter_split_b(m, il, which, n_which, &b, src, path);
+            if (st) return st;
         } else {
-            s->a_name = t->name;
-            s->a_type = type;
-            s->a_data = t->data;
-            s->a_rank = t->shape[0];
-            s->a_in = t->shape[1];
-            s->a_bytes = t->nbytes;
+            for (int k = 0; k < n_which; k++) {
+                el_adapter_src *s = &src[el_linear_slot(il, which[k])];
+                s->a_name = t->name;
+                s->a_type = type;
+                s->a_data = t->data;
+                s->a_rank = t->shape[0];
+                s->a_in = t->shape[1];
+                s->a_bytes = t->nbytes;
+            }
         }
         double r = c->r, alpha = c->alpha;
         pattern_value(c->rank_pattern, module, &r);
@@ -254,7 +269,9 @@ static el_status read_tensors(const el_st_file *f, const el_model *m, const peft
         if (r != (double)rank)
             return el_error(EL_ERR_FORMAT, "%s: tensor '%s' has rank %lld, adapter_config.json "
                             "says r = %g for %s", path, t->name, (long long)rank, r, module);
-        s->scale = (float)(c->rslora ? alpha / sqrt(r) : alpha / r);
+        for (int k = 0; k < n_which; k++)
+            src[el_linear_slot(il, which[k])].scale =
+                (float)(c->rslora ? alpha / sqrt(r) : alpha / r);
     }
     for (int32_t i = 0; i < m->hp.n_layer * EL_N_LINEAR; i++) {
         const el_adapter_src *s = &src[i];

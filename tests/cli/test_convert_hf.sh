@@ -26,6 +26,25 @@ for a in qwen2 llama; do
     [ "$T" -gt 8 ] && [ -z "$bad" ] && pass "perplexity_windows_$a" ||
         fail "perplexity_windows_$a" "$T tokens, add_bos $b:$bad"
 done
+# qwen3 and phi3 as llama.cpp's converter names them: per-head norms; fused attn_qkv and ffn_up,
+# longrope's two factor tensors and its attention factor
+expect_exit convert_hf_qwen3 0 "$EL" convert "$G/qwen3" -o "$TMP/qwen3.gguf" --type q8_0
+expect_exit info_hf_qwen3 0 "$EL" info "$TMP/qwen3.gguf"
+grep -q "blk.1.attn_k_norm.weight: f32 \[16\]" "$TMP/out" && grep -q "qwen3.attention.key_length: u32 = 16" "$TMP/out" \
+    && pass info_hf_qwen3_keys || fail info_hf_qwen3_keys "$(head -c 400 "$TMP/out")"
+expect_exit run_hf_qwen3 0 "$EL" run -m "$TMP/qwen3.gguf" -p "the" -n 4 --temp 0
+expect_exit convert_hf_phi3 0 "$EL" convert "$G/phi3" -o "$TMP/phi3.gguf"
+expect_exit info_hf_phi3 0 "$EL" info "$TMP/phi3.gguf"
+grep -q "blk.0.attn_qkv.weight: f16 \[64, 128\]" "$TMP/out" && grep -q "blk.0.ffn_up.weight: f16 \[64, 192\]" "$TMP/out" &&
+    grep -q "rope_factors_long.weight: f32 \[6\]" "$TMP/out" && grep -q "phi3.rope.scaling.attn_factor" "$TMP/out" &&
+    grep -q "phi3.rope.dimension_count: u32 = 12" "$TMP/out" && ! grep -q "ffn_gate" "$TMP/out" \
+    && pass info_hf_phi3_keys || fail info_hf_phi3_keys "$(head -c 400 "$TMP/out")"
+expect_exit run_hf_phi3 0 "$EL" run -m "$TMP/phi3.gguf" -p "the" -n 4 --temp 0
+mkdir -p "$TMP/phi3bad" && cp "$G"/phi3/* "$TMP/phi3bad/"
+sed -i 's/"long_factor": \[/"long_factor": [ 2.0,/' "$TMP/phi3bad/config.json"
+expect_exit convert_hf_phi3_factors 1 "$EL" convert "$TMP/phi3bad" -o "$TMP/x.gguf"
+grep -q 'phi3bad/config.json: rope_scaling "long_factor" must be a list of 6 numbers' "$TMP/err" \
+    && pass convert_hf_phi3_factors_message || fail convert_hf_phi3_factors_message "$(cat "$TMP/err")"
 expect_exit convert_hf_mistral 0 "$EL" convert "$G/mistral/" -o "$TMP/mistral.gguf" --type q4_0
 expect_exit tokenize_hf_mistral 0 "$EL" tokenize -m "$TMP/mistral.gguf" -p "the"
 # "▁the" is one piece of the tiny SentencePiece vocabulary of make_hf_golden.py: after 259

@@ -5,7 +5,7 @@ cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 
 expect_exit synth_help 0 "$EL" synth --help
 expect_exit synth_list 0 "$EL" synth --list
-[ "$(wc -l < "$TMP/out")" -eq 7 ] && grep -qx "llama-3.2-1b" "$TMP/out" && grep -qx "gemma-3-1b" "$TMP/out" && pass synth_list_shapes || fail synth_list_shapes "$(cat "$TMP/out")"
+[ "$(wc -l < "$TMP/out")" -eq 9 ] && grep -qx "llama-3.2-1b" "$TMP/out" && grep -qx "phi-3.5-mini" "$TMP/out" && grep -qx "gemma-3-1b" "$TMP/out" && pass synth_list_shapes || fail synth_list_shapes "$(cat "$TMP/out")"
 expect_exit synth_stories15m 0 "$EL" synth --shape stories15m --type q8_0 -o "$TMP/s.gguf" --seed 5
 grep -q "weights are random" "$TMP/err" && pass synth_warns || fail synth_warns "$(cat "$TMP/err")"
 expect_exit synth_info 0 "$EL" info "$TMP/s.gguf"

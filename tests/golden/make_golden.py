@@ -2,8 +2,8 @@
 """make_golden.py - golden logits for tests/test_model_golden.c from an independent implementation.
 
 For each configuration below this script
-  1. makes a tiny random llama, qwen2 or gemma3 model; quantized tensors are random *valid block
-     bytes*,
+  1. makes a tiny random llama, qwen2, qwen3, phi3 or gemma3 model; quantized tensors are random
+     *valid block bytes*,
   2. writes it as GGUF with its own minimal writer (no code shared with the C writer),
   3. dequantizes every tensor from those bytes with its own numpy reading of the ggml block
      layouts (so a layout misunderstanding on either side shows up as a mismatch),
@@ -27,10 +27,20 @@ their residuals; GELU (tanh) gating; in sliding-window layers (all but every pat
 sees the positions p - window < j <= p, rotated with rope.freq_base_swa and no scaling; scores
 scaled by 1/sqrt(head_dim); logits soft-capped when final_logit_softcapping is set.
 
+qwen3 and phi3 follow Hugging Face's modeling_qwen3.py / modeling_phi3.py: qwen3 RMS-normalizes
+each Q and K head (weights of head_dim) before RoPE and may have head_dim != dim / heads; phi3
+stores Q, K, V as one attn_qkv matrix (Q rows, then K, then V) and gate and up as one ffn_up of
+2*ff rows (gate first, as Phi3MLP's chunk(2) takes it), and its longrope scaling divides the
+frequencies by rope_factors_short or _long and multiplies cos and sin by an attention factor.
+Which set applies follows llama.cpp: the long one when the context (n_ctx 32 in the C test) is
+larger than rope.scaling.original_context_length; the configurations below use both cases.
+
 Run with /usr/bin/python3 (needs numpy). Deterministic: the same files every time.
 """
+import math
 import os
 import struct
+import zlib
 
 import numpy as np
 
@@ -256,10 +266,16 @@ def make_model(cfg, rng):
     for i in range(L):
         p = "blk.%d." % i
         vector(p + "attn_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
-        matrix(p + "attn_q.weight", d, nh * hd, wt, d ** -0.5)
-        matrix(p + "attn_k.weight", d, nkv * hd, wt, d ** -0.5)
-        matrix(p + "attn_v.weight", d, nkv * hd, wt, d ** -0.5)
+        if cfg["arch"] == "phi3":
+            matrix(p + "attn_qkv.weight", d, (nh + 2 * nkv) * hd, wt, d ** -0.5)
+        else:
+            matrix(p + "attn_q.weight", d, nh * hd, wt, d ** -0.5)
+            matrix(p + "attn_k.weight", d, nkv * hd, wt, d ** -0.5)
+            matrix(p + "attn_v.weight", d, nkv * hd, wt, d ** -0.5)
         matrix(p + "attn_output.weight", nh * hd, d, wt, d ** -0.5)
+        if cfg["arch"] == "qwen3":
+            vector(p + "attn_q_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
+            vector(p + "attn_k_norm.weight", 1.0 + 0.3 * rng.standard_normal(hd))
         if cfg["arch"] == "qwen2":
             vector(p + "attn_q.bias", 0.2 * rng.standard_normal(nh * hd))
             vector(p + "attn_k.bias", 0.2 * rng.standard_normal(nkv * hd))
@@ -270,14 +286,20 @@ def make_model(cfg, rng):
             vector(p + "post_attention_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
             vector(p + "post_ffw_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
         vector(p + "ffn_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
-        matrix(p + "ffn_gate.weight", d, ff, wt, d ** -0.5)
-        matrix(p + "ffn_up.weight", d, ff, wt, d ** -0.5)
+        if cfg["arch"] == "phi3":
+            matrix(p + "ffn_up.weight", d, 2 * ff, wt, d ** -0.5)
+        else:
+            matrix(p + "ffn_gate.weight", d, ff, wt, d ** -0.5)
+            matrix(p + "ffn_up.weight", d, ff, wt, d ** -0.5)
         matrix(p + "ffn_down.weight", ff, d, wt, ff ** -0.5)
     vector("output_norm.weight", 1.0 + 0.1 * rng.standard_normal(d))
     if not cfg["tied"]:
         matrix("output.weight", d, V, cfg.get("out_type", wt), d ** -0.5)
     if cfg.get("rope_freqs"):
         vector("rope_freqs.weight", rng.uniform(1.0, 8.0, cfg.get("n_rot", hd) // 2))
+    if "orig_ctx" in cfg:
+        vector("rope_factors_long.weight", rng.uniform(1.0, 40.0, cfg.get("n_rot", hd) // 2))
+        vector("rope_factors_short.weight", rng.uniform(0.9, 3.0, cfg.get("n_rot", hd) // 2))
     return tensors, W
 
 
@@ -309,7 +331,17 @@ def metadata(cfg, name):
         kv[a + ".rope.freq_base_swa"] = cfg["base_swa"]
     if "softcap" in cfg:
         kv[a + ".final_logit_softcapping"] = cfg["softcap"]
+    if "orig_ctx" in cfg:
+        kv[a + ".context_length"] = cfg["ctx"]
+        kv[a + ".rope.scaling.original_context_length"] = cfg["orig_ctx"]
+        kv[a + ".rope.scaling.attn_factor"] = attn_factor(cfg)
     return kv
+
+
+def attn_factor(cfg):
+    """longrope's magnitude factor as transformers computes it from the two context lengths."""
+    scale = cfg["ctx"] / cfg["orig_ctx"]
+    return math.sqrt(1 + math.log(scale) / math.log(cfg["orig_ctx"])) if scale > 1 else 1.0
 
 
 # ---------------------------------------------------------------- float64 forward
@@ -319,20 +351,21 @@ def rmsnorm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
-def rope(x, pos, cfg, freqs, swa=False):
-    """x: [n, heads, hd]; rotates the first n_rot dims of each head (a sliding-window layer's
-    with base_swa and no scaling)."""
+def rope(x, pos, cfg, freqs, swa=False, mag=1.0):
+    """x: [n, heads, hd]; rotates the first n_rot dims of each head; cos and sin times mag (a
+    sliding-window layer's with base_swa and neither scaling, frequency factors nor mag)."""
     hd = x.shape[2]
     n_rot = cfg.get("n_rot", hd)
     half = n_rot // 2
     base = cfg["base_swa"] if swa else cfg["base"]
     theta = base ** (-2.0 * np.arange(half) / n_rot)
-    if freqs is not None:
+    if freqs is not None and not swa:
         theta = theta / freqs
     ang = (pos[:, None] / (1.0 if swa else cfg.get("linear_scale", 1.0))) * theta[None, :]
-    c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    mag = 1.0 if swa else mag
+    c, s = mag * np.cos(ang)[:, None, :], mag * np.sin(ang)[:, None, :]
     y = x.copy()
-    if cfg["arch"] in ("qwen2", "gemma3"):  # NEOX: pairs (i, i + half)
+    if cfg["arch"] in ("qwen2", "qwen3", "phi3", "gemma3"):  # NEOX: pairs (i, i + half)
         a, b = x[:, :, :half], x[:, :, half:n_rot]
         y[:, :, :half], y[:, :, half:n_rot] = a * c - b * s, a * s + b * c
     else:  # NORM: pairs (2i, 2i + 1)
@@ -343,16 +376,29 @@ def rope(x, pos, cfg, freqs, swa=False):
 
 def round_activations(x, wtype):
     """x rounded per block the way a quantized dot product sees it: d = max|x|/127, q = rint(x/d),
-    clamped to +-127; q8_0 (blocks of 32) stores d as f16, q8_K (blocks of 256) as f32."""
+    clamped to +-127; q8_0 (blocks of 32) stores d as f16, q8_K (blocks of 256) as f32. q8_K
+    follows ggml's quantize_row_q8_K: the scale is -127 / (the block's value of largest
+    magnitude), q = min(127, nearest(x * scale)), d = 1 / scale (the same up to the rounding of
+    the scale, which decides an element sitting near a half step: one such flip moved phi3_q4_k's
+    last logits by 0.11)."""
     block = {"q8_0": 32, "q4_0": 32, "q4_k": 256, "q6_k": 256}.get(wtype)
     if block is None:
         return x
+    if block == 256:
+        b = x.reshape(-1, block).astype(np.float32)
+        big = b[np.arange(len(b)), np.abs(b).argmax(axis=1)]
+        with np.errstate(divide="ignore"):
+            iscale = np.where(big != 0, np.float32(-127.0) / np.where(big != 0, big, 1), 0)
+        iscale = iscale.astype(np.float32)
+        q = np.minimum(127, np.rint(b * iscale[:, None]))
+        d = np.where(iscale != 0, np.float32(1.0) / np.where(iscale != 0, iscale, 1), 0)
+        return (q.astype(np.float64) * d.astype(np.float32).astype(np.float64)[:, None]).reshape(
+            x.shape)
     b = x.reshape(-1, block).astype(np.float32)
     d = (np.abs(b).max(axis=1, keepdims=True) / np.float32(127.0)).astype(np.float32)
     inv = np.where(d > 0, np.float32(1.0) / np.where(d > 0, d, 1), 0).astype(np.float32)
     q = np.clip(np.rint(b * inv), -127, 127)
-    if block == 32:
-        d = d.astype(np.float16)
+    d = d.astype(np.float16)
     return (q.astype(np.float64) * d.astype(np.float64)).reshape(x.shape)
 
 
@@ -372,6 +418,11 @@ def forward(cfg, W, tokens, types=None):
     gemma3 = cfg["arch"] == "gemma3"
     pos = np.arange(n, dtype=np.float64)
     freqs = W.get("rope_freqs.weight")
+    mag = 1.0
+    if "orig_ctx" in cfg:  # longrope: the set the C test's context of TEST_N_CTX cells takes
+        freqs = W["rope_factors_long.weight" if TEST_N_CTX > cfg["orig_ctx"]
+                  else "rope_factors_short.weight"]
+        mag = np.float64(np.float32(attn_factor(cfg)))  # as stored in the file
     x = W["token_embd.weight"][tokens] * (np.sqrt(d) if gemma3 else 1.0)
     mask = np.triu(np.full((n, n), -np.inf), 1)
     # a sliding-window layer also masks the cells window or more positions back
@@ -380,16 +431,19 @@ def forward(cfg, W, tokens, types=None):
         p = "blk.%d." % i
         swa = "window" in cfg and i % cfg["pattern"] < cfg["pattern"] - 1
         h = rmsnorm(x, W[p + "attn_norm.weight"], eps)
-        q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
-        k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
-        v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
-        q, k = q.reshape(n, nh, hd), k.reshape(n, nkv, hd)
-        if gemma3:
+        if p + "attn_qkv.weight" in W:  # phi3: Q rows, K rows, V rows of one product
+            qkv = mm(h, p + "attn_qkv.weight")
+            q, k, v = qkv[:, :nh * hd], qkv[:, nh * hd:(nh + nkv) * hd], qkv[:, (nh + nkv) * hd:]
+        else:
+            q = mm(h, p + "attn_q.weight") + W.get(p + "attn_q.bias", 0.0)
+            k = mm(h, p + "attn_k.weight") + W.get(p + "attn_k.bias", 0.0)
+            v = mm(h, p + "attn_v.weight") + W.get(p + "attn_v.bias", 0.0)
+        q, k, v = q.reshape(n, nh, hd), k.reshape(n, nkv, hd), v.reshape(n, nkv, hd)
+        if p + "attn_q_norm.weight" in W:  # qwen3, gemma3: each head normalized before RoPE
             q = rmsnorm(q, W[p + "attn_q_norm.weight"], eps)
             k = rmsnorm(k, W[p + "attn_k_norm.weight"], eps)
-        q = rope(q, pos, cfg, freqs, swa)
-        k = rope(k, pos, cfg, freqs, swa)
-        v = v.reshape(n, nkv, hd)
+        q = rope(q, pos, cfg, freqs, swa, mag)
+        k = rope(k, pos, cfg, freqs, swa, mag)
         out = np.zeros((n, nh, hd))
         for hh in range(nh):
             kh = hh // (nh // nkv)
@@ -400,8 +454,12 @@ def forward(cfg, W, tokens, types=None):
         o = mm(out.reshape(n, nh * hd), p + "attn_output.weight")
         x = x + (rmsnorm(o, W[p + "post_attention_norm.weight"], eps) if gemma3 else o)
         h = rmsnorm(x, W[p + "ffn_norm.weight"], eps)
-        g = mm(h, p + "ffn_gate.weight")
-        u = mm(h, p + "ffn_up.weight")
+        if cfg["arch"] == "phi3":  # gate_up: the first half gates the second
+            gu = mm(h, p + "ffn_up.weight")
+            g, u = gu[:, :cfg["ff"]], gu[:, cfg["ff"]:]
+        else:
+            g = mm(h, p + "ffn_gate.weight")
+            u = mm(h, p + "ffn_up.weight")
         act = gelu_tanh(g) if gemma3 else g / (1.0 + np.exp(-g))
         f = mm(act * u, p + "ffn_down.weight")
         x = x + (rmsnorm(f, W[p + "post_ffw_norm.weight"], eps) if gemma3 else f)
@@ -450,15 +508,37 @@ CONFIGS = {
                                 linear_scale=8.0, softcap=6.0, seed=2001),
 }
 
+# New architectures, each seeded by its name, so that adding one leaves every other file as it was.
+ARCH_CONFIGS = {
+    # qwen3: per-head Q/K norms, head_dim 32 while dim / heads is 16, GQA, tied, f32
+    "qwen3_f32_headdim": dict(BASE, arch="qwen3", type="f32", dim=64, heads=4, kv_heads=2,
+                              head_dim=32, layers=2, ff=96, tied=True, base=1000000.0, eps=1e-6),
+    # qwen3 in q4_k with a q6_k tied embedding, head_dim 128 against dim / heads 64
+    "qwen3_q4_k": dict(BASE, arch="qwen3", type="q4_k", dim=256, heads=4, kv_heads=2,
+                       head_dim=128, layers=1, ff=256, tied=True, embd_type="q6_k", eps=1e-6),
+    # phi3: fused qkv and gate_up, f16, GQA; original context 16 < the test's 32: long factors
+    "phi3_f16_longrope": dict(BASE, arch="phi3", type="f16", dim=64, heads=4, kv_heads=2,
+                              layers=2, ff=96, ctx=256, orig_ctx=16),
+    # phi3 in q4_k (a q6_k output): views of row ranges of K-quant super-blocks; long factors
+    "phi3_q4_k": dict(BASE, arch="phi3", type="q4_k", dim=256, heads=4, kv_heads=2, layers=1,
+                      ff=256, ctx=4096, orig_ctx=16, out_type="q6_k"),
+    # phi3 in q8_0 with Phi-3.5's context lengths (131072, 4096): short factors, factor 1.19
+    "phi3_q8_0": dict(BASE, arch="phi3", type="q8_0", dim=128, heads=4, kv_heads=4, layers=1,
+                      ff=160, ctx=131072, orig_ctx=4096, eps=1e-5),
+}
+
 N_PROMPT = 7
+TEST_N_CTX = 32  # tests/test_model_golden.c's context
 
 
 def main():
     # the first models' seeds count them in name order; later ones carry their own, so adding
-    # one changes no other file
+    # one changes no other file; the new architectures' are their names' CRC-32
     numbered = sorted(name for name, cfg in CONFIGS.items() if "seed" not in cfg)
-    for name, cfg in sorted(CONFIGS.items()):
-        seed = cfg["seed"] if "seed" in cfg else 1000 + numbered.index(name)
+    runs = [(cfg["seed"] if "seed" in cfg else 1000 + numbered.index(name), name, cfg)
+            for name, cfg in sorted(CONFIGS.items())]
+    runs += [(zlib.crc32(n.encode()), n, c) for n, c in sorted(ARCH_CONFIGS.items())]
+    for seed, name, cfg in runs:
         rng = np.random.default_rng(seed)
         tensors, W = make_model(cfg, rng)
         write_gguf(os.path.join(HERE, name + ".gguf"), metadata(cfg, name), tensors)

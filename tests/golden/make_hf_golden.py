@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """make_hf_golden.py - tiny Hugging Face model folders and their logits, for test_hf_convert.
 
-Writes tests/golden/hf/{llama,qwen2,mistral,gemma3}/ in the Hugging Face layout (config.json,
-model.safetensors, tokenizer.json, tokenizer_config.json) and, beside each, expected_logits.txt:
+Writes tests/golden/hf/{llama,qwen2,mistral,qwen3,phi3,gemma3}/ in the Hugging Face layout
+(config.json, model.safetensors, tokenizer.json, tokenizer_config.json) and, beside each,
+expected_logits.txt:
 the logits of a fixed token sequence at fixed positions computed here in float64 the way
 Hugging Face's modeling code computes them (RoPE by rotate_half on the unpermuted weights,
 inv_freq scaled as transformers' llama3 / linear rope scaling does, GQA by repeating K/V heads,
@@ -14,6 +15,14 @@ the converter's names, permutation and RoPE settings against an independent refe
   qwen2:   Qwen2ForCausalLM, q/k/v biases, tied embeddings, BF16, qwen2 regex
   mistral: MistralForCausalLM, linear rope scaling, "head_dim": null, F16, SentencePiece-style
            tokenizer (byte_fallback, "▁" pieces)
+  qwen3:   Qwen3ForCausalLM (modeling_qwen3.py): q_norm / k_norm RMSNorms of each head before
+           RoPE, head_dim 16 while hidden / heads is 8, GQA, tied, BF16, qwen2 regex
+  phi3:    Phi3ForCausalLM (modeling_phi3.py): fused qkv_proj (Q, K, V rows) and gate_up_proj
+           (gate rows first: Phi3MLP's chunk(2)), partial_rotary_factor 0.75, longrope (the
+           long factors, as transformers picks them when the sequence, up to position 1500, is
+           longer than original_max_position_embeddings 32; edgelora and llama.cpp pick them by
+           a context larger than it, test_hf_convert's 64), cos and sin times the attention
+           factor sqrt(1 + ln(4096 / 32) / ln 32), F16, SentencePiece-style tokenizer
   gemma3:  Gemma3ForCausalLM (model_type gemma3_text), BF16, written from transformers'
            modeling_gemma3.py: RMSNorm times (1 + w), embeddings times sqrt(hidden_size),
            q_norm / k_norm per head before RoPE, post-attention and pre/post-feedforward norms,
@@ -132,8 +141,9 @@ def bytelevel_tokenizer(n_vocab, regex):
     }
 
 
-def spm_tokenizer(n_vocab):
-    """Llama-2 style: <unk> <s> </s>, 256 <0xNN> byte tokens, then pieces made by merges."""
+def spm_tokenizer(n_vocab, extra=()):
+    """Llama-2 style: <unk> <s> </s>, 256 <0xNN> byte tokens, then pieces made by merges, then
+    the special tokens `extra` (Phi-3's <|endoftext|>, which llama.cpp expects in a phi3)."""
     vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
     for b in range(256):
         vocab["<0x%02X>" % b] = len(vocab)
@@ -146,8 +156,11 @@ def spm_tokenizer(n_vocab):
             break
         merges.append(a + " " + b)
         vocab[a + b] = len(vocab)
-    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i, s in enumerate(["<unk>", "<s>", "</s>"])]
+    for t in extra:
+        vocab[t] = len(vocab)
+    added = [{"id": vocab[s], "content": s, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": False, "special": True}
+             for s in ["<unk>", "<s>", "</s>"] + list(extra)]
     return {
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
         "normalizer": {"type": "Sequence", "normalizers": [
@@ -171,13 +184,32 @@ def spm_tokenizer(n_vocab):
 # ------------------------------------------------------------------ the model
 
 
-def inv_freq(cfg):
-    """transformers' rope init: default, linear or llama3."""
+def rotary_dim(cfg):
     hd = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    return int(hd * cfg.get("partial_rotary_factor", 1.0))
+
+
+def attention_scaling(cfg, seq_len):
+    """longrope's factor on cos and sin (_compute_longrope_parameters); 1 for the others."""
+    rs = cfg.get("rope_scaling") or {}
+    if rs.get("rope_type", rs.get("type")) != "longrope":
+        return 1.0
+    factor = cfg["max_position_embeddings"] / cfg["original_max_position_embeddings"]
+    if factor <= 1.0:
+        return 1.0
+    return math.sqrt(1 + math.log(factor) / math.log(cfg["original_max_position_embeddings"]))
+
+
+def inv_freq(cfg, seq_len):
+    """transformers' rope init: default, linear, llama3 or longrope (for a sequence of seq_len)."""
+    hd = rotary_dim(cfg)
     base = cfg.get("rope_theta", 10000.0)
     f = 1.0 / base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
     rs = cfg.get("rope_scaling") or {}
     kind = rs.get("rope_type", rs.get("type"))
+    if kind == "longrope":  # the dynamic update: long factors past the original length
+        long = seq_len > cfg["original_max_position_embeddings"]
+        return f / np.asarray(rs["long_factor" if long else "short_factor"], dtype=np.float64)
     if kind == "linear":
         return f / rs["factor"]
     if kind == "llama3":
@@ -208,23 +240,37 @@ def forward(cfg, W, tokens, positions):
     eps = cfg["rms_norm_eps"]
     T = len(tokens)
     x = W["model.embed_tokens.weight"][tokens]
-    ang = np.outer(np.asarray(positions, dtype=np.float64), inv_freq(cfg))
+    seq_len = max(positions) + 1
+    ang = np.outer(np.asarray(positions, dtype=np.float64), inv_freq(cfg, seq_len))
     emb = np.concatenate([ang, ang], axis=-1)
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    mag = attention_scaling(cfg, seq_len)
+    cos, sin = mag * np.cos(emb)[:, None, :], mag * np.sin(emb)[:, None, :]
+    rd = rotary_dim(cfg)
+
+    def rotary(t):  # apply_rotary_pos_emb: the first rd dims rotated, the rest passed
+        r = t[..., :rd] * cos + rotate_half(t[..., :rd]) * sin
+        return np.concatenate([r, t[..., rd:]], axis=-1)
+
     mask = np.triu(np.full((T, T), -np.inf), 1)
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
         h = rmsnorm(x, W[p + "input_layernorm.weight"], eps)
-        q = h @ W[p + "self_attn.q_proj.weight"].T
-        k = h @ W[p + "self_attn.k_proj.weight"].T
-        v = h @ W[p + "self_attn.v_proj.weight"].T
+        if p + "self_attn.qkv_proj.weight" in W:  # Phi3Attention: Q, K, V slices of one
+            qkv = h @ W[p + "self_attn.qkv_proj.weight"].T
+            q, k, v = qkv[:, :nh * hd], qkv[:, nh * hd:(nh + nkv) * hd], qkv[:, (nh + nkv) * hd:]
+        else:
+            q = h @ W[p + "self_attn.q_proj.weight"].T
+            k = h @ W[p + "self_attn.k_proj.weight"].T
+            v = h @ W[p + "self_attn.v_proj.weight"].T
         if p + "self_attn.q_proj.bias" in W:
             q += W[p + "self_attn.q_proj.bias"]
             k += W[p + "self_attn.k_proj.bias"]
             v += W[p + "self_attn.v_proj.bias"]
         q, k, v = q.reshape(T, nh, hd), k.reshape(T, nkv, hd), v.reshape(T, nkv, hd)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        if p + "self_attn.q_norm.weight" in W:  # Qwen3Attention: per head, before RoPE
+            q = rmsnorm(q, W[p + "self_attn.q_norm.weight"], eps)
+            k = rmsnorm(k, W[p + "self_attn.k_norm.weight"], eps)
+        q, k = rotary(q), rotary(k)
         rep = nh // nkv
         k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
         att = np.einsum("thd,shd->hts", q, k) / math.sqrt(hd) + mask
@@ -233,8 +279,12 @@ def forward(cfg, W, tokens, positions):
         o = np.einsum("hts,shd->thd", att, v).reshape(T, nh * hd)
         x = x + o @ W[p + "self_attn.o_proj.weight"].T
         h = rmsnorm(x, W[p + "post_attention_layernorm.weight"], eps)
-        g = h @ W[p + "mlp.gate_proj.weight"].T
-        u = h @ W[p + "mlp.up_proj.weight"].T
+        if p + "mlp.gate_up_proj.weight" in W:  # Phi3MLP: gate, up = chunk(2)
+            gu = h @ W[p + "mlp.gate_up_proj.weight"].T
+            g, u = gu[:, :gu.shape[1] // 2], gu[:, gu.shape[1] // 2:]
+        else:
+            g = h @ W[p + "mlp.gate_proj.weight"].T
+            u = h @ W[p + "mlp.up_proj.weight"].T
         x = x + (g / (1 + np.exp(-g)) * u) @ W[p + "mlp.down_proj.weight"].T
     x = rmsnorm(x, W["model.norm.weight"], eps)
     out = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
@@ -352,14 +402,24 @@ def make(name, cfg, dtype, tokenizer, tok_cfg, seed):
     shapes = {"model.embed_tokens.weight": (V, d), "model.norm.weight": (d,)}
     if not cfg["tie_word_embeddings"]:
         shapes["lm_head.weight"] = (V, d)
+    fused = cfg["model_type"] == "phi3"
     for l in range(cfg["num_hidden_layers"]):
         p = "model.layers.%d." % l
         shapes.update({
             p + "input_layernorm.weight": (d,), p + "post_attention_layernorm.weight": (d,),
-            p + "self_attn.q_proj.weight": (nh * hd, d), p + "self_attn.k_proj.weight": (nkv * hd, d),
-            p + "self_attn.v_proj.weight": (nkv * hd, d), p + "self_attn.o_proj.weight": (d, nh * hd),
-            p + "mlp.gate_proj.weight": (ff, d), p + "mlp.up_proj.weight": (ff, d),
-            p + "mlp.down_proj.weight": (d, ff)})
+            p + "self_attn.o_proj.weight": (d, nh * hd), p + "mlp.down_proj.weight": (d, ff)})
+        if fused:
+            shapes.update({p + "self_attn.qkv_proj.weight": ((nh + 2 * nkv) * hd, d),
+                           p + "mlp.gate_up_proj.weight": (2 * ff, d)})
+        else:
+            shapes.update({
+                p + "self_attn.q_proj.weight": (nh * hd, d),
+                p + "self_attn.k_proj.weight": (nkv * hd, d),
+                p + "self_attn.v_proj.weight": (nkv * hd, d),
+                p + "mlp.gate_proj.weight": (ff, d), p + "mlp.up_proj.weight": (ff, d)})
+        if cfg["model_type"] == "qwen3":
+            shapes.update({p + "self_attn.q_norm.weight": (hd,),
+                           p + "self_attn.k_norm.weight": (hd,)})
         if name == "qwen2":
             shapes.update({p + "self_attn.q_proj.bias": (nh * hd,),
                            p + "self_attn.k_proj.bias": (nkv * hd,),
@@ -432,6 +492,26 @@ def main():
     make("mistral", mistral, "F16", spm_tokenizer(300),
          {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "add_bos_token": True,
           "add_eos_token": False}, 3)
+
+    qwen3 = base_cfg("Qwen3ForCausalLM", "qwen3")
+    qwen3.update({"tie_word_embeddings": True, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
+                  "head_dim": 16, "attention_bias": False, "max_position_embeddings": 40960,
+                  "torch_dtype": "bfloat16"})
+    make("qwen3", qwen3, "BF16", bytelevel_tokenizer(300, QWEN2_REGEX),
+         {"bos_token": None, "eos_token": "<|end|>", "pad_token": "<|pad|>",
+          "add_bos_token": False}, 4)
+
+    phi3 = base_cfg("Phi3ForCausalLM", "phi3")
+    phi3.update({"hidden_size": 64, "intermediate_size": 96, "partial_rotary_factor": 0.75,
+                 "original_max_position_embeddings": 32, "sliding_window": 2047,
+                 "bos_token_id": 1, "eos_token_id": 2, "attention_bias": False,
+                 "rope_scaling": {"type": "longrope",
+                                  "long_factor": [1.0, 1.5, 3.0, 7.0, 20.0, 60.0],
+                                  "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5]},
+                 "torch_dtype": "float16"})
+    make("phi3", phi3, "F16", spm_tokenizer(300, ("<|endoftext|>", "<|end|>")),
+         {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "add_bos_token": True,
+          "add_eos_token": False}, 5)
 
     gemma = base_cfg("Gemma3ForCausalLM", "gemma3_text")
     n_layer, pattern = 6, 6
