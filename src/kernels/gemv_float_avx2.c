@@ -1,107 +1,44 @@
-/* gemv_float_avx2.c - AVX2 gemvs (decode) and multi-row gemvs (2-3 activation rows) of the
- * float weight types F32, F16 and BF16, every output by float_avx2.h's sequence: the bits its
- * vec_dot and tile give it. */
+/* gemv_float_avx2.c - gemv_float.h's gemvs of F32, F16 and BF16 over float_avx2.h's sequence. */
 #include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include "kernels/float_avx2.h"
-#include "kernels/gemv_drive.h"
 
-typedef struct float_act {
-    const float *a[EL_GEMV_MULTI_MAX];
-    int64_t n;
-} float_act;
-
-/* One accumulator per output, so the company is what hides the FMA latency: always four rows
- * side by side (far apart, as gemv_drive places them), whatever the row length. */
-enum { FLOAT_COMPANY = 4 };
-
-static inline __attribute__((always_inline)) void rows_float(el_float_kind kind, const void *ctx,
-                                                             const char *const row[4],
-                                                             float s[4], int R) {
-    const float_act *fa = ctx;
-    const void *wr[4] = {row[0], R > 1 ? row[1] : NULL, R > 2 ? row[2] : NULL,
-                         R > 3 ? row[3] : NULL};
-    float t[1][4];
-    float_dots_avx2(kind, fa->n, wr, R, fa->a, 1, t);
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) s[r] = t[0][r];
+/* This level's sequence under the name gemv_float.h calls. */
+static inline __attribute__((always_inline)) void float_dots(el_float_kind kind, int64_t n,
+                                                             const void *const w[], int O,
+                                                             const float *const a[], int R,
+                                                             float s[][4]) {
+    float_dots_avx2(kind, n, w, O, a, R, s);
 }
 
-static inline __attribute__((always_inline)) void rows_float_multi(el_float_kind kind,
-                                                                   const void *ctx,
-                                                                   const char *const row[2],
-                                                                   float s[][2], int R, int A) {
-    const float_act *fa = ctx;
-    const void *wr[2] = {row[0], R > 1 ? row[1] : NULL};
-    float t[EL_GEMV_MULTI_MAX][4];
-    float_dots_avx2(kind, fa->n, wr, R, fa->a, A, t);
-    #pragma GCC unroll 3
-    for (int k = 0; k < A; k++)
-        #pragma GCC unroll 2
-        for (int r = 0; r < R; r++) s[k][r] = t[k][r];
-}
+#include "kernels/gemv_float.h"
 
-static void rows_f32(const void *ctx, const char *const row[4], float s[4], int R) {
-    rows_float(EL_FLOAT_F32, ctx, row, s, R);
-}
-static void rows_f16(const void *ctx, const char *const row[4], float s[4], int R) {
-    rows_float(EL_FLOAT_F16, ctx, row, s, R);
-}
-static void rows_bf16(const void *ctx, const char *const row[4], float s[4], int R) {
-    rows_float(EL_FLOAT_BF16, ctx, row, s, R);
-}
-static void rows_f32_multi(const void *ctx, const char *const row[2], float s[][2], int R, int A) {
-    rows_float_multi(EL_FLOAT_F32, ctx, row, s, R, A);
-}
-static void rows_f16_multi(const void *ctx, const char *const row[2], float s[][2], int R, int A) {
-    rows_float_multi(EL_FLOAT_F16, ctx, row, s, R, A);
-}
-static void rows_bf16_multi(const void *ctx, const char *const row[2], float s[][2], int R,
-                            int A) {
-    rows_float_multi(EL_FLOAT_BF16, ctx, row, s, R, A);
-}
+/* This level's names (avx2.h) for the header's kernels: aliases, the code as it is. */
 
 void el_gemv_f32_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                      const void *a) {
-    float_act fa = {{a}, n};
-    gemv_drive(n_rows, FLOAT_COMPANY, w, w_stride, y, false, rows_f32, &fa);
-}
+                      const void *a)
+    __attribute__((alias("gemv_f32")));
 
 void el_gemv_f16_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                      const void *a) {
-    float_act fa = {{a}, n};
-    gemv_drive(n_rows, FLOAT_COMPANY, w, w_stride, y, false, rows_f16, &fa);
-}
+                      const void *a)
+    __attribute__((alias("gemv_f16")));
 
 void el_gemv_bf16_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                       const void *a) {
-    float_act fa = {{a}, n};
-    gemv_drive(n_rows, FLOAT_COMPANY, w, w_stride, y, false, rows_bf16, &fa);
-}
-
-static float_act acts(int64_t n, const void *a, size_t a_stride) {
-    const char *c = a;
-    return (float_act){{a, (const float *)(c + a_stride), (const float *)(c + 2 * a_stride)}, n};
-}
+                       const void *a)
+    __attribute__((alias("gemv_bf16")));
 
 void el_gemv_f32_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
-    float_act fa = acts(n, a, a_stride);
-    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_f32_multi, &fa);
-}
+                            const void *w, size_t w_stride, const void *a, size_t a_stride)
+    __attribute__((alias("gemv_f32_multi")));
 
 void el_gemv_f16_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
-    float_act fa = acts(n, a, a_stride);
-    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_f16_multi, &fa);
-}
+                            const void *w, size_t w_stride, const void *a, size_t a_stride)
+    __attribute__((alias("gemv_f16_multi")));
 
 void el_gemv_bf16_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                             const void *w, size_t w_stride, const void *a, size_t a_stride) {
-    float_act fa = acts(n, a, a_stride);
-    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_bf16_multi, &fa);
-}
+                             const void *w, size_t w_stride, const void *a, size_t a_stride)
+    __attribute__((alias("gemv_bf16_multi")));
 
 #endif
