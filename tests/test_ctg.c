@@ -16,19 +16,6 @@ enum { MAXV = 8, MAXT = 320, MAXP = 64 };
 
 /* ------------------------------------------------------------------ models and prompts */
 
-static el_model *load_stories(void) {
-    const char *bin = test_data_path("models/stories260K.bin");
-    char binp[1024];
-    if (!bin) return NULL;
-    snprintf(binp, sizeof binp, "%s", bin);
-    const char *tok = test_data_path("models/tok512.bin");
-    if (!tok) return NULL;
-    el_model_params p = el_model_default_params();
-    p.tokenizer_path = tok;
-    el_model *m;
-    return el_model_load(binp, &p, &m) == EL_OK ? m : NULL;
-}
-
 static el_model *load_tiny_gguf(void) {
     const char *path = test_data_path("models/llama-2-tiny-random.gguf");
     el_model *m;
@@ -213,7 +200,7 @@ static int run_and_compare(el_model *m, const char *text, int32_t k, el_variant_
 /* ------------------------------------------------------------------ tests */
 
 static int test_greedy_top_first_tokens(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     el_variant_params vp[MAXV];
     for (int i = 0; i < MAXV; i++) {
@@ -243,7 +230,7 @@ static int test_greedy_top_first_tokens(void) {
 }
 
 static int test_seeded_sampling(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     el_variant_params vp[4];
     for (int i = 0; i < 4; i++) {
@@ -259,7 +246,7 @@ static int test_seeded_sampling(void) {
 }
 
 static int test_k1_is_plain_run(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt);
     el_variant_params vp = el_variant_default_params();
@@ -307,7 +294,7 @@ static int test_tiny_gguf(void) {
 
 /* Forced tokens are taken first, masked variants choose next, free ones last. */
 static int test_forced_and_masked(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt), top[3];
     CHECK(top_tokens(m, prompt, np, 3, top));
@@ -363,7 +350,7 @@ static int eos_seed(el_model *m, const int32_t *prompt, int32_t np, int32_t firs
 }
 
 static int test_mixed_stops(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt), top[4];
     CHECK(top_tokens(m, prompt, np, 4, top));
@@ -447,7 +434,7 @@ static int test_mixed_stops(void) {
 
 /* More variants than distinct first tokens: a clear error and nothing left in the context. */
 static int test_too_many_variants(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt);
     el_variant_params vp[4];
@@ -498,7 +485,7 @@ static int test_too_many_variants(void) {
 
 /* The rows of a group inside the caller's own batch, after rows of another sequence. */
 static int test_external_batch(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt);
     el_variant_params vp[3];
@@ -571,7 +558,7 @@ static int write_adapter(const char *path, uint64_t seed) {
 /* Each variant binds its own adapter (or none); each equals the reference with that adapter,
  * and the adapters do change the text. */
 static int test_adapter_per_variant(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     char pa[512], pb[512];
     snprintf(pa, sizeof pa, "%s/style_a.gguf", test_tmp_dir());

@@ -19,23 +19,6 @@
 
 enum { MAX_TOK = 512 };
 
-static el_model *load_stories(void) {
-    const char *bin = test_data_path("models/stories260K.bin");
-    if (!bin)
-        return NULL;
-    char bin_path[1024];
-    snprintf(bin_path, sizeof bin_path, "%s", bin);
-    const char *tok = test_data_path("models/tok512.bin");
-    if (!tok)
-        return NULL;
-    el_model_params p = el_model_default_params();
-    p.tokenizer_path = tok;
-    el_model *m = NULL;
-    if (el_model_load(bin_path, &p, &m) != EL_OK)
-        fprintf(stderr, "load: %s\n", el_last_error());
-    return m;
-}
-
 /* A context with a KV cache of kv_type: float32 where a float reference is reproduced to the
  * last token, else the default fp16 (runs compared with runs of the same cache type). */
 static el_context *new_context_kv(el_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_seq,
@@ -158,7 +141,7 @@ static el_model *load_stories_gguf(void) {
 }
 
 static int check_runc(const char *prompt, int steps, const char *ref_name, int gguf) {
-    el_model *m = gguf ? load_stories_gguf() : load_stories();
+    el_model *m = gguf ? load_stories_gguf() : test_load_stories();
     if (!m)
         return test_skip("../shared/data/models/stories260K.bin or tok512.bin is absent");
     const char *ref_path = test_data_path(ref_name);
@@ -216,7 +199,7 @@ static int greedy_alone(el_model *m, const int32_t *prompt, int32_t n_prompt, in
 }
 
 static int test_three_sequences_in_one_batch(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     const char *prompts[3] = {"Once upon a time", "The cat sat", "Lily and Tom went to the"};
@@ -264,7 +247,7 @@ static int test_three_sequences_in_one_batch(void) {
 /* A prompt decoded once on seq 0 and shared with seq 1; the two continue differently in the
  * same batches and match two separate runs of prompt + continuation. */
 static int test_shared_prompt(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     int32_t prompt[MAX_TOK];
@@ -316,7 +299,7 @@ static int test_shared_prompt(void) {
  * there gives what a fresh run of those tokens gives, even when freed cells elsewhere are reused
  * out of position order. */
 static int test_remove_and_redecode(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     int32_t toks[MAX_TOK];
@@ -358,7 +341,7 @@ static int test_remove_and_redecode(void) {
 
 /* Logits of each row of a linear run prompt + path, compared with the tree rows. */
 static int test_tree_batch(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     int32_t prompt[MAX_TOK];
@@ -906,7 +889,7 @@ static int test_optional_hparams(void) {
 }
 
 static int test_model_info(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     el_model_info i;
@@ -927,7 +910,7 @@ static int test_model_info(void) {
 /* The KV cache's element type: fp16 by default, float32 on request (twice the bytes a cell
  * holds), anything else refused with a message naming the field. */
 static int test_kv_type(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m)
         return test_skip("stories260K is absent");
     el_context_params cp = el_context_default_params();

@@ -14,19 +14,6 @@
 
 enum { MAXP = 64, MAXT = 200, N_BATCH = 64 };
 
-static el_model *load_stories(void) {
-    const char *bin = test_data_path("models/stories260K.bin");
-    char binp[1024];
-    if (!bin) return NULL;
-    snprintf(binp, sizeof binp, "%s", bin);
-    const char *tok = test_data_path("models/tok512.bin");
-    if (!tok) return NULL;
-    el_model_params p = el_model_default_params();
-    p.tokenizer_path = tok;
-    el_model *m;
-    return el_model_load(binp, &p, &m) == EL_OK ? m : NULL;
-}
-
 static int32_t tokenize(el_model *m, const char *text, int32_t *out) {
     size_t n = 0;
     if (el_tokenize(m, text, strlen(text), true, false, out, MAXP, &n) != EL_OK) return -1;
@@ -145,7 +132,7 @@ static el_spec_params tree(int32_t depth, const int32_t *width) {
  * and the generated tokens but the last (pending) one; some candidates are accepted (the walk is
  * exercised). */
 static int test_greedy_identical(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     static const char *prompts[] = {"Once upon a time", "The cat sat", "Lily and Ben went to the"};
     static const int32_t w1[] = {1}, w421[] = {4, 2, 1}, w333[] = {3, 3, 3}, w8[] = {8, 1};
@@ -181,7 +168,7 @@ static int test_greedy_identical(void) {
  * adapter-free tree; and over many seeds the distribution of a later token matches plain
  * sampling's (chi-square on independent seeds). */
 static int test_sampling(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     static const int32_t w[] = {4, 2, 1};
     el_spec_params tp = tree(3, w);
@@ -261,7 +248,7 @@ static int write_adapter(const char *path, uint64_t seed) {
 /* With an adapter bound, the tokens are plain decoding's with that adapter (which differ from
  * the base's). */
 static int test_with_adapter(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     char path[512];
     snprintf(path, sizeof path, "%s/style.gguf", test_tmp_dir());
@@ -288,7 +275,7 @@ static int test_with_adapter(void) {
 /* Two sequences in one batch, each with its own tree (and the second with an adapter), through
  * el_spec_next_rows / el_spec_accept: each gives its plain run's tokens. */
 static int test_two_sequences(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     char path[512];
     snprintf(path, sizeof path, "%s/two.gguf", test_tmp_dir());
@@ -352,7 +339,7 @@ static int test_two_sequences(void) {
 
 /* el_kv_remove_rows frees exactly the rows named, and only right after the decode. */
 static int test_remove_rows(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     el_context *ctx = new_ctx(m, 32);
     int32_t tok[4] = {1, 2, 3, 4}, pos[4] = {0, 1, 1, 2}, seq[4] = {0}, par[4] = {-1, 0, 0, 1};
@@ -393,7 +380,7 @@ static int write_forecast(const char *path, const el_model *m, uint64_t fp, int3
 }
 
 static int test_forecast_files(void) {
-    el_model *m = load_stories();
+    el_model *m = test_load_stories();
     if (!m) return test_skip("stories260K is absent");
     char path[512];
     snprintf(path, sizeof path, "%s/f.gguf", test_tmp_dir());

@@ -164,3 +164,20 @@ double test_max_rel_err(const float *a, const float *b, size_t n) {
     }
     return maxd / maxb;
 }
+
+el_model *test_load_stories(void) {
+    const char *bin = test_data_path("models/stories260K.bin");
+    if (!bin)
+        return NULL;
+    char bin_path[1024]; /* test_data_path's storage is reused by the next call */
+    snprintf(bin_path, sizeof bin_path, "%s", bin);
+    const char *tok = test_data_path("models/tok512.bin");
+    if (!tok)
+        return NULL;
+    el_model_params p = el_model_default_params();
+    p.tokenizer_path = tok;
+    el_model *m = NULL;
+    if (el_model_load(bin_path, &p, &m) != EL_OK)
+        fprintf(stderr, "load: %s\n", el_last_error());
+    return m;
+}

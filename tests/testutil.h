@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edgelora.h"
+
 enum { TEST_PASS = 0, TEST_FAIL = 1, TEST_SKIP = 2 };
 
 void run_test(const char *name, int (*fn)(void));
@@ -54,6 +56,10 @@ bool test_vectors_open(const char *name, test_vectors *tv);
  * false at the end, or if the files disagree (then tv->cur is not NULL). */
 bool test_vectors_next(test_vectors *tv, const char **text, size_t *len);
 void test_vectors_close(test_vectors *tv);
+
+/* stories260K (models/stories260K.bin with tok512.bin) loaded, or NULL if the files are absent
+ * (or do not load: the message is printed). */
+el_model *test_load_stories(void);
 
 /* A fresh temporary directory for this test program (removed at exit). */
 const char *test_tmp_dir(void);
