@@ -4,9 +4,9 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "train/svg.h"
@@ -24,12 +24,6 @@ el_status el_train_threads(int32_t n, el_threadpool **tp) {
     if (st == EL_OK)
         openblas_set_num_threads(el_threadpool_size(*tp));
     return st;
-}
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Mean loss over the first eval_batches micro-batches of the held-out data (always the same
@@ -86,7 +80,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
     float *mask = malloc(n * sizeof *mask);
     if (!tok || !tgt || !mask)
         st = el_error(EL_ERR_NOMEM, "out of memory for a batch of %zu tokens", n);
-    double t0 = now_s();
+    double t0 = el_now_seconds();
     int64_t first = t->step;
     while (st == EL_OK && t->step < p->n_steps) {
         for (int32_t a = 0; a < t->hp.accum; a++)
@@ -103,7 +97,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
             if ((st = el_history_add(&hist, true, (float)t->step, pr.eval_loss)))
                 break;
         }
-        pr.elapsed_s = now_s() - t0;
+        pr.elapsed_s = el_now_seconds() - t0;
         pr.tokens_per_s = pr.elapsed_s > 0 ? (double)(t->step - first) * (double)n / pr.elapsed_s
                                            : 0.0;
         bool go_on = p->progress ? p->progress(p->user, &pr) : true;
