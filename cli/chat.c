@@ -57,6 +57,7 @@ typedef struct chat_opts {
     cli_model_opts mo;
     cli_sampling_opts sampling;
     cli_lora_opts lora;
+    cli_spec_opts spec;
     const char *lora_dir, *tmpl, *system;
     const char *stops[CLI_MAX_STOPS];
     int n_stops;
@@ -71,10 +72,12 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         if (r == 0) r = cli_kv_opt("chat", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_sampling_opt("chat", &o->sampling, argc, argv, &i);
         if (r == 0) r = cli_lora_opt("chat", &o->lora, argc, argv, &i);
+        if (r == 0) r = cli_spec_opt("chat", &o->spec, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
+            fputs(cli_spec_help, stdout);
             fputs(cli_sampling_help, stdout);
             return -1;
         } else if (!strcmp(a, "--lora-dir")) {
@@ -234,7 +237,12 @@ static int converse(const chat_opts *o, chat_session *s, chat_adapters *ad) {
         fflush(stdout);
         if (!strcmp(t.finish, "interrupted"))
             fprintf(stderr, "edgelora chat: reply interrupted\n");
-        if (o->verbose)
+        if (o->verbose && t.n_steps > 0)
+            fprintf(stderr, "edgelora chat: %d tokens of conversation, %d from the cache, %d "
+                            "decoded; %d generated (%s) in %d speculative steps\n",
+                    t.n_total, t.n_reused, t.n_total - t.n_reused, t.n_gen, t.finish,
+                    t.n_steps);
+        else if (o->verbose)
             fprintf(stderr, "edgelora chat: %d tokens of conversation, %d from the cache, %d "
                             "decoded; %d generated (%s)\n",
                     t.n_total, t.n_reused, t.n_total - t.n_reused, t.n_gen, t.finish);
@@ -244,8 +252,8 @@ static int converse(const chat_opts *o, chat_session *s, chat_adapters *ad) {
     return rc;
 }
 
-/* The model, its context and adapters ready; then the conversation. */
-static int chat(const chat_opts *o, el_model *m, chat_adapters *ad) {
+/* The model, its context, adapters and forecast set ready; then the conversation. */
+static int chat(const chat_opts *o, el_model *m, chat_adapters *ad, const el_forecast *forecast) {
     el_model_info info;
     el_model_get_info(m, &info);
     long n_ctx = o->mo.ctx ? o->mo.ctx : info.n_ctx_train > 0 ? info.n_ctx_train : 4096;
@@ -254,12 +262,15 @@ static int chat(const chat_opts *o, el_model *m, chat_adapters *ad) {
     cp.n_ctx = (int32_t)n_ctx;
     cp.n_batch = (int32_t)(o->n_batch ? o->n_batch : 512);
     if (cp.n_batch > n_ctx) cp.n_batch = (int32_t)n_ctx;
+    int32_t spec_rows = forecast ? el_spec_max_rows(forecast, &o->spec.params) : 0;
+    if (cp.n_batch < spec_rows) cp.n_batch = spec_rows;
     cp.n_seq_max = 1;
     cp.n_threads = (int32_t)o->mo.threads;
     cp.kv_type = o->mo.kv_type;
     chat_settings set = {.tmpl = o->tmpl, .system = o->system, .sp = o->sampling.sp,
                          .n_predict = o->n_predict, .stops = o->stops, .n_stops = o->n_stops,
-                         .ignore_eos = o->ignore_eos};
+                         .ignore_eos = o->ignore_eos, .forecast = forecast,
+                         .spec = o->spec.params};
     el_context *ctx = NULL;
     chat_session *s = NULL;
     el_status st;
@@ -304,7 +315,10 @@ int cmd_chat(int argc, char **argv) {
         for (int i = 0; i < ad.n_given && at < sizeof ad.bound; i++)
             at += (size_t)snprintf(ad.bound + at, sizeof ad.bound - at, i ? ", %s" : "%s",
                                    given_name(&ad, i));
-        rc = chat(&o, m, &ad);
+        el_forecast *forecast = NULL;
+        rc = cli_spec_load("chat", &o.spec, m, cli_model_path("chat", o.mo.model), &forecast);
+        if (rc == CLI_OK) rc = chat(&o, m, &ad, forecast);
+        el_forecast_free(forecast);
     }
     for (int i = 0; i < ad.n_given; i++) el_adapter_free(ad.given[i].adapter);
     if (ad.dir.dir) cli_lora_dir_free(&ad.dir);

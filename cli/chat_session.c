@@ -14,6 +14,7 @@ struct chat_session {
     size_t n_msgs, cap_msgs;
     int32_t *cached;       /* [n_ctx]: the tokens in the cache, at positions 0 .. n_cached-1 */
     int32_t n_cached;
+    bool spec_refused;     /* the forecast set does not serve the bound adapters (said once) */
 };
 
 static bool push(chat_session *s, const char *role, const char *content, size_t len) {
@@ -92,7 +93,7 @@ void chat_session_reset(chat_session *s) {
 
 el_status chat_session_bind(chat_session *s, const el_binding *bind, int32_t n) {
     el_status st = el_context_bind(s->ctx, 0, bind, n);
-    if (st == EL_OK) forget_cache(s);
+    if (st == EL_OK) forget_cache(s), s->spec_refused = false;
     return st;
 }
 
@@ -145,15 +146,17 @@ static chat_result fit_conversation(chat_session *s, int32_t **tokens, size_t *n
 }
 
 /* Makes the cache hold target[0..n): keeps the longest common prefix with what it holds and
- * decodes the rest (at least the last token, whose logits the reply starts from). Returns the
+ * decodes the rest (at least the last token, whose logits the reply starts from), or leaves the
+ * rest to speculative decoding (el_spec_start decodes it) when `decode` is false. Returns the
  * row of the last token's logits, or -1 after printing an error (the cache is then empty). */
-static int32_t sync_cache(chat_session *s, const int32_t *target, int32_t n, int32_t *reused) {
+static int32_t sync_cache(chat_session *s, const int32_t *target, int32_t n, bool decode,
+                          int32_t *reused) {
     int32_t p = 0;
     while (p < s->n_cached && p < n && s->cached[p] == target[p]) p++;
     if (p == n) p--;
     el_status st = p < s->n_cached ? el_kv_seq_remove(s->ctx, 0, p, -1) : EL_OK;
     s->n_cached = p;
-    if (st == EL_OK) st = cli_decode_tokens(s->ctx, target + p, n - p, p, s->n_batch);
+    if (st == EL_OK && decode) st = cli_decode_tokens(s->ctx, target + p, n - p, p, s->n_batch);
     if (st != EL_OK) {
         forget_cache(s);
         cli_fail("chat", st);
@@ -188,51 +191,76 @@ static el_status show_new_text(const chat_session *s, reply *r, bool final, chat
     return EL_OK;
 }
 
-/* Samples the reply from the logits of row `row` on, feeding each token back; false after
- * printing an error. */
-static bool generate(chat_session *s, int32_t row, const int32_t *prompt, int32_t n_prompt,
-                          reply *r, chat_text_fn on_text, void *user,
-                          const volatile sig_atomic_t *interrupted, const char **finish) {
+/* The speculation of this turn's reply, or NULL: decode plainly (no forecast set, or one made
+ * for other adapters than those bound, which is said once). */
+static el_spec *start_speculation(chat_session *s, el_sampler *smp) {
+    if (!s->set.forecast || s->spec_refused) return NULL;
+    el_spec_params p = s->set.spec;
+    p.seq_id = 0;
+    el_spec *spec;
+    if (el_spec_create(s->ctx, s->set.forecast, smp, &p, &spec) == EL_OK) return spec;
+    fprintf(stderr, "edgelora chat: %s; replies decode plainly\n", el_last_error());
+    s->spec_refused = true;
+    return NULL;
+}
+
+/* Samples the reply: plainly from the logits of row `row` on, feeding each token back, or in
+ * speculative steps (several tokens a forward pass, the same tokens), which decode the prompt's
+ * rest first. The reply's tokens are kept in r->tokens; a step may give more than the reply
+ * takes (after a stop string), and those are in the cache too. false after printing an error. */
+static bool generate(chat_session *s, el_sampler *smp, el_spec *spec, int32_t row,
+                     const int32_t *prompt, int32_t n_prompt, reply *r, chat_text_fn on_text,
+                     void *user, const volatile sig_atomic_t *interrupted, chat_turn *out) {
     int32_t limit = s->n_ctx - n_prompt;
     if (s->set.n_predict >= 0 && s->set.n_predict < limit) limit = (int32_t)s->set.n_predict;
     if (!(r->tokens = malloc((size_t)(limit > 0 ? limit : 1) * sizeof *r->tokens))) {
         cli_error("chat", "out of memory");
         return false;
     }
-    el_sampler *smp;
-    el_status st = el_sampler_create(&s->set.sp, s->n_vocab, &smp);
-    if (st != EL_OK) {
-        cli_fail("chat", st);
-        return false;
-    }
-    for (int32_t i = 0; i < n_prompt; i++) el_sampler_accept(smp, prompt[i]);
-    *finish = "length";
+    el_status st = EL_OK;
+    int32_t produced = 0; /* speculation: tokens its steps gave, r->n of them taken */
+    out->finish = "length";
     while (r->n < limit) {
         if (*interrupted) {
-            *finish = "interrupted";
+            out->finish = "interrupted";
             break;
         }
         int32_t tok;
-        if ((st = el_sampler_sample(smp, el_get_logits(s->ctx, row), &tok)) != EL_OK) break;
-        if (!s->set.ignore_eos && el_token_is_eog(s->model, tok)) {
-            *finish = "eos";
+        if (spec && r->n == produced) {
+            int32_t k = 1;
+            st = produced == 0 ? el_spec_start(spec, prompt, n_prompt, r->tokens)
+                               : el_spec_step(spec, r->tokens + produced, limit - produced, &k);
+            if (st != EL_OK) break;
+            produced += k;
+            out->n_steps++;
+        }
+        if (spec) {
+            tok = r->tokens[r->n];
+        } else if ((st = el_sampler_sample(smp, el_get_logits(s->ctx, row), &tok)) != EL_OK) {
             break;
         }
-        el_sampler_accept(smp, tok);
+        if (!s->set.ignore_eos && el_token_is_eog(s->model, tok)) {
+            out->finish = "eos";
+            break;
+        }
+        if (!spec) el_sampler_accept(smp, tok);
         r->tokens[r->n++] = tok;
         if ((st = show_new_text(s, r, false, on_text, user)) != EL_OK) break;
         if (r->shown.stopped) {
-            *finish = "stop";
+            out->finish = "stop";
             break;
         }
-        if (r->n == limit) break;
+        if (r->n == limit || spec) continue;
         int32_t pos = n_prompt + r->n - 1;
         if ((st = cli_decode_tokens(s->ctx, &tok, 1, pos, 1)) != EL_OK) break;
         s->cached[s->n_cached++] = tok;
         row = 0;
     }
+    if (spec && produced > 1) { /* the cache holds what the steps gave but the pending last */
+        memcpy(s->cached + s->n_cached, r->tokens, (size_t)(produced - 1) * sizeof *r->tokens);
+        s->n_cached += produced - 1;
+    }
     if (st == EL_OK && !r->shown.stopped) st = show_new_text(s, r, true, on_text, user);
-    el_sampler_free(smp);
     if (st != EL_OK) cli_fail("chat", st);
     return st == EL_OK;
 }
@@ -259,10 +287,22 @@ chat_result chat_session_turn(chat_session *s, const char *message, chat_text_fn
         fprintf(stderr, "edgelora chat: the conversation passed the context of %d tokens: "
                         "dropped the oldest %d turn%s and decode what remains again\n",
                 s->n_ctx, out->n_dropped, out->n_dropped > 1 ? "s" : "");
-    int32_t row = sync_cache(s, target, (int32_t)n_target, &out->n_reused);
+    el_sampler *smp;
+    el_status st = el_sampler_create(&s->set.sp, s->n_vocab, &smp);
+    if (st != EL_OK) {
+        free(target);
+        remove_msgs(s, s->n_msgs - 1, s->n_msgs);
+        cli_fail("chat", st);
+        return CHAT_FAILED;
+    }
+    for (size_t i = 0; i < n_target; i++) el_sampler_accept(smp, target[i]);
+    el_spec *spec = start_speculation(s, smp);
+    int32_t row = sync_cache(s, target, (int32_t)n_target, !spec, &out->n_reused);
     reply r = {0};
-    bool ok = row >= 0 && generate(s, row, target, (int32_t)n_target, &r, on_text, user,
-                                   interrupted, &out->finish);
+    bool ok = row >= 0 && generate(s, smp, spec, row, target, (int32_t)n_target, &r, on_text,
+                                   user, interrupted, out);
+    el_spec_free(spec);
+    el_sampler_free(smp);
     free(target);
     out->n_gen = r.n;
     if (!ok) {

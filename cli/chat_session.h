@@ -23,12 +23,17 @@ typedef struct chat_settings {
     const char *const *stops;     /* stop strings */
     int n_stops;
     bool ignore_eos;
+    const el_forecast *forecast;  /* replies decode speculatively with it, or NULL: plainly */
+    el_spec_params spec;          /* the tree (seq_id ignored) */
 } chat_settings;
 
 typedef struct chat_session chat_session;
 
 /* Takes a context of n_ctx cells, for one sequence, empty, its adapters bound; n_batch is the
- * context's. */
+ * context's (at least el_spec_max_rows with a forecast set). With a forecast set the reply's
+ * tokens are those of plain decoding (speculative decoding changes only how many come out of
+ * one forward pass); a set made for other adapters than those bound is not used (said once on
+ * stderr). */
 el_status chat_session_create(el_model *m, el_context *ctx, int32_t n_ctx, int32_t n_batch,
                               const chat_settings *set, chat_session **out);
 void chat_session_free(chat_session *s);
@@ -42,6 +47,7 @@ typedef struct chat_turn {
     int32_t n_reused;   /* of them, already in the cache */
     int32_t n_dropped;  /* turns dropped (oldest first) so the conversation fits the context */
     int32_t n_gen;      /* tokens generated */
+    int32_t n_steps;    /* speculative steps that generated them (0: decoded plainly) */
     const char *finish; /* "eos", "stop", "length" or "interrupted" */
 } chat_turn;
 

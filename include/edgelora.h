@@ -431,14 +431,17 @@ typedef struct el_spec_params {
 
 typedef struct el_spec el_spec;
 
-/* ctx needs n_batch >= the largest step (el_spec_max_rows) and the sequence empty. */
+/* ctx needs n_batch >= the largest step (el_spec_max_rows). */
 el_status el_spec_create(el_context *ctx, const el_forecast *forecast, el_sampler *sampler,
                          const el_spec_params *params, el_spec **out);
 void el_spec_free(el_spec *s);
 /* Rows the largest step of these params needs: (1 + candidates) * (1 + n_slots). */
 int32_t el_spec_max_rows(const el_forecast *forecast, const el_spec_params *params);
 /* Decodes the prompt (n >= 1 tokens) and samples the first token into *first. The caller has
- * given the prompt to the sampler (el_sampler_accept) if it wants penalties over it. */
+ * given the prompt to the sampler (el_sampler_accept) if it wants penalties over it. If the
+ * sequence's cache holds the prompt's first k < n tokens already (positions 0..k-1, as a
+ * conversation's earlier turns), only the rest is decoded; on an error, the cache is left as it
+ * was given. */
 el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *first);
 /* One step: writes the next 1..cap tokens to tokens[], their count to *n (fewer than a tree
  * allowed when cap is reached or an end-of-generation token comes: it is the last). */

@@ -79,10 +79,14 @@ typedef struct spec_out {
     int32_t cells;      /* KV cells the sequence holds at the end */
 } spec_out;
 
-static int spec_run(el_model *m, const el_forecast *f, const el_spec_params *sp_tree,
-                    const int32_t *prompt, int32_t np, uint64_t seed, el_adapter *ad, int32_t n,
-                    int32_t *out, spec_out *res) {
-    el_context *ctx = new_ctx(m, np + n + N_BATCH + 1);
+/* Speculative decoding of the prompt, whose first `cached` tokens are decoded plainly into the
+ * cache before the speculation starts (as a conversation's earlier turns are), in a context of
+ * n_ctx cells (0: room for every step's tree). */
+static int spec_run_cached(el_model *m, const el_forecast *f, const el_spec_params *sp_tree,
+                           const int32_t *prompt, int32_t np, int32_t cached, int32_t n_ctx,
+                           uint64_t seed, el_adapter *ad, int32_t n, int32_t *out,
+                           spec_out *res) {
+    el_context *ctx = new_ctx(m, n_ctx ? n_ctx : np + n + N_BATCH + 1);
     el_sampler *smp = NULL;
     el_sampler_params sp = sampling(seed);
     el_model_info info;
@@ -90,8 +94,11 @@ static int spec_run(el_model *m, const el_forecast *f, const el_spec_params *sp_
     if (!ctx || el_sampler_create(&sp, info.n_vocab, &smp) != EL_OK) return 0;
     el_binding b = {ad, 1.0f};
     el_spec *s = NULL;
-    int32_t got = 0, first;
+    int32_t got = 0, first, pos[MAXP], seq[MAXP] = {0};
+    for (int32_t i = 0; i < cached; i++) pos[i] = i;
+    el_batch pre = {.n_rows = cached, .token = prompt, .pos = pos, .seq_id = seq};
     bool ok = (!ad || el_context_bind(ctx, 0, &b, 1) == EL_OK) &&
+              (cached == 0 || el_decode(ctx, &pre) == EL_OK) &&
               el_spec_create(ctx, f, smp, sp_tree, &s) == EL_OK &&
               el_spec_start(s, prompt, np, &first) == EL_OK;
     if (ok) out[got++] = first;
@@ -107,6 +114,12 @@ static int spec_run(el_model *m, const el_forecast *f, const el_spec_params *sp_
     el_sampler_free(smp);
     el_context_free(ctx);
     return ok;
+}
+
+static int spec_run(el_model *m, const el_forecast *f, const el_spec_params *sp_tree,
+                    const int32_t *prompt, int32_t np, uint64_t seed, el_adapter *ad, int32_t n,
+                    int32_t *out, spec_out *res) {
+    return spec_run_cached(m, f, sp_tree, prompt, np, 0, 0, seed, ad, n, out, res);
 }
 
 static el_forecast *random_forecast(el_model *m, int32_t slots, uint64_t seed, float amp) {
@@ -159,6 +172,65 @@ static int test_greedy_identical(void) {
     }
     test_note("%lld candidate tokens accepted in all", (long long)accepted);
     CHECK(accepted > 0);
+    el_forecast_free(f);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
+/* A prompt whose first tokens the cache holds already decodes only the rest, and gives the
+ * tokens of the whole prompt decoded plainly, greedy and sampled; so does a cache with no room
+ * for trees at the end; a prompt the cache holds whole is refused and the cache stays as it
+ * was. */
+static int test_cached_prefix(void) {
+    el_model *m = test_load_stories();
+    if (!m) return test_skip("stories260K is absent");
+    static const int32_t w421[] = {4, 2, 1};
+    el_spec_params trees[] = {tree(3, w421), {.seq_id = 0, .tree_auto = true}};
+    el_forecast *f = random_forecast(m, 3, 7, 0.5f);
+    int32_t prompt[MAXP], np = tokenize(m, "Lily and Ben went to the park with", prompt);
+    CHECK(f && np > 6);
+    for (uint64_t seed = 0; seed < 3; seed++) {
+        int32_t ref[MAXT], got[MAXT];
+        int32_t nref = plain_run(m, prompt, np, seed, NULL, 60, ref);
+        CHECK(nref > 10);
+        for (int32_t k = 1; k < np; k += 2) {
+            spec_out r;
+            CHECK(spec_run_cached(m, f, &trees[k % 2], prompt, np, k, 0, seed, NULL, 60, got,
+                                  &r));
+            if (r.n != nref || memcmp(got, ref, (size_t)nref * sizeof *ref) != 0) {
+                test_note("seed %llu, %d cached: %d tokens vs %d, differ",
+                          (unsigned long long)seed, k, r.n, nref);
+                return TEST_FAIL;
+            }
+            CHECK(r.cells == np + r.n - 1);
+        }
+    }
+    /* a context as small as plain decoding needs: the last steps find no room for a tree */
+    for (int32_t extra = 0; extra < 4; extra++) {
+        int32_t ref[MAXT], got[MAXT];
+        int32_t nref = plain_run(m, prompt, np, 0, NULL, 60, ref);
+        spec_out r;
+        CHECK(spec_run_cached(m, f, &trees[0], prompt, np, 0, np + nref + extra, 0, NULL, 60,
+                              got, &r));
+        CHECK(r.n == nref && memcmp(got, ref, (size_t)nref * sizeof *ref) == 0);
+    }
+    el_context *ctx = new_ctx(m, np + N_BATCH + 1);
+    el_sampler *smp = NULL;
+    el_sampler_params sp = sampling(0);
+    el_model_info info;
+    el_model_get_info(m, &info);
+    CHECK(ctx && el_sampler_create(&sp, info.n_vocab, &smp) == EL_OK);
+    int32_t pos[MAXP], seq[MAXP] = {0}, first;
+    for (int32_t i = 0; i < np; i++) pos[i] = i;
+    el_batch all = {.n_rows = np, .token = prompt, .pos = pos, .seq_id = seq};
+    el_spec *s = NULL;
+    CHECK(el_decode(ctx, &all) == EL_OK && el_spec_create(ctx, f, smp, &trees[0], &s) == EL_OK);
+    CHECK(el_spec_start(s, prompt, np, &first) == EL_ERR_INVALID_ARG);
+    CHECK(strstr(el_last_error(), "at least its last token"));
+    CHECK(el_kv_used_cells(ctx) == np && el_kv_seq_pos_max(ctx, 0) == np - 1);
+    el_spec_free(s);
+    el_sampler_free(smp);
+    el_context_free(ctx);
     el_forecast_free(f);
     el_model_free(m);
     return TEST_PASS;
@@ -418,6 +490,7 @@ int main(void) {
     run_test("remove_rows", test_remove_rows);
     run_test("greedy_identical", test_greedy_identical);
     run_test("sampling", test_sampling);
+    run_test("cached_prefix", test_cached_prefix);
     run_test("with_adapter", test_with_adapter);
     run_test("two_sequences", test_two_sequences);
     run_test("forecast_files", test_forecast_files);

@@ -86,8 +86,6 @@ static el_status check_params(const el_context *ctx, const el_forecast *f,
     if (rows > ctx->params.n_batch)
         return el_error(EL_ERR_INVALID_ARG, "speculation: a step needs %d rows, the context's "
                         "n_batch is %d", rows, ctx->params.n_batch);
-    if (el_kv_seq_pos_max(ctx, p->seq_id) >= 0)
-        return el_error(EL_ERR_INVALID_ARG, "speculation: sequence %d is not empty", p->seq_id);
     if (f->model != ctx->model)
         return el_error(EL_ERR_MISMATCH, "speculation: the forecast set was loaded for another "
                         "model than the context's");
@@ -212,8 +210,15 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
         return el_error(EL_ERR_INVALID_ARG, "el_spec_start: NULL argument or empty prompt");
     if (s->started)
         return el_error(EL_ERR_INVALID_ARG, "el_spec_start: already started");
+    /* a prefix the cache holds already (a conversation's earlier turns) is not decoded again */
+    int32_t cached = el_kv_seq_pos_max(s->ctx, s->seq) + 1;
+    if (cached >= n)
+        return el_error(EL_ERR_INVALID_ARG, "el_spec_start: sequence %d holds %d tokens, the "
+                        "prompt %d: at least its last token must be left to decode", s->seq,
+                        cached, n);
     int32_t slots = s->p.tree_auto || s->p.n_depth > 0 ? s->f->n_slots : 0;
-    int32_t chunk = s->max_rows - slots, done = 0;
+    if (n - cached + slots > s->ctx->kv.n_ctx - s->ctx->kv.n_used) slots = 0; /* no room to draft */
+    int32_t chunk = s->max_rows - slots, done = cached;
     el_status st = EL_OK;
     while (!st && done < n) {
         int32_t m = n - done < chunk ? n - done : chunk, rows = 0;
@@ -240,7 +245,7 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
         done += m;
     }
     if (st) {
-        el_kv_seq_remove(s->ctx, s->seq, 0, -1);
+        el_kv_seq_remove(s->ctx, s->seq, cached, -1);
         return st;
     }
     s->pending = *first, s->pos = n, s->started = true;
@@ -405,6 +410,13 @@ static void plan(el_spec *s) {
     } else {
         depth = s->p.n_depth < s->n_draft ? s->p.n_depth : s->n_draft;
         memcpy(s->cur_width, s->p.width, sizeof s->cur_width);
+    }
+    /* near the end of the cache a tree's rows may not fit where one plain row still does: the
+     * tokens are the same, only fewer a step */
+    int32_t free_cells = s->ctx->kv.n_ctx - s->ctx->kv.n_used;
+    if (depth > 0 || slots) {
+        int32_t rows = build(s, s->cur_width, depth, slots);
+        if (rows > free_cells) depth = 0, slots = false;
     }
     s->cur_depth = depth, s->cur_slots = slots;
     s->n_rows = build(s, s->cur_width, depth, slots);

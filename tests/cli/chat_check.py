@@ -323,10 +323,57 @@ def piped_session():
     check("chat_pipe_too_long", p.returncode == 0 and b"not sent" in p.stderr, p.stderr)
 
 
+SPEC = re.compile(rb"(\d+) generated \((\w+)\) in (\d+) speculative steps")
+
+
+def speculative_session():
+    """--tree: the forecast set beside the default model drafts, the replies stay run's (plain
+    decoding), greedy and sampled, across turns (a stop string leaves a step's extra tokens in
+    the cache, which the next turn must not keep) and past the context's end (turns dropped)."""
+    system = b"You are brief."
+    users = [b"Hello there, how are you today?", b"Tell me a story about a cat.",
+             b"And what did the dog do then?", b"What is the weather like?",
+             b"Thank you very much."]
+    # greedy with a context that keeps every turn (the replies come from the cache), sampled
+    # with one that drops the oldest turns
+    for name, n_ctx, n in (("greedy", 512, ["-n", "20", "--temp", "0", "-t", "1", "-c", "512"]),
+                           ("sampled", 128, ["-n", "20", "--temp", "0.8", "--seed", "5", "-t",
+                                             "1"])):
+        first, _ = run(render(CHATML, [("system", system), ("user", users[0])]), n)
+        stop = ["--stop", first[6:9].decode("utf-8", "replace")] if name == "greedy" else []
+        p = subprocess.run([EL, "chat", "--chat-template", "chatml", "--system", system, "-v",
+                            "--tree", "4,2,1"] + n + stop,
+                           input=b"\n".join(users) + b"\n", capture_output=True)
+        hist, want_all = [], b""
+        for u in users:
+            hist.append(("user", u))
+            while True:
+                want, n_prompt = run(render(CHATML, [("system", system)] + hist), n + stop)
+                if n_prompt + 20 <= n_ctx or len(hist) == 1:
+                    break
+                del hist[:2]
+            want_all += want + b"\n"
+            hist.append(("assistant", strip(want)))
+        check("chat_speculative_" + name, p.returncode == 0 and p.stdout == want_all,
+              p.stderr, "chat: %r" % p.stdout, "run:  %r" % want_all)
+        steps = SPEC.findall(p.stderr)
+        check("chat_speculative_" + name + "_steps", len(steps) == len(users) and
+              sum(int(s[2]) for s in steps) < sum(int(s[0]) for s in steps), p.stderr)
+        # the cache holds what plain decoding's would: each turn takes as many tokens from it
+        plain = subprocess.run([EL, "chat", "--chat-template", "chatml", "--system", system,
+                                "-v"] + n + stop, input=b"\n".join(users) + b"\n",
+                               capture_output=True)
+        check("chat_speculative_" + name + "_cache",
+              VERBOSE.findall(p.stderr) == VERBOSE.findall(plain.stderr) != [],
+              "speculative: %r" % VERBOSE.findall(p.stderr),
+              "plain:       %r" % VERBOSE.findall(plain.stderr))
+
+
 base = os.path.join(MODELS, "base.gguf")
 own = model_template(base)
 if check("chat_model_template", own is not None, base + " has no tokenizer.chat_template"):
     terminal_session(own)
     interrupt_session(own)
 piped_session()
+speculative_session()
 sys.exit(1 if failed else 0)

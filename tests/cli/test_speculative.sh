@@ -48,6 +48,21 @@ grep -q "trained with adapter 'translate-de.gguf'" "$TMP/err" && pass run_foreca
 expect_exit run_forecast_adapter_set_other 1 "$EL" run -t 1 -p "German: Save" -n 8 --temp 0 \
     --lora models/translate-fr.gguf --forecast "$TMP/fde.gguf" --tree 2
 
+# chat: such a set drafts while its adapter is bound; bound otherwise, replies decode plainly
+# (said once) and stay plain chat's
+printf 'Open the file\nSave it\n' > "$TMP/chat.in"
+"$EL" chat -t 1 -n 12 --temp 0 --lora models/translate-de.gguf < "$TMP/chat.in" > "$TMP/chat.plain" 2>/dev/null
+expect_exit chat_forecast_adapter_set 0 "$EL" chat -t 1 -n 12 --temp 0 -v \
+    --lora models/translate-de.gguf --forecast "$TMP/fde.gguf" --tree 2 < "$TMP/chat.in"
+cmp -s "$TMP/out" "$TMP/chat.plain" && grep -q "speculative steps" "$TMP/err" &&
+    pass chat_forecast_adapter_set_text || fail chat_forecast_adapter_set_text "$(cat "$TMP/err")"
+"$EL" chat -t 1 -n 12 --temp 0 < "$TMP/chat.in" > "$TMP/chat.plain" 2>/dev/null
+expect_exit chat_forecast_adapter_set_without 0 "$EL" chat -t 1 -n 12 --temp 0 \
+    --forecast "$TMP/fde.gguf" --tree 2 < "$TMP/chat.in"
+cmp -s "$TMP/out" "$TMP/chat.plain" && [ "$(grep -c "replies decode plainly" "$TMP/err")" = 1 ] &&
+    pass chat_forecast_adapter_set_without_plain ||
+    fail chat_forecast_adapter_set_without_plain "$(cat "$TMP/err")"
+
 # batch: speculative requests in shared steps give the plain batch's texts (greedy, sampled,
 # with an adapter, with a stop string; one request with "n" stays plain)
 cat > "$TMP/req.jsonl" <<'JSONL'
