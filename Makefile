@@ -12,7 +12,7 @@ VERSION := $(shell sed -n 's/^#define EL_VERSION_STRING "\(.*\)"/\1/p' include/e
 
 # the tools library (include/edgelora-tools.h): conversion, synthetic models, merging, file
 # descriptions, measurement, training and compression, which may use OpenBLAS/LAPACKE
-TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c src/convert/*.c) \
+TOOLS_SRC := $(wildcard src/train/*.c src/compress/*.c src/convert/*.c src/vision/*.c) \
              src/formats/convert_llama2c.c src/formats/describe.c \
              src/runtime/adapter_save.c src/runtime/adapter_merge.c src/runtime/measure.c \
              src/runtime/peak.c
