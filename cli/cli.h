@@ -28,6 +28,8 @@ int cmd_synth(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_adapters(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_train_diffusion(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -172,6 +174,7 @@ typedef struct cli_train_opts {
     int64_t first_step; /* the step before the first this process ran (-1: none yet) */
     float last_loss, last_eval;
     double tokens_per_s;
+    const char *unit; /* what the rate counts: "tok" when NULL, "img" for the image model */
 } cli_train_opts;
 extern const char cli_train_opts_help[];
 /* Consumes a shared training option like cli_model_opt (1, 0 or -1). */

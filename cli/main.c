@@ -23,6 +23,8 @@ static const struct {
     {"train", cmd_train, "pretrain a base model of a chosen shape"},
     {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
     {"train-forecast", cmd_train_forecast, "train forecast vectors for self-speculative decoding"},
+    {"train-diffusion", cmd_train_diffusion, "train the image model (a diffusion UNet) on MNIST"},
+    {"image", cmd_image, "draw digits with the image model, as a PNG"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},

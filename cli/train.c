@@ -143,20 +143,21 @@ static bool progress(void *user, const el_train_progress *pr) {
     if (!o->quiet) {
         double steps_per_s = pr->elapsed_s > 0 ? (pr->step - o->first_step) / pr->elapsed_s : 0;
         char eta[32], eval[32] = "";
+        const char *unit = o->unit ? o->unit : "tok";
         fmt_duration(eta, sizeof eta,
                      steps_per_s > 0 ? (double)(pr->n_steps - pr->step) / steps_per_s : -1);
         if (!isnan(o->last_eval))
             snprintf(eval, sizeof eval, " eval %.4f", o->last_eval);
         if (o->tty) {
             int width = 24, done = (int)(width * pr->step / pr->n_steps);
-            fprintf(stderr, "\r[%.*s%*s] %lld/%lld loss %.4f%s lr %.2e %.0f tok/s ETA %s   ",
+            fprintf(stderr, "\r[%.*s%*s] %lld/%lld loss %.4f%s lr %.2e %.0f %s/s ETA %s   ",
                     done, "########################", width - done, "", (long long)pr->step,
-                    (long long)pr->n_steps, pr->loss, eval, pr->lr, pr->tokens_per_s, eta);
+                    (long long)pr->n_steps, pr->loss, eval, pr->lr, pr->tokens_per_s, unit, eta);
         } else if (!isnan(pr->eval_loss) || pr->step == pr->n_steps ||
                    pr->step % (pr->n_steps / 10 > 0 ? pr->n_steps / 10 : 1) == 0) {
-            fprintf(stderr, "step %lld/%lld loss %.4f%s lr %.2e %.0f tok/s ETA %s\n",
+            fprintf(stderr, "step %lld/%lld loss %.4f%s lr %.2e %.0f %s/s ETA %s\n",
                     (long long)pr->step, (long long)pr->n_steps, pr->loss, eval, pr->lr,
-                    pr->tokens_per_s, eta);
+                    pr->tokens_per_s, unit, eta);
         }
     }
     o->last_loss = pr->loss;
@@ -200,8 +201,8 @@ int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, const char *
     fprintf(stderr, "wrote %s (final loss %.4f", out_path, o->last_loss);
     if (!isnan(o->last_eval))
         fprintf(stderr, ", held-out %.4f", o->last_eval);
-    fprintf(stderr, ", %.0f tokens/s)%s%s\n", o->tokens_per_s, o->p.plot_path ? "; plot " : "",
-            o->p.plot_path ? o->p.plot_path : "");
+    fprintf(stderr, ", %.0f %s/s)%s%s\n", o->tokens_per_s, o->unit ? o->unit : "tokens",
+            o->p.plot_path ? "; plot " : "", o->p.plot_path ? o->p.plot_path : "");
     return CLI_OK;
 }
 

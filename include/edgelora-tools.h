@@ -232,6 +232,74 @@ el_status el_train_forecast(const el_train_params *p, const el_forecast_train_pa
 el_status el_train_tokenizer(const char *const *files, int32_t n_files, int32_t vocab_size,
                              const char *out_path);
 
+/* ------------------------------------------------------------ image model */
+
+/* A small diffusion UNet over 28 x 28 grey images (docs/vision.md): trained here on MNIST,
+ * stored as a GGUF of architecture "edgelora-unet" (docs/formats.md), sampled by DDPM or DDIM. */
+
+typedef struct el_diffusion_train_params {
+    const char *images_path;  /* IDX images (gzip or plain), 28 x 28 */
+    const char *labels_path;  /* IDX labels of the same images */
+    int32_t n_heldout;        /* the last n_heldout images are held out for the eval loss */
+    /* model shape */
+    int32_t ch, temb, groups, n_timesteps;
+    float beta_1, beta_T;     /* linear noise schedule */
+    /* optimization */
+    int64_t n_steps;
+    int32_t batch;
+    float lr, min_lr_ratio;   /* AdamW, warmup then cosine to lr * min_lr_ratio */
+    int64_t warmup;
+    float grad_clip;          /* global gradient-norm limit (<= 0: none) */
+    float ema;                /* decay of the weights' moving average, which is what is saved */
+    float p_uncond;           /* fraction of images trained without their class */
+    int64_t eval_every;       /* steps between held-out evaluations (0: only at the end) */
+    int32_t eval_batches;     /* held-out batches per evaluation (always the same ones) */
+    uint64_t seed;            /* initialization, data order, timesteps and noise */
+    int32_t n_threads;        /* 0: all cores */
+    const char *checkpoint_path; /* NULL: none */
+    int64_t checkpoint_every;    /* steps between checkpoints (0: only when stopped or done) */
+    bool resume;                 /* continue from checkpoint_path if it exists */
+    const char *plot_path;       /* SVG of the train/eval loss curves (NULL: none) */
+    el_train_progress_fn progress; /* tokens_per_s counts images per second */
+    void *user;
+} el_diffusion_train_params;
+
+el_diffusion_train_params el_diffusion_train_default_params(void);
+
+/* Trains the image model (noise prediction, mean squared error) and writes it to out_path. A
+ * run the progress callback stops returns EL_ERR_CANCELLED with nothing written there (the
+ * checkpoint, if set, allows a resume), as el_train. */
+el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out_path);
+
+/* A loaded image model (read-only once loaded). */
+typedef struct el_image_model el_image_model;
+
+el_status el_image_model_load(const char *path, el_image_model **out);
+void el_image_model_free(el_image_model *m);
+/* Its classes (digits: 10); el_image_params.cls is one of them or -1. */
+int32_t el_image_model_n_class(const el_image_model *m);
+
+typedef enum el_image_sampler {
+    EL_IMAGE_DDIM = 0, /* deterministic (eta 0), few steps */
+    EL_IMAGE_DDPM,     /* ancestral, steps of the training schedule */
+} el_image_sampler;
+
+typedef struct el_image_params {
+    int32_t cls;           /* the class to draw, -1 for any */
+    int32_t n_steps;       /* DDIM: steps (<= the model's timesteps); DDPM: ignored (all) */
+    el_image_sampler sampler;
+    uint64_t seed;         /* the starting noise (and DDPM's noise) */
+    int32_t n_threads;     /* 0: all cores */
+} el_image_params;
+
+el_image_params el_image_default_params(void);
+
+/* n images [n][28 * 28], values 0..255. */
+el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out);
+
+/* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */
+el_status el_png_write_gray(const char *path, const uint8_t *pixels, int32_t w, int32_t h);
+
 /* ------------------------------------------------------------------ files */
 
 /* A readable description of any file edgelora can read (model, vocab, adapter): format,

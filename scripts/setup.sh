@@ -7,11 +7,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q || true
     # build: compiler, make, OpenBLAS/LAPACKE (training and compression tools only), libedit
-    # (line editing in `edgelora chat`);
+    # (line editing in `edgelora chat`), libpng and zlib (the image model's PNGs and MNIST
+    # files: tools only);
     # tests: clang with libFuzzer, the ARM cross compiler, qemu-user, jinja2 (chat templates
     # rendered independently of edgelora's code)
     apt-get install -y -q --no-install-recommends \
         build-essential pkg-config clang libclang-rt-14-dev qemu-user gcc-aarch64-linux-gnu \
-        libc6-dev-arm64-cross libopenblas-dev liblapacke-dev libedit-dev python3-jinja2
+        libc6-dev-arm64-cross libopenblas-dev liblapacke-dev libedit-dev libpng-dev zlib1g-dev \
+        python3-jinja2
 fi
 make -j"$(nproc)"

@@ -1,0 +1,111 @@
+/* image_model.c - the public image model (edgelora-tools.h): a loaded UNet with its noise
+ * schedule, and image generation by DDIM or DDPM. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "train/loop.h"
+#include "train/rng.h"
+#include "vision/model_file.h"
+#include "vision/sample.h"
+
+enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE, CHUNK = 16 };
+
+struct el_image_model {
+    el_unet u;
+    float *p;
+    el_schedule sched;
+};
+
+el_status el_image_model_load(const char *path, el_image_model **out) {
+    el_image_model *m = calloc(1, sizeof *m);
+    if (!m) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    el_unet_file_info info;
+    el_status st = el_unet_load(path, &m->u, &m->p, &info);
+    if (st == EL_OK) st = el_schedule_init(&m->sched, m->u.c.n_steps, info.beta_1, info.beta_T);
+    if (st != EL_OK) {
+        el_image_model_free(m);
+        return st;
+    }
+    *out = m;
+    return EL_OK;
+}
+
+void el_image_model_free(el_image_model *m) {
+    if (!m) return;
+    el_unet_free(&m->u);
+    free(m->p);
+    el_schedule_free(&m->sched);
+    free(m);
+}
+
+int32_t el_image_model_n_class(const el_image_model *m) { return m->u.c.n_class; }
+
+el_image_params el_image_default_params(void) {
+    el_image_params p = {.cls = -1, .n_steps = 20, .sampler = EL_IMAGE_DDIM, .seed = 1};
+    return p;
+}
+
+/* The UNet as a noise predictor for a chunk of images (condition channels zero). */
+typedef struct predictor {
+    const el_image_model *m;
+    int64_t n;
+    float *in;    /* [n][3][784] */
+    int32_t *t, *cls;
+    el_arena arena;
+} predictor;
+
+static el_status predict(void *user, const float *x, int32_t t, float *eps) {
+    predictor *pr = user;
+    for (int64_t b = 0; b < pr->n; b++) {
+        memcpy(pr->in + b * EL_UNET_IN * PIX, x + b * PIX, PIX * sizeof *x);
+        pr->t[b] = t;
+    }
+    el_arena_reset(&pr->arena);
+    return el_unet_forward(&pr->m->u, pr->m->p, pr->n, pr->in, pr->t, pr->cls, eps, &pr->arena,
+                           NULL);
+}
+
+static void normal_noise(void *user, float *z, int64_t n) {
+    for (int64_t i = 0; i < n; i++) z[i] = el_rng_normal(user);
+}
+
+el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out) {
+    int32_t nc = m->u.c.n_class;
+    if (p->cls < -1 || p->cls >= nc)
+        return el_error(EL_ERR_INVALID_ARG, "class %d: the model draws classes 0 to %d (or -1 "
+                        "for any)", p->cls, nc - 1);
+    if (p->sampler == EL_IMAGE_DDIM && (p->n_steps < 1 || p->n_steps > m->sched.T))
+        return el_error(EL_ERR_INVALID_ARG, "DDIM steps %d: 1 to the model's %d timesteps",
+                        p->n_steps, m->sched.T);
+    if (n <= 0) return el_error(EL_ERR_INVALID_ARG, "asked for %d images", n);
+    el_threadpool *tp;
+    el_status st = el_train_threads(p->n_threads, &tp);
+    if (st != EL_OK) return st;
+    el_threadpool_free(tp); /* the products run on OpenBLAS's threads */
+    el_rng rng;
+    el_rng_seed(&rng, p->seed);
+    predictor pr = {.m = m};
+    float *x = malloc((size_t)n * PIX * sizeof *x);
+    pr.in = calloc((size_t)CHUNK * EL_UNET_IN * PIX, sizeof *pr.in);
+    pr.t = malloc(CHUNK * sizeof *pr.t), pr.cls = malloc(CHUNK * sizeof *pr.cls);
+    if (!x || !pr.in || !pr.t || !pr.cls) st = el_error(EL_ERR_NOMEM, "image generation: out of memory");
+    /* all starting noise first, so that image i starts the same whatever n is */
+    for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) x[i] = el_rng_normal(&rng);
+    for (int32_t first = 0; first < n && st == EL_OK; first += CHUNK) {
+        pr.n = n - first < CHUNK ? n - first : CHUNK;
+        for (int64_t b = 0; b < pr.n; b++) pr.cls[b] = p->cls >= 0 ? p->cls : nc;
+        float *xc = x + (size_t)first * PIX;
+        if (p->sampler == EL_IMAGE_DDIM)
+            st = el_sample_ddim(&m->sched, p->n_steps, pr.n, xc, predict, &pr);
+        else
+            st = el_sample_ddpm(&m->sched, pr.n, xc, predict, &pr, normal_noise, &rng);
+    }
+    for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) {
+        float v = (x[i] + 1.0f) * 127.5f;
+        out[i] = (uint8_t)(v < 0.0f ? 0 : v > 255.0f ? 255 : v + 0.5f);
+    }
+    el_arena_free(&pr.arena);
+    free(x), free(pr.in), free(pr.t), free(pr.cls);
+    return st;
+}
