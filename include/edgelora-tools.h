@@ -271,6 +271,23 @@ el_diffusion_train_params el_diffusion_train_default_params(void);
  * checkpoint, if set, allows a resume), as el_train. */
 el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out_path);
 
+/* A task adapter of the image model (LoRA on its convolutions, docs/vision.md), trained on a
+ * frozen base. Tasks: "inpaint" (fill the masked part of an image: the condition channels
+ * carry the image with the hole blanked and the mask). */
+typedef struct el_diffusion_lora_params {
+    const char *base_path; /* the frozen image model */
+    const char *task;      /* "inpaint" */
+    int32_t rank;
+    float alpha;
+} el_diffusion_lora_params;
+
+el_diffusion_lora_params el_diffusion_lora_default_params(void);
+
+/* Trains the adapter with p's data and optimization (its shape fields, ema and checkpoints are
+ * not used) and writes it to out_path as an adapter GGUF. */
+el_status el_finetune_diffusion(const el_diffusion_train_params *p,
+                                const el_diffusion_lora_params *lp, const char *out_path);
+
 /* A loaded image model (read-only once loaded). */
 typedef struct el_image_model el_image_model;
 
@@ -284,7 +301,21 @@ typedef enum el_image_sampler {
     EL_IMAGE_DDPM,     /* ancestral, steps of the training schedule */
 } el_image_sampler;
 
+/* An adapter loaded for a model; binding it (el_image_params.adapter) changes nothing in the
+ * model, so one model serves any number of adapters, one image after another. */
+typedef struct el_image_adapter el_image_adapter;
+
+/* Refuses an adapter of a language model or of another image model shape. */
+el_status el_image_adapter_load(const el_image_model *m, const char *path,
+                                el_image_adapter **out);
+void el_image_adapter_free(el_image_adapter *a);
+/* The task it was trained for ("inpaint"). */
+const char *el_image_adapter_task(const el_image_adapter *a);
+
 typedef struct el_image_params {
+    const el_image_adapter *adapter; /* NULL: the base model */
+    const uint8_t *input, *mask;     /* inpainting: the image [784] and the mask [784] (non-zero:
+                                      * to fill); NULL for plain generation */
     int32_t cls;           /* the class to draw, -1 for any */
     int32_t n_steps;       /* DDIM: steps (<= the model's timesteps); DDPM: ignored (all) */
     el_image_sampler sampler;
@@ -294,7 +325,8 @@ typedef struct el_image_params {
 
 el_image_params el_image_default_params(void);
 
-/* n images [n][28 * 28], values 0..255. */
+/* n images [n][28 * 28], values 0..255. With input and mask, every image is the input with its
+ * masked pixels drawn by the model. */
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out);
 
 /* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */

@@ -17,7 +17,7 @@ static double loss_of(const el_unet *u, const float *p, const float *x, const in
     float *eps = malloc(NE * sizeof *eps);
     el_arena_reset(a);
     double s = NAN;
-    if (el_unet_forward(u, p, B, x, t, cls, eps, a, NULL) == EL_OK) {
+    if (el_unet_forward(u, p, NULL, B, x, t, cls, eps, a, NULL) == EL_OK) {
         s = 0.0;
         for (int i = 0; i < NE; i++) s += (double)eps[i] * r[i];
     }
@@ -40,7 +40,7 @@ static int test_grad_vs_fd(void) {
     int32_t t[B] = {3, 41}, cls[B] = {1, 3}; /* class 3 = "no class" */
     el_arena a = {0};
     el_unet_acts *acts;
-    CHECK(el_unet_forward(&u, p, B, x, t, cls, eps, &a, &acts) == EL_OK);
+    CHECK(el_unet_forward(&u, p, NULL, B, x, t, cls, eps, &a, &acts) == EL_OK);
     CHECK(el_unet_backward(&u, p, g, acts, r, &a) == EL_OK);
     int bad = 0;
     for (int32_t k = 0; k < u.tb.n; k++) {

@@ -104,3 +104,19 @@ void el_conv_backward(float *dx, float *dw, float *db, const float *dy, const fl
         }
     }
 }
+
+void el_conv_lora_forward(float *y, const float *x, const float *a, const float *b, float s,
+                          int64_t rank, const el_conv_dims *d, float *col, float *lx) {
+    int64_t HW = d->H * d->W, K = d->cin * d->k * d->k;
+    for (int64_t i = 0; i < d->B; i++) {
+        const float *src = x + i * d->cin * HW;
+        if (d->k > 1) {
+            im2col(col, src, d);
+            src = col;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rank, (int)HW, (int)K, 1.0f,
+                    a, (int)K, src, (int)HW, 0.0f, lx, (int)HW);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d->cout, (int)HW, (int)rank,
+                    s, b, (int)rank, lx, (int)HW, 1.0f, y + i * d->cout * HW, (int)HW);
+    }
+}

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "train/loop.h"
 #include "train/rng.h"
+#include "vision/lora.h"
 #include "vision/model_file.h"
 #include "vision/sample.h"
 
@@ -41,6 +42,33 @@ void el_image_model_free(el_image_model *m) {
 
 int32_t el_image_model_n_class(const el_image_model *m) { return m->u.c.n_class; }
 
+struct el_image_adapter {
+    const el_image_model *m; /* the model it was loaded for */
+    el_vlora l;
+};
+
+el_status el_image_adapter_load(const el_image_model *m, const char *path,
+                                el_image_adapter **out) {
+    el_image_adapter *a = calloc(1, sizeof *a);
+    if (!a) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    el_status st = el_vlora_load(path, &a->l, &m->u);
+    if (st != EL_OK) {
+        free(a);
+        return st;
+    }
+    a->m = m;
+    *out = a;
+    return EL_OK;
+}
+
+void el_image_adapter_free(el_image_adapter *a) {
+    if (!a) return;
+    el_vlora_free(&a->l);
+    free(a);
+}
+
+const char *el_image_adapter_task(const el_image_adapter *a) { return a->l.task; }
+
 el_image_params el_image_default_params(void) {
     el_image_params p = {.cls = -1, .n_steps = 20, .sampler = EL_IMAGE_DDIM, .seed = 1};
     return p;
@@ -49,6 +77,7 @@ el_image_params el_image_default_params(void) {
 /* The UNet as a noise predictor for a chunk of images (condition channels zero). */
 typedef struct predictor {
     const el_image_model *m;
+    const el_vlora *l;
     int64_t n;
     float *in;    /* [n][3][784] */
     int32_t *t, *cls;
@@ -62,7 +91,7 @@ static el_status predict(void *user, const float *x, int32_t t, float *eps) {
         pr->t[b] = t;
     }
     el_arena_reset(&pr->arena);
-    return el_unet_forward(&pr->m->u, pr->m->p, pr->n, pr->in, pr->t, pr->cls, eps, &pr->arena,
+    return el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->cls, eps, &pr->arena,
                            NULL);
 }
 
@@ -79,17 +108,29 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         return el_error(EL_ERR_INVALID_ARG, "DDIM steps %d: 1 to the model's %d timesteps",
                         p->n_steps, m->sched.T);
     if (n <= 0) return el_error(EL_ERR_INVALID_ARG, "asked for %d images", n);
+    if (p->adapter && p->adapter->m != m)
+        return el_error(EL_ERR_MISMATCH, "image adapter: loaded for another model");
+    if (!p->input != !p->mask)
+        return el_error(EL_ERR_INVALID_ARG, "inpainting needs both the image and the mask");
     el_threadpool *tp;
     el_status st = el_train_threads(p->n_threads, &tp);
     if (st != EL_OK) return st;
     el_threadpool_free(tp); /* the products run on OpenBLAS's threads */
     el_rng rng;
     el_rng_seed(&rng, p->seed);
-    predictor pr = {.m = m};
+    predictor pr = {.m = m, .l = p->adapter ? &p->adapter->l : NULL};
     float *x = malloc((size_t)n * PIX * sizeof *x);
     pr.in = calloc((size_t)CHUNK * EL_UNET_IN * PIX, sizeof *pr.in);
     pr.t = malloc(CHUNK * sizeof *pr.t), pr.cls = malloc(CHUNK * sizeof *pr.cls);
     if (!x || !pr.in || !pr.t || !pr.cls) st = el_error(EL_ERR_NOMEM, "image generation: out of memory");
+    /* the condition channels, as in training (train_diffusion.c): the image with the hole
+     * blank, and the mask */
+    for (int64_t b = 0; st == EL_OK && p->input && b < CHUNK; b++)
+        for (int i = 0; i < PIX; i++) {
+            bool hole = p->mask[i] != 0;
+            pr.in[(b * EL_UNET_IN + 1) * PIX + i] = hole ? 0.0f : (float)p->input[i] / 127.5f - 1.0f;
+            pr.in[(b * EL_UNET_IN + 2) * PIX + i] = hole ? 1.0f : 0.0f;
+        }
     /* all starting noise first, so that image i starts the same whatever n is */
     for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) x[i] = el_rng_normal(&rng);
     for (int32_t first = 0; first < n && st == EL_OK; first += CHUNK) {
@@ -104,6 +145,7 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) {
         float v = (x[i] + 1.0f) * 127.5f;
         out[i] = (uint8_t)(v < 0.0f ? 0 : v > 255.0f ? 255 : v + 0.5f);
+        if (p->input && !p->mask[i % PIX]) out[i] = p->input[i % PIX]; /* known pixels kept */
     }
     el_arena_free(&pr.arena);
     free(x), free(pr.in), free(pr.t), free(pr.cls);

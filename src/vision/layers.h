@@ -27,6 +27,11 @@ void el_conv_forward(float *y, const float *x, const float *w, const float *b,
 void el_conv_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
                       const float *w, const el_conv_dims *d, float *col, float *dcol);
 
+/* y += s B (A col): a LoRA term of the convolution, A [rank][cin k k], B [cout][rank]; col
+ * (el_conv_col_size floats) and lx [rank][H W] are scratch. */
+void el_conv_lora_forward(float *y, const float *x, const float *a, const float *b, float s,
+                          int64_t rank, const el_conv_dims *d, float *col, float *lx);
+
 /* ---------------------------------------------------------------- group norm */
 
 /* y [B][C][HW] = (x - mean) * rstd * g[c] + b[c], mean and rstd over each of G groups of C / G

@@ -1,6 +1,7 @@
-/* train_diffusion.c - el_train_diffusion: DDPM training of the image model (noise prediction,
- * mean squared error) with AdamW, a moving average of the weights, held-out evaluation,
- * progress, checkpoints and the loss plot. */
+/* train_diffusion.c - el_train_diffusion and el_finetune_diffusion: DDPM training of the image
+ * model (noise prediction, mean squared error) with AdamW, a moving average of the weights,
+ * held-out evaluation, progress, checkpoints and the loss plot; and the same loop training a
+ * task adapter on the frozen model (vision/lora.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "train/loop.h"
 #include "train/optim.h"
 #include "train/svg.h"
+#include "vision/lora.h"
 #include "vision/mnist.h"
 #include "vision/schedule.h"
 #include "vision/train_state.h"
@@ -27,6 +29,11 @@ el_diffusion_train_params el_diffusion_train_default_params(void) {
     return p;
 }
 
+el_diffusion_lora_params el_diffusion_lora_default_params(void) {
+    el_diffusion_lora_params p = {.task = "inpaint", .rank = 4, .alpha = 4.0f};
+    return p;
+}
+
 /* Everything a run holds; zero-initialized it frees at any stage. */
 typedef struct drun {
     el_mnist data;
@@ -36,6 +43,10 @@ typedef struct drun {
     el_arena arena;
     float *x, *noise, *eps, *deps; /* [B][3][28][28], [B][784] x 3 */
     int32_t *t, *cls;
+    /* adapter training: the adapter, the base with it merged, its gradient and moments */
+    bool tuning;
+    el_vlora lora;
+    float *merged, *lg, *lm, *lv;
 } drun;
 
 static void drun_free(drun *r) {
@@ -44,10 +55,27 @@ static void drun_free(drun *r) {
     el_dstate_free(&r->s);
     el_arena_free(&r->arena);
     free(r->x), free(r->noise), free(r->eps), free(r->deps), free(r->t), free(r->cls);
+    el_vlora_free(&r->lora);
+    free(r->merged), free(r->lg), free(r->lm), free(r->lv);
 }
 
-/* Fills the batch: image idx[b] noised at a timestep from rng, condition channels zero, its
- * class or (with probability p_uncond) none. */
+/* An inpainting example's condition: a hole of 8 to 18 pixels a side at a random place, the
+ * image with the hole blank (0, mid-grey) in channel 1, the mask (1 in the hole) in channel 2. */
+static void add_hole(el_rng *rng, const float *x0, float *cond) {
+    int h = 8 + (int)(el_rng_u64(rng) % 11), w = 8 + (int)(el_rng_u64(rng) % 11);
+    int y0 = (int)(el_rng_u64(rng) % (uint64_t)(EL_UNET_SIDE - h + 1));
+    int x0p = (int)(el_rng_u64(rng) % (uint64_t)(EL_UNET_SIDE - w + 1));
+    for (int y = 0; y < EL_UNET_SIDE; y++)
+        for (int x = 0; x < EL_UNET_SIDE; x++) {
+            bool hole = y >= y0 && y < y0 + h && x >= x0p && x < x0p + w;
+            cond[y * EL_UNET_SIDE + x] = hole ? 0.0f : x0[y * EL_UNET_SIDE + x];
+            cond[PIX + y * EL_UNET_SIDE + x] = hole ? 1.0f : 0.0f;
+        }
+}
+
+/* Fills the batch: image idx[b] noised at a timestep from rng, its class or (with probability
+ * p_uncond) none, the condition channels zero (base) or the task's (adapter training, no
+ * class). */
 static void make_batch(drun *r, el_rng *rng, int32_t B, const int32_t *idx, float p_uncond) {
     int32_t T = r->sched.T, nc = r->s.u.c.n_class;
     memset(r->x, 0, (size_t)B * EL_UNET_IN * PIX * sizeof *r->x);
@@ -59,6 +87,10 @@ static void make_batch(drun *r, el_rng *rng, int32_t B, const int32_t *idx, floa
         r->cls[b] = el_rng_uniform(rng) < p_uncond ? nc : r->data.labels[idx[b]];
         for (int i = 0; i < PIX; i++) e[i] = el_rng_normal(rng);
         el_schedule_noise(&r->sched, r->t[b], x0, e, r->x + (size_t)b * EL_UNET_IN * PIX, PIX);
+        if (r->tuning) {
+            r->cls[b] = nc;
+            add_hole(rng, x0, r->x + (size_t)b * EL_UNET_IN * PIX + PIX);
+        }
     }
 }
 
@@ -88,7 +120,8 @@ static el_status evaluate(drun *r, const el_diffusion_train_params *p, float *ou
         for (int32_t b = 0; b < B; b++) ids[b] = r->n_train + (k * B + b) % r->n_eval;
         make_batch(r, &rng, B, ids, p->p_uncond);
         el_arena_reset(&r->arena);
-        st = el_unet_forward(&r->s.u, r->s.p, B, r->x, r->t, r->cls, r->eps, &r->arena, NULL);
+        st = el_unet_forward(&r->s.u, r->tuning ? r->merged : r->s.p, NULL, B, r->x, r->t, r->cls,
+                             r->eps, &r->arena, NULL);
         sum += mse(r, B, NULL);
     }
     free(ids);
@@ -106,16 +139,24 @@ static el_status train_step(drun *r, const el_diffusion_train_params *p, float *
     free(ids);
     el_arena_reset(&r->arena);
     el_unet_acts *acts;
-    el_status st = el_unet_forward(&s->u, s->p, B, r->x, r->t, r->cls, r->eps, &r->arena, &acts);
+    const float *w = r->tuning ? r->merged : s->p;
+    el_status st = el_unet_forward(&s->u, w, NULL, B, r->x, r->t, r->cls, r->eps, &r->arena, &acts);
     if (st != EL_OK) return st;
     *loss = mse(r, B, r->deps);
     size_t n = s->u.tb.n_floats;
     memset(s->g, 0, n * sizeof *s->g);
-    if ((st = el_unet_backward(&s->u, s->p, s->g, acts, r->deps, &r->arena)) != EL_OK) return st;
-    el_clip_grad_norm(s->g, n, p->grad_clip);
+    if ((st = el_unet_backward(&s->u, w, s->g, acts, r->deps, &r->arena)) != EL_OK) return st;
     *lr = el_lr_schedule(s->step, p->n_steps, p->warmup, p->lr, p->min_lr_ratio);
     el_adamw o = {0.9f, 0.999f, 1e-8f, 0.0f};
     s->step++;
+    if (r->tuning) {
+        el_vlora_grad(&r->lora, &s->u, s->g, r->lg);
+        el_clip_grad_norm(r->lg, r->lora.tb.n_floats, p->grad_clip);
+        el_adamw_step(&o, &r->lora.tb, r->lora.w, r->lg, r->lm, r->lv, s->step, *lr);
+        el_vlora_merge(&r->lora, &s->u, s->p, r->merged);
+        return EL_OK;
+    }
+    el_clip_grad_norm(s->g, n, p->grad_clip);
     el_adamw_step(&o, &s->u.tb, s->p, s->g, s->m, s->v, s->step, *lr);
     /* the average warms up, so that early steps do not drag in the random start */
     float d = fminf(p->ema, (1.0f + (float)s->step) / (10.0f + (float)s->step));
@@ -154,7 +195,10 @@ static el_status check_params(const el_diffusion_train_params *p, const char *ou
     return st;
 }
 
-static el_status setup(drun *r, const el_diffusion_train_params *p) {
+/* The data, batch buffers and threads; then either a fresh (or resumed) model, or the frozen
+ * base with a new adapter (lp non-NULL). */
+static el_status setup(drun *r, const el_diffusion_train_params *p,
+                       const el_diffusion_lora_params *lp) {
     el_status st = el_mnist_load(p->images_path, p->labels_path, &r->data);
     if (st != EL_OK) return st;
     if (p->n_heldout >= r->data.n)
@@ -162,11 +206,33 @@ static el_status setup(drun *r, const el_diffusion_train_params *p) {
                         p->images_path, r->data.n, p->n_heldout);
     r->n_eval = p->n_heldout;
     r->n_train = r->data.n - r->n_eval;
-    if ((st = el_schedule_init(&r->sched, p->n_timesteps, p->beta_1, p->beta_T)) != EL_OK)
-        return st;
     el_unet_config c = {p->ch, p->temb, p->groups, 10, p->n_timesteps};
     el_unet_file_info info = {p->beta_1, p->beta_T};
-    if ((st = el_dstate_init(&r->s, &c, &info, p->seed)) != EL_OK) return st;
+    el_unet base;
+    float *bp = NULL;
+    if (lp) { /* the base's shape and schedule */
+        if ((st = el_unet_load(lp->base_path, &base, &bp, &info)) != EL_OK) return st;
+        c = base.c;
+        el_unet_free(&base);
+    }
+    st = el_schedule_init(&r->sched, c.n_steps, info.beta_1, info.beta_T);
+    if (st == EL_OK) st = el_dstate_init(&r->s, &c, &info, p->seed);
+    if (st == EL_OK && lp) {
+        memcpy(r->s.p, bp, r->s.u.tb.n_floats * sizeof *bp);
+        r->tuning = true;
+        st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
+    }
+    free(bp);
+    if (st != EL_OK) return st;
+    if (lp) {
+        size_t nl = r->lora.tb.n_floats;
+        r->merged = malloc(r->s.u.tb.n_floats * sizeof *r->merged);
+        r->lg = calloc(nl, sizeof *r->lg), r->lm = calloc(nl, sizeof *r->lm);
+        r->lv = calloc(nl, sizeof *r->lv);
+        if (!r->merged || !r->lg || !r->lm || !r->lv)
+            return el_error(EL_ERR_NOMEM, "image adapter training: out of memory");
+        el_vlora_merge(&r->lora, &r->s.u, r->s.p, r->merged);
+    }
     size_t B = (size_t)p->batch;
     r->x = malloc(B * EL_UNET_IN * PIX * sizeof *r->x);
     r->noise = malloc(B * PIX * sizeof *r->noise);
@@ -177,7 +243,7 @@ static el_status setup(drun *r, const el_diffusion_train_params *p) {
     el_threadpool *tp;
     if ((st = el_train_threads(p->n_threads, &tp)) != EL_OK) return st;
     el_threadpool_free(tp); /* only OpenBLAS's threads run here */
-    if (p->resume && p->checkpoint_path) {
+    if (!lp && p->resume && p->checkpoint_path) {
         FILE *f = fopen(p->checkpoint_path, "rb");
         if (f) {
             fclose(f);
@@ -187,11 +253,12 @@ static el_status setup(drun *r, const el_diffusion_train_params *p) {
     return st;
 }
 
-el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out_path) {
+static el_status run(const el_diffusion_train_params *p, const el_diffusion_lora_params *lp,
+                     const char *out_path) {
     el_status st = check_params(p, out_path);
     if (st != EL_OK) return st;
     drun r = {0};
-    if ((st = setup(&r, p)) != EL_OK) {
+    if ((st = setup(&r, p, lp)) != EL_OK) {
         drun_free(&r);
         return st;
     }
@@ -212,14 +279,32 @@ el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out
         pr.elapsed_s = el_now_seconds() - t0;
         pr.tokens_per_s = (double)(r.s.step - first) * p->batch / fmax(pr.elapsed_s, 1e-9);
         if (p->progress && !p->progress(p->user, &pr)) stopped = true;
-        if (p->checkpoint_path && (stopped || r.s.step == p->n_steps ||
+        if (!lp && p->checkpoint_path && (stopped || r.s.step == p->n_steps ||
                                    (p->checkpoint_every && r.s.step % p->checkpoint_every == 0)))
             st = el_dstate_save(p->checkpoint_path, &r.s);
     }
     if (st == EL_OK && p->plot_path) st = plot(p->plot_path, &r.s.hist);
     if (st == EL_OK && stopped) st = el_error(EL_ERR_CANCELLED, "training stopped at step %lld",
                                               (long long)r.s.step);
-    if (st == EL_OK) st = el_unet_save(out_path, &r.s.u, r.s.ema, &r.s.sched);
+    if (st == EL_OK)
+        st = lp ? el_vlora_save(out_path, &r.lora, &r.s.u)
+                : el_unet_save(out_path, &r.s.u, r.s.ema, &r.s.sched);
     drun_free(&r);
     return st;
+}
+
+el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out_path) {
+    return run(p, NULL, out_path);
+}
+
+el_status el_finetune_diffusion(const el_diffusion_train_params *p,
+                                const el_diffusion_lora_params *lp, const char *out_path) {
+    if (!lp || !lp->base_path)
+        return el_error(EL_ERR_INVALID_ARG, "image adapter training: no base model given");
+    if (!lp->task || strcmp(lp->task, "inpaint"))
+        return el_error(EL_ERR_INVALID_ARG, "image adapter training: unknown task '%s' (this "
+                        "version trains: inpaint)", lp->task ? lp->task : "");
+    if (p->checkpoint_path || p->resume)
+        return el_error(EL_ERR_UNSUPPORTED, "image adapter training: no checkpoints yet");
+    return run(p, lp, out_path);
 }

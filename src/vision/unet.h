@@ -83,10 +83,13 @@ void el_unet_init_params(const el_unet *u, float *p, uint64_t seed);
 /* What the forward keeps for the backward pass (inside the arena). */
 typedef struct el_unet_acts el_unet_acts;
 
-/* eps [B][1][28][28] of x [B][3][28][28] at timesteps t [B] and classes cls [B] (n_class: none).
- * With acts non-NULL the activations are kept there for el_unet_backward. Allocates from a;
- * EL_ERR_NOMEM if an allocation failed. */
-el_status el_unet_forward(const el_unet *u, const float *p, int64_t B, const float *x,
+typedef struct el_vlora el_vlora;
+
+/* eps [B][1][28][28] of x [B][3][28][28] at timesteps t [B] and classes cls [B] (n_class: none),
+ * with adapter l bound (NULL: the base alone; vision/lora.h). With acts non-NULL the activations
+ * are kept there for el_unet_backward (of the base: trained adapters use merged weights); x, t
+ * and cls must stay until then. Allocates from a; EL_ERR_NOMEM if an allocation failed. */
+el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B, const float *x,
                           const int32_t *t, const int32_t *cls, float *eps, el_arena *a,
                           el_unet_acts **acts);
 /* grad += d loss / d p, given deps = d loss / d eps. */
