@@ -1,4 +1,5 @@
-/* image.c - `edgelora image`: draws digits with the image model, one image or a grid, as a PNG. */
+/* image.c - `edgelora image`: draws digits with the image model, one image or a grid, as a PNG;
+ * with a task adapter and an input image and mask, fills the masked part. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,9 @@ static const char help[] =
     "Draws 28x28 digits with the image model (docs/vision.md) and writes them as a grey PNG:\n"
     "one image, or a grid of R x C samples from consecutive noise.\n"
     "  -m FILE               the image model (from `edgelora train-diffusion`)\n"
+    "  --lora FILE           a task adapter (from `edgelora finetune-diffusion`)\n"
+    "  --input FILE          inpainting: the 28x28 8-bit grey PNG to complete\n"
+    "  --mask FILE           inpainting: a 28x28 8-bit grey PNG, non-zero where to fill\n"
     "  --class K             the digit to draw (default: any)\n"
     "  --sampler S           ddim (default) or ddpm (every timestep)\n"
     "  --steps N             DDIM steps (default 20)\n"
@@ -19,8 +23,27 @@ static const char help[] =
 
 enum { SIDE = 28, GAP = 2 };
 
+/* A 28x28 grey PNG, or NULL after printing why not. */
+static uint8_t *read_28(const char *cmd, const char *flag, const char *path) {
+    uint8_t *px;
+    int32_t w, h;
+    el_status st = el_png_read_gray(path, &px, &w, &h);
+    if (st != EL_OK) {
+        cli_fail(cmd, st);
+        return NULL;
+    }
+    if (w != SIDE || h != SIDE) {
+        cli_error(cmd, "%s %s: %dx%d pixels; the image model takes %dx%d", flag, path, w, h, SIDE,
+                  SIDE);
+        free(px);
+        return NULL;
+    }
+    return px;
+}
+
 int cmd_image(int argc, char **argv) {
-    const char *cmd = "image", *model = NULL, *out = NULL;
+    const char *cmd = "image", *model = NULL, *out = NULL, *lora = NULL, *input = NULL,
+               *mask = NULL;
     el_image_params p = el_image_default_params();
     long rows = 1, cols = 1, n;
     bool have_class = false;
@@ -34,6 +57,12 @@ int cmd_image(int argc, char **argv) {
             if (!(model = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--lora")) {
+            if (!(lora = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--input")) {
+            if (!(input = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--mask")) {
+            if (!(mask = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--class")) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 0, 1 << 20, &cls))
                 return CLI_USAGE;
@@ -76,15 +105,39 @@ int cmd_image(int argc, char **argv) {
         cli_error(cmd, "needs -m and -o (see --help)");
         return CLI_USAGE;
     }
+    if (!input != !mask) {
+        cli_error(cmd, "--input and --mask go together");
+        return CLI_USAGE;
+    }
     el_image_model *m;
     el_status st = el_image_model_load(model, &m);
     if (st != EL_OK) return cli_fail(cmd, st);
+    el_image_adapter *ad = NULL;
+    uint8_t *in_px = NULL, *mask_px = NULL;
+    int rc = CLI_FAIL;
     if (have_class && cls >= el_image_model_n_class(m)) {
         cli_error(cmd, "--class %ld: %s draws classes 0 to %d", cls, model,
                   el_image_model_n_class(m) - 1);
-        el_image_model_free(m);
-        return CLI_FAIL;
+        goto fail;
     }
+    if (lora && (st = el_image_adapter_load(m, lora, &ad)) != EL_OK) {
+        cli_fail(cmd, st);
+        goto fail;
+    }
+    if (input) {
+        if (!(in_px = read_28(cmd, "--input", input)) || !(mask_px = read_28(cmd, "--mask", mask)))
+            goto fail;
+        if (!ad || strcmp(el_image_adapter_task(ad), "inpaint"))
+            fprintf(stderr, "edgelora image: warning: --input without an inpainting adapter "
+                    "(--lora): the base model ignores the image\n");
+        bool any = false;
+        for (int k = 0; k < SIDE * SIDE; k++) any = any || mask_px[k];
+        if (!any) {
+            cli_error(cmd, "--mask %s: no pixel to fill (the mask is all zero)", mask);
+            goto fail;
+        }
+    }
+    p.adapter = ad, p.input = in_px, p.mask = mask_px;
     p.cls = (int32_t)cls;
     int32_t count = (int32_t)(rows * cols);
     int32_t w = (int32_t)(cols * SIDE + (cols - 1) * GAP), h = (int32_t)(rows * SIDE + (rows - 1) * GAP);
@@ -103,8 +156,16 @@ int cmd_image(int argc, char **argv) {
     }
     free(img);
     free(grid);
+    if (st == EL_OK) {
+        fprintf(stderr, "wrote %s (%d image%s)\n", out, count, count == 1 ? "" : "s");
+        rc = CLI_OK;
+    } else if (st != EL_ERR_NOMEM) {
+        cli_fail(cmd, st);
+    }
+fail:
+    free(in_px);
+    free(mask_px);
+    el_image_adapter_free(ad);
     el_image_model_free(m);
-    if (st != EL_OK) return st == EL_ERR_NOMEM ? CLI_FAIL : cli_fail(cmd, st);
-    fprintf(stderr, "wrote %s (%d image%s)\n", out, count, count == 1 ? "" : "s");
-    return CLI_OK;
+    return rc;
 }

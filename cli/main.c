@@ -24,6 +24,7 @@ static const struct {
     {"finetune", cmd_finetune, "train a LoRA adapter on prompt/response pairs"},
     {"train-forecast", cmd_train_forecast, "train forecast vectors for self-speculative decoding"},
     {"train-diffusion", cmd_train_diffusion, "train the image model (a diffusion UNet) on MNIST"},
+    {"finetune-diffusion", cmd_finetune_diffusion, "train a task adapter of the image model"},
     {"image", cmd_image, "draw digits with the image model, as a PNG"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},

@@ -331,6 +331,9 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
 
 /* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */
 el_status el_png_write_gray(const char *path, const uint8_t *pixels, int32_t w, int32_t h);
+/* Reads an 8-bit grey PNG (any other depth or colour type is refused, naming them) into
+ * *pixels [h][w] (malloc'd). */
+el_status el_png_read_gray(const char *path, uint8_t **pixels, int32_t *w, int32_t *h);
 
 /* ------------------------------------------------------------------ files */
 

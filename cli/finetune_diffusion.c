@@ -1,0 +1,94 @@
+/* finetune_diffusion.c - `edgelora finetune-diffusion`: trains a task adapter of the image
+ * model on MNIST, the model frozen. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora finetune-diffusion -m MODEL.gguf --task inpaint --images IMAGES.gz\n"
+    "                                   --labels LABELS.gz -o TASK.gguf [options]\n"
+    "Trains a LoRA adapter on every convolution of the image model (docs/vision.md) for a task,\n"
+    "the model frozen; `edgelora image --lora TASK.gguf` runs it. Tasks: inpaint (fill a\n"
+    "masked rectangle of an image: the model's condition channels carry the image with the\n"
+    "hole blanked and the mask).\n"
+    "  -m FILE               the image model\n"
+    "  --task NAME           inpaint\n"
+    "  --rank N              LoRA rank (default 4)\n"
+    "  --alpha X             LoRA alpha (default 4; the terms are scaled by alpha / rank)\n"
+    "  --images, --labels, --heldout as for train-diffusion; -o FILE the adapter to write\n"
+    "and, with these defaults: --steps 2000, --batch 64, --lr 2e-3, --min-lr-ratio 0.1,\n"
+    "--warmup 100, --clip 1, --eval-every 200, --eval-batches 4, --seed 1, -t, --no-plot, -q\n"
+    "(as for `edgelora train`; no checkpoints yet).\n";
+
+int cmd_finetune_diffusion(int argc, char **argv) {
+    const char *cmd = "finetune-diffusion";
+    el_diffusion_train_params d = el_diffusion_train_default_params();
+    el_diffusion_lora_params lp = el_diffusion_lora_default_params();
+    cli_train_opts o = {.p = el_train_default_params(), .unit = "img"};
+    o.p.n_steps = d.n_steps, o.p.batch = d.batch, o.p.lr = d.lr, o.p.warmup = d.warmup;
+    o.p.min_lr_ratio = d.min_lr_ratio, o.p.grad_clip = d.grad_clip, o.p.seed = d.seed;
+    o.p.eval_every = d.eval_every, o.p.eval_batches = d.eval_batches;
+    const char *out = NULL;
+    int rc = CLI_USAGE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long n;
+        double x;
+        int r = cli_train_opt(cmd, &o, argc, argv, &i);
+        if (r < 0) goto done;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            rc = CLI_OK;
+            goto done;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(lp.base_path = cli_value(cmd, argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--task")) {
+            if (!(lp.task = cli_value(cmd, argc, argv, &i))) goto done;
+            if (strcmp(lp.task, "inpaint")) {
+                cli_error(cmd, "--task: '%s' is not a task this version trains (inpaint)", lp.task);
+                goto done;
+            }
+        } else if (!strcmp(a, "--rank")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 256, &n)) goto done;
+            lp.rank = (int32_t)n;
+        } else if (!strcmp(a, "--alpha")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 1e-6, 1e6, &x)) goto done;
+            lp.alpha = (float)x;
+        } else if (!strcmp(a, "--images")) {
+            if (!(d.images_path = cli_value(cmd, argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--labels")) {
+            if (!(d.labels_path = cli_value(cmd, argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--heldout")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n)) goto done;
+            d.n_heldout = (int32_t)n;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!(out = cli_value(cmd, argc, argv, &i))) goto done;
+        } else {
+            cli_error(cmd, "unknown option '%s'", a);
+            goto done;
+        }
+    }
+    if (o.p.n_train_files || o.p.n_eval_files || o.p.checkpoint_path || o.p.resume) {
+        cli_error(cmd, "takes --images and --labels (not -f or --eval), and no checkpoints yet");
+        goto done;
+    }
+    if (!out || !lp.base_path || !d.images_path || !d.labels_path) {
+        cli_error(cmd, "needs -m, --images, --labels and -o (see --help)");
+        goto done;
+    }
+    char plot[4096];
+    cli_train_begin(&o, out, plot, sizeof plot);
+    d.n_steps = o.p.n_steps, d.batch = o.p.batch, d.lr = o.p.lr, d.warmup = o.p.warmup;
+    d.min_lr_ratio = o.p.min_lr_ratio, d.grad_clip = o.p.grad_clip, d.seed = o.p.seed;
+    d.eval_every = o.p.eval_every, d.eval_batches = o.p.eval_batches;
+    d.n_threads = o.p.n_threads, d.plot_path = o.p.plot_path;
+    d.progress = o.p.progress, d.user = o.p.user;
+    el_status st = el_finetune_diffusion(&d, &lp, out);
+    return cli_train_end(cmd, &o, st, out);
+done:
+    free((void *)o.p.train_files);
+    free((void *)o.p.eval_files);
+    return rc;
+}
