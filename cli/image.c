@@ -14,6 +14,8 @@ static const char help[] =
     "  --input FILE          inpainting: the 28x28 8-bit grey PNG to complete\n"
     "  --mask FILE           inpainting: a 28x28 8-bit grey PNG, non-zero where to fill\n"
     "  --class K             the digit to draw (default: any)\n"
+    "  --guidance G          with --class: classifier-free guidance (default 1: the class\n"
+    "                        alone; larger values follow the class more, at twice the cost)\n"
     "  --sampler S           ddim (default) or ddpm (every timestep)\n"
     "  --steps N             DDIM steps (default 20)\n"
     "  --seed N              the starting noise (default 1)\n"
@@ -67,6 +69,11 @@ int cmd_image(int argc, char **argv) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 0, 1 << 20, &cls))
                 return CLI_USAGE;
             have_class = true;
+        } else if (!strcmp(a, "--guidance")) {
+            double g;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 100, &g))
+                return CLI_USAGE;
+            p.guidance = (float)g;
         } else if (!strcmp(a, "--sampler")) {
             if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
             if (!strcmp(v, "ddim")) {

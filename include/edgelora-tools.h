@@ -317,6 +317,9 @@ typedef struct el_image_params {
     const uint8_t *input, *mask;     /* inpainting: the image [784] and the mask [784] (non-zero:
                                       * to fill); NULL for plain generation */
     int32_t cls;           /* the class to draw, -1 for any */
+    float guidance;        /* with a class: classifier-free guidance, eps = eps_none + g (eps_cls
+                            * - eps_none); 1 (the default) is the class alone, one forward a
+                            * step; other values take two */
     int32_t n_steps;       /* DDIM: steps (<= the model's timesteps); DDPM: ignored (all) */
     el_image_sampler sampler;
     uint64_t seed;         /* the starting noise (and DDPM's noise) */

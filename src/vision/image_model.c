@@ -70,7 +70,8 @@ void el_image_adapter_free(el_image_adapter *a) {
 const char *el_image_adapter_task(const el_image_adapter *a) { return a->l.task; }
 
 el_image_params el_image_default_params(void) {
-    el_image_params p = {.cls = -1, .n_steps = 20, .sampler = EL_IMAGE_DDIM, .seed = 1};
+    el_image_params p = {.cls = -1, .guidance = 1.0f, .n_steps = 20, .sampler = EL_IMAGE_DDIM,
+                         .seed = 1};
     return p;
 }
 
@@ -80,7 +81,9 @@ typedef struct predictor {
     const el_vlora *l;
     int64_t n;
     float *in;    /* [n][3][784] */
-    int32_t *t, *cls;
+    int32_t *t, *cls, *none;
+    float guidance;
+    float *eps_none; /* [n][784], for guidance */
     el_arena arena;
 } predictor;
 
@@ -91,8 +94,15 @@ static el_status predict(void *user, const float *x, int32_t t, float *eps) {
         pr->t[b] = t;
     }
     el_arena_reset(&pr->arena);
-    return el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->cls, eps, &pr->arena,
-                           NULL);
+    el_status st = el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->cls, eps,
+                                   &pr->arena, NULL);
+    if (st != EL_OK || !pr->eps_none) return st;
+    el_arena_reset(&pr->arena);
+    st = el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->none, pr->eps_none,
+                         &pr->arena, NULL);
+    for (int64_t i = 0; st == EL_OK && i < pr->n * PIX; i++)
+        eps[i] = pr->eps_none[i] + pr->guidance * (eps[i] - pr->eps_none[i]);
+    return st;
 }
 
 static void normal_noise(void *user, float *z, int64_t n) {
@@ -108,6 +118,8 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         return el_error(EL_ERR_INVALID_ARG, "DDIM steps %d: 1 to the model's %d timesteps",
                         p->n_steps, m->sched.T);
     if (n <= 0) return el_error(EL_ERR_INVALID_ARG, "asked for %d images", n);
+    if (!(p->guidance >= 0.0f && p->guidance <= 100.0f))
+        return el_error(EL_ERR_INVALID_ARG, "guidance %g (0 to 100)", p->guidance);
     if (p->adapter && p->adapter->m != m)
         return el_error(EL_ERR_MISMATCH, "image adapter: loaded for another model");
     if (!p->input != !p->mask)
@@ -122,7 +134,12 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     float *x = malloc((size_t)n * PIX * sizeof *x);
     pr.in = calloc((size_t)CHUNK * EL_UNET_IN * PIX, sizeof *pr.in);
     pr.t = malloc(CHUNK * sizeof *pr.t), pr.cls = malloc(CHUNK * sizeof *pr.cls);
-    if (!x || !pr.in || !pr.t || !pr.cls) st = el_error(EL_ERR_NOMEM, "image generation: out of memory");
+    pr.none = malloc(CHUNK * sizeof *pr.none);
+    pr.guidance = p->guidance;
+    bool guided = p->cls >= 0 && p->guidance != 1.0f;
+    if (guided) pr.eps_none = malloc((size_t)CHUNK * PIX * sizeof *pr.eps_none);
+    if (!x || !pr.in || !pr.t || !pr.cls || !pr.none || (guided && !pr.eps_none))
+        st = el_error(EL_ERR_NOMEM, "image generation: out of memory");
     /* the condition channels, as in training (train_diffusion.c): the image with the hole
      * blank, and the mask */
     for (int64_t b = 0; st == EL_OK && p->input && b < CHUNK; b++)
@@ -135,7 +152,7 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) x[i] = el_rng_normal(&rng);
     for (int32_t first = 0; first < n && st == EL_OK; first += CHUNK) {
         pr.n = n - first < CHUNK ? n - first : CHUNK;
-        for (int64_t b = 0; b < pr.n; b++) pr.cls[b] = p->cls >= 0 ? p->cls : nc;
+        for (int64_t b = 0; b < pr.n; b++) pr.cls[b] = p->cls >= 0 ? p->cls : nc, pr.none[b] = nc;
         float *xc = x + (size_t)first * PIX;
         if (p->sampler == EL_IMAGE_DDIM)
             st = el_sample_ddim(&m->sched, p->n_steps, pr.n, xc, predict, &pr);
@@ -148,6 +165,6 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         if (p->input && !p->mask[i % PIX]) out[i] = p->input[i % PIX]; /* known pixels kept */
     }
     el_arena_free(&pr.arena);
-    free(x), free(pr.in), free(pr.t), free(pr.cls);
+    free(x), free(pr.in), free(pr.t), free(pr.cls), free(pr.none), free(pr.eps_none);
     return st;
 }
