@@ -54,14 +54,16 @@ int cmd_finetune_diffusion(int argc, char **argv) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 256, &n)) goto done;
             lp.rank = (int32_t)n;
         } else if (!strcmp(a, "--alpha")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 1e-6, 1e6, &x)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 1e-6, 1e6, &x))
+                goto done;
             lp.alpha = (float)x;
         } else if (!strcmp(a, "--images")) {
             if (!(d.images_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--labels")) {
             if (!(d.labels_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--heldout")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n))
+                goto done;
             d.n_heldout = (int32_t)n;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value(cmd, argc, argv, &i))) goto done;

@@ -136,7 +136,7 @@ int cmd_image(int argc, char **argv) {
             goto fail;
         if (!ad || strcmp(el_image_adapter_task(ad), "inpaint"))
             fprintf(stderr, "edgelora image: warning: --input without an inpainting adapter "
-                    "(--lora): the base model ignores the image\n");
+                            "(--lora): the base model ignores the image\n");
         bool any = false;
         for (int k = 0; k < SIDE * SIDE; k++) any = any || mask_px[k];
         if (!any) {
@@ -147,7 +147,8 @@ int cmd_image(int argc, char **argv) {
     p.adapter = ad, p.input = in_px, p.mask = mask_px;
     p.cls = (int32_t)cls;
     int32_t count = (int32_t)(rows * cols);
-    int32_t w = (int32_t)(cols * SIDE + (cols - 1) * GAP), h = (int32_t)(rows * SIDE + (rows - 1) * GAP);
+    int32_t w = (int32_t)(cols * SIDE + (cols - 1) * GAP),
+            h = (int32_t)(rows * SIDE + (rows - 1) * GAP);
     uint8_t *img = malloc((size_t)count * SIDE * SIDE), *grid = calloc((size_t)w * (size_t)h, 1);
     if (!img || !grid) {
         cli_error(cmd, "out of memory");

@@ -5,7 +5,8 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora train-diffusion --images IMAGES.gz --labels LABELS.gz -o MODEL.gguf [options]\n"
+    "usage: edgelora train-diffusion --images IMAGES.gz --labels LABELS.gz -o MODEL.gguf "
+    "[options]\n"
     "Trains the image model (a diffusion UNet over 28x28 digits, docs/vision.md) to predict the\n"
     "noise of noised images, and writes the moving average of its weights as a GGUF. The last\n"
     "--heldout images are held out for the eval loss. Progress with an ETA on stderr, the loss\n"
@@ -48,19 +49,24 @@ int cmd_train_diffusion(int argc, char **argv) {
         } else if (!strcmp(a, "--labels")) {
             if (!(d.labels_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--heldout")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n))
+                goto done;
             d.n_heldout = (int32_t)n;
         } else if (!strcmp(a, "--channels")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n))
+                goto done;
             d.ch = (int32_t)n;
         } else if (!strcmp(a, "--groups")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n))
+                goto done;
             d.groups = (int32_t)n;
         } else if (!strcmp(a, "--timesteps")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 2, 100000, &n)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 2, 100000, &n))
+                goto done;
             d.n_timesteps = (int32_t)n;
         } else if (!strcmp(a, "--ema")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 0.999999, &x)) goto done;
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 0.999999, &x))
+                goto done;
             d.ema = (float)x;
         } else if (!strcmp(a, "--p-uncond")) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 1, &x)) goto done;

@@ -46,7 +46,7 @@ static bool close_to(const char *what, const float *got, const float *want, size
 /* One layer under test: its forward from the current inputs into y. */
 typedef struct layer_case {
     void (*forward)(struct layer_case *c, float *y);
-    float *in[4];     /* the inputs a gradient is checked for */
+    float *in[4]; /* the inputs a gradient is checked for */
     size_t n_in[4];
     const float *extra[4]; /* inputs held fixed */
     int64_t dims[6];
@@ -55,14 +55,13 @@ typedef struct layer_case {
 static double loss(layer_case *c, float *y, const float *dy, size_t ny) {
     c->forward(c, y);
     double s = 0.0;
-    for (size_t i = 0; i < ny; i++)
-        s += (double)y[i] * dy[i];
+    for (size_t i = 0; i < ny; i++) s += (double)y[i] * dy[i];
     return s;
 }
 
 /* Compares grad (of input `which`) with central differences at up to 40 of its elements. */
-static bool fd_check(const char *what, layer_case *c, int which, const float *grad,
-                     const float *dy, size_t ny) {
+static bool fd_check(const char *what, layer_case *c, int which, const float *grad, const float *dy,
+                     size_t ny) {
     float *y = malloc(ny * sizeof *y), *a = c->in[which], h = 1e-2f;
     size_t n = c->n_in[which], stride = n > 40 ? n / 40 : 1;
     double err = 0.0, scale = 1e-3;
@@ -93,12 +92,14 @@ static void conv_fwd(layer_case *c, float *y) {
 
 static int check_conv(int64_t B, int64_t cin, int64_t cout, int64_t H, int64_t W, int64_t k) {
     el_conv_dims d = {B, cin, cout, H, W, k};
-    size_t nx = (size_t)(B * cin * H * W), nw = (size_t)(cout * cin * k * k), ny = (size_t)(B * cout * H * W);
+    size_t nx = (size_t)(B * cin * H * W), nw = (size_t)(cout * cin * k * k),
+           ny = (size_t)(B * cout * H * W);
     float *x = next_array(nx), *w = next_array(nw), *b = next_array((size_t)cout),
-          *dy = next_array(ny), *ry = next_array(ny), *rdx = next_array(nx),
-          *rdw = next_array(nw), *rdb = next_array((size_t)cout);
+          *dy = next_array(ny), *ry = next_array(ny), *rdx = next_array(nx), *rdw = next_array(nw),
+          *rdb = next_array((size_t)cout);
     CHECK(x && w && b && dy && ry && rdx && rdw && rdb);
-    float *y = malloc(ny * 4), *dx = calloc(nx, 4), *dw = calloc(nw, 4), *db = calloc((size_t)cout, 4);
+    float *y = malloc(ny * 4), *dx = calloc(nx, 4), *dw = calloc(nw, 4),
+          *db = calloc((size_t)cout, 4);
     size_t ncol = (size_t)el_conv_col_size(&d);
     float *col = malloc(ncol * 4), *dcol = malloc(ncol * 4);
     el_conv_forward(y, x, w, b, &d, col);

@@ -11,7 +11,11 @@
 #include "vision/lora.h"
 
 static const el_unet_config tiny = {.ch = 4, .temb = 8, .groups = 2, .n_class = 3, .n_steps = 50};
-enum { B = 2, NX = B * EL_UNET_IN * EL_UNET_SIDE * EL_UNET_SIDE, NE = B * EL_UNET_SIDE * EL_UNET_SIDE };
+enum {
+    B = 2,
+    NX = B * EL_UNET_IN * EL_UNET_SIDE * EL_UNET_SIDE,
+    NE = B * EL_UNET_SIDE * EL_UNET_SIDE
+};
 
 typedef struct fixture {
     el_unet u;

@@ -10,7 +10,11 @@
 #include "vision/unet.h"
 
 static const el_unet_config tiny = {.ch = 4, .temb = 8, .groups = 2, .n_class = 3, .n_steps = 50};
-enum { B = 2, NX = B * EL_UNET_IN * EL_UNET_SIDE * EL_UNET_SIDE, NE = B * EL_UNET_SIDE * EL_UNET_SIDE };
+enum {
+    B = 2,
+    NX = B * EL_UNET_IN * EL_UNET_SIDE * EL_UNET_SIDE,
+    NE = B * EL_UNET_SIDE * EL_UNET_SIDE
+};
 
 static double loss_of(const el_unet *u, const float *p, const float *x, const int32_t *t,
                       const int32_t *cls, const float *r, el_arena *a) {

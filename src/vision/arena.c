@@ -57,8 +57,7 @@ void el_arena_reset(el_arena *a) {
 }
 
 void el_arena_free(el_arena *a) {
-    for (int i = 0; i < a->n; i++)
-        free(a->c[i].p);
+    for (int i = 0; i < a->n; i++) free(a->c[i].p);
     free(a->c);
     *a = (el_arena){0};
 }

@@ -18,10 +18,8 @@ void el_spatial_attention_forward(float *out, float *p, const float *q, const fl
             float *row = pb + i * N, mx = row[0], sum = 0.0f;
             for (int64_t j = 1; j < N; j++)
                 if (row[j] > mx) mx = row[j];
-            for (int64_t j = 0; j < N; j++)
-                sum += row[j] = expf(row[j] - mx);
-            for (int64_t j = 0; j < N; j++)
-                row[j] /= sum;
+            for (int64_t j = 0; j < N; j++) sum += row[j] = expf(row[j] - mx);
+            for (int64_t j = 0; j < N; j++) row[j] /= sum;
         }
         /* out [C][N] = v [C][N] p^T [N][N] */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)C, (int)N, (int)N, 1.0f, vb,
@@ -46,10 +44,8 @@ void el_spatial_attention_backward(float *dq, float *dk, float *dv, float *ds, c
         for (int64_t i = 0; i < N; i++) {
             const float *pr = pb + i * N;
             float *dr = ds + i * N, dot = 0.0f;
-            for (int64_t j = 0; j < N; j++)
-                dot += pr[j] * dr[j];
-            for (int64_t j = 0; j < N; j++)
-                dr[j] = pr[j] * (dr[j] - dot);
+            for (int64_t j = 0; j < N; j++) dot += pr[j] * dr[j];
+            for (int64_t j = 0; j < N; j++) dr[j] = pr[j] * (dr[j] - dot);
         }
         /* dq [C][N] += k [C][N] ds^T / sqrt(C); dk [C][N] += q [C][N] ds / sqrt(C) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)C, (int)N, (int)N, scale, kb,

@@ -65,8 +65,7 @@ void el_conv_forward(float *y, const float *x, const float *w, const float *b,
                     w, (int)K, src, (int)HW, 0.0f, yi, (int)HW);
         if (b)
             for (int64_t o = 0; o < d->cout; o++)
-                for (int64_t p = 0; p < HW; p++)
-                    yi[o * HW + p] += b[o];
+                for (int64_t p = 0; p < HW; p++) yi[o * HW + p] += b[o];
     }
 }
 
@@ -78,8 +77,7 @@ void el_conv_backward(float *dx, float *dw, float *db, const float *dy, const fl
         if (db)
             for (int64_t o = 0; o < d->cout; o++) {
                 float s = 0.0f;
-                for (int64_t p = 0; p < HW; p++)
-                    s += dyi[o * HW + p];
+                for (int64_t p = 0; p < HW; p++) s += dyi[o * HW + p];
                 db[o] += s;
             }
         if (dw) { /* dw [cout][K] += dy [cout][HW] col^T [HW][K] */
@@ -94,8 +92,8 @@ void el_conv_backward(float *dx, float *dw, float *db, const float *dy, const fl
         if (dx) { /* dcol [K][HW] = w^T [K][cout] dy [cout][HW] */
             float *dxi = dx + i * d->cin * HW;
             if (d->k == 1) {
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)HW,
-                            (int)d->cout, 1.0f, w, (int)K, dyi, (int)HW, 1.0f, dxi, (int)HW);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)HW, (int)d->cout,
+                            1.0f, w, (int)K, dyi, (int)HW, 1.0f, dxi, (int)HW);
                 continue;
             }
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)HW, (int)d->cout,
@@ -114,9 +112,9 @@ void el_conv_lora_forward(float *y, const float *x, const float *a, const float 
             im2col(col, src, d);
             src = col;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rank, (int)HW, (int)K, 1.0f,
-                    a, (int)K, src, (int)HW, 0.0f, lx, (int)HW);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d->cout, (int)HW, (int)rank,
-                    s, b, (int)rank, lx, (int)HW, 1.0f, y + i * d->cout * HW, (int)HW);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rank, (int)HW, (int)K, 1.0f, a,
+                    (int)K, src, (int)HW, 0.0f, lx, (int)HW);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d->cout, (int)HW, (int)rank, s,
+                    b, (int)rank, lx, (int)HW, 1.0f, y + i * d->cout * HW, (int)HW);
     }
 }

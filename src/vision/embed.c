@@ -20,8 +20,7 @@ void el_dense_forward(float *y, const float *x, const float *w, const float *b, 
                 (int)in, w, (int)in, 0.0f, y, (int)out);
     if (b)
         for (int64_t r = 0; r < N; r++)
-            for (int64_t o = 0; o < out; o++)
-                y[r * out + o] += b[o];
+            for (int64_t o = 0; o < out; o++) y[r * out + o] += b[o];
 }
 
 void el_dense_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
@@ -34,6 +33,5 @@ void el_dense_backward(float *dx, float *dw, float *db, const float *dy, const f
                     (int)out, x, (int)in, 1.0f, dw, (int)in);
     if (db)
         for (int64_t r = 0; r < N; r++)
-            for (int64_t o = 0; o < out; o++)
-                db[o] += dy[r * out + o];
+            for (int64_t o = 0; o < out; o++) db[o] += dy[r * out + o];
 }

@@ -11,11 +11,9 @@ void el_groupnorm_forward(float *y, float *mean, float *rstd, const float *x, co
             const float *xs = x + (i * C + j * cg) * HW;
             float *ys = y + (i * C + j * cg) * HW;
             double s = 0.0, ss = 0.0; /* double: a group holds thousands of values */
-            for (int64_t e = 0; e < n; e++)
-                s += xs[e];
+            for (int64_t e = 0; e < n; e++) s += xs[e];
             double mu = s / (double)n;
-            for (int64_t e = 0; e < n; e++)
-                ss += (xs[e] - mu) * (xs[e] - mu);
+            for (int64_t e = 0; e < n; e++) ss += (xs[e] - mu) * (xs[e] - mu);
             float m = (float)mu, r = (float)(1.0 / sqrt(ss / (double)n + eps));
             mean[i * G + j] = m;
             rstd[i * G + j] = r;

@@ -47,8 +47,7 @@ struct el_image_adapter {
     el_vlora l;
 };
 
-el_status el_image_adapter_load(const el_image_model *m, const char *path,
-                                el_image_adapter **out) {
+el_status el_image_adapter_load(const el_image_model *m, const char *path, el_image_adapter **out) {
     el_image_adapter *a = calloc(1, sizeof *a);
     if (!a) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
     el_status st = el_vlora_load(path, &a->l, &m->u);
@@ -70,8 +69,8 @@ void el_image_adapter_free(el_image_adapter *a) {
 const char *el_image_adapter_task(const el_image_adapter *a) { return a->l.task; }
 
 el_image_params el_image_default_params(void) {
-    el_image_params p = {.cls = -1, .guidance = 1.0f, .n_steps = 20, .sampler = EL_IMAGE_DDIM,
-                         .seed = 1};
+    el_image_params p = {
+        .cls = -1, .guidance = 1.0f, .n_steps = 20, .sampler = EL_IMAGE_DDIM, .seed = 1};
     return p;
 }
 
@@ -80,7 +79,7 @@ typedef struct predictor {
     const el_image_model *m;
     const el_vlora *l;
     int64_t n;
-    float *in;    /* [n][3][784] */
+    float *in; /* [n][3][784] */
     int32_t *t, *cls, *none;
     float guidance;
     float *eps_none; /* [n][784], for guidance */
@@ -112,8 +111,10 @@ static void normal_noise(void *user, float *z, int64_t n) {
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out) {
     int32_t nc = m->u.c.n_class;
     if (p->cls < -1 || p->cls >= nc)
-        return el_error(EL_ERR_INVALID_ARG, "class %d: the model draws classes 0 to %d (or -1 "
-                        "for any)", p->cls, nc - 1);
+        return el_error(EL_ERR_INVALID_ARG,
+                        "class %d: the model draws classes 0 to %d (or -1 "
+                        "for any)",
+                        p->cls, nc - 1);
     if (p->sampler == EL_IMAGE_DDIM && (p->n_steps < 1 || p->n_steps > m->sched.T))
         return el_error(EL_ERR_INVALID_ARG, "DDIM steps %d: 1 to the model's %d timesteps",
                         p->n_steps, m->sched.T);
@@ -145,7 +146,8 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     for (int64_t b = 0; st == EL_OK && p->input && b < CHUNK; b++)
         for (int i = 0; i < PIX; i++) {
             bool hole = p->mask[i] != 0;
-            pr.in[(b * EL_UNET_IN + 1) * PIX + i] = hole ? 0.0f : (float)p->input[i] / 127.5f - 1.0f;
+            pr.in[(b * EL_UNET_IN + 1) * PIX + i] =
+                hole ? 0.0f : (float)p->input[i] / 127.5f - 1.0f;
             pr.in[(b * EL_UNET_IN + 2) * PIX + i] = hole ? 1.0f : 0.0f;
         }
     /* all starting noise first, so that image i starts the same whatever n is */

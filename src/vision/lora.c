@@ -19,8 +19,8 @@ static bool adapted(const el_ttensor *t) {
            strncmp(t->name, "time.", 5) && !strstr(t->name, ".temb.");
 }
 
-el_status el_vlora_init(el_vlora *l, const el_unet *u, int32_t rank, float alpha,
-                        const char *task, uint64_t seed) {
+el_status el_vlora_init(el_vlora *l, const el_unet *u, int32_t rank, float alpha, const char *task,
+                        uint64_t seed) {
     memset(l, 0, sizeof *l);
     if (rank < 1 || !(alpha > 0))
         return el_error(EL_ERR_INVALID_ARG, "image adapter: rank %d, alpha %g (both positive)",
@@ -77,9 +77,9 @@ void el_vlora_merge(const el_vlora *l, const el_unet *u, const float *base, floa
         if (l->slot[i] < 0) continue;
         const el_ttensor *t = &u->tb.t[i], *a = &l->tb.t[l->slot[i]], *b = a + 1;
         /* W [cout][K] += s B [cout][r] A [r][K] */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)t->n_out, (int)t->n_in,
-                    l->rank, l->scale, l->w + b->offset, l->rank, l->w + a->offset, (int)t->n_in,
-                    1.0f, merged + t->offset, (int)t->n_in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)t->n_out, (int)t->n_in, l->rank,
+                    l->scale, l->w + b->offset, l->rank, l->w + a->offset, (int)t->n_in, 1.0f,
+                    merged + t->offset, (int)t->n_in);
     }
 }
 
@@ -89,12 +89,12 @@ void el_vlora_grad(const el_vlora *l, const el_unet *u, const float *gbase, floa
         const el_ttensor *t = &u->tb.t[i], *a = &l->tb.t[l->slot[i]], *b = a + 1;
         const float *gw = gbase + t->offset;
         /* dA [r][K] = s B^T [r][cout] dW [cout][K]; dB [cout][r] = s dW [cout][K] A^T [K][r] */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->rank, (int)t->n_in,
-                    (int)t->n_out, l->scale, l->w + b->offset, l->rank, gw, (int)t->n_in, 0.0f,
-                    g + a->offset, (int)t->n_in);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t->n_out, l->rank,
-                    (int)t->n_in, l->scale, gw, (int)t->n_in, l->w + a->offset, (int)t->n_in,
-                    0.0f, g + b->offset, l->rank);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, l->rank, (int)t->n_in, (int)t->n_out,
+                    l->scale, l->w + b->offset, l->rank, gw, (int)t->n_in, 0.0f, g + a->offset,
+                    (int)t->n_in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)t->n_out, l->rank, (int)t->n_in,
+                    l->scale, gw, (int)t->n_in, l->w + a->offset, (int)t->n_in, 0.0f, g + b->offset,
+                    l->rank);
     }
 }
 
@@ -125,19 +125,21 @@ el_status el_vlora_load(const char *path, el_vlora *l, const el_unet *u) {
     gguf_str ty = {0}, ar = {0}, task = {0};
     float alpha = 0.0f;
     if (gguf_get_str(f, "general.type", &ty) != EL_OK || !gguf_str_eq(ty, "adapter"))
-        st = el_error(EL_ERR_FORMAT, "%s: not an adapter (general.type '%.*s')", path,
-                      (int)ty.len, ty.ptr ? ty.ptr : "");
+        st = el_error(EL_ERR_FORMAT, "%s: not an adapter (general.type '%.*s')", path, (int)ty.len,
+                      ty.ptr ? ty.ptr : "");
     else if (gguf_get_str(f, "general.architecture", &ar) != EL_OK ||
              !gguf_str_eq(ar, "edgelora-unet"))
-        st = el_error(EL_ERR_MISMATCH, "%s: an adapter for '%.*s', not for the image model",
-                      path, (int)ar.len, ar.ptr ? ar.ptr : "");
+        st = el_error(EL_ERR_MISMATCH, "%s: an adapter for '%.*s', not for the image model", path,
+                      (int)ar.len, ar.ptr ? ar.ptr : "");
     else if (gguf_get_f32(f, "adapter.lora.alpha", &alpha) != EL_OK || !(alpha > 0))
         st = el_error(EL_ERR_FORMAT, "%s: no positive adapter.lora.alpha", path);
     int32_t rank = 0;
     if (st == EL_OK) { /* the rank is the rows of the first A */
         const gguf_tensor *a = gguf_find_tensor(f, "conv_in.lora_a");
-        if (!a) st = el_error(EL_ERR_FORMAT, "%s: tensor conv_in.lora_a missing", path);
-        else rank = (int32_t)a->ne[1];
+        if (!a)
+            st = el_error(EL_ERR_FORMAT, "%s: tensor conv_in.lora_a missing", path);
+        else
+            rank = (int32_t)a->ne[1];
     }
     if (st == EL_OK) {
         gguf_get_str(f, "edgelora-unet.task", &task);
@@ -149,11 +151,15 @@ el_status el_vlora_load(const char *path, el_vlora *l, const el_unet *u) {
         const el_ttensor *t = &l->tb.t[k];
         const gguf_tensor *gt = gguf_find_tensor(f, t->name);
         if (!gt)
-            st = el_error(EL_ERR_MISMATCH, "%s: tensor %s missing (an adapter for another "
-                          "shape of the image model?)", path, t->name);
+            st = el_error(EL_ERR_MISMATCH,
+                          "%s: tensor %s missing (an adapter for another "
+                          "shape of the image model?)",
+                          path, t->name);
         else if (gt->type != EL_TYPE_F32 || gt->ne[0] != t->n_in || gt->ne[1] != t->n_out)
-            st = el_error(EL_ERR_MISMATCH, "%s: tensor %s is not F32 [%lld][%lld] as the model "
-                          "needs", path, t->name, (long long)t->n_out, (long long)t->n_in);
+            st = el_error(EL_ERR_MISMATCH,
+                          "%s: tensor %s is not F32 [%lld][%lld] as the model "
+                          "needs",
+                          path, t->name, (long long)t->n_out, (long long)t->n_in);
         else
             memcpy(l->w + t->offset, gt->data, (size_t)(t->n_in * t->n_out) * sizeof *l->w);
     }

@@ -20,14 +20,14 @@ struct el_vlora {
     float alpha, scale; /* scale = alpha / rank */
     el_ttable tb;       /* A then B of each adapted convolution */
     float *w;
-    int32_t *slot;      /* per base tensor: the index in tb of its A, or -1 */
+    int32_t *slot; /* per base tensor: the index in tb of its A, or -1 */
     char task[32];
 };
 
 /* An adapter of every convolution of u: A uniform in +-1/sqrt(fan_in) from seed, B zero (so it
  * starts as the base). */
-el_status el_vlora_init(el_vlora *l, const el_unet *u, int32_t rank, float alpha,
-                        const char *task, uint64_t seed);
+el_status el_vlora_init(el_vlora *l, const el_unet *u, int32_t rank, float alpha, const char *task,
+                        uint64_t seed);
 void el_vlora_free(el_vlora *l);
 
 /* merged = base with every adapted weight W + s B A. */

@@ -78,8 +78,8 @@ el_status el_mnist_load(const char *images_path, const char *labels_path, el_mni
     } else {
         for (uint32_t i = 0; i < n && st == EL_OK; i++)
             if (out->labels[i] > 9)
-                st = el_error(EL_ERR_FORMAT, "%s: label %u of image %u is not a digit",
-                              labels_path, out->labels[i], i);
+                st = el_error(EL_ERR_FORMAT, "%s: label %u of image %u is not a digit", labels_path,
+                              out->labels[i], i);
     }
     gzclose(fi), gzclose(fl);
     if (st != EL_OK) el_mnist_free(out);

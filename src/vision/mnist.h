@@ -8,9 +8,9 @@
 #include "edgelora.h"
 
 typedef struct el_mnist {
-    int32_t n;        /* images */
-    uint8_t *pixels;  /* [n][28 * 28], 0 background .. 255 ink */
-    uint8_t *labels;  /* [n], 0..9 */
+    int32_t n;       /* images */
+    uint8_t *pixels; /* [n][28 * 28], 0 background .. 255 ink */
+    uint8_t *labels; /* [n], 0..9 */
 } el_mnist;
 
 /* Reads an images file (magic 2051, 28 x 28) and its labels file (magic 2049, the same count,

@@ -21,8 +21,7 @@ el_status el_unet_save(const char *path, const el_unet *u, const float *p,
         st = gguf_writer_set_u32(w, "edgelora-unet.embedding_length", (uint32_t)u->c.temb);
     if (st == EL_OK) st = gguf_writer_set_u32(w, "edgelora-unet.groups", (uint32_t)u->c.groups);
     if (st == EL_OK) st = gguf_writer_set_u32(w, "edgelora-unet.classes", (uint32_t)u->c.n_class);
-    if (st == EL_OK)
-        st = gguf_writer_set_u32(w, "edgelora-unet.timesteps", (uint32_t)u->c.n_steps);
+    if (st == EL_OK) st = gguf_writer_set_u32(w, "edgelora-unet.timesteps", (uint32_t)u->c.n_steps);
     if (st == EL_OK) st = gguf_writer_set_f32(w, "edgelora-unet.beta_1", info->beta_1);
     if (st == EL_OK) st = gguf_writer_set_f32(w, "edgelora-unet.beta_T", info->beta_T);
     for (int32_t i = 0; i < u->tb.n && st == EL_OK; i++) {
@@ -51,8 +50,9 @@ el_status el_unet_load(const char *path, el_unet *u, float **p, el_unet_file_inf
     if (st != EL_OK) return st;
     gguf_str a = {0};
     if (gguf_get_str(f, "general.architecture", &a) != EL_OK || !gguf_str_eq(a, arch)) {
-        st = el_error(EL_ERR_MISMATCH, "%s: not an image model (architecture '%.*s', expected '%s')",
-                      path, (int)a.len, a.ptr ? a.ptr : "", arch);
+        st =
+            el_error(EL_ERR_MISMATCH, "%s: not an image model (architecture '%.*s', expected '%s')",
+                     path, (int)a.len, a.ptr ? a.ptr : "", arch);
         gguf_close(f);
         return st;
     }
@@ -65,16 +65,20 @@ el_status el_unet_load(const char *path, el_unet *u, float **p, el_unet_file_inf
     if (st == EL_OK) st = get_i32(f, "edgelora-unet.groups", &c.groups);
     if (st == EL_OK) st = get_i32(f, "edgelora-unet.classes", &c.n_class);
     if (st == EL_OK) st = get_i32(f, "edgelora-unet.timesteps", &c.n_steps);
-    if (st == EL_OK && (st = gguf_get_f32(f, "edgelora-unet.beta_1", &info->beta_1)) == EL_ERR_NOT_FOUND)
+    if (st == EL_OK &&
+        (st = gguf_get_f32(f, "edgelora-unet.beta_1", &info->beta_1)) == EL_ERR_NOT_FOUND)
         st = el_error(EL_ERR_FORMAT, "%s: image model without edgelora-unet.beta_1", path);
-    if (st == EL_OK && (st = gguf_get_f32(f, "edgelora-unet.beta_T", &info->beta_T)) == EL_ERR_NOT_FOUND)
+    if (st == EL_OK &&
+        (st = gguf_get_f32(f, "edgelora-unet.beta_T", &info->beta_T)) == EL_ERR_NOT_FOUND)
         st = el_error(EL_ERR_FORMAT, "%s: image model without edgelora-unet.beta_T", path);
     if (st == EL_OK && (side != EL_UNET_SIDE || in != EL_UNET_IN))
-        st = el_error(EL_ERR_UNSUPPORTED, "%s: images of %d pixels and %d input channels (this "
-                      "version: %d and %d)", path, side, in, EL_UNET_SIDE, EL_UNET_IN);
+        st = el_error(EL_ERR_UNSUPPORTED,
+                      "%s: images of %d pixels and %d input channels (this "
+                      "version: %d and %d)",
+                      path, side, in, EL_UNET_SIDE, EL_UNET_IN);
     if (st == EL_OK && !(info->beta_1 > 0 && info->beta_1 <= info->beta_T && info->beta_T < 1))
-        st = el_error(EL_ERR_FORMAT, "%s: bad noise schedule (beta %g .. %g)", path,
-                      info->beta_1, info->beta_T);
+        st = el_error(EL_ERR_FORMAT, "%s: bad noise schedule (beta %g .. %g)", path, info->beta_1,
+                      info->beta_T);
     if (st == EL_OK && (st = el_unet_init(u, &c)) != EL_OK) el_error_prefix("%s", path);
     if (st == EL_OK && !(*p = malloc(u->tb.n_floats * sizeof **p)))
         st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);

@@ -65,14 +65,17 @@ el_status el_png_read_gray(const char *path, uint8_t **pixels, int32_t *w, int32
     el_status st = EL_OK;
     if (type != PNG_COLOR_TYPE_GRAY || depth != 8 ||
         png_get_interlace_type(png, info) != PNG_INTERLACE_NONE)
-        st = el_error(EL_ERR_UNSUPPORTED, "%s: a PNG of colour type %d and %d-bit depth (8-bit "
-                      "grey, not interlaced, expected)", path, type, depth);
+        st = el_error(EL_ERR_UNSUPPORTED,
+                      "%s: a PNG of colour type %d and %d-bit depth (8-bit "
+                      "grey, not interlaced, expected)",
+                      path, type, depth);
     else if (pw == 0 || ph == 0 || pw > 4096 || ph > 4096)
         st = el_error(EL_ERR_UNSUPPORTED, "%s: a PNG of %ux%u pixels", path, (unsigned)pw,
                       (unsigned)ph);
     else if (!(out = malloc((size_t)pw * ph)))
         st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    for (png_uint_32 y = 0; st == EL_OK && y < ph; y++) png_read_row(png, out + (size_t)y * pw, NULL);
+    for (png_uint_32 y = 0; st == EL_OK && y < ph; y++)
+        png_read_row(png, out + (size_t)y * pw, NULL);
     png_destroy_read_struct(&png, &info, NULL);
     fclose(f);
     if (st != EL_OK) {

@@ -26,7 +26,8 @@ el_status el_sample_ddim(const el_schedule *s, int32_t n_steps, int64_t n_img, f
 
 el_status el_sample_ddpm(const el_schedule *s, int64_t n_img, float *x, el_eps_fn eps, void *user,
                          el_noise_fn noise, void *noise_user) {
-    float *e = malloc((size_t)(n_img * PIX) * sizeof *e), *z = malloc((size_t)(n_img * PIX) * sizeof *z);
+    float *e = malloc((size_t)(n_img * PIX) * sizeof *e),
+          *z = malloc((size_t)(n_img * PIX) * sizeof *z);
     el_status st = e && z ? EL_OK : el_error(EL_ERR_NOMEM, "DDPM: out of memory");
     for (int32_t t = s->T - 1; t >= 0 && st == EL_OK; t--) {
         if ((st = eps(user, x, t, e)) != EL_OK) break;

@@ -4,8 +4,7 @@
 #include <math.h>
 
 void el_silu_forward(float *y, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        y[i] = x[i] / (1.0f + expf(-x[i]));
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
 }
 
 /* silu'(x) = s (1 + x (1 - s)) with s = sigmoid(x) */

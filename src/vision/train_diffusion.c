@@ -21,10 +21,24 @@ enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE };
 
 el_diffusion_train_params el_diffusion_train_default_params(void) {
     el_diffusion_train_params p = {
-        .n_heldout = 1000, .ch = 32, .temb = 128, .groups = 8, .n_timesteps = 1000,
-        .beta_1 = 1e-4f, .beta_T = 0.02f, .n_steps = 2000, .batch = 64, .lr = 2e-3f,
-        .min_lr_ratio = 0.1f, .warmup = 100, .grad_clip = 1.0f, .ema = 0.999f,
-        .p_uncond = 0.2f, .eval_every = 200, .eval_batches = 4, .seed = 1,
+        .n_heldout = 1000,
+        .ch = 32,
+        .temb = 128,
+        .groups = 8,
+        .n_timesteps = 1000,
+        .beta_1 = 1e-4f,
+        .beta_T = 0.02f,
+        .n_steps = 2000,
+        .batch = 64,
+        .lr = 2e-3f,
+        .min_lr_ratio = 0.1f,
+        .warmup = 100,
+        .grad_clip = 1.0f,
+        .ema = 0.999f,
+        .p_uncond = 0.2f,
+        .eval_every = 200,
+        .eval_batches = 4,
+        .seed = 1,
     };
     return p;
 }
@@ -185,7 +199,8 @@ static el_status check_params(const el_diffusion_train_params *p, const char *ou
     if (p->n_steps <= 0 || p->batch <= 0 || !(p->lr > 0) || p->warmup < 0 || p->n_heldout <= 0 ||
         p->eval_every < 0 || p->eval_batches <= 0 || p->checkpoint_every < 0 ||
         !(p->ema >= 0 && p->ema < 1) || !(p->p_uncond >= 0 && p->p_uncond <= 1))
-        return el_error(EL_ERR_INVALID_ARG, "image model training: steps, batch, lr, held-out "
+        return el_error(EL_ERR_INVALID_ARG,
+                        "image model training: steps, batch, lr, held-out "
                         "images and eval batches must be positive, ema and p_uncond in [0, 1)");
     if (p->resume && !p->checkpoint_path)
         return el_error(EL_ERR_INVALID_ARG, "resuming needs a checkpoint path");
@@ -269,8 +284,8 @@ static el_status run(const el_diffusion_train_params *p, const el_diffusion_lora
         float loss = 0.0f, lr = 0.0f;
         if ((st = train_step(&r, p, &loss, &lr)) != EL_OK) break;
         if ((st = el_history_add(&r.s.hist, false, (float)r.s.step, loss)) != EL_OK) break;
-        el_train_progress pr = {.step = r.s.step, .n_steps = p->n_steps, .loss = loss,
-                                .eval_loss = NAN, .lr = lr};
+        el_train_progress pr = {
+            .step = r.s.step, .n_steps = p->n_steps, .loss = loss, .eval_loss = NAN, .lr = lr};
         if ((p->eval_every && r.s.step % p->eval_every == 0) || r.s.step == p->n_steps) {
             if ((st = evaluate(&r, p, &pr.eval_loss)) != EL_OK) break;
             if ((st = el_history_add(&r.s.hist, true, (float)r.s.step, pr.eval_loss)) != EL_OK)
@@ -279,13 +294,14 @@ static el_status run(const el_diffusion_train_params *p, const el_diffusion_lora
         pr.elapsed_s = el_now_seconds() - t0;
         pr.tokens_per_s = (double)(r.s.step - first) * p->batch / fmax(pr.elapsed_s, 1e-9);
         if (p->progress && !p->progress(p->user, &pr)) stopped = true;
-        if (!lp && p->checkpoint_path && (stopped || r.s.step == p->n_steps ||
-                                   (p->checkpoint_every && r.s.step % p->checkpoint_every == 0)))
+        if (!lp && p->checkpoint_path &&
+            (stopped || r.s.step == p->n_steps ||
+             (p->checkpoint_every && r.s.step % p->checkpoint_every == 0)))
             st = el_dstate_save(p->checkpoint_path, &r.s);
     }
     if (st == EL_OK && p->plot_path) st = plot(p->plot_path, &r.s.hist);
-    if (st == EL_OK && stopped) st = el_error(EL_ERR_CANCELLED, "training stopped at step %lld",
-                                              (long long)r.s.step);
+    if (st == EL_OK && stopped)
+        st = el_error(EL_ERR_CANCELLED, "training stopped at step %lld", (long long)r.s.step);
     if (st == EL_OK)
         st = lp ? el_vlora_save(out_path, &r.lora, &r.s.u)
                 : el_unet_save(out_path, &r.s.u, r.s.ema, &r.s.sched);
@@ -302,8 +318,10 @@ el_status el_finetune_diffusion(const el_diffusion_train_params *p,
     if (!lp || !lp->base_path)
         return el_error(EL_ERR_INVALID_ARG, "image adapter training: no base model given");
     if (!lp->task || strcmp(lp->task, "inpaint"))
-        return el_error(EL_ERR_INVALID_ARG, "image adapter training: unknown task '%s' (this "
-                        "version trains: inpaint)", lp->task ? lp->task : "");
+        return el_error(EL_ERR_INVALID_ARG,
+                        "image adapter training: unknown task '%s' (this "
+                        "version trains: inpaint)",
+                        lp->task ? lp->task : "");
     if (p->checkpoint_path || p->resume)
         return el_error(EL_ERR_UNSUPPORTED, "image adapter training: no checkpoints yet");
     return run(p, lp, out_path);

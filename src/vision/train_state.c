@@ -42,15 +42,29 @@ typedef struct header {
     uint32_t version;
     int32_t ch, temb, groups, n_class, timesteps;
     float beta_1, beta_T;
+    uint32_t reserved; /* 0: the u64 fields that follow start at a multiple of 8 */
     uint64_t floats;
     int64_t step;
     uint64_t seed, rng, n_train, n_eval;
 } header;
 
 static header make_header(const el_dstate *s) {
-    header h = {{'E', 'L', 'V', 'C'}, 1, s->u.c.ch, s->u.c.temb, s->u.c.groups, s->u.c.n_class,
-                s->u.c.n_steps, s->sched.beta_1, s->sched.beta_T, s->u.tb.n_floats, s->step,
-                s->seed, s->rng.s, s->hist.n_train, s->hist.n_eval};
+    header h = {{'E', 'L', 'V', 'C'},
+                1,
+                s->u.c.ch,
+                s->u.c.temb,
+                s->u.c.groups,
+                s->u.c.n_class,
+                s->u.c.n_steps,
+                s->sched.beta_1,
+                s->sched.beta_T,
+                0,
+                s->u.tb.n_floats,
+                s->step,
+                s->seed,
+                s->rng.s,
+                s->hist.n_train,
+                s->hist.n_eval};
     return h;
 }
 
@@ -111,15 +125,17 @@ el_status el_dstate_load(const char *path, el_dstate *s) {
             st = el_error(EL_ERR_FORMAT, "%s: damaged checkpoint (checksum mismatch)", path);
     }
     if (st == EL_OK && hd.version != 1)
-        st = el_error(EL_ERR_UNSUPPORTED, "%s: checkpoint version %u (this version reads 1)",
-                      path, hd.version);
+        st = el_error(EL_ERR_UNSUPPORTED, "%s: checkpoint version %u (this version reads 1)", path,
+                      hd.version);
     if (st == EL_OK && (hd.ch != want.ch || hd.temb != want.temb || hd.groups != want.groups ||
                         hd.n_class != want.n_class || hd.timesteps != want.timesteps ||
                         hd.beta_1 != want.beta_1 || hd.beta_T != want.beta_T))
-        st = el_error(EL_ERR_MISMATCH, "%s: checkpoint of shape ch=%d temb=%d groups=%d "
+        st = el_error(EL_ERR_MISMATCH,
+                      "%s: checkpoint of shape ch=%d temb=%d groups=%d "
                       "timesteps=%d, not the run's ch=%d temb=%d groups=%d timesteps=%d "
-                      "(or another noise schedule)", path, hd.ch, hd.temb, hd.groups,
-                      hd.timesteps, want.ch, want.temb, want.groups, want.timesteps);
+                      "(or another noise schedule)",
+                      path, hd.ch, hd.temb, hd.groups, hd.timesteps, want.ch, want.temb,
+                      want.groups, want.timesteps);
     size_t n = s->u.tb.n_floats * sizeof(float);
     if (st == EL_OK &&
         (hd.n_train > size || hd.n_eval > size ||

@@ -1,7 +1,7 @@
 /* train_state.h - the whole state of a diffusion training run, and its checkpoint file.
  *
  * Checkpoint layout (little-endian): "ELVC", u32 version 1, i32 ch temb groups n_class
- * timesteps, f32 beta_1 beta_T, u64 floats, i64 step, u64 seed, u64 rng state, u64 n_train
+ * timesteps, f32 beta_1 beta_T, u32 0, u64 floats, i64 step, u64 seed, u64 rng state, u64 n_train
  * n_eval, f32 history [n_train][2] [n_eval][2], f32 params[floats] m[floats] v[floats]
  * ema[floats], u64 FNV-1a (64-bit) of every byte before it. A damaged file is refused; a run
  * resumed from it continues bit for bit (the batches come from the stored generator). */
@@ -18,7 +18,7 @@ typedef struct el_dstate {
     float *p, *g, *m, *v, *ema; /* parameters, gradients, AdamW moments, moving average */
     int64_t step;
     uint64_t seed;
-    el_rng rng;                 /* batches: images, classes dropped, timesteps, noise */
+    el_rng rng; /* batches: images, classes dropped, timesteps, noise */
     el_history hist;
 } el_dstate;
 

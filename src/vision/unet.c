@@ -31,7 +31,8 @@ static el_unet_conv add_conv(el_unet *u, const char *prefix, const char *name, i
                              int32_t cout, int32_t k) {
     char full[48];
     snprintf(full, sizeof full, "%s.weight", name);
-    el_unet_conv c = {add_tensor(u, prefix, full, cout, (int64_t)cin * k * k, true), 0, cin, cout, k};
+    el_unet_conv c = {add_tensor(u, prefix, full, cout, (int64_t)cin * k * k, true), 0, cin, cout,
+                      k};
     snprintf(full, sizeof full, "%s.bias", name);
     c.b = add_tensor(u, prefix, full, 1, cout, false);
     return c;
@@ -158,8 +159,8 @@ static void conv_fwd(const el_unet *u, const float *p, const el_vlora *l, const 
     int32_t k = l ? l->slot[c->w] : -1;
     float *lx = k >= 0 ? el_arena_alloc(a, (size_t)(l->rank * side * side)) : NULL;
     if (k >= 0 && !a->failed)
-        el_conv_lora_forward(y, x, l->w + l->tb.t[k].offset, l->w + l->tb.t[k + 1].offset,
-                             l->scale, l->rank, &d, col, lx);
+        el_conv_lora_forward(y, x, l->w + l->tb.t[k].offset, l->w + l->tb.t[k + 1].offset, l->scale,
+                             l->rank, &d, col, lx);
     el_arena_release(a, m);
 }
 
@@ -174,10 +175,10 @@ static void conv_bwd(const el_unet *u, const float *p, float *g, const el_unet_c
     el_arena_release(a, m);
 }
 
-static void norm_fwd(const el_unet *u, const float *p, const el_unet_norm *n, int64_t B,
-                     int64_t HW, const float *x, float *y, float *mean, float *rstd) {
-    el_groupnorm_forward(y, mean, rstd, x, W(u, p, n->g), W(u, p, n->b), B, n->c, HW,
-                         u->c.groups, 1e-5f);
+static void norm_fwd(const el_unet *u, const float *p, const el_unet_norm *n, int64_t B, int64_t HW,
+                     const float *x, float *y, float *mean, float *rstd) {
+    el_groupnorm_forward(y, mean, rstd, x, W(u, p, n->g), W(u, p, n->b), B, n->c, HW, u->c.groups,
+                         1e-5f);
 }
 
 static void norm_bwd(const el_unet *u, const float *p, float *g, const el_unet_norm *n, int64_t B,
@@ -189,8 +190,8 @@ static void norm_bwd(const el_unet *u, const float *p, float *g, const el_unet_n
 
 /* ------------------------------------------------------------------ residual block */
 
-static void res_forward(const el_unet *u, const float *p, const el_vlora *l, const el_unet_res *r, int64_t B,
-                        int64_t side, const float *x, const float *temb, res_acts *s,
+static void res_forward(const el_unet *u, const float *p, const el_vlora *l, const el_unet_res *r,
+                        int64_t B, int64_t side, const float *x, const float *temb, res_acts *s,
                         el_arena *a) {
     int64_t HW = side * side, ci = r->c1.cin, co = r->c1.cout, G = u->c.groups;
     size_t ni = (size_t)(B * ci * HW), no = (size_t)(B * co * HW);
@@ -206,8 +207,7 @@ static void res_forward(const el_unet *u, const float *p, const el_vlora *l, con
     conv_fwd(u, p, l, &r->c1, B, side, s->a1, s->h1, a);
     el_dense_forward(s->tp, temb, W(u, p, r->tw), W(u, p, r->tb), B, u->c.temb, co);
     for (int64_t i = 0; i < B * co; i++)
-        for (int64_t j = 0; j < HW; j++)
-            s->h1[i * HW + j] += s->tp[i];
+        for (int64_t j = 0; j < HW; j++) s->h1[i * HW + j] += s->tp[i];
     norm_fwd(u, p, &r->n2, B, HW, s->h1, s->y2, s->m2, s->r2);
     el_silu_forward(s->a2, s->y2, (int64_t)no);
     conv_fwd(u, p, l, &r->c2, B, side, s->a2, s->out, a);
@@ -231,7 +231,8 @@ static void res_backward(const el_unet *u, const float *p, float *g, const el_un
     int64_t HW = side * side, ci = r->c1.cin, co = r->c1.cout;
     size_t ni = (size_t)(B * ci * HW), no = (size_t)(B * co * HW);
     el_arena_mark m = el_arena_get_mark(a);
-    float *da2 = el_arena_zalloc(a, no), *dy2 = el_arena_zalloc(a, no), *dh1 = el_arena_zalloc(a, no);
+    float *da2 = el_arena_zalloc(a, no), *dy2 = el_arena_zalloc(a, no),
+          *dh1 = el_arena_zalloc(a, no);
     float *dtp = el_arena_zalloc(a, (size_t)(B * co));
     float *da1 = el_arena_zalloc(a, ni), *dy1 = el_arena_zalloc(a, ni);
     if (a->failed) return;
@@ -257,8 +258,9 @@ static void res_backward(const el_unet *u, const float *p, float *g, const el_un
 
 /* ------------------------------------------------------------------ attention block */
 
-static void attn_forward(const el_unet *u, const float *p, const el_vlora *l, const el_unet_attn *at, int64_t B,
-                         int64_t side, const float *x, attn_acts *s, el_arena *a) {
+static void attn_forward(const el_unet *u, const float *p, const el_vlora *l,
+                         const el_unet_attn *at, int64_t B, int64_t side, const float *x,
+                         attn_acts *s, el_arena *a) {
     int64_t N = side * side, C = at->n.c;
     size_t n = (size_t)(B * C * N);
     s->x = x;
@@ -278,8 +280,8 @@ static void attn_forward(const el_unet *u, const float *p, const el_vlora *l, co
 }
 
 static void attn_backward(const el_unet *u, const float *p, float *g, const el_unet_attn *at,
-                          int64_t B, int64_t side, const attn_acts *s, const float *dout,
-                          float *dx, el_arena *a) {
+                          int64_t B, int64_t side, const attn_acts *s, const float *dout, float *dx,
+                          el_arena *a) {
     int64_t N = side * side, C = at->n.c;
     size_t n = (size_t)(B * C * N);
     el_arena_mark m = el_arena_get_mark(a);
@@ -318,9 +320,9 @@ static void split_add(float *d1, int64_t c1, float *d2, int64_t c2, const float 
     }
 }
 
-el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B, const float *x,
-                          const int32_t *t, const int32_t *cls, float *eps, el_arena *a,
-                          el_unet_acts **acts) {
+el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B,
+                          const float *x, const int32_t *t, const int32_t *cls, float *eps,
+                          el_arena *a, el_unet_acts **acts) {
     int64_t C = u->c.ch, E = u->c.temb, S0 = EL_UNET_SIDE, S1 = S0 / 2, S2 = S1 / 2;
     int64_t HW0 = S0 * S0, HW1 = S1 * S1, HW2 = S2 * S2, G = u->c.groups;
     for (int64_t b = 0; b < B; b++)
@@ -341,7 +343,8 @@ el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, i
     s->cat1 = el_arena_alloc(a, (size_t)(B * 4 * C * HW1));
     s->up0 = el_arena_alloc(a, (size_t)(B * 2 * C * HW0));
     s->cat0 = el_arena_alloc(a, (size_t)(B * 3 * C * HW0));
-    s->yo = el_arena_alloc(a, (size_t)(B * C * HW0)), s->ao = el_arena_alloc(a, (size_t)(B * C * HW0));
+    s->yo = el_arena_alloc(a, (size_t)(B * C * HW0)),
+    s->ao = el_arena_alloc(a, (size_t)(B * C * HW0));
     s->mo = el_arena_alloc(a, (size_t)(B * G)), s->ro = el_arena_alloc(a, (size_t)(B * G));
     if (a->failed) return el_error(EL_ERR_NOMEM, "image model: out of memory for activations");
 
@@ -390,7 +393,8 @@ el_status el_unet_backward(const el_unet *u, const float *p, float *g, const el_
     int64_t HW0 = S0 * S0, HW1 = S1 * S1, HW2 = S2 * S2;
     el_arena_mark m = el_arena_get_mark(a);
     float *dtemb = el_arena_zalloc(a, (size_t)(B * E));
-    float *dao = el_arena_zalloc(a, (size_t)(B * C * HW0)), *dyo = el_arena_zalloc(a, (size_t)(B * C * HW0));
+    float *dao = el_arena_zalloc(a, (size_t)(B * C * HW0)),
+          *dyo = el_arena_zalloc(a, (size_t)(B * C * HW0));
     float *du0 = el_arena_zalloc(a, (size_t)(B * C * HW0));
     float *dcat0 = el_arena_zalloc(a, (size_t)(B * 3 * C * HW0));
     float *dup0 = el_arena_zalloc(a, (size_t)(B * 2 * C * HW0));
@@ -433,7 +437,8 @@ el_status el_unet_backward(const el_unet *u, const float *p, float *g, const el_
         for (int64_t i = 0; i < E; i++) gcls[s->cls[b] * E + i] += de2[b * E + i];
     el_dense_backward(dea, W(u, g, u->t2w), W(u, g, u->t2b), de2, s->ea, W(u, p, u->t2w), B, E, E);
     el_silu_backward(de1, dea, s->e1, B * E);
-    el_dense_backward(NULL, W(u, g, u->t1w), W(u, g, u->t1b), de1, s->sin, W(u, p, u->t1w), B, C, E);
+    el_dense_backward(NULL, W(u, g, u->t1w), W(u, g, u->t1b), de1, s->sin, W(u, p, u->t1w), B, C,
+                      E);
     bool failed = a->failed;
     el_arena_release(a, m);
     return failed ? el_error(EL_ERR_NOMEM, "image model: out of memory for gradients") : EL_OK;

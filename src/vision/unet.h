@@ -27,11 +27,11 @@
 enum { EL_UNET_SIDE = 28, EL_UNET_IN = 3 };
 
 typedef struct el_unet_config {
-    int32_t ch;       /* channels at 28 x 28 (a multiple of groups) */
-    int32_t temb;     /* width of the timestep/class embedding */
-    int32_t groups;   /* group norm groups */
-    int32_t n_class;  /* classes; row n_class of the class embedding means "no class" */
-    int32_t n_steps;  /* diffusion timesteps the model was trained for */
+    int32_t ch;      /* channels at 28 x 28 (a multiple of groups) */
+    int32_t temb;    /* width of the timestep/class embedding */
+    int32_t groups;  /* group norm groups */
+    int32_t n_class; /* classes; row n_class of the class embedding means "no class" */
+    int32_t n_steps; /* diffusion timesteps the model was trained for */
 } el_unet_config;
 
 /* A convolution's tensors: indices into the table. */
@@ -70,11 +70,6 @@ typedef struct el_unet {
 el_status el_unet_init(el_unet *u, const el_unet_config *c);
 void el_unet_free(el_unet *u);
 
-/* The parameters of tensor i in block p. */
-static inline float *el_unet_at(const el_unet *u, float *p, int32_t i) {
-    return p + u->tb.t[i].offset;
-}
-
 /* Fresh parameters: convolutions and dense layers uniform in +-1/sqrt(fan_in) (PyTorch's
  * default), norms 1 and 0, biases 0, class embedding N(0, 1), and conv_out zero (so the first
  * prediction is zero noise). */
@@ -89,9 +84,9 @@ typedef struct el_vlora el_vlora;
  * with adapter l bound (NULL: the base alone; vision/lora.h). With acts non-NULL the activations
  * are kept there for el_unet_backward (of the base: trained adapters use merged weights); x, t
  * and cls must stay until then. Allocates from a; EL_ERR_NOMEM if an allocation failed. */
-el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B, const float *x,
-                          const int32_t *t, const int32_t *cls, float *eps, el_arena *a,
-                          el_unet_acts **acts);
+el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B,
+                          const float *x, const int32_t *t, const int32_t *cls, float *eps,
+                          el_arena *a, el_unet_acts **acts);
 /* grad += d loss / d p, given deps = d loss / d eps. */
 el_status el_unet_backward(const el_unet *u, const float *p, float *grad, const el_unet_acts *acts,
                            const float *deps, el_arena *a);
