@@ -344,24 +344,7 @@ static el_status slot_fail(scheduler *sc, slot *s) {
 static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     batch_request *r = s->r;
     int32_t seq = (int32_t)(s - sc->slots);
-    char *full = NULL, *prompt = NULL;
-    el_status st = el_detokenize(sc->model, r->tokens, (size_t)r->n_tokens, false, true, &full);
-    if (st == EL_OK)
-        st = el_detokenize(sc->model, r->tokens, (size_t)r->n_prompt, false, true, &prompt);
-    if (st == EL_OK) {
-        /* the text after the prompt, as `run` prints it after printing the prompt */
-        size_t n = strlen(prompt);
-        if (!strncmp(full, prompt, n)) {
-            memmove(full, full + n, strlen(full + n) + 1);
-            r->text = full;
-            full = NULL;
-        } else {
-            st = el_detokenize(sc->model, r->tokens + r->n_prompt,
-                               (size_t)(r->n_tokens - r->n_prompt), false, false, &r->text);
-        }
-    }
-    free(full);
-    free(prompt);
+    el_status st = cli_continuation(sc->model, r->tokens, r->n_prompt, r->n_tokens, &r->text);
     if (st == EL_OK && r->n_stops > 0) { /* the text ends before the first stop string */
         bool found;
         size_t at = cli_stop_scan(r->text, strlen(r->text), (const char *const *)r->stops,

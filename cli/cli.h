@@ -26,6 +26,7 @@ int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_adapters(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 
@@ -146,6 +147,11 @@ typedef struct cli_stream {
 } cli_stream;
 size_t cli_stream_update(cli_stream *s, const char *text, size_t n, const char *const *stops,
                          int n_stops, bool final);
+
+/* The text tokens[n_prompt .. n_tokens) add after the prompt tokens[0 .. n_prompt), as `run`
+ * prints it after printing the prompt (malloc'd into *text). */
+el_status cli_continuation(const el_model *m, const int32_t *tokens, int32_t n_prompt,
+                           int32_t n_tokens, char **text);
 
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,

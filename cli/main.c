@@ -25,6 +25,7 @@ static const struct {
     {"train-forecast", cmd_train_forecast, "train forecast vectors for self-speculative decoding"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server, each request with its own adapters"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
