@@ -19,6 +19,8 @@ typedef struct sched_slot {
     el_variants *group;    /* a job with n > 1: its choices, in this slot and the next n-1 */
     bool follower;         /* one of those next n-1 slots (the first does the work) */
     int32_t row, first_row, n_rows; /* this step's rows; row: the one it samples from */
+    char *text;            /* the text generated so far (published up to stream.shown) */
+    size_t len, cap;
     cli_stream stream;
     int32_t reserved;      /* KV cells held for the job */
     double t0;
@@ -188,6 +190,7 @@ static void slot_clear(serve_sched *s, int32_t i) {
     }
     el_sampler_free(sl->smp);
     free(sl->tokens);
+    free(sl->text);
     s->reserved -= sl->reserved;
     for (int32_t c = k - 1; c >= 0; c--) s->slots[i + c] = (sched_slot){.row = -1};
 }
@@ -200,25 +203,58 @@ static void slot_fail(serve_sched *s, int32_t i, const char *why) {
     job_end(s, j, t0);
 }
 
-/* Publishes the text slot i's tokens add, up to what is final (final: all of it, but a stop
- * string); returns whether a stop string ended it. */
+/* Appends the text of slot i's newest token to its text. The first is found as `run` finds
+ * it (the whole text less the prompt's, which settles SentencePiece's leading space); after it,
+ * detokenizing is the concatenation of the tokens' pieces, so each token adds its piece. */
+static bool slot_add_token_text(serve_sched *s, sched_slot *sl) {
+    const serve_job *j = sl->job;
+    char *add = NULL;
+    size_t n;
+    el_status st;
+    if (sl->n_tokens - j->n_prompt == 1) {
+        st = cli_continuation(s->model, sl->tokens, j->n_prompt, sl->n_tokens, &add);
+    } else {
+        st = el_detokenize(s->model, sl->tokens + sl->n_tokens - 1, 1, false, false, &add);
+    }
+    if (st != EL_OK) return false;
+    n = strlen(add);
+    if (sl->len + n + 1 > sl->cap) {
+        size_t cap = (sl->len + n + 1) * 2;
+        char *more = realloc(sl->text, cap);
+        if (!more) {
+            free(add);
+            return false;
+        }
+        sl->text = more;
+        sl->cap = cap;
+    }
+    memcpy(sl->text + sl->len, add, n + 1);
+    sl->len += n;
+    free(add);
+    return true;
+}
+
+/* Publishes slot i's text up to what is final (final: all of it, but a stop string); returns
+ * whether a stop string ended it (or an error, in the job's error). Only the tail a stop
+ * string could still begin in is scanned: the text before it had none. */
 static bool slot_publish_text(serve_sched *s, int32_t i, bool final) {
     sched_slot *sl = &s->slots[i];
     serve_job *j = sl->job;
-    char *text;
-    if (cli_continuation(s->model, sl->tokens, j->n_prompt, sl->n_tokens, &text) != EL_OK) {
-        snprintf(j->error, sizeof j->error, "%s", el_last_error());
-        return true;
-    }
-    size_t n = strlen(text), shown = sl->stream.shown;
-    size_t end = cli_stream_update(&sl->stream, text, n, j->stops, j->n_stops, final);
-    if (!final && !sl->stream.stopped) end = utf8_complete(text, end);
+    if (!sl->text) return j->error[0]; /* no token yet */
+    size_t shown = sl->stream.shown, longest = 0;
+    for (int k = 0; k < j->n_stops; k++)
+        if (strlen(j->stops[k]) > longest) longest = strlen(j->stops[k]);
+    size_t from = shown > longest ? shown - longest : 0;
+    cli_stream tail = {.shown = shown - from};
+    size_t end = from + cli_stream_update(&tail, sl->text + from, sl->len - from, j->stops,
+                                          j->n_stops, final);
+    sl->stream.stopped = tail.stopped;
+    if (!final && !tail.stopped) end = utf8_complete(sl->text, end);
     if (end < shown) end = shown;
-    if (end > shown && !append_text(&j->choices[0], text + shown, end - shown))
+    if (end > shown && !append_text(&j->choices[0], sl->text + shown, end - shown))
         snprintf(j->error, sizeof j->error, "out of memory");
     sl->stream.shown = end;
-    free(text);
-    return sl->stream.stopped;
+    return sl->stream.stopped || j->error[0];
 }
 
 static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
@@ -444,6 +480,10 @@ static void sample_plain(serve_sched *s, int32_t i) {
     if (j->logprobs >= 0) record_logprob(s, &j->choices[0], logits, tok, j->logprobs);
     sl->tokens[sl->n_tokens++] = tok;
     j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
+    if (!slot_add_token_text(s, sl)) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
     if (sl->n_tokens - j->n_prompt == j->max_tokens) {
         slot_finish(s, i, "length");
         return;
