@@ -297,11 +297,9 @@ static bool parse_root(serve_params *p, const el_json_value *root, serve_error *
 bool serve_params_parse(serve_params *p, serve_kind kind, const char *body, size_t len,
                         serve_error *e) {
     *p = (serve_params){.kind = kind, .max_tokens = -1, .n = 1, .logprobs = -1};
-    p->sp = el_sampler_default_params();
-    p->sp.temperature = 1.0f; /* OpenAI's defaults: plain sampling at temperature 1 */
-    p->sp.top_p = 1.0f;
-    p->sp.top_k = 0;
-    p->sp.min_p = 0.0f;
+    /* OpenAI's defaults: plain sampling at temperature 1, no filter, no penalty */
+    p->sp = (el_sampler_params){.temperature = 1.0f, .top_p = 1.0f, .repeat_penalty = 1.0f,
+                                .repeat_last_n = 64};
     el_json_doc *doc;
     if (el_json_parse(body, len, "the request body", &doc) != EL_OK)
         return serve_error_set(e, 400, "invalid_request_error", "invalid_json", "%s",
