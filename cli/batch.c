@@ -430,22 +430,10 @@ static el_status group_admit(scheduler *sc, int32_t i, batch_request *r) {
     int32_t k = r->n_choices;
     el_variant_params *vp = malloc((size_t)k * sizeof *vp);
     if (!vp) return EL_ERR_NOMEM;
-    for (int32_t c = 0; c < k; c++) {
-        vp[c] = el_variant_default_params();
-        vp[c].sampler = r->sp;
-        vp[c].sampler.seed = r->sp.seed + (uint64_t)c;
-        vp[c].bindings = r->bind;
-        vp[c].n_bindings = r->n_bind;
-        vp[c].max_tokens = r->n_gen_max;
-        vp[c].ignore_eos = r->ignore_eos;
-    }
-    el_variants_params gp = el_variants_default_params();
-    gp.n_variants = k;
-    gp.variants = vp;
-    gp.seq_id = i;
-    gp.first = EL_FIRST_SAMPLE; /* like k samples, but with distinct first tokens */
-    gp.prompt_bindings = r->bind;
-    gp.n_prompt_bindings = r->n_bind;
+    el_variants_params gp;
+    cli_choices ch = {.n = k, .seq_id = i, .max_tokens = r->n_gen_max, .sp = r->sp,
+                      .bind = r->bind, .n_bind = r->n_bind, .ignore_eos = r->ignore_eos};
+    cli_choices_params(&ch, vp, &gp);
     slot *s = &sc->slots[i];
     *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_variants_start(sc->ctx, &gp, r->tokens, r->n_prompt, &s->group);

@@ -153,6 +153,19 @@ size_t cli_stream_update(cli_stream *s, const char *text, size_t n, const char *
 el_status cli_continuation(const el_model *m, const int32_t *tokens, int32_t n_prompt,
                            int32_t n_tokens, char **text);
 
+/* A request's n choices generated as concurrent variants (cli/choices.c): vp[0 .. n) and *gp
+ * for el_variants_start (gp points into vp; on_text and user are left for the caller). */
+typedef struct cli_choices {
+    int32_t n, seq_id, max_tokens;
+    el_sampler_params sp;      /* choice c samples with seed sp.seed + c */
+    const el_binding *bind;    /* the prompt's and every choice's adapters */
+    int32_t n_bind;
+    const char *const *stops;
+    int n_stops;
+    bool ignore_eos;
+} cli_choices;
+void cli_choices_params(const cli_choices *ch, el_variant_params *vp, el_variants_params *gp);
+
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,
                        bool parse_special, int32_t **tokens, size_t *n);

@@ -442,6 +442,21 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
     return send_body(sv, c, 200, buf, "text/plain; version=0.0.4", 0);
 }
 
+/* {"id": name, "object": "model", rest} (NULL: out of memory). */
+static char *adapter_json(const char *name, const char *rest) {
+    char *body = NULL;
+    FILE *f = open_memstream(&body, &(size_t){0});
+    if (!f) return NULL;
+    fputs("{\"id\":", f);
+    el_json_write_string(f, name, strlen(name));
+    fprintf(f, ",\"object\":\"model\",%s}", rest);
+    if (fclose(f)) {
+        free(body);
+        return NULL;
+    }
+    return body;
+}
+
 /* POST /v1/adapters {"name": NAME}: loads NAME from the adapter folder. */
 static enum MHD_Result adapter_add(serve_server *sv, struct MHD_Connection *c, conn *cn) {
     serve_error e;
@@ -456,16 +471,7 @@ static enum MHD_Result adapter_add(serve_server *sv, struct MHD_Connection *c, c
                         "the body must be {\"name\": NAME} (a file of the adapter folder)");
     else
         ok = serve_adapters_add(sv->adapters, name, &e);
-    char *body = NULL;
-    if (ok) {
-        FILE *f = open_memstream(&body, &(size_t){0});
-        if (f) {
-            fputs("{\"id\":", f);
-            el_json_write_string(f, name, strlen(name));
-            fputs(",\"object\":\"model\",\"kind\":\"adapter\"}", f);
-            if (fclose(f)) free(body), body = NULL;
-        }
-    }
+    char *body = ok ? adapter_json(name, "\"kind\":\"adapter\"") : NULL;
     el_json_free(doc);
     return ok ? send_body(sv, c, 200, body, "application/json", 0) : send_error(sv, c, &e, 0);
 }
@@ -478,15 +484,7 @@ static enum MHD_Result adapter_remove(serve_server *sv, struct MHD_Connection *c
                         "no adapter '%s' is loaded", name);
         return send_error(sv, c, &e, 0);
     }
-    char *body = NULL;
-    FILE *f = open_memstream(&body, &(size_t){0});
-    if (f) {
-        fputs("{\"id\":", f);
-        el_json_write_string(f, name, strlen(name));
-        fputs(",\"object\":\"model\",\"deleted\":true}", f);
-        if (fclose(f)) free(body), body = NULL;
-    }
-    return send_body(sv, c, 200, body, "application/json", 0);
+    return send_body(sv, c, 200, adapter_json(name, "\"deleted\":true"), "application/json", 0);
 }
 
 static enum MHD_Result route(serve_server *sv, struct MHD_Connection *c, conn *cn,

@@ -315,23 +315,11 @@ static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
 static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     int32_t k = j->n_choices;
     el_variant_params vp[SERVE_MAX_N];
-    for (int32_t c = 0; c < k; c++) {
-        vp[c] = el_variant_default_params();
-        vp[c].sampler = j->sp;
-        vp[c].sampler.seed = j->sp.seed + (uint64_t)c;
-        vp[c].bindings = j->bind;
-        vp[c].n_bindings = j->n_bind;
-        vp[c].max_tokens = j->max_tokens;
-        vp[c].stop = j->stops;
-        vp[c].n_stop = j->n_stops;
-    }
-    el_variants_params gp = el_variants_default_params();
-    gp.n_variants = k;
-    gp.variants = vp;
-    gp.seq_id = i;
-    gp.first = EL_FIRST_SAMPLE; /* like k samples, but with distinct first tokens */
-    gp.prompt_bindings = j->bind;
-    gp.n_prompt_bindings = j->n_bind;
+    el_variants_params gp;
+    cli_choices ch = {.n = k, .seq_id = i, .max_tokens = j->max_tokens, .sp = j->sp,
+                      .bind = j->bind, .n_bind = j->n_bind, .stops = j->stops,
+                      .n_stops = j->n_stops};
+    cli_choices_params(&ch, vp, &gp);
     gp.on_text = on_variant_text;
     gp.user = j;
     sched_slot *sl = &s->slots[i];
