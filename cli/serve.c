@@ -29,6 +29,8 @@ static const char help[] =
     "  --parallel N           requests decoded together (sequences; default 8)\n"
     "  -c, --ctx-size N       KV cells shared by all requests (default 4096)\n"
     "  -b, --batch-size N     most rows per forward pass (default 512)\n"
+    "  --prompt-rows N        most prompt rows a step takes while requests generate (default\n"
+    "                         64: an admission delays the streams by one such step at most)\n"
     "  -t, --threads N        threads (default: all cores)\n"
     "  --kv-type T            KV cache elements: f16 (default) or f32\n"
     "  --api-key KEY          every request needs \"Authorization: Bearer KEY\" (/health aside)\n"
@@ -43,7 +45,7 @@ static const char help[] =
 typedef struct serve_opts {
     cli_model_opts mo;
     const char *lora_dir, *host, *api_key, *chat_template;
-    long port, parallel, n_batch, queue, max_tokens, max_prompt, max_body, timeout;
+    long port, parallel, n_batch, prompt_rows, queue, max_tokens, max_prompt, max_body, timeout;
 } serve_opts;
 
 static int parse_long(const char *a, int argc, char **argv, int *i, long lo, long hi, long *out) {
@@ -80,6 +82,8 @@ static int parse_args(serve_opts *o, int argc, char **argv) {
             rc = parse_long(a, argc, argv, &i, 1, 256, &o->parallel);
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->n_batch);
+        } else if (!strcmp(a, "--prompt-rows")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->prompt_rows);
         } else if (!strcmp(a, "--queue")) {
             rc = parse_long(a, argc, argv, &i, 0, 1 << 16, &o->queue);
         } else if (!strcmp(a, "--max-tokens")) {
@@ -132,7 +136,8 @@ static int serve(const serve_opts *o, el_model *m, const char *path) {
     serve_sched_params sp = {.model = m, .n_ctx = (int32_t)o->mo.ctx,
                              .n_parallel = (int32_t)o->parallel, .n_batch = (int32_t)o->n_batch,
                              .n_threads = (int32_t)o->mo.threads, .kv_type = o->mo.kv_type,
-                             .queue_max = (int32_t)o->queue};
+                             .queue_max = (int32_t)o->queue,
+                             .n_prompt_rows = (int32_t)o->prompt_rows};
     el_status st = EL_OK;
     if (!rc && (st = serve_sched_create(&sp, &sv.sched)) != EL_OK) rc = cli_fail("serve", st);
     sigset_t set;
@@ -165,8 +170,8 @@ static int serve(const serve_opts *o, el_model *m, const char *path) {
 
 int cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8, .n_batch = 512,
-                    .queue = 64, .max_tokens = 1024, .max_prompt = 4096, .max_body = 1 << 20,
-                    .timeout = 60};
+                    .prompt_rows = 64, .queue = 64, .max_tokens = 1024, .max_prompt = 4096,
+                    .max_body = 1 << 20, .timeout = 60};
     int rc = parse_args(&o, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
     if (!o.mo.ctx) o.mo.ctx = 4096;

@@ -30,6 +30,7 @@ struct serve_sched {
     el_model *model;
     el_context *ctx;
     int32_t n_vocab, n_batch, n_ctx, n_slots;
+    int32_t n_prompt_rows; /* prompt rows a step takes at most while requests generate */
     sched_slot *slots;
     int32_t *tok, *pos, *seq;
     int8_t *logits;
@@ -399,11 +400,14 @@ static int32_t build_step(serve_sched *s) {
         sl->n_rows = 1;
         sl->row = n++;
     }
-    for (int32_t i = 0; i < s->n_slots && n < s->n_batch; i++) {
+    /* prompts fill the step up to the batch size, but while requests generate only up to
+     * n_prompt_rows of them, so that one admission does not stall every stream for long */
+    int32_t cap = n > 0 && n + s->n_prompt_rows < s->n_batch ? n + s->n_prompt_rows : s->n_batch;
+    for (int32_t i = 0; i < s->n_slots && n < cap; i++) {
         sched_slot *sl = &s->slots[i];
         if (!sl->job || sl->generating || sl->follower) continue;
         int32_t k = sl->job->n_prompt - sl->fed;
-        if (k > s->n_batch - n) k = s->n_batch - n;
+        if (k > cap - n) k = cap - n;
         sl->first_row = n;
         sl->n_rows = k;
         for (int32_t t = 0; t < k; t++, n++) {
@@ -572,7 +576,8 @@ el_status serve_sched_create(const serve_sched_params *p, serve_sched **out) {
                                                                : p->n_parallel * SERVE_MAX_N;
     if (n_batch > p->n_ctx) n_batch = p->n_ctx;
     *s = (serve_sched){.model = p->model, .n_vocab = info.n_vocab, .n_batch = n_batch,
-                       .n_ctx = p->n_ctx, .n_slots = p->n_parallel, .queue_max = p->queue_max};
+                       .n_ctx = p->n_ctx, .n_slots = p->n_parallel, .queue_max = p->queue_max,
+                       .n_prompt_rows = p->n_prompt_rows > 0 ? p->n_prompt_rows : n_batch};
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->tok = malloc((size_t)n_batch * sizeof *s->tok);
     s->pos = malloc((size_t)n_batch * sizeof *s->pos);

@@ -64,6 +64,7 @@ typedef struct serve_sched_params {
     int32_t n_ctx, n_parallel, n_batch, n_threads;
     el_kv_type kv_type;
     int32_t queue_max;     /* jobs waiting at most (more: serve_sched_submit refuses) */
+    int32_t n_prompt_rows; /* prompt rows a step takes at most while others generate */
 } serve_sched_params;
 
 typedef struct serve_stats {
