@@ -31,6 +31,9 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas lapacke libpng zlib 2>/dev/n
 # line editing for `edgelora chat` (libedit, BSD licence): the program's alone, never a library's
 EDIT_CFLAGS := $(shell pkg-config --cflags libedit 2>/dev/null)
 EDIT_LIBS := $(shell pkg-config --libs libedit 2>/dev/null)
+# HTTP for `edgelora serve` (libmicrohttpd, LGPL): the program's alone, never a library's
+HTTPD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+HTTPD_LIBS := $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
 LIBS    := $(BUILD)/libedgelora-tools.a $(BUILD)/libedgelora.a
 CLI_SRC := $(wildcard cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -97,8 +100,14 @@ $(BUILD)/cli/line_input.o:
 	@echo "libedit (line editing for edgelora chat) is not installed: scripts/setup.sh installs it (Debian: libedit-dev)" >&2; exit 1
 endif
 
+$(BUILD)/cli/serve_http.o: ALLCFLAGS += $(HTTPD_CFLAGS)
+ifeq ($(HTTPD_LIBS),)
+$(BUILD)/cli/serve_http.o:
+	@echo "libmicrohttpd (HTTP for edgelora serve) is not installed: scripts/setup.sh installs it (Debian: libmicrohttpd-dev)" >&2; exit 1
+endif
+
 $(BUILD)/edgelora: $(CLI_OBJ) $(LIBS)
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(HTTPD_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
@@ -106,7 +115,7 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 $(BUILD)/tests/test_eval_metrics: $(BUILD)/cli/eval_metrics.o
 # the program with an el_decode that fails on request (tests/fault_decode.c), for the tests alone
 $(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
-	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(HTTPD_LIBS) $(LDLIBS)
 
 # kernel timings (not tests): build/bench/bench_kernels
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))

@@ -344,24 +344,7 @@ static el_status slot_fail(scheduler *sc, slot *s) {
 static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
     batch_request *r = s->r;
     int32_t seq = (int32_t)(s - sc->slots);
-    char *full = NULL, *prompt = NULL;
-    el_status st = el_detokenize(sc->model, r->tokens, (size_t)r->n_tokens, false, true, &full);
-    if (st == EL_OK)
-        st = el_detokenize(sc->model, r->tokens, (size_t)r->n_prompt, false, true, &prompt);
-    if (st == EL_OK) {
-        /* the text after the prompt, as `run` prints it after printing the prompt */
-        size_t n = strlen(prompt);
-        if (!strncmp(full, prompt, n)) {
-            memmove(full, full + n, strlen(full + n) + 1);
-            r->text = full;
-            full = NULL;
-        } else {
-            st = el_detokenize(sc->model, r->tokens + r->n_prompt,
-                               (size_t)(r->n_tokens - r->n_prompt), false, false, &r->text);
-        }
-    }
-    free(full);
-    free(prompt);
+    el_status st = cli_continuation(sc->model, r->tokens, r->n_prompt, r->n_tokens, &r->text);
     if (st == EL_OK && r->n_stops > 0) { /* the text ends before the first stop string */
         bool found;
         size_t at = cli_stop_scan(r->text, strlen(r->text), (const char *const *)r->stops,
@@ -447,22 +430,10 @@ static el_status group_admit(scheduler *sc, int32_t i, batch_request *r) {
     int32_t k = r->n_choices;
     el_variant_params *vp = malloc((size_t)k * sizeof *vp);
     if (!vp) return EL_ERR_NOMEM;
-    for (int32_t c = 0; c < k; c++) {
-        vp[c] = el_variant_default_params();
-        vp[c].sampler = r->sp;
-        vp[c].sampler.seed = r->sp.seed + (uint64_t)c;
-        vp[c].bindings = r->bind;
-        vp[c].n_bindings = r->n_bind;
-        vp[c].max_tokens = r->n_gen_max;
-        vp[c].ignore_eos = r->ignore_eos;
-    }
-    el_variants_params gp = el_variants_default_params();
-    gp.n_variants = k;
-    gp.variants = vp;
-    gp.seq_id = i;
-    gp.first = EL_FIRST_SAMPLE; /* like k samples, but with distinct first tokens */
-    gp.prompt_bindings = r->bind;
-    gp.n_prompt_bindings = r->n_bind;
+    el_variants_params gp;
+    cli_choices ch = {.n = k, .seq_id = i, .max_tokens = r->n_gen_max, .sp = r->sp,
+                      .bind = r->bind, .n_bind = r->n_bind, .ignore_eos = r->ignore_eos};
+    cli_choices_params(&ch, vp, &gp);
     slot *s = &sc->slots[i];
     *s = (slot){.r = r, .row = -1, .t0 = cli_now_ms()};
     el_status st = el_variants_start(sc->ctx, &gp, r->tokens, r->n_prompt, &s->group);

@@ -26,6 +26,7 @@ int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_adapters(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_train_diffusion(int argc, char **argv);
@@ -149,6 +150,24 @@ typedef struct cli_stream {
 } cli_stream;
 size_t cli_stream_update(cli_stream *s, const char *text, size_t n, const char *const *stops,
                          int n_stops, bool final);
+
+/* The text tokens[n_prompt .. n_tokens) add after the prompt tokens[0 .. n_prompt), as `run`
+ * prints it after printing the prompt (malloc'd into *text). */
+el_status cli_continuation(const el_model *m, const int32_t *tokens, int32_t n_prompt,
+                           int32_t n_tokens, char **text);
+
+/* A request's n choices generated as concurrent variants (cli/choices.c): vp[0 .. n) and *gp
+ * for el_variants_start (gp points into vp; on_text and user are left for the caller). */
+typedef struct cli_choices {
+    int32_t n, seq_id, max_tokens;
+    el_sampler_params sp;      /* choice c samples with seed sp.seed + c */
+    const el_binding *bind;    /* the prompt's and every choice's adapters */
+    int32_t n_bind;
+    const char *const *stops;
+    int n_stops;
+    bool ignore_eos;
+} cli_choices;
+void cli_choices_params(const cli_choices *ch, el_variant_params *vp, el_variants_params *gp);
 
 /* Tokenizes text with a buffer that grows as needed; *tokens is malloc'd. */
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,

@@ -289,3 +289,26 @@ void cli_warn_context(const char *cmd, const el_model_info *info, long n_ctx) {
                         "trained on: past them its output degrades\n", cmd, n_ctx,
                 info->n_ctx_train);
 }
+
+el_status cli_continuation(const el_model *m, const int32_t *tokens, int32_t n_prompt,
+                           int32_t n_tokens, char **text) {
+    char *full = NULL, *prompt = NULL;
+    el_status st = el_detokenize(m, tokens, (size_t)n_tokens, false, true, &full);
+    if (st == EL_OK) st = el_detokenize(m, tokens, (size_t)n_prompt, false, true, &prompt);
+    if (st == EL_OK) {
+        /* detokenizing the whole text keeps a word's leading space that the generated tokens
+         * alone would lose; where the prompt's text is not a prefix, the tokens alone */
+        size_t n = strlen(prompt);
+        if (!strncmp(full, prompt, n)) {
+            memmove(full, full + n, strlen(full + n) + 1);
+            *text = full;
+            full = NULL;
+        } else {
+            st = el_detokenize(m, tokens + n_prompt, (size_t)(n_tokens - n_prompt), false, false,
+                               text);
+        }
+    }
+    free(full);
+    free(prompt);
+    return st;
+}

@@ -28,6 +28,7 @@ static const struct {
     {"image", cmd_image, "draw digits with the image model, as a PNG"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server, each request with its own adapters"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };

@@ -1,0 +1,185 @@
+/* serve.c - `edgelora serve`: an OpenAI-compatible HTTP server where every request brings its
+ * own adapters, all running requests batched together (docs/serve.md).
+ *
+ * The main thread parses the options, loads the model and the adapter folder, starts the
+ * scheduler (serve_sched.c, which owns the context) and the HTTP daemon (serve_http.c), then
+ * waits for SIGTERM or SIGINT: it stops accepting connections, lets every request in flight
+ * finish and be answered, and exits. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+
+static const char help[] =
+    "usage: edgelora serve [-m MODEL] [--lora-dir DIR] [--host 127.0.0.1] [--port 8080]\n"
+    "                      [--parallel N] [--ctx-size N] [--api-key KEY] [options]\n"
+    "Serves the OpenAI API over HTTP: POST /v1/completions, POST /v1/chat/completions, GET\n"
+    "/v1/models, POST /v1/adapters {\"name\"}, DELETE /v1/adapters/NAME, GET /health, GET\n"
+    "/metrics (docs/serve.md). A request chooses its adapter with \"model\" (an adapter's name)\n"
+    "or \"adapters\": [{\"name\", \"scale\"}]; requests with different adapters share every\n"
+    "decode step. SIGTERM or SIGINT: finish the requests in flight, then exit.\n"
+    "  -m, --model FILE       the base model (GGUF or llama2.c checkpoint)\n"
+    "  --tokenizer FILE       llama2.c tokenizer.bin (for a llama2.c checkpoint)\n"
+    "  --lora-dir DIR         the adapters, by name (a *.gguf file's name, a PEFT folder's)\n"
+    "  --host ADDR            the address to listen on (default 127.0.0.1: this machine only)\n"
+    "  --port N               the port (default 8080; 0: any free one, printed at start)\n"
+    "  --parallel N           requests decoded together (sequences; default 8)\n"
+    "  -c, --ctx-size N       KV cells shared by all requests (default 4096)\n"
+    "  -b, --batch-size N     most rows per forward pass (default 512)\n"
+    "  --prompt-rows N        most prompt rows a step takes while requests generate (default\n"
+    "                         64: an admission delays the streams by one such step at most)\n"
+    "  -t, --threads N        threads (default: all cores)\n"
+    "  --kv-type T            KV cache elements: f16 (default) or f32\n"
+    "  --api-key KEY          every request needs \"Authorization: Bearer KEY\" (/health aside)\n"
+    "  --chat-template T      a template name or Jinja text (default: the model's own)\n"
+    "  --queue N              requests waiting at most; more get 429 (default 64)\n"
+    "  --max-tokens N         most tokens a request may generate (default 1024; chat's\n"
+    "                         default)\n"
+    "  --max-prompt N         most tokens of a prompt (default 4096)\n"
+    "  --max-body N           most bytes of a request body (default 1048576)\n"
+    "  --timeout S            close a connection idle for S seconds (default 60)\n";
+
+typedef struct serve_opts {
+    cli_model_opts mo;
+    const char *lora_dir, *host, *api_key, *chat_template;
+    long port, parallel, n_batch, prompt_rows, queue, max_tokens, max_prompt, max_body, timeout;
+} serve_opts;
+
+static int parse_long(const char *a, int argc, char **argv, int *i, long lo, long hi, long *out) {
+    const char *v = cli_value("serve", argc, argv, i);
+    return v && cli_int("serve", a, v, lo, hi, out) ? CLI_OK : CLI_USAGE;
+}
+
+static int parse_args(serve_opts *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = cli_model_opt("serve", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_kv_opt("serve", &o->mo, argc, argv, &i);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        int rc = CLI_OK;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return -1;
+        } else if (!strcmp(a, "--lora-dir")) {
+            if (!(o->lora_dir = cli_value("serve", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--host")) {
+            if (!(o->host = cli_value("serve", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--api-key")) {
+            if (!(o->api_key = cli_value("serve", argc, argv, &i))) return CLI_USAGE;
+            if (!*o->api_key) {
+                cli_error("serve", "--api-key is empty");
+                return CLI_USAGE;
+            }
+        } else if (!strcmp(a, "--chat-template")) {
+            if (!(o->chat_template = cli_value("serve", argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--port")) {
+            rc = parse_long(a, argc, argv, &i, 0, 65535, &o->port);
+        } else if (!strcmp(a, "--parallel")) {
+            rc = parse_long(a, argc, argv, &i, 1, 256, &o->parallel);
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->n_batch);
+        } else if (!strcmp(a, "--prompt-rows")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->prompt_rows);
+        } else if (!strcmp(a, "--queue")) {
+            rc = parse_long(a, argc, argv, &i, 0, 1 << 16, &o->queue);
+        } else if (!strcmp(a, "--max-tokens")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1 << 24, &o->max_tokens);
+        } else if (!strcmp(a, "--max-prompt")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1 << 24, &o->max_prompt);
+        } else if (!strcmp(a, "--max-body")) {
+            rc = parse_long(a, argc, argv, &i, 1, 1L << 30, &o->max_body);
+        } else if (!strcmp(a, "--timeout")) {
+            rc = parse_long(a, argc, argv, &i, 1, 86400, &o->timeout);
+        } else {
+            cli_error("serve", "unknown option '%s'", a);
+            return CLI_USAGE;
+        }
+        if (rc) return rc;
+    }
+    return CLI_OK;
+}
+
+/* The base's id in "model": its file name without directory and extension. */
+static char *model_id(const char *path) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char *id = strdup(base);
+    char *dot = id ? strrchr(id, '.') : NULL;
+    if (dot && dot != id) *dot = '\0';
+    return id;
+}
+
+/* Waits for SIGTERM or SIGINT (blocked in every thread, so sigwait takes it here). */
+static int wait_for_signal(const sigset_t *set) {
+    int sig = 0;
+    sigwait(set, &sig);
+    return sig;
+}
+
+static int serve(const serve_opts *o, el_model *m, const char *path) {
+    serve_server sv = {.model = m, .chat_template = o->chat_template, .api_key = o->api_key,
+                       .max_body = (size_t)o->max_body, .max_prompt = (int32_t)o->max_prompt,
+                       .max_tokens = (int32_t)o->max_tokens, .timeout_s = (unsigned)o->timeout,
+                       .started = (long)time(NULL),
+                       .max_connections = (int)(o->queue + o->parallel + 16)};
+    char *id = model_id(path);
+    if (!id) {
+        cli_error("serve", "out of memory");
+        return CLI_FAIL;
+    }
+    sv.model_id = id;
+    int rc = serve_adapters_open(m, o->lora_dir, &sv.adapters);
+    serve_sched_params sp = {.model = m, .n_ctx = (int32_t)o->mo.ctx,
+                             .n_parallel = (int32_t)o->parallel, .n_batch = (int32_t)o->n_batch,
+                             .n_threads = (int32_t)o->mo.threads, .kv_type = o->mo.kv_type,
+                             .queue_max = (int32_t)o->queue,
+                             .n_prompt_rows = (int32_t)o->prompt_rows};
+    el_status st = EL_OK;
+    if (!rc && (st = serve_sched_create(&sp, &sv.sched)) != EL_OK) rc = cli_fail("serve", st);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error of that write */
+    if (!rc) rc = serve_http_start(&sv, o->host, (int)o->port);
+    if (!rc) {
+        fprintf(stderr, "edgelora serve: %s with %d adapters, %ld sequences, %ld KV cells; "
+                        "listening on http://%s:%d\n",
+                id, serve_adapters_count(sv.adapters), o->parallel, o->mo.ctx, o->host,
+                sv.port);
+        int sig = wait_for_signal(&set);
+        atomic_store(&sv.draining, true);
+        fprintf(stderr, "edgelora serve: %s: finishing %ld requests in flight\n",
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", atomic_load(&sv.in_flight));
+        serve_http_quiesce(&sv);
+        while (atomic_load(&sv.in_flight) > 0) usleep(20000);
+        serve_http_stop(&sv);
+        fprintf(stderr, "edgelora serve: stopped\n");
+    }
+    serve_http_stop(&sv);
+    serve_sched_free(sv.sched);
+    serve_adapters_free(sv.adapters);
+    free(id);
+    return rc;
+}
+
+int cmd_serve(int argc, char **argv) {
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8, .n_batch = 512,
+                    .prompt_rows = 64, .queue = 64, .max_tokens = 1024, .max_prompt = 4096,
+                    .max_body = 1 << 20, .timeout = 60};
+    int rc = parse_args(&o, argc, argv);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    if (!o.mo.ctx) o.mo.ctx = 4096;
+    const char *path = cli_model_path("serve", o.mo.model);
+    if (!path) return CLI_FAIL;
+    el_model *m;
+    if ((rc = cli_load_model("serve", &o.mo, false, &m))) return rc;
+    rc = serve(&o, m, path);
+    el_model_free(m);
+    return rc;
+}

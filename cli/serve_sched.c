@@ -1,0 +1,623 @@
+/* serve_sched.c - continuous batching for `edgelora serve` (serve_sched.h says what it does).
+ *
+ * One mutex guards the queue, the jobs' published fields and the statistics. The scheduler
+ * thread holds it except while el_decode runs, so a step's sampling and publication happen
+ * together and an HTTP thread woken on a job's condition variable sees a whole step. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve_sched.h"
+
+typedef struct sched_slot {
+    serve_job *job;        /* NULL: free */
+    el_sampler *smp;
+    int32_t *tokens;       /* prompt, then generated */
+    int32_t n_tokens;
+    int32_t fed;           /* prompt tokens in the cache (shared or decoded) */
+    bool generating;       /* the prompt is in; each step feeds the last token */
+    el_variants *group;    /* a job with n > 1: its choices, in this slot and the next n-1 */
+    bool follower;         /* one of those next n-1 slots (the first does the work) */
+    int32_t row, first_row, n_rows; /* this step's rows; row: the one it samples from */
+    char *text;            /* the text generated so far (published up to stream.shown) */
+    size_t len, cap;
+    cli_stream stream;
+    int32_t reserved;      /* KV cells held for the job */
+    double t0;
+} sched_slot;
+
+struct serve_sched {
+    el_model *model;
+    el_context *ctx;
+    int32_t n_vocab, n_batch, n_ctx, n_slots;
+    int32_t n_prompt_rows; /* prompt rows a step takes at most while requests generate */
+    sched_slot *slots;
+    int32_t *tok, *pos, *seq;
+    int8_t *logits;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t work;   /* a job was submitted or cancelled, or draining began */
+    serve_job **queue;
+    int32_t n_queue, queue_max;
+    int32_t reserved;      /* KV cells the running jobs hold */
+    bool stopping;
+    serve_stats stats;
+    double job_seconds;    /* a running mean of how long a job takes (Retry-After) */
+};
+
+serve_job *serve_job_new(int32_t n_choices) {
+    serve_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    if (!(j->choices = calloc((size_t)n_choices, sizeof *j->choices))) {
+        free(j);
+        return NULL;
+    }
+    j->n_choices = n_choices;
+    j->refs = 1;
+    j->logprobs = -1;
+    pthread_cond_init(&j->cond, NULL);
+    return j;
+}
+
+static void job_unref(serve_job *j) { /* under the lock */
+    if (--j->refs > 0) return;
+    for (int32_t i = 0; i < j->n_choices; i++) {
+        free(j->choices[i].text);
+        free(j->choices[i].lp);
+    }
+    free(j->choices);
+    free(j->prompt);
+    pthread_cond_destroy(&j->cond);
+    free(j);
+}
+
+void serve_job_release(serve_sched *s, serve_job *j) {
+    pthread_mutex_lock(&s->mu);
+    job_unref(j);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void serve_job_lock(serve_sched *s) { pthread_mutex_lock(&s->mu); }
+void serve_job_unlock(serve_sched *s) { pthread_mutex_unlock(&s->mu); }
+
+bool serve_job_wait(serve_sched *s, serve_job *j, uint64_t seen, int timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (j->version == seen && !j->done)
+        if (pthread_cond_timedwait(&j->cond, &s->mu, &until)) return false;
+    return true;
+}
+
+void serve_job_cancel(serve_sched *s, serve_job *j) {
+    pthread_mutex_lock(&s->mu);
+    j->cancelled = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int32_t job_cells(const serve_job *j) {
+    return j->n_prompt + j->n_choices * j->max_tokens;
+}
+
+bool serve_sched_submit(serve_sched *s, serve_job *j, bool *too_big) {
+    *too_big = job_cells(j) > s->n_ctx || j->n_choices > s->n_slots;
+    if (*too_big) return false;
+    pthread_mutex_lock(&s->mu);
+    bool ok = !s->stopping && s->n_queue < s->queue_max;
+    if (ok) {
+        j->refs++;
+        s->queue[s->n_queue++] = j;
+        s->stats.requests++;
+        pthread_cond_signal(&s->work);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+void serve_sched_get_stats(serve_sched *s, serve_stats *out) {
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    out->queued = s->n_queue;
+    out->running = 0;
+    for (int32_t i = 0; i < s->n_slots; i++)
+        out->running += s->slots[i].job && !s->slots[i].follower;
+    out->kv_used = el_kv_used_cells(s->ctx);
+    out->kv_cells = s->n_ctx;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int serve_sched_retry_after(serve_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    double t = s->job_seconds * (s->n_queue + 1) / s->n_slots;
+    pthread_mutex_unlock(&s->mu);
+    return t < 1 ? 1 : t > 60 ? 60 : (int)ceil(t);
+}
+
+/* ------------------------------------------------------------ publication */
+
+static void publish(serve_job *j) {
+    j->version++;
+    pthread_cond_broadcast(&j->cond);
+}
+
+static bool append_text(serve_choice *c, const char *text, size_t n) {
+    char *more = realloc(c->text, c->len + n + 1);
+    if (!more) return false;
+    memcpy(more + c->len, text, n);
+    c->len += n;
+    more[c->len] = '\0';
+    c->text = more;
+    return true;
+}
+
+static void on_variant_text(void *user, int32_t variant, const char *text, size_t len) {
+    serve_job *j = user;
+    if (!append_text(&j->choices[variant], text, len))
+        snprintf(j->error, sizeof j->error, "out of memory");
+}
+
+/* The length of text[0..n) without a trailing UTF-8 sequence still missing bytes, which the
+ * next token completes (a client must never receive half a character). */
+static size_t utf8_complete(const char *text, size_t n) {
+    size_t i = n, back = 0;
+    while (i > 0 && back < 4 && ((unsigned char)text[i - 1] & 0xC0) == 0x80) i--, back++;
+    if (i == 0) return n;
+    unsigned char lead = (unsigned char)text[i - 1];
+    size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return need > back + 1 ? i - 1 : n;
+}
+
+/* ------------------------------------------------------------ slots */
+
+static void job_end(serve_sched *s, serve_job *j, double t0) {
+    j->done = true;
+    publish(j);
+    s->job_seconds += (cli_now_ms() / 1e3 - t0 - s->job_seconds) * 0.2;
+    job_unref(j);
+}
+
+/* Frees slot i's sequence (and its group's), without publishing anything. */
+static void slot_clear(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    int32_t k = sl->group ? sl->job->n_choices : 1;
+    if (sl->group) {
+        el_variants_free(sl->group); /* its cells and bindings */
+    } else {
+        el_kv_seq_remove(s->ctx, i, 0, -1);
+        el_context_bind(s->ctx, i, NULL, 0);
+    }
+    el_sampler_free(sl->smp);
+    free(sl->tokens);
+    free(sl->text);
+    s->reserved -= sl->reserved;
+    for (int32_t c = k - 1; c >= 0; c--) s->slots[i + c] = (sched_slot){.row = -1};
+}
+
+static void slot_fail(serve_sched *s, int32_t i, const char *why) {
+    serve_job *j = s->slots[i].job;
+    double t0 = s->slots[i].t0;
+    if (!j->error[0]) snprintf(j->error, sizeof j->error, "%s", why);
+    slot_clear(s, i);
+    job_end(s, j, t0);
+}
+
+/* Appends the text of slot i's newest token to its text. The first is found as `run` finds
+ * it (the whole text less the prompt's, which settles SentencePiece's leading space); after it,
+ * detokenizing is the concatenation of the tokens' pieces, so each token adds its piece. */
+static bool slot_add_token_text(serve_sched *s, sched_slot *sl) {
+    const serve_job *j = sl->job;
+    char *add = NULL;
+    size_t n;
+    el_status st;
+    if (sl->n_tokens - j->n_prompt == 1) {
+        st = cli_continuation(s->model, sl->tokens, j->n_prompt, sl->n_tokens, &add);
+    } else {
+        st = el_detokenize(s->model, sl->tokens + sl->n_tokens - 1, 1, false, false, &add);
+    }
+    if (st != EL_OK) return false;
+    n = strlen(add);
+    if (sl->len + n + 1 > sl->cap) {
+        size_t cap = (sl->len + n + 1) * 2;
+        char *more = realloc(sl->text, cap);
+        if (!more) {
+            free(add);
+            return false;
+        }
+        sl->text = more;
+        sl->cap = cap;
+    }
+    memcpy(sl->text + sl->len, add, n + 1);
+    sl->len += n;
+    free(add);
+    return true;
+}
+
+/* Publishes slot i's text up to what is final (final: all of it, but a stop string); returns
+ * whether a stop string ended it (or an error, in the job's error). Only the tail a stop
+ * string could still begin in is scanned: the text before it had none. */
+static bool slot_publish_text(serve_sched *s, int32_t i, bool final) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    if (!sl->text) return j->error[0]; /* no token yet */
+    size_t shown = sl->stream.shown, longest = 0;
+    for (int k = 0; k < j->n_stops; k++)
+        if (strlen(j->stops[k]) > longest) longest = strlen(j->stops[k]);
+    size_t from = shown > longest ? shown - longest : 0;
+    cli_stream tail = {.shown = shown - from};
+    size_t end = from + cli_stream_update(&tail, sl->text + from, sl->len - from, j->stops,
+                                          j->n_stops, final);
+    sl->stream.stopped = tail.stopped;
+    if (!final && !tail.stopped) end = utf8_complete(sl->text, end);
+    if (end < shown) end = shown;
+    if (end > shown && !append_text(&j->choices[0], sl->text + shown, end - shown))
+        snprintf(j->error, sizeof j->error, "out of memory");
+    sl->stream.shown = end;
+    return sl->stream.stopped || j->error[0];
+}
+
+static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    slot_publish_text(s, i, true);
+    j->choices[0].finish = sl->stream.stopped ? "stop" : reason;
+    j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
+    s->stats.gen_tokens += j->choices[0].n_tokens;
+    double t0 = sl->t0;
+    slot_clear(s, i);
+    job_end(s, j, t0);
+}
+
+/* The longest prefix of j's prompt (all but its last token, whose logits are needed) already
+ * in the cache of another plain sequence with the same adapters; *from is that sequence. */
+static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, int32_t *from) {
+    int32_t best = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        const sched_slot *o = &s->slots[i];
+        if (i == self || !o->job || o->group || o->follower) continue;
+        const serve_job *oj = o->job;
+        if (oj->n_bind != j->n_bind ||
+            memcmp(oj->bind, j->bind, (size_t)j->n_bind * sizeof *j->bind))
+            continue;
+        int32_t cached = o->generating ? o->n_tokens - 1 : o->fed, n = 0;
+        int32_t lim = j->n_prompt - 1 < cached ? j->n_prompt - 1 : cached;
+        while (n < lim && o->tokens[n] == j->prompt[n]) n++;
+        if (n > best) best = n, *from = i;
+    }
+    return best;
+}
+
+static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
+    sched_slot *sl = &s->slots[i];
+    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(j), .t0 = cli_now_ms() / 1e3};
+    s->reserved += sl->reserved;
+    if (!(sl->tokens = malloc((size_t)job_cells(j) * sizeof *sl->tokens))) {
+        slot_fail(s, i, "out of memory");
+        return;
+    }
+    memcpy(sl->tokens, j->prompt, (size_t)j->n_prompt * sizeof *sl->tokens);
+    sl->n_tokens = j->n_prompt;
+    if (el_context_bind(s->ctx, i, j->bind, j->n_bind) != EL_OK ||
+        el_sampler_create(&j->sp, s->n_vocab, &sl->smp) != EL_OK) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
+    for (int32_t t = 0; t < j->n_prompt; t++) el_sampler_accept(sl->smp, j->prompt[t]);
+    int32_t from = -1, n = shared_prefix(s, j, i, &from);
+    if (n > 0 && el_kv_seq_share(s->ctx, from, i, 0, n) == EL_OK) {
+        sl->fed = n;
+        s->stats.reused_tokens += n;
+    }
+    s->stats.prompt_tokens += j->n_prompt;
+}
+
+static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
+    int32_t k = j->n_choices;
+    el_variant_params vp[SERVE_MAX_N];
+    el_variants_params gp;
+    cli_choices ch = {.n = k, .seq_id = i, .max_tokens = j->max_tokens, .sp = j->sp,
+                      .bind = j->bind, .n_bind = j->n_bind, .stops = j->stops,
+                      .n_stops = j->n_stops};
+    cli_choices_params(&ch, vp, &gp);
+    gp.on_text = on_variant_text;
+    gp.user = j;
+    sched_slot *sl = &s->slots[i];
+    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(j), .t0 = cli_now_ms() / 1e3};
+    s->reserved += sl->reserved;
+    s->stats.prompt_tokens += j->n_prompt;
+    if (el_variants_start(s->ctx, &gp, j->prompt, j->n_prompt, &sl->group) != EL_OK) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
+    for (int32_t c = 1; c < k; c++) s->slots[i + c] = (sched_slot){.job = j, .row = -1, .follower = true};
+    sl->generating = true;
+    publish(j);
+}
+
+/* Free slots i .. i+k-1? */
+static bool slots_free(const serve_sched *s, int32_t i, int32_t k) {
+    if (i + k > s->n_slots) return false;
+    for (int32_t c = i; c < i + k; c++)
+        if (s->slots[c].job) return false;
+    return true;
+}
+
+/* Moves jobs from the head of the queue into free sequences while their cells fit (in order:
+ * a large job at the head waits rather than be overtaken forever). */
+static void admit(serve_sched *s) {
+    while (s->n_queue > 0) {
+        serve_job *j = s->queue[0];
+        if (j->cancelled) {
+            memmove(s->queue, s->queue + 1, (size_t)--s->n_queue * sizeof *s->queue);
+            job_end(s, j, cli_now_ms() / 1e3);
+            continue;
+        }
+        if (s->reserved + job_cells(j) > s->n_ctx) return;
+        int32_t i = 0, k = j->n_choices;
+        while (i < s->n_slots && !slots_free(s, i, k)) i++;
+        if (i == s->n_slots) return;
+        memmove(s->queue, s->queue + 1, (size_t)--s->n_queue * sizeof *s->queue);
+        if (k > 1) admit_group(s, i, j);
+        else admit_plain(s, i, j);
+    }
+}
+
+static void drop_cancelled(serve_sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sched_slot *sl = &s->slots[i];
+        if (!sl->job || sl->follower || !sl->job->cancelled) continue;
+        serve_job *j = sl->job;
+        double t0 = sl->t0;
+        slot_clear(s, i);
+        job_end(s, j, t0);
+    }
+}
+
+/* ------------------------------------------------------------ a step */
+
+static int32_t build_step(serve_sched *s) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sched_slot *sl = &s->slots[i];
+        sl->row = -1;
+        sl->n_rows = 0;
+        if (!sl->job || !sl->generating) continue;
+        sl->first_row = n;
+        if (sl->group) {
+            int32_t k = el_variants_next_rows(sl->group, s->tok + n, s->pos + n, s->seq + n);
+            memset(s->logits + n, 1, (size_t)k);
+            sl->row = n;
+            sl->n_rows = k;
+            n += k;
+            continue;
+        }
+        s->tok[n] = sl->tokens[sl->n_tokens - 1];
+        s->pos[n] = sl->n_tokens - 1;
+        s->seq[n] = i;
+        s->logits[n] = 1;
+        sl->n_rows = 1;
+        sl->row = n++;
+    }
+    /* prompts fill the step up to the batch size, but while requests generate only up to
+     * n_prompt_rows of them, so that one admission does not stall every stream for long */
+    int32_t cap = n > 0 && n + s->n_prompt_rows < s->n_batch ? n + s->n_prompt_rows : s->n_batch;
+    for (int32_t i = 0; i < s->n_slots && n < cap; i++) {
+        sched_slot *sl = &s->slots[i];
+        if (!sl->job || sl->generating || sl->follower) continue;
+        int32_t k = sl->job->n_prompt - sl->fed;
+        if (k > cap - n) k = cap - n;
+        sl->first_row = n;
+        sl->n_rows = k;
+        for (int32_t t = 0; t < k; t++, n++) {
+            s->tok[n] = sl->tokens[sl->fed + t];
+            s->pos[n] = sl->fed + t;
+            s->seq[n] = i;
+            s->logits[n] = 0;
+        }
+        sl->fed += k;
+        if (sl->fed == sl->job->n_prompt) {
+            s->logits[n - 1] = 1;
+            sl->row = n - 1;
+            sl->generating = true;
+        }
+    }
+    return n;
+}
+
+/* The sampled token's log-probability under the model's distribution, and the k best. */
+static void record_logprob(serve_sched *s, serve_choice *c, const float *logits, int32_t tok,
+                           int k) {
+    if (c->n_lp == c->cap_lp) {
+        int32_t cap = c->cap_lp ? 2 * c->cap_lp : 16;
+        serve_logprob *more = realloc(c->lp, (size_t)cap * sizeof *more);
+        if (!more) return;
+        c->lp = more;
+        c->cap_lp = cap;
+    }
+    float mx = logits[0];
+    for (int32_t v = 1; v < s->n_vocab; v++) mx = logits[v] > mx ? logits[v] : mx;
+    double sum = 0;
+    for (int32_t v = 0; v < s->n_vocab; v++) sum += exp((double)logits[v] - mx);
+    float lse = mx + (float)log(sum);
+    serve_logprob *e = &c->lp[c->n_lp++];
+    *e = (serve_logprob){.token = tok, .logprob = logits[tok] - lse};
+    for (int r = 0; r < k; r++) {
+        int32_t best = -1;
+        for (int32_t v = 0; v < s->n_vocab; v++) {
+            bool taken = false;
+            for (int q = 0; q < r; q++) taken |= e->top_token[q] == v;
+            if (!taken && (best < 0 || logits[v] > logits[best])) best = v;
+        }
+        e->top_token[r] = best;
+        e->top_logprob[r] = logits[best] - lse;
+    }
+}
+
+static void sample_plain(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    const float *logits = el_get_logits(s->ctx, sl->row);
+    int32_t tok;
+    if (el_sampler_sample(sl->smp, logits, &tok) != EL_OK) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
+    el_sampler_accept(sl->smp, tok);
+    if (el_token_is_eog(s->model, tok)) {
+        slot_finish(s, i, "stop");
+        return;
+    }
+    if (j->logprobs >= 0) record_logprob(s, &j->choices[0], logits, tok, j->logprobs);
+    sl->tokens[sl->n_tokens++] = tok;
+    j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
+    if (!slot_add_token_text(s, sl)) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
+    if (sl->n_tokens - j->n_prompt == j->max_tokens) {
+        slot_finish(s, i, "length");
+        return;
+    }
+    bool stopped = slot_publish_text(s, i, false);
+    if (j->error[0]) slot_fail(s, i, j->error);
+    else if (stopped) slot_finish(s, i, "stop");
+    else publish(j);
+}
+
+static void sample_group(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    if (el_variants_accept(sl->group, sl->row) != EL_OK) {
+        slot_fail(s, i, el_last_error());
+        return;
+    }
+    static const char *const reasons[] = {[EL_FINISH_EOS] = "stop", [EL_FINISH_STOP] = "stop",
+                                          [EL_FINISH_LENGTH] = "length"};
+    for (int32_t c = 0; c < j->n_choices; c++) {
+        el_variant_result r;
+        el_variants_result(sl->group, c, &r);
+        j->choices[c].n_tokens = r.n_tokens;
+        if (r.finish != EL_FINISH_NONE && !j->choices[c].finish) {
+            j->choices[c].finish = reasons[r.finish];
+            s->stats.gen_tokens += r.n_tokens;
+        }
+    }
+    if (j->error[0]) {
+        slot_fail(s, i, j->error);
+    } else if (!el_variants_running(sl->group)) {
+        double t0 = sl->t0;
+        slot_clear(s, i);
+        job_end(s, j, t0);
+    } else {
+        publish(j);
+    }
+}
+
+static void sample_step(serve_sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sched_slot *sl = &s->slots[i];
+        if (!sl->job || sl->follower || sl->row < 0) continue;
+        if (sl->group) sample_group(s, i);
+        else sample_plain(s, i);
+    }
+}
+
+static bool any_running(const serve_sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].job) return true;
+    return false;
+}
+
+static void *sched_main(void *arg) {
+    serve_sched *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        drop_cancelled(s);
+        admit(s);
+        if (!any_running(s)) {
+            if (s->stopping && s->n_queue == 0) break;
+            pthread_cond_wait(&s->work, &s->mu);
+            continue;
+        }
+        int32_t n = build_step(s);
+        if (n == 0) continue;
+        el_batch b = {.n_rows = n, .token = s->tok, .pos = s->pos, .seq_id = s->seq,
+                      .logits = s->logits};
+        pthread_mutex_unlock(&s->mu);
+        double t0 = cli_now_ms();
+        el_status st = el_decode(s->ctx, &b);
+        double dt = (cli_now_ms() - t0) / 1e3;
+        pthread_mutex_lock(&s->mu);
+        s->stats.steps++;
+        s->stats.step_seconds += dt;
+        if (st == EL_OK) {
+            sample_step(s);
+            continue;
+        }
+        /* the cache is as before the step; every job in it fails with the reason */
+        char why[256];
+        snprintf(why, sizeof why, "%s", el_last_error());
+        for (int32_t i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job && !s->slots[i].follower && s->slots[i].n_rows > 0)
+                slot_fail(s, i, why);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+el_status serve_sched_create(const serve_sched_params *p, serve_sched **out) {
+    el_model_info info;
+    el_model_get_info(p->model, &info);
+    serve_sched *s = calloc(1, sizeof *s);
+    if (!s) return EL_ERR_NOMEM;
+    int32_t n_batch = p->n_batch > p->n_parallel * SERVE_MAX_N ? p->n_batch
+                                                               : p->n_parallel * SERVE_MAX_N;
+    if (n_batch > p->n_ctx) n_batch = p->n_ctx;
+    *s = (serve_sched){.model = p->model, .n_vocab = info.n_vocab, .n_batch = n_batch,
+                       .n_ctx = p->n_ctx, .n_slots = p->n_parallel, .queue_max = p->queue_max,
+                       .n_prompt_rows = p->n_prompt_rows > 0 ? p->n_prompt_rows : n_batch};
+    s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
+    s->tok = malloc((size_t)n_batch * sizeof *s->tok);
+    s->pos = malloc((size_t)n_batch * sizeof *s->pos);
+    s->seq = malloc((size_t)n_batch * sizeof *s->seq);
+    s->logits = malloc((size_t)n_batch);
+    s->queue = malloc((size_t)(p->queue_max > 0 ? p->queue_max : 1) * sizeof *s->queue);
+    el_status st = s->slots && s->tok && s->pos && s->seq && s->logits && s->queue
+                       ? EL_OK : EL_ERR_NOMEM;
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = p->n_ctx;
+    cp.n_batch = n_batch;
+    cp.n_seq_max = p->n_parallel;
+    cp.n_threads = p->n_threads;
+    cp.kv_type = p->kv_type;
+    if (st == EL_OK) st = el_context_create(p->model, &cp, &s->ctx);
+    if (st == EL_OK) {
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->work, NULL);
+        if (pthread_create(&s->thread, NULL, sched_main, s)) st = EL_ERR_NOMEM;
+    }
+    if (st != EL_OK) {
+        el_context_free(s->ctx);
+        free(s->slots), free(s->tok), free(s->pos), free(s->seq), free(s->logits), free(s->queue);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return EL_OK;
+}
+
+void serve_sched_free(serve_sched *s) {
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    el_context_free(s->ctx);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->work);
+    free(s->slots), free(s->tok), free(s->pos), free(s->seq), free(s->logits), free(s->queue);
+    free(s);
+}

@@ -1,0 +1,100 @@
+/* serve_sched.h - the scheduler of `edgelora serve`: one thread owns the context and runs
+ * continuous batching over the jobs the HTTP threads submit.
+ *
+ * Every step is one el_decode: one row for each running request (its own adapters bound to its
+ * own sequence), then chunks of the prompts of requests admitted since. A job joins between
+ * steps when a sequence and its KV cells are free, and leaves when it ends or is cancelled (its
+ * cells freed, its sequence unbound). A prompt that begins like a sequence already in the cache
+ * with the same adapters (a shared system prompt) shares those cells instead of recomputing
+ * them. A job with n > 1 choices runs as concurrent variants in n sequences.
+ *
+ * A job's fields up to `published` are the HTTP side's to set before serve_sched_submit and
+ * read-only after; what the scheduler publishes is read under serve_job_lock. */
+#ifndef EL_CLI_SERVE_SCHED_H
+#define EL_CLI_SERVE_SCHED_H
+
+#include <pthread.h>
+
+#include "cli.h"
+#include "serve_request.h"
+
+typedef struct serve_sched serve_sched;
+
+/* One generated token's log-probability and its best alternatives (logprobs). */
+typedef struct serve_logprob {
+    int32_t token;
+    float logprob;
+    int32_t top_token[SERVE_MAX_LOGPROBS];
+    float top_logprob[SERVE_MAX_LOGPROBS];
+} serve_logprob;
+
+typedef struct serve_choice {
+    char *text;            /* the final text so far (never changes once published) */
+    size_t len;
+    int32_t n_tokens;      /* generated */
+    serve_logprob *lp;     /* [n_lp] when logprobs were asked for */
+    int32_t n_lp, cap_lp;
+    const char *finish;    /* NULL while running; "stop" or "length" */
+} serve_choice;
+
+typedef struct serve_job {
+    int32_t *prompt;       /* tokens (owned) */
+    int32_t n_prompt;
+    el_binding bind[SERVE_MAX_ADAPTERS];
+    int32_t n_bind;
+    el_sampler_params sp;  /* choice i samples with seed sp.seed + i */
+    int32_t max_tokens;    /* of each choice, >= 1 */
+    const char *const *stops;
+    int n_stops;
+    int32_t n_choices;
+    int logprobs;          /* -1: none */
+
+    /* published by the scheduler, read under serve_job_lock */
+    serve_choice *choices; /* [n_choices] */
+    bool done;             /* every choice finished, or failed */
+    char error[256];       /* a failure: the job ended with this message */
+    uint64_t version;      /* bumped at every publication */
+    bool cancelled;        /* set by the HTTP side: the client went away */
+    pthread_cond_t cond;
+    int refs;
+} serve_job;
+
+typedef struct serve_sched_params {
+    el_model *model;
+    int32_t n_ctx, n_parallel, n_batch, n_threads;
+    el_kv_type kv_type;
+    int32_t queue_max;     /* jobs waiting at most (more: serve_sched_submit refuses) */
+    int32_t n_prompt_rows; /* prompt rows a step takes at most while others generate */
+} serve_sched_params;
+
+typedef struct serve_stats {
+    int64_t requests, prompt_tokens, gen_tokens, reused_tokens, steps;
+    double step_seconds;
+    int32_t queued, running, kv_used, kv_cells;
+} serve_stats;
+
+/* Creates the context and starts the thread. */
+el_status serve_sched_create(const serve_sched_params *p, serve_sched **out);
+/* Drains: waits until every job submitted has ended, then stops the thread and frees all. */
+void serve_sched_free(serve_sched *s);
+
+/* A job with room for n_choices (zeroed; one reference, the caller's). */
+serve_job *serve_job_new(int32_t n_choices);
+/* Hands j to the scheduler (which takes a reference of its own). false: the queue is full, or
+ * the job needs more cells than the context has (*too_big), or the server is draining. */
+bool serve_sched_submit(serve_sched *s, serve_job *j, bool *too_big);
+/* Drops a reference; the last frees the job. */
+void serve_job_release(serve_sched *s, serve_job *j);
+/* The lock published fields are read under, and waiting for the next publication (false if
+ * timeout_ms passed first). */
+void serve_job_lock(serve_sched *s);
+void serve_job_unlock(serve_sched *s);
+bool serve_job_wait(serve_sched *s, serve_job *j, uint64_t seen, int timeout_ms);
+/* The client went away: the job ends at the next step and its cells are freed. */
+void serve_job_cancel(serve_sched *s, serve_job *j);
+
+void serve_sched_get_stats(serve_sched *s, serve_stats *out);
+/* Seconds until a sequence is expected to free (for Retry-After): at least 1. */
+int serve_sched_retry_after(serve_sched *s);
+
+#endif
