@@ -18,6 +18,7 @@ static const struct {
     {"synth", cmd_synth, "write a model of a real shape with random weights"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
+    {"compress", cmd_compress, "sort, prune-ready and 4-bit GPTQ a model in one shot (UniQL)"},
     {"bench", cmd_bench, "measure load, prompt and generation speed against memory bandwidth"},
     {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
     {"train", cmd_train, "pretrain a base model of a chosen shape"},

@@ -131,6 +131,45 @@ el_status el_quantize(const char *in_path, const char *out_path, const el_quanti
  * not), and whether llama.cpp can read it (false for edgelora's own types). */
 el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
 
+/* ------------------------------------------------------------- compression */
+
+/* Progress of `compress`: a stage ("calibrate", "sort+gptq", "write") and how much of it is
+ * done. Called from the calling thread; returning false cancels (EL_ERR_CANCELLED, nothing
+ * written). */
+typedef struct el_compress_progress {
+    const char *stage;
+    int64_t done, total; /* tokens (calibrate), layers (sort+gptq), tensors (write) */
+    double stage_s;      /* seconds since the stage started */
+} el_compress_progress;
+typedef bool (*el_compress_progress_fn)(void *user, const el_compress_progress *p);
+
+typedef struct el_compress_params {
+    const char *calib_path;   /* calibration text (required) */
+    int64_t calib_tokens;     /* tokens of it used (default 8192); at least 256 are needed */
+    const float *rates;       /* ascending global pruning rates from 0, each below 0.9 */
+    int32_t n_rates;          /* NULL / 0: 0, 0.05, ..., 0.35 */
+    /* the weights' type: a 4-bit type for GPTQ (q4_0, w4g32, w4g64, w4g128; group 0: the
+     * type's own, 64 or 128 with a NULL type: w4g64 / w4g128), or f32 / f16 for sorting
+     * alone. A weight whose rows do not divide into the groups is stored as f16. */
+    const char *type;         /* NULL: q4_0 */
+    int32_t group;
+    double damp;              /* GPTQ damping, a fraction of the Hessian's mean diagonal (0.01) */
+    double ridge;             /* ridge of the MLP leverage scores, the same kind of fraction (0.1) */
+    bool sort_qk;             /* sort Q/K RoPE pairs (needs RoPE with index at run time) */
+    int32_t n_threads;        /* 0: all cores */
+    el_compress_progress_fn progress; /* may be NULL */
+    void *user;
+} el_compress_params;
+
+el_compress_params el_compress_default_params(void);
+
+/* UniQL's offline compression (docs/uniql.md): runs the model at in_path over calibration text,
+ * sorts every block's channels by importance (MLP by ridge leverage, Q/K by RoPE pairs, V/O by
+ * a weighted SVD) without changing its function, quantizes every weight matrix by GPTQ, and
+ * writes out_path with the plan that maps each rate to the kept sizes. Written through a
+ * temporary file: on failure nothing is left. */
+el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p);
+
 /* ---------------------------------------------------------------- training */
 
 /* Progress of a training run, reported after every optimizer step (and after each held-out
