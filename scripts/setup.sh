@@ -9,9 +9,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     # build: compiler, make, OpenBLAS/LAPACKE (training and compression tools only), libedit
     # (line editing in `edgelora chat`);
     # tests: clang with libFuzzer, the ARM cross compiler, qemu-user, jinja2 (chat templates
-    # rendered independently of edgelora's code)
+    # rendered independently of edgelora's code), numpy (GPTQ's reference, tests/golden/gptq_golden.py)
     apt-get install -y -q --no-install-recommends \
         build-essential pkg-config clang libclang-rt-14-dev qemu-user gcc-aarch64-linux-gnu \
-        libc6-dev-arm64-cross libopenblas-dev liblapacke-dev libedit-dev python3-jinja2
+        libc6-dev-arm64-cross libopenblas-dev liblapacke-dev libedit-dev python3-jinja2 \
+        python3-numpy
 fi
 make -j"$(nproc)"
