@@ -1,0 +1,179 @@
+/* test_compress.c - el_compress end to end on the default model: sorting alone (f32 weights)
+ * keeps the model's logits (the original file run by the normal engine is the reference);
+ * with GPTQ the weights are in the 4-bit type wherever rows fit its groups and the logits stay
+ * near the original's; bad input fails with a message and leaves no file. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "edgelora-tools.h"
+#include "formats/gguf.h"
+#include "kernels/types.h"
+#include "testutil.h"
+
+static const char *BASE = "models/base.gguf";
+static const char *TEXT = "Once upon a time, the quick brown fox jumped over the lazy dog. "
+                          "Der schnelle braune Fuchs springt.";
+
+/* Calibration text: the start of the English corpus (the base's training split). */
+static const char *calib_path(void) { return test_data_path("corpus/en.txt"); }
+
+/* The logits of every token of TEXT, [n][n_vocab] malloc'd. */
+static float *logits_of(const char *path, int32_t *n_out, int32_t *n_vocab) {
+    el_model *m;
+    el_model_params mp = el_model_default_params();
+    if (el_model_load(path, &mp, &m)) return NULL;
+    el_model_info info;
+    el_model_get_info(m, &info);
+    int32_t tok[128];
+    size_t n;
+    el_tokenize(m, TEXT, strlen(TEXT), true, false, tok, 128, &n);
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = 128;
+    cp.kv_type = EL_KV_F32;
+    el_context *ctx;
+    float *out = NULL;
+    if (el_context_create(m, &cp, &ctx) == EL_OK) {
+        int32_t pos[128], seq[128] = {0};
+        int8_t want[128];
+        for (size_t i = 0; i < n; i++) pos[i] = (int32_t)i, want[i] = 1;
+        el_batch b = {.n_rows = (int32_t)n, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
+        if (el_decode(ctx, &b) == EL_OK && (out = malloc(sizeof(float) * n * info.n_vocab)))
+            for (size_t i = 0; i < n; i++)
+                memcpy(out + i * info.n_vocab, el_get_logits(ctx, (int32_t)i),
+                       sizeof(float) * info.n_vocab);
+        el_context_free(ctx);
+    }
+    *n_out = (int32_t)n;
+    *n_vocab = info.n_vocab;
+    el_model_free(m);
+    return out;
+}
+
+static el_compress_params quick(void) {
+    el_compress_params p = el_compress_default_params();
+    p.calib_path = calib_path();
+    p.calib_tokens = 1024;
+    p.n_threads = 2;
+    return p;
+}
+
+static int test_compress_sorted_keeps_logits(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    char out[512];
+    snprintf(out, sizeof out, "%s/sorted.gguf", test_tmp_dir());
+    el_compress_params p = quick();
+    p.type = "f32";
+    CHECK(el_compress(BASE, out, &p) == EL_OK);
+    int32_t n0, n1, v0, v1;
+    float *a = logits_of(BASE, &n0, &v0), *b = logits_of(out, &n1, &v1);
+    CHECK(a && b && n0 == n1 && v0 == v1 && n0 > 10);
+    double err = test_max_rel_err(b, a, (size_t)n0 * v0);
+    test_note("sorted model: max relative logit difference %.3g over %d tokens", err, n0);
+    CHECK(err < 1e-4);
+    /* the weights did move: the sorted file is not the original's bytes */
+    gguf_file *g0, *g1;
+    CHECK(gguf_open(BASE, &g0) == EL_OK && gguf_open(out, &g1) == EL_OK);
+    const gguf_tensor *d0 = gguf_find_tensor(g0, "blk.0.ffn_gate.weight");
+    const gguf_tensor *d1 = gguf_find_tensor(g1, "blk.0.ffn_gate.weight");
+    CHECK(d0 && d1 && d1->type == 0);
+    const uint16_t *h0 = d0->data;
+    const float *f1 = d1->data;
+    int same = 0;
+    for (int i = 0; i < 256; i++) same += fabsf(f1[i] - el_fp16_to_fp32(h0[i])) < 1e-6f;
+    CHECK(same < 256);
+    gguf_close(g0);
+    gguf_close(g1);
+    free(a);
+    free(b);
+    return TEST_PASS;
+}
+
+static int test_compress_gptq_types(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    char out[512];
+    snprintf(out, sizeof out, "%s/q4.gguf", test_tmp_dir());
+    el_compress_params p = quick();
+    CHECK(el_compress(BASE, out, &p) == EL_OK);
+    gguf_file *g;
+    CHECK(gguf_open(out, &g) == EL_OK);
+    /* rows of 256 fit q4_0's groups of 32; down's rows of 688 do not and stay f16 */
+    const char *q4[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up"};
+    for (int il = 0; il < 6; il++) {
+        char name[64];
+        for (int i = 0; i < 6; i++) {
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, q4[i]);
+            const gguf_tensor *t = gguf_find_tensor(g, name);
+            CHECK(t && t->type == EL_TYPE_Q4_0);
+        }
+        snprintf(name, sizeof name, "blk.%d.ffn_down.weight", il);
+        CHECK(gguf_find_tensor(g, name)->type == EL_TYPE_F16);
+    }
+    CHECK(gguf_find_tensor(g, "token_embd.weight")->type == gguf_find_tensor(g, "output.weight")->type);
+    gguf_close(g);
+    int32_t n0, n1, v0, v1;
+    float *a = logits_of(BASE, &n0, &v0), *b = logits_of(out, &n1, &v1);
+    CHECK(a && b && n0 == n1);
+    double err = test_max_rel_err(b, a, (size_t)n0 * v0);
+    test_note("4-bit model: max relative logit difference %.3g", err);
+    /* 4-bit weights move the logits by some percent; a wrong layout or order by far more */
+    CHECK(err < 0.15);
+    free(a);
+    free(b);
+    return TEST_PASS;
+}
+
+static int expect_failure(const char *in, const el_compress_params *p, el_status want,
+                          const char *message) {
+    char out[512];
+    snprintf(out, sizeof out, "%s/bad.gguf", test_tmp_dir());
+    el_status st = el_compress(in, out, p);
+    if (st != want || !strstr(el_last_error(), message)) {
+        test_note("status %d, message '%s', wanted '%s'", st, el_last_error(), message);
+        return TEST_FAIL;
+    }
+    CHECK(access(out, F_OK) != 0);
+    return TEST_PASS;
+}
+
+static int test_compress_bad_input(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    el_compress_params p = quick();
+    const float descending[] = {0, 0.3f, 0.2f}, no_zero[] = {0.1f, 0.2f}, too_far[] = {0, 0.95f};
+    p.rates = descending;
+    p.n_rates = 3;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "rates must ascend") == TEST_PASS);
+    p.rates = no_zero;
+    p.n_rates = 2;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "first rate must be 0") == TEST_PASS);
+    p.rates = too_far;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "is not below 0.9") == TEST_PASS);
+    p = quick();
+    p.type = "q8_0";
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "not a 4-bit type") == TEST_PASS);
+    p.type = "q4_0";
+    p.group = 128;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "does not fit type q4_0") == TEST_PASS);
+    p = quick();
+    char short_text[512];
+    snprintf(short_text, sizeof short_text, "%s/short.txt", test_tmp_dir());
+    FILE *f = fopen(short_text, "w");
+    CHECK(f);
+    fputs("A few words of text.\n", f);
+    fclose(f);
+    p.calib_path = short_text;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "calibration text too short") == TEST_PASS);
+    p = quick();
+    CHECK(expect_failure("tests/golden/llama_f32_gqa.logits", &p, EL_ERR_FORMAT,
+                         "tests/golden/llama_f32_gqa.logits") == TEST_PASS);
+    return TEST_PASS;
+}
+
+int main(void) {
+    run_test("compress_sorted_keeps_logits", test_compress_sorted_keeps_logits);
+    run_test("compress_gptq_types", test_compress_gptq_types);
+    run_test("compress_bad_input", test_compress_bad_input);
+    return tests_exit_code();
+}
