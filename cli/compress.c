@@ -20,9 +20,29 @@ static const char help[] =
     "                       alone)\n"
     "  --group N            the GPTQ group: 32 (q4_0), 64 (w4g64), 128 (w4g128)\n"
     "  --sort-qk            also sort Q/K by RoPE pairs (needs RoPE with index at run time)\n"
-    "  -t, --threads N      threads (default: all cores)\n";
+    "  -t, --threads N      threads (default: all cores)\n"
+    "  --slice RATE         instead: write MODEL (a sorted model compress wrote) pruned at RATE\n"
+    "                       as an ordinary smaller model, the kept prefixes copied (no -f)\n";
+
+/* The last stage printed and when: a line per second at most, and each stage's last. */
+typedef struct progress {
+    const char *stage;
+    double printed_ms;
+} progress;
 
 static bool on_progress(void *user, const el_compress_progress *p) {
+    progress *pr = user;
+    if (!strcmp(p->stage, "plan")) {
+        fprintf(stderr, "edgelora compress: rate %.2f keeps %d MLP channels, %d Q/K and %d V/O "
+                "dimensions per head: %.1f%% of the block weights\n", p->rate, p->ff_kept,
+                p->qk_kept, p->vo_kept, 100.0 * p->kept_fraction);
+        return true;
+    }
+    double now = cli_now_ms();
+    bool same = pr->stage && !strcmp(pr->stage, p->stage);
+    if (same && p->done < p->total && now - pr->printed_ms < 1000) return true;
+    pr->stage = p->stage;
+    pr->printed_ms = now;
     double eta = p->done > 0 ? p->stage_s * (double)(p->total - p->done) / (double)p->done : 0;
     fprintf(stderr, "edgelora compress: %s %lld/%lld, %.1f s, ETA %.0f s\n", p->stage,
             (long long)p->done, (long long)p->total, p->stage_s, eta);
@@ -57,10 +77,13 @@ static bool parse_rates(const char *s, float *rates, int max, int *n) {
 int cmd_compress(int argc, char **argv) {
     enum { MAX_RATES = 32 };
     const char *model = NULL, *out = NULL;
+    double slice = -1;
     float rates[MAX_RATES];
     int n_rates = 0;
     el_compress_params p = el_compress_default_params();
+    progress pr = {0};
     p.progress = on_progress;
+    p.user = &pr;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long n;
@@ -89,6 +112,8 @@ int cmd_compress(int argc, char **argv) {
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (!cli_int("compress", a, v, 0, 1024, &n)) return CLI_USAGE;
             p.n_threads = (int32_t)n;
+        } else if (!strcmp(a, "--slice")) {
+            if (!cli_float("compress", a, v, 0.0, 0.9, &slice)) return CLI_USAGE;
         } else if (!strcmp(a, "--rates")) {
             if (!parse_rates(v, rates, MAX_RATES, &n_rates)) return CLI_USAGE;
             p.rates = rates;
@@ -97,6 +122,13 @@ int cmd_compress(int argc, char **argv) {
             cli_error("compress", "unknown option '%s'", a);
             return CLI_USAGE;
         }
+    }
+    if (out && slice >= 0) {
+        if (!(model = cli_model_path("compress", model))) return CLI_USAGE;
+        el_status st = el_compress_slice(model, (float)slice, out);
+        if (st != EL_OK) return cli_fail("compress", st);
+        fprintf(stderr, "edgelora compress: wrote %s (%s pruned at %g)\n", out, model, slice);
+        return CLI_OK;
     }
     if (!out || !p.calib_path) {
         cli_error("compress", "needs -f CALIB.txt and -o OUT.gguf (see --help)");

@@ -134,12 +134,17 @@ el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
 /* ------------------------------------------------------------- compression */
 
 /* Progress of `compress`: a stage ("calibrate", "sort+gptq", "write") and how much of it is
- * done. Called from the calling thread; returning false cancels (EL_ERR_CANCELLED, nothing
- * written). */
+ * done, then one "plan" call per rate with what that rate keeps. Called from the calling
+ * thread; returning false cancels (EL_ERR_CANCELLED, nothing written). */
 typedef struct el_compress_progress {
     const char *stage;
-    int64_t done, total; /* tokens (calibrate), layers (sort+gptq), tensors (write) */
+    int64_t done, total; /* tokens (calibrate), layers (sort+gptq), files (write), rates (plan) */
     double stage_s;      /* seconds since the stage started */
+    /* "plan" only: the rate, the kept sizes of every layer (the rule is uniform), and the
+     * fraction of the block weights' elements kept */
+    float rate;
+    int32_t ff_kept, qk_kept, vo_kept;
+    double kept_fraction;
 } el_compress_progress;
 typedef bool (*el_compress_progress_fn)(void *user, const el_compress_progress *p);
 
@@ -169,6 +174,12 @@ el_compress_params el_compress_default_params(void);
  * writes out_path with the plan that maps each rate to the kept sizes. Written through a
  * temporary file: on failure nothing is left. */
 el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p);
+
+/* A sorted model (el_compress's output, before any pruning layout) pruned at `rate` by copying
+ * the kept prefixes into an ordinary smaller GGUF: every layer keeps the MLP channels and V/O
+ * dimensions compress's plan gives that rate (feed_forward_length and attention.value_length
+ * shrink); Q/K stay whole. The physically sliced reference of a pruned model. */
+el_status el_compress_slice(const char *sorted_path, float rate, const char *out_path);
 
 /* ---------------------------------------------------------------- training */
 

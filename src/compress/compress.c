@@ -141,6 +141,35 @@ static el_status compress_layer(job *j, int il, el_layer_corr *c) {
     return st;
 }
 
+/* The fraction of a block's weight elements kept with these sizes. */
+static double kept_fraction(const el_hparams *hp, int64_t ff, int64_t qk, int64_t vo) {
+    double e = hp->n_embd, h = hp->n_head, kv = hp->n_head_kv;
+    double full = e * (h * hp->head_dim_k + kv * hp->head_dim_k + kv * hp->head_dim_v +
+                       h * hp->head_dim_v + 3.0 * hp->n_ff);
+    return e * (h * qk + kv * qk + kv * vo + h * vo + 3.0 * ff) / full;
+}
+
+/* The plan of the weights as written, reported rate by rate. */
+static el_status make_plan(job *j, const float *rates, int32_t n_rates, el_uniql_plan *plan) {
+    const el_hparams *hp = &j->m->hp;
+    el_plan_grain grain = el_plan_grain_for(hp, j->out[el_linear_slot(0, EL_LINEAR_DOWN)].type,
+                                            j->out[el_linear_slot(0, EL_LINEAR_O)].type,
+                                            j->rope_pairs != NULL);
+    el_status st = el_plan_build(hp, rates, n_rates, grain, plan);
+    if (st) return st;
+    plan->rope_pairs = j->rope_pairs;
+    j->rope_pairs = NULL;
+    for (int32_t r = 0; r < n_rates && j->p->progress; r++) {
+        size_t i = (size_t)r * hp->n_layer;
+        el_compress_progress pr = {.stage = "plan", .done = r + 1, .total = n_rates,
+                                   .rate = rates[r], .ff_kept = plan->ff_kept[i],
+                                   .qk_kept = plan->qk_kept[i], .vo_kept = plan->vo_kept[i]};
+        pr.kept_fraction = kept_fraction(hp, pr.ff_kept, pr.qk_kept, pr.vo_kept);
+        if (!j->p->progress(j->p->user, &pr)) return el_error(EL_ERR_CANCELLED, "compress cancelled");
+    }
+    return EL_OK;
+}
+
 static el_status run_layers(job *j, const char *in_path) {
     el_corr_run run;
     el_status st = el_corr_open(in_path, j->p->calib_path, j->p->calib_tokens, MIN_CALIB_TOKENS,
@@ -247,6 +276,7 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     el_status st = el_plan_build(&any, rates, n_rates, (el_plan_grain){1, 2, 1}, &plan);
     el_plan_free(&plan);
     if (st == EL_OK) st = run_layers(&j, in_path);
+    if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
     if (st == EL_OK) {
         j.stage = "write";
         j.t0 = el_now_seconds();
@@ -259,6 +289,7 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);
     free(j.out);
     free(j.rope_pairs);
+    el_plan_free(&plan);
     el_model_free(j.m);
     return st;
 }

@@ -1,5 +1,5 @@
-/* plan.c - kept sizes per rate: n minus r * n rounded down to the grain. Rounding down keeps at
- * least (1 - r) of every structure, so the rate is a bound on what is dropped. */
+/* plan.c - kept sizes per rate: n minus f * n rounded to the nearest multiple of the grain, f the
+ * rate scaled up to what the prunable structures hold. */
 #include "compress/plan.h"
 
 #include <math.h>
@@ -7,13 +7,24 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/types.h"
 
 static const float MAX_RATE = 0.9f; /* beyond it a model has no quality left to choose from */
 
-static int32_t kept(int32_t n, float rate, int32_t grain) {
-    if (grain <= 0) return n;
-    int32_t drop = (int32_t)floor((double)rate * n / grain + 1e-9) * grain;
+static bool prunable(int32_t n, int32_t grain) { return grain > 0 && grain < n; }
+
+static int32_t kept(int32_t n, double frac, int32_t grain) {
+    if (!prunable(n, grain)) return n;
+    int32_t drop = (int32_t)floor(frac * n / grain + 0.5) * grain;
     return n - drop > 0 ? n - drop : grain;
+}
+
+el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type o_type,
+                                bool qk_sorted) {
+    int32_t down_block = (int32_t)el_type_layout_get(down_type)->block_size;
+    int32_t o_block = (int32_t)el_type_layout_get(o_type)->block_size;
+    return (el_plan_grain){.ff = down_block, .qk = qk_sorted ? 2 : 0,
+                           .vo = hp->head_dim_v % o_block == 0 ? o_block : 0};
 }
 
 el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rates,
@@ -29,6 +40,18 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
             return el_error(EL_ERR_INVALID_ARG, "--rates: %g is not below %g", rates[r],
                             MAX_RATE);
     }
+    /* elements of each structure in a block: MLP (gate, up, down), Q/K rows, V/O rows */
+    double ff = 3.0 * hp->n_ff, qk = (double)(hp->n_head + hp->n_head_kv) * hp->head_dim_k,
+           vo = (double)(hp->n_head + hp->n_head_kv) * hp->head_dim_v;
+    double can = (prunable(hp->n_ff, grain.ff) ? ff : 0) +
+                 (prunable(hp->head_dim_k, grain.qk) ? qk : 0) +
+                 (prunable(hp->head_dim_v, grain.vo) ? vo : 0);
+    double scale = can > 0 ? (ff + qk + vo) / can : 0;
+    for (int32_t r = 1; r < n_rates; r++)
+        if (!(rates[r] * scale < MAX_RATE))
+            return el_error(EL_ERR_INVALID_ARG, "--rates: %g would drop %.0f%% of the structures "
+                            "this model's layout can prune (%.0f%% of its block weights)",
+                            rates[r], 100.0 * rates[r] * scale, 100.0 / scale);
     size_t n = (size_t)n_rates * (size_t)hp->n_layer;
     plan->n_rates = n_rates;
     plan->rates = malloc((size_t)n_rates * sizeof *plan->rates);
@@ -43,9 +66,9 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
     for (int32_t r = 0; r < n_rates; r++)
         for (int32_t il = 0; il < hp->n_layer; il++) {
             size_t i = (size_t)r * hp->n_layer + il;
-            plan->ff_kept[i] = kept(hp->n_ff, rates[r], grain.ff);
-            plan->qk_kept[i] = kept(hp->head_dim_k, rates[r], grain.qk);
-            plan->vo_kept[i] = kept(hp->head_dim_v, rates[r], grain.vo);
+            plan->ff_kept[i] = kept(hp->n_ff, rates[r] * scale, grain.ff);
+            plan->qk_kept[i] = kept(hp->head_dim_k, rates[r] * scale, grain.qk);
+            plan->vo_kept[i] = kept(hp->head_dim_v, rates[r] * scale, grain.vo);
         }
     return EL_OK;
 }

@@ -1,6 +1,7 @@
 /* plan.h - the rule from a global pruning rate to the kept size of every matrix (docs/uniql.md):
- * each sorted structure of each layer drops the same fraction of its channels, rounded down to
- * the granularity its layout needs, so the model drops about that fraction of its block weights. */
+ * a rate r drops r of the block weights' elements, taken in equal proportion f from every
+ * structure the layout can prune (f = r * all / prunable, the same in every layer), each kept
+ * size rounded to the granularity its layout needs. */
 #ifndef EL_COMPRESS_PLAN_H
 #define EL_COMPRESS_PLAN_H
 
@@ -14,8 +15,15 @@ typedef struct el_plan_grain {
     int32_t vo; /* V/O head dimensions: O's columns come in its blocks */
 } el_plan_grain;
 
+/* The grains of a sorted model whose down and O weights are stored in down_type and o_type:
+ * MLP channels and V/O dimensions in whole blocks of those types (V/O only if a head's columns
+ * of O are whole blocks), Q/K in RoPE pairs if they were sorted (else not pruned). */
+el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type o_type,
+                                bool qk_sorted);
+
 /* Fills plan (its arrays allocated here; rope_pairs NULL) for rates, which must ascend from 0
- * and stay below 0.9 (EL_ERR_INVALID_ARG naming the bad one otherwise). */
+ * and stay below 0.9, and ask no structure to drop 0.9 or more (EL_ERR_INVALID_ARG naming the
+ * bad rate otherwise). */
 el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rates,
                         el_plan_grain grain, el_uniql_plan *plan);
 void el_plan_free(el_uniql_plan *plan);
