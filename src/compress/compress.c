@@ -43,6 +43,8 @@ typedef struct job {
     el_gptq_grid grid;
     el_type float_type;  /* f32 or f16: sorting alone, and the fallback of rows that do not fit */
     out_weight *out;     /* [n_layer * EL_N_LINEAR] */
+    out_weight head;     /* the output head (GPTQ only; data NULL: copied as it is) */
+    out_weight embd;     /* the token embeddings when untied: q8_0 (a lookup has no Hessian) */
     int32_t *rope_pairs; /* [n_layer][n_head_kv][n_rot/2] or NULL */
     double t0;           /* start of the current stage */
     int64_t done, total; /* of the current stage */
@@ -119,6 +121,40 @@ static el_status emit(job *j, int il, el_linear which, float *w, const el_layer_
     return EL_OK;
 }
 
+/* The output head by GPTQ against its input correlation h, and untied embeddings in q8_0. */
+static el_status emit_head(job *j, const double *h) {
+    const el_model *m = j->m;
+    const el_weight *src = &m->output;
+    int64_t rows = src->n_out, cols = src->n_in;
+    if (cols % j->grid.group != 0) return EL_OK;
+    float *w = malloc((size_t)(rows * cols) * sizeof *w);
+    j->head.type = j->grid.type;
+    j->head.nbytes = el_row_size(j->grid.type, cols) * (size_t)rows;
+    j->head.data = malloc(j->head.nbytes);
+    el_status st = w && j->head.data ? EL_OK : el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (st == EL_OK) {
+        el_weight_floats(src, w);
+        st = el_gptq_quantize(w, rows, cols, h, j->p->damp, 0, j->grid, j->head.data);
+    }
+    bool tied = !gguf_find_tensor(m->gguf, "output.weight");
+    const el_weight *e = &m->tok_embd;
+    if (st == EL_OK && !tied && e->n_in % 32 == 0 && e->type != EL_TYPE_Q8_0) {
+        float *ew = realloc(w, (size_t)(e->n_out * e->n_in) * sizeof *w);
+        if (ew) w = ew;
+        j->embd.type = EL_TYPE_Q8_0;
+        j->embd.nbytes = el_row_size(EL_TYPE_Q8_0, e->n_in) * (size_t)e->n_out;
+        j->embd.data = ew ? malloc(j->embd.nbytes) : NULL;
+        if (!j->embd.data) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+        else {
+            el_weight_floats(e, w);
+            el_type_weight_quantizer(el_type_kernels_get(EL_TYPE_Q8_0))(w, j->embd.data,
+                                                                       e->n_out * e->n_in);
+        }
+    }
+    free(w);
+    return st;
+}
+
 static el_status compress_layer(job *j, int il, el_layer_corr *c) {
     const el_hparams *hp = &j->m->hp;
     el_flayer fl = {0};
@@ -183,8 +219,9 @@ static el_status run_layers(job *j, const char *in_path) {
     int32_t window = (int32_t)(CORR_BUDGET / el_layer_corr_bytes(j->m));
     window = window < 1 ? 1 : window > n_layer ? n_layer : window;
     el_layer_corr *corr = calloc((size_t)window, sizeof *corr);
+    double *head = j->gptq ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
     j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
-    if (st == EL_OK && (!corr || !j->out)) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head))) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
     if (st == EL_OK && j->p->sort_qk) {
         if (hp->n_rot != hp->head_dim_k)
             st = el_error(EL_ERR_UNSUPPORTED, "%s: Q/K sorting needs every head dimension rotated "
@@ -201,7 +238,7 @@ static el_status run_layers(job *j, const char *in_path) {
         j->done = 0;
         j->total = (int64_t)run.tokens.n;
         if (n_windows > 1) j->stage = "calibrate (a window of layers)";
-        st = el_corr_collect(&run, l0, l1, on_calib, j, corr);
+        st = el_corr_collect(&run, l0, l1, l1 == n_layer ? head : NULL, on_calib, j, corr);
         j->stage = "sort+gptq";
         j->t0 = el_now_seconds();
         j->total = n_layer;
@@ -215,6 +252,8 @@ static el_status run_layers(job *j, const char *in_path) {
         if (st)
             for (int32_t i = 0; i < window; i++) el_layer_corr_free(&corr[i]);
     }
+    if (st == EL_OK && head) st = emit_head(j, head);
+    free(head);
     free(corr);
     run.model = NULL; /* kept for writing */
     el_corr_close(&run);
@@ -241,6 +280,11 @@ static el_status write_output(job *j, const char *out_path) {
                          el_model_linear_tensor(j->m, lw, &(int64_t){0}));
                 if (strcmp(want, name) == 0) o = &j->out[el_linear_slot(il, lw)];
             }
+        bool tied = !gguf_find_tensor(g, "output.weight");
+        if (!strcmp(name, "output.weight") || (tied && !strcmp(name, "token_embd.weight")))
+            o = j->head.data ? &j->head : NULL;
+        else if (!strcmp(name, "token_embd.weight"))
+            o = j->embd.data ? &j->embd : NULL;
         st = o ? gguf_writer_add_tensor(w, name, o->type, gt->n_dims, gt->ne, o->data, o->nbytes)
                : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data,
                                         gt->nbytes);
@@ -288,6 +332,8 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     }
     for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);
     free(j.out);
+    free(j.head.data);
+    free(j.embd.data);
     free(j.rope_pairs);
     el_plan_free(&plan);
     el_model_free(j.m);

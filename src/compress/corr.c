@@ -18,6 +18,7 @@ typedef struct corr_observer {
     const el_model *m;
     int32_t l0, l1;
     el_layer_corr *out;
+    double *head; /* the output head's, or NULL */
     double *xd; /* [n_ctx][widest input] the observed rows as doubles */
 } corr_observer;
 
@@ -27,9 +28,22 @@ static int64_t widest_input(const el_hparams *hp) {
     return w > o ? w : o;
 }
 
+/* dst (n x n, upper triangle) += the rows' x x^T */
+static void accumulate(corr_observer *o, double *dst, int64_t n, const float *x, int64_t ldx,
+                       int32_t n_rows) {
+    for (int32_t r = 0; r < n_rows; r++)
+        for (int64_t i = 0; i < n; i++) o->xd[r * n + i] = x[r * ldx + i];
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, n_rows, 1.0, o->xd, (int)n, 1.0,
+                dst, (int)n);
+}
+
 static void observe(void *user, int il, el_linear which, const float *x, int64_t ldx,
                     int32_t n_rows) {
     corr_observer *o = user;
+    if (il < 0 && o->head) {
+        accumulate(o, o->head, o->m->hp.n_embd, x, ldx, n_rows);
+        return;
+    }
     if (il < o->l0 || il >= o->l1) return;
     el_layer_corr *c = &o->out[il - o->l0];
     double *dst = which == EL_LINEAR_Q      ? c->attn_in
@@ -38,11 +52,7 @@ static void observe(void *user, int il, el_linear which, const float *x, int64_t
                   : which == EL_LINEAR_O    ? c->attn_out
                                             : NULL;
     if (!dst) return;
-    int64_t n = el_layer_weight(&o->m->layers[il], which)->n_in;
-    for (int32_t r = 0; r < n_rows; r++)
-        for (int64_t i = 0; i < n; i++) o->xd[r * n + i] = x[r * ldx + i];
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, n_rows, 1.0, o->xd, (int)n, 1.0,
-                dst, (int)n);
+    accumulate(o, dst, el_layer_weight(&o->m->layers[il], which)->n_in, x, ldx, n_rows);
 }
 
 static void mirror(double *c, int64_t n) {
@@ -114,11 +124,11 @@ void el_corr_close(el_corr_run *run) {
     memset(run, 0, sizeof *run);
 }
 
-el_status el_corr_collect(el_corr_run *run, int32_t l0, int32_t l1, el_calib_progress_fn progress,
-                          void *user, el_layer_corr *out) {
+el_status el_corr_collect(el_corr_run *run, int32_t l0, int32_t l1, double *head,
+                          el_calib_progress_fn progress, void *user, el_layer_corr *out) {
     const el_model *m = run->model;
     memset(out, 0, (size_t)(l1 - l0) * sizeof *out);
-    corr_observer o = {.m = m, .l0 = l0, .l1 = l1, .out = out};
+    corr_observer o = {.m = m, .l0 = l0, .l1 = l1, .out = out, .head = head};
     el_status st = EL_OK;
     for (int32_t il = l0; st == EL_OK && il < l1; il++) st = layer_corr_alloc(m, &out[il - l0]);
     if (st == EL_OK &&
@@ -139,6 +149,7 @@ el_status el_corr_collect(el_corr_run *run, int32_t l0, int32_t l1, el_calib_pro
         mirror(c->ffn_mid, m->hp.n_ff);
         mirror(c->attn_out, (int64_t)m->hp.n_head * m->hp.head_dim_v);
     }
+    if (st == EL_OK && head) mirror(head, m->hp.n_embd);
     if (st)
         for (int32_t il = l0; il < l1; il++) el_layer_corr_free(&out[il - l0]);
     return st;

@@ -31,10 +31,11 @@ el_status el_corr_open(const char *model_path, const char *text_path, int64_t ma
 void el_corr_close(el_corr_run *run);
 
 /* Runs the text once and fills out[0 .. l1-l0) with the correlations of layers l0..l1-1
- * (allocated here; free each with el_layer_corr_free). Layers are observed in windows because
- * the correlations of a large model do not fit in memory at once. */
-el_status el_corr_collect(el_corr_run *run, int32_t l0, int32_t l1, el_calib_progress_fn progress,
-                          void *user, el_layer_corr *out);
+ * (allocated here; free each with el_layer_corr_free), and head (if not NULL: n_embd^2 zeroed
+ * doubles) with that of the output head's input. Layers are observed in windows because the
+ * correlations of a large model do not fit in memory at once. */
+el_status el_corr_collect(el_corr_run *run, int32_t l0, int32_t l1, double *head,
+                          el_calib_progress_fn progress, void *user, el_layer_corr *out);
 void el_layer_corr_free(el_layer_corr *c);
 /* Bytes the correlations of one layer of m take. */
 uint64_t el_layer_corr_bytes(const el_model *m);
