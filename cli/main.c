@@ -27,6 +27,7 @@ static const struct {
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
+    {"plot", cmd_plot, "plot columns of a tab-separated table as an SVG line plot"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 

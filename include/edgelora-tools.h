@@ -305,6 +305,21 @@ el_status el_output_commit(el_output *o);
 /* Drops the output, leaving no file; frees o. */
 void el_output_discard(el_output *o);
 
+/* ------------------------------------------------------------------ plots */
+
+/* One curve of a line plot. */
+typedef struct el_series {
+    const char *name;
+    const char *color; /* any SVG colour */
+    const float *x, *y;
+    size_t n;
+} el_series;
+
+/* Writes an SVG line plot (axes with round ticks, one polyline per series, a legend) to path,
+ * via a temporary file and rename: the loss curves of training, the curves docs show. */
+el_status el_svg_plot(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                      const el_series *series, int n_series);
+
 /* ------------------------------------------------ measurement and benchmarks */
 
 /* The memory read bandwidth, in GB/s (1e9 bytes per second), of n_threads threads (<= 0: all
