@@ -114,6 +114,9 @@ bench: $(BENCH_BIN)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+# the sorting step's timing needs the tools library (compress/sort.c) and LAPACK
+$(BUILD)/bench/bench_leverage: $(BUILD)/bench/bench_leverage.o $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 test: all
 	BUILD=$(BUILD) EL_SUMMARY=$(EL_SUMMARY) tests/run.sh

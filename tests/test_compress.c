@@ -1,7 +1,8 @@
 /* test_compress.c - el_compress end to end on the default model: sorting alone (f32 weights)
  * keeps the model's logits (the original file run by the normal engine is the reference);
  * with GPTQ the weights are in the 4-bit type wherever rows fit its groups (the untied
- * embeddings in q8_0) and the logits stay near the original's; bad input fails with a message and leaves no file. */
+ * embeddings in q8_0) and the logits stay near the original's; the sliced model at a rate
+ * against the full sorted model with the dropped channels zeroed; bad input fails with a message and leaves no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,9 +174,77 @@ static int test_compress_bad_input(void) {
     return TEST_PASS;
 }
 
+/* The sorted f32 model with the channels a rate drops zeroed in place (gate rows beyond ff, V
+ * rows beyond vo in each head): the same function as the sliced model, built another way. */
+static el_status write_masked(const char *src, int64_t ff, int64_t vo, const char *dst) {
+    gguf_file *g;
+    el_status st = gguf_open(src, &g);
+    if (st) return st;
+    gguf_writer *w = gguf_writer_create();
+    gguf_writer_copy_kv(w, g);
+    float **copies = calloc(g->n_tensors, sizeof *copies);
+    for (uint64_t t = 0; st == EL_OK && t < g->n_tensors; t++) {
+        const gguf_tensor *gt = &g->tensors[t];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        const void *data = gt->data;
+        bool gate = strstr(name, "ffn_gate.weight") != NULL, v = strstr(name, "attn_v.weight") != NULL;
+        if (gate || v) {
+            copies[t] = malloc(gt->nbytes);
+            memcpy(copies[t], gt->data, gt->nbytes);
+            int64_t cols = gt->ne[0], rows = gt->ne[1];
+            for (int64_t r = 0; r < rows; r++)
+                if (gate ? r >= ff : r % 32 >= vo) memset(copies[t] + r * cols, 0, sizeof(float) * cols);
+            data = copies[t];
+        }
+        st = gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, data, gt->nbytes);
+    }
+    if (st == EL_OK) st = gguf_writer_write(w, dst);
+    gguf_writer_free(w);
+    for (uint64_t t = 0; t < g->n_tensors; t++) free(copies[t]);
+    free(copies);
+    gguf_close(g);
+    return st;
+}
+
+static int test_compress_slice_equals_masked(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    char sorted[512], cut[512], masked[512];
+    snprintf(sorted, sizeof sorted, "%s/sorted.gguf", test_tmp_dir());
+    snprintf(cut, sizeof cut, "%s/cut.gguf", test_tmp_dir());
+    snprintf(masked, sizeof masked, "%s/masked.gguf", test_tmp_dir());
+    if (access(sorted, F_OK) != 0) {
+        el_compress_params p = quick();
+        p.type = "f32";
+        CHECK(el_compress(BASE, sorted, &p) == EL_OK);
+    }
+    CHECK(el_compress_slice(sorted, 0.25f, cut) == EL_OK);
+    el_model *m;
+    el_model_params mp = el_model_default_params();
+    CHECK(el_model_load(cut, &mp, &m) == EL_OK);
+    el_model_info info;
+    el_model_get_info(m, &info);
+    el_model_free(m);
+    /* f32 has grains of 1; Q/K (unsorted) are not pruned, so the 25% of the block's
+     * 3*688 + 12*32 + 12*32 = 2832 elements per input come from MLP and V/O's 2448:
+     * f = 0.25 * 2832 / 2448 = 0.2892, 688 - round(198.98) = 489, 32 - round(9.26) = 23 */
+    CHECK(info.n_ff == 489);
+    CHECK(write_masked(sorted, 489, 23, masked) == EL_OK);
+    int32_t n0, n1, v0, v1;
+    float *a = logits_of(masked, &n0, &v0), *b = logits_of(cut, &n1, &v1);
+    CHECK(a && b && n0 == n1 && v0 == v1);
+    double err = test_max_rel_err(b, a, (size_t)n0 * v0);
+    test_note("sliced against masked at 25%%: max relative logit difference %.3g", err);
+    CHECK(err < 1e-4);
+    free(a);
+    free(b);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("compress_sorted_keeps_logits", test_compress_sorted_keeps_logits);
     run_test("compress_gptq_types", test_compress_gptq_types);
+    run_test("compress_slice_equals_masked", test_compress_slice_equals_masked);
     run_test("compress_bad_input", test_compress_bad_input);
     return tests_exit_code();
 }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Quality against pruning rate of `edgelora compress` (docs/uniql.md): perplexity on held-out
+# text and, for the default model, the `continue` task (edgelora eval, the bare base: chrF and
+# the percent of outputs in the prompt's language), at each rate, for
+#   float     the original model (rate 0 only: the reference)
+#   sorted    compress --type f32 (sorting alone), pruned by compress --slice
+#   uniql     compress (sorting + 4-bit GPTQ), pruned by compress --slice
+#   unsorted  the original pruned the same way without sorting (what sorting buys)
+# Writes $OUT/uniql_quality.tsv and the SVG plots beside it.
+# Environment: EL, OUT (docs/), CORPUS, MODELS (the shared models folder), THREADS, WORK.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EL=${EL:-build/edgelora}
+OUT=${OUT:-docs}
+CORPUS=${CORPUS:-../shared/data/corpus}
+MODELS=${MODELS:-../shared/data/models}
+THREADS=${THREADS:-2}
+WORK=${WORK:-build/uniql-eval}
+RATES=${RATES:-"0 0.15 0.25 0.35"}
+LANGS="en de fr es it pt pl ru nl"
+mkdir -p "$WORK" "$OUT"
+
+# held-out: the last 2% of the lines of each file (train_default_model.sh's split); the
+# calibration text comes from the start of the files (compress_default_model.sh's)
+: > "$WORK/heldout.txt"
+: > "$WORK/continue.jsonl"
+for l in $LANGS; do
+    n=$(wc -l < "$CORPUS/$l.txt")
+    tail -n "$((n / 50))" "$CORPUS/$l.txt" > "$WORK/$l.eval.txt"
+    cat "$WORK/$l.eval.txt" >> "$WORK/heldout.txt"
+    # the continue task as train_default_model.sh makes it (every third example)
+    awk -v lang="$l" '/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
+        function js(s) { gsub(/"/, "\\\"", s); return "\"" s "\"" }
+        { n = split($0, w, " "); if (n < 24) next; if (k++ % 3) next
+          p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
+          print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) ", \"lang\": " js(lang) "}" }' \
+        "$WORK/$l.eval.txt" >> "$WORK/continue.jsonl"
+done
+for l in $LANGS; do head -n 40 "$CORPUS/$l.txt"; done > "$WORK/calib.txt"
+
+ppl() { "$EL" perplexity -m "$1" -f "$2" -c "$3" -t "$THREADS" 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
+task() { # model -> "chrf<TAB>lang"
+    "$EL" eval -m "$1" -f "$WORK/continue.jsonl" --metric lang --json 2>/dev/null |
+        /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["scores"] if "scores" in d else d; print("%.2f\t%.2f" % (s["chrf"], s["lang"]))'
+}
+
+TSV="$OUT/uniql_quality.tsv"
+printf 'model\tvariant\trate\tppl\tchrf\tlang\n' > "$TSV"
+row() { local IFS=$'\t'; echo "$*" >> "$TSV"; tail -1 "$TSV"; }
+
+# ---- the default model (context 128)
+B=models/base.gguf
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" -o "$WORK/base.sorted.gguf" 2>/dev/null
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" -o "$WORK/base.uniql.gguf" 2>/dev/null
+row base float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
+for r in $RATES; do
+    for v in sorted uniql unsorted; do
+        src="$WORK/base.$v.gguf"; [ "$v" = unsorted ] && src=$B
+        "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
+        row base "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/cut.gguf")"
+    done
+done
+
+# ---- stories260K (llama2.c; context 512): English held-out text (not its training domain,
+# alike for every variant), calibrated on the English start of the corpus; no task metric
+S="$WORK/stories260K.gguf"
+"$EL" convert "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" -o "$S" >/dev/null 2>&1
+head -n 200 "$CORPUS/en.txt" > "$WORK/calib.en.txt"
+"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 --type f32 -t "$THREADS" -o "$WORK/stories.sorted.gguf" 2>/dev/null
+"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 -t "$THREADS" -o "$WORK/stories.uniql.gguf" 2>/dev/null
+row stories260K float 0 "$(ppl "$S" "$WORK/en.eval.txt" 512)" - -
+for r in $RATES; do
+    for v in sorted uniql unsorted; do
+        src="$WORK/stories.$v.gguf"; [ "$v" = unsorted ] && src=$S
+        "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
+        row stories260K "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/en.eval.txt" 512)" - -
+    done
+done
