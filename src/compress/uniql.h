@@ -21,4 +21,13 @@ typedef struct el_uniql_plan {
 /* Writes dst: the sorted model at src re-laid out for pruning, with the plan as metadata. */
 el_status el_uniql_write(const char *src, const el_uniql_plan *plan, const char *dst);
 
+/* The identity plan of the model at src: at each of the n_rates rates (ascending from 0) every
+ * layer keeps the fraction 1 - rate of its MLP channels, Q/K and V/O dims, rounded down to the
+ * layout's granularity (docs/formats.md "UniQL"), no RoPE pairs moved. For test files and speed
+ * measurements of any model without compressing it. Free with el_uniql_plan_free. */
+el_status el_uniql_plan_uniform(const char *src, const float *rates, int32_t n_rates,
+                                el_uniql_plan *out);
+/* Frees each array of a plan (malloc'd, as el_uniql_plan_uniform makes them) and zeroes it. */
+void el_uniql_plan_free(el_uniql_plan *plan);
+
 #endif
