@@ -10,7 +10,8 @@ static const char help[] =
     "Runs MODEL over calibration text, sorts every block's channels by importance (MLP by\n"
     "ridge leverage scores, V/O by a weighted SVD, Q/K by RoPE pairs with --sort-qk) so that\n"
     "pruning a rate keeps a prefix of every matrix, quantizes every weight by GPTQ and writes\n"
-    "OUT (docs/uniql.md). OUT is written only when complete.\n"
+    "OUT in the UniQL layout with the rates it supports (docs/uniql.md; run it with --prune).\n"
+    "OUT is written only when complete.\n"
     "  -m, --model FILE     the model (GGUF, float or quantized, with a tokenizer)\n"
     "  -f, --file FILE      calibration text (hold out the text you evaluate on)\n"
     "  --calib-tokens N     its first N tokens (default 8192; at least 256)\n"
@@ -20,6 +21,8 @@ static const char help[] =
     "                       alone)\n"
     "  --group N            the GPTQ group: 32 (q4_0), 64 (w4g64), 128 (w4g128)\n"
     "  --sort-qk            also sort Q/K by RoPE pairs (needs RoPE with index at run time)\n"
+    "  --sorted FILE        also keep the sorted model, before the UniQL layout: an ordinary\n"
+    "                       GGUF of the original shapes (what --slice reads)\n"
     "  -t, --threads N      threads (default: all cores)\n"
     "  --slice RATE         instead: write MODEL (a sorted model compress wrote) pruned at RATE\n"
     "                       as an ordinary smaller model, the kept prefixes copied (no -f)\n";
@@ -101,6 +104,8 @@ int cmd_compress(int argc, char **argv) {
             p.calib_path = v;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             out = v;
+        } else if (!strcmp(a, "--sorted")) {
+            p.sorted_path = v;
         } else if (!strcmp(a, "--type")) {
             p.type = v;
         } else if (!strcmp(a, "--group")) {

@@ -161,6 +161,8 @@ typedef struct el_compress_params {
     double damp;              /* GPTQ damping, a fraction of the Hessian's mean diagonal (0.01) */
     double ridge;             /* ridge of the MLP leverage scores, the same kind of fraction (0.1) */
     bool sort_qk;             /* sort Q/K RoPE pairs (needs RoPE with index at run time) */
+    const char *sorted_path;  /* also keep the sorted model here: an ordinary GGUF of the
+                               * original shapes, before the UniQL layout (NULL: not kept) */
     int32_t n_threads;        /* 0: all cores */
     el_compress_progress_fn progress; /* may be NULL */
     void *user;
@@ -171,8 +173,8 @@ el_compress_params el_compress_default_params(void);
 /* UniQL's offline compression (docs/uniql.md): runs the model at in_path over calibration text,
  * sorts every block's channels by importance (MLP by ridge leverage, Q/K by RoPE pairs, V/O by
  * a weighted SVD) without changing its function, quantizes every weight matrix by GPTQ, and
- * writes out_path with the plan that maps each rate to the kept sizes. Written through a
- * temporary file: on failure nothing is left. */
+ * writes out_path in the UniQL layout (docs/formats.md) with the plan that maps each rate to
+ * the kept sizes. Written through a temporary file: on failure nothing is left. */
 el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p);
 
 /* A sorted model (el_compress's output, before any pruning layout) pruned at `rate` by copying

@@ -4,9 +4,10 @@
 # the percent of outputs in the prompt's language), at each rate, for
 #   float     the original model (rate 0 only: the reference)
 #   sorted    compress --type f32 (sorting alone), pruned by compress --slice
-#   uniql     compress (sorting + 4-bit GPTQ), pruned by compress --slice
+#   uniql     compress (sorting + 4-bit GPTQ; its --sorted model), pruned by compress --slice
 #   unsorted  the original pruned the same way without sorting (what sorting buys)
-# Writes $OUT/uniql_quality.tsv and the SVG plots beside it.
+# (rate 0 of sorted and unsorted is the float model: test_compress checks it). Writes
+# $OUT/uniql_quality.tsv and the SVG plots beside it.
 # Environment: EL, OUT (docs/), CORPUS, MODELS (the shared models folder), THREADS, WORK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,11 +28,11 @@ mkdir -p "$WORK" "$OUT"
 for l in $LANGS; do
     n=$(wc -l < "$CORPUS/$l.txt")
     tail -n "$((n / 50))" "$CORPUS/$l.txt" > "$WORK/$l.eval.txt"
-    cat "$WORK/$l.eval.txt" >> "$WORK/heldout.txt"
-    # the continue task as train_default_model.sh makes it (every third example)
+    head -n 60 "$WORK/$l.eval.txt" >> "$WORK/heldout.txt" # the first 60 paragraphs of each
+    # the continue task as train_default_model.sh makes it (every sixth example)
     awk -v lang="$l" '/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
         function js(s) { gsub(/"/, "\\\"", s); return "\"" s "\"" }
-        { n = split($0, w, " "); if (n < 24) next; if (k++ % 3) next
+        { n = split($0, w, " "); if (n < 24) next; if (k++ % 6) next
           p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
           print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) ", \"lang\": " js(lang) "}" }' \
         "$WORK/$l.eval.txt" >> "$WORK/continue.jsonl"
@@ -51,9 +52,11 @@ row() { local IFS=$'\t'; echo "$*" >> "$TSV"; tail -1 "$TSV"; }
 # ---- the default model (context 128)
 B=models/base.gguf
 "$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" -o "$WORK/base.sorted.gguf" 2>/dev/null
-"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" -o "$WORK/base.uniql.gguf" 2>/dev/null
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" \
+    --sorted "$WORK/base.uniql.gguf" -o "$WORK/base.uniql-layout.gguf" 2>/dev/null
 row base float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
-for r in $RATES; do
+row base uniql 0 "$(ppl "$WORK/base.uniql.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/base.uniql.gguf")"
+for r in ${RATES#0 }; do
     for v in sorted uniql unsorted; do
         src="$WORK/base.$v.gguf"; [ "$v" = unsorted ] && src=$B
         "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
@@ -67,12 +70,24 @@ S="$WORK/stories260K.gguf"
 "$EL" convert "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" -o "$S" >/dev/null 2>&1
 head -n 200 "$CORPUS/en.txt" > "$WORK/calib.en.txt"
 "$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 --type f32 -t "$THREADS" -o "$WORK/stories.sorted.gguf" 2>/dev/null
-"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 -t "$THREADS" -o "$WORK/stories.uniql.gguf" 2>/dev/null
+"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 -t "$THREADS" \
+    --sorted "$WORK/stories.uniql.gguf" -o "$WORK/stories.uniql-layout.gguf" 2>/dev/null
 row stories260K float 0 "$(ppl "$S" "$WORK/en.eval.txt" 512)" - -
-for r in $RATES; do
+row stories260K uniql 0 "$(ppl "$WORK/stories.uniql.gguf" "$WORK/en.eval.txt" 512)" - -
+for r in ${RATES#0 }; do
     for v in sorted uniql unsorted; do
         src="$WORK/stories.$v.gguf"; [ "$v" = unsorted ] && src=$S
         "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
         row stories260K "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/en.eval.txt" 512)" - -
     done
 done
+
+# ---- plots
+for m in base stories260K; do
+    awk -F'\t' -v m="$m" 'NR == 1 || $1 == m' "$TSV" > "$WORK/$m.tsv"
+    "$EL" plot -i "$WORK/$m.tsv" -x rate -y ppl --series variant -o "$OUT/uniql_ppl_$m.svg" \
+        --title "$m: held-out perplexity against the pruning rate" --xlabel "global pruning rate" --ylabel perplexity
+done
+awk -F'\t' 'NR == 1 || ($1 == "base" && $5 != "-")' "$TSV" > "$WORK/task.tsv"
+"$EL" plot -i "$WORK/task.tsv" -x rate -y lang --series variant -o "$OUT/uniql_task_base.svg" \
+    --title "default model, continue task: outputs in the prompt's language" --xlabel "global pruning rate" --ylabel "lang (%)"

@@ -63,11 +63,13 @@ static el_compress_params quick(void) {
 
 static int test_compress_sorted_keeps_logits(void) {
     if (!calib_path()) return test_skip("the corpus is absent");
-    char out[512];
+    char out[512], layout[512];
     snprintf(out, sizeof out, "%s/sorted.gguf", test_tmp_dir());
+    snprintf(layout, sizeof layout, "%s/sorted.uniql.gguf", test_tmp_dir());
     el_compress_params p = quick();
     p.type = "f32";
-    CHECK(el_compress(BASE, out, &p) == EL_OK);
+    p.sorted_path = out;
+    CHECK(el_compress(BASE, layout, &p) == EL_OK);
     int32_t n0, n1, v0, v1;
     float *a = logits_of(BASE, &n0, &v0), *b = logits_of(out, &n1, &v1);
     CHECK(a && b && n0 == n1 && v0 == v1 && n0 > 10);
@@ -94,10 +96,12 @@ static int test_compress_sorted_keeps_logits(void) {
 
 static int test_compress_gptq_types(void) {
     if (!calib_path()) return test_skip("the corpus is absent");
-    char out[512];
+    char out[512], layout[512];
     snprintf(out, sizeof out, "%s/q4.gguf", test_tmp_dir());
+    snprintf(layout, sizeof layout, "%s/q4.uniql.gguf", test_tmp_dir());
     el_compress_params p = quick();
-    CHECK(el_compress(BASE, out, &p) == EL_OK);
+    p.sorted_path = out;
+    CHECK(el_compress(BASE, layout, &p) == EL_OK);
     gguf_file *g;
     CHECK(gguf_open(out, &g) == EL_OK);
     /* rows of 256 fit q4_0's groups of 32; down's rows of 688 do not and stay f16 */
@@ -125,6 +129,43 @@ static int test_compress_gptq_types(void) {
     CHECK(err < 0.15);
     free(a);
     free(b);
+    return TEST_PASS;
+}
+
+/* The compressed file holds the plan of the rule in docs/uniql.md, computed here for the
+ * default model in q4_0: down in f16 (grain 1), O in q4_0 (V/O dims in fours: 4 * 8 heads is
+ * a block), Q/K unsorted (whole); a rate r takes r * 2832 of every 2832 elements per input
+ * from MLP (3 * 688) and V/O (12 * 32): f = r * 2832 / 2448. */
+static int test_compress_plan_in_file(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    char layout[512];
+    snprintf(layout, sizeof layout, "%s/q4.uniql.gguf", test_tmp_dir());
+    if (access(layout, F_OK) != 0) return test_skip("compress_gptq_types did not write it");
+    gguf_file *g;
+    CHECK(gguf_open(layout, &g) == EL_OK);
+    const gguf_kv *rates = gguf_find(g, "uniql.rates"), *ff = gguf_find(g, "uniql.ff_kept");
+    const gguf_kv *qk = gguf_find(g, "uniql.qk_kept"), *vo = gguf_find(g, "uniql.vo_kept");
+    CHECK(rates && ff && qk && vo && rates->arr_n == 8 && ff->arr_n == 8 * 6);
+    for (int r = 0; r < 8; r++) {
+        float rate;
+        memcpy(&rate, rates->arr_data + 4 * r, 4);
+        CHECK(fabsf(rate - 0.05f * r) < 1e-6f);
+        double f = rate * 2832.0 / 2448.0;
+        int32_t want_ff = 688 - (int32_t)floor(f * 688 + 0.5);
+        int32_t want_vo = 32 - (int32_t)floor(f * 32 / 4 + 0.5) * 4;
+        for (int il = 0; il < 6; il++) {
+            int32_t a, b, c;
+            memcpy(&a, ff->arr_data + 4 * (r * 6 + il), 4);
+            memcpy(&b, qk->arr_data + 4 * (r * 6 + il), 4);
+            memcpy(&c, vo->arr_data + 4 * (r * 6 + il), 4);
+            if (a != want_ff || b != 32 || c != want_vo) {
+                test_note("rate %g layer %d: kept %d %d %d, expected %d 32 %d", rate, il, a, b, c,
+                          want_ff, want_vo);
+                return TEST_FAIL;
+            }
+        }
+    }
+    gguf_close(g);
     return TEST_PASS;
 }
 
@@ -169,6 +210,10 @@ static int test_compress_bad_input(void) {
     p.calib_path = short_text;
     CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "calibration text too short") == TEST_PASS);
     p = quick();
+    char layout[512];
+    snprintf(layout, sizeof layout, "%s/q4.uniql.gguf", test_tmp_dir());
+    if (access(layout, F_OK) == 0)
+        CHECK(expect_failure(layout, &p, EL_ERR_INVALID_ARG, "already compressed") == TEST_PASS);
     CHECK(expect_failure("tests/golden/llama_f32_gqa.logits", &p, EL_ERR_FORMAT,
                          "tests/golden/llama_f32_gqa.logits") == TEST_PASS);
     return TEST_PASS;
@@ -216,7 +261,8 @@ static int test_compress_slice_equals_masked(void) {
     if (access(sorted, F_OK) != 0) {
         el_compress_params p = quick();
         p.type = "f32";
-        CHECK(el_compress(BASE, sorted, &p) == EL_OK);
+        p.sorted_path = sorted;
+        CHECK(el_compress(BASE, cut, &p) == EL_OK);
     }
     CHECK(el_compress_slice(sorted, 0.25f, cut) == EL_OK);
     el_model *m;
@@ -244,6 +290,7 @@ static int test_compress_slice_equals_masked(void) {
 int main(void) {
     run_test("compress_sorted_keeps_logits", test_compress_sorted_keeps_logits);
     run_test("compress_gptq_types", test_compress_gptq_types);
+    run_test("compress_plan_in_file", test_compress_plan_in_file);
     run_test("compress_slice_equals_masked", test_compress_slice_equals_masked);
     run_test("compress_bad_input", test_compress_bad_input);
     return tests_exit_code();

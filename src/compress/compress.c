@@ -9,16 +9,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compress/corr.h"
 #include "compress/gptq.h"
 #include "compress/plan.h"
 #include "compress/quantize.h"
 #include "compress/sort.h"
+#include "compress/uniql.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "kernels/types.h"
+#include "model/prune.h"
 
 static const uint64_t CORR_BUDGET = 2ull << 30; /* bytes of correlations held at once */
 enum { MIN_CALIB_TOKENS = 256 };
@@ -71,13 +74,9 @@ static el_status check_model(const el_model *m) {
     if (!m->gguf)
         return el_error(EL_ERR_UNSUPPORTED, "%s: compress reads GGUF models (convert it first: "
                         "edgelora convert)", m->path);
-    for (uint64_t i = 0; i < m->gguf->n_kv; i++) {
-        const gguf_str k = m->gguf->kv[i].key;
-        for (uint64_t c = 0; c + 5 <= k.len; c++)
-            if (memcmp(k.ptr + c, "uniql", 5) == 0)
-                return el_error(EL_ERR_INVALID_ARG, "%s: already compressed (key %.*s): compress "
-                                "the original model", m->path, (int)k.len, k.ptr);
-    }
+    if (el_prune_is_compressed(m->gguf))
+        return el_error(EL_ERR_INVALID_ARG, "%s: already compressed (a UniQL file): compress "
+                        "the original model", m->path);
     if (hp->fused_qkv || hp->fused_gate_up)
         return el_error(EL_ERR_UNSUPPORTED, "%s: compress does not sort fused Q/K/V or gate/up "
                         "tensors", m->path);
@@ -260,7 +259,7 @@ static el_status run_layers(job *j, const char *in_path) {
     return st;
 }
 
-/* The file: every tensor of the input in order, the block weights replaced. */
+/* The sorted model: every tensor of the input in order, the weights replaced. */
 static el_status write_output(job *j, const char *out_path) {
     const gguf_file *g = j->m->gguf;
     gguf_writer *w = gguf_writer_create();
@@ -321,13 +320,21 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     el_plan_free(&plan);
     if (st == EL_OK) st = run_layers(&j, in_path);
     if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
+    /* the sorted model (an ordinary GGUF), then the UniQL layout written from it */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.sorted.tmp", out_path);
+    const char *sorted = p->sorted_path ? p->sorted_path : tmp;
     if (st == EL_OK) {
         j.stage = "write";
         j.t0 = el_now_seconds();
         j.done = 0;
-        j.total = 1;
-        st = write_output(&j, out_path);
+        j.total = 2;
+        st = write_output(&j, sorted);
         j.done = 1;
+        if (st == EL_OK && !report(&j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+        if (st == EL_OK) st = el_uniql_write(sorted, &plan, out_path);
+        if (!p->sorted_path) unlink(tmp);
+        j.done = 2;
         if (st == EL_OK) report(&j);
     }
     for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);

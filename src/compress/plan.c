@@ -19,12 +19,16 @@ static int32_t kept(int32_t n, double frac, int32_t grain) {
     return n - drop > 0 ? n - drop : grain;
 }
 
+static int32_t gcd(int32_t a, int32_t b) { return b ? gcd(b, a % b) : a; }
+
 el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type o_type,
                                 bool qk_sorted) {
     int32_t down_block = (int32_t)el_type_layout_get(down_type)->block_size;
     int32_t o_block = (int32_t)el_type_layout_get(o_type)->block_size;
+    /* the layout stores O's columns dimension-major (dimension d of every head together), so
+     * vo_kept * n_head columns must be whole blocks */
     return (el_plan_grain){.ff = down_block, .qk = qk_sorted ? 2 : 0,
-                           .vo = hp->head_dim_v % o_block == 0 ? o_block : 0};
+                           .vo = o_block / gcd(o_block, hp->n_head)};
 }
 
 el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rates,

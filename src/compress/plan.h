@@ -15,9 +15,10 @@ typedef struct el_plan_grain {
     int32_t vo; /* V/O head dimensions: O's columns come in its blocks */
 } el_plan_grain;
 
-/* The grains of a sorted model whose down and O weights are stored in down_type and o_type:
- * MLP channels and V/O dimensions in whole blocks of those types (V/O only if a head's columns
- * of O are whole blocks), Q/K in RoPE pairs if they were sorted (else not pruned). */
+/* The grains the UniQL layout (docs/formats.md) needs of a sorted model whose down and O are
+ * stored in down_type and o_type: MLP channels in whole blocks of down's type, V/O dimensions
+ * such that every head's together (O's columns dimension-major) are whole blocks of O's, Q/K
+ * in RoPE pairs if they were sorted (else not pruned). */
 el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type o_type,
                                 bool qk_sorted);
 

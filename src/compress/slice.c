@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "edgelora-tools.h"
 #include "formats/gguf.h"
+#include "kernels/types.h"
 #include "model/model.h"
 
 /* Bytes of the kept part of one weight, copied row by row. */
@@ -37,6 +38,31 @@ static el_status slice_weight(const el_weight *w, int64_t n_groups, int64_t grou
             for (int64_t s = 0; s < n_segs; s++, dst += seg_bytes)
                 memcpy(dst, src + (size_t)s * stride_bytes, seg_bytes);
         }
+    return EL_OK;
+}
+
+/* O's rows with each head's columns cut to vo: dequantized, cut and quantized again in O's type
+ * (exact for float types), as the UniQL writer writes its column pieces, because the cut
+ * columns need not be whole blocks. */
+static el_status slice_o(const el_weight *w, int64_t n_head, int64_t dv, int64_t vo, sliced *out) {
+    const el_type_kernels *k = el_type_kernels_get(w->type);
+    size_t row_out = el_row_size(w->type, n_head * vo);
+    out->ne[0] = n_head * vo;
+    out->ne[1] = w->n_out;
+    out->nbytes = row_out * (size_t)w->n_out;
+    out->data = malloc(out->nbytes);
+    float *row = malloc((size_t)(w->n_in + n_head * vo) * sizeof *row);
+    if (!out->data || !row) {
+        free(row);
+        return el_error(EL_ERR_NOMEM, "slice: out of memory");
+    }
+    float *cut = row + w->n_in;
+    for (int64_t r = 0; r < w->n_out; r++) {
+        k->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, row, w->n_in);
+        for (int64_t h = 0; h < n_head; h++) memcpy(cut + h * vo, row + h * dv, (size_t)vo * sizeof *row);
+        el_type_weight_quantizer(k)(cut, (uint8_t *)out->data + (size_t)r * row_out, n_head * vo);
+    }
+    free(row);
     return EL_OK;
 }
 
@@ -74,11 +100,10 @@ el_status el_compress_slice(const char *sorted_path, float rate, const char *out
             (st = slice_weight(&l->wv, hp->n_head_kv, dv, vo, e, e, 1, &o[3])))
             break;
     }
-    /* O: each row's columns of every head cut to vo */
     sliced *o_out = calloc((size_t)hp->n_layer, sizeof *o_out);
     if (st == EL_OK && !o_out) st = el_error(EL_ERR_NOMEM, "slice: out of memory");
     for (int il = 0; st == EL_OK && il < hp->n_layer; il++)
-        st = slice_weight(&m->layers[il].wo, 1, e, e, vo, dv, hp->n_head, &o_out[il]);
+        st = slice_o(&m->layers[il].wo, hp->n_head, dv, vo, &o_out[il]);
     gguf_writer *w = st ? NULL : gguf_writer_create();
     if (st == EL_OK && !w) st = el_error(EL_ERR_NOMEM, "slice: out of memory");
     if (st == EL_OK) st = gguf_writer_copy_kv(w, m->gguf);
