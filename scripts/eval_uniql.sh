@@ -51,7 +51,8 @@ row() { local IFS=$'\t'; echo "$*" >> "$TSV"; tail -1 "$TSV"; }
 
 # ---- the default model (context 128)
 B=models/base.gguf
-"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" -o "$WORK/base.sorted.gguf" 2>/dev/null
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" \
+    --sorted "$WORK/base.sorted.gguf" -o "$WORK/base.sorted-layout.gguf" 2>/dev/null
 "$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" \
     --sorted "$WORK/base.uniql.gguf" -o "$WORK/base.uniql-layout.gguf" 2>/dev/null
 row base float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
@@ -69,7 +70,8 @@ done
 S="$WORK/stories260K.gguf"
 "$EL" convert "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" -o "$S" >/dev/null 2>&1
 head -n 200 "$CORPUS/en.txt" > "$WORK/calib.en.txt"
-"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 --type f32 -t "$THREADS" -o "$WORK/stories.sorted.gguf" 2>/dev/null
+"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 --type f32 -t "$THREADS" \
+    --sorted "$WORK/stories.sorted.gguf" -o "$WORK/stories.sorted-layout.gguf" 2>/dev/null
 "$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 -t "$THREADS" \
     --sorted "$WORK/stories.uniql.gguf" -o "$WORK/stories.uniql-layout.gguf" 2>/dev/null
 row stories260K float 0 "$(ppl "$S" "$WORK/en.eval.txt" 512)" - -

@@ -12,6 +12,7 @@
 #include "formats/gguf.h"
 #include "kernels/types.h"
 #include "model/model.h"
+#include "model/prune.h"
 
 /* Bytes of the kept part of one weight, copied row by row. */
 typedef struct sliced {
@@ -72,6 +73,11 @@ el_status el_compress_slice(const char *sorted_path, float rate, const char *out
     el_status st = el_model_load(sorted_path, &mp, &m);
     if (st) return st;
     const el_hparams *hp = &m->hp;
+    if (m->gguf && el_prune_is_compressed(m->gguf)) {
+        el_model_free(m);
+        return el_error(EL_ERR_INVALID_ARG, "%s is in the UniQL layout: slice the sorted model "
+                        "(compress --sorted) instead", sorted_path);
+    }
     if (!m->gguf || hp->fused_qkv || hp->fused_gate_up) {
         el_model_free(m);
         return el_error(EL_ERR_UNSUPPORTED, "%s: slicing needs a GGUF without fused tensors",
