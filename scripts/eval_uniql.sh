@@ -7,7 +7,7 @@
 #   uniql     compress (sorting + 4-bit GPTQ; its --sorted model), pruned by compress --slice
 #   unsorted  the original pruned the same way without sorting (what sorting buys)
 # (rate 0 of sorted and unsorted is the float model: test_compress checks it). Writes
-# $OUT/uniql_quality.tsv and the SVG plots beside it.
+# $OUT/uniql_<model>.tsv and the SVG plots beside it. PARTS picks the models (base stories).
 # Environment: EL, OUT (docs/), CORPUS, MODELS (the shared models folder), THREADS, WORK.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,7 @@ MODELS=${MODELS:-../shared/data/models}
 THREADS=${THREADS:-2}
 WORK=${WORK:-build/uniql-eval}
 RATES=${RATES:-"0 0.15 0.25 0.35"}
+PARTS=${PARTS:-"base stories"}
 LANGS="en de fr es it pt pl ru nl"
 mkdir -p "$WORK" "$OUT"
 
@@ -45,51 +46,61 @@ task() { # model -> "chrf<TAB>lang"
         /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["scores"] if "scores" in d else d; print("%.2f\t%.2f" % (s["chrf"], s["lang"]))'
 }
 
-TSV="$OUT/uniql_quality.tsv"
-printf 'model\tvariant\trate\tppl\tchrf\tlang\n' > "$TSV"
 row() { local IFS=$'\t'; echo "$*" >> "$TSV"; tail -1 "$TSV"; }
+plot() { # tsv y what: the curves of column y against the rate, one per variant but float
+    grep -v '^float' "$1" > "$WORK/plot.tsv"
+    "$EL" plot -i "$WORK/plot.tsv" -x rate -y "$2" --series variant -o "${1%.tsv}_$2.svg" \
+        --title "$3" --xlabel "global pruning rate" --ylabel "$2"
+}
 
 # ---- the default model (context 128)
+if [[ " $PARTS " == *" base "* ]]; then
+TSV="$OUT/uniql_base.tsv"
+printf 'variant\trate\tppl\tchrf\tlang\n' > "$TSV"
 B=models/base.gguf
 "$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" \
     --sorted "$WORK/base.sorted.gguf" -o "$WORK/base.sorted-layout.gguf" 2>/dev/null
 "$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" \
     --sorted "$WORK/base.uniql.gguf" -o "$WORK/base.uniql-layout.gguf" 2>/dev/null
-row base float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
-row base uniql 0 "$(ppl "$WORK/base.uniql.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/base.uniql.gguf")"
+row float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
+f=$(tail -1 "$TSV" | cut -f3-); row sorted 0 "$f"; row unsorted 0 "$f" # the float model itself
+row uniql 0 "$(ppl "$WORK/base.uniql.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/base.uniql.gguf")"
 for r in ${RATES#0 }; do
     for v in sorted uniql unsorted; do
         src="$WORK/base.$v.gguf"; [ "$v" = unsorted ] && src=$B
         "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
-        row base "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/cut.gguf")"
+        row "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/cut.gguf")"
     done
 done
+plot "$TSV" ppl "default model: held-out perplexity (9 languages)"
+plot "$TSV" lang "default model, continue task: outputs in the prompt's language (%)"
+plot "$TSV" chrf "default model, continue task: chrF"
+fi
 
-# ---- stories260K (llama2.c; context 512): English held-out text (not its training domain,
-# alike for every variant), calibrated on the English start of the corpus; no task metric
+# ---- stories260K (llama2.c; context 512). Its training text (TinyStories) is not in the shared
+# data, so calibration and held-out text are stories it samples itself (temperature 0.8, 256
+# tokens from "Once upon a time"): seeds 1-30 to calibrate, 101-130 held out. No task metric.
+if [[ " $PARTS " == *" stories "* ]]; then
+TSV="$OUT/uniql_stories260K.tsv"
+printf 'variant\trate\tppl\n' > "$TSV"
 S="$WORK/stories260K.gguf"
 "$EL" convert "$MODELS/stories260K.bin" --tokenizer "$MODELS/tok512.bin" -o "$S" >/dev/null 2>&1
-head -n 200 "$CORPUS/en.txt" > "$WORK/calib.en.txt"
-"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 --type f32 -t "$THREADS" \
+sample() { for s in $(seq "$1" "$2"); do "$EL" run -m "$S" -p "Once upon a time" -n 256 --temp 0.8 -s "$s" -t 1 2>/dev/null; echo; done; }
+sample 1 30 > "$WORK/stories.calib.txt"
+sample 101 130 > "$WORK/stories.heldout.txt"
+"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --type f32 -t "$THREADS" \
     --sorted "$WORK/stories.sorted.gguf" -o "$WORK/stories.sorted-layout.gguf" 2>/dev/null
-"$EL" compress -m "$S" -f "$WORK/calib.en.txt" --calib-tokens 16384 -t "$THREADS" \
+"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" -t "$THREADS" \
     --sorted "$WORK/stories.uniql.gguf" -o "$WORK/stories.uniql-layout.gguf" 2>/dev/null
-row stories260K float 0 "$(ppl "$S" "$WORK/en.eval.txt" 512)" - -
-row stories260K uniql 0 "$(ppl "$WORK/stories.uniql.gguf" "$WORK/en.eval.txt" 512)" - -
+row float 0 "$(ppl "$S" "$WORK/stories.heldout.txt" 512)"
+f=$(tail -1 "$TSV" | cut -f3-); row sorted 0 "$f"; row unsorted 0 "$f"
+row uniql 0 "$(ppl "$WORK/stories.uniql.gguf" "$WORK/stories.heldout.txt" 512)"
 for r in ${RATES#0 }; do
     for v in sorted uniql unsorted; do
         src="$WORK/stories.$v.gguf"; [ "$v" = unsorted ] && src=$S
         "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
-        row stories260K "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/en.eval.txt" 512)" - -
+        row "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/stories.heldout.txt" 512)"
     done
 done
-
-# ---- plots
-for m in base stories260K; do
-    awk -F'\t' -v m="$m" 'NR == 1 || $1 == m' "$TSV" > "$WORK/$m.tsv"
-    "$EL" plot -i "$WORK/$m.tsv" -x rate -y ppl --series variant -o "$OUT/uniql_ppl_$m.svg" \
-        --title "$m: held-out perplexity against the pruning rate" --xlabel "global pruning rate" --ylabel perplexity
-done
-awk -F'\t' 'NR == 1 || ($1 == "base" && $5 != "-")' "$TSV" > "$WORK/task.tsv"
-"$EL" plot -i "$WORK/task.tsv" -x rate -y lang --series variant -o "$OUT/uniql_task_base.svg" \
-    --title "default model, continue task: outputs in the prompt's language" --xlabel "global pruning rate" --ylabel "lang (%)"
+plot "$TSV" ppl "stories260K: held-out perplexity (its own sampled stories)"
+fi

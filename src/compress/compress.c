@@ -52,6 +52,7 @@ typedef struct job {
     double t0;           /* start of the current stage */
     int64_t done, total; /* of the current stage */
     const char *stage;
+    char stage_buf[64];
 } job;
 
 static bool report(job *j) {
@@ -236,7 +237,10 @@ static el_status run_layers(job *j, const char *in_path) {
         j->t0 = el_now_seconds();
         j->done = 0;
         j->total = (int64_t)run.tokens.n;
-        if (n_windows > 1) j->stage = "calibrate (a window of layers)";
+        if (n_windows > 1) {
+            snprintf(j->stage_buf, sizeof j->stage_buf, "calibrate layers %d-%d", l0, l1 - 1);
+            j->stage = j->stage_buf;
+        }
         st = el_corr_collect(&run, l0, l1, l1 == n_layer ? head : NULL, on_calib, j, corr);
         j->stage = "sort+gptq";
         j->t0 = el_now_seconds();
