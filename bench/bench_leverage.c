@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
             state = state * 6364136223846793005ull + 1442695040888963407ull;
             x[i] = ((double)(state >> 11) / 9007199254740992.0 - 0.5) * (1 + (i % n) % 7);
         }
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, rows, 1.0, x, n, x, n, 0.0, c, n);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, n, rows, 1.0, x, n, x, n, 0.0, c,
+                    n);
         double lambda = el_ridge_lambda(c, n, 0.1);
         double t0 = el_now_seconds();
         if (el_ridge_leverage(c, n, lambda, s1) != EL_OK) return 1;

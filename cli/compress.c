@@ -36,9 +36,10 @@ typedef struct progress {
 static bool on_progress(void *user, const el_compress_progress *p) {
     progress *pr = user;
     if (!strcmp(p->stage, "plan")) {
-        fprintf(stderr, "edgelora compress: rate %.2f keeps %d MLP channels, %d Q/K and %d V/O "
-                "dimensions per head: %.1f%% of the block weights\n", p->rate, p->ff_kept,
-                p->qk_kept, p->vo_kept, 100.0 * p->kept_fraction);
+        fprintf(stderr,
+                "edgelora compress: rate %.2f keeps %d MLP channels, %d Q/K and %d V/O "
+                "dimensions per head: %.1f%% of the block weights\n",
+                p->rate, p->ff_kept, p->qk_kept, p->vo_kept, 100.0 * p->kept_fraction);
         return true;
     }
     double now = cli_now_ms();
@@ -143,7 +144,6 @@ int cmd_compress(int argc, char **argv) {
     double t0 = cli_now_ms();
     el_status st = el_compress(model, out, &p);
     if (st != EL_OK) return cli_fail("compress", st);
-    fprintf(stderr, "edgelora compress: wrote %s in %.1f s\n", out,
-            (cli_now_ms() - t0) / 1000.0);
+    fprintf(stderr, "edgelora compress: wrote %s in %.1f s\n", out, (cli_now_ms() - t0) / 1000.0);
     return CLI_OK;
 }

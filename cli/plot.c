@@ -87,14 +87,22 @@ int cmd_plot(int argc, char **argv) {
             return CLI_OK;
         }
         if (!(v = cli_value("plot", argc, argv, &i))) return CLI_USAGE;
-        if (!strcmp(a, "-i")) in = v;
-        else if (!strcmp(a, "-o")) out = v;
-        else if (!strcmp(a, "-x")) xc = v;
-        else if (!strcmp(a, "-y")) yc = v;
-        else if (!strcmp(a, "--series")) sc = v;
-        else if (!strcmp(a, "--title")) title = v;
-        else if (!strcmp(a, "--xlabel")) xlabel = v;
-        else if (!strcmp(a, "--ylabel")) ylabel = v;
+        if (!strcmp(a, "-i"))
+            in = v;
+        else if (!strcmp(a, "-o"))
+            out = v;
+        else if (!strcmp(a, "-x"))
+            xc = v;
+        else if (!strcmp(a, "-y"))
+            yc = v;
+        else if (!strcmp(a, "--series"))
+            sc = v;
+        else if (!strcmp(a, "--title"))
+            title = v;
+        else if (!strcmp(a, "--xlabel"))
+            xlabel = v;
+        else if (!strcmp(a, "--ylabel"))
+            ylabel = v;
         else {
             cli_error("plot", "unknown option '%s'", a);
             return CLI_USAGE;
@@ -124,8 +132,8 @@ int cmd_plot(int argc, char **argv) {
                 cli_error("plot", "%s: more than %d series", in, MAX_SERIES);
                 goto done;
             }
-            series[n_series++] = (el_series){.name = name, .color = colors[s], .x = xs[s],
-                                             .y = ys[s], .n = 0};
+            series[n_series++] =
+                (el_series){.name = name, .color = colors[s], .x = xs[s], .y = ys[s], .n = 0};
         }
         char *end1, *end2;
         xs[s][series[s].n] = strtof(t.cell[r][xi], &end1);
@@ -137,8 +145,8 @@ int cmd_plot(int argc, char **argv) {
         }
         series[s].n++;
     }
-    el_status st = el_svg_plot(out, title, xlabel ? xlabel : xc, ylabel ? ylabel : yc, series,
-                               n_series);
+    el_status st =
+        el_svg_plot(out, title, xlabel ? xlabel : xc, ylabel ? ylabel : yc, series, n_series);
     code = st == EL_OK ? CLI_OK : cli_fail("plot", st);
 done:
     free(t.text);

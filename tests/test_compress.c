@@ -2,7 +2,8 @@
  * keeps the model's logits (the original file run by the normal engine is the reference);
  * with GPTQ the weights are in the 4-bit type wherever rows fit its groups (the untied
  * embeddings in q8_0) and the logits stay near the original's; the sliced model at a rate
- * against the full sorted model with the dropped channels zeroed; bad input fails with a message and leaves no file. */
+ * against the full sorted model with the dropped channels zeroed; bad input fails with a message
+ * and leaves no file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ static float *logits_of(const char *path, int32_t *n_out, int32_t *n_vocab) {
         int32_t pos[128], seq[128] = {0};
         int8_t want[128];
         for (size_t i = 0; i < n; i++) pos[i] = (int32_t)i, want[i] = 1;
-        el_batch b = {.n_rows = (int32_t)n, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
+        el_batch b = {
+            .n_rows = (int32_t)n, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
         if (el_decode(ctx, &b) == EL_OK && (out = malloc(sizeof(float) * n * info.n_vocab)))
             for (size_t i = 0; i < n; i++)
                 memcpy(out + i * info.n_vocab, el_get_logits(ctx, (int32_t)i),
@@ -233,13 +235,15 @@ static el_status write_masked(const char *src, int64_t ff, int64_t vo, const cha
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
         const void *data = gt->data;
-        bool gate = strstr(name, "ffn_gate.weight") != NULL, v = strstr(name, "attn_v.weight") != NULL;
+        bool gate = strstr(name, "ffn_gate.weight") != NULL,
+             v = strstr(name, "attn_v.weight") != NULL;
         if (gate || v) {
             copies[t] = malloc(gt->nbytes);
             memcpy(copies[t], gt->data, gt->nbytes);
             int64_t cols = gt->ne[0], rows = gt->ne[1];
             for (int64_t r = 0; r < rows; r++)
-                if (gate ? r >= ff : r % 32 >= vo) memset(copies[t] + r * cols, 0, sizeof(float) * cols);
+                if (gate ? r >= ff : r % 32 >= vo)
+                    memset(copies[t] + r * cols, 0, sizeof(float) * cols);
             data = copies[t];
         }
         st = gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, data, gt->nbytes);

@@ -18,11 +18,13 @@ enum { ROWS = 24, COLS = 256, TOKENS = 512 };
  * x = z M with z Gaussian-ish and M a random mixing, plus a few large input channels. */
 static void make_inputs(test_rng *r, float *x, int64_t tokens, int64_t cols) {
     float *m = malloc((size_t)(cols * cols) * sizeof *m);
-    for (int64_t i = 0; i < cols * cols; i++) m[i] = test_rand_uniform(r, -1, 1) / sqrtf((float)cols);
+    for (int64_t i = 0; i < cols * cols; i++)
+        m[i] = test_rand_uniform(r, -1, 1) / sqrtf((float)cols);
     float *z = malloc((size_t)cols * sizeof *z);
     for (int64_t t = 0; t < tokens; t++) {
         for (int64_t i = 0; i < cols; i++)
-            z[i] = test_rand_uniform(r, -1, 1) + test_rand_uniform(r, -1, 1) * (i % 17 == 0 ? 6 : 1);
+            z[i] =
+                test_rand_uniform(r, -1, 1) + test_rand_uniform(r, -1, 1) * (i % 17 == 0 ? 6 : 1);
         for (int64_t j = 0; j < cols; j++) {
             double s = 0;
             for (int64_t i = 0; i < cols; i++) s += z[i] * m[i * cols + j];
@@ -49,7 +51,8 @@ static double output_error(const float *x, const float *w, const float *q, int64
     for (int64_t t = 0; t < tokens; t++)
         for (int64_t r = 0; r < rows; r++) {
             double s = 0;
-            for (int64_t c = 0; c < cols; c++) s += (double)x[t * cols + c] * (w[r * cols + c] - q[r * cols + c]);
+            for (int64_t c = 0; c < cols; c++)
+                s += (double)x[t * cols + c] * (w[r * cols + c] - q[r * cols + c]);
             e += s * s;
         }
     return e;
@@ -92,8 +95,8 @@ static int test_gptq_beats_rtn(void) {
         el_rtn_quantize(n, ROWS, COLS, grid, NULL);
         double eg = output_error(f.x, f.w, g, TOKENS, ROWS, COLS);
         double en = output_error(f.x, f.w, n, TOKENS, ROWS, COLS);
-        test_note("%s: layer output error GPTQ %.4g, round to nearest %.4g (%.2fx)", types[t],
-                  eg, en, en / eg);
+        test_note("%s: layer output error GPTQ %.4g, round to nearest %.4g (%.2fx)", types[t], eg,
+                  en, en / eg);
         /* GPTQ's paper reports several times lower errors on correlated inputs; 1.5x is a
          * margin no rounding variant reaches by luck */
         if (!(eg * 1.5 < en)) result = TEST_FAIL;
@@ -167,7 +170,8 @@ static int test_gptq_golden_numpy(void) {
         fwrite(w, sizeof(float), R * C, f);
         fwrite(h, sizeof(double), C * C, f);
         fclose(f);
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/golden/gptq_golden.py '%s' '%s'", in, out);
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/golden/gptq_golden.py '%s' '%s'", in,
+                 out);
         CHECK(system(cmd) == 0);
         f = fopen(out, "rb");
         CHECK(f && fread(ref, sizeof(double), R * C, f) == R * C);

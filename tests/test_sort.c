@@ -15,9 +15,16 @@
 enum { E = 32, HEADS = 4, KV = 2, HD = 8, FF = 48, T = 40 };
 
 static el_hparams shape(el_rope_style style) {
-    return (el_hparams){.n_embd = E, .n_layer = 1, .n_head = HEADS, .n_head_kv = KV, .n_ff = FF,
-                        .head_dim_k = HD, .head_dim_v = HD, .n_rot = HD,
-                        .rope_freq_base = 10000, .rope_style = style};
+    return (el_hparams){.n_embd = E,
+                        .n_layer = 1,
+                        .n_head = HEADS,
+                        .n_head_kv = KV,
+                        .n_ff = FF,
+                        .head_dim_k = HD,
+                        .head_dim_v = HD,
+                        .n_rot = HD,
+                        .rope_freq_base = 10000,
+                        .rope_style = style};
 }
 
 typedef struct block {
@@ -27,9 +34,10 @@ typedef struct block {
 } block;
 
 static int64_t n_out(el_linear w) {
-    return w == EL_LINEAR_Q || w == EL_LINEAR_O ? HEADS * HD
+    return w == EL_LINEAR_Q || w == EL_LINEAR_O   ? HEADS * HD
            : w == EL_LINEAR_K || w == EL_LINEAR_V ? KV * HD
-           : w == EL_LINEAR_DOWN ? E : FF;
+           : w == EL_LINEAR_DOWN                  ? E
+                                                  : FF;
 }
 static int64_t n_in(el_linear w) {
     return w == EL_LINEAR_O ? HEADS * HD : w == EL_LINEAR_DOWN ? FF : E;
@@ -48,7 +56,8 @@ static void block_make(block *b, uint64_t seed) {
     for (int i = 0; i < T * E; i++) b->x[i] = test_rand_uniform(&r, -1, 1) * (1 + (i % E) % 5);
     for (int t = 0; t < T; t++)
         for (int i = 0; i < E; i++)
-            for (int j = 0; j < E; j++) b->c[i * E + j] += (double)b->x[t * E + i] * b->x[t * E + j];
+            for (int j = 0; j < E; j++)
+                b->c[i * E + j] += (double)b->x[t * E + i] * b->x[t * E + j];
 }
 
 static void block_free(block *b) {
@@ -173,7 +182,8 @@ static void vo(const el_flayer *l, const float *x, const double *a, double *att,
         for (int h = 0; h < HEADS; h++)
             for (int c = 0; c < HD; c++) {
                 double s = 0;
-                for (int u = 0; u < T; u++) s += a[(h * T + t) * T + u] * v[u][(h / (HEADS / KV)) * HD + c];
+                for (int u = 0; u < T; u++)
+                    s += a[(h * T + t) * T + u] * v[u][(h / (HEADS / KV)) * HD + c];
                 att[t * HEADS * HD + h * HD + c] = s;
             }
     float af[HEADS * HD];
@@ -264,7 +274,8 @@ static int test_sort_qk_exact(void) {
         el_hparams hp = shape(styles[st]);
         block b;
         block_make(&b, 9 + st);
-        double *s0 = malloc(sizeof(double) * HEADS * T * T), *s1 = malloc(sizeof(double) * HEADS * T * T);
+        double *s0 = malloc(sizeof(double) * HEADS * T * T),
+               *s1 = malloc(sizeof(double) * HEADS * T * T);
         int32_t pairs[KV * HD / 2];
         qk(&hp, &b.l, b.x, NULL, s0);
         CHECK(el_sort_qk(&hp, &b.l, b.c, pairs) == EL_OK);

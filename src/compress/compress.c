@@ -28,8 +28,13 @@ enum { MIN_CALIB_TOKENS = 256 };
 static const float DEFAULT_RATES[] = {0, 0.05f, 0.10f, 0.15f, 0.20f, 0.25f, 0.30f, 0.35f};
 
 el_compress_params el_compress_default_params(void) {
-    return (el_compress_params){.calib_tokens = 8192, .type = NULL, .group = 0, .damp = 0.01,
-                                .ridge = 0.1, .sort_qk = false, .n_threads = 0};
+    return (el_compress_params){.calib_tokens = 8192,
+                                .type = NULL,
+                                .group = 0,
+                                .damp = 0.01,
+                                .ridge = 0.1,
+                                .sort_qk = false,
+                                .n_threads = 0};
 }
 
 /* One weight as it will be written. */
@@ -42,7 +47,7 @@ typedef struct out_weight {
 typedef struct job {
     const el_compress_params *p;
     el_model *m;
-    bool gptq;           /* a 4-bit grid, else the float type below for every weight */
+    bool gptq; /* a 4-bit grid, else the float type below for every weight */
     el_gptq_grid grid;
     el_type float_type;  /* f32 or f16: sorting alone, and the fallback of rows that do not fit */
     out_weight *out;     /* [n_layer * EL_N_LINEAR] */
@@ -57,8 +62,8 @@ typedef struct job {
 
 static bool report(job *j) {
     if (!j->p->progress) return true;
-    el_compress_progress pr = {.stage = j->stage, .done = j->done, .total = j->total,
-                               .stage_s = el_now_seconds() - j->t0};
+    el_compress_progress pr = {
+        .stage = j->stage, .done = j->done, .total = j->total, .stage_s = el_now_seconds() - j->t0};
     return j->p->progress(j->p->user, &pr);
 }
 
@@ -73,33 +78,48 @@ static bool on_calib(void *user, int64_t done, int64_t total) {
 static el_status check_model(const el_model *m) {
     const el_hparams *hp = &m->hp;
     if (!m->gguf)
-        return el_error(EL_ERR_UNSUPPORTED, "%s: compress reads GGUF models (convert it first: "
-                        "edgelora convert)", m->path);
+        return el_error(EL_ERR_UNSUPPORTED,
+                        "%s: compress reads GGUF models (convert it first: "
+                        "edgelora convert)",
+                        m->path);
     if (el_prune_is_compressed(m->gguf))
-        return el_error(EL_ERR_INVALID_ARG, "%s: already compressed (a UniQL file): compress "
-                        "the original model", m->path);
+        return el_error(EL_ERR_INVALID_ARG,
+                        "%s: already compressed (a UniQL file): compress "
+                        "the original model",
+                        m->path);
     if (hp->fused_qkv || hp->fused_gate_up)
-        return el_error(EL_ERR_UNSUPPORTED, "%s: compress does not sort fused Q/K/V or gate/up "
-                        "tensors", m->path);
+        return el_error(EL_ERR_UNSUPPORTED,
+                        "%s: compress does not sort fused Q/K/V or gate/up "
+                        "tensors",
+                        m->path);
     for (int il = 0; il < hp->n_layer; il++) {
         const el_layer *l = &m->layers[il];
         if (l->bq || l->bk || l->bv || l->attn_q_norm || l->attn_k_norm)
-            return el_error(EL_ERR_UNSUPPORTED, "%s: compress sorts blocks without Q/K/V biases "
-                            "and Q/K norms (block %d has them)", m->path, il);
+            return el_error(EL_ERR_UNSUPPORTED,
+                            "%s: compress sorts blocks without Q/K/V biases "
+                            "and Q/K norms (block %d has them)",
+                            m->path, il);
     }
     if (hp->n_head % hp->n_head_kv != 0)
-        return el_error(EL_ERR_UNSUPPORTED, "%s: %d heads do not group over %d KV heads",
-                        m->path, hp->n_head, hp->n_head_kv);
+        return el_error(EL_ERR_UNSUPPORTED, "%s: %d heads do not group over %d KV heads", m->path,
+                        hp->n_head, hp->n_head_kv);
     return EL_OK;
 }
 
 /* The correlation each linear's GPTQ Hessian is. */
 static const double *hessian(const el_layer_corr *c, el_linear w) {
     switch (w) {
-    case EL_LINEAR_Q: case EL_LINEAR_K: case EL_LINEAR_V: return c->attn_in;
-    case EL_LINEAR_O: return c->attn_out;
-    case EL_LINEAR_GATE: case EL_LINEAR_UP: return c->ffn_in;
-    default: return c->ffn_mid;
+    case EL_LINEAR_Q:
+    case EL_LINEAR_K:
+    case EL_LINEAR_V:
+        return c->attn_in;
+    case EL_LINEAR_O:
+        return c->attn_out;
+    case EL_LINEAR_GATE:
+    case EL_LINEAR_UP:
+        return c->ffn_in;
+    default:
+        return c->ffn_mid;
     }
 }
 
@@ -111,10 +131,9 @@ static el_status emit(job *j, int il, el_linear which, float *w, const el_layer_
     out_weight *o = &j->out[el_linear_slot(il, which)];
     o->type = quant ? j->grid.type : j->float_type;
     o->nbytes = el_row_size(o->type, cols) * (size_t)rows;
-    if (!(o->data = malloc(o->nbytes)))
-        return el_error(EL_ERR_NOMEM, "compress: out of memory");
-    if (quant) return el_gptq_quantize(w, rows, cols, hessian(c, which), j->p->damp, 0, j->grid,
-                                       o->data);
+    if (!(o->data = malloc(o->nbytes))) return el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (quant)
+        return el_gptq_quantize(w, rows, cols, hessian(c, which), j->p->damp, 0, j->grid, o->data);
     const el_type_kernels *k = el_type_kernels_get(o->type);
     for (int64_t r = 0; r < rows; r++)
         k->from_float(w + r * cols, (char *)o->data + (size_t)r * el_row_size(o->type, cols), cols);
@@ -144,11 +163,12 @@ static el_status emit_head(job *j, const double *h) {
         j->embd.type = EL_TYPE_Q8_0;
         j->embd.nbytes = el_row_size(EL_TYPE_Q8_0, e->n_in) * (size_t)e->n_out;
         j->embd.data = ew ? malloc(j->embd.nbytes) : NULL;
-        if (!j->embd.data) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+        if (!j->embd.data)
+            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
         else {
             el_weight_floats(e, w);
             el_type_weight_quantizer(el_type_kernels_get(EL_TYPE_Q8_0))(w, j->embd.data,
-                                                                       e->n_out * e->n_in);
+                                                                        e->n_out * e->n_in);
         }
     }
     free(w);
@@ -188,20 +208,25 @@ static double kept_fraction(const el_hparams *hp, int64_t ff, int64_t qk, int64_
 /* The plan of the weights as written, reported rate by rate. */
 static el_status make_plan(job *j, const float *rates, int32_t n_rates, el_uniql_plan *plan) {
     const el_hparams *hp = &j->m->hp;
-    el_plan_grain grain = el_plan_grain_for(hp, j->out[el_linear_slot(0, EL_LINEAR_DOWN)].type,
-                                            j->out[el_linear_slot(0, EL_LINEAR_O)].type,
-                                            j->rope_pairs != NULL);
+    el_plan_grain grain =
+        el_plan_grain_for(hp, j->out[el_linear_slot(0, EL_LINEAR_DOWN)].type,
+                          j->out[el_linear_slot(0, EL_LINEAR_O)].type, j->rope_pairs != NULL);
     el_status st = el_plan_build(hp, rates, n_rates, grain, plan);
     if (st) return st;
     plan->rope_pairs = j->rope_pairs;
     j->rope_pairs = NULL;
     for (int32_t r = 0; r < n_rates && j->p->progress; r++) {
         size_t i = (size_t)r * hp->n_layer;
-        el_compress_progress pr = {.stage = "plan", .done = r + 1, .total = n_rates,
-                                   .rate = rates[r], .ff_kept = plan->ff_kept[i],
-                                   .qk_kept = plan->qk_kept[i], .vo_kept = plan->vo_kept[i]};
+        el_compress_progress pr = {.stage = "plan",
+                                   .done = r + 1,
+                                   .total = n_rates,
+                                   .rate = rates[r],
+                                   .ff_kept = plan->ff_kept[i],
+                                   .qk_kept = plan->qk_kept[i],
+                                   .vo_kept = plan->vo_kept[i]};
         pr.kept_fraction = kept_fraction(hp, pr.ff_kept, pr.qk_kept, pr.vo_kept);
-        if (!j->p->progress(j->p->user, &pr)) return el_error(EL_ERR_CANCELLED, "compress cancelled");
+        if (!j->p->progress(j->p->user, &pr))
+            return el_error(EL_ERR_CANCELLED, "compress cancelled");
     }
     return EL_OK;
 }
@@ -221,11 +246,14 @@ static el_status run_layers(job *j, const char *in_path) {
     el_layer_corr *corr = calloc((size_t)window, sizeof *corr);
     double *head = j->gptq ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
     j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
-    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head))) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head)))
+        st = el_error(EL_ERR_NOMEM, "compress: out of memory");
     if (st == EL_OK && j->p->sort_qk) {
         if (hp->n_rot != hp->head_dim_k)
-            st = el_error(EL_ERR_UNSUPPORTED, "%s: Q/K sorting needs every head dimension rotated "
-                          "(rope dimension %d of %d)", in_path, hp->n_rot, hp->head_dim_k);
+            st = el_error(EL_ERR_UNSUPPORTED,
+                          "%s: Q/K sorting needs every head dimension rotated "
+                          "(rope dimension %d of %d)",
+                          in_path, hp->n_rot, hp->head_dim_k);
         else if (!(j->rope_pairs = malloc((size_t)n_layer * hp->n_head_kv * (hp->n_rot / 2) *
                                           sizeof *j->rope_pairs)))
             st = el_error(EL_ERR_NOMEM, "compress: out of memory");
@@ -275,6 +303,9 @@ static el_status write_output(job *j, const char *out_path) {
         const gguf_tensor *gt = &g->tensors[t];
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        /* static activation scales belong to the weights they were measured for */
+        size_t n = strlen(name), ls = strlen(EL_ACT_SCALE_SUFFIX);
+        if (n > ls && strcmp(name + n - ls, EL_ACT_SCALE_SUFFIX) == 0) continue;
         const out_weight *o = NULL;
         for (int il = 0; !o && il < j->m->hp.n_layer; il++)
             for (el_linear lw = EL_LINEAR_Q; !o && lw <= EL_LINEAR_DOWN; lw++) {
@@ -288,9 +319,9 @@ static el_status write_output(job *j, const char *out_path) {
             o = j->head.data ? &j->head : NULL;
         else if (!strcmp(name, "token_embd.weight"))
             o = j->embd.data ? &j->embd : NULL;
-        st = o ? gguf_writer_add_tensor(w, name, o->type, gt->n_dims, gt->ne, o->data, o->nbytes)
-               : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data,
-                                        gt->nbytes);
+        st =
+            o ? gguf_writer_add_tensor(w, name, o->type, gt->n_dims, gt->ne, o->data, o->nbytes)
+              : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data, gt->nbytes);
     }
     if (st == EL_OK) st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);
@@ -315,6 +346,12 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
         return el_error(EL_ERR_INVALID_ARG, "compress: damping %g is not in (0, 1)", p->damp);
     if (!(p->ridge > 0))
         return el_error(EL_ERR_INVALID_ARG, "compress: ridge %g is not > 0", p->ridge);
+    /* the sorted model (an ordinary GGUF) is written beside the output, then the UniQL layout
+     * from it; a killed run's is removed here, as el_output removes its temporaries */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.sorted.tmp", out_path);
+    const char *sorted = p->sorted_path ? p->sorted_path : tmp;
+    unlink(tmp);
     /* the rates are checked before the long work */
     el_uniql_plan plan;
     const float *rates = p->n_rates ? p->rates : DEFAULT_RATES;
@@ -324,10 +361,6 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     el_plan_free(&plan);
     if (st == EL_OK) st = run_layers(&j, in_path);
     if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
-    /* the sorted model (an ordinary GGUF), then the UniQL layout written from it */
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.sorted.tmp", out_path);
-    const char *sorted = p->sorted_path ? p->sorted_path : tmp;
     if (st == EL_OK) {
         j.stage = "write";
         j.t0 = el_now_seconds();

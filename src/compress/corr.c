@@ -19,7 +19,7 @@ typedef struct corr_observer {
     int32_t l0, l1;
     el_layer_corr *out;
     double *head; /* the output head's, or NULL */
-    double *xd; /* [n_ctx][widest input] the observed rows as doubles */
+    double *xd;   /* [n_ctx][widest input] the observed rows as doubles */
 } corr_observer;
 
 static int64_t widest_input(const el_hparams *hp) {
@@ -33,8 +33,8 @@ static void accumulate(corr_observer *o, double *dst, int64_t n, const float *x,
                        int32_t n_rows) {
     for (int32_t r = 0; r < n_rows; r++)
         for (int64_t i = 0; i < n; i++) o->xd[r * n + i] = x[r * ldx + i];
-    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, n_rows, 1.0, o->xd, (int)n, 1.0,
-                dst, (int)n);
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, n_rows, 1.0, o->xd, (int)n, 1.0, dst,
+                (int)n);
 }
 
 static void observe(void *user, int il, el_linear which, const float *x, int64_t ldx,
@@ -101,8 +101,8 @@ el_status el_corr_open(const char *model_path, const char *text_path, int64_t ma
     if (st == EL_OK) st = el_calib_read_tokens(m, text_path, max_tokens, &run->tokens);
     if (st == EL_OK && (int64_t)run->tokens.n < min_tokens)
         st = el_error(EL_ERR_INVALID_ARG,
-                      "%s: calibration text too short: %zu tokens, need at least %lld",
-                      text_path, run->tokens.n, (long long)min_tokens);
+                      "%s: calibration text too short: %zu tokens, need at least %lld", text_path,
+                      run->tokens.n, (long long)min_tokens);
     run->n_ctx = m && m->hp.n_ctx_train < MAX_CHUNK ? m->hp.n_ctx_train : MAX_CHUNK;
     if (st == EL_OK && run->n_ctx < 2)
         st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",

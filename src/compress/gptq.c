@@ -21,7 +21,11 @@
 enum { DEFAULT_BLOCK = 128 };
 
 el_status el_gptq_grid_get(const char *type, int32_t group, el_gptq_grid *out) {
-    static const struct { const char *name; el_type type; int32_t group; } grids[] = {
+    static const struct {
+        const char *name;
+        el_type type;
+        int32_t group;
+    } grids[] = {
         {"q4_0", EL_TYPE_Q4_0, 32},
         {"w4g32", EL_TYPE_W4G32, 32},
         {"w4g64", EL_TYPE_W4G64, 64},
@@ -42,7 +46,8 @@ el_status el_gptq_grid_get(const char *type, int32_t group, el_gptq_grid *out) {
     if (type)
         return el_error(EL_ERR_INVALID_ARG,
                         "compress: type '%s' is not a 4-bit type GPTQ writes (q4_0, w4g32, "
-                        "w4g64, w4g128)", type);
+                        "w4g64, w4g128)",
+                        type);
     return el_error(EL_ERR_INVALID_ARG, "--group %d: the group sizes are 32, 64 and 128", group);
 }
 
@@ -85,9 +90,9 @@ static void pack_group(uint8_t *row, int64_t gi, int32_t group, float d, const u
 
 /* The state of one quantization: the weight in double, the scale and nibbles of every group. */
 typedef struct quant_state {
-    double *w;      /* [rows][cols] */
-    float *scale;   /* [rows][cols / group] */
-    uint8_t *nib;   /* [rows][cols] */
+    double *w;    /* [rows][cols] */
+    float *scale; /* [rows][cols / group] */
+    uint8_t *nib; /* [rows][cols] */
     int64_t rows, cols;
     el_gptq_grid grid;
 } quant_state;

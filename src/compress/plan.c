@@ -27,8 +27,8 @@ el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type
     int32_t o_block = (int32_t)el_type_layout_get(o_type)->block_size;
     /* the layout stores O's columns dimension-major (dimension d of every head together), so
      * vo_kept * n_head columns must be whole blocks */
-    return (el_plan_grain){.ff = down_block, .qk = qk_sorted ? 2 : 0,
-                           .vo = o_block / gcd(o_block, hp->n_head)};
+    return (el_plan_grain){
+        .ff = down_block, .qk = qk_sorted ? 2 : 0, .vo = o_block / gcd(o_block, hp->n_head)};
 }
 
 el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rates,
@@ -38,11 +38,10 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
         return el_error(EL_ERR_INVALID_ARG, "--rates: the first rate must be 0 (the whole model)");
     for (int32_t r = 1; r < n_rates; r++) {
         if (!(rates[r] > rates[r - 1]))
-            return el_error(EL_ERR_INVALID_ARG, "--rates: %g after %g: rates must ascend",
-                            rates[r], rates[r - 1]);
+            return el_error(EL_ERR_INVALID_ARG, "--rates: %g after %g: rates must ascend", rates[r],
+                            rates[r - 1]);
         if (!(rates[r] < MAX_RATE))
-            return el_error(EL_ERR_INVALID_ARG, "--rates: %g is not below %g", rates[r],
-                            MAX_RATE);
+            return el_error(EL_ERR_INVALID_ARG, "--rates: %g is not below %g", rates[r], MAX_RATE);
     }
     /* elements of each structure in a block: MLP (gate, up, down), Q/K rows, V/O rows */
     double ff = 3.0 * hp->n_ff, qk = (double)(hp->n_head + hp->n_head_kv) * hp->head_dim_k,
@@ -53,7 +52,8 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
     double scale = can > 0 ? (ff + qk + vo) / can : 0;
     for (int32_t r = 1; r < n_rates; r++)
         if (!(rates[r] * scale < MAX_RATE))
-            return el_error(EL_ERR_INVALID_ARG, "--rates: %g would drop %.0f%% of the structures "
+            return el_error(EL_ERR_INVALID_ARG,
+                            "--rates: %g would drop %.0f%% of the structures "
                             "this model's layout can prune (%.0f%% of its block weights)",
                             rates[r], 100.0 * rates[r] * scale, 100.0 / scale);
     size_t n = (size_t)n_rates * (size_t)hp->n_layer;

@@ -35,7 +35,8 @@ static el_status slice_weight(const el_weight *w, int64_t n_groups, int64_t grou
     uint8_t *dst = out->data;
     for (int64_t g = 0; g < n_groups; g++)
         for (int64_t r = 0; r < keep_rows; r++) {
-            const uint8_t *src = (const uint8_t *)w->data + (size_t)(g * group_rows + r) * w->row_bytes;
+            const uint8_t *src =
+                (const uint8_t *)w->data + (size_t)(g * group_rows + r) * w->row_bytes;
             for (int64_t s = 0; s < n_segs; s++, dst += seg_bytes)
                 memcpy(dst, src + (size_t)s * stride_bytes, seg_bytes);
         }
@@ -60,7 +61,8 @@ static el_status slice_o(const el_weight *w, int64_t n_head, int64_t dv, int64_t
     float *cut = row + w->n_in;
     for (int64_t r = 0; r < w->n_out; r++) {
         k->to_float((const uint8_t *)w->data + (size_t)r * w->row_bytes, row, w->n_in);
-        for (int64_t h = 0; h < n_head; h++) memcpy(cut + h * vo, row + h * dv, (size_t)vo * sizeof *row);
+        for (int64_t h = 0; h < n_head; h++)
+            memcpy(cut + h * vo, row + h * dv, (size_t)vo * sizeof *row);
         el_type_weight_quantizer(k)(cut, (uint8_t *)out->data + (size_t)r * row_out, n_head * vo);
     }
     free(row);
@@ -75,16 +77,18 @@ el_status el_compress_slice(const char *sorted_path, float rate, const char *out
     const el_hparams *hp = &m->hp;
     if (m->gguf && el_prune_is_compressed(m->gguf)) {
         el_model_free(m);
-        return el_error(EL_ERR_INVALID_ARG, "%s is in the UniQL layout: slice the sorted model "
-                        "(compress --sorted) instead", sorted_path);
+        return el_error(EL_ERR_INVALID_ARG,
+                        "%s is in the UniQL layout: slice the sorted model "
+                        "(compress --sorted) instead",
+                        sorted_path);
     }
     if (!m->gguf || hp->fused_qkv || hp->fused_gate_up) {
         el_model_free(m);
         return el_error(EL_ERR_UNSUPPORTED, "%s: slicing needs a GGUF without fused tensors",
                         sorted_path);
     }
-    el_plan_grain grain = el_plan_grain_for(hp, m->layers[0].w_down.type, m->layers[0].wo.type,
-                                            false);
+    el_plan_grain grain =
+        el_plan_grain_for(hp, m->layers[0].w_down.type, m->layers[0].wo.type, false);
     el_uniql_plan plan;
     float rates[2] = {0, rate};
     st = el_plan_build(hp, rates, rate > 0 ? 2 : 1, grain, &plan);
@@ -133,8 +137,9 @@ el_status el_compress_slice(const char *sorted_path, float rate, const char *out
         if (sscanf(name, "blk.%d.%95s", &il, rest) == 2 && il >= 0 && il < hp->n_layer)
             for (int k = 0; k < 5; k++)
                 if (strcmp(rest, names[k]) == 0) s = k < 4 ? &out[il * 4 + k] : &o_out[il];
-        st = s ? gguf_writer_add_tensor(w, name, gt->type, 2, s->ne, s->data, s->nbytes)
-               : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data, gt->nbytes);
+        st =
+            s ? gguf_writer_add_tensor(w, name, gt->type, 2, s->ne, s->data, s->nbytes)
+              : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data, gt->nbytes);
     }
     if (st == EL_OK) st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);

@@ -85,9 +85,9 @@ el_status el_sort_mlp(const el_hparams *hp, el_flayer *l, double *c_mid, double 
     int32_t *perm = malloc((size_t)f * sizeof *perm);
     double *c = malloc((size_t)f * (size_t)f * sizeof *c);
     float *row = malloc((size_t)f * sizeof *row);
-    el_status st = score && perm && c && row ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
-    if (st == EL_OK)
-        st = el_ridge_leverage(c_mid, f, el_ridge_lambda(c_mid, f, ridge), score);
+    el_status st =
+        score && perm && c && row ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
+    if (st == EL_OK) st = el_ridge_leverage(c_mid, f, el_ridge_lambda(c_mid, f, ridge), score);
     if (st == EL_OK) st = order_desc(score, f, perm);
     if (st == EL_OK) st = permute_rows(l->w[EL_LINEAR_GATE], e, perm, f);
     if (st == EL_OK) st = permute_rows(l->w[EL_LINEAR_UP], e, perm, f);
@@ -118,9 +118,10 @@ static el_status row_energies(const float *w, int64_t rows, int64_t n, const dou
     el_status st = wd && wc ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
     if (st == EL_OK) {
         for (int64_t i = 0; i < rows * n; i++) wd[i] = w[i];
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)n, (int)n, 1.0,
-                    wd, (int)n, c, (int)n, 0.0, wc, (int)n);
-        for (int64_t r = 0; r < rows; r++) out[r] = cblas_ddot((int)n, wd + r * n, 1, wc + r * n, 1);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)n, (int)n, 1.0, wd,
+                    (int)n, c, (int)n, 0.0, wc, (int)n);
+        for (int64_t r = 0; r < rows; r++)
+            out[r] = cblas_ddot((int)n, wd + r * n, 1, wc + r * n, 1);
     }
     free(wd);
     free(wc);
@@ -152,12 +153,12 @@ static void permute_head_pairs(const el_hparams *hp, float *w, int64_t n_in, int
     }
 }
 
-el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in,
-                     int32_t *rope_pairs) {
+el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in, int32_t *rope_pairs) {
     if (hp->n_rot != hp->head_dim_k)
         return el_error(EL_ERR_UNSUPPORTED,
                         "sort: Q/K sorting needs every head dimension rotated (n_rot %d, head "
-                        "dimension %d)", hp->n_rot, hp->head_dim_k);
+                        "dimension %d)",
+                        hp->n_rot, hp->head_dim_k);
     int64_t e = hp->n_embd;
     int32_t hd = hp->head_dim_k, np = hp->n_rot / 2, group = hp->n_head / hp->n_head_kv;
     double *eq = malloc((size_t)hp->n_head * hd * sizeof *eq);
@@ -173,7 +174,8 @@ el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in,
             int32_t a, b;
             pair_dims(hp, p, &a, &b);
             double q = 0;
-            for (int32_t h = g * group; h < (g + 1) * group; h++) q += eq[h * hd + a] + eq[h * hd + b];
+            for (int32_t h = g * group; h < (g + 1) * group; h++)
+                q += eq[h * hd + a] + eq[h * hd + b];
             imp[p] = q * (ek[g * hd + a] + ek[g * hd + b]);
         }
         st = order_desc(imp, np, perm);
@@ -272,30 +274,33 @@ el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, dou
     double *c2 = malloc((size_t)(o_in * o_in) * sizeof *c2);
     double *blk = malloc((size_t)(dv * dv) * sizeof *blk);
     double *tmp = malloc((size_t)(dv * dv) * sizeof *tmp);
-    el_status st = lc && t && c2 && blk && tmp ? EL_OK
-                                               : el_error(EL_ERR_NOMEM, "sort: out of memory");
+    el_status st =
+        lc && t && c2 && blk && tmp ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
     if (st == EL_OK) {
         memcpy(lc, c_in, (size_t)(e * e) * sizeof *lc);
         double damp = el_ridge_lambda(c_in, e, VO_DAMP);
         for (int64_t i = 0; i < e; i++) lc[i * e + i] += damp;
         if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)e, lc, (lapack_int)e) != 0)
             st = el_error(EL_ERR_INVALID_ARG, "sort: the attention input correlation is not "
-                          "positive definite");
+                                              "positive definite");
         for (int64_t i = 0; st == EL_OK && i < e; i++)
             for (int64_t c = i + 1; c < e; c++) lc[i * e + c] = 0;
     }
-    for (int32_t j = 0; st == EL_OK && j < hp->n_head_kv; j++) st = vo_head(hp, l, j, lc, t + j * dv * dv);
+    for (int32_t j = 0; st == EL_OK && j < hp->n_head_kv; j++)
+        st = vo_head(hp, l, j, lc, t + j * dv * dv);
     /* O's input of Q head h is now t_{kv(h)} times what it was: c_out' = T c_out T^T blockwise */
     for (int32_t h = 0; st == EL_OK && h < hp->n_head; h++)
         for (int32_t h2 = 0; h2 < hp->n_head; h2++) {
             for (int64_t i = 0; i < dv; i++)
-                for (int64_t c = 0; c < dv; c++) blk[i * dv + c] = c_out[(h * dv + i) * o_in + h2 * dv + c];
+                for (int64_t c = 0; c < dv; c++)
+                    blk[i * dv + c] = c_out[(h * dv + i) * o_in + h2 * dv + c];
             cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)dv, (int)dv, (int)dv, 1.0,
                         t + (h / group) * dv * dv, (int)dv, blk, (int)dv, 0.0, tmp, (int)dv);
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)dv, (int)dv, (int)dv, 1.0, tmp,
-                        (int)dv, t + (h2 / group) * dv * dv, (int)dv, 0.0, blk, (int)dv);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)dv, (int)dv, (int)dv, 1.0,
+                        tmp, (int)dv, t + (h2 / group) * dv * dv, (int)dv, 0.0, blk, (int)dv);
             for (int64_t i = 0; i < dv; i++)
-                for (int64_t c = 0; c < dv; c++) c2[(h * dv + i) * o_in + h2 * dv + c] = blk[i * dv + c];
+                for (int64_t c = 0; c < dv; c++)
+                    c2[(h * dv + i) * o_in + h2 * dv + c] = blk[i * dv + c];
         }
     if (st == EL_OK) memcpy(c_out, c2, (size_t)(o_in * o_in) * sizeof *c2);
     free(lc);

@@ -33,8 +33,7 @@ el_status el_sort_mlp(const el_hparams *hp, el_flayer *l, double *c_mid, double 
  * (the product of the K pair's and the group's Q pairs' output energies w^T c_in w), the same
  * order for the K head and its Q heads. rope_pairs[g * n_rot/2 + p] gets the original pair of
  * stored pair p of group g. Needs n_rot == head_dim_k (every dimension rotated). */
-el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in,
-                     int32_t *rope_pairs);
+el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in, int32_t *rope_pairs);
 
 /* V and O: for each KV head, the SVD of the product of its V rows and the O columns of its
  * group's Q heads, weighted by a Cholesky factor of c_in (so the order is that of the output
