@@ -237,7 +237,7 @@ static el_status write_plan_keys(writer *s, const el_uniql_plan *plan) {
                                   bytes);
 }
 
-static el_status write(writer *s, const char *src, const el_uniql_plan *plan, const char *dst) {
+static el_status write_layout(writer *s, const char *src, const el_uniql_plan *plan, const char *dst) {
     el_status st = el_model_load(src, NULL, &s->m);
     if (st)
         return st;
@@ -269,7 +269,7 @@ el_status el_uniql_write(const char *src, const el_uniql_plan *plan, const char 
     if (!src || !plan || !dst)
         return el_error(EL_ERR_INVALID_ARG, "el_uniql_write: NULL argument");
     writer s = {0};
-    el_status st = write(&s, src, plan, dst);
+    el_status st = write_layout(&s, src, plan, dst);
     gguf_writer_free(s.w);
     free(s.out);
     free(s.gran);

@@ -241,10 +241,11 @@ static el_status load_pieces(el_model *m, int il, bool down, el_prune_pieces *pc
                             "table has %d pieces there)", m->path, name, pc->n);
         const el_type_kernels *k = el_type_kernels_get(t->type);
         const el_type_layout *lay = el_type_layout_get(t->type);
-        if (!k || !k->vec_dot || t->ne[0] != width || t->ne[1] != hp->n_embd || t->ne[2] != 1 ||
+        if (!k || !k->vec_dot || (j > 0 && t->type != (uint32_t)pc->w[0].type) || t->ne[0] != width || t->ne[1] != hp->n_embd || t->ne[2] != 1 ||
             t->ne[3] != 1 || width % lay->block_size)
             return el_error(EL_ERR_FORMAT, "%s: tensor '%s' must be [%lld, %d] of a weight type "
-                            "whose blocks divide its rows (the rate table's boundaries)", m->path,
+                            "whose blocks divide its rows, the type of piece 0 (the boundaries "
+                            "come from the rate table)", m->path,
                             name, (long long)width, hp->n_embd);
         pc->w[j] = el_weight_view((el_type)t->type, t->data, width, hp->n_embd);
     }
