@@ -26,6 +26,7 @@ static const struct {
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
+    {"uniql-layout", cmd_uniql_layout, "write a model in the UniQL layout with a uniform plan"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 

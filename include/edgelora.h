@@ -236,6 +236,9 @@ el_status el_model_prune_bytes(const el_model *model, float rate, uint64_t *byte
  * The memory of the parts no sequence of ctx uses any more is released to the OS (madvise on the
  * read-only mapping; a part read again is faulted back in). */
 el_status el_context_set_prune(el_context *ctx, float rate);
+/* The rate contexts created on the model from now on start at (0 at load), checked and rounded
+ * as above; for programs that choose one rate for everything they run. */
+el_status el_model_set_prune(el_model *model, float rate);
 float el_context_get_prune(const el_context *ctx); /* the table rate new sequences take */
 
 /* The memory available to this process now: MemAvailable of /proc/meminfo, lowered to the room
@@ -243,8 +246,8 @@ float el_context_get_prune(const el_context *ctx); /* the table rate new sequenc
 el_status el_mem_available(uint64_t *bytes);
 
 /* The smallest table rate at which the model's weights and the KV cache of a context created
- * with params fit in `budget` bytes, into *rate; EL_ERR_INVALID_ARG when none does, the message naming
- * the smallest budget that would. A model that cannot be pruned has the one rate 0. */
+ * with params fit in `budget` bytes, into *rate; EL_ERR_INVALID_ARG when none does, the message
+ * naming the smallest budget that would. A model that cannot be pruned has the one rate 0. */
 el_status el_model_prune_fit(const el_model *model, const el_context_params *params,
                              uint64_t budget, float *rate);
 

@@ -326,6 +326,16 @@ el_status el_uniql_plan_uniform(const char *src, const float *rates, int32_t n_r
     return EL_OK;
 }
 
+el_status el_uniql_write_uniform(const char *src, const float *rates, int32_t n_rates,
+                                 const char *dst) {
+    el_uniql_plan plan;
+    el_status st = el_uniql_plan_uniform(src, rates, n_rates, &plan);
+    if (!st)
+        st = el_uniql_write(src, &plan, dst);
+    el_uniql_plan_free(&plan);
+    return st;
+}
+
 void el_uniql_plan_free(el_uniql_plan *plan) {
     free(plan->rates);
     free(plan->ff_kept);

@@ -95,6 +95,14 @@ bool el_prune_is_compressed(const gguf_file *f) {
     return gguf_find(f, EL_PRUNE_KEY_VERSION) != NULL;
 }
 
+el_status el_prune_refuse(const el_model *m, const char *tool) {
+    if (!m->prune)
+        return EL_OK;
+    return el_error(EL_ERR_UNSUPPORTED, "%s is a UniQL compressed model, laid out for pruning at "
+                    "run time; %s needs an ordinary model: give it the sorted model the file was "
+                    "written from", m->path, tool);
+}
+
 const char *el_prune_piece_name(char *buf, int il, bool down, int j) {
     snprintf(buf, 96, "blk.%d.%s.piece.%d", il, down ? "ffn_down" : "attn_output", j);
     return buf;

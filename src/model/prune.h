@@ -70,6 +70,7 @@ typedef struct el_prune {
     el_prune_pieces *down;   /* [n_layer] */
     el_prune_pieces *o;      /* [n_layer] */
     void *owned;             /* the one block the arrays are carved from */
+    int32_t context_rate;    /* the rate index new contexts start at (el_model_set_prune) */
 } el_prune;
 
 /* The key whose presence marks a compressed file, and its value (the layout's version). */
@@ -78,6 +79,10 @@ enum { EL_PRUNE_VERSION = 1 };
 
 /* Whether a GGUF file is a compressed one. */
 bool el_prune_is_compressed(const gguf_file *f);
+
+/* For the tools that need every weight whole (quantize, merge, calibrate, fine-tune, ...): an
+ * error naming the file and the tool when m is a compressed model, else EL_OK. */
+el_status el_prune_refuse(const struct el_model *m, const char *tool);
 
 /* The names of a layer's column pieces: "blk.<il>.ffn_down.piece.<j>", "blk.<il>.attn_output
  * .piece.<j>" (buf of 96 bytes). */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 /* Sequences are bits of a cell's bitset; a generous bound keeps the bitsets small. Chunks of 128
@@ -82,6 +83,9 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
         else
             for (int32_t i = 0; i < p.n_seq_max; i++)
                 ctx->seq_rate[i] = -1;
+        ctx->prune_rate = model->prune->context_rate;
+        if (ctx->prune_rate > 0)
+            el_prune_release(model, ctx->prune_rate);
     }
     if (st) {
         el_context_free(ctx);

@@ -63,6 +63,16 @@ el_status el_context_set_prune(el_context *ctx, float rate) {
     return EL_OK;
 }
 
+el_status el_model_set_prune(el_model *model, float rate) {
+    if (!model)
+        return el_error(EL_ERR_INVALID_ARG, "el_model_set_prune: NULL model");
+    int32_t r;
+    el_status st = rate_index(model, rate, "el_model_set_prune", &r);
+    if (!st && model->prune)
+        model->prune->context_rate = r;
+    return st;
+}
+
 float el_context_get_prune(const el_context *ctx) {
     if (!ctx || !ctx->model->prune)
         return 0.0f;
