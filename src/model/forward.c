@@ -261,22 +261,21 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
                     const el_lora_rows *lr) {
     const el_layer *l = &f->model->layers[il];
     const el_weight *w[EL_MATMUL_MANY] = {0}; /* count >= 1 fills it; -O1 cannot tell */
-    el_weight kept[EL_MATMUL_MANY];
     bool pruned = f->model->prune != NULL;
-    el_prune_kept k = pruned ? el_fwd_chunk_kept(f, il, c0, n) : (el_prune_kept){0};
     for (int i = 0; i < count; i++) {
         w[i] = el_layer_weight(l, which[i]);
-        if (pruned && which[i] != EL_LINEAR_O && which[i] != EL_LINEAR_DOWN) {
-            kept[i] = el_fwd_pruned_view(f, il, which[i], k);
-            w[i] = &kept[i];
-        }
         if (f->observe)
             f->observe(f->observe_user, il, which[i], x, ldx, n);
     }
-    if (pruned && (which[0] == EL_LINEAR_O || which[0] == EL_LINEAR_DOWN))
-        el_fwd_pieces(f, il, which[0], x, ldx, y[0], ldy[0], n, k); /* a linear of its own */
-    else
+    if (pruned) {
+        el_prune_kept k = el_fwd_chunk_kept(f, il, c0, n);
+        if (el_prune_by_columns(which[0])) /* down and O: a linear of its own */
+            el_fwd_column_pieces(f, il, which[0], x, ldx, y[0], ldy[0], n, k);
+        else
+            el_fwd_row_pieces(f, il, count, which, x, ldx, y, ldy, n, k);
+    } else {
         el_matmul_many(f->tp, count, w, x, ldx, n, y, ldy, f->mm_scratch);
+    }
     for (int i = 0; i < count; i++) {
         const float *bias = which[i] == EL_LINEAR_Q ? l->bq
                             : which[i] == EL_LINEAR_K ? l->bk

@@ -1,8 +1,9 @@
 /* forward_prune.c - the kept-part steps of a compressed model's forward pass (forward_prune.h).
  *
- * The layout (docs/formats.md "UniQL"): Q/K rows dimension-major, row (p * n_heads + h) * 2 + c
- * is component c of stored pair p of head h; V rows d * n_head_kv + h; O's columns d * n_head +
- * h in pieces; down's columns in pieces; gate and up as stored. */
+ * The layout (docs/formats.md "UniQL"): every prunable matrix in pieces at the table's
+ * boundaries; Q/K rows dimension-major, row (p * n_heads + h) * 2 + c is component c of stored
+ * pair p of head h; V rows d * n_head_kv + h; O's columns d * n_head + h; gate, up and down in
+ * the sorted order. */
 #include "model/forward_prune.h"
 
 #include <string.h>
@@ -21,22 +22,42 @@ el_prune_kept el_fwd_chunk_kept(const el_forward *f, int il, int32_t c0, int32_t
     return el_prune_kept_at(f->model->prune, f->model->hp.n_layer, lowest, il);
 }
 
-/* Kept outputs of a row-pruned linear. */
-static int64_t kept_rows(const el_hparams *hp, el_linear which, el_prune_kept k) {
+static const el_prune_pieces *pieces_of(const el_forward *f, int il, el_linear which) {
+    return &f->model->prune->pieces[el_linear_slot(il, which)];
+}
+
+/* The rows (columns for down and O) of a linear that kept sizes k keep. */
+static int64_t kept_count(const el_forward *f, int il, el_linear which, el_prune_kept k) {
+    const el_hparams *hp = &f->model->hp;
     switch (which) {
     case EL_LINEAR_Q: return (int64_t)k.qk * hp->n_head;
     case EL_LINEAR_K: return (int64_t)k.qk * hp->n_head_kv;
     case EL_LINEAR_V: return (int64_t)k.vo * hp->n_head_kv;
-    case EL_LINEAR_GATE:
-    case EL_LINEAR_UP: return k.ff;
-    default: return 0;
+    case EL_LINEAR_O: return (int64_t)k.vo * hp->n_head;
+    default: return k.ff;
     }
 }
 
-el_weight el_fwd_pruned_view(const el_forward *f, int il, el_linear which, el_prune_kept k) {
-    el_weight w = *el_layer_weight(&f->model->layers[il], which);
-    w.k_out = kept_rows(&f->model->hp, which, k);
-    return w;
+void el_fwd_row_pieces(el_forward *f, int il, int count, const el_linear which[], const float *x,
+                       int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
+                       el_prune_kept k) {
+    for (int32_t j = 0;; j++) {
+        const el_weight *w[EL_MATMUL_MANY];
+        float *yj[EL_MATMUL_MANY];
+        int64_t ldj[EL_MATMUL_MANY];
+        int m = 0;
+        for (int i = 0; i < count; i++) {
+            const el_prune_pieces *pc = pieces_of(f, il, which[i]);
+            if (j < pc->n && pc->b[j] < kept_count(f, il, which[i], k)) {
+                w[m] = &pc->w[j];
+                yj[m] = y[i] + pc->b[j];
+                ldj[m++] = ldy[i];
+            }
+        }
+        if (m == 0)
+            return;
+        el_matmul_many(f->tp, m, w, x, ldx, n, yj, ldj, f->mm_scratch);
+    }
 }
 
 /* The sorted layout's dim of component c of stored pair p of a head. */
@@ -106,12 +127,12 @@ void el_fwd_pruned_mask(const el_forward *f, int il, el_linear which, float *y, 
     }
 }
 
-void el_fwd_pieces(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
-                   int64_t ldy, int32_t n, el_prune_kept k) {
+void el_fwd_column_pieces(el_forward *f, int il, el_linear which, const float *x, int64_t ldx,
+                          float *y, int64_t ldy, int32_t n, el_prune_kept k) {
     const el_hparams *hp = &f->model->hp;
     bool down = which == EL_LINEAR_DOWN;
-    const el_prune_pieces *pc = down ? &f->model->prune->down[il] : &f->model->prune->o[il];
-    int64_t kept = down ? k.ff : (int64_t)k.vo * hp->n_head;
+    const el_prune_pieces *pc = pieces_of(f, il, which);
+    int64_t kept = kept_count(f, il, which, k);
     if (!down) {
         /* O's columns are dimension-major: the heads' kept dims interleaved */
         for (int32_t i = 0; i < n; i++) {
@@ -124,10 +145,10 @@ void el_fwd_pieces(el_forward *f, int il, el_linear which, const float *x, int64
         x = f->prune_packed;
         ldx = kept;
     }
-    for (int32_t j = 0; j < pc->n && pc->col0[j] < kept; j++) {
+    for (int32_t j = 0; j < pc->n && pc->b[j] < kept; j++) {
         float *out = j == 0 ? y : f->prune_sum;
         int64_t ldo = j == 0 ? ldy : hp->n_embd;
-        el_matmul(f->tp, &pc->w[j], x + pc->col0[j], ldx, n, out, ldo, f->mm_scratch);
+        el_matmul(f->tp, &pc->w[j], x + pc->b[j], ldx, n, out, ldo, f->mm_scratch);
         if (j == 0)
             continue;
         for (int32_t i = 0; i < n; i++)

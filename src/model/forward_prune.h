@@ -15,12 +15,16 @@
 el_prune_kept el_fwd_row_kept(const el_forward *f, int il, int32_t r);
 el_prune_kept el_fwd_chunk_kept(const el_forward *f, int il, int32_t c0, int32_t n);
 
-/* The view of a row-pruned linear (Q, K, V, gate, up) that computes the kept outputs k. */
-el_weight el_fwd_pruned_view(const el_forward *f, int il, el_linear which, el_prune_kept k);
+/* y[i] = W_i x for count row-pruned linears of layer il that read the same x (Q, K, V; gate,
+ * up), over the pieces that k keeps: each piece's outputs land at its first row, so y holds the
+ * kept outputs at the start of each row, dimension-major for Q, K and V. The pieces of one
+ * level run together (el_matmul_many). */
+void el_fwd_row_pieces(el_forward *f, int il, int count, const el_linear which[], const float *x,
+                       int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
+                       el_prune_kept k);
 
-/* After the matmul of that view at the chunk's kept sizes (its k_out outputs of each row at the
- * start of the row, ldy floats apart): the outputs in the sorted model's layout, every channel
- * row c0 + i drops zero. */
+/* After el_fwd_row_pieces at the chunk's kept sizes: the outputs in the sorted model's layout,
+ * every channel row c0 + i drops zero. */
 void el_fwd_pruned_unpack(el_forward *f, int il, el_linear which, float *y, int64_t ldy,
                           int32_t c0, int32_t n);
 
@@ -31,7 +35,7 @@ void el_fwd_pruned_mask(const el_forward *f, int il, el_linear which, float *y, 
 
 /* y = W x for down or O of a compressed model over the pieces that k keeps; x in the sorted
  * layout (down: channels; O: heads of head_dim_v), with zeros in what a row drops. */
-void el_fwd_pieces(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
-                   int64_t ldy, int32_t n, el_prune_kept k);
+void el_fwd_column_pieces(el_forward *f, int il, el_linear which, const float *x, int64_t ldx,
+                          float *y, int64_t ldy, int32_t n, el_prune_kept k);
 
 #endif
