@@ -112,10 +112,7 @@ $(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
 bench: $(BENCH_BIN)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
-# the sorting step's timing needs the tools library (compress/sort.c) and LAPACK
-$(BUILD)/bench/bench_leverage: $(BUILD)/bench/bench_leverage.o $(LIBS)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 test: all

@@ -28,6 +28,7 @@ static const struct {
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
     {"plot", cmd_plot, "plot columns of a tab-separated table as an SVG line plot"},
+    {"uniql-layout", cmd_uniql_layout, "write a model in the UniQL layout with a uniform plan"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 

@@ -51,6 +51,15 @@ const char *const *el_synth_shapes(void);
 el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
                    el_progress_fn progress, void *user);
 
+/* Writes the model at src in the UniQL layout (docs/formats.md "UniQL") with the identity plan:
+ * at each of the n_rates rates (ascending from 0, below 1) every layer keeps the fraction
+ * 1 - rate of its MLP channels, Q/K and V/O dims, rounded down to the layout's granularity.
+ * For speed and memory measurements, and test files, of any llama-family model without
+ * compressing it (`edgelora compress` writes the sorted, quantized layout of a real plan). The
+ * file is written to a temporary name and renamed: a failure leaves no output file. */
+el_status el_uniql_write_uniform(const char *src, const float *rates, int32_t n_rates,
+                                 const char *dst);
+
 /* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. Without
  * a tokenizer (NULL) it fails, saying what model_path is (a checkpoint or not a model). */
 el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,

@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/mapfile.h"
+#include "model/prune.h"
 #include "runtime/context.h"
 #include "tokenizer/vocab.h"
 
@@ -186,6 +187,7 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     el_model_params mp = el_model_default_params();
     mp.ignore_act_scales = true;
     el_status st = el_model_load(model_path, &mp, &m);
+    if (st == EL_OK) st = el_prune_refuse(m, "calibration");
     if (st == EL_OK && !m->vocab)
         st = el_error(EL_ERR_INVALID_ARG, "%s: calibration needs a tokenizer in the model file",
                       model_path);

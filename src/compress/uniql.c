@@ -1,13 +1,16 @@
 /* uniql.c - the writer of the UniQL layout (docs/formats.md "UniQL"): a sorted model re-laid out
  * so that what each pruning rate drops is contiguous in the file, with the plan as metadata.
  *
- * Q and K rows go dimension-major: row (p * n_heads + h) * 2 + c holds component c of stored
- * RoPE pair p of head h, so the kept dims of every head are the first rows; V rows likewise
- * (row d * n_head_kv + h). gate and up keep their order (a prefix of their rows is the kept
- * channels). down and O become column pieces at the table's boundaries: down's columns are
- * copied a block range at a time; O's columns are reordered dimension-major too (column
- * d * n_head + h), which moves single columns across blocks, so O is dequantized and written
- * again in its type (exact for f32, f16 and bf16). Everything else is copied as it is. */
+ * Every prunable matrix becomes pieces at the table's boundaries: row ranges of Q, K, V, gate
+ * and up, column ranges of down and O. Q and K rows go dimension-major: row (p * n_heads + h) *
+ * 2 + c holds component c of stored RoPE pair p of head h, so the kept dims of every head are
+ * the first rows; V rows likewise (row d * n_head_kv + h); gate and up keep their order. down's
+ * columns are copied a block range at a time; O's columns are reordered dimension-major too
+ * (column d * n_head + h), which moves single columns across blocks, so O is dequantized and
+ * written again in its type (exact for f32, f16 and bf16). Everything else is copied as it is,
+ * first; then the pieces, the latest dropped first, so that what a rate drops is one run at the
+ * end of the file (page cache folios of a few MB span neighbouring tensors: scattered tails
+ * would be mapped back in with the kept data beside them). */
 #include "compress/uniql.h"
 
 #include <stdio.h>
@@ -19,7 +22,7 @@
 #include "model/model.h"
 #include "model/prune.h"
 
-typedef enum out_kind { OUT_COPY, OUT_QK, OUT_V, OUT_DOWN, OUT_O } out_kind;
+typedef enum out_kind { OUT_COPY, OUT_QK, OUT_V, OUT_ROWS, OUT_DOWN, OUT_O } out_kind;
 
 struct writer;
 
@@ -28,7 +31,10 @@ typedef struct out_tensor {
     struct writer *s;
     out_kind kind;
     const gguf_tensor *src;
-    int64_t c0, c1; /* columns of a piece */
+    int64_t c0, c1; /* rows (Q, K, V, gate, up) or columns (down, O) of a piece */
+    int il, j;
+    el_linear which;
+    int32_t drop;   /* the first rate index that drops the piece */
 } out_tensor;
 
 typedef struct writer {
@@ -46,25 +52,22 @@ static int64_t pair_dim(const el_hparams *hp, int64_t p, int c) {
     return hp->rope_style == EL_ROPE_NEOX ? p + c * (hp->n_rot / 2) : 2 * p + c;
 }
 
-static el_status fill_rows(const out_tensor *o, uint8_t *buf) {
+/* Rows [c0, c1) of the layout's row order of Q, K, V, gate or up. */
+static void fill_rows(const out_tensor *o, uint8_t *buf) {
     const el_hparams *hp = &o->s->m->hp;
     const gguf_tensor *t = o->src;
     size_t rb = el_row_size((el_type)t->type, t->ne[0]);
     const uint8_t *src = t->data;
-    if (o->kind == OUT_QK) {
-        int64_t nh = t->ne[1] / hp->head_dim_k, half = hp->head_dim_k / 2;
-        for (int64_t p = 0; p < half; p++)
-            for (int64_t h = 0; h < nh; h++)
-                for (int c = 0; c < 2; c++)
-                    memcpy(buf + (size_t)((p * nh + h) * 2 + c) * rb,
-                           src + (size_t)(h * hp->head_dim_k + pair_dim(hp, p, c)) * rb, rb);
-    } else {
-        int64_t nh = hp->n_head_kv, hd = hp->head_dim_v;
-        for (int64_t d = 0; d < hd; d++)
-            for (int64_t h = 0; h < nh; h++)
-                memcpy(buf + (size_t)(d * nh + h) * rb, src + (size_t)(h * hd + d) * rb, rb);
+    for (int64_t cr = o->c0; cr < o->c1; cr++) {
+        int64_t from = cr;
+        if (o->kind == OUT_QK) {
+            int64_t nh = t->ne[1] / hp->head_dim_k, p = cr / (2 * nh), h = cr % (2 * nh) / 2;
+            from = h * hp->head_dim_k + pair_dim(hp, p, (int)(cr % 2));
+        } else if (o->kind == OUT_V) {
+            from = cr % hp->n_head_kv * hp->head_dim_v + cr / hp->n_head_kv;
+        }
+        memcpy(buf + (size_t)(cr - o->c0) * rb, src + (size_t)from * rb, rb);
     }
-    return EL_OK;
 }
 
 /* Columns [c0, c1) of every row of down: whole blocks, copied. */
@@ -107,7 +110,9 @@ static el_status fill(void *user, void *buf, uint64_t nbytes) {
     switch (o->kind) {
     case OUT_QK:
     case OUT_V:
-        return fill_rows(o, buf);
+    case OUT_ROWS:
+        fill_rows(o, buf);
+        return EL_OK;
     case OUT_DOWN:
         fill_down(o, buf);
         return EL_OK;
@@ -122,8 +127,8 @@ static el_status fill(void *user, void *buf, uint64_t nbytes) {
 
 /* ---------------------------------------------------------------- planning */
 
-/* The layer and linear a tensor name is ("blk.<il>.<suffix>"), or false. */
-static bool block_linear(const gguf_tensor *t, int *il, out_kind *kind) {
+/* The layer and linear a tensor name is ("blk.<il>.<linear>.weight"), or false. */
+static bool block_linear(const gguf_tensor *t, int *il, el_linear *which) {
     char name[128];
     if (t->name.len >= sizeof name)
         return false;
@@ -132,13 +137,12 @@ static bool block_linear(const gguf_tensor *t, int *il, out_kind *kind) {
     int n = 0;
     if (sscanf(name, "blk.%d.%n", il, &n) != 1 || n == 0)
         return false;
-    const char *suffix = name + n;
-    *kind = !strcmp(suffix, "attn_q.weight") || !strcmp(suffix, "attn_k.weight") ? OUT_QK
-            : !strcmp(suffix, "attn_v.weight") ? OUT_V
-            : !strcmp(suffix, "ffn_down.weight") ? OUT_DOWN
-            : !strcmp(suffix, "attn_output.weight") ? OUT_O
-                                                    : OUT_COPY;
-    return *kind != OUT_COPY;
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+        if (!strcmp(name + n, el_linear_tensor_suffix(w))) {
+            *which = w;
+            return true;
+        }
+    return false;
 }
 
 /* The model is one the layout can carry: not compressed yet, no static activation scales (they
@@ -177,43 +181,59 @@ static el_status check_source(const writer *s, const char *src) {
     return EL_OK;
 }
 
-static el_status add_out(writer *s, const char *name, out_kind kind, const gguf_tensor *t,
-                         int64_t c0, int64_t c1) {
-    out_tensor *o = &s->out[s->n_out++];
-    *o = (out_tensor){.s = s, .kind = kind, .src = t, .c0 = c0, .c1 = c1};
+static el_status add_out(writer *s, const out_tensor *o) {
+    const gguf_tensor *t = o->src;
     int64_t ne[GGUF_MAX_DIMS] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
     uint64_t nbytes = t->nbytes;
-    if (kind == OUT_DOWN || kind == OUT_O) {
-        ne[0] = c1 - c0;
-        nbytes = el_row_size((el_type)t->type, ne[0]) * (uint64_t)t->ne[1];
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+    if (o->kind != OUT_COPY) {
+        bool cols = o->kind == OUT_DOWN || o->kind == OUT_O;
+        ne[cols ? 0 : 1] = o->c1 - o->c0;
+        nbytes = el_row_size((el_type)t->type, ne[0]) * (uint64_t)ne[1];
+        el_prune_piece_name(name, o->il, o->which, o->j);
     }
-    return gguf_writer_add_tensor_fill(s->w, name, t->type, t->n_dims, ne, nbytes, fill, o);
+    return gguf_writer_add_tensor_fill(s->w, name, t->type, t->n_dims, ne, nbytes, fill,
+                                       (void *)o);
 }
 
-/* The source's tensors in order, each written as the layout has it. */
+/* Later dropped first; the order of the source among equals. */
+static int cmp_drop(const void *a, const void *b) {
+    const out_tensor *x = a, *y = b;
+    if (x->drop != y->drop) return x->drop > y->drop ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* The source's tensors each as the layout has it: copies first, then the pieces. */
 static el_status plan_tensors(writer *s, const el_prune_table *t) {
     const el_model *m = s->m;
     const el_hparams *hp = &m->hp;
-    int64_t col0[EL_PRUNE_MAX_RATES + 1];
-    el_status st = EL_OK;
-    for (uint64_t i = 0; i < m->gguf->n_tensors && !st; i++) {
+    int64_t b[EL_PRUNE_MAX_RATES + 1];
+    size_t n_copy = 0;
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
         const gguf_tensor *src = &m->gguf->tensors[i];
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)src->name.len, src->name.ptr);
         int il;
-        out_kind kind;
-        if (!block_linear(src, &il, &kind))
-            kind = OUT_COPY;
-        if (kind != OUT_DOWN && kind != OUT_O) {
-            st = add_out(s, name, kind, src, 0, 0);
+        el_linear w;
+        if (!block_linear(src, &il, &w)) {
+            s->out[s->n_out++] = (out_tensor){.s = s, .kind = OUT_COPY, .src = src};
+            n_copy++;
             continue;
         }
-        bool down = kind == OUT_DOWN;
-        int32_t n = el_prune_boundaries(t, hp->n_layer, il, down, down ? 1 : hp->n_head, col0);
-        for (int32_t j = 0; j < n && !st; j++)
-            st = add_out(s, el_prune_piece_name(name, il, down, j), kind, src, col0[j],
-                         col0[j + 1]);
+        out_kind kind = w == EL_LINEAR_Q || w == EL_LINEAR_K ? OUT_QK
+                        : w == EL_LINEAR_V ? OUT_V
+                        : w == EL_LINEAR_DOWN ? OUT_DOWN
+                        : w == EL_LINEAR_O ? OUT_O
+                                           : OUT_ROWS;
+        int32_t n = el_prune_boundaries(t, hp, il, w, b);
+        for (int32_t j = 0; j < n; j++)
+            s->out[s->n_out++] = (out_tensor){
+                .s = s, .kind = kind, .src = src, .c0 = b[j], .c1 = b[j + 1], .il = il, .j = j,
+                .which = w, .drop = el_prune_piece_drop(t, hp, il, w, b[j])};
     }
+    qsort(s->out + n_copy, s->n_out - n_copy, sizeof *s->out, cmp_drop);
+    el_status st = EL_OK;
+    for (size_t i = 0; i < s->n_out && !st; i++)
+        st = add_out(s, &s->out[i]);
     return st;
 }
 
@@ -237,13 +257,13 @@ static el_status write_plan_keys(writer *s, const el_uniql_plan *plan) {
                                   bytes);
 }
 
-static el_status write(writer *s, const char *src, const el_uniql_plan *plan, const char *dst) {
+static el_status write_layout(writer *s, const char *src, const el_uniql_plan *plan, const char *dst) {
     el_status st = el_model_load(src, NULL, &s->m);
     if (st)
         return st;
     const el_hparams *hp = &s->m->hp;
     s->gran = malloc(2 * (size_t)hp->n_layer * sizeof *s->gran);
-    size_t max_out = (size_t)s->m->gguf->n_tensors + 2 * (size_t)hp->n_layer * EL_PRUNE_MAX_RATES;
+    size_t max_out = (size_t)s->m->gguf->n_tensors * (EL_PRUNE_MAX_RATES + 1);
     s->out = calloc(max_out, sizeof *s->out);
     s->w = gguf_writer_create();
     if (!s->gran || !s->out || !s->w)
@@ -269,7 +289,7 @@ el_status el_uniql_write(const char *src, const el_uniql_plan *plan, const char 
     if (!src || !plan || !dst)
         return el_error(EL_ERR_INVALID_ARG, "el_uniql_write: NULL argument");
     writer s = {0};
-    el_status st = write(&s, src, plan, dst);
+    el_status st = write_layout(&s, src, plan, dst);
     gguf_writer_free(s.w);
     free(s.out);
     free(s.gran);
@@ -324,6 +344,16 @@ el_status el_uniql_plan_uniform(const char *src, const float *rates, int32_t n_r
     }
     el_model_free(m);
     return EL_OK;
+}
+
+el_status el_uniql_write_uniform(const char *src, const float *rates, int32_t n_rates,
+                                 const char *dst) {
+    el_uniql_plan plan;
+    el_status st = el_uniql_plan_uniform(src, rates, n_rates, &plan);
+    if (!st)
+        st = el_uniql_write(src, &plan, dst);
+    el_uniql_plan_free(&plan);
+    return st;
 }
 
 void el_uniql_plan_free(el_uniql_plan *plan) {

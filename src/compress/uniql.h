@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "edgelora.h"
+#include "edgelora-tools.h"
 
 typedef struct el_uniql_plan {
     int32_t n_rates;     /* rates ascending, rates[0] == 0 */

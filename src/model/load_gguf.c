@@ -280,10 +280,9 @@ static el_status load_linears(el_model *m, int il) {
                                         hp->n_embd};
     char name[96];
     el_status st;
-    bool pieces = el_prune_is_compressed(m->gguf); /* O and down: el_prune_load's */
+    if (el_prune_is_compressed(m->gguf))
+        return EL_OK; /* stored as pieces: el_prune_load's */
     for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
-        if (pieces && (w == EL_LINEAR_O || w == EL_LINEAR_DOWN))
-            continue;
         int64_t row0, rows = 0, r;
         const char *suffix = el_model_linear_tensor(m, w, &row0);
         for (el_linear o = EL_LINEAR_Q; o <= EL_LINEAR_DOWN; o++)

@@ -95,22 +95,58 @@ bool el_prune_is_compressed(const gguf_file *f) {
     return gguf_find(f, EL_PRUNE_KEY_VERSION) != NULL;
 }
 
-const char *el_prune_piece_name(char *buf, int il, bool down, int j) {
-    snprintf(buf, 96, "blk.%d.%s.piece.%d", il, down ? "ffn_down" : "attn_output", j);
+el_status el_prune_refuse(const el_model *m, const char *tool) {
+    if (!m->prune)
+        return EL_OK;
+    return el_error(EL_ERR_UNSUPPORTED, "%s is a UniQL compressed model, laid out for pruning at "
+                    "run time; %s needs an ordinary model: give it the sorted model the file was "
+                    "written from", m->path, tool);
+}
+
+static const char *const piece_stem[EL_N_LINEAR] = {
+    [EL_LINEAR_Q] = "attn_q", [EL_LINEAR_K] = "attn_k", [EL_LINEAR_V] = "attn_v",
+    [EL_LINEAR_O] = "attn_output", [EL_LINEAR_GATE] = "ffn_gate", [EL_LINEAR_UP] = "ffn_up",
+    [EL_LINEAR_DOWN] = "ffn_down"};
+
+const char *el_prune_piece_name(char *buf, int il, el_linear which, int j) {
+    snprintf(buf, 96, "blk.%d.%s.piece.%d", il, piece_stem[which], j);
     return buf;
 }
 
-int32_t el_prune_boundaries(const el_prune_table *t, int n_layer, int il, bool down, int unit,
-                            int64_t *col0) {
-    const int32_t *kept = down ? t->ff_kept : t->vo_kept;
+bool el_prune_by_columns(el_linear which) {
+    return which == EL_LINEAR_O || which == EL_LINEAR_DOWN;
+}
+
+int64_t el_prune_kept_count(const el_prune_table *t, const el_hparams *hp, int r, int il,
+                            el_linear which) {
+    size_t i = (size_t)r * hp->n_layer + il;
+    switch (which) {
+    case EL_LINEAR_Q: return (int64_t)t->qk_kept[i] * hp->n_head;
+    case EL_LINEAR_K: return (int64_t)t->qk_kept[i] * hp->n_head_kv;
+    case EL_LINEAR_V: return (int64_t)t->vo_kept[i] * hp->n_head_kv;
+    case EL_LINEAR_O: return (int64_t)t->vo_kept[i] * hp->n_head;
+    default: return t->ff_kept[i];
+    }
+}
+
+int32_t el_prune_boundaries(const el_prune_table *t, const el_hparams *hp, int il,
+                            el_linear which, int64_t *b) {
     int32_t n = 0;
-    col0[0] = 0;
+    b[0] = 0;
     for (int32_t r = t->n_rates - 1; r >= 0; r--) {
-        int64_t c = (int64_t)kept[(size_t)r * n_layer + il] * unit;
-        if (c > col0[n])
-            col0[++n] = c;
+        int64_t c = el_prune_kept_count(t, hp, r, il, which);
+        if (c > b[n])
+            b[++n] = c;
     }
     return n;
+}
+
+int32_t el_prune_piece_drop(const el_prune_table *t, const el_hparams *hp, int il,
+                            el_linear which, int64_t b0) {
+    for (int32_t r = 0; r < t->n_rates; r++)
+        if (el_prune_kept_count(t, hp, r, il, which) <= b0)
+            return r;
+    return t->n_rates;
 }
 
 el_prune_kept el_prune_kept_at(const el_prune *p, int n_layer, int r, int il) {
@@ -173,26 +209,21 @@ static el_status read_table(el_model *m, el_prune *p) {
     size_t nr = (size_t)rates->arr_n, nl = (size_t)hp->n_layer, half = (size_t)hp->n_rot / 2;
     const gguf_tensor *pairs = gguf_find_tensor(m->gguf, "uniql.rope_pairs");
     size_t n_pairs = pairs ? nl * hp->n_head_kv * half : 0;
-    size_t max_pieces = nr + 1;
+    size_t max_pieces = nr + 1, n_mats = nl * EL_N_LINEAR;
     size_t bytes = nr * sizeof(float) + 3 * nr * nl * sizeof(int32_t) + n_pairs * sizeof(int32_t) +
-                   2 * nl * (sizeof(el_prune_pieces) + max_pieces * (sizeof(el_weight) +
+                   n_mats * (sizeof(el_prune_pieces) + max_pieces * (sizeof(el_weight) +
                                                                      sizeof(int64_t)));
     char *b = calloc(1, bytes);
     if (!b)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     p->owned = b;
     /* the largest alignment first: pieces, weights and offsets, then the 4-byte arrays */
-    p->down = (el_prune_pieces *)b;
-    p->o = p->down + nl;
-    el_weight *w = (el_weight *)(p->o + nl);
-    int64_t *c0 = (int64_t *)(w + 2 * nl * max_pieces);
-    for (size_t il = 0; il < nl; il++) {
-        p->down[il] = (el_prune_pieces){.w = w + 2 * il * max_pieces,
-                                        .col0 = c0 + 2 * il * max_pieces};
-        p->o[il] = (el_prune_pieces){.w = w + (2 * il + 1) * max_pieces,
-                                     .col0 = c0 + (2 * il + 1) * max_pieces};
-    }
-    float *r = (float *)(c0 + 2 * nl * max_pieces);
+    p->pieces = (el_prune_pieces *)b;
+    el_weight *w = (el_weight *)(p->pieces + n_mats);
+    int64_t *bounds = (int64_t *)(w + n_mats * max_pieces);
+    for (size_t i = 0; i < n_mats; i++)
+        p->pieces[i] = (el_prune_pieces){.w = w + i * max_pieces, .b = bounds + i * max_pieces};
+    float *r = (float *)(bounds + n_mats * max_pieces);
     int32_t *ff = (int32_t *)(r + nr), *qk = ff + nr * nl, *vo = qk + nr * nl, *rp = vo + nr * nl;
     memcpy(r, rates->arr_data, nr * sizeof *r);
     if ((st = read_i32s(m, "uniql.ff_kept", nr * nl, ff)) ||
@@ -212,11 +243,11 @@ static el_status read_table(el_model *m, el_prune *p) {
     return EL_OK;
 }
 
-/* The type of a layer's first piece (its block size is the granularity the table is checked
- * against), or an error naming it if it is missing. */
-static el_status piece0_block(const el_model *m, int il, bool down, int32_t *gran) {
+/* The block size of the type of a layer's first piece of down or O (the granularity the table
+ * is checked against), or an error naming the piece if it is missing. */
+static el_status piece0_block(const el_model *m, int il, el_linear which, int32_t *gran) {
     char name[96];
-    const gguf_tensor *t = gguf_find_tensor(m->gguf, el_prune_piece_name(name, il, down, 0));
+    const gguf_tensor *t = gguf_find_tensor(m->gguf, el_prune_piece_name(name, il, which, 0));
     if (!t)
         return el_error(EL_ERR_FORMAT, "%s: compressed file without tensor '%s'", m->path, name);
     const el_type_layout *lay = el_type_layout_get(t->type);
@@ -224,32 +255,37 @@ static el_status piece0_block(const el_model *m, int il, bool down, int32_t *gra
     return EL_OK;
 }
 
-/* The pieces of one column-pruned matrix of layer il: each a [width, n_embd] tensor of a type
- * with kernels; the layer's weight becomes a view of the whole shape without data, which the
- * forward never multiplies (it runs the pieces) but sizes scratch and checks adapters by. */
-static el_status load_pieces(el_model *m, int il, bool down, el_prune_pieces *pc, el_weight *whole) {
-    const el_hparams *hp = &m->hp;
-    pc->n = el_prune_boundaries(&m->prune->table, hp->n_layer, il, down, down ? 1 : hp->n_head,
-                                pc->col0);
+/* The pieces of one linear of layer il, each a tensor of a weight type (piece 0's for all) whose
+ * rows or columns are those the boundaries say; the layer's weight becomes a view of the whole
+ * shape without data. */
+static el_status load_pieces(el_model *m, int il, el_linear which) {
+    el_prune_pieces *pc = &m->prune->pieces[el_linear_slot(il, which)];
+    el_weight *whole = (el_weight *)el_layer_weight(&m->layers[il], which);
+    bool cols = el_prune_by_columns(which);
+    pc->n = el_prune_boundaries(&m->prune->table, &m->hp, il, which, pc->b);
+    int64_t full = pc->b[pc->n];
+    int64_t other = m->hp.n_embd; /* every linear reads or writes the residual width */
     for (int32_t j = 0; j < pc->n; j++) {
         char name[96];
-        el_prune_piece_name(name, il, down, j);
+        el_prune_piece_name(name, il, which, j);
         const gguf_tensor *t = gguf_find_tensor(m->gguf, name);
-        int64_t width = pc->col0[j + 1] - pc->col0[j];
+        int64_t size = pc->b[j + 1] - pc->b[j];
+        int64_t ne0 = cols ? size : other, ne1 = cols ? other : size;
         if (!t)
             return el_error(EL_ERR_FORMAT, "%s: compressed file without tensor '%s' (the rate "
                             "table has %d pieces there)", m->path, name, pc->n);
         const el_type_kernels *k = el_type_kernels_get(t->type);
         const el_type_layout *lay = el_type_layout_get(t->type);
-        if (!k || !k->vec_dot || t->ne[0] != width || t->ne[1] != hp->n_embd || t->ne[2] != 1 ||
-            t->ne[3] != 1 || width % lay->block_size)
-            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' must be [%lld, %d] of a weight type "
-                            "whose blocks divide its rows (the rate table's boundaries)", m->path,
-                            name, (long long)width, hp->n_embd);
-        pc->w[j] = el_weight_view((el_type)t->type, t->data, width, hp->n_embd);
+        if (!k || !k->vec_dot || (j > 0 && t->type != (uint32_t)pc->w[0].type) ||
+            t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != 1 || t->ne[3] != 1 ||
+            ne0 % lay->block_size)
+            return el_error(EL_ERR_FORMAT, "%s: tensor '%s' must be [%lld, %lld] of a weight type "
+                            "whose blocks divide its rows, the type of piece 0 (the shapes come "
+                            "from the rate table)", m->path, name, (long long)ne0, (long long)ne1);
+        pc->w[j] = el_weight_view((el_type)t->type, t->data, ne0, ne1);
     }
-    int64_t n_in = pc->col0[pc->n];
-    *whole = el_weight_view(pc->w[0].type, NULL, n_in, hp->n_embd);
+    *whole = cols ? el_weight_view(pc->w[0].type, NULL, full, m->hp.n_embd)
+                  : el_weight_view(pc->w[0].type, NULL, m->hp.n_embd, full);
     return EL_OK;
 }
 
@@ -265,8 +301,8 @@ el_status el_prune_load(el_model *m) {
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     el_prune_grain g = {.ff_gran = gran, .o_gran = gran + hp->n_layer};
     for (int il = 0; il < hp->n_layer && !st; il++)
-        if (!(st = piece0_block(m, il, true, &gran[il])))
-            st = piece0_block(m, il, false, &gran[hp->n_layer + il]);
+        if (!(st = piece0_block(m, il, EL_LINEAR_DOWN, &gran[il])))
+            st = piece0_block(m, il, EL_LINEAR_O, &gran[hp->n_layer + il]);
     if (!st) {
         char what[600];
         snprintf(what, sizeof what, "%s: damaged rate table", m->path);
@@ -274,38 +310,25 @@ el_status el_prune_load(el_model *m) {
     }
     free(gran);
     for (int il = 0; il < hp->n_layer && !st; il++)
-        if (!(st = load_pieces(m, il, true, &m->prune->down[il], &m->layers[il].w_down)))
-            st = load_pieces(m, il, false, &m->prune->o[il], &m->layers[il].wo);
+        for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN && !st; w++)
+            st = load_pieces(m, il, w);
     return st;
 }
 
 /* ---------------------------------------------------------------- memory */
 
-/* Bytes of w's rows from k_out on. */
-static uint64_t tail_bytes(const el_weight *w, int64_t k_out) {
-    return (uint64_t)(w->n_out - k_out) * w->row_bytes;
-}
-
-/* Calls fn on every range [p, p + n) that rate index r drops. */
+/* Calls fn on every piece that rate index r drops. */
 static void for_each_dropped(const el_model *m, int32_t r,
                              void (*fn)(const void *p, uint64_t n, void *user), void *user) {
     const el_hparams *hp = &m->hp;
-    for (int il = 0; il < hp->n_layer; il++) {
-        const el_layer *l = &m->layers[il];
-        el_prune_kept k = el_prune_kept_at(m->prune, hp->n_layer, r, il);
-        const struct { const el_weight *w; int64_t kept; } rows[] = {
-            {&l->wq, (int64_t)k.qk * hp->n_head}, {&l->wk, (int64_t)k.qk * hp->n_head_kv},
-            {&l->wv, (int64_t)k.vo * hp->n_head_kv}, {&l->w_gate, k.ff}, {&l->w_up, k.ff}};
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-            fn((const uint8_t *)rows[i].w->data + (size_t)rows[i].kept * rows[i].w->row_bytes,
-               tail_bytes(rows[i].w, rows[i].kept), user);
-        const el_prune_pieces *pcs[2] = {&m->prune->down[il], &m->prune->o[il]};
-        const int64_t kept_cols[2] = {k.ff, (int64_t)k.vo * hp->n_head};
-        for (int i = 0; i < 2; i++)
-            for (int32_t j = 0; j < pcs[i]->n; j++)
-                if (pcs[i]->col0[j] >= kept_cols[i])
-                    fn(pcs[i]->w[j].data, tail_bytes(&pcs[i]->w[j], 0), user);
-    }
+    for (int il = 0; il < hp->n_layer; il++)
+        for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
+            const el_prune_pieces *pc = &m->prune->pieces[el_linear_slot(il, w)];
+            int64_t kept = el_prune_kept_count(&m->prune->table, hp, r, il, w);
+            for (int32_t j = 0; j < pc->n; j++)
+                if (pc->b[j] >= kept)
+                    fn(pc->w[j].data, (uint64_t)pc->w[j].n_out * pc->w[j].row_bytes, user);
+        }
 }
 
 static void add_bytes(const void *p, uint64_t n, void *user) { *(uint64_t *)user += n; }
