@@ -6,9 +6,9 @@
 
 static const char help[] =
     "usage: edgelora compress -m MODEL.gguf -f CALIB.txt -o OUT.gguf [--rates R0,R1,...]\n"
-    "                         [--type TYPE] [--group N] [--calib-tokens N] [--sort-qk] [-t N]\n"
+    "                         [--type TYPE] [--group N] [--calib-tokens N] [--no-sort-qk] [-t N]\n"
     "Runs MODEL over calibration text, sorts every block's channels by importance (MLP by\n"
-    "ridge leverage scores, V/O by a weighted SVD, Q/K by RoPE pairs with --sort-qk) so that\n"
+    "ridge leverage scores, V/O by a weighted SVD, Q/K by RoPE pairs) so that\n"
     "pruning a rate keeps a prefix of every matrix, quantizes every weight by GPTQ and writes\n"
     "OUT in the UniQL layout with the rates it supports (docs/uniql.md; run it with --prune).\n"
     "OUT is written only when complete.\n"
@@ -20,7 +20,8 @@ static const char help[] =
     "  --type TYPE          q4_0 (default), w4g32, w4g64, w4g128 (GPTQ), or f16 / f32 (sorting\n"
     "                       alone)\n"
     "  --group N            the GPTQ group: 32 (q4_0), 64 (w4g64), 128 (w4g128)\n"
-    "  --sort-qk            also sort Q/K by RoPE pairs (needs RoPE with index at run time)\n"
+    "  --no-sort-qk         leave Q/K in order (then not pruned), so that the --sorted model\n"
+    "                       runs exactly in any engine (sorted Q/K need RoPE with index)\n"
     "  --sorted FILE        also keep the sorted model, before the UniQL layout: an ordinary\n"
     "                       GGUF of the original shapes (what --slice reads)\n"
     "  -t, --threads N      threads (default: all cores)\n"
@@ -94,8 +95,8 @@ int cmd_compress(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
             return CLI_OK;
-        } else if (!strcmp(a, "--sort-qk")) {
-            p.sort_qk = true;
+        } else if (!strcmp(a, "--no-sort-qk")) {
+            p.sort_qk = false;
             continue;
         }
         if (!(v = cli_value("compress", argc, argv, &i))) return CLI_USAGE;

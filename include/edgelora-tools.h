@@ -169,7 +169,9 @@ typedef struct el_compress_params {
     int32_t group;
     double damp;              /* GPTQ damping, a fraction of the Hessian's mean diagonal (0.01) */
     double ridge;             /* ridge of the MLP leverage scores, the same kind of fraction (0.1) */
-    bool sort_qk;             /* sort Q/K RoPE pairs (needs RoPE with index at run time) */
+    bool sort_qk;             /* sort Q/K by RoPE pairs (default true; where every head
+                               * dimension rotates): the sorted model then needs RoPE with
+                               * index (the UniQL run time); false: Q/K stay, unpruned */
     const char *sorted_path;  /* also keep the sorted model here: an ordinary GGUF of the
                                * original shapes, before the UniQL layout (NULL: not kept) */
     int32_t n_threads;        /* 0: all cores */

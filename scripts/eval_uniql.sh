@@ -58,9 +58,9 @@ if [[ " $PARTS " == *" base "* ]]; then
 TSV="$OUT/uniql_base.tsv"
 printf 'variant\trate\tppl\tchrf\tlang\n' > "$TSV"
 B=models/base.gguf
-"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 -t "$THREADS" \
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --type f32 --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/base.sorted.gguf" -o "$WORK/base.sorted-layout.gguf" 2>/dev/null
-"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 -t "$THREADS" \
+"$EL" compress -m "$B" -f "$WORK/calib.txt" --calib-tokens 32768 --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/base.uniql.gguf" -o "$WORK/base.uniql-layout.gguf" 2>/dev/null
 row float 0 "$(ppl "$B" "$WORK/heldout.txt" 128)" "$(task "$B")"
 f=$(tail -1 "$TSV" | cut -f3-); row sorted 0 "$f"; row unsorted 0 "$f" # the float model itself
@@ -88,9 +88,9 @@ S="$WORK/stories260K.gguf"
 sample() { for s in $(seq "$1" "$2"); do "$EL" run -m "$S" -p "Once upon a time" -n 256 --temp 0.8 -s "$s" -t 1 2>/dev/null; echo; done; }
 sample 1 30 > "$WORK/stories.calib.txt"
 sample 101 130 > "$WORK/stories.heldout.txt"
-"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --type f32 -t "$THREADS" \
+"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --type f32 --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/stories.sorted.gguf" -o "$WORK/stories.sorted-layout.gguf" 2>/dev/null
-"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" -t "$THREADS" \
+"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/stories.uniql.gguf" -o "$WORK/stories.uniql-layout.gguf" 2>/dev/null
 row float 0 "$(ppl "$S" "$WORK/stories.heldout.txt" 512)"
 f=$(tail -1 "$TSV" | cut -f3-); row sorted 0 "$f"; row unsorted 0 "$f"

@@ -33,7 +33,7 @@ el_compress_params el_compress_default_params(void) {
                                 .group = 0,
                                 .damp = 0.01,
                                 .ridge = 0.1,
-                                .sort_qk = false,
+                                .sort_qk = true,
                                 .n_threads = 0};
 }
 
@@ -248,16 +248,11 @@ static el_status run_layers(job *j, const char *in_path) {
     j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
     if (st == EL_OK && (!corr || !j->out || (j->gptq && !head)))
         st = el_error(EL_ERR_NOMEM, "compress: out of memory");
-    if (st == EL_OK && j->p->sort_qk) {
-        if (hp->n_rot != hp->head_dim_k)
-            st = el_error(EL_ERR_UNSUPPORTED,
-                          "%s: Q/K sorting needs every head dimension rotated "
-                          "(rope dimension %d of %d)",
-                          in_path, hp->n_rot, hp->head_dim_k);
-        else if (!(j->rope_pairs = malloc((size_t)n_layer * hp->n_head_kv * (hp->n_rot / 2) *
-                                          sizeof *j->rope_pairs)))
-            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
-    }
+    /* Q/K pairs move only where every head dimension rotates (else they stay, unpruned) */
+    if (st == EL_OK && j->p->sort_qk && hp->n_rot == hp->head_dim_k &&
+        !(j->rope_pairs = malloc((size_t)n_layer * hp->n_head_kv * (hp->n_rot / 2) *
+                                 sizeof *j->rope_pairs)))
+        st = el_error(EL_ERR_NOMEM, "compress: out of memory");
     int64_t n_windows = (n_layer + window - 1) / window;
     for (int32_t l0 = 0; st == EL_OK && l0 < n_layer; l0 += window) {
         int32_t l1 = l0 + window < n_layer ? l0 + window : n_layer;
