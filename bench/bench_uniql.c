@@ -153,13 +153,15 @@ int main(int argc, char **argv) {
         el_series st = {.name = "tokens/s", .color = "#1f77b4", .x = x, .y = med_tps,
                         .n = (size_t)n};
         snprintf(file, sizeof file, "%s/uniql_tokens_per_s.svg", svg_dir);
-        el_svg_plot(file, "Generation tokens/s against the pruning rate (median)", "rate",
-                    "tokens/s", &st, 1);
+        if (el_svg_plot(file, "Generation tokens/s against the pruning rate (median)", "rate",
+                        "tokens/s", &st, 1))
+            fprintf(stderr, "%s\n", el_last_error());
         el_series sr = {.name = "RSS MB", .color = "#d62728", .x = x, .y = med_rss,
                         .n = (size_t)n};
         snprintf(file, sizeof file, "%s/uniql_rss.svg", svg_dir);
-        el_svg_plot(file, "Resident memory against the pruning rate (median)", "rate", "MB", &sr,
-                    1);
+        if (el_svg_plot(file, "Resident memory against the pruning rate (median)", "rate", "MB",
+                        &sr, 1))
+            fprintf(stderr, "%s\n", el_last_error());
     }
     el_context_free(ctx);
     el_model_free(m);
