@@ -4,12 +4,13 @@
  *   build/bench/bench_uniql MODEL [-t THREADS] [-n TOKENS] [-r ROUNDS] [--svg DIR]
  *
  * One model load and one context for everything. For each round, the rates of the file's table
- * in alternating order (up, then down), each as a new request: el_context_set_prune, the
- * sequence emptied, a 16-token prompt, then TOKENS single-token decode steps; prints tokens/s
+ * in alternating order (up, then down), each as a new request: the sequence emptied,
+ * el_context_set_prune, a 16-token prompt, then TOKENS single-token decode steps; prints tokens/s
  * and the resident size (/proc/self/statm) after the request. Median and range of the two
- * readings per round per rate (the machine is shared). Then the change test: a request at rate 0, the rate set to the
- * table's largest, and the resident size sampled every 10 ms for one second, printing when it
- * fell by half the bytes the rate drops. --svg DIR writes tokens_per_s.svg and rss.svg. */
+ * readings per round per rate (the machine is shared). Then the change test: a request at rate
+ * 0, the rate set to the table's largest, and the resident size sampled every 10 ms for one
+ * second, printing when it fell by half the bytes the rate drops. --svg DIR writes
+ * uniql_tokens_per_s.svg and uniql_rss.svg there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,11 @@ static double rss_mb(void) {
 
 /* One request at `rate`: returns generation tokens/s. */
 static double request(el_context *ctx, float rate, int n_tokens) {
+    el_kv_seq_remove(ctx, 0, 0, -1); /* the last request ended: its rate is read no more */
     if (el_context_set_prune(ctx, rate)) {
         fprintf(stderr, "%s\n", el_last_error());
         exit(1);
     }
-    el_kv_seq_remove(ctx, 0, 0, -1);
     int32_t tok[PROMPT], pos[PROMPT], seq[PROMPT] = {0};
     for (int i = 0; i < PROMPT; i++) {
         tok[i] = (i * 7919 + 13) % 1000;
@@ -152,13 +153,15 @@ int main(int argc, char **argv) {
         el_series st = {.name = "tokens/s", .color = "#1f77b4", .x = x, .y = med_tps,
                         .n = (size_t)n};
         snprintf(file, sizeof file, "%s/uniql_tokens_per_s.svg", svg_dir);
-        el_svg_plot(file, "Generation tokens/s against the pruning rate (median)", "rate",
-                    "tokens/s", &st, 1);
+        if (el_svg_plot(file, "Generation tokens/s against the pruning rate (median)", "rate",
+                        "tokens/s", &st, 1))
+            fprintf(stderr, "%s\n", el_last_error());
         el_series sr = {.name = "RSS MB", .color = "#d62728", .x = x, .y = med_rss,
                         .n = (size_t)n};
         snprintf(file, sizeof file, "%s/uniql_rss.svg", svg_dir);
-        el_svg_plot(file, "Resident memory against the pruning rate (median)", "rate", "MB", &sr,
-                    1);
+        if (el_svg_plot(file, "Resident memory against the pruning rate (median)", "rate", "MB",
+                        &sr, 1))
+            fprintf(stderr, "%s\n", el_last_error());
     }
     el_context_free(ctx);
     el_model_free(m);

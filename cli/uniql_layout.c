@@ -11,7 +11,8 @@ static const char help[] =
     "head dims, rounded to the layout's granularity, with nothing sorted: the weights are kept\n"
     "as they are, so the file measures the speed and memory of pruning (run, bench ... --prune),\n"
     "not its quality (that is `edgelora compress`).\n"
-    "  --rates LIST   ascending rates from 0, below 1 (default 0,0.05,0.1,0.15,0.2,0.25,0.3,0.35)\n";
+    "  --rates LIST   ascending rates from 0, below 1\n"
+    "                 (default 0,0.05,0.1,0.15,0.2,0.25,0.3,0.35)\n";
 
 enum { MAX_RATES = 64 };
 

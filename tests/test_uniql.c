@@ -298,7 +298,8 @@ static int test_mixed_rates(void) {
     CHECK(el_model_load(comp, NULL, &m) == EL_OK);
     size_t nv = (size_t)m->hp.n_vocab;
     float *alone[2] = {malloc(N_TOK * nv * sizeof(float)), malloc(N_TOK * nv * sizeof(float))};
-    CHECK(run_logits(m, RATES[0], NULL, alone[0]) == 0 && run_logits(m, RATES[3], NULL, alone[1]) == 0);
+    CHECK(run_logits(m, RATES[0], NULL, alone[0]) == 0);
+    CHECK(run_logits(m, RATES[3], NULL, alone[1]) == 0);
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64;
     cp.kv_type = EL_KV_F32;
@@ -318,7 +319,8 @@ static int test_mixed_rates(void) {
             CHECK(test_max_rel_err(el_get_logits(c, 0), alone[0], nv) < 1e-4);
             CHECK(el_context_set_prune(c, 0.3f) == EL_OK); /* rounds up to 0.35 */
             CHECK(fabsf(el_context_get_prune(c) - 0.35f) < 1e-6f);
-            el_batch b1 = {.n_rows = 1, .token = tok, .pos = pos, .seq_id = seq + 1, .logits = want};
+            el_batch b1 = {.n_rows = 1, .token = tok, .pos = pos, .seq_id = seq + 1,
+                           .logits = want};
             CHECK(el_decode(c, &b1) == EL_OK);
             CHECK(test_max_rel_err(el_get_logits(c, 0), alone[1], nv) < 1e-4);
             continue;

@@ -257,7 +257,8 @@ static el_status write_plan_keys(writer *s, const el_uniql_plan *plan) {
                                   bytes);
 }
 
-static el_status write_layout(writer *s, const char *src, const el_uniql_plan *plan, const char *dst) {
+static el_status write_layout(writer *s, const char *src, const el_uniql_plan *plan,
+                              const char *dst) {
     el_status st = el_model_load(src, NULL, &s->m);
     if (st)
         return st;

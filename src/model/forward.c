@@ -84,7 +84,7 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     size_t pr = f->model->prune ? 1 : 0;
     f->prune_row = carve(c, pr * max_sz(max_sz(q_dim, k_dim), v_dim) * fl);
     f->prune_packed = carve(c, pr * ub * o_dim * fl);
-    f->prune_sum = carve(c, pr * ub * hp->n_embd * fl);
+    f->prune_sum = carve(c, pr * 2 * ub * hp->n_embd * fl);
 }
 
 el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,

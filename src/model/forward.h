@@ -74,7 +74,8 @@ typedef struct el_forward {
     el_lora_scratch lora;          /* for the adapter terms; grown by el_lora_reserve */
     const el_lora_rows *lora_rows; /* of the pass being run */
     /* compressed models only (NULL otherwise): a row in the sorted layout, O's input packed
-     * dimension-major [n_ubatch][n_head * head_dim_v], a column piece's product [n_ubatch][n_embd] */
+     * dimension-major [n_ubatch][n_head * head_dim_v], column pieces' products
+     * [2 * n_ubatch][n_embd] (two pieces of a full chunk, or many of a decode step) */
     float *prune_row;
     float *prune_packed;
     float *prune_sum;

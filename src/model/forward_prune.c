@@ -41,23 +41,24 @@ static int64_t kept_count(const el_forward *f, int il, el_linear which, el_prune
 void el_fwd_row_pieces(el_forward *f, int il, int count, const el_linear which[], const float *x,
                        int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
                        el_prune_kept k) {
-    for (int32_t j = 0;; j++) {
-        const el_weight *w[EL_MATMUL_MANY];
-        float *yj[EL_MATMUL_MANY];
-        int64_t ldj[EL_MATMUL_MANY];
-        int m = 0;
-        for (int i = 0; i < count; i++) {
-            const el_prune_pieces *pc = pieces_of(f, il, which[i]);
-            if (j < pc->n && pc->b[j] < kept_count(f, il, which[i], k)) {
-                w[m] = &pc->w[j];
-                yj[m] = y[i] + pc->b[j];
-                ldj[m++] = ldy[i];
+    const el_weight *w[EL_MATMUL_MANY];
+    float *yj[EL_MATMUL_MANY];
+    int64_t ldj[EL_MATMUL_MANY];
+    int m = 0;
+    for (int i = 0; i < count; i++) {
+        const el_prune_pieces *pc = pieces_of(f, il, which[i]);
+        for (int32_t j = 0; j < pc->n && pc->b[j] < kept_count(f, il, which[i], k); j++) {
+            if (m == EL_MATMUL_MANY) {
+                el_matmul_many(f->tp, m, w, x, ldx, n, yj, ldj, f->mm_scratch);
+                m = 0;
             }
+            w[m] = &pc->w[j];
+            yj[m] = y[i] + pc->b[j];
+            ldj[m++] = ldy[i];
         }
-        if (m == 0)
-            return;
-        el_matmul_many(f->tp, m, w, x, ldx, n, yj, ldj, f->mm_scratch);
     }
+    if (m > 0)
+        el_matmul_many(f->tp, m, w, x, ldx, n, yj, ldj, f->mm_scratch);
 }
 
 /* The sorted layout's dim of component c of stored pair p of a head. */
@@ -145,14 +146,27 @@ void el_fwd_column_pieces(el_forward *f, int il, el_linear which, const float *x
         x = f->prune_packed;
         ldx = kept;
     }
-    for (int32_t j = 0; j < pc->n && pc->b[j] < kept; j++) {
-        float *out = j == 0 ? y : f->prune_sum;
-        int64_t ldo = j == 0 ? ldy : hp->n_embd;
-        el_matmul(f->tp, &pc->w[j], x + pc->b[j], ldx, n, out, ldo, f->mm_scratch);
-        if (j == 0)
-            continue;
-        for (int32_t i = 0; i < n; i++)
-            for (int o = 0; o < hp->n_embd; o++)
-                y[(size_t)i * ldy + o] += out[(size_t)i * ldo + o];
+    /* piece 0 into y, the others into prune_sum (as many as it holds at a time), then added */
+    size_t e = (size_t)hp->n_embd, room = 2 * (size_t)f->n_ubatch / (size_t)n;
+    int32_t np = 0;
+    while (np < pc->n && pc->b[np] < kept) np++;
+    for (int32_t j0 = 0; j0 < np;) {
+        const el_weight *w[EL_MATMUL_MANY];
+        float *out[EL_MATMUL_MANY];
+        int64_t ldo[EL_MATMUL_MANY];
+        int m = 0;
+        for (; j0 + m < np && m < EL_MATMUL_MANY && (j0 + m == 0 || (size_t)m < room); m++) {
+            int32_t j = j0 + m;
+            w[m] = &pc->w[j];
+            out[m] = j == 0 ? y : f->prune_sum + (size_t)(j0 == 0 ? m - 1 : m) * n * e;
+            ldo[m] = j == 0 ? ldy : (int64_t)e;
+        }
+        el_matmul_columns(f->tp, m, w, x, ldx, pc->b + j0, n, out, ldo, f->mm_scratch);
+        for (int i = 0; i < m; i++)
+            if (j0 + i > 0)
+                for (int32_t r = 0; r < n; r++)
+                    for (size_t o = 0; o < e; o++)
+                        y[(size_t)r * ldy + o] += out[i][(size_t)r * e + o];
+        j0 += m;
     }
 }

@@ -17,8 +17,8 @@ el_prune_kept el_fwd_chunk_kept(const el_forward *f, int il, int32_t c0, int32_t
 
 /* y[i] = W_i x for count row-pruned linears of layer il that read the same x (Q, K, V; gate,
  * up), over the pieces that k keeps: each piece's outputs land at its first row, so y holds the
- * kept outputs at the start of each row, dimension-major for Q, K and V. The pieces of one
- * level run together (el_matmul_many). */
+ * kept outputs at the start of each row, dimension-major for Q, K and V. All the pieces run
+ * together, as one pool job in a decode step (el_matmul_many). */
 void el_fwd_row_pieces(el_forward *f, int il, int count, const el_linear which[], const float *x,
                        int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
                        el_prune_kept k);

@@ -154,8 +154,8 @@ el_status el_model_prune_fit(const el_model *model, const el_context_params *par
             return EL_OK;
         }
     }
-    return el_error(EL_ERR_INVALID_ARG, "a memory budget of %" PRIu64 " bytes fits no pruning rate of "
-                    "%s: the smallest that would is %" PRIu64 " bytes (rate %g: weights and a KV "
+    return el_error(EL_ERR_INVALID_ARG, "a memory budget of %" PRIu64 " bytes fits no pruning "
+                    "rate of %s: the smallest that would is %" PRIu64 " bytes (rate %g: weights and a KV "
                     "cache of %" PRId64 " cells)", budget, model->path, need,
                     model->prune ? (double)model->prune->table.rates[n - 1] : 0.0, n_ctx);
 }
