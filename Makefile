@@ -121,8 +121,8 @@ $(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
 BENCH_BIN := $(patsubst %.c,$(BUILD)/%,$(wildcard bench/*.c))
 bench: $(BENCH_BIN)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libedgelora.a
-	$(CC) $(ALLCFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS)
+	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 
 test: all
 	BUILD=$(BUILD) EL_SUMMARY=$(EL_SUMMARY) tests/run.sh

@@ -16,7 +16,7 @@ static const char help[] =
     "                      [-r REPS] [--kv-type f16|f32] [--lora FILE] [--lora-scaled FILE S]\n"
     "                      [--variants K] [--rows R1,R2,...] [--json]\n"
     "                      [--forecast FILE [--tree auto|W1,W2,..] --prompts FILE [--record T]]\n"
-    "                      [--replay T]\n"
+    "                      [--replay T] [--prune RATE | --mem-budget BYTES|auto]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"

@@ -40,6 +40,10 @@ static const char help[] =
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
     "  --kv-type T            KV cache elements: f16 (default) or f32\n"
+    "  --prune RATE           a UniQL compressed model's pruning rate (0: whole; rounded up to\n"
+    "                         a rate of the file's table)\n"
+    "  --mem-budget B|auto    the smallest rate whose weights and KV cache fit B bytes (auto: the\n"
+    "                         memory available now, /proc/meminfo and the cgroup limit)\n"
     "  --ignore-eos           keep generating past the end-of-sequence token\n"
     "  -v, --verbose          after each reply, a line on stderr: the conversation's tokens,\n"
     "                         how many came from the cache, how many were decoded\n";

@@ -18,6 +18,8 @@ int cmd_convert(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_compress(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_finetune(int argc, char **argv);
@@ -25,6 +27,7 @@ int cmd_train_forecast(int argc, char **argv);
 int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_uniql_layout(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_adapters(int argc, char **argv);
@@ -74,14 +77,18 @@ typedef struct cli_model_opts {
     long threads;
     long ctx;
     el_kv_type kv_type; /* --kv-type (cli_kv_opt), of the commands that run a context */
+    const char *prune;      /* --prune RATE (cli_kv_opt): a UniQL model's pruning rate */
+    const char *mem_budget; /* --mem-budget BYTES|auto (cli_kv_opt): the rate that fits it */
 } cli_model_opts;
 
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
  * returns 0 if it is not; -1 after printing an error. */
 int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
-/* If argv[*i] is --kv-type f16|f32 (the KV cache's element type, for the commands that run a
- * context: run, batch, bench, perplexity, eval), consumes it and its value into o->kv_type and
- * returns 1; 0 if it is not; -1 after printing an error. */
+/* If argv[*i] is an option of the commands that run a context (run, batch, bench, perplexity,
+ * eval, chat): --kv-type f16|f32 (the KV cache's element type), --prune RATE or --mem-budget
+ * BYTES|auto (a UniQL compressed model's pruning rate, or the smallest that fits the budget with
+ * the KV cache; cli_load_model applies them), consumes it and its value and returns 1; 0 if it
+ * is not; -1 after printing an error. */
 int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
 /* "f16" or "f32". */
 const char *cli_kv_type_name(el_kv_type t);
@@ -90,8 +97,10 @@ const char *cli_kv_type_name(el_kv_type t);
  * beside the program, or PREFIX/share/edgelora/models/base.gguf when installed); NULL after an
  * error if there is none. The result may be static storage. */
 const char *cli_model_path(const char *cmd, const char *given);
-/* Loads o->model, or the default model. */
+/* Loads o->model, or the default model, at the pruning rate o's --prune or --mem-budget choose. */
 int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el_model **out);
+/* Sets the rate contexts of m start at from o's --prune or --mem-budget. */
+el_status cli_apply_prune(const char *cmd, const cli_model_opts *o, el_model *m);
 
 /* Self-speculative decoding: --forecast FILE, --tree auto|W1,W2,... (cli/spec_opts.c). */
 typedef struct cli_spec_opts {

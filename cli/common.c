@@ -135,6 +135,22 @@ int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int
 }
 
 int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i) {
+    bool prune = !strcmp(argv[*i], "--prune"), budget = !strcmp(argv[*i], "--mem-budget");
+    if (prune || budget) {
+        const char *v = cli_value(cmd, argc, argv, i);
+        if (!v) return -1;
+        double rate;
+        uint64_t bytes;
+        if (prune ? !cli_float(cmd, "--prune", v, 0, 1, &rate)
+                  : strcmp(v, "auto") && !cli_u64(cmd, "--mem-budget", v, &bytes))
+            return -1;
+        *(prune ? &o->prune : &o->mem_budget) = v;
+        if (o->prune && o->mem_budget) {
+            cli_error(cmd, "--prune and --mem-budget both choose the pruning rate: give one");
+            return -1;
+        }
+        return 1;
+    }
     if (strcmp(argv[*i], "--kv-type") != 0) return 0;
     const char *v = cli_value(cmd, argc, argv, i);
     if (!v) return -1;
@@ -182,7 +198,31 @@ int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el
     mp.tokenizer_path = o->tokenizer;
     mp.vocab_only = vocab_only;
     el_status st = el_model_load(path, &mp, out);
+    if (st == EL_OK && !vocab_only && (o->prune || o->mem_budget))
+        st = cli_apply_prune(cmd, o, *out);
+    if (st != EL_OK) {
+        el_model_free(*out);
+        *out = NULL;
+    }
     return st == EL_OK ? CLI_OK : cli_fail(cmd, st);
+}
+
+el_status cli_apply_prune(const char *cmd, const cli_model_opts *o, el_model *m) {
+    float rate = o->prune ? strtof(o->prune, NULL) : 0.0f;
+    if (o->mem_budget) {
+        uint64_t budget;
+        el_status st = strcmp(o->mem_budget, "auto") ? EL_OK : el_mem_available(&budget);
+        if (st) return st;
+        if (strcmp(o->mem_budget, "auto")) budget = strtoull(o->mem_budget, NULL, 10);
+        el_context_params cp = el_context_default_params();
+        cp.n_ctx = (int32_t)o->ctx;
+        cp.kv_type = o->kv_type;
+        if ((st = el_model_prune_fit(m, &cp, budget, &rate))) return st;
+        fprintf(stderr, "edgelora %s: memory budget %llu bytes%s: pruning rate %g\n", cmd,
+                (unsigned long long)budget, strcmp(o->mem_budget, "auto") ? "" : " (available now)",
+                (double)rate);
+    }
+    return el_model_set_prune(m, rate);
 }
 
 el_status cli_tokenize(const el_model *m, const char *text, size_t len, bool add_special,

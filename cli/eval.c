@@ -51,6 +51,10 @@ static const char help[] =
     "  -c, --ctx-size N       KV cells per example (default: the model's training context)\n"
     "  -t, --threads N        threads (default: all cores)\n"
     "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
+    "  --prune RATE           a UniQL compressed model's pruning rate (0: whole; rounded up to\n"
+    "                         a rate of the file's table)\n"
+    "  --mem-budget B|auto    the smallest rate whose weights and KV cache fit B bytes (auto: the\n"
+    "                         memory available now, /proc/meminfo and the cgroup limit)\n"
     "Exit status 0 when the evaluation ran (whatever the scores), 1 on failure, 2 on bad usage.\n";
 
 enum { BOOTSTRAP_ROUNDS = 1000 };

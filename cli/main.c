@@ -18,6 +18,7 @@ static const struct {
     {"synth", cmd_synth, "write a model of a real shape with random weights"},
     {"info", cmd_info, "describe a model, vocabulary or adapter file"},
     {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
+    {"compress", cmd_compress, "sort, prune-ready and 4-bit GPTQ a model in one shot (UniQL)"},
     {"bench", cmd_bench, "measure load, prompt and generation speed against memory bandwidth"},
     {"train-tokenizer", cmd_train_tokenizer, "train a byte-level BPE vocabulary on text"},
     {"train", cmd_train, "pretrain a base model of a chosen shape"},
@@ -30,6 +31,8 @@ static const struct {
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server, each request with its own adapters"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},
+    {"plot", cmd_plot, "plot columns of a tab-separated table as an SVG line plot"},
+    {"uniql-layout", cmd_uniql_layout, "write a model in the UniQL layout with a uniform plan"},
     {"adapters", cmd_adapters, "list the adapters of a folder and whether they fit a model"},
 };
 

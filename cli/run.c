@@ -27,7 +27,11 @@ static const char help[] =
     "  -c, --ctx-size N       KV cache size in tokens (default: prompt + N)\n"
     "  -b, --batch-size N     prompt tokens per forward pass (default 512)\n"
     "  -t, --threads N        threads (default: all cores)\n"
-    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n";
+    "  --kv-type T            KV cache elements: f16 (default; half the memory) or f32\n"
+    "  --prune RATE           a UniQL compressed model's pruning rate (0: whole; rounded up to\n"
+    "                         a rate of the file's table)\n"
+    "  --mem-budget B|auto    the smallest rate whose weights and KV cache fit B bytes (auto: the\n"
+    "                         memory available now, /proc/meminfo and the cgroup limit)\n";
 
 static const char help_tail[] =
     "  --ignore-eos           keep generating past the end-of-sequence token\n"

@@ -51,6 +51,15 @@ const char *const *el_synth_shapes(void);
 el_status el_synth(const char *shape, const char *type, const char *out_path, uint64_t seed,
                    el_progress_fn progress, void *user);
 
+/* Writes the model at src in the UniQL layout (docs/formats.md "UniQL") with the identity plan:
+ * at each of the n_rates rates (ascending from 0, below 1) every layer keeps the fraction
+ * 1 - rate of its MLP channels, Q/K and V/O dims, rounded down to the layout's granularity.
+ * For speed and memory measurements, and test files, of any llama-family model without
+ * compressing it (`edgelora compress` writes the sorted, quantized layout of a real plan). The
+ * file is written to a temporary name and renamed: a failure leaves no output file. */
+el_status el_uniql_write_uniform(const char *src, const float *rates, int32_t n_rates,
+                                 const char *dst);
+
 /* Writes a llama2.c checkpoint and its tokenizer as a GGUF file llama.cpp can load too. Without
  * a tokenizer (NULL) it fails, saying what model_path is (a checkpoint or not a model). */
 el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
@@ -130,6 +139,60 @@ el_status el_quantize(const char *in_path, const char *out_path, const el_quanti
 /* Whether a type name is one el_quantize writes (EL_ERR_INVALID_ARG with the list of names if
  * not), and whether llama.cpp can read it (false for edgelora's own types). */
 el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
+
+/* ------------------------------------------------------------- compression */
+
+/* Progress of `compress`: a stage ("calibrate", "sort+gptq", "write") and how much of it is
+ * done, then one "plan" call per rate with what that rate keeps. Called from the calling
+ * thread; returning false cancels (EL_ERR_CANCELLED, nothing written). */
+typedef struct el_compress_progress {
+    const char *stage;
+    int64_t done, total; /* tokens (calibrate), layers (sort+gptq), files (write), rates (plan) */
+    double stage_s;      /* seconds since the stage started */
+    /* "plan" only: the rate, the kept sizes of every layer (the rule is uniform), and the
+     * fraction of the block weights' elements kept */
+    float rate;
+    int32_t ff_kept, qk_kept, vo_kept;
+    double kept_fraction;
+} el_compress_progress;
+typedef bool (*el_compress_progress_fn)(void *user, const el_compress_progress *p);
+
+typedef struct el_compress_params {
+    const char *calib_path;   /* calibration text (required) */
+    int64_t calib_tokens;     /* tokens of it used (default 8192); at least 256 are needed */
+    const float *rates;       /* ascending global pruning rates from 0, each below 0.9 */
+    int32_t n_rates;          /* NULL / 0: 0, 0.05, ..., 0.35 */
+    /* the weights' type: a 4-bit type for GPTQ (q4_0, w4g32, w4g64, w4g128; group 0: the
+     * type's own, 64 or 128 with a NULL type: w4g64 / w4g128), or f32 / f16 for sorting
+     * alone. A weight whose rows do not divide into the groups is stored as f16. */
+    const char *type;         /* NULL: q4_0 */
+    int32_t group;
+    double damp;              /* GPTQ damping, a fraction of the Hessian's mean diagonal (0.01) */
+    double ridge;             /* ridge of the MLP leverage scores, the same kind of fraction (0.1) */
+    bool sort_qk;             /* sort Q/K by RoPE pairs (default true; where every head
+                               * dimension rotates): the sorted model then needs RoPE with
+                               * index (the UniQL run time); false: Q/K stay, unpruned */
+    const char *sorted_path;  /* also keep the sorted model here: an ordinary GGUF of the
+                               * original shapes, before the UniQL layout (NULL: not kept) */
+    int32_t n_threads;        /* 0: all cores */
+    el_compress_progress_fn progress; /* may be NULL */
+    void *user;
+} el_compress_params;
+
+el_compress_params el_compress_default_params(void);
+
+/* UniQL's offline compression (docs/uniql.md): runs the model at in_path over calibration text,
+ * sorts every block's channels by importance (MLP by ridge leverage, Q/K by RoPE pairs, V/O by
+ * a weighted SVD) without changing its function, quantizes every weight matrix by GPTQ, and
+ * writes out_path in the UniQL layout (docs/formats.md) with the plan that maps each rate to
+ * the kept sizes. Written through a temporary file: on failure nothing is left. */
+el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p);
+
+/* A sorted model (el_compress's output, before any pruning layout) pruned at `rate` by copying
+ * the kept prefixes into an ordinary smaller GGUF: every layer keeps the MLP channels and V/O
+ * dimensions compress's plan gives that rate (feed_forward_length and attention.value_length
+ * shrink); Q/K stay whole. The physically sliced reference of a pruned model. */
+el_status el_compress_slice(const char *sorted_path, float rate, const char *out_path);
 
 /* ---------------------------------------------------------------- training */
 
@@ -360,6 +423,21 @@ FILE *el_output_stream(el_output *o);
 el_status el_output_commit(el_output *o);
 /* Drops the output, leaving no file; frees o. */
 void el_output_discard(el_output *o);
+
+/* ------------------------------------------------------------------ plots */
+
+/* One curve of a line plot. */
+typedef struct el_series {
+    const char *name;
+    const char *color; /* any SVG colour */
+    const float *x, *y;
+    size_t n;
+} el_series;
+
+/* Writes an SVG line plot (axes with round ticks, one polyline per series, a legend) to path,
+ * via a temporary file and rename: the loss curves of training, the curves docs show. */
+el_status el_svg_plot(const char *path, const char *title, const char *xlabel, const char *ylabel,
+                      const el_series *series, int n_series);
 
 /* ------------------------------------------------ measurement and benchmarks */
 

@@ -216,6 +216,41 @@ int32_t el_kv_used_cells(const el_context *ctx);
 int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id); /* -1 if empty */
 size_t el_kv_cell_bytes(const el_context *ctx); /* bytes of K and V one cell holds (kv_type's) */
 
+/* ---------------------------------------------------------------- pruning
+ * A UniQL compressed model (docs/uniql.md) runs at any pruning rate of its file's table: the
+ * matmuls read only the kept part of each weight. A context has a rate that new requests take: a
+ * sequence keeps the rate it had at its first el_decode until it is emptied (el_kv_seq_remove of
+ * all its cells, el_kv_clear), so lowering or raising the rate while serving changes nothing for
+ * requests in flight. A sequence el_kv_seq_share fills takes the rate of its source. */
+
+/* The rates the model's file supports, ascending from 0, in *rates (the model's storage); returns
+ * their number, 0 for a model that cannot be pruned. */
+int32_t el_model_prune_rates(const el_model *model, const float **rates);
+
+/* Bytes of weights the model reads at `rate` (rounded up to a rate of the table, as
+ * el_context_set_prune does): what stays resident once the dropped parts are released. */
+el_status el_model_prune_bytes(const el_model *model, float rate, uint64_t *bytes);
+
+/* Sets the rate new sequences of ctx run at: rounded up to the next rate of the table, an error
+ * naming the table's range for one outside it (or for a model that cannot be pruned, unless 0).
+ * The memory of the parts no sequence of ctx uses any more is released to the OS (madvise on the
+ * read-only mapping; a part read again is faulted back in). */
+el_status el_context_set_prune(el_context *ctx, float rate);
+/* The rate contexts created on the model from now on start at (0 at load), checked and rounded
+ * as above; for programs that choose one rate for everything they run. */
+el_status el_model_set_prune(el_model *model, float rate);
+float el_context_get_prune(const el_context *ctx); /* the table rate new sequences take */
+
+/* The memory available to this process now: MemAvailable of /proc/meminfo, lowered to the room
+ * left under the cgroup's limit (v2 memory.max, or v1 memory.limit_in_bytes) if there is one. */
+el_status el_mem_available(uint64_t *bytes);
+
+/* The smallest table rate at which the model's weights and the KV cache of a context created
+ * with params fit in `budget` bytes, into *rate; EL_ERR_INVALID_ARG when none does, the message
+ * naming the smallest budget that would. A model that cannot be pruned has the one rate 0. */
+el_status el_model_prune_fit(const el_model *model, const el_context_params *params,
+                             uint64_t budget, float *rate);
+
 /* ---------------------------------------------------------------- sampler */
 
 typedef struct el_sampler el_sampler;

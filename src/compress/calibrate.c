@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/mapfile.h"
+#include "model/prune.h"
 #include "runtime/context.h"
 #include "tokenizer/vocab.h"
 
@@ -117,9 +118,8 @@ static el_status name_ranges(const el_model *m, el_calibration *c) {
     return EL_OK;
 }
 
-/* The first max_tokens tokens of the text (fewer if it is shorter), into t. */
-static el_status read_tokens(const el_model *m, const char *text_path, int64_t max_tokens,
-                             el_tokens *t) {
+el_status el_calib_read_tokens(const el_model *m, const char *text_path, int64_t max_tokens,
+                               el_tokens *t) {
     el_mapped_file f;
     el_status st = el_map_file(text_path, &f);
     if (st) return st;
@@ -135,9 +135,8 @@ static el_status read_tokens(const el_model *m, const char *text_path, int64_t m
     return EL_OK;
 }
 
-/* Runs the chunks of tokens through ctx, reporting after each. */
-static el_status run_chunks(el_context *ctx, const int32_t *tokens, size_t n, int32_t n_ctx,
-                            el_calib_progress_fn progress, void *user) {
+el_status el_calib_run_chunks(el_context *ctx, const int32_t *tokens, size_t n, int32_t n_ctx,
+                              el_calib_progress_fn progress, void *user) {
     const el_model *m = ctx->model;
     int32_t bos = el_token_adds_bos(m) ? el_token_bos(m) : -1; /* as perplexity chunks */
     int32_t per_chunk = n_ctx - (bos >= 0);
@@ -188,10 +187,11 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     el_model_params mp = el_model_default_params();
     mp.ignore_act_scales = true;
     el_status st = el_model_load(model_path, &mp, &m);
+    if (st == EL_OK) st = el_prune_refuse(m, "calibration");
     if (st == EL_OK && !m->vocab)
         st = el_error(EL_ERR_INVALID_ARG, "%s: calibration needs a tokenizer in the model file",
                       model_path);
-    if (st == EL_OK) st = read_tokens(m, text_path, max_tokens, &tokens);
+    if (st == EL_OK) st = el_calib_read_tokens(m, text_path, max_tokens, &tokens);
     int32_t n_ctx = m && m->hp.n_ctx_train < MAX_CHUNK ? m->hp.n_ctx_train : MAX_CHUNK;
     if (st == EL_OK && n_ctx < 2)
         st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",
@@ -213,7 +213,7 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     if (st == EL_OK) {
         ctx->fwd.observe = observe;
         ctx->fwd.observe_user = &o;
-        st = run_chunks(ctx, tokens.ids, tokens.n, n_ctx, progress, user);
+        st = el_calib_run_chunks(ctx, tokens.ids, tokens.n, n_ctx, progress, user);
         out->n_tokens = (int64_t)tokens.n;
         for (int32_t i = 0; i < out->n_ranges; i++)
             out->ranges[i].amax = o.top[i].n > 0 ? o.top[i].v[0] : 0.0f;

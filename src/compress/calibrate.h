@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "edgelora-tools.h"
+#include "tokenizer/vocab.h"
 
 /* The range of |x| seen at the input of each matmul weight, by GGUF tensor name. */
 typedef struct el_act_range {
@@ -31,6 +32,16 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
                        double percentile, int32_t n_threads, el_calib_progress_fn progress,
                        void *user, el_calibration *out);
 void el_calibration_free(el_calibration *c);
+
+/* The steps of a calibration run, shared with compress (compress/corr.c), which observes other
+ * statistics of the same inputs. */
+/* The first max_tokens tokens of the text (fewer if it is shorter), into t; none is an error. */
+el_status el_calib_read_tokens(const el_model *m, const char *text_path, int64_t max_tokens,
+                               el_tokens *t);
+/* Runs the tokens through ctx in chunks of n_ctx (each starting with BOS if the model adds one),
+ * with every row's logits asked for, reporting after each chunk. */
+el_status el_calib_run_chunks(el_context *ctx, const int32_t *tokens, size_t n, int32_t n_ctx,
+                              el_calib_progress_fn progress, void *user);
 
 /* The static scale of a weight's int8 activations: amax / 127, so the largest calibration
  * value maps to 127. 0 if the weight was not seen (or saw only zeros): dynamic scales. */

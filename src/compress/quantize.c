@@ -21,6 +21,7 @@
 #include "core/threadpool.h"
 #include "formats/gguf.h"
 #include "model/model.h"
+#include "model/prune.h"
 
 el_quantize_params el_quantize_default_params(void) {
     return (el_quantize_params){.type = "q8_0", .n_threads = 0, .progress = NULL, .user = NULL,
@@ -275,6 +276,10 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
 
 /* Quantization is of a model's weights: a file without them would be copied as it is. */
 static el_status check_is_model(const gguf_file *f) {
+    if (el_prune_is_compressed(f))
+        return el_error(EL_ERR_UNSUPPORTED, "%s is a UniQL compressed model, laid out for "
+                        "pruning at run time; quantization needs an ordinary model: give it the "
+                        "sorted model the file was written from", f->path);
     gguf_str type;
     if (gguf_get_str(f, "general.type", &type) == EL_OK && gguf_str_eq(type, "adapter"))
         return el_error(EL_ERR_INVALID_ARG, "%s is a LoRA adapter, not a model: there is nothing "

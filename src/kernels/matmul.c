@@ -333,6 +333,43 @@ static bool same_activations(const el_weight *a, const el_weight *b) {
            a->k_in == b->k_in && a->act_scale == b->act_scale;
 }
 
+void el_matmul_columns(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
+                       int64_t ldx, const int64_t c0[], int64_t n_rows, float *const y[],
+                       const int64_t ldy[], void *scratch) {
+    if (n_rows <= 0 || n <= 0) return;
+    const el_kernels *k = el_kernels_get();
+    el_type vt = el_type_kernels_get(w[0]->type)->vec_dot_type;
+    const el_type_layout *vl = el_type_layout_get(vt);
+    /* quantized rows of x sliced at c0[i] are the slices quantized only for block types */
+    bool together = n <= EL_MATMUL_MANY && (vt == EL_TYPE_F32 || vl->row_header == 0);
+    for (int i = 0; together && i < n; i++)
+        together = w[i]->k_out > 0 && w[i]->type == w[0]->type && all_gemv(k, w[i], n_rows) &&
+                   c0[i] % vl->block_size == 0 && w[i]->act_scale == w[0]->act_scale;
+    if (!together) {
+        for (int i = 0; i < n; i++)
+            el_matmul(tp, w[i], x + c0[i], ldx, n_rows, y[i], ldy[i], scratch);
+        return;
+    }
+    int nth = tp ? el_threadpool_size(tp) : 1;
+    /* x's columns [0, width) quantized once, as one weight of that width would have them */
+    int64_t width = 0;
+    for (int i = 0; i < n; i++)
+        if (c0[i] + w[i]->k_in > width) width = c0[i] + w[i]->k_in;
+    el_weight all = *w[0];
+    all.k_in = all.n_in = width;
+    matmul_job whole, jobs[EL_MATMUL_MANY];
+    job_setup(&whole, nth, &all, x, ldx, n_rows, NULL, 0);
+    job_activations(tp, &whole, scratch);
+    free(whole.gemm_mem);
+    for (int i = 0; i < n; i++) {
+        job_setup(&jobs[i], nth, w[i], x + c0[i], ldx, n_rows, y[i], ldy[i]);
+        jobs[i].act = whole.act + (vt == EL_TYPE_F32 ? (size_t)c0[i] * sizeof(float)
+                                                     : el_row_size(vt, c0[i]));
+        jobs[i].act_stride = whole.act_stride;
+    }
+    run_jobs(tp, jobs, n);
+}
+
 void el_matmul_many(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
                     int64_t ldx, int64_t n_rows, float *const y[], const int64_t ldy[],
                     void *scratch) {

@@ -43,16 +43,27 @@ size_t el_matmul_scratch_size(const el_weight *w, int64_t n_rows);
 void el_matmul(el_threadpool *tp, const el_weight *w, const float *x, int64_t ldx, int64_t n_rows,
                float *y, int64_t ldy, void *scratch);
 
-enum { EL_MATMUL_MANY = 4 }; /* products el_matmul_many runs as one */
+enum { EL_MATMUL_MANY = 32 }; /* products el_matmul_many runs as one (a layer's Q, K and V, its
+                                * gate and up, or a compressed model's pieces of them) */
 
 /* y[i] = x W[i]^T (rows ldy[i] floats apart) for i < n: the same bits as n calls of el_matmul.
  * When they are decode-step products (every activation row through gemv) of weights that take
  * the same activations (dot type, k_in, static scale), and n <= EL_MATMUL_MANY, they run as one
  * pool job: x quantized once, one wait for the threads instead of n (the Q, K and V of a layer;
- * its gate and up). Otherwise, one el_matmul each. Scratch: el_matmul_scratch_size bytes of
- * the largest of them. */
+ * its gate and up; the kept pieces of those of a compressed model). Otherwise, one el_matmul
+ * each. Scratch: el_matmul_scratch_size bytes of the largest of them. */
 void el_matmul_many(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
                     int64_t ldx, int64_t n_rows, float *const y[], const int64_t ldy[],
                     void *scratch);
+
+/* y[i] = x[:, c0[i] .. c0[i] + k_in_i) W[i]^T for i < n: the products of the column pieces of
+ * one matrix (a compressed model's down and O), the same bits as n calls of el_matmul on
+ * x + c0[i]. When they are decode-step products of one weight type whose activation blocks
+ * the offsets c0[i] start on, and n <= EL_MATMUL_MANY, they run as one pool job over x
+ * quantized once; otherwise one el_matmul each. Scratch: el_matmul_scratch_size bytes of a
+ * weight of their type as wide as x's used columns. */
+void el_matmul_columns(el_threadpool *tp, int n, const el_weight *const w[], const float *x,
+                       int64_t ldx, const int64_t c0[], int64_t n_rows, float *const y[],
+                       const int64_t ldy[], void *scratch);
 
 #endif

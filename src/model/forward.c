@@ -28,6 +28,8 @@
 
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "kernels/rope.h"
+#include "model/forward_prune.h"
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -79,6 +81,10 @@ static void carve_scratch(el_forward *f, carver *c, size_t mm) {
     f->mm_scratch = carve(c, mm);
     f->chunk_groups = carve(c, ub * sizeof *f->chunk_groups);
     f->chunk_rows = carve(c, ub * i32);
+    size_t pr = f->model->prune ? 1 : 0;
+    f->prune_row = carve(c, pr * max_sz(max_sz(q_dim, k_dim), v_dim) * fl);
+    f->prune_packed = carve(c, pr * ub * o_dim * fl);
+    f->prune_sum = carve(c, pr * 2 * ub * hp->n_embd * fl);
 }
 
 el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_threadpool *tp,
@@ -106,6 +112,8 @@ el_status el_forward_init(el_forward *f, const el_model *m, el_kv_cache *kv, el_
     carve_scratch(f, &c, mm);
     if (hp->n_swa == 0)
         f->rope_cos_swa = f->rope_sin_swa = NULL;
+    if (!m->prune)
+        f->prune_row = f->prune_packed = f->prune_sum = NULL;
     f->scratch = c.base;
     f->scratch_bytes = c.used;
     for (int32_t i = 0; i < kv->n_ctx; i++)
@@ -226,20 +234,16 @@ static const float *rope_sin_of(const el_forward *f, int il, int32_t r) {
     return t + (size_t)r * (f->model->hp.n_rot / 2);
 }
 
-/* Rotates the first n_rot dims of each of n_heads heads (hd floats apart) of one row. */
-static void rope_apply(float *vec, int n_heads, int hd, int n_rot, el_rope_style style,
-                       const float *cs, const float *sn) {
-    int half = n_rot / 2;
-    for (int h = 0; h < n_heads; h++) {
-        float *p = vec + (size_t)h * hd;
-        for (int i = 0; i < half; i++) {
-            float *a = style == EL_ROPE_NORM ? &p[2 * i] : &p[i];
-            float *b = style == EL_ROPE_NORM ? &p[2 * i + 1] : &p[i + half];
-            float v0 = *a, v1 = *b;
-            *a = v0 * cs[i] - v1 * sn[i];
-            *b = v0 * sn[i] + v1 * cs[i];
-        }
-    }
+/* RoPE on the n_heads heads (Q or K) of one row of block il: the kernel's, with the pair index of
+ * a compressed model whose pairs were reordered. */
+static void rope_apply(const el_forward *f, int il, float *vec, int n_heads, const float *cs,
+                       const float *sn) {
+    const el_hparams *hp = &f->model->hp;
+    const int32_t *pairs = f->model->prune ? f->model->prune->table.rope_pairs : NULL;
+    if (pairs)
+        pairs += (size_t)il * hp->n_head_kv * (hp->n_rot / 2);
+    el_rope_rotate(vec, n_heads, hp->head_dim_k, hp->n_rot, hp->rope_style == EL_ROPE_NEOX, cs,
+                   sn, pairs, n_heads / hp->n_head_kv);
 }
 
 /* ------------------------------------------------------------- linear layers */
@@ -248,18 +252,30 @@ static void rope_apply(float *vec, int n_heads, int hd, int n_rot, el_rope_style
  * y[r] = W x[r] (+ bias) for n rows, then, for each group of rows that share an adapter
  * binding, y_g += s * B (A x_g) for every bound adapter that changes this layer
  * (kernels/lora.h). The base product is the same whatever is bound; the layers' base products
- * run together (el_matmul_many: one pool job for all in a decode step). */
+ * run together (el_matmul_many: one pool job for all in a decode step). A compressed model runs
+ * the kept part at the chunk [c0, c0 + n)'s rates and puts the results in the sorted layout
+ * (model/forward_prune.h); adapters then act on the whole layout, whose dropped channels are
+ * zero in x and are zeroed again in y, which is adapters applied to the kept part of A and B. */
 static void linears(el_forward *f, int il, int count, const el_linear which[], const float *x,
-                    int64_t ldx, float *const y[], const int64_t ldy[], int32_t n,
+                    int64_t ldx, float *const y[], const int64_t ldy[], int32_t c0, int32_t n,
                     const el_lora_rows *lr) {
     const el_layer *l = &f->model->layers[il];
     const el_weight *w[EL_MATMUL_MANY] = {0}; /* count >= 1 fills it; -O1 cannot tell */
+    bool pruned = f->model->prune != NULL;
     for (int i = 0; i < count; i++) {
         w[i] = el_layer_weight(l, which[i]);
         if (f->observe)
             f->observe(f->observe_user, il, which[i], x, ldx, n);
     }
-    el_matmul_many(f->tp, count, w, x, ldx, n, y, ldy, f->mm_scratch);
+    if (pruned) {
+        el_prune_kept k = el_fwd_chunk_kept(f, il, c0, n);
+        if (el_prune_by_columns(which[0])) /* down and O: a linear of its own */
+            el_fwd_column_pieces(f, il, which[0], x, ldx, y[0], ldy[0], n, k);
+        else
+            el_fwd_row_pieces(f, il, count, which, x, ldx, y, ldy, n, k);
+    } else {
+        el_matmul_many(f->tp, count, w, x, ldx, n, y, ldy, f->mm_scratch);
+    }
     for (int i = 0; i < count; i++) {
         const float *bias = which[i] == EL_LINEAR_Q ? l->bq
                             : which[i] == EL_LINEAR_K ? l->bk
@@ -268,16 +284,20 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
         if (bias)
             for (int32_t r = 0; r < n; r++)
                 add_rows(y[i] + (size_t)r * ldy[i], bias, (size_t)w[i]->k_out);
+        if (pruned)
+            el_fwd_pruned_unpack(f, il, which[i], y[i], ldy[i], c0, n);
         if (lr)
             el_lora_apply(f->tp, lr, el_linear_slot(il, which[i]), x, ldx, w[i]->n_in, y[i], ldy[i],
                           &f->lora);
+        if (pruned && lr)
+            el_fwd_pruned_mask(f, il, which[i], y[i], ldy[i], c0, n);
     }
 }
 
 /* One linear layer: linears of one. */
 static void linear(el_forward *f, int il, el_linear which, const float *x, int64_t ldx, float *y,
-                   int64_t ldy, int32_t n, const el_lora_rows *lr) {
-    linears(f, il, 1, &which, x, ldx, &y, &ldy, n, lr);
+                   int64_t ldy, int32_t c0, int32_t n, const el_lora_rows *lr) {
+    linears(f, il, 1, &which, x, ldx, &y, &ldy, c0, n, lr);
 }
 
 /* ------------------------------------------------------------- attention */
@@ -484,14 +504,13 @@ static void block_kv(el_forward *f, const el_rows *rows, int il, int32_t c0, int
     const el_linear which[] = {EL_LINEAR_K, EL_LINEAR_V, EL_LINEAR_Q};
     float *const y[] = {f->k, f->v, f->q};
     const int64_t ldy[] = {k_dim, v_dim, q_dim};
-    linears(f, il, with_q ? 3 : 2, which, f->xn, n_embd, y, ldy, n, lr);
+    linears(f, il, with_q ? 3 : 2, which, f->xn, n_embd, y, ldy, c0, n, lr);
     if (l->attn_k_norm)
         rmsnorm_heads(f->k, l->attn_k_norm, n, hp->n_head_kv, hp->head_dim_k, hp->rms_eps);
     for (int32_t i = 0; i < n; i++) {
         int32_t r = c0 + i;
         float *k = f->k + (size_t)i * k_dim;
-        rope_apply(k, hp->n_head_kv, hp->head_dim_k, hp->n_rot, hp->rope_style,
-                   rope_cos_of(f, il, r), rope_sin_of(f, il, r));
+        rope_apply(f, il, k, hp->n_head_kv, rope_cos_of(f, il, r), rope_sin_of(f, il, r));
         const float *v = f->v + (size_t)i * v_dim;
         for (int h = 0; h < hp->n_head_kv; h++) {
             store_kv_row(kv, el_kv_cell_k(kv, il, h, rows->cell[r]),
@@ -517,18 +536,18 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_read
 
     if (!q_ready) {
         rmsnorm_rows(f->xn, x, l->attn_norm, n, n_embd, hp->rms_eps);
-        linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, n, lr);
+        linear(f, il, EL_LINEAR_Q, f->xn, n_embd, f->q, q_dim, c0, n, lr);
     }
     if (l->attn_q_norm)
         rmsnorm_heads(f->q, l->attn_q_norm, n, hp->n_head, hp->head_dim_k, hp->rms_eps);
     for (int32_t i = 0; i < n; i++)
-        rope_apply(f->q + (size_t)i * q_dim, hp->n_head, hp->head_dim_k, hp->n_rot,
-                   hp->rope_style, rope_cos_of(f, il, c0 + i), rope_sin_of(f, il, c0 + i));
+        rope_apply(f, il, f->q + (size_t)i * q_dim, hp->n_head, rope_cos_of(f, il, c0 + i),
+                   rope_sin_of(f, il, c0 + i));
     if (hp->q_scale != 1.0f)
         scale_rows(f->q, hp->q_scale, (size_t)n * q_dim);
     attention_job job = {.f = f, .n_rows = n, .il = il};
     el_threadpool_run(f->tp, attention_task, &job);
-    linear(f, il, EL_LINEAR_O, f->att_out, o_dim, f->proj, n_embd, n, lr);
+    linear(f, il, EL_LINEAR_O, f->att_out, o_dim, f->proj, n_embd, c0, n, lr);
     if (l->attn_post_norm)
         rmsnorm_rows(f->proj, f->proj, l->attn_post_norm, n, n_embd, hp->rms_eps);
     add_rows(x, f->proj, (size_t)n * n_embd);
@@ -537,10 +556,10 @@ static void block_rest(el_forward *f, int il, int32_t c0, int32_t n, bool q_read
     const el_linear ffn_in[] = {EL_LINEAR_GATE, EL_LINEAR_UP};
     float *const ffn_y[] = {f->gate, f->up};
     const int64_t ffn_ldy[] = {hp->n_ff, hp->n_ff};
-    linears(f, il, 2, ffn_in, f->xn, n_embd, ffn_y, ffn_ldy, n, lr);
+    linears(f, il, 2, ffn_in, f->xn, n_embd, ffn_y, ffn_ldy, c0, n, lr);
     ffn_act_job aj = {.gate = f->gate, .up = f->up, .n = (size_t)n * hp->n_ff, .act = hp->ffn_act};
     el_threadpool_run(f->tp, ffn_act_task, &aj);
-    linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, n, lr);
+    linear(f, il, EL_LINEAR_DOWN, f->gate, hp->n_ff, f->proj, n_embd, c0, n, lr);
     if (l->ffn_post_norm)
         rmsnorm_rows(f->proj, f->proj, l->ffn_post_norm, n, n_embd, hp->rms_eps);
     add_rows(x, f->proj, (size_t)n * n_embd);
@@ -577,6 +596,7 @@ void el_forward_run(el_forward *f, const el_rows *rows) {
     int32_t n = rows->n, ub = f->n_ubatch;
     bool one_chunk = n <= ub;
     f->lora_rows = rows->lora && rows->lora->n_groups > 0 ? rows->lora : NULL;
+    f->row_rate = rows->rate;
     embed_rows(f, rows);
     rope_tables(f, rows);
     mark_rows(f, rows);

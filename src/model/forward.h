@@ -26,6 +26,8 @@ typedef struct el_rows {
     const int32_t *out_rows; /* [n_out] rows whose logits are wanted, ascending */
     int32_t n_out;
     const el_lora_rows *lora; /* groups of rows with adapters, or NULL (scratch reserved) */
+    const int32_t *rate;     /* [n] the rate index each row runs at (compressed models), or NULL:
+                              * all at rate 0 */
 } el_rows;
 
 /* Sees the float input of a matmul just before it runs: n_rows rows ldx floats apart, of the
@@ -71,6 +73,13 @@ typedef struct el_forward {
     el_lora_rows chunk_lora;
     el_lora_scratch lora;          /* for the adapter terms; grown by el_lora_reserve */
     const el_lora_rows *lora_rows; /* of the pass being run */
+    /* compressed models only (NULL otherwise): a row in the sorted layout, O's input packed
+     * dimension-major [n_ubatch][n_head * head_dim_v], column pieces' products
+     * [2 * n_ubatch][n_embd] (two pieces of a full chunk, or many of a decode step) */
+    float *prune_row;
+    float *prune_packed;
+    float *prune_sum;
+    const int32_t *row_rate; /* of the pass being run (el_rows.rate) */
     float *logits;   /* [n_out][n_vocab], grown on demand */
     int32_t logits_rows;
     el_matmul_observer observe; /* NULL: none (set it after el_forward_init) */

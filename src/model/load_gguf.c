@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "model/prune.h"
 
 /* What an architecture adds to the llama block. */
 typedef struct arch_traits {
@@ -279,6 +280,8 @@ static el_status load_linears(el_model *m, int il) {
                                         hp->n_embd};
     char name[96];
     el_status st;
+    if (el_prune_is_compressed(m->gguf))
+        return EL_OK; /* stored as pieces: el_prune_load's */
     for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
         int64_t row0, rows = 0, r;
         const char *suffix = el_model_linear_tensor(m, w, &row0);
@@ -374,9 +377,14 @@ static el_status load_weights(el_model *m) {
 
     if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
         return st;
+    bool compressed = el_prune_is_compressed(m->gguf);
+    if (compressed && (st = el_prune_shape_check(hp, a->qkv_bias, a->qk_norm, m->path)))
+        return st;
     for (int il = 0; il < hp->n_layer; il++)
         if ((st = load_layer(m, il, a, &vec)))
             return st;
+    if (compressed && (st = el_prune_load(m)))
+        return st;
     m->output_norm = vec;
     if ((st = load_vector(m, "output_norm.weight", hp->n_embd, vec)))
         return st;

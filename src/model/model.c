@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "model/model.h"
+#include "model/prune.h"
 
 el_model_params el_model_default_params(void) {
     return (el_model_params){.tokenizer_path = NULL, .vocab_only = false,
@@ -126,6 +127,7 @@ void el_model_free(el_model *m) {
         gguf_close(m->gguf);
     if (m->l2c)
         llama2c_close(m->l2c);
+    el_prune_free(m->prune);
     free(m->layers);
     free(m->vectors);
     free(m->name);

@@ -120,6 +120,9 @@ struct el_model {
                                       * n_ctx_orig, or NULL */
     const float *rope_factors_long;  /* [n_rot/2] the same beyond it, or NULL */
     el_layer *layers;         /* [n_layer] */
+    struct el_prune *prune;   /* a UniQL compressed model's rate table and column pieces
+                               * (model/prune.h), or NULL: the layers' wo and w_down are then
+                               * views without data, their pieces are what runs */
     float *vectors;           /* the owned block the float vectors above point into */
 
     int64_t n_params;

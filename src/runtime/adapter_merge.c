@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 /* W (n_out x n_in floats) += s * B A. */
@@ -100,7 +101,11 @@ el_status el_merge_adapters(const char *base_path, const char *const *adapter_pa
         return el_error(EL_ERR_INVALID_ARG, "el_merge_adapters: NULL argument");
     el_model *m = NULL;
     el_status st = el_model_load(base_path, NULL, &m);
-    if (st) return st;
+    if (!st) st = el_prune_refuse(m, "merging adapters");
+    if (st) {
+        el_model_free(m);
+        return st;
+    }
     if (!m->gguf || !m->has_weights) {
         el_model_free(m);
         return el_error(EL_ERR_UNSUPPORTED, "%s: merging needs a GGUF model with weights (convert "

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 /* Sequences are bits of a cell's bitset; a generous bound keeps the bitsets small. Chunks of 128
@@ -74,6 +75,18 @@ el_status el_context_create(el_model *model, const el_context_params *params, el
             !ctx->row_group || !ctx->group_rows || !ctx->groups || !ctx->group_seq)
             st = el_error(EL_ERR_NOMEM, "context: out of memory");
     }
+    if (!st && model->prune) {
+        ctx->seq_rate = malloc((size_t)p.n_seq_max * sizeof *ctx->seq_rate);
+        ctx->row_rate = malloc((size_t)p.n_batch * sizeof *ctx->row_rate);
+        if (!ctx->seq_rate || !ctx->row_rate)
+            st = el_error(EL_ERR_NOMEM, "context: out of memory");
+        else
+            for (int32_t i = 0; i < p.n_seq_max; i++)
+                ctx->seq_rate[i] = -1;
+        ctx->prune_rate = model->prune->context_rate;
+        if (ctx->prune_rate > 0)
+            el_prune_release(model, ctx->prune_rate);
+    }
     if (st) {
         el_context_free(ctx);
         return st;
@@ -100,6 +113,8 @@ void el_context_free(el_context *ctx) {
     free(ctx->group_rows);
     free(ctx->groups);
     free(ctx->group_seq);
+    free(ctx->seq_rate);
+    free(ctx->row_rate);
     free(ctx);
 }
 
@@ -245,10 +260,17 @@ el_status el_decode(el_context *ctx, const el_batch *b) {
                         "needs %d (n_ctx %d)", ctx->kv.n_ctx - ctx->kv.n_used, n, ctx->kv.n_ctx);
     for (int32_t i = 0; i < n; i++)
         el_kv_cache_occupy(&ctx->kv, ctx->cells[i], b->pos[i], b->seq_id[i]);
+    if (ctx->row_rate)
+        for (int32_t i = 0; i < n; i++) {
+            int32_t *sr = &ctx->seq_rate[b->seq_id[i]];
+            if (*sr < 0)
+                *sr = ctx->prune_rate; /* a new request: the rate of now, until it ends */
+            ctx->row_rate[i] = *sr;
+        }
     el_rows rows = {
         .n = n, .token = b->token, .embd = b->embd, .pos = b->pos, .seq_id = b->seq_id,
         .parent = b->parent, .cell = ctx->cells, .out_rows = ctx->out_rows, .n_out = n_out,
-        .lora = lr.n_groups > 0 ? &lr : NULL,
+        .lora = lr.n_groups > 0 ? &lr : NULL, .rate = ctx->row_rate,
     };
     el_forward_run(&ctx->fwd, &rows);
     for (int32_t i = 0; i < n; i++)
@@ -281,6 +303,8 @@ el_status el_kv_seq_remove(el_context *ctx, int32_t seq_id, int32_t p0, int32_t 
         return st;
     el_kv_cache_seq_remove(&ctx->kv, seq_id, p0 < 0 ? 0 : p0, p1);
     ctx->cells_current = false;
+    if (ctx->seq_rate && el_kv_cache_seq_pos_max(&ctx->kv, seq_id) < 0)
+        ctx->seq_rate[seq_id] = -1; /* its request ended: the next one takes the rate of then */
     return EL_OK;
 }
 
@@ -292,6 +316,8 @@ el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0,
         return st;
     el_kv_cache_seq_share(&ctx->kv, src, dst, p0 < 0 ? 0 : p0, p1);
     ctx->cells_current = false;
+    if (ctx->seq_rate && ctx->seq_rate[src] >= 0)
+        ctx->seq_rate[dst] = ctx->seq_rate[src]; /* cells computed at src's rate */
     return EL_OK;
 }
 
@@ -314,6 +340,8 @@ void el_kv_clear(el_context *ctx) {
     if (ctx) {
         el_kv_cache_clear(&ctx->kv);
         ctx->cells_current = false;
+        for (int32_t i = 0; ctx->seq_rate && i < ctx->params.n_seq_max; i++)
+            ctx->seq_rate[i] = -1;
     }
 }
 

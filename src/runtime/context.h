@@ -31,6 +31,11 @@ struct el_context {
     int32_t *group_rows;   /* [n_batch] row indices, group after group */
     el_lora_group *groups; /* [n_batch] */
     int32_t *group_seq;    /* [n_batch] a sequence bound as each group is */
+    /* compressed models (model/prune.h): the rate index new sequences take, the one each
+     * sequence took at its first decode (-1: none yet, or emptied since), each row's of a batch */
+    int32_t prune_rate;
+    int32_t *seq_rate;     /* [n_seq_max] or NULL */
+    int32_t *row_rate;     /* [n_batch] or NULL */
 };
 
 #endif

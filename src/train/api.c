@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/outfile.h"
 #include "model/model.h"
+#include "model/prune.h"
 #include "train/export.h"
 #include "train/loop.h"
 
@@ -152,6 +153,10 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
     el_model_params mp = el_model_default_params();
     if ((st = el_model_load(lp->base_path, &mp, &base)))
         return st;
+    if ((st = el_prune_refuse(base, "fine-tuning"))) {
+        el_model_free(base);
+        return st;
+    }
     train_run r = {0};
     if ((st = el_tmodel_from_model(&r.m, base, p->n_ctx)) == EL_OK &&
         (st = el_tmodel_add_lora(&r.m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&

@@ -16,6 +16,7 @@
 #include "core/hash.h"
 #include "formats/gguf.h"
 #include "model/model.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 #include "runtime/forecast.h"
 #include "train/data.h"
@@ -122,6 +123,10 @@ el_status el_train_forecast(const el_train_params *p, const el_forecast_train_pa
     el_model *base = NULL;
     el_adapter *ad = NULL;
     if ((st = el_model_load(fp->base_path, NULL, &base))) return st;
+    if ((st = el_prune_refuse(base, "training a forecast set"))) {
+        el_model_free(base);
+        return st;
+    }
     if (fp->adapter_path && (st = el_adapter_load(base, fp->adapter_path, &ad))) {
         el_model_free(base);
         return st;

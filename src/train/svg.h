@@ -7,16 +7,7 @@
 
 #include "edgelora-tools.h"
 
-typedef struct el_series {
-    const char *name;
-    const char *color; /* any SVG colour */
-    const float *x, *y;
-    size_t n;
-} el_series;
-
-/* Writes the plot to path (via a temporary file and rename). */
-el_status el_svg_plot(const char *path, const char *title, const char *xlabel, const char *ylabel,
-                      const el_series *series, int n_series);
+/* el_series and el_svg_plot are declared in edgelora-tools.h (the CLI's `plot` uses them). */
 
 /* Tick spacing of 1, 2 or 5 times a power of ten giving about `target` ticks over [lo, hi]. */
 double el_svg_tick_step(double lo, double hi, int target);

@@ -1,0 +1,380 @@
+/* compress.c - el_compress: calibration, sorting, GPTQ and the output file (docs/uniql.md).
+ *
+ * The correlations of a layer are its largest state (n_ff^2 doubles for down), so layers are
+ * calibrated in windows that fit CORR_BUDGET, one run over the text per window; each layer is
+ * then sorted and quantized from its own statistics and only its packed weights are kept until
+ * the file is written. Statistics come from the original model (every layer sees original
+ * inputs), the choice of GPTQ's paper when layers are quantized independently. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compress/corr.h"
+#include "compress/gptq.h"
+#include "compress/plan.h"
+#include "compress/quantize.h"
+#include "compress/sort.h"
+#include "compress/uniql.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "formats/gguf.h"
+#include "kernels/types.h"
+#include "model/prune.h"
+
+static const uint64_t CORR_BUDGET = 2ull << 30; /* bytes of correlations held at once */
+enum { MIN_CALIB_TOKENS = 256 };
+static const float DEFAULT_RATES[] = {0, 0.05f, 0.10f, 0.15f, 0.20f, 0.25f, 0.30f, 0.35f};
+
+el_compress_params el_compress_default_params(void) {
+    return (el_compress_params){.calib_tokens = 8192,
+                                .type = NULL,
+                                .group = 0,
+                                .damp = 0.01,
+                                .ridge = 0.1,
+                                .sort_qk = true,
+                                .n_threads = 0};
+}
+
+/* One weight as it will be written. */
+typedef struct out_weight {
+    el_type type;
+    void *data;
+    size_t nbytes;
+} out_weight;
+
+typedef struct job {
+    const el_compress_params *p;
+    el_model *m;
+    bool gptq; /* a 4-bit grid, else the float type below for every weight */
+    el_gptq_grid grid;
+    el_type float_type;  /* f32 or f16: sorting alone, and the fallback of rows that do not fit */
+    out_weight *out;     /* [n_layer * EL_N_LINEAR] */
+    out_weight head;     /* the output head (GPTQ only; data NULL: copied as it is) */
+    out_weight embd;     /* the token embeddings when untied: q8_0 (a lookup has no Hessian) */
+    int32_t *rope_pairs; /* [n_layer][n_head_kv][n_rot/2] or NULL */
+    double t0;           /* start of the current stage */
+    int64_t done, total; /* of the current stage */
+    const char *stage;
+    char stage_buf[64];
+} job;
+
+static bool report(job *j) {
+    if (!j->p->progress) return true;
+    el_compress_progress pr = {
+        .stage = j->stage, .done = j->done, .total = j->total, .stage_s = el_now_seconds() - j->t0};
+    return j->p->progress(j->p->user, &pr);
+}
+
+static bool on_calib(void *user, int64_t done, int64_t total) {
+    job *j = user;
+    j->done = done;
+    j->total = total;
+    return report(j);
+}
+
+/* What compress cannot sort: blocks whose extra parts would need transforming too. */
+static el_status check_model(const el_model *m) {
+    const el_hparams *hp = &m->hp;
+    if (!m->gguf)
+        return el_error(EL_ERR_UNSUPPORTED,
+                        "%s: compress reads GGUF models (convert it first: "
+                        "edgelora convert)",
+                        m->path);
+    if (el_prune_is_compressed(m->gguf))
+        return el_error(EL_ERR_INVALID_ARG,
+                        "%s: already compressed (a UniQL file): compress "
+                        "the original model",
+                        m->path);
+    if (hp->fused_qkv || hp->fused_gate_up)
+        return el_error(EL_ERR_UNSUPPORTED,
+                        "%s: compress does not sort fused Q/K/V or gate/up "
+                        "tensors",
+                        m->path);
+    for (int il = 0; il < hp->n_layer; il++) {
+        const el_layer *l = &m->layers[il];
+        if (l->bq || l->bk || l->bv || l->attn_q_norm || l->attn_k_norm)
+            return el_error(EL_ERR_UNSUPPORTED,
+                            "%s: compress sorts blocks without Q/K/V biases "
+                            "and Q/K norms (block %d has them)",
+                            m->path, il);
+    }
+    if (hp->n_head % hp->n_head_kv != 0)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: %d heads do not group over %d KV heads", m->path,
+                        hp->n_head, hp->n_head_kv);
+    return EL_OK;
+}
+
+/* The correlation each linear's GPTQ Hessian is. */
+static const double *hessian(const el_layer_corr *c, el_linear w) {
+    switch (w) {
+    case EL_LINEAR_Q:
+    case EL_LINEAR_K:
+    case EL_LINEAR_V:
+        return c->attn_in;
+    case EL_LINEAR_O:
+        return c->attn_out;
+    case EL_LINEAR_GATE:
+    case EL_LINEAR_UP:
+        return c->ffn_in;
+    default:
+        return c->ffn_mid;
+    }
+}
+
+/* Stores (or quantizes) one sorted weight. */
+static el_status emit(job *j, int il, el_linear which, float *w, const el_layer_corr *c) {
+    const el_weight *src = el_layer_weight(&j->m->layers[il], which);
+    int64_t rows = src->n_out, cols = src->n_in;
+    bool quant = j->gptq && cols % j->grid.group == 0;
+    out_weight *o = &j->out[el_linear_slot(il, which)];
+    o->type = quant ? j->grid.type : j->float_type;
+    o->nbytes = el_row_size(o->type, cols) * (size_t)rows;
+    if (!(o->data = malloc(o->nbytes))) return el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (quant)
+        return el_gptq_quantize(w, rows, cols, hessian(c, which), j->p->damp, 0, j->grid, o->data);
+    const el_type_kernels *k = el_type_kernels_get(o->type);
+    for (int64_t r = 0; r < rows; r++)
+        k->from_float(w + r * cols, (char *)o->data + (size_t)r * el_row_size(o->type, cols), cols);
+    return EL_OK;
+}
+
+/* The output head by GPTQ against its input correlation h, and untied embeddings in q8_0. */
+static el_status emit_head(job *j, const double *h) {
+    const el_model *m = j->m;
+    const el_weight *src = &m->output;
+    int64_t rows = src->n_out, cols = src->n_in;
+    if (cols % j->grid.group != 0) return EL_OK;
+    float *w = malloc((size_t)(rows * cols) * sizeof *w);
+    j->head.type = j->grid.type;
+    j->head.nbytes = el_row_size(j->grid.type, cols) * (size_t)rows;
+    j->head.data = malloc(j->head.nbytes);
+    el_status st = w && j->head.data ? EL_OK : el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (st == EL_OK) {
+        el_weight_floats(src, w);
+        st = el_gptq_quantize(w, rows, cols, h, j->p->damp, 0, j->grid, j->head.data);
+    }
+    bool tied = !gguf_find_tensor(m->gguf, "output.weight");
+    const el_weight *e = &m->tok_embd;
+    if (st == EL_OK && !tied && e->n_in % 32 == 0 && e->type != EL_TYPE_Q8_0) {
+        float *ew = realloc(w, (size_t)(e->n_out * e->n_in) * sizeof *w);
+        if (ew) w = ew;
+        j->embd.type = EL_TYPE_Q8_0;
+        j->embd.nbytes = el_row_size(EL_TYPE_Q8_0, e->n_in) * (size_t)e->n_out;
+        j->embd.data = ew ? malloc(j->embd.nbytes) : NULL;
+        if (!j->embd.data)
+            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+        else {
+            el_weight_floats(e, w);
+            el_type_weight_quantizer(el_type_kernels_get(EL_TYPE_Q8_0))(w, j->embd.data,
+                                                                        e->n_out * e->n_in);
+        }
+    }
+    free(w);
+    return st;
+}
+
+static el_status compress_layer(job *j, int il, el_layer_corr *c) {
+    const el_hparams *hp = &j->m->hp;
+    el_flayer fl = {0};
+    el_status st = EL_OK;
+    for (el_linear w = EL_LINEAR_Q; st == EL_OK && w <= EL_LINEAR_DOWN; w++) {
+        const el_weight *src = el_layer_weight(&j->m->layers[il], w);
+        if (!(fl.w[w] = malloc((size_t)(src->n_out * src->n_in) * sizeof(float))))
+            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+        else
+            el_weight_floats(src, fl.w[w]);
+    }
+    if (st == EL_OK) st = el_sort_mlp(hp, &fl, c->ffn_mid, j->p->ridge, NULL);
+    if (st == EL_OK && j->rope_pairs)
+        st = el_sort_qk(hp, &fl, c->attn_in,
+                        j->rope_pairs + (size_t)il * hp->n_head_kv * (hp->n_rot / 2));
+    if (st == EL_OK) st = el_sort_vo(hp, &fl, c->attn_in, c->attn_out);
+    for (el_linear w = EL_LINEAR_Q; st == EL_OK && w <= EL_LINEAR_DOWN; w++)
+        st = emit(j, il, w, fl.w[w], c);
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) free(fl.w[w]);
+    return st;
+}
+
+/* The fraction of a block's weight elements kept with these sizes. */
+static double kept_fraction(const el_hparams *hp, int64_t ff, int64_t qk, int64_t vo) {
+    double e = hp->n_embd, h = hp->n_head, kv = hp->n_head_kv;
+    double full = e * (h * hp->head_dim_k + kv * hp->head_dim_k + kv * hp->head_dim_v +
+                       h * hp->head_dim_v + 3.0 * hp->n_ff);
+    return e * (h * qk + kv * qk + kv * vo + h * vo + 3.0 * ff) / full;
+}
+
+/* The plan of the weights as written, reported rate by rate. */
+static el_status make_plan(job *j, const float *rates, int32_t n_rates, el_uniql_plan *plan) {
+    const el_hparams *hp = &j->m->hp;
+    el_plan_grain grain =
+        el_plan_grain_for(hp, j->out[el_linear_slot(0, EL_LINEAR_DOWN)].type,
+                          j->out[el_linear_slot(0, EL_LINEAR_O)].type, j->rope_pairs != NULL);
+    el_status st = el_plan_build(hp, rates, n_rates, grain, plan);
+    if (st) return st;
+    plan->rope_pairs = j->rope_pairs;
+    j->rope_pairs = NULL;
+    for (int32_t r = 0; r < n_rates && j->p->progress; r++) {
+        size_t i = (size_t)r * hp->n_layer;
+        el_compress_progress pr = {.stage = "plan",
+                                   .done = r + 1,
+                                   .total = n_rates,
+                                   .rate = rates[r],
+                                   .ff_kept = plan->ff_kept[i],
+                                   .qk_kept = plan->qk_kept[i],
+                                   .vo_kept = plan->vo_kept[i]};
+        pr.kept_fraction = kept_fraction(hp, pr.ff_kept, pr.qk_kept, pr.vo_kept);
+        if (!j->p->progress(j->p->user, &pr))
+            return el_error(EL_ERR_CANCELLED, "compress cancelled");
+    }
+    return EL_OK;
+}
+
+static el_status run_layers(job *j, const char *in_path) {
+    el_corr_run run;
+    el_status st = el_corr_open(in_path, j->p->calib_path, j->p->calib_tokens, MIN_CALIB_TOKENS,
+                                j->p->n_threads, &run);
+    if (st) return st;
+    /* the model compress reads is the one calibration runs */
+    j->m = run.model;
+    st = check_model(j->m);
+    const el_hparams *hp = &j->m->hp;
+    int32_t n_layer = hp->n_layer;
+    int32_t window = (int32_t)(CORR_BUDGET / el_layer_corr_bytes(j->m));
+    window = window < 1 ? 1 : window > n_layer ? n_layer : window;
+    el_layer_corr *corr = calloc((size_t)window, sizeof *corr);
+    double *head = j->gptq ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
+    j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
+    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head)))
+        st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+    /* Q/K pairs move only where every head dimension rotates (else they stay, unpruned) */
+    if (st == EL_OK && j->p->sort_qk && hp->n_rot == hp->head_dim_k &&
+        !(j->rope_pairs = malloc((size_t)n_layer * hp->n_head_kv * (hp->n_rot / 2) *
+                                 sizeof *j->rope_pairs)))
+        st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+    int64_t n_windows = (n_layer + window - 1) / window;
+    for (int32_t l0 = 0; st == EL_OK && l0 < n_layer; l0 += window) {
+        int32_t l1 = l0 + window < n_layer ? l0 + window : n_layer;
+        j->stage = "calibrate";
+        j->t0 = el_now_seconds();
+        j->done = 0;
+        j->total = (int64_t)run.tokens.n;
+        if (n_windows > 1) {
+            snprintf(j->stage_buf, sizeof j->stage_buf, "calibrate layers %d-%d", l0, l1 - 1);
+            j->stage = j->stage_buf;
+        }
+        st = el_corr_collect(&run, l0, l1, l1 == n_layer ? head : NULL, on_calib, j, corr);
+        j->stage = "sort+gptq";
+        j->t0 = el_now_seconds();
+        j->total = n_layer;
+        for (int32_t il = l0; st == EL_OK && il < l1; il++) {
+            j->done = il;
+            st = compress_layer(j, il, &corr[il - l0]);
+            j->done = il + 1;
+            if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+        }
+        for (int32_t il = l0; il < l1 && st == EL_OK; il++) el_layer_corr_free(&corr[il - l0]);
+        if (st)
+            for (int32_t i = 0; i < window; i++) el_layer_corr_free(&corr[i]);
+    }
+    if (st == EL_OK && head) st = emit_head(j, head);
+    free(head);
+    free(corr);
+    run.model = NULL; /* kept for writing */
+    el_corr_close(&run);
+    return st;
+}
+
+/* The sorted model: every tensor of the input in order, the weights replaced. */
+static el_status write_output(job *j, const char *out_path) {
+    const gguf_file *g = j->m->gguf;
+    gguf_writer *w = gguf_writer_create();
+    if (!w) return el_error(EL_ERR_NOMEM, "compress: out of memory");
+    el_status st = gguf_writer_copy_kv(w, g);
+    if (st == EL_OK && j->gptq)
+        st = gguf_writer_set_u32(w, "general.file_type", el_quant_file_type(j->grid.type));
+    for (uint64_t t = 0; st == EL_OK && t < g->n_tensors; t++) {
+        const gguf_tensor *gt = &g->tensors[t];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)gt->name.len, gt->name.ptr);
+        /* static activation scales belong to the weights they were measured for */
+        size_t n = strlen(name), ls = strlen(EL_ACT_SCALE_SUFFIX);
+        if (n > ls && strcmp(name + n - ls, EL_ACT_SCALE_SUFFIX) == 0) continue;
+        const out_weight *o = NULL;
+        for (int il = 0; !o && il < j->m->hp.n_layer; il++)
+            for (el_linear lw = EL_LINEAR_Q; !o && lw <= EL_LINEAR_DOWN; lw++) {
+                char want[128];
+                snprintf(want, sizeof want, "blk.%d.%s", il,
+                         el_model_linear_tensor(j->m, lw, &(int64_t){0}));
+                if (strcmp(want, name) == 0) o = &j->out[el_linear_slot(il, lw)];
+            }
+        bool tied = !gguf_find_tensor(g, "output.weight");
+        if (!strcmp(name, "output.weight") || (tied && !strcmp(name, "token_embd.weight")))
+            o = j->head.data ? &j->head : NULL;
+        else if (!strcmp(name, "token_embd.weight"))
+            o = j->embd.data ? &j->embd : NULL;
+        st =
+            o ? gguf_writer_add_tensor(w, name, o->type, gt->n_dims, gt->ne, o->data, o->nbytes)
+              : gguf_writer_add_tensor(w, name, gt->type, gt->n_dims, gt->ne, gt->data, gt->nbytes);
+    }
+    if (st == EL_OK) st = gguf_writer_write(w, out_path);
+    gguf_writer_free(w);
+    return st;
+}
+
+el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p) {
+    if (!p->calib_path)
+        return el_error(EL_ERR_INVALID_ARG, "compress: calibration text needed (-f FILE)");
+    job j = {.p = p, .float_type = EL_TYPE_F16};
+    const char *type = p->type ? p->type : p->group ? NULL : "q4_0";
+    if (type && (strcmp(type, "f32") == 0 || strcmp(type, "f16") == 0)) {
+        if (p->group)
+            return el_error(EL_ERR_INVALID_ARG, "--group %d: %s has no groups", p->group, type);
+        j.float_type = type[1] == '3' ? EL_TYPE_F32 : EL_TYPE_F16;
+    } else {
+        el_status st = el_gptq_grid_get(type, p->group, &j.grid);
+        if (st) return st;
+        j.gptq = true;
+    }
+    if (!(p->damp > 0 && p->damp < 1))
+        return el_error(EL_ERR_INVALID_ARG, "compress: damping %g is not in (0, 1)", p->damp);
+    if (!(p->ridge > 0))
+        return el_error(EL_ERR_INVALID_ARG, "compress: ridge %g is not > 0", p->ridge);
+    /* the sorted model (an ordinary GGUF) is written beside the output, then the UniQL layout
+     * from it; a killed run's is removed here, as el_output removes its temporaries */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.sorted.tmp", out_path);
+    const char *sorted = p->sorted_path ? p->sorted_path : tmp;
+    unlink(tmp);
+    /* the rates are checked before the long work */
+    el_uniql_plan plan;
+    const float *rates = p->n_rates ? p->rates : DEFAULT_RATES;
+    int32_t n_rates = p->n_rates ? p->n_rates : (int32_t)(sizeof DEFAULT_RATES / sizeof *rates);
+    el_hparams any = {.n_layer = 1, .n_ff = 2, .head_dim_k = 2, .head_dim_v = 2};
+    el_status st = el_plan_build(&any, rates, n_rates, (el_plan_grain){1, 2, 1}, &plan);
+    el_plan_free(&plan);
+    if (st == EL_OK) st = run_layers(&j, in_path);
+    if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
+    if (st == EL_OK) {
+        j.stage = "write";
+        j.t0 = el_now_seconds();
+        j.done = 0;
+        j.total = 2;
+        st = write_output(&j, sorted);
+        j.done = 1;
+        if (st == EL_OK && !report(&j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+        if (st == EL_OK) st = el_uniql_write(sorted, &plan, out_path);
+        if (!p->sorted_path) unlink(tmp);
+        j.done = 2;
+        if (st == EL_OK) report(&j);
+    }
+    for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);
+    free(j.out);
+    free(j.head.data);
+    free(j.embd.data);
+    free(j.rope_pairs);
+    el_plan_free(&plan);
+    el_model_free(j.m);
+    return st;
+}
