@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "diffusion_opts.h"
 
 static const char help[] =
     "usage: edgelora finetune-diffusion -m MODEL.gguf --task inpaint --images IMAGES.gz\n"
@@ -25,10 +25,7 @@ int cmd_finetune_diffusion(int argc, char **argv) {
     const char *cmd = "finetune-diffusion";
     el_diffusion_train_params d = el_diffusion_train_default_params();
     el_diffusion_lora_params lp = el_diffusion_lora_default_params();
-    cli_train_opts o = {.p = el_train_default_params(), .unit = "img"};
-    o.p.n_steps = d.n_steps, o.p.batch = d.batch, o.p.lr = d.lr, o.p.warmup = d.warmup;
-    o.p.min_lr_ratio = d.min_lr_ratio, o.p.grad_clip = d.grad_clip, o.p.seed = d.seed;
-    o.p.eval_every = d.eval_every, o.p.eval_batches = d.eval_batches;
+    cli_train_opts o = cli_diffusion_train_opts(&d);
     const char *out = NULL;
     int rc = CLI_USAGE;
     for (int i = 1; i < argc; i++) {
@@ -36,6 +33,7 @@ int cmd_finetune_diffusion(int argc, char **argv) {
         long n;
         double x;
         int r = cli_train_opt(cmd, &o, argc, argv, &i);
+        if (r == 0) r = cli_diffusion_data_opt(cmd, &d, argc, argv, &i);
         if (r < 0) goto done;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -57,14 +55,6 @@ int cmd_finetune_diffusion(int argc, char **argv) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 1e-6, 1e6, &x))
                 goto done;
             lp.alpha = (float)x;
-        } else if (!strcmp(a, "--images")) {
-            if (!(d.images_path = cli_value(cmd, argc, argv, &i))) goto done;
-        } else if (!strcmp(a, "--labels")) {
-            if (!(d.labels_path = cli_value(cmd, argc, argv, &i))) goto done;
-        } else if (!strcmp(a, "--heldout")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 24, &n))
-                goto done;
-            d.n_heldout = (int32_t)n;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value(cmd, argc, argv, &i))) goto done;
         } else {
@@ -82,11 +72,7 @@ int cmd_finetune_diffusion(int argc, char **argv) {
     }
     char plot[4096];
     cli_train_begin(&o, out, plot, sizeof plot);
-    d.n_steps = o.p.n_steps, d.batch = o.p.batch, d.lr = o.p.lr, d.warmup = o.p.warmup;
-    d.min_lr_ratio = o.p.min_lr_ratio, d.grad_clip = o.p.grad_clip, d.seed = o.p.seed;
-    d.eval_every = o.p.eval_every, d.eval_batches = o.p.eval_batches;
-    d.n_threads = o.p.n_threads, d.plot_path = o.p.plot_path;
-    d.progress = o.p.progress, d.user = o.p.user;
+    cli_diffusion_take_train_opts(&d, &o);
     el_status st = el_finetune_diffusion(&d, &lp, out);
     return cli_train_end(cmd, &o, st, out);
 done:
