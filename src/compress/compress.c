@@ -353,7 +353,7 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     int32_t n_rates = p->n_rates ? p->n_rates : (int32_t)(sizeof DEFAULT_RATES / sizeof *rates);
     el_hparams any = {.n_layer = 1, .n_ff = 2, .head_dim_k = 2, .head_dim_v = 2};
     el_status st = el_plan_build(&any, rates, n_rates, (el_plan_grain){1, 2, 1}, &plan);
-    el_plan_free(&plan);
+    el_uniql_plan_free(&plan);
     if (st == EL_OK) st = run_layers(&j, in_path);
     if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
     if (st == EL_OK) {
@@ -374,7 +374,7 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     free(j.head.data);
     free(j.embd.data);
     free(j.rope_pairs);
-    el_plan_free(&plan);
+    el_uniql_plan_free(&plan);
     el_model_free(j.m);
     return st;
 }

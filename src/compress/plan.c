@@ -56,17 +56,8 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
                             "--rates: %g would drop %.0f%% of the structures "
                             "this model's layout can prune (%.0f%% of its block weights)",
                             rates[r], 100.0 * rates[r] * scale, 100.0 / scale);
-    size_t n = (size_t)n_rates * (size_t)hp->n_layer;
-    plan->n_rates = n_rates;
-    plan->rates = malloc((size_t)n_rates * sizeof *plan->rates);
-    plan->ff_kept = malloc(n * sizeof *plan->ff_kept);
-    plan->qk_kept = malloc(n * sizeof *plan->qk_kept);
-    plan->vo_kept = malloc(n * sizeof *plan->vo_kept);
-    if (!plan->rates || !plan->ff_kept || !plan->qk_kept || !plan->vo_kept) {
-        el_plan_free(plan);
-        return el_error(EL_ERR_NOMEM, "plan: out of memory");
-    }
-    memcpy(plan->rates, rates, (size_t)n_rates * sizeof *rates);
+    el_status st = el_uniql_plan_alloc(plan, rates, n_rates, hp->n_layer);
+    if (st) return st;
     for (int32_t r = 0; r < n_rates; r++)
         for (int32_t il = 0; il < hp->n_layer; il++) {
             size_t i = (size_t)r * hp->n_layer + il;
@@ -75,13 +66,4 @@ el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rate
             plan->vo_kept[i] = kept(hp->head_dim_v, rates[r] * scale, grain.vo);
         }
     return EL_OK;
-}
-
-void el_plan_free(el_uniql_plan *plan) {
-    free(plan->rates);
-    free(plan->ff_kept);
-    free(plan->qk_kept);
-    free(plan->vo_kept);
-    free(plan->rope_pairs);
-    memset(plan, 0, sizeof *plan);
 }

@@ -24,9 +24,8 @@ el_plan_grain el_plan_grain_for(const el_hparams *hp, el_type down_type, el_type
 
 /* Fills plan (its arrays allocated here; rope_pairs NULL) for rates, which must ascend from 0
  * and stay below 0.9, and ask no structure to drop 0.9 or more (EL_ERR_INVALID_ARG naming the
- * bad rate otherwise). */
+ * bad rate otherwise). Free the plan with el_uniql_plan_free. */
 el_status el_plan_build(const el_hparams *hp, const float *rates, int32_t n_rates,
                         el_plan_grain grain, el_uniql_plan *plan);
-void el_plan_free(el_uniql_plan *plan);
 
 #endif

@@ -147,7 +147,7 @@ el_status el_compress_slice(const char *sorted_path, float rate, const char *out
     for (int i = 0; o_out && i < hp->n_layer; i++) free(o_out[i].data);
     free(out);
     free(o_out);
-    el_plan_free(&plan);
+    el_uniql_plan_free(&plan);
     el_model_free(m);
     return st;
 }

@@ -319,18 +319,10 @@ el_status el_uniql_plan_uniform(const char *src, const float *rates, int32_t n_r
     if (st)
         return st;
     const el_hparams *hp = &m->hp;
-    size_t n = (size_t)n_rates * hp->n_layer;
-    out->n_rates = n_rates;
-    out->rates = malloc((size_t)n_rates * sizeof *out->rates);
-    out->ff_kept = malloc(n * sizeof *out->ff_kept);
-    out->qk_kept = malloc(n * sizeof *out->qk_kept);
-    out->vo_kept = malloc(n * sizeof *out->vo_kept);
-    if (!out->rates || !out->ff_kept || !out->qk_kept || !out->vo_kept) {
+    if ((st = el_uniql_plan_alloc(out, rates, n_rates, hp->n_layer))) {
         el_model_free(m);
-        el_uniql_plan_free(out);
-        return el_error(EL_ERR_NOMEM, "uniql: out of memory");
+        return st;
     }
-    memcpy(out->rates, rates, (size_t)n_rates * sizeof *rates);
     for (int il = 0; il < hp->n_layer; il++) {
         const el_layer *l = &m->layers[il];
         int32_t ff_step = (int32_t)el_type_layout_get(l->w_down.type)->block_size;
@@ -355,6 +347,23 @@ el_status el_uniql_write_uniform(const char *src, const float *rates, int32_t n_
         st = el_uniql_write(src, &plan, dst);
     el_uniql_plan_free(&plan);
     return st;
+}
+
+el_status el_uniql_plan_alloc(el_uniql_plan *plan, const float *rates, int32_t n_rates,
+                              int32_t n_layer) {
+    size_t n = (size_t)n_rates * (size_t)n_layer;
+    memset(plan, 0, sizeof *plan);
+    plan->n_rates = n_rates;
+    plan->rates = malloc((size_t)n_rates * sizeof *plan->rates);
+    plan->ff_kept = malloc(n * sizeof *plan->ff_kept);
+    plan->qk_kept = malloc(n * sizeof *plan->qk_kept);
+    plan->vo_kept = malloc(n * sizeof *plan->vo_kept);
+    if (!plan->rates || !plan->ff_kept || !plan->qk_kept || !plan->vo_kept) {
+        el_uniql_plan_free(plan);
+        return el_error(EL_ERR_NOMEM, "uniql plan: out of memory");
+    }
+    memcpy(plan->rates, rates, (size_t)n_rates * sizeof *rates);
+    return EL_OK;
 }
 
 void el_uniql_plan_free(el_uniql_plan *plan) {

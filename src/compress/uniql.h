@@ -27,6 +27,10 @@ el_status el_uniql_write(const char *src, const el_uniql_plan *plan, const char 
  * measurements of any model without compressing it. Free with el_uniql_plan_free. */
 el_status el_uniql_plan_uniform(const char *src, const float *rates, int32_t n_rates,
                                 el_uniql_plan *out);
+/* Allocates a plan's arrays for n_rates rates (copied from rates) and n_layer layers, kept sizes
+ * and rope_pairs left to the caller (rope_pairs NULL). */
+el_status el_uniql_plan_alloc(el_uniql_plan *plan, const float *rates, int32_t n_rates,
+                              int32_t n_layer);
 /* Frees each array of a plan (malloc'd, as el_uniql_plan_uniform makes them) and zeroes it. */
 void el_uniql_plan_free(el_uniql_plan *plan);
 
