@@ -4,6 +4,7 @@
 #define EL_CLI_SERVE_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "serve_adapters.h"
 #include "serve_sched.h"
@@ -37,6 +38,9 @@ void serve_http_stop(serve_server *sv);
 
 /* The JSON answers (serve_reply.c); each returns a malloc'd string (NULL: out of memory). */
 char *serve_reply_error(const serve_error *e);
+/* The text written to f, an open_memstream of *buf, which fclose sets (NULL, *buf freed, if
+ * the stream failed: out of memory). */
+char *serve_memstream_close(FILE *f, char **buf);
 /* A whole (non-streamed) completion of job j, read under the job lock. */
 char *serve_reply_completion(const serve_server *sv, serve_kind kind, const char *id,
                              const char *model, const serve_job *j);

@@ -375,11 +375,7 @@ static enum MHD_Result models(serve_server *sv, struct MHD_Connection *c) {
                "\"base\"}", sv->started);
     serve_adapters_write_models(sv->adapters, f, sv->started);
     fputs("]}", f);
-    if (fclose(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    return send_body(sv, c, 200, buf, "application/json", 0);
+    return send_body(sv, c, 200, serve_memstream_close(f, &buf), "application/json", 0);
 }
 
 static enum MHD_Result health(serve_server *sv, struct MHD_Connection *c) {
@@ -435,11 +431,7 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
             (long long)st.prompt_tokens, (long long)st.reused_tokens, (long long)st.gen_tokens,
             (long long)st.steps, st.step_seconds, st.running, st.queued, st.kv_used,
             st.kv_cells, serve_adapters_count(sv->adapters));
-    if (fclose(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    return send_body(sv, c, 200, buf, "text/plain; version=0.0.4", 0);
+    return send_body(sv, c, 200, serve_memstream_close(f, &buf), "text/plain; version=0.0.4", 0);
 }
 
 /* {"id": name, "object": "model", rest} (NULL: out of memory). */
@@ -450,11 +442,7 @@ static char *adapter_json(const char *name, const char *rest) {
     fputs("{\"id\":", f);
     el_json_write_string(f, name, strlen(name));
     fprintf(f, ",\"object\":\"model\",%s}", rest);
-    if (fclose(f)) {
-        free(body);
-        return NULL;
-    }
-    return body;
+    return serve_memstream_close(f, &body);
 }
 
 /* POST /v1/adapters {"name": NAME}: loads NAME from the adapter folder. */

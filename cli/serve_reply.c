@@ -9,8 +9,7 @@
 static void put_str(FILE *f, const char *s, size_t n) { el_json_write_string(f, s, n); }
 static void put_cstr(FILE *f, const char *s) { el_json_write_string(f, s, strlen(s)); }
 
-/* The text written to f, an open_memstream of *buf (which fclose sets). */
-static char *close_mem(FILE *f, char **buf) {
+char *serve_memstream_close(FILE *f, char **buf) {
     if (fclose(f)) {
         free(*buf);
         return NULL;
@@ -31,7 +30,7 @@ char *serve_reply_error(const serve_error *e) {
     if (e->code) put_cstr(f, e->code);
     else fputs("null", f);
     fputs("}}", f);
-    return close_mem(f, &buf);
+    return serve_memstream_close(f, &buf);
 }
 
 static void put_piece(FILE *f, const serve_server *sv, int32_t tok, bool bytes) {
@@ -145,7 +144,7 @@ char *serve_reply_completion(const serve_server *sv, serve_kind kind, const char
     fputs("],", f);
     put_usage(f, j);
     fputc('}', f);
-    return close_mem(f, &buf);
+    return serve_memstream_close(f, &buf);
 }
 
 char *serve_reply_chunk(const serve_server *sv, serve_kind kind, const char *id,
@@ -176,7 +175,7 @@ char *serve_reply_chunk(const serve_server *sv, serve_kind kind, const char *id,
         put_logprobs(f, sv, kind, j, ch, lp_from, lp_to);
     put_finish(f, final ? ch->finish : NULL);
     fputs("}]}", f);
-    return close_mem(f, &buf);
+    return serve_memstream_close(f, &buf);
 }
 
 char *serve_reply_usage_chunk(const serve_server *sv, serve_kind kind, const char *id,
@@ -189,5 +188,5 @@ char *serve_reply_usage_chunk(const serve_server *sv, serve_kind kind, const cha
     fputs("],", f);
     put_usage(f, j);
     fputc('}', f);
-    return close_mem(f, &buf);
+    return serve_memstream_close(f, &buf);
 }
