@@ -25,7 +25,9 @@ ls "$TMP" | grep -q 'x.gguf' && fail compress_no_leftovers "$(ls "$TMP")" || pas
 if [ -f models/base.uniql.gguf ]; then
     expect_exit slice_layout_refused 1 "$EL" compress --slice 0.2 -m models/base.uniql.gguf -o "$TMP/x.gguf"
     grep -q 'UniQL layout' "$TMP/err" && [ ! -e "$TMP/x.gguf" ] && pass slice_layout_message || fail slice_layout_message "$(cat "$TMP/err")"
-    expect_exit compress_compressed_input 1 "$EL" compress -m models/base.uniql.gguf -f "$C" -o "$TMP/x.gguf"
+    # a calibration text of our own: the refusal must not depend on the shared corpus
+    for i in $(seq 400); do echo "The quick brown fox jumps over the lazy dog, line $i."; done > "$TMP/calib.txt"
+    expect_exit compress_compressed_input 1 "$EL" compress -m models/base.uniql.gguf -f "$TMP/calib.txt" -o "$TMP/x.gguf"
     grep -q 'already compressed' "$TMP/err" && pass compress_compressed_message || fail compress_compressed_message "$(cat "$TMP/err")"
 fi
 
