@@ -28,7 +28,8 @@ static const char help[] =
     "  --port N               the port (default 8080; 0: any free one, printed at start)\n"
     "  --parallel N           requests decoded together (sequences; default 8)\n"
     "  -c, --ctx-size N       KV cells shared by all requests (default 4096)\n"
-    "  -b, --batch-size N     most rows per forward pass (default 512)\n"
+    "  -b, --batch-size N     most rows per forward pass (default 512, or what --parallel\n"
+    "                         trees need)\n"
     "  --prompt-rows N        most prompt rows a step takes while requests generate (default\n"
     "                         64: an admission delays the streams by one such step at most)\n"
     "  -t, --threads N        threads (default: all cores)\n"
@@ -40,12 +41,20 @@ static const char help[] =
     "                         default)\n"
     "  --max-prompt N         most tokens of a prompt (default 4096)\n"
     "  --max-body N           most bytes of a request body (default 1048576)\n"
-    "  --timeout S            close a connection idle for S seconds (default 60)\n";
+    "  --timeout S            close a connection idle for S seconds (default 60)\n"
+    "  --forecast FILE        decode requests speculatively (docs/speculative.md): each its own\n"
+    "                         tree in the shared steps, the same text; a request's\n"
+    "                         \"speculative\": false decodes plainly, \"tree\": \"auto\" or [W1, ...]\n"
+    "                         chooses its tree (at most --tree's rows); logprobs and n > 1\n"
+    "                         decode plainly, as does a request whose adapters a set trained\n"
+    "                         for one adapter does not serve. -b must hold --parallel trees\n"
+    "  --tree auto|W1,W2,...  the tree of requests that give none (default auto)\n";
 
 typedef struct serve_opts {
     cli_model_opts mo;
     const char *lora_dir, *host, *api_key, *chat_template;
     long port, parallel, n_batch, prompt_rows, queue, max_tokens, max_prompt, max_body, timeout;
+    cli_spec_opts spec;
 } serve_opts;
 
 static int parse_long(const char *a, int argc, char **argv, int *i, long lo, long hi, long *out) {
@@ -58,6 +67,7 @@ static int parse_args(serve_opts *o, int argc, char **argv) {
         const char *a = argv[i];
         int r = cli_model_opt("serve", &o->mo, argc, argv, &i);
         if (r == 0) r = cli_kv_opt("serve", &o->mo, argc, argv, &i);
+        if (r == 0) r = cli_spec_opt("serve", &o->spec, argc, argv, &i);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
         int rc = CLI_OK;
@@ -120,12 +130,38 @@ static int wait_for_signal(const sigset_t *set) {
     return sig;
 }
 
-static int serve(const serve_opts *o, el_model *m, const char *path) {
+/* The rows a step needs with every sequence's tree in it (--parallel x --tree's largest step):
+ * the batch's size unless -b says otherwise, refused if -b or -c cannot hold them. */
+static int spec_batch(serve_opts *o, const el_forecast *f, int32_t spec_rows) {
+    long need = o->parallel * (long)spec_rows;
+    if (!f) {
+        if (!o->n_batch) o->n_batch = 512;
+        return CLI_OK;
+    }
+    if (o->n_batch && o->n_batch < need) {
+        cli_error("serve", "-b %ld cannot hold the trees of --parallel %ld sequences (%d rows "
+                  "each with --tree and the forecast set's %d slots): give -b %ld or more, or "
+                  "a smaller --tree or --parallel", o->n_batch, o->parallel, spec_rows,
+                  el_forecast_n_slots(f), need);
+        return CLI_USAGE;
+    }
+    if (o->mo.ctx < spec_rows) {
+        cli_error("serve", "-c %ld KV cells cannot hold one speculative step (%d rows with "
+                  "--tree)", o->mo.ctx, spec_rows);
+        return CLI_USAGE;
+    }
+    if (!o->n_batch) o->n_batch = need > 512 ? need : 512;
+    return CLI_OK;
+}
+
+static int serve(const serve_opts *o, el_model *m, const char *path, const el_forecast *f) {
     serve_server sv = {.model = m, .chat_template = o->chat_template, .api_key = o->api_key,
                        .max_body = (size_t)o->max_body, .max_prompt = (int32_t)o->max_prompt,
                        .max_tokens = (int32_t)o->max_tokens, .timeout_s = (unsigned)o->timeout,
                        .started = (long)time(NULL),
-                       .max_connections = (int)(o->queue + o->parallel + 16)};
+                       .max_connections = (int)(o->queue + o->parallel + 16),
+                       .forecast = f, .spec = o->spec.params,
+                       .spec_rows = f ? el_spec_max_rows(f, &o->spec.params) : 0};
     char *id = model_id(path);
     if (!id) {
         cli_error("serve", "out of memory");
@@ -137,7 +173,7 @@ static int serve(const serve_opts *o, el_model *m, const char *path) {
                              .n_parallel = (int32_t)o->parallel, .n_batch = (int32_t)o->n_batch,
                              .n_threads = (int32_t)o->mo.threads, .kv_type = o->mo.kv_type,
                              .queue_max = (int32_t)o->queue,
-                             .n_prompt_rows = (int32_t)o->prompt_rows};
+                             .n_prompt_rows = (int32_t)o->prompt_rows, .forecast = f};
     el_status st = EL_OK;
     if (!rc && (st = serve_sched_create(&sp, &sv.sched)) != EL_OK) rc = cli_fail("serve", st);
     sigset_t set;
@@ -148,10 +184,10 @@ static int serve(const serve_opts *o, el_model *m, const char *path) {
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is an error of that write */
     if (!rc) rc = serve_http_start(&sv, o->host, (int)o->port);
     if (!rc) {
-        fprintf(stderr, "edgelora serve: %s with %d adapters, %ld sequences, %ld KV cells; "
+        fprintf(stderr, "edgelora serve: %s with %d adapters, %ld sequences, %ld KV cells%s; "
                         "listening on http://%s:%d\n",
-                id, serve_adapters_count(sv.adapters), o->parallel, o->mo.ctx, o->host,
-                sv.port);
+                id, serve_adapters_count(sv.adapters), o->parallel, o->mo.ctx,
+                f ? ", speculative" : "", o->host, sv.port);
         int sig = wait_for_signal(&set);
         atomic_store(&sv.draining, true);
         fprintf(stderr, "edgelora serve: %s: finishing %ld requests in flight\n",
@@ -169,7 +205,7 @@ static int serve(const serve_opts *o, el_model *m, const char *path) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8, .n_batch = 512,
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8,
                     .prompt_rows = 64, .queue = 64, .max_tokens = 1024, .max_prompt = 4096,
                     .max_body = 1 << 20, .timeout = 60};
     int rc = parse_args(&o, argc, argv);
@@ -179,7 +215,11 @@ int cmd_serve(int argc, char **argv) {
     if (!path) return CLI_FAIL;
     el_model *m;
     if ((rc = cli_load_model("serve", &o.mo, false, &m))) return rc;
-    rc = serve(&o, m, path);
+    el_forecast *f = NULL;
+    rc = cli_spec_load("serve", &o.spec, m, path, &f);
+    if (!rc) rc = spec_batch(&o, f, f ? el_spec_max_rows(f, &o.spec.params) : 0);
+    if (!rc) rc = serve(&o, m, path, f);
+    el_forecast_free(f);
     el_model_free(m);
     return rc;
 }

@@ -19,6 +19,9 @@ typedef struct serve_server {
     size_t max_body;        /* bytes of a request body */
     int32_t max_prompt;     /* tokens of a prompt */
     int32_t max_tokens;     /* most tokens a request may ask for, and chat's default */
+    const el_forecast *forecast; /* --forecast, or NULL: no speculative decoding */
+    el_spec_params spec;    /* --tree: the tree of requests that give none */
+    int32_t spec_rows;      /* the most rows a request's tree may take a step (--tree's) */
     unsigned timeout_s;     /* a connection idle this long is closed */
     long started;           /* Unix time, for "created" */
     atomic_long n_http[6];  /* answers by status class: [2] 2xx, [4] 4xx, [5] 5xx */

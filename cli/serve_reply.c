@@ -109,8 +109,12 @@ static void put_head(FILE *f, const serve_server *sv, serve_kind kind, const cha
 static void put_usage(FILE *f, const serve_job *j) {
     int32_t gen = 0;
     for (int32_t c = 0; c < j->n_choices; c++) gen += j->choices[c].n_tokens;
-    fprintf(f, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d}",
+    fprintf(f, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d",
             j->n_prompt, gen, j->n_prompt + gen);
+    if (j->spec_ran) /* edgelora's own: how the tokens came */
+        fprintf(f, ",\"speculative\":{\"steps\":%lld,\"accepted_tokens\":%lld}",
+                (long long)j->spec_steps, (long long)j->spec_accepted);
+    fputc('}', f);
 }
 
 static void put_finish(FILE *f, const char *finish) {

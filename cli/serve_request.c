@@ -195,6 +195,7 @@ static bool get_neutral(const el_json_value *root, serve_error *e) {
 static const char *const common_fields[] = {
     "model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop",
     "seed", "user", "presence_penalty", "frequency_penalty", "logprobs", "adapters",
+    "speculative", "tree",
 };
 static const char *const completion_fields[] = {"prompt", "echo"};
 static const char *const chat_fields[] = {"messages", "top_logprobs", "max_completion_tokens"};
@@ -247,6 +248,40 @@ static bool get_logprobs(serve_params *p, const el_json_value *root, serve_error
     return true;
 }
 
+/* "speculative": true or false; "tree": "auto" or a list of widths [W1, W2, ...] (1..8 each,
+ * at most EL_SPEC_MAX_DEPTH), as `--tree` gives them. Whether the server's forecast set can
+ * serve them is the server's to say (serve_http.c): parsing knows no model. */
+static bool get_speculative(serve_params *p, const el_json_value *root, serve_error *e) {
+    const el_json_value *v = el_json_get(root, "speculative");
+    if (el_json_type(v) != EL_JSON_NONE && el_json_type(v) != EL_JSON_NULL) {
+        bool on;
+        if (!get_bool(root, "speculative", &on, e)) return false;
+        p->speculative = on;
+    }
+    const el_json_value *t = el_json_get(root, "tree");
+    el_json_kind k = el_json_type(t);
+    if (k == EL_JSON_NONE || k == EL_JSON_NULL) return true;
+    size_t n = k == EL_JSON_ARRAY ? el_json_len(t) : 0;
+    bool ok = (k == EL_JSON_STRING && !strcmp(el_json_str(t, NULL), "auto")) ||
+              (n >= 1 && n <= EL_SPEC_MAX_DEPTH);
+    for (size_t d = 0; ok && d < n; d++) {
+        int64_t w;
+        ok = el_json_int(el_json_at(t, d), &w) && w >= 1 && w <= 8;
+        p->tree.width[d] = (int32_t)w;
+    }
+    if (!ok)
+        return serve_error_set(e, 400, "invalid_request_error", "invalid_value",
+                               "'tree' must be \"auto\" or a list of 1 to %d widths (whole "
+                               "numbers 1..8: the candidates at each depth)", EL_SPEC_MAX_DEPTH);
+    p->tree.tree_auto = k == EL_JSON_STRING;
+    p->tree.n_depth = (int32_t)n;
+    p->tree_given = true;
+    if (p->speculative == 0)
+        return bad(e, "'%s' asks for speculative decoding, which \"speculative\": false turns off",
+                   "tree");
+    return true;
+}
+
 static bool parse_root(serve_params *p, const el_json_value *root, serve_error *e) {
     if (el_json_type(root) != EL_JSON_OBJECT)
         return serve_error_set(e, 400, "invalid_request_error", "invalid_json",
@@ -280,7 +315,8 @@ static bool parse_root(serve_params *p, const el_json_value *root, serve_error *
         !get_int(root, "n", 1, SERVE_MAX_N, &n, e) ||
         !get_int(root, "seed", 0, INT64_MAX, &seed, e) ||
         !get_bool(root, "stream", &p->stream, e) || !get_stops(p, root, e) ||
-        !get_adapters(p, root, e) || !get_logprobs(p, root, e))
+        !get_adapters(p, root, e) || !get_logprobs(p, root, e) ||
+        !get_speculative(p, root, e))
         return false;
     if (p->include_usage && !p->stream)
         return bad(e, "'%s' needs \"stream\": true", "stream_options");
@@ -296,7 +332,8 @@ static bool parse_root(serve_params *p, const el_json_value *root, serve_error *
 
 bool serve_params_parse(serve_params *p, serve_kind kind, const char *body, size_t len,
                         serve_error *e) {
-    *p = (serve_params){.kind = kind, .max_tokens = -1, .n = 1, .logprobs = -1};
+    *p = (serve_params){.kind = kind, .max_tokens = -1, .n = 1, .logprobs = -1,
+                        .speculative = -1};
     /* OpenAI's defaults: plain sampling at temperature 1, no filter, no penalty */
     p->sp = (el_sampler_params){.temperature = 1.0f, .top_p = 1.0f, .repeat_penalty = 1.0f,
                                 .repeat_last_n = 64};

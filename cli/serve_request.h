@@ -36,6 +36,9 @@ typedef struct serve_params {
     int n;                        /* choices, 1..SERVE_MAX_N */
     bool stream, include_usage;   /* "stream", "stream_options": {"include_usage"} */
     int logprobs;                 /* -1: none; else how many alternatives each token lists */
+    int speculative;              /* "speculative": -1 not given, 0 false, 1 true */
+    bool tree_given;              /* "tree": "auto" or [W1, W2, ...] (it asks for speculation) */
+    el_spec_params tree;          /* that tree (seq_id unset) */
 } serve_params;
 
 /* An error to send back: HTTP status, OpenAI's "type" and "code", the message. */

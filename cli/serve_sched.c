@@ -18,6 +18,9 @@ typedef struct sched_slot {
     bool generating;       /* the prompt is in; each step feeds the last token */
     el_variants *group;    /* a job with n > 1: its choices, in this slot and the next n-1 */
     bool follower;         /* one of those next n-1 slots (the first does the work) */
+    el_spec *spec;         /* a speculative job's decoder (NULL: plain rows); it starts once
+                            * the cache holds all the prompt but its last token */
+    int32_t spec_tok[EL_SPEC_MAX_DEPTH + 1], n_spec_tok; /* what this step's tree gave */
     int32_t row, first_row, n_rows; /* this step's rows; row: the one it samples from */
     char *text;            /* the text generated so far (published up to stream.shown) */
     size_t len, cap;
@@ -32,8 +35,12 @@ struct serve_sched {
     int32_t n_vocab, n_batch, n_ctx, n_slots;
     int32_t n_prompt_rows; /* prompt rows a step takes at most while requests generate */
     sched_slot *slots;
-    int32_t *tok, *pos, *seq;
+    int32_t *tok, *pos, *seq, *parent;
     int8_t *logits;
+    float *embd;           /* [n_batch][n_embd] forecast rows (with a forecast set) */
+    int32_t n_embd;
+    const el_forecast *forecast;
+    bool tree_rows;        /* this step holds a speculative tree */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t work;   /* a job was submitted or cancelled, or draining began */
@@ -98,12 +105,22 @@ void serve_job_cancel(serve_sched *s, serve_job *j) {
     pthread_mutex_unlock(&s->mu);
 }
 
-static int32_t job_cells(const serve_job *j) {
+/* The tokens a job holds at most: its prompt and what its choices generate. */
+static int32_t job_tokens(const serve_job *j) {
     return j->n_prompt + j->n_choices * j->max_tokens;
 }
 
+/* The KV cells a job reserves: its tokens and, speculative, a step's tree on top (the rejected
+ * rows are freed after the step), so the trees of one step never take another job's cells. A
+ * reservation of the whole context runs alone, where el_spec itself falls back to plain rows
+ * when a tree no longer fits. */
+static int32_t job_cells(const serve_sched *s, const serve_job *j) {
+    int32_t n = job_tokens(j) + (j->speculative ? el_spec_max_rows(s->forecast, &j->spec) : 0);
+    return n < s->n_ctx ? n : s->n_ctx;
+}
+
 bool serve_sched_submit(serve_sched *s, serve_job *j, bool *too_big) {
-    *too_big = job_cells(j) > s->n_ctx || j->n_choices > s->n_slots;
+    *too_big = job_tokens(j) > s->n_ctx || j->n_choices > s->n_slots;
     if (*too_big) return false;
     pthread_mutex_lock(&s->mu);
     bool ok = !s->stopping && s->n_queue < s->queue_max;
@@ -186,6 +203,7 @@ static void slot_clear(serve_sched *s, int32_t i) {
     if (sl->group) {
         el_variants_free(sl->group); /* its cells and bindings */
     } else {
+        el_spec_free(sl->spec);
         el_kv_seq_remove(s->ctx, i, 0, -1);
         el_context_bind(s->ctx, i, NULL, 0);
     }
@@ -291,9 +309,10 @@ static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, i
 
 static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
     sched_slot *sl = &s->slots[i];
-    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(j), .t0 = cli_now_ms() / 1e3};
+    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
+                       .t0 = cli_now_ms() / 1e3};
     s->reserved += sl->reserved;
-    if (!(sl->tokens = malloc((size_t)job_cells(j) * sizeof *sl->tokens))) {
+    if (!(sl->tokens = malloc((size_t)job_tokens(j) * sizeof *sl->tokens))) {
         slot_fail(s, i, "out of memory");
         return;
     }
@@ -305,6 +324,16 @@ static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
         return;
     }
     for (int32_t t = 0; t < j->n_prompt; t++) el_sampler_accept(sl->smp, j->prompt[t]);
+    if (j->speculative) { /* after the binding, which a set trained for an adapter checks */
+        j->spec.seq_id = i;
+        el_status st = el_spec_create(s->ctx, s->forecast, sl->smp, &j->spec, &sl->spec);
+        if (st != EL_OK && st != EL_ERR_MISMATCH) { /* mismatch: the set is not for these */
+            slot_fail(s, i, el_last_error());
+            return;
+        }
+        j->spec_ran = sl->spec != NULL;
+        s->stats.spec_requests += j->spec_ran;
+    }
     int32_t from = -1, n = shared_prefix(s, j, i, &from);
     if (n > 0 && el_kv_seq_share(s->ctx, from, i, 0, n) == EL_OK) {
         sl->fed = n;
@@ -324,7 +353,8 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     gp.on_text = on_variant_text;
     gp.user = j;
     sched_slot *sl = &s->slots[i];
-    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(j), .t0 = cli_now_ms() / 1e3};
+    *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
+                       .t0 = cli_now_ms() / 1e3};
     s->reserved += sl->reserved;
     s->stats.prompt_tokens += j->n_prompt;
     if (el_variants_start(s->ctx, &gp, j->prompt, j->n_prompt, &sl->group) != EL_OK) {
@@ -354,7 +384,7 @@ static void admit(serve_sched *s) {
             job_end(s, j, cli_now_ms() / 1e3);
             continue;
         }
-        if (s->reserved + job_cells(j) > s->n_ctx) return;
+        if (s->reserved + job_cells(s, j) > s->n_ctx) return;
         int32_t i = 0, k = j->n_choices;
         while (i < s->n_slots && !slots_free(s, i, k)) i++;
         if (i == s->n_slots) return;
@@ -377,17 +407,32 @@ static void drop_cancelled(serve_sched *s) {
 
 /* ------------------------------------------------------------ a step */
 
+/* The step's rows: those of every generating slot (one, a group's one a choice, or a
+ * speculative tree), then prompt chunks. */
 static int32_t build_step(serve_sched *s) {
     int32_t n = 0;
+    s->tree_rows = false;
     for (int32_t i = 0; i < s->n_slots; i++) {
         sched_slot *sl = &s->slots[i];
         sl->row = -1;
         sl->n_rows = 0;
         if (!sl->job || !sl->generating) continue;
         sl->first_row = n;
+        if (sl->spec) {
+            /* n_batch holds every slot's largest tree (serve_sched_params), so this fits */
+            int32_t k = el_spec_next_rows(sl->spec, n, s->n_batch, s->tok, s->embd, s->pos,
+                                          s->seq, s->parent, s->logits);
+            if (k == 0) continue;
+            sl->row = n;
+            sl->n_rows = k;
+            n += k;
+            s->tree_rows = true;
+            continue;
+        }
         if (sl->group) {
             int32_t k = el_variants_next_rows(sl->group, s->tok + n, s->pos + n, s->seq + n);
             memset(s->logits + n, 1, (size_t)k);
+            for (int32_t r = n; r < n + k; r++) s->parent[r] = -1;
             sl->row = n;
             sl->n_rows = k;
             n += k;
@@ -397,6 +442,7 @@ static int32_t build_step(serve_sched *s) {
         s->pos[n] = sl->n_tokens - 1;
         s->seq[n] = i;
         s->logits[n] = 1;
+        s->parent[n] = -1;
         sl->n_rows = 1;
         sl->row = n++;
     }
@@ -406,8 +452,10 @@ static int32_t build_step(serve_sched *s) {
     for (int32_t i = 0; i < s->n_slots && n < cap; i++) {
         sched_slot *sl = &s->slots[i];
         if (!sl->job || sl->generating || sl->follower) continue;
-        int32_t k = sl->job->n_prompt - sl->fed;
+        /* a speculative slot's last prompt token is el_spec_start's (start_spec) */
+        int32_t k = sl->job->n_prompt - (sl->spec ? 1 : 0) - sl->fed;
         if (k > cap - n) k = cap - n;
+        if (k == 0) continue;
         sl->first_row = n;
         sl->n_rows = k;
         for (int32_t t = 0; t < k; t++, n++) {
@@ -415,9 +463,10 @@ static int32_t build_step(serve_sched *s) {
             s->pos[n] = sl->fed + t;
             s->seq[n] = i;
             s->logits[n] = 0;
+            s->parent[n] = t > 0 ? n - 1 : -1; /* a chunk's rows see each other in a tree step */
         }
         sl->fed += k;
-        if (sl->fed == sl->job->n_prompt) {
+        if (!sl->spec && sl->fed == sl->job->n_prompt) {
             s->logits[n - 1] = 1;
             sl->row = n - 1;
             sl->generating = true;
@@ -455,9 +504,35 @@ static void record_logprob(serve_sched *s, serve_choice *c, const float *logits,
     }
 }
 
-static void sample_plain(serve_sched *s, int32_t i) {
+/* Appends sampled token tok to slot i's text, or ends the job (end of text, its length, a
+ * stop string, a failure); logits: the row it was sampled from, for logprobs. Returns whether
+ * the slot still runs (the caller publishes then). */
+static bool take_token(serve_sched *s, int32_t i, int32_t tok, const float *logits) {
     sched_slot *sl = &s->slots[i];
     serve_job *j = sl->job;
+    if (el_token_is_eog(s->model, tok)) {
+        slot_finish(s, i, "stop");
+        return false;
+    }
+    if (j->logprobs >= 0) record_logprob(s, &j->choices[0], logits, tok, j->logprobs);
+    sl->tokens[sl->n_tokens++] = tok;
+    j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
+    if (!slot_add_token_text(s, sl)) {
+        slot_fail(s, i, el_last_error());
+        return false;
+    }
+    if (sl->n_tokens - j->n_prompt == j->max_tokens) {
+        slot_finish(s, i, "length");
+        return false;
+    }
+    bool stopped = slot_publish_text(s, i, false);
+    if (j->error[0]) slot_fail(s, i, j->error);
+    else if (stopped) slot_finish(s, i, "stop");
+    return !j->error[0] && !stopped;
+}
+
+static void sample_plain(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
     const float *logits = el_get_logits(s->ctx, sl->row);
     int32_t tok;
     if (el_sampler_sample(sl->smp, logits, &tok) != EL_OK) {
@@ -465,25 +540,70 @@ static void sample_plain(serve_sched *s, int32_t i) {
         return;
     }
     el_sampler_accept(sl->smp, tok);
-    if (el_token_is_eog(s->model, tok)) {
-        slot_finish(s, i, "stop");
+    if (take_token(s, i, tok, logits)) publish(sl->job);
+}
+
+/* Walks slot i's tree (el_spec_accept: sampling from the model's logits, as plain decoding
+ * does) into sl->spec_tok, to be taken once every tree of the step is walked (take_spec). A
+ * failure is kept in the job's error until then. */
+static void walk_spec(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    int32_t left = j->max_tokens - (sl->n_tokens - j->n_prompt), cap = EL_SPEC_MAX_DEPTH + 1;
+    if (el_spec_accept(sl->spec, sl->row, sl->spec_tok, left < cap ? left : cap,
+                       &sl->n_spec_tok) != EL_OK) {
+        snprintf(j->error, sizeof j->error, "%s", el_last_error());
         return;
     }
-    if (j->logprobs >= 0) record_logprob(s, &j->choices[0], logits, tok, j->logprobs);
-    sl->tokens[sl->n_tokens++] = tok;
-    j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
-    if (!slot_add_token_text(s, sl)) {
+    /* a step's first token comes from the pending token's row; each one after it was a
+     * candidate of the tree */
+    j->spec_steps++;
+    j->spec_accepted += sl->n_spec_tok - 1;
+    s->stats.spec_steps++;
+    s->stats.spec_accepted += sl->n_spec_tok - 1;
+}
+
+static void take_spec(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    if (j->error[0]) {
+        slot_fail(s, i, j->error);
+        return;
+    }
+    for (int32_t t = 0; t < sl->n_spec_tok; t++)
+        if (!take_token(s, i, sl->spec_tok[t], NULL)) return;
+    publish(j);
+}
+
+/* Once the cache holds all slot i's prompt but its last token (decoded in the shared steps,
+ * or shared), el_spec_start decodes that token and the forecast slots after it (a small
+ * decode of its own) and samples the first token. */
+static void start_spec(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    int32_t first;
+    pthread_mutex_unlock(&s->mu); /* as for every decode: the HTTP side reads meanwhile */
+    double t0 = cli_now_ms();
+    el_status st = el_spec_start(sl->spec, sl->tokens, j->n_prompt, &first);
+    double dt = (cli_now_ms() - t0) / 1e3;
+    pthread_mutex_lock(&s->mu);
+    s->stats.steps++;
+    s->stats.step_seconds += dt;
+    if (st != EL_OK) {
         slot_fail(s, i, el_last_error());
         return;
     }
-    if (sl->n_tokens - j->n_prompt == j->max_tokens) {
-        slot_finish(s, i, "length");
-        return;
+    sl->fed = j->n_prompt;
+    sl->generating = true;
+    if (take_token(s, i, first, NULL)) publish(j);
+}
+
+static void start_ready(serve_sched *s) {
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sched_slot *sl = &s->slots[i];
+        if (sl->job && sl->spec && !sl->generating && sl->fed == sl->job->n_prompt - 1)
+            start_spec(s, i);
     }
-    bool stopped = slot_publish_text(s, i, false);
-    if (j->error[0]) slot_fail(s, i, j->error);
-    else if (stopped) slot_finish(s, i, "stop");
-    else publish(j);
 }
 
 static void sample_group(serve_sched *s, int32_t i) {
@@ -515,11 +635,18 @@ static void sample_group(serve_sched *s, int32_t i) {
     }
 }
 
+/* Every tree is walked first: walking frees a tree's rejected rows (el_kv_remove_rows), which
+ * is only possible until the cache changes otherwise, as a job that ends does. */
 static void sample_step(serve_sched *s) {
     for (int32_t i = 0; i < s->n_slots; i++) {
         sched_slot *sl = &s->slots[i];
+        if (sl->job && sl->spec && sl->row >= 0) walk_spec(s, i);
+    }
+    for (int32_t i = 0; i < s->n_slots; i++) {
+        sched_slot *sl = &s->slots[i];
         if (!sl->job || sl->follower || sl->row < 0) continue;
-        if (sl->group) sample_group(s, i);
+        if (sl->spec) take_spec(s, i);
+        else if (sl->group) sample_group(s, i);
         else sample_plain(s, i);
     }
 }
@@ -536,6 +663,7 @@ static void *sched_main(void *arg) {
     for (;;) {
         drop_cancelled(s);
         admit(s);
+        start_ready(s);
         if (!any_running(s)) {
             if (s->stopping && s->n_queue == 0) break;
             pthread_cond_wait(&s->work, &s->mu);
@@ -544,7 +672,8 @@ static void *sched_main(void *arg) {
         int32_t n = build_step(s);
         if (n == 0) continue;
         el_batch b = {.n_rows = n, .token = s->tok, .pos = s->pos, .seq_id = s->seq,
-                      .logits = s->logits};
+                      .logits = s->logits, .embd = s->tree_rows ? s->embd : NULL,
+                      .parent = s->tree_rows ? s->parent : NULL};
         pthread_mutex_unlock(&s->mu);
         double t0 = cli_now_ms();
         el_status st = el_decode(s->ctx, &b);
@@ -577,15 +706,18 @@ el_status serve_sched_create(const serve_sched_params *p, serve_sched **out) {
     if (n_batch > p->n_ctx) n_batch = p->n_ctx;
     *s = (serve_sched){.model = p->model, .n_vocab = info.n_vocab, .n_batch = n_batch,
                        .n_ctx = p->n_ctx, .n_slots = p->n_parallel, .queue_max = p->queue_max,
-                       .n_prompt_rows = p->n_prompt_rows > 0 ? p->n_prompt_rows : n_batch};
+                       .n_prompt_rows = p->n_prompt_rows > 0 ? p->n_prompt_rows : n_batch,
+                       .n_embd = info.n_embd, .forecast = p->forecast};
     s->slots = calloc((size_t)s->n_slots, sizeof *s->slots);
     s->tok = malloc((size_t)n_batch * sizeof *s->tok);
     s->pos = malloc((size_t)n_batch * sizeof *s->pos);
     s->seq = malloc((size_t)n_batch * sizeof *s->seq);
     s->logits = malloc((size_t)n_batch);
+    s->parent = malloc((size_t)n_batch * sizeof *s->parent);
     s->queue = malloc((size_t)(p->queue_max > 0 ? p->queue_max : 1) * sizeof *s->queue);
-    el_status st = s->slots && s->tok && s->pos && s->seq && s->logits && s->queue
-                       ? EL_OK : EL_ERR_NOMEM;
+    if (p->forecast) s->embd = malloc((size_t)n_batch * (size_t)info.n_embd * sizeof *s->embd);
+    el_status st = s->slots && s->tok && s->pos && s->seq && s->logits && s->parent &&
+                   s->queue && (s->embd || !p->forecast) ? EL_OK : EL_ERR_NOMEM;
     el_context_params cp = el_context_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_batch = n_batch;
@@ -601,6 +733,7 @@ el_status serve_sched_create(const serve_sched_params *p, serve_sched **out) {
     if (st != EL_OK) {
         el_context_free(s->ctx);
         free(s->slots), free(s->tok), free(s->pos), free(s->seq), free(s->logits), free(s->queue);
+        free(s->parent), free(s->embd);
         free(s);
         return st;
     }
@@ -619,5 +752,6 @@ void serve_sched_free(serve_sched *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
     free(s->slots), free(s->tok), free(s->pos), free(s->seq), free(s->logits), free(s->queue);
+    free(s->parent), free(s->embd);
     free(s);
 }

@@ -6,7 +6,9 @@
  * steps when a sequence and its KV cells are free, and leaves when it ends or is cancelled (its
  * cells freed, its sequence unbound). A prompt that begins like a sequence already in the cache
  * with the same adapters (a shared system prompt) shares those cells instead of recomputing
- * them. A job with n > 1 choices runs as concurrent variants in n sequences.
+ * them. A job with n > 1 choices runs as concurrent variants in n sequences. A speculative job
+ * (docs/speculative.md) puts its step's tree of candidates and forecast slots into the shared
+ * step instead of one row, and takes every token the tree gives.
  *
  * A job's fields up to `published` are the HTTP side's to set before serve_sched_submit and
  * read-only after; what the scheduler publishes is read under serve_job_lock. */
@@ -48,6 +50,9 @@ typedef struct serve_job {
     int n_stops;
     int32_t n_choices;
     int logprobs;          /* -1: none */
+    bool speculative;      /* decode with the scheduler's forecast set, this tree (n_choices 1,
+                            * no logprobs) */
+    el_spec_params spec;   /* its tree (the scheduler sets seq_id) */
 
     /* published by the scheduler, read under serve_job_lock */
     serve_choice *choices; /* [n_choices] */
@@ -55,6 +60,10 @@ typedef struct serve_job {
     char error[256];       /* a failure: the job ended with this message */
     uint64_t version;      /* bumped at every publication */
     bool cancelled;        /* set by the HTTP side: the client went away */
+    bool spec_ran;         /* it decodes speculatively (a set trained for another adapter
+                            * leaves a speculative job to plain decoding) */
+    int64_t spec_steps;    /* its speculative steps (after the first token) */
+    int64_t spec_accepted; /* drafted tokens they accepted (beyond the one a step gives) */
     pthread_cond_t cond;
     int refs;
 } serve_job;
@@ -65,10 +74,14 @@ typedef struct serve_sched_params {
     el_kv_type kv_type;
     int32_t queue_max;     /* jobs waiting at most (more: serve_sched_submit refuses) */
     int32_t n_prompt_rows; /* prompt rows a step takes at most while others generate */
+    const el_forecast *forecast; /* for speculative jobs, or NULL (it must outlive the
+                                  * scheduler); n_batch >= n_parallel * every job's
+                                  * el_spec_max_rows, so that all trees fit in a step */
 } serve_sched_params;
 
 typedef struct serve_stats {
     int64_t requests, prompt_tokens, gen_tokens, reused_tokens, steps;
+    int64_t spec_requests, spec_steps, spec_accepted; /* as a job's spec_ fields, summed */
     double step_seconds;
     int32_t queued, running, kv_used, kv_cells;
 } serve_stats;
