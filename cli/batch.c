@@ -296,6 +296,8 @@ typedef struct slot {
     bool generating;  /* the prompt is in; each step feeds the last token sampled */
     el_variants *group; /* a request with "n": its choices, in this slot and the next n-1 */
     el_spec *spec;    /* a request decoded speculatively (its tree's rows at first_row) */
+    int32_t spec_tok[EL_SPEC_MAX_DEPTH + 1], n_spec_tok; /* what this step's tree gave */
+    char spec_error[256]; /* walking that tree failed: why */
     bool follower;    /* one of those next n-1 slots (the first one does the work) */
     int32_t row;      /* row of this step whose logits it samples from, or -1 */
     int32_t first_row, n_rows; /* its rows in this step */
@@ -323,11 +325,11 @@ typedef struct scheduler {
  * memory, which stops the batch. */
 static bool is_request_failure(el_status st) { return st != EL_OK && st != EL_ERR_NOMEM; }
 
-/* Ends slot s's request (and the slots of its choices) with the library's last error as its
- * error line; its cells and adapters are released and the other requests go on. */
-static el_status slot_fail(scheduler *sc, slot *s) {
+/* Ends slot s's request (and the slots of its choices) with the error line why (the library's
+ * last error, mostly); its cells and adapters are released and the other requests go on. */
+static el_status slot_fail_why(scheduler *sc, slot *s, const char *why) {
     batch_request *r = s->r;
-    batch_request_fail(r, sc->path, "%s", el_last_error());
+    batch_request_fail(r, sc->path, "%s", why);
     if (!r->error) return EL_ERR_NOMEM;
     int32_t seq = (int32_t)(s - sc->slots), n_slots = s->group ? r->n_choices : 1;
     el_status st = EL_OK;
@@ -343,6 +345,8 @@ static el_status slot_fail(scheduler *sc, slot *s) {
     for (int32_t c = n_slots - 1; c >= 0; c--) s[c] = (slot){.row = -1};
     return st;
 }
+
+static el_status slot_fail(scheduler *sc, slot *s) { return slot_fail_why(sc, s, el_last_error()); }
 
 /* Ends slot s's request: its text, its cells and adapters released. */
 static el_status slot_finish(scheduler *sc, slot *s, const char *reason) {
@@ -536,15 +540,10 @@ static el_status sample_slot(scheduler *sc, slot *s, int32_t row) {
         if (st == EL_OK && !el_variants_running(s->group)) st = group_finish(sc, s);
         return st;
     }
-    batch_request *r = s->r;
     el_status st;
-    if (s->spec) { /* the tree's tokens one by one, until one ends the request */
-        int32_t toks[EL_SPEC_MAX_DEPTH + 1], n = 0, cap = r->n_gen_max - (r->n_tokens - r->n_prompt);
-        if ((st = el_spec_accept(s->spec, row, toks, cap < EL_SPEC_MAX_DEPTH + 1 ? cap
-                                 : EL_SPEC_MAX_DEPTH + 1, &n)) != EL_OK)
-            return st;
-        for (int32_t i = 0; i < n && s->r; i++)
-            if ((st = take_token(sc, s, toks[i])) != EL_OK) return st;
+    if (s->spec) { /* the walked tree's tokens one by one, until one ends the request */
+        for (int32_t i = 0; i < s->n_spec_tok && s->r; i++)
+            if ((st = take_token(sc, s, s->spec_tok[i])) != EL_OK) return st;
         return EL_OK;
     }
     int32_t tok;
@@ -569,12 +568,32 @@ static el_status take_token(scheduler *sc, slot *s, int32_t tok) {
     return EL_OK;
 }
 
-/* Samples every slot that has logits in this step; a slot that fails fails its request only. */
+/* Walks speculative slot s's tree, decoded from batch row `row` on (el_spec_accept: it samples
+ * the tokens), into s->spec_tok for sample_slot. */
+static el_status spec_walk(slot *s, int32_t row) {
+    batch_request *r = s->r;
+    int32_t cap = r->n_gen_max - (r->n_tokens - r->n_prompt);
+    return el_spec_accept(s->spec, row, s->spec_tok, cap < EL_SPEC_MAX_DEPTH + 1 ? cap
+                          : EL_SPEC_MAX_DEPTH + 1, &s->n_spec_tok);
+}
+
+/* Samples every slot that has logits in this step; a slot that fails fails its request only.
+ * Every tree is walked first: walking frees its rejected rows (el_kv_remove_rows), which is
+ * possible only until the cache changes otherwise, as it does when a request ends. */
 static el_status sample_step(scheduler *sc) {
     for (int32_t i = 0; i < sc->n_slots; i++) {
         slot *s = &sc->slots[i];
+        s->spec_error[0] = '\0';
+        if (!s->r || s->row < 0 || !s->spec) continue;
+        el_status st = spec_walk(s, s->row);
+        if (st != EL_OK && !is_request_failure(st)) return st;
+        if (st != EL_OK) snprintf(s->spec_error, sizeof s->spec_error, "%s", el_last_error());
+    }
+    for (int32_t i = 0; i < sc->n_slots; i++) {
+        slot *s = &sc->slots[i];
         if (!s->r || s->row < 0) continue;
-        el_status st = sample_slot(sc, s, s->row);
+        el_status st = s->spec_error[0] ? slot_fail_why(sc, s, s->spec_error)
+                                        : sample_slot(sc, s, s->row);
         if (is_request_failure(st)) st = slot_fail(sc, s);
         if (st != EL_OK) return st;
     }
@@ -596,6 +615,7 @@ static el_status decode_each(scheduler *sc) {
                       .embd = s->spec ? sc->embd + (size_t)at * (size_t)sc->n_embd : NULL,
                       .parent = s->spec ? sc->parent + at : NULL};
         el_status st = el_decode(sc->ctx, &b);
+        if (st == EL_OK && s->row >= 0 && s->spec) st = spec_walk(s, s->row - at);
         if (st == EL_OK && s->row >= 0) st = sample_slot(sc, s, s->row - at);
         if (is_request_failure(st)) st = slot_fail(sc, s);
         if (st != EL_OK) return st;

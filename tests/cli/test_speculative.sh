@@ -82,6 +82,20 @@ texts < "$TMP/out" > "$TMP/batch.spec"
     pass batch_forecast_same_texts ||
     fail batch_forecast_same_texts "$(cat "$TMP/batch.plain")" "$(cat "$TMP/batch.spec")" "$(cat "$TMP/err")"
 
+# requests that end in different steps: one ending (its cells freed) before the trees after it
+# in the same step are walked does not fail them
+cat > "$TMP/req2.jsonl" <<'JSONL'
+{"id": 1, "prompt": "The cat sat on", "n_predict": 10, "temperature": 0}
+{"id": 2, "prompt": "The children", "n_predict": 40, "temperature": 0}
+{"id": 3, "prompt": "Once upon a time", "n_predict": 20, "temperature": 0}
+{"id": 4, "prompt": "It was a sunny day", "n_predict": 40, "temperature": 0}
+JSONL
+"$EL" batch -f "$TMP/req2.jsonl" -t 1 2>/dev/null | texts > "$TMP/batch2.plain"
+"$EL" batch -f "$TMP/req2.jsonl" -t 1 --forecast "$TMP/f.gguf" --tree 2,1 2>"$TMP/err" | texts > "$TMP/batch2.spec"
+[ "$(wc -l < "$TMP/batch2.plain")" = 4 ] && cmp -s "$TMP/batch2.plain" "$TMP/batch2.spec" &&
+    pass batch_forecast_ends_apart ||
+    fail batch_forecast_ends_apart "$(cat "$TMP/batch2.plain")" "$(cat "$TMP/batch2.spec")" "$(cat "$TMP/err")"
+
 printf 'The cat sat on\nThe children played\n' > "$TMP/prompts.txt"
 expect_exit bench_forecast 0 "$EL" bench --forecast "$TMP/f.gguf" --tree 2,1 --prompts "$TMP/prompts.txt" \
     -n 24 -r 1 -t 1 --record "$TMP/trace.txt"
