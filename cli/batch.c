@@ -61,8 +61,10 @@ static const char help[] =
     "                         (default S: from the clock)\n"
     "  --forecast FILE        decode requests without \"n\" speculatively (docs/speculative.md):\n"
     "                         each its own tree in the shared steps, the same text; a set\n"
-    "                         trained for an adapter serves the requests bound to it alone\n"
-    "  --tree auto|W1,W2,...  the candidate tree (default auto)\n";
+    "                         trained for an adapter serves the requests bound to it alone;\n"
+    "                         a request's \"speculative\": false decodes plainly, its \"tree\":\n"
+    "                         \"auto\" or [W1, W2, ...] is its own tree\n"
+    "  --tree auto|W1,W2,...  the candidate tree of requests that give none (default auto)\n";
 
 typedef struct batch_opts {
     cli_model_opts mo;
@@ -315,7 +317,6 @@ typedef struct scheduler {
     int32_t *parent;          /* [n_batch] (used when a speculative tree is in the step) */
     float *embd;              /* [n_batch][n_embd] the trees' forecast rows */
     const el_forecast *forecast; /* --forecast, or NULL */
-    el_spec_params spec_params;
     bool tree_rows;           /* this step holds a tree */
     long n_prompt_tokens, n_gen_tokens;
     int64_t spec_steps, spec_tokens; /* of the finished speculative requests */
@@ -381,7 +382,7 @@ static el_status take_token(scheduler *sc, slot *s, int32_t tok);
 /* A speculative request decodes its prompt at admission (with the forecast slots after it) and
  * takes its first token; a set trained for another binding leaves it to plain decoding. */
 static el_status spec_admit(scheduler *sc, slot *s) {
-    el_spec_params sp = sc->spec_params;
+    el_spec_params sp = s->r->tree;
     sp.seq_id = (int32_t)(s - sc->slots);
     el_status st = el_spec_create(sc->ctx, sc->forecast, s->smp, &sp, &s->spec);
     if (st == EL_ERR_MISMATCH) return EL_OK;
@@ -405,7 +406,7 @@ static el_status slot_admit(scheduler *sc, slot *s, batch_request *r) {
     for (int32_t i = 0; i < r->n_prompt; i++) el_sampler_accept(s->smp, r->tokens[i]);
     sc->n_prompt_tokens += r->n_prompt;
     if (r->n_gen_max == 0) return slot_finish(sc, s, "length");
-    if (sc->forecast && (st = spec_admit(sc, s)) != EL_OK)
+    if (r->speculative_tree && (st = spec_admit(sc, s)) != EL_OK)
         return is_request_failure(st) ? slot_fail(sc, s) : st;
     return EL_OK;
 }
@@ -676,12 +677,37 @@ static int64_t cells_needed(const request_list *l, int32_t n_slots) {
     return sum;
 }
 
+/* Which requests decode speculatively, with which tree: with --forecast, those without "n" or
+ * "speculative": false, with --tree's tree unless they give one. Each reserves cells for its
+ * largest step on top of its tokens; returns the largest step of all (0: none). */
+static int32_t spec_prepare(const batch_opts *o, request_list *l, const el_forecast *forecast) {
+    int32_t most = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        batch_request *r = &l->r[i];
+        if (!r->tree_given) r->tree = o->spec.params;
+        if (!forecast && (r->speculative == 1 || r->tree_given))
+            batch_request_fail(r, o->requests, "\"%s\": the batch runs without --forecast",
+                               r->tree_given ? "tree" : "speculative");
+        if (!forecast || r->error || r->speculative == 0 || r->n_choices > 0) continue;
+        int32_t slots = el_forecast_n_slots(forecast);
+        if (!r->tree.tree_auto && r->tree.n_depth > slots) {
+            batch_request_fail(r, o->requests, "\"tree\" has %d depths; the forecast set has %d "
+                               "slots", r->tree.n_depth, slots);
+            continue;
+        }
+        int32_t rows = el_spec_max_rows(forecast, &r->tree);
+        r->speculative_tree = true;
+        r->n_cells += rows;
+        if (rows > most) most = rows;
+    }
+    return most;
+}
+
 static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *out,
                      const el_forecast *forecast) {
     el_model_info info;
     el_model_get_info(m, &info);
-    int32_t spec_rows = forecast ? el_spec_max_rows(forecast, &o->spec.params) : 0;
-    for (size_t i = 0; spec_rows && i < l->n; i++) l->r[i].n_cells += spec_rows; /* a tree */
+    int32_t spec_rows = spec_prepare(o, l, forecast);
     size_t n_seqs = 0; /* a request with "n" takes n sequences */
     for (size_t i = 0; i < l->n; i++)
         if (!l->r[i].error) n_seqs += l->r[i].n_choices > 0 ? (size_t)l->r[i].n_choices : 1;
@@ -706,8 +732,7 @@ static int run_batch(const batch_opts *o, el_model *m, request_list *l, output *
     cp.n_threads = (int32_t)o->mo.threads;
     cp.kv_type = o->mo.kv_type;
     scheduler sc = {.path = o->requests, .model = m, .n_slots = n_slots, .n_batch = cp.n_batch,
-                    .n_vocab = info.n_vocab, .n_embd = info.n_embd, .forecast = forecast,
-                    .spec_params = o->spec.params};
+                    .n_vocab = info.n_vocab, .n_embd = info.n_embd, .forecast = forecast};
     sc.slots = calloc((size_t)n_slots, sizeof *sc.slots);
     sc.tok = malloc((size_t)cp.n_batch * sizeof *sc.tok);
     sc.pos = malloc((size_t)cp.n_batch * sizeof *sc.pos);

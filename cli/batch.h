@@ -33,12 +33,17 @@ typedef struct batch_request {
                            * generated together as concurrent variants */
     char *stops[CLI_MAX_STOPS]; /* "stop": the text ends before the first of them */
     int n_stops;
+    int speculative;      /* "speculative": -1 not given, 0 false, 1 true */
+    bool tree_given;      /* "tree": "auto" or [W1, W2, ...], instead of --tree's */
+    el_spec_params tree;  /* the tree it decodes with (--tree's unless it gives one) */
 
     /* filled by the scheduler */
     int32_t *tokens;      /* prompt, then generated tokens */
     int32_t n_prompt, n_tokens;
     int32_t n_gen_max;    /* tokens it may generate */
     int32_t n_cells;      /* KV cells it may use at most */
+    bool speculative_tree; /* it is to decode speculatively, with `tree` (at admission a set
+                            * trained for another adapter leaves it plain) */
     char *text;
     const char *finish;   /* "eos" or "length" */
     batch_choice *choices; /* [n_choices] once done */

@@ -143,7 +143,7 @@ static bool get_adapters(batch_request *r, const char *path, const el_json_value
 static const char *const known_fields[] = {
     "id",    "prompt", "n_predict",      "temperature",   "top_k",      "top_p", "min_p",
     "seed",  "repeat_penalty", "repeat_last_n", "ignore_eos", "adapter", "n",
-    "max_tokens", "stop",
+    "max_tokens", "stop", "speculative", "tree",
 };
 
 /* "stop": a string or a list of up to CLI_MAX_STOPS non-empty strings (OpenAI's form). */
@@ -164,6 +164,37 @@ static bool get_stops(batch_request *r, const char *path, const el_json_value *r
         if (!(r->stops[r->n_stops] = strdup(s))) return batch_request_fail(r, path, "out of memory");
         r->n_stops++;
     }
+    return true;
+}
+
+/* "speculative": true or false; "tree": "auto" or a list of widths [W1, W2, ...] (1..8 each, at
+ * most EL_SPEC_MAX_DEPTH), as --tree gives them (the names and forms `serve` reads). */
+static bool get_speculative(batch_request *r, const char *path, const el_json_value *root) {
+    const el_json_value *v = el_json_get(root, "speculative");
+    bool on;
+    if (v && !el_json_bool(v, &on))
+        return batch_request_fail(r, path, "\"speculative\" must be true or false");
+    if (v) r->speculative = on;
+    const el_json_value *t = el_json_get(root, "tree");
+    if (!t) return true;
+    el_json_kind k = el_json_type(t);
+    size_t n = k == EL_JSON_ARRAY ? el_json_len(t) : 0;
+    bool ok = (k == EL_JSON_STRING && !strcmp(el_json_str(t, NULL), "auto")) ||
+              (n >= 1 && n <= EL_SPEC_MAX_DEPTH);
+    for (size_t d = 0; ok && d < n; d++) {
+        int64_t w;
+        ok = el_json_int(el_json_at(t, d), &w) && w >= 1 && w <= 8;
+        r->tree.width[d] = (int32_t)w;
+    }
+    if (!ok)
+        return batch_request_fail(r, path, "\"tree\" must be \"auto\" or a list of 1 to %d "
+                                  "widths (whole numbers 1..8)", EL_SPEC_MAX_DEPTH);
+    r->tree.tree_auto = k == EL_JSON_STRING;
+    r->tree.n_depth = (int32_t)n;
+    r->tree_given = true;
+    if (r->speculative == 0)
+        return batch_request_fail(r, path, "\"tree\" asks for speculative decoding, which "
+                                  "\"speculative\": false turns off");
     return true;
 }
 
@@ -213,7 +244,7 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
         !get_int(r, path, root, "repeat_last_n", INT32_MIN, INT32_MAX, &last_n) ||
         !get_int(r, path, root, "seed", 0, INT64_MAX, &seed) ||
         !get_int(r, path, root, "n", 1, 64, &n_choices) ||
-        !get_adapters(r, path, root, dir))
+        !get_adapters(r, path, root, dir) || !get_speculative(r, path, root))
         return false;
     r->n_predict = (long)n_predict;
     r->n_choices = (int32_t)n_choices;
@@ -231,7 +262,7 @@ static bool parse_fields(batch_request *r, const char *path, const el_json_value
 
 bool batch_request_parse(batch_request *r, const char *path, int line, const char *text,
                          size_t len, const el_sampler_params *sp, cli_lora_dir *dir) {
-    *r = (batch_request){.line = line, .n_predict = 128, .sp = *sp};
+    *r = (batch_request){.line = line, .n_predict = 128, .sp = *sp, .speculative = -1};
     if (!(r->id_json = strdup("null"))) return false;
     el_json_doc *doc;
     if (el_json_parse_line(text, len, path, (size_t)line, &doc) != EL_OK) {

@@ -96,6 +96,32 @@ JSONL
     pass batch_forecast_ends_apart ||
     fail batch_forecast_ends_apart "$(cat "$TMP/batch2.plain")" "$(cat "$TMP/batch2.spec")" "$(cat "$TMP/err")"
 
+# a request's own tree, or none: the same texts; a bad tree fails its request alone
+cat > "$TMP/req3.jsonl" <<'JSONL'
+{"id": 1, "prompt": "The cat sat on", "n_predict": 30, "temperature": 0, "tree": [1]}
+{"id": 2, "prompt": "The children", "n_predict": 30, "temperature": 0, "speculative": false}
+{"id": 3, "prompt": "Once upon a time", "n_predict": 30, "temperature": 0.7, "seed": 4, "tree": "auto"}
+{"id": 4, "prompt": "It was a sunny day", "n_predict": 30, "temperature": 0, "tree": [2, 2]}
+JSONL
+"$EL" batch -f "$TMP/req3.jsonl" -t 1 2>/dev/null > "$TMP/batch3.plain.out"
+grep -q '"id":1,"error":"[^"]*req3.jsonl:1: \\"tree\\": the batch runs without --forecast"' "$TMP/batch3.plain.out" &&
+    grep -q '"id":2,"text"' "$TMP/batch3.plain.out" && pass batch_tree_without_forecast ||
+    fail batch_tree_without_forecast "$(cat "$TMP/batch3.plain.out")"
+sed 's/, "tree": [^}]*}/}/' "$TMP/req3.jsonl" > "$TMP/req3-plain.jsonl"
+"$EL" batch -f "$TMP/req3-plain.jsonl" -t 1 2>/dev/null | texts > "$TMP/batch3.plain"
+"$EL" batch -f "$TMP/req3.jsonl" -t 1 --forecast "$TMP/f.gguf" --tree 1 2>"$TMP/err" | texts > "$TMP/batch3.spec"
+[ "$(wc -l < "$TMP/batch3.plain")" = 4 ] && cmp -s "$TMP/batch3.plain" "$TMP/batch3.spec" &&
+    pass batch_request_trees || fail batch_request_trees "$(cat "$TMP/batch3.plain")" "$(cat "$TMP/batch3.spec")"
+printf '%s\n' '{"id": 1, "prompt": "The cat", "n_predict": 8, "tree": [1, 1, 1]}' \
+    '{"id": 2, "prompt": "The cat", "n_predict": 8, "tree": [0]}' \
+    '{"id": 3, "prompt": "The cat", "n_predict": 8, "tree": "4,2"}' \
+    '{"id": 4, "prompt": "The cat", "n_predict": 8, "speculative": false, "tree": [1]}' \
+    '{"id": 5, "prompt": "The cat", "n_predict": 8, "temperature": 0}' > "$TMP/req4.jsonl"
+"$EL" batch -f "$TMP/req4.jsonl" -t 1 --forecast "$TMP/f.gguf" > "$TMP/out" 2>"$TMP/err"
+if grep -q 'req4.jsonl:1: \\"tree\\" has 3 depths; the forecast set has 2 slots' "$TMP/out" &&
+   [ "$(grep -c 'req4.jsonl:[234]: \\"tree\\"' "$TMP/out")" = 3 ] && grep -q '"id":5,"text"' "$TMP/out"; then
+    pass batch_request_bad_trees; else fail batch_request_bad_trees "$(cat "$TMP/out")"; fi
+
 printf 'The cat sat on\nThe children played\n' > "$TMP/prompts.txt"
 expect_exit bench_forecast 0 "$EL" bench --forecast "$TMP/f.gguf" --tree 2,1 --prompts "$TMP/prompts.txt" \
     -n 24 -r 1 -t 1 --record "$TMP/trace.txt"
