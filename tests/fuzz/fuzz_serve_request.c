@@ -18,6 +18,14 @@ static void check_params(const serve_params *p) {
         if (!p->messages[i].role || !p->messages[i].content) __builtin_trap();
     for (int i = 0; i < p->n_stops; i++)
         if (!p->stops[i][0]) __builtin_trap();
+    /* a tree is "auto" or 1..EL_SPEC_MAX_DEPTH widths of 1..8, and never with speculation off */
+    if (p->speculative < -1 || p->speculative > 1 || (p->tree_given && p->speculative == 0))
+        __builtin_trap();
+    if (p->tree_given && !p->tree.tree_auto &&
+        (p->tree.n_depth < 1 || p->tree.n_depth > EL_SPEC_MAX_DEPTH))
+        __builtin_trap();
+    for (int32_t d = 0; p->tree_given && !p->tree.tree_auto && d < p->tree.n_depth; d++)
+        if (p->tree.width[d] < 1 || p->tree.width[d] > 8) __builtin_trap();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
