@@ -48,7 +48,8 @@ static const char help[] =
     "                         chooses its tree (at most --tree's rows); logprobs and n > 1\n"
     "                         decode plainly, as does a request whose adapters a set trained\n"
     "                         for one adapter does not serve. -b must hold --parallel trees\n"
-    "  --tree auto|W1,W2,...  the tree of requests that give none (default auto)\n";
+    "  --tree auto|W1,W2,...  the tree of requests that give none (default auto); without\n"
+    "                         --forecast, the set beside the model (MODEL.forecast.gguf)\n";
 
 typedef struct serve_opts {
     cli_model_opts mo;
