@@ -154,6 +154,27 @@ r2=$(complete "Once upon a time" 15 '{n: 2, temperature: 0.8, seed: 5, speculati
 echo "$r" | jq -e '(.choices | length) == 2 and .usage.completion_tokens == 30 and .usage.speculative == null' >/dev/null &&
     [ "$(echo "$r" | jq -c .choices)" = "$(echo "$r2" | jq -c .choices)" ] && pass serve_spec_n_plain || fail serve_spec_n_plain "$r" "$r2"
 
+# a shared prefix: while a long speculative request runs, two more begin with its prompt (one
+# speculative, one plain) and share its cells; all three equal their plain runs
+sys="The cat sat on the mat. It was a sunny day and the children played outside in the garden."
+( complete "$sys" 800 '{tree: [4, 2, 1]}' > "$TMP/p0.json" ) &
+p0=$!
+for _ in $(seq 50); do [ "$(health_field running)" = 1 ] && break; sleep 0.05; done
+reused0=$(metric prompt_tokens_reused_total)
+r1=$(complete "$sys Then" 30 '{tree: [2, 1]}')
+r2=$(complete "$sys Later" 30 '{speculative: false}')
+reused1=$(metric prompt_tokens_reused_total)
+wait $p0
+n_sys=$("$EL" tokenize -m "$B" -p "$sys" 2>/dev/null | wc -w)
+bad=()
+[ "$(jq -j '.choices[0].text' "$TMP/p0.json")" = "$(run_text "$sys" 800)" ] || bad+=("the long one: $(head -c 300 "$TMP/p0.json")")
+[ "$(echo "$r1" | jq -j '.choices[0].text')" = "$(run_text "$sys Then" 30)" ] || bad+=("1: $r1")
+[ "$(echo "$r2" | jq -j '.choices[0].text')" = "$(run_text "$sys Later" 30)" ] || bad+=("2: $r2")
+echo "$r1" | jq -e '.usage.speculative.steps > 0' >/dev/null || bad+=("1 not speculative: $r1")
+[ $((reused1 - reused0)) -ge $((2 * (n_sys - 2))) ] ||
+    bad+=("reused $((reused1 - reused0)) tokens, the prefix has about $n_sys")
+[ ${#bad[@]} = 0 ] && pass serve_spec_prefix_reused || fail serve_spec_prefix_reused "${bad[@]}"
+
 # a client that disconnects from a speculative stream: cancelled, its cells (and tree) freed
 ( curl -sN --max-time 0.3 "$URL/v1/completions" -d '{"prompt": "The", "max_tokens": 1000, "temperature": 1,
     "stream": true}' > /dev/null ) &
