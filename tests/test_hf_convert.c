@@ -12,7 +12,9 @@
  *  - tokenizers: tokenizer.json files built here from llama.cpp's gpt-2 and llama-spm vocab GGUFs
  *    (vocab + merges, as Hugging Face writes them) tokenize llama.cpp's test vectors exactly.
  *  - bad folders: no config, a missing tensor, a wrong shape, an unsupported dtype, an unknown
- *    pre-tokenizer regex: clear errors, and no output (nor temporary) file left. */
+ *    pre-tokenizer regex: clear errors, and no output (nor temporary) file left.
+ *  - vocab_size against the tokenizer (gemma3_vocab_size): padded with unused tokens when it has
+ *    more rows, added tokens past it left out with a warning, a BPE piece past it refused. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -732,6 +734,105 @@ static int test_gemma3_refused(void) {
     return TEST_PASS;
 }
 
+/* The last warning el_warn sent, for the tests that expect one. */
+static char last_warning[1024];
+static void keep_warning(void *user, el_log_level level, const char *message) {
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
+/* dir holding the gemma3 folder with `from` in tokenizer.json replaced by `to`. */
+static int gemma3_tokenizer_edit(const char *dir, const char *from, const char *to) {
+    mkdir(dir, 0755);
+    if (!copy_side_files(GOLDEN_DIR "/gemma3", dir) ||
+        !rewrite_weights(GOLDEN_DIR "/gemma3/model.safetensors", dir, NULL, NULL, NULL))
+        return 0;
+    size_t len;
+    char *tj = test_read_file(GOLDEN_DIR "/gemma3/tokenizer.json", &len);
+    char *at = tj ? strstr(tj, from) : NULL;
+    char *edited = at ? malloc(len + strlen(to) + 1) : NULL;
+    if (edited)
+        sprintf(edited, "%.*s%s%s", (int)(at - tj), tj, to, at + strlen(from));
+    char p[1024];
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    int ok = edited && write_text(p, edited);
+    free(tj);
+    free(edited);
+    return ok;
+}
+
+/* The token count and whether token `text` is among them, of a converted GGUF. */
+static int gguf_tokens(const char *path, uint64_t *n, const char *text, int *has) {
+    gguf_file *f;
+    if (gguf_open(path, &f) != EL_OK) return 0;
+    const gguf_kv *toks = gguf_find(f, "tokenizer.ggml.tokens");
+    *n = toks ? toks->arr_n : 0;
+    *has = 0;
+    for (uint64_t i = 0; toks && i < toks->arr_n; i++)
+        *has |= gguf_str_eq(toks->arr_str[i], text);
+    gguf_close(f);
+    return toks != NULL;
+}
+
+/* config.json's vocab_size (the rows of embed_tokens) against the tokenizer's ids, which Gemma 3's
+ * files have disagree both ways, converted as llama.cpp's converter does:
+ *  - fewer ids than rows (the golden folder: 287 tokens, 300 rows): the ids no token has become
+ *    [PAD<id>] tokens (UNUSED), every row stays, and the golden logits (Hugging Face's arithmetic
+ *    over all 300 rows, the prompt using id 290) are test_gemma3_f32's;
+ *  - added tokens past vocab_size (Gemma 3 1B's <image_soft_token>): left out with one warning
+ *    naming the first; the model gives the golden logits and tokenizes their text as the plain
+ *    folder's model does, as text;
+ *  - a model.vocab piece past it: refused, naming tokenizer.json and the piece, no output. */
+static int test_gemma3_vocab_size(void) {
+    const char *plain = tmp_path("vocab_plain.gguf"), *out = tmp_path("vocab_added.gguf");
+    uint64_t n;
+    int has;
+    CHECK(el_convert_hf(GOLDEN_DIR "/gemma3", plain, "f32", NULL, NULL) == EL_OK);
+    CHECK(gguf_tokens(plain, &n, "[PAD290]", &has) && n == 300 && has);
+
+    const char *dir = tmp_path("gemma3_added");
+    CHECK(gemma3_tokenizer_edit(dir, "\"added_tokens\": [",
+                                "\"added_tokens\": [{\"id\": 301, \"content\": \"<extra>\", "
+                                "\"special\": true}, {\"id\": 300, \"content\": "
+                                "\"<image_soft_token>\", \"special\": true}, "));
+    last_warning[0] = '\0';
+    el_log_set(keep_warning, NULL);
+    el_status st = el_convert_hf(dir, out, "f32", NULL, NULL);
+    el_log_set(NULL, NULL);
+    if (st) test_note("%s", el_last_error());
+    test_note("%s", last_warning);
+    CHECK(st == EL_OK);
+    CHECK(strstr(last_warning, "gemma3_added/tokenizer.json: 2 added tokens from id 300 "
+                               "(\"<image_soft_token>\") are past config.json's vocab_size 300"));
+    CHECK(gguf_tokens(out, &n, "<image_soft_token>", &has) && n == 300 && !has);
+    expected e;
+    CHECK(read_expected(GOLDEN_DIR "/gemma3/expected_logits.txt", &e));
+    int rc = check_logits(out, &e, 1e-4);
+    free(e.logits);
+    CHECK(rc == TEST_PASS);
+    el_model *ma = NULL, *mp = NULL;
+    CHECK(el_model_load(out, NULL, &ma) == EL_OK && el_model_load(plain, NULL, &mp) == EL_OK);
+    int32_t ta[32], tp[32];
+    size_t na = 0, np = 0;
+    const char *text = "a <image_soft_token> b";
+    CHECK(el_tokenize(ma, text, strlen(text), false, true, ta, 32, &na) == EL_OK &&
+          el_tokenize(mp, text, strlen(text), false, true, tp, 32, &np) == EL_OK);
+    el_model_free(ma);
+    el_model_free(mp);
+    CHECK(na == np && na > 3 && !memcmp(ta, tp, na * sizeof *ta));
+
+    const char *bad = tmp_path("gemma3_piece");
+    CHECK(gemma3_tokenizer_edit(bad, "\"c\": 275", "\"c\": 305"));
+    st = el_convert_hf(bad, tmp_path("vocab_bad.gguf"), "f32", NULL, NULL);
+    test_note("%s", el_last_error());
+    CHECK(st == EL_ERR_MISMATCH);
+    CHECK(strstr(el_last_error(), "gemma3_piece/tokenizer.json: token id 305 of \"c\" is outside "
+                                  "the model's vocab_size 300"));
+    CHECK(!any_file_like(test_tmp_dir(), "vocab_bad.gguf"));
+    remove(plain);
+    remove(out);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("llama_f32", test_llama_f32);
     run_test("qwen2_f32", test_qwen2_f32);
@@ -753,6 +854,7 @@ int main(void) {
     run_test("unaligned_f16", test_unaligned_f16);
     run_test("bad_folders", test_bad_folders);
     run_test("gemma3_refused", test_gemma3_refused);
+    run_test("gemma3_vocab_size", test_gemma3_vocab_size);
     run_test("tokenizer_gpt2", test_tokenizer_gpt2);
     run_test("tokenizer_spm", test_tokenizer_spm);
     return tests_exit_code();

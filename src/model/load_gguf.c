@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/model.h"
 #include "model/prune.h"
 
@@ -400,11 +401,21 @@ static el_status load_weights(el_model *m) {
     const gguf_tensor *te = find_tensor(m, "token_embd.weight", true, &st);
     if (!te)
         return st;
-    hp->n_vocab = (int32_t)te->ne[1];
-    /* some converters pad the embedding beyond the tokenizer; the reverse cannot work */
-    if (m->vocab && m->vocab->n_tokens > hp->n_vocab)
+    /* the embedding's rows, of which the model keeps one per token: a token without a row
+     * cannot be run, and a row past the tokens (some converters keep Hugging Face's padding to
+     * a multiple of 64, Gemma 3's 262208 rows for 262145 tokens) is a logit no text stands
+     * for, which sampling must not pick; llama.cpp refuses both */
+    int64_t rows = te->ne[1];
+    hp->n_vocab = (int32_t)(rows < INT32_MAX ? rows : INT32_MAX);
+    if (m->vocab && m->vocab->n_tokens > rows)
         return el_error(EL_ERR_FORMAT, "%s: the vocabulary has %d tokens but token_embd.weight has "
-                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)te->ne[1]);
+                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)rows);
+    if (m->vocab && m->vocab->n_tokens < rows) {
+        hp->n_vocab = m->vocab->n_tokens;
+        el_warn("%s: token_embd.weight has %lld rows but the vocabulary %d tokens: the %lld rows "
+                "past them stand for no token and are left out", m->path, (long long)rows,
+                hp->n_vocab, (long long)(rows - hp->n_vocab));
+    }
     if ((st = el_hparams_validate(hp, m->path)))
         return st;
 
@@ -414,8 +425,9 @@ static el_status load_weights(el_model *m) {
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     float *vec = m->vectors;
 
-    if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
+    if ((st = load_weight(m, "token_embd.weight", hp->n_embd, rows, &m->tok_embd)))
         return st;
+    m->tok_embd = row_range(&m->tok_embd, 0, hp->n_vocab);
     bool compressed = el_prune_is_compressed(m->gguf);
     if (compressed && (st = el_prune_shape_check(hp, a->qkv_bias, a->qk_norm, m->path)))
         return st;
@@ -429,8 +441,9 @@ static el_status load_weights(el_model *m) {
         return st;
     vec += hp->n_embd;
     if (gguf_find_tensor(m->gguf, "output.weight")) {
-        if ((st = load_weight(m, "output.weight", hp->n_embd, hp->n_vocab, &m->output)))
+        if ((st = load_weight(m, "output.weight", hp->n_embd, rows, &m->output)))
             return st;
+        m->output = row_range(&m->output, 0, hp->n_vocab);
     } else {
         m->output = m->tok_embd; /* tied embeddings */
     }
