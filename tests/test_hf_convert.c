@@ -1012,12 +1012,15 @@ static int test_rope_parameters(void) {
         {"llama", "\"rope_theta\": 250000.0", NULL,
          "\"rope_theta\" 500000 and rope_parameters \"rope_theta\" 250000 disagree", true},
         {"mistral", "\"factor\": 2.0", NULL,
-         "\"rope_scaling\" and \"rope_parameters\" describe different rope scalings", true},
+         "\"rope_scaling\" and rope_parameters describe different rope scalings", true},
         {"phi3", "\"original_max_position_embeddings\": 64", NULL,
          "\"original_max_position_embeddings\" 32 and rope_parameters "
          "\"original_max_position_embeddings\" 64 disagree", true},
         {"phi3", "\"short_factor\": [1, 1, 1, 1, 1, 1]", NULL,
          "describe different rope scalings", true},
+        {"gemma3", "\"rope_theta\": 5.0", NULL,
+         "\"rope_theta\" 1e+06 and rope_parameters.full_attention \"rope_theta\" 5 disagree",
+         true},
         {"gemma3", NULL, "\"rope_theta\": 20000.0",
          "\"rope_local_base_freq\" 10000 and rope_parameters.sliding_attention \"rope_theta\" "
          "20000 disagree", true},

@@ -120,6 +120,7 @@ static el_status read_rope_scaling(const el_json_value *rs, const char *where, c
 typedef struct rope_source {
     const el_json_value *root;
     const el_json_value *global; /* v5's dict of the full-attention (or all) layers, or NULL */
+    const char *global_name;     /* its name in messages */
     const el_json_value *local;  /* v5's dict of the sliding-window layers, or NULL */
 } rope_source;
 
@@ -127,7 +128,7 @@ static bool present(const el_json_value *v) { return v && el_json_type(v) != EL_
 
 static el_status find_rope_parameters(const el_json_value *root, const char *path,
                                       rope_source *rs) {
-    *rs = (rope_source){.root = root};
+    *rs = (rope_source){.root = root, .global_name = "rope_parameters"};
     const el_json_value *rp = el_json_get(root, "rope_parameters");
     if (!present(rp)) return EL_OK;
     if (el_json_type(rp) != EL_JSON_OBJECT)
@@ -144,6 +145,7 @@ static el_status find_rope_parameters(const el_json_value *root, const char *pat
         return EL_OK;
     }
     rs->global = el_json_get(rp, "full_attention");
+    rs->global_name = "rope_parameters.full_attention";
     rs->local = el_json_get(rp, "sliding_attention");
     if ((rs->global && el_json_type(rs->global) != EL_JSON_OBJECT) ||
         (rs->local && el_json_type(rs->local) != EL_JSON_OBJECT))
@@ -177,7 +179,7 @@ static el_status read_scaling(const rope_source *rs, const char *path, el_hf_con
     if (st || !rs->global) return st;
     el_hf_config v5 = *c;
     v5.rope_scaling = EL_ROPE_SCALING_NONE;
-    if ((st = read_rope_scaling(rs->global, "rope_parameters", path, &v5))) return st;
+    if ((st = read_rope_scaling(rs->global, rs->global_name, path, &v5))) return st;
     size_t pairs = (size_t)(c->n_rot / 2) * sizeof(float);
     bool same = v5.rope_scaling == c->rope_scaling && v5.rope_factor == c->rope_factor &&
                 v5.low_freq_factor == c->low_freq_factor &&
@@ -187,8 +189,8 @@ static el_status read_scaling(const rope_source *rs, const char *path, el_hf_con
                  (!memcmp(v5.rope_long, c->rope_long, pairs) &&
                   !memcmp(v5.rope_short, c->rope_short, pairs)));
     if (present(v4) && !same)
-        return el_error(EL_ERR_FORMAT, "%s: \"rope_scaling\" and \"rope_parameters\" describe "
-                        "different rope scalings", path);
+        return el_error(EL_ERR_FORMAT, "%s: \"rope_scaling\" and %s describe different rope "
+                        "scalings", path, rs->global_name);
     *c = v5;
     return EL_OK;
 }
@@ -225,8 +227,8 @@ static el_status read_gemma3(const el_json_value *root, const rope_source *rs, c
                              el_hf_config *c) {
     el_status st;
     const el_json_value *theta, *theta_swa;
-    if ((st = one_place(rs, "rope_theta", rs->global, "rope_parameters.full_attention",
-                        "rope_theta", path, &theta)) ||
+    if ((st = one_place(rs, "rope_theta", rs->global, rs->global_name, "rope_theta", path,
+                        &theta)) ||
         (st = one_place(rs, "rope_local_base_freq", rs->local,
                         "rope_parameters.sliding_attention", "rope_theta", path, &theta_swa)))
         return st;
@@ -318,11 +320,11 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
     rope_source rs;
     const el_json_value *theta, *orig_ctx, *partial;
     if ((st = find_rope_parameters(root, path, &rs)) ||
-        (st = one_place(&rs, "rope_theta", rs.global, "rope_parameters", "rope_theta", path,
+        (st = one_place(&rs, "rope_theta", rs.global, rs.global_name, "rope_theta", path,
                         &theta)) ||
-        (st = one_place(&rs, "original_max_position_embeddings", rs.global, "rope_parameters",
+        (st = one_place(&rs, "original_max_position_embeddings", rs.global, rs.global_name,
                         "original_max_position_embeddings", path, &orig_ctx)) ||
-        (st = one_place(&rs, "partial_rotary_factor", rs.global, "rope_parameters",
+        (st = one_place(&rs, "partial_rotary_factor", rs.global, rs.global_name,
                         "partial_rotary_factor", path, &partial)))
         return st;
     if (rs.local && strcmp(c->arch, "gemma3"))
