@@ -9,6 +9,7 @@
  *    of el_merge_adapters; with their B the row ranges of a fused attn_qkv pair's B they give the
  *    fused file with that pair bit for bit; a PEFT qkv_proj folder does the same on both layouts,
  *    and saved against the split base it becomes attn_q/k/v pairs.
+ *  - Quantized to q8_0, the split file gives the quantized fused file's logits bit for bit.
  *  - Refused, naming file and tensor: a block of the other layout or of both, a missing attn_v,
  *    an ffn_gate beside ffn_up (llama.cpp's phi3 has none), an attn_qkv adapter on the split
  *    base. */
@@ -228,6 +229,43 @@ static int check_split_golden(const char *name) {
 static int test_split_f16_longrope(void) { return check_split_golden("phi3_f16_longrope"); }
 static int test_split_q4_k(void) { return check_split_golden("phi3_q4_k"); }
 static int test_split_q8_0(void) { return check_split_golden("phi3_q8_0"); }
+
+/* Quantized to q8_0 (every matrix the same type, whatever its name), the split file gives the
+ * quantized fused file's logits and greedy tokens bit for bit: quantize reads the parts as
+ * weights of their own, and a row quantizes alike wherever it is stored. */
+static int test_split_quantized(void) {
+    const char *fused = "tests/golden/phi3_f16_longrope.gguf", *split = tmp("q_split_f16.gguf");
+    const char *fq = tmp("q_fused.gguf"), *sq = tmp("q_split.gguf");
+    static golden g;
+    CHECK(golden_read("tests/golden/phi3_f16_longrope.logits", &g));
+    CHECK(write_split(fused, split, NO_DAMAGE));
+    el_quantize_params qp = el_quantize_default_params();
+    qp.type = "q8_0";
+    qp.n_threads = 2;
+    if (el_quantize(fused, fq, &qp) != EL_OK || el_quantize(split, sq, &qp) != EL_OK)
+        test_note("%s", el_last_error());
+    gguf_file *f = NULL;
+    CHECK(gguf_open(sq, &f) == EL_OK);
+    const gguf_tensor *tk = gguf_find_tensor(f, "blk.0.attn_k.weight");
+    int split_q8 = tk && tk->type == EL_TYPE_Q8_0 && !gguf_find_tensor(f, "blk.0.attn_qkv.weight");
+    gguf_close(f);
+    CHECK(split_q8);
+    el_model *mf = load(fq), *ms = load(sq);
+    CHECK(mf && ms);
+    int32_t n = (int32_t)g.n_tokens, nv = (int32_t)g.n_vocab;
+    static float lf[(MAX_TOKENS + GREEDY) * MAX_VOCAB], ls[(MAX_TOKENS + GREEDY) * MAX_VOCAB];
+    int32_t tf[GREEDY], ts[GREEDY];
+    CHECK(run(mf, g.tokens, n, 1, nv, lf, tf) && run(ms, g.tokens, n, 1, nv, ls, ts));
+    double moved = test_max_rel_err(ls, g.logits_q, (size_t)n * nv);
+    int same = !memcmp(lf, ls, sizeof(float) * (size_t)(n + GREEDY) * nv) &&
+               !memcmp(tf, ts, sizeof tf);
+    test_note("q8_0: split vs fused %s (q8_0 moves the logits %.2e from the f16 golden)",
+              same ? "identical" : "DIFFERENT", moved);
+    el_model_free(mf);
+    el_model_free(ms);
+    CHECK(same && moved > 0);
+    return TEST_PASS;
+}
 
 /* Each damaged split copy is refused with EL_ERR_FORMAT and a message naming the file and the
  * tensor; the undamaged one loads. */
@@ -532,6 +570,7 @@ int main(void) {
     run_test("split_f16_longrope", test_split_f16_longrope);
     run_test("split_q4_k", test_split_q4_k);
     run_test("split_q8_0", test_split_q8_0);
+    run_test("split_quantized", test_split_quantized);
     run_test("split_refused", test_split_refused);
     run_test("split_lora", test_split_lora);
     return tests_exit_code();
