@@ -12,7 +12,11 @@
  *  - tokenizers: tokenizer.json files built here from llama.cpp's gpt-2 and llama-spm vocab GGUFs
  *    (vocab + merges, as Hugging Face writes them) tokenize llama.cpp's test vectors exactly.
  *  - bad folders: no config, a missing tensor, a wrong shape, an unsupported dtype, an unknown
- *    pre-tokenizer regex: clear errors, and no output (nor temporary) file left. */
+ *    pre-tokenizer regex: clear errors, and no output (nor temporary) file left.
+ *  - vocab_size against the tokenizer (gemma3_vocab_size): padded with unused tokens when it has
+ *    more rows, added tokens past it left out with a warning, a BPE piece past it refused.
+ *  - rope_parameters (transformers v5's config layout, written here from each v4 config): the
+ *    same GGUF byte for byte, alone or beside the v4 keys; the two disagreeing is refused. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -732,6 +736,315 @@ static int test_gemma3_refused(void) {
     return TEST_PASS;
 }
 
+/* The last warning el_warn sent, for the tests that expect one. */
+static char last_warning[1024];
+static void keep_warning(void *user, el_log_level level, const char *message) {
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
+/* dir holding the gemma3 folder with `from` in tokenizer.json replaced by `to`. */
+static int gemma3_tokenizer_edit(const char *dir, const char *from, const char *to) {
+    mkdir(dir, 0755);
+    if (!copy_side_files(GOLDEN_DIR "/gemma3", dir) ||
+        !rewrite_weights(GOLDEN_DIR "/gemma3/model.safetensors", dir, NULL, NULL, NULL))
+        return 0;
+    size_t len;
+    char *tj = test_read_file(GOLDEN_DIR "/gemma3/tokenizer.json", &len);
+    char *at = tj ? strstr(tj, from) : NULL;
+    char *edited = at ? malloc(len + strlen(to) + 1) : NULL;
+    if (edited)
+        sprintf(edited, "%.*s%s%s", (int)(at - tj), tj, to, at + strlen(from));
+    char p[1024];
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    int ok = edited && write_text(p, edited);
+    free(tj);
+    free(edited);
+    return ok;
+}
+
+/* The token count and whether token `text` is among them, of a converted GGUF. */
+static int gguf_tokens(const char *path, uint64_t *n, const char *text, int *has) {
+    gguf_file *f;
+    if (gguf_open(path, &f) != EL_OK) return 0;
+    const gguf_kv *toks = gguf_find(f, "tokenizer.ggml.tokens");
+    *n = toks ? toks->arr_n : 0;
+    *has = 0;
+    for (uint64_t i = 0; toks && i < toks->arr_n; i++)
+        *has |= gguf_str_eq(toks->arr_str[i], text);
+    gguf_close(f);
+    return toks != NULL;
+}
+
+/* config.json's vocab_size (the rows of embed_tokens) against the tokenizer's ids, which Gemma 3's
+ * files have disagree both ways, converted as llama.cpp's converter does:
+ *  - fewer ids than rows (the golden folder: 287 tokens, 300 rows): the ids no token has become
+ *    [PAD<id>] tokens (UNUSED), every row stays, and the golden logits (Hugging Face's arithmetic
+ *    over all 300 rows, the prompt using id 290) are test_gemma3_f32's;
+ *  - added tokens past vocab_size (Gemma 3 1B's <image_soft_token>): left out with one warning
+ *    naming the first; the model gives the golden logits and tokenizes their text as the plain
+ *    folder's model does, as text;
+ *  - a model.vocab piece past it: refused, naming tokenizer.json and the piece, no output. */
+static int test_gemma3_vocab_size(void) {
+    const char *plain = tmp_path("vocab_plain.gguf"), *out = tmp_path("vocab_added.gguf");
+    uint64_t n;
+    int has;
+    CHECK(el_convert_hf(GOLDEN_DIR "/gemma3", plain, "f32", NULL, NULL) == EL_OK);
+    CHECK(gguf_tokens(plain, &n, "[PAD290]", &has) && n == 300 && has);
+
+    const char *dir = tmp_path("gemma3_added");
+    CHECK(gemma3_tokenizer_edit(dir, "\"added_tokens\": [",
+                                "\"added_tokens\": [{\"id\": 301, \"content\": \"<extra>\", "
+                                "\"special\": true}, {\"id\": 300, \"content\": "
+                                "\"<image_soft_token>\", \"special\": true}, "));
+    last_warning[0] = '\0';
+    el_log_set(keep_warning, NULL);
+    el_status st = el_convert_hf(dir, out, "f32", NULL, NULL);
+    el_log_set(NULL, NULL);
+    if (st) test_note("%s", el_last_error());
+    test_note("%s", last_warning);
+    CHECK(st == EL_OK);
+    CHECK(strstr(last_warning, "gemma3_added/tokenizer.json: 2 added tokens from id 300 "
+                               "(\"<image_soft_token>\") are past config.json's vocab_size 300"));
+    CHECK(gguf_tokens(out, &n, "<image_soft_token>", &has) && n == 300 && !has);
+    expected e;
+    CHECK(read_expected(GOLDEN_DIR "/gemma3/expected_logits.txt", &e));
+    int rc = check_logits(out, &e, 1e-4);
+    free(e.logits);
+    CHECK(rc == TEST_PASS);
+    el_model *ma = NULL, *mp = NULL;
+    CHECK(el_model_load(out, NULL, &ma) == EL_OK && el_model_load(plain, NULL, &mp) == EL_OK);
+    int32_t ta[32], tp[32];
+    size_t na = 0, np = 0;
+    const char *text = "a <image_soft_token> b";
+    CHECK(el_tokenize(ma, text, strlen(text), false, true, ta, 32, &na) == EL_OK &&
+          el_tokenize(mp, text, strlen(text), false, true, tp, 32, &np) == EL_OK);
+    el_model_free(ma);
+    el_model_free(mp);
+    CHECK(na == np && na > 3 && !memcmp(ta, tp, na * sizeof *ta));
+
+    const char *bad = tmp_path("gemma3_piece");
+    CHECK(gemma3_tokenizer_edit(bad, "\"c\": 275", "\"c\": 305"));
+    st = el_convert_hf(bad, tmp_path("vocab_bad.gguf"), "f32", NULL, NULL);
+    test_note("%s", el_last_error());
+    CHECK(st == EL_ERR_MISMATCH);
+    CHECK(strstr(el_last_error(), "gemma3_piece/tokenizer.json: token id 305 of \"c\" is outside "
+                                  "the model's vocab_size 300"));
+    CHECK(!any_file_like(test_tmp_dir(), "vocab_bad.gguf"));
+    remove(plain);
+    remove(out);
+    return TEST_PASS;
+}
+
+/* ---------------------------------------------------------------- rope_parameters */
+
+/* v as JSON into f, without the members of the top-level object named in skip (NULL-ended). */
+static void emit(FILE *f, const el_json_value *v, const char *const *skip) {
+    double x;
+    bool b;
+    size_t len;
+    const char *str;
+    switch (el_json_type(v)) {
+    case EL_JSON_NUMBER: el_json_num(v, &x), fprintf(f, "%.17g", x); break;
+    case EL_JSON_BOOL: el_json_bool(v, &b), fputs(b ? "true" : "false", f); break;
+    case EL_JSON_STRING: str = el_json_str(v, &len), json_str(f, str, len); break;
+    case EL_JSON_ARRAY:
+        fputc('[', f);
+        for (size_t i = 0; i < el_json_len(v); i++) {
+            if (i) fputs(", ", f);
+            emit(f, el_json_at(v, i), NULL);
+        }
+        fputc(']', f);
+        break;
+    case EL_JSON_OBJECT: {
+        fputc('{', f);
+        int first = 1;
+        for (size_t i = 0; i < el_json_len(v); i++) {
+            const char *k = el_json_key_at(v, i, &len);
+            int skipped = 0;
+            for (size_t j = 0; skip && skip[j]; j++)
+                skipped |= strlen(skip[j]) == len && !memcmp(skip[j], k, len);
+            if (skipped) continue;
+            fputs(first ? "" : ", ", f);
+            first = 0;
+            json_str(f, k, len);
+            fputs(": ", f);
+            emit(f, el_json_at(v, i), NULL);
+        }
+        fputc('}', f);
+        break;
+    }
+    default: fputs("null", f);
+    }
+}
+
+/* v5's dict of RoPE settings from a v4 config: rope_type, rope_theta, rope_scaling's fields and
+ * the top-level keys v5 moves in, then `extra` (members that override: the last one wins). */
+static void emit_rope_dict(FILE *f, const el_json_value *cfg, const char *extra) {
+    const el_json_value *rs = el_json_get(cfg, "rope_scaling");
+    const char *type = el_json_str(el_json_get(rs, "rope_type"), NULL);
+    if (!type) type = el_json_str(el_json_get(rs, "type"), NULL);
+    fprintf(f, "{\"rope_type\": \"%s\"", type ? type : "default");
+    static const char *const moved[] = {"rope_theta", "partial_rotary_factor",
+                                        "original_max_position_embeddings"};
+    for (size_t i = 0; i < 3; i++) {
+        const el_json_value *v = el_json_get(cfg, moved[i]);
+        if (!v) continue;
+        fprintf(f, ", \"%s\": ", moved[i]);
+        emit(f, v, NULL);
+    }
+    for (size_t i = 0; i < el_json_len(rs); i++) {
+        size_t len;
+        const char *k = el_json_key_at(rs, i, &len);
+        if ((len == 4 && !memcmp(k, "type", 4)) || (len == 9 && !memcmp(k, "rope_type", 9)))
+            continue;
+        fputs(", ", f);
+        json_str(f, k, len);
+        fputs(": ", f);
+        emit(f, el_json_at(rs, i), NULL);
+    }
+    fprintf(f, "%s%s}", extra ? ", " : "", extra ? extra : "");
+}
+
+/* The golden folder `name`'s config.json as transformers v5 writes it, into dir: its RoPE keys in
+ * rope_parameters (gemma3's per layer type: full_attention with the scaling, sliding_attention
+ * unscaled with rope_local_base_freq's base), the top-level ones dropped unless keep_v4. extra
+ * and extra_local are added to the full-attention (or only) dict and the sliding one. */
+static int write_v5_config(const char *name, const char *dir, bool keep_v4, const char *extra,
+                           const char *extra_local) {
+    char p[1024];
+    snprintf(p, sizeof p, GOLDEN_DIR "/%s/config.json", name);
+    size_t len;
+    char *text = test_read_file(p, &len);
+    el_json_doc *doc = NULL;
+    if (!text || el_json_parse(text, len, p, &doc) != EL_OK) {
+        free(text);
+        return 0;
+    }
+    const el_json_value *cfg = el_json_root(doc);
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    int ok = f != NULL;
+    static const char *const v4_keys[] = {"rope_theta", "rope_scaling", "rope_local_base_freq",
+                                          "partial_rotary_factor",
+                                          "original_max_position_embeddings", NULL};
+    if (ok) {
+        emit(f, cfg, keep_v4 ? NULL : v4_keys);
+        fseek(f, -1, SEEK_CUR); /* reopen the object for rope_parameters */
+        fputs(", \"rope_parameters\": ", f);
+        if (el_json_get(cfg, "rope_local_base_freq")) {
+            fputs("{\"full_attention\": ", f);
+            emit_rope_dict(f, cfg, extra);
+            fputs(", \"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": ", f);
+            emit(f, el_json_get(cfg, "rope_local_base_freq"), NULL);
+            fprintf(f, "%s%s}}", extra_local ? ", " : "", extra_local ? extra_local : "");
+        } else {
+            emit_rope_dict(f, cfg, extra);
+        }
+        fputs("}\n", f);
+        ok = fclose(f) == 0;
+    }
+    el_json_free(doc);
+    free(text);
+    return ok;
+}
+
+/* A copy of the golden folder `name` in parent/name (so general.name stays name), with the v5
+ * config when v5. */
+static const char *folder_copy(const char *parent, const char *name, int v5, bool keep_v4,
+                               const char *extra, const char *extra_local) {
+    static char dir[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    char from[512], weights[600];
+    snprintf(dir[k], sizeof dir[k], "%s/%s", tmp_path(parent), name);
+    mkdir(tmp_path(parent), 0755);
+    mkdir(dir[k], 0755);
+    snprintf(from, sizeof from, GOLDEN_DIR "/%s", name);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", from);
+    int ok = copy_side_files(from, dir[k]) && rewrite_weights(weights, dir[k], NULL, NULL, NULL) &&
+             (!v5 || write_v5_config(name, dir[k], keep_v4, extra, extra_local));
+    return ok ? dir[k] : NULL;
+}
+
+static int same_file(const char *a, const char *b) {
+    size_t na, nb;
+    char *x = test_read_file(a, &na), *y = test_read_file(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* transformers v5's rope_parameters give the GGUF the v4 keys give, byte for byte, for every
+ * golden folder with RoPE settings (llama3, linear and longrope scaling, partial rotation, an
+ * original context, gemma3's two layer types), alone or beside the v4 keys, and that GGUF the
+ * float64 logits of make_hf_golden.py; values the two places give differently are refused by
+ * name, and so is a scaled sliding_attention (llama.cpp's gemma3 rotates those layers
+ * unscaled). */
+static int test_rope_parameters(void) {
+    static const char *const names[] = {"llama", "mistral", "phi3", "qwen3", "gemma3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char v4_out[512], v5_out[512], both_out[512], ex[512];
+        snprintf(v4_out, sizeof v4_out, "%s", tmp_path("rope_v4.gguf"));
+        snprintf(v5_out, sizeof v5_out, "%s", tmp_path("rope_v5.gguf"));
+        snprintf(both_out, sizeof both_out, "%s", tmp_path("rope_both.gguf"));
+        const char *v4 = folder_copy("v4", names[i], 0, false, NULL, NULL);
+        CHECK(v4 && el_convert_hf(v4, v4_out, "f32", NULL, NULL) == EL_OK);
+        const char *v5 = folder_copy("v5", names[i], 1, false, NULL, NULL);
+        if (!v5 || el_convert_hf(v5, v5_out, "f32", NULL, NULL) != EL_OK)
+            test_note("%s v5: %s", names[i], el_last_error());
+        const char *both = folder_copy("both", names[i], 1, true, NULL, NULL);
+        if (!both || el_convert_hf(both, both_out, "f32", NULL, NULL) != EL_OK)
+            test_note("%s v4 and v5: %s", names[i], el_last_error());
+        int same = same_file(v4_out, v5_out) && same_file(v4_out, both_out);
+        snprintf(ex, sizeof ex, GOLDEN_DIR "/%s/expected_logits.txt", names[i]);
+        expected e;
+        CHECK(read_expected(ex, &e));
+        int rc = check_logits(v5_out, &e, 1e-4);
+        free(e.logits);
+        test_note("%-8s v5 config: %s GGUF as v4's", names[i], same ? "the same" : "NOT THE SAME");
+        CHECK(same && rc == TEST_PASS);
+    }
+    static const struct {
+        const char *name, *extra, *extra_local, *message;
+        bool keep_v4;
+    } bad[] = {
+        {"llama", "\"rope_theta\": 250000.0", NULL,
+         "\"rope_theta\" 500000 and rope_parameters \"rope_theta\" 250000 disagree", true},
+        {"mistral", "\"factor\": 2.0", NULL,
+         "\"rope_scaling\" and rope_parameters describe different rope scalings", true},
+        {"phi3", "\"original_max_position_embeddings\": 64", NULL,
+         "\"original_max_position_embeddings\" 32 and rope_parameters "
+         "\"original_max_position_embeddings\" 64 disagree", true},
+        {"phi3", "\"short_factor\": [1, 1, 1, 1, 1, 1]", NULL,
+         "describe different rope scalings", true},
+        {"gemma3", "\"rope_theta\": 5.0", NULL,
+         "\"rope_theta\" 1e+06 and rope_parameters.full_attention \"rope_theta\" 5 disagree",
+         true},
+        {"gemma3", NULL, "\"rope_theta\": 20000.0",
+         "\"rope_local_base_freq\" 10000 and rope_parameters.sliding_attention \"rope_theta\" "
+         "20000 disagree", true},
+        {"gemma3", NULL, "\"rope_type\": \"linear\", \"factor\": 2.0",
+         "rope_parameters.sliding_attention scales its rope", false},
+        {"qwen3", "\"rope_type\": \"yarn\", \"factor\": 2.0", NULL,
+         "rope_parameters type \"yarn\" is not supported", false},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *dir = folder_copy("bad", bad[i].name, 1, bad[i].keep_v4, bad[i].extra,
+                                      bad[i].extra_local);
+        CHECK(dir);
+        el_status st = el_convert_hf(dir, tmp_path("rope_bad.gguf"), "f32", NULL, NULL);
+        if (st == EL_OK || !strstr(el_last_error(), bad[i].message)) {
+            test_note("%s (%s): status %d, \"%s\"", bad[i].name, bad[i].message, st,
+                      el_last_error());
+            return TEST_FAIL;
+        }
+        test_note("%s", el_last_error());
+        CHECK(!any_file_like(test_tmp_dir(), "rope_bad.gguf"));
+    }
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("llama_f32", test_llama_f32);
     run_test("qwen2_f32", test_qwen2_f32);
@@ -753,6 +1066,8 @@ int main(void) {
     run_test("unaligned_f16", test_unaligned_f16);
     run_test("bad_folders", test_bad_folders);
     run_test("gemma3_refused", test_gemma3_refused);
+    run_test("gemma3_vocab_size", test_gemma3_vocab_size);
+    run_test("rope_parameters", test_rope_parameters);
     run_test("tokenizer_gpt2", test_tokenizer_gpt2);
     run_test("tokenizer_spm", test_tokenizer_spm);
     return tests_exit_code();

@@ -6,7 +6,9 @@
  *    batch each give what separate linear runs give.
  *    (The run.c reproduction uses a float32 KV cache, as run.c does; the rest the default fp16.)
  *  - Errors: a full context, bad batch fields, a vocabulary-only model, broken model files, a bad
- *    KV cache type. */
+ *    KV cache type.
+ *  - An embedding with more rows than the vocabulary has tokens runs as the first rows alone
+ *    (against the same file with every row named a token); fewer rows are refused. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -843,6 +845,106 @@ static int test_bad_phi3(void) {
     return TEST_PASS;
 }
 
+/* The Hugging Face gemma3 golden converted (300 tokens, 300 embedding rows) into out, with its
+ * token lists cut to n_tokens and its embedding to n_rows (0: as they are). */
+static int write_gemma3_vocab(const char *out, uint64_t n_tokens, int64_t n_rows) {
+    const char *full = "gemma3_vocab_full.gguf";
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", test_tmp_dir(), full);
+    if (el_convert_hf("tests/golden/hf/gemma3", path, "f32", NULL, NULL) != EL_OK) return 0;
+    gguf_file *f;
+    if (gguf_open(path, &f) != EL_OK) return 0;
+    gguf_writer *w = gguf_writer_create();
+    int ok = w && gguf_writer_copy_kv(w, f) == EL_OK;
+    const gguf_kv *toks = gguf_find(f, "tokenizer.ggml.tokens");
+    const char **strs = toks ? calloc(toks->arr_n, sizeof *strs) : NULL;
+    ok = ok && strs && n_tokens <= toks->arr_n;
+    for (uint64_t i = 0; ok && i < n_tokens; i++)
+        ok = (strs[i] = strndup(toks->arr_str[i].ptr, toks->arr_str[i].len)) != NULL;
+    ok = ok && gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, n_tokens) == EL_OK;
+    static const char *const arrays[] = {"tokenizer.ggml.scores", "tokenizer.ggml.token_type"};
+    for (int k = 0; ok && k < 2; k++) {
+        const gguf_kv *a = gguf_find(f, arrays[k]);
+        ok = a && gguf_writer_set_arr(w, arrays[k], a->arr_type, a->arr_data, n_tokens) == EL_OK;
+    }
+    for (uint64_t i = 0; ok && i < f->n_tensors; i++) {
+        const gguf_tensor *t = &f->tensors[i];
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        uint64_t nbytes = t->nbytes;
+        if (n_rows && !strcmp(name, "token_embd.weight")) {
+            nbytes = nbytes / (uint64_t)ne[1] * (uint64_t)n_rows;
+            ne[1] = n_rows;
+        }
+        ok = gguf_writer_add_tensor(w, name, t->type, t->n_dims, ne, t->data, nbytes) == EL_OK;
+    }
+    ok = ok && gguf_writer_write(w, out) == EL_OK;
+    for (uint64_t i = 0; strs && i < n_tokens; i++) free((char *)strs[i]);
+    free(strs);
+    gguf_writer_free(w);
+    gguf_close(f);
+    remove(path);
+    return ok;
+}
+
+static char last_warning[1024];
+static void keep_warning(void *user, el_log_level level, const char *message) {
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
+/* The logits of a prompt of ids below 290 at every position into out [5][n_vocab]. */
+static int prompt_logits(el_model *m, int32_t n_vocab, float *out) {
+    static const int32_t prompt[5] = {2, 70, 101, 256, 260};
+    el_context *ctx = new_context(m, 16, 8, 1);
+    const float *l = NULL;
+    for (int32_t pos = 0; ctx && pos < 5; pos++) {
+        if (!(l = decode_one(ctx, prompt[pos], pos, 0))) break;
+        memcpy(out + (size_t)pos * n_vocab, l, sizeof(float) * n_vocab);
+    }
+    el_context_free(ctx);
+    return l != NULL;
+}
+
+/* token_embd.weight with more rows than the vocabulary has tokens (converters that keep Hugging
+ * Face's padding rows and cut the tokenizer to its own tokens): the model keeps one row per
+ * token, says so in a warning, and its logits are the first n_tokens of those the file's model
+ * with every row named gives, bit for bit; so sampling never picks an id without a token. Fewer
+ * rows than tokens is refused, naming the file and both counts (llama.cpp refuses both). */
+static int test_embedding_rows(void) {
+    char full[512], cut[512], shrt[512];
+    snprintf(full, sizeof full, "%s/rows_full.gguf", test_tmp_dir());
+    snprintf(cut, sizeof cut, "%s/rows_cut.gguf", test_tmp_dir());
+    snprintf(shrt, sizeof shrt, "%s/rows_short.gguf", test_tmp_dir());
+    CHECK(write_gemma3_vocab(full, 300, 0) && write_gemma3_vocab(cut, 290, 0) &&
+          write_gemma3_vocab(shrt, 300, 290));
+    el_model *mf = NULL, *mc = NULL, *ms = NULL;
+    CHECK(el_model_load(full, NULL, &mf) == EL_OK);
+    last_warning[0] = '\0';
+    el_log_set(keep_warning, NULL);
+    el_status st = el_model_load(cut, NULL, &mc);
+    el_log_set(NULL, NULL);
+    test_note("%s", last_warning);
+    CHECK(st == EL_OK);
+    CHECK(strstr(last_warning, "rows_cut.gguf: token_embd.weight has 300 rows but the vocabulary "
+                               "290 tokens: the 10 rows past them"));
+    el_model_info info;
+    CHECK(el_model_get_info(mc, &info) == EL_OK && info.n_vocab == 290);
+    CHECK(el_model_get_info(mf, &info) == EL_OK && info.n_vocab == 300);
+    static float lf[5 * 300], lc[5 * 290];
+    CHECK(prompt_logits(mf, 300, lf) && prompt_logits(mc, 290, lc));
+    for (int pos = 0; pos < 5; pos++)
+        CHECK(!memcmp(lc + pos * 290, lf + pos * 300, sizeof(float) * 290));
+    st = el_model_load(shrt, NULL, &ms);
+    test_note("%s", el_last_error());
+    CHECK(st == EL_ERR_FORMAT && !ms);
+    CHECK(strstr(el_last_error(), "rows_short.gguf: the vocabulary has 300 tokens but "
+                                  "token_embd.weight has only 290 rows"));
+    el_model_free(mf);
+    el_model_free(mc);
+    return TEST_PASS;
+}
+
 /* The logits after tokens 1, 2, 3 in the model at path, into out[n_vocab] (past position 0,
  * where RoPE turns nothing, so the base counts). */
 static int first_logits(const char *path, float *out, int32_t n_vocab) {
@@ -951,6 +1053,7 @@ int main(void) {
     run_test("optional_hparams", test_optional_hparams);
     run_test("bad_rope_freqs", test_bad_rope_freqs);
     run_test("bad_phi3", test_bad_phi3);
+    run_test("embedding_rows", test_embedding_rows);
     run_test("model_info", test_model_info);
     run_test("kv_type", test_kv_type);
     return tests_exit_code();

@@ -51,39 +51,41 @@ static int32_t token_id(const el_json_value *root, const char *key) {
     return el_json_int(v, &x) && x >= 0 && x <= INT32_MAX ? (int32_t)x : -1;
 }
 
-/* A list of n_rot / 2 positive numbers into out. */
-static el_status factor_list(const el_json_value *rs, const char *path, const char *key,
-                             int32_t n, float *out) {
+/* A list of n_rot / 2 positive numbers of the scaling dict `where` into out. */
+static el_status factor_list(const el_json_value *rs, const char *where, const char *path,
+                             const char *key, int32_t n, float *out) {
     const el_json_value *v = el_json_get(rs, key);
     if (el_json_type(v) != EL_JSON_ARRAY || (int64_t)el_json_len(v) != n)
-        return el_error(EL_ERR_FORMAT, "%s: rope_scaling \"%s\" must be a list of %d numbers (half "
-                        "the rotated dimensions)", path, key, n);
+        return el_error(EL_ERR_FORMAT, "%s: %s \"%s\" must be a list of %d numbers (half the "
+                        "rotated dimensions)", path, where, key, n);
     for (int32_t i = 0; i < n; i++) {
         double x;
         if (!el_json_num(el_json_at(v, (size_t)i), &x) || !(x > 0) || !(x < 1e30))
-            return el_error(EL_ERR_FORMAT, "%s: rope_scaling \"%s\"[%d] is not a positive number",
-                            path, key, i);
+            return el_error(EL_ERR_FORMAT, "%s: %s \"%s\"[%d] is not a positive number", path,
+                            where, key, i);
         out[i] = (float)x;
     }
     return EL_OK;
 }
 
 /* longrope (phi3): the two factor lists, each n_rot / 2 long (n_rot is known by then). */
-static el_status read_longrope(const el_json_value *rs, const char *path, el_hf_config *c) {
+static el_status read_longrope(const el_json_value *rs, const char *where, const char *path,
+                               el_hf_config *c) {
     if (c->n_rot / 2 > EL_HF_MAX_ROPE_PAIRS || c->n_rot < 2)
         return el_error(EL_ERR_UNSUPPORTED, "%s: %d rotated dimensions are too many for longrope",
                         path, c->n_rot);
-    el_status st = factor_list(rs, path, "long_factor", c->n_rot / 2, c->rope_long);
-    if (!st) st = factor_list(rs, path, "short_factor", c->n_rot / 2, c->rope_short);
+    el_status st = factor_list(rs, where, path, "long_factor", c->n_rot / 2, c->rope_long);
+    if (!st) st = factor_list(rs, where, path, "short_factor", c->n_rot / 2, c->rope_short);
     return st;
 }
 
-static el_status read_rope_scaling(const el_json_value *root, const char *path,
+/* The scaling of the dict rs (v4's rope_scaling, or v5's rope_parameters, which holds the same
+ * keys beside rope_theta), named `where` in messages; NULL or JSON null: none. */
+static el_status read_rope_scaling(const el_json_value *rs, const char *where, const char *path,
                                    el_hf_config *c) {
-    const el_json_value *rs = el_json_get(root, "rope_scaling");
     if (!rs || el_json_type(rs) == EL_JSON_NULL) return EL_OK;
     if (el_json_type(rs) != EL_JSON_OBJECT)
-        return el_error(EL_ERR_FORMAT, "%s: \"rope_scaling\" is not an object", path);
+        return el_error(EL_ERR_FORMAT, "%s: \"%s\" is not an object", path, where);
     const char *type = el_json_str(el_json_get(rs, "rope_type"), NULL);
     if (!type) type = el_json_str(el_json_get(rs, "type"), NULL);
     if (!type || !strcmp(type, "default")) return EL_OK;
@@ -102,10 +104,95 @@ static el_status read_rope_scaling(const el_json_value *root, const char *path,
     }
     if (!strcmp(type, "longrope") || !strcmp(type, "su")) {
         c->rope_scaling = EL_ROPE_SCALING_LONGROPE;
-        return read_longrope(rs, path, c);
+        return read_longrope(rs, where, path, c);
     }
-    return el_error(EL_ERR_UNSUPPORTED, "%s: rope_scaling type \"%s\" is not supported (linear, "
-                    "llama3, longrope)", path, type);
+    return el_error(EL_ERR_UNSUPPORTED, "%s: %s type \"%s\" is not supported (linear, llama3, "
+                    "longrope)", path, where, type);
+}
+
+/* Where a config keeps its RoPE settings. transformers v4 writes them at the top: rope_theta,
+ * rope_scaling (its rope_type and fields), Gemma 3's rope_local_base_freq, Phi-3's
+ * original_max_position_embeddings and partial_rotary_factor. v5 writes rope_parameters: one
+ * dict of rope_type, rope_theta and the scaling's fields (original_max_position_embeddings and
+ * partial_rotary_factor among them), or one such dict per layer type when its keys are layer
+ * types (Gemma 3: full_attention, sliding_attention), and drops the top-level keys. A config may
+ * hold both; what both give must agree (a tool that rewrote one and not the other made it). */
+typedef struct rope_source {
+    const el_json_value *root;
+    const el_json_value *global; /* v5's dict of the full-attention (or all) layers, or NULL */
+    const char *global_name;     /* its name in messages */
+    const el_json_value *local;  /* v5's dict of the sliding-window layers, or NULL */
+} rope_source;
+
+static bool present(const el_json_value *v) { return v && el_json_type(v) != EL_JSON_NULL; }
+
+static el_status find_rope_parameters(const el_json_value *root, const char *path,
+                                      rope_source *rs) {
+    *rs = (rope_source){.root = root, .global_name = "rope_parameters"};
+    const el_json_value *rp = el_json_get(root, "rope_parameters");
+    if (!present(rp)) return EL_OK;
+    if (el_json_type(rp) != EL_JSON_OBJECT)
+        return el_error(EL_ERR_FORMAT, "%s: \"rope_parameters\" is not an object", path);
+    bool by_layer = el_json_len(rp) > 0;
+    for (size_t i = 0; i < el_json_len(rp) && by_layer; i++) {
+        size_t len;
+        const char *k = el_json_key_at(rp, i, &len);
+        by_layer = (len == 14 && !memcmp(k, "full_attention", 14)) ||
+                   (len == 17 && !memcmp(k, "sliding_attention", 17));
+    }
+    if (!by_layer) {
+        rs->global = rp;
+        return EL_OK;
+    }
+    rs->global = el_json_get(rp, "full_attention");
+    rs->global_name = "rope_parameters.full_attention";
+    rs->local = el_json_get(rp, "sliding_attention");
+    if ((rs->global && el_json_type(rs->global) != EL_JSON_OBJECT) ||
+        (rs->local && el_json_type(rs->local) != EL_JSON_OBJECT))
+        return el_error(EL_ERR_FORMAT, "%s: \"rope_parameters\" of a layer type is not an "
+                        "object", path);
+    return EL_OK;
+}
+
+/* The object a setting is read from: v4's `key` at the top, or v5's `v5_key` in dict v5 (named
+ * v5_where); with both, they must be the same number. NULL: neither (the caller's default). */
+static el_status one_place(const rope_source *rs, const char *key, const el_json_value *v5,
+                           const char *v5_where, const char *v5_key, const char *path,
+                           const el_json_value **from) {
+    const el_json_value *a = el_json_get(rs->root, key), *b = el_json_get(v5, v5_key);
+    *from = present(b) ? v5 : present(a) ? rs->root : NULL;
+    double x, y;
+    if (!present(a) || !present(b)) return EL_OK;
+    if (!el_json_num(a, &x) || !el_json_num(b, &y))
+        return el_error(EL_ERR_FORMAT, "%s: \"%s\" or %s \"%s\" is not a number", path, key,
+                        v5_where, v5_key);
+    if (x != y)
+        return el_error(EL_ERR_FORMAT, "%s: \"%s\" %g and %s \"%s\" %g disagree", path, key, x,
+                        v5_where, v5_key, y);
+    return EL_OK;
+}
+
+/* rope_scaling (v4) or the scaling in v5's dict, into c; with both, the same scaling. */
+static el_status read_scaling(const rope_source *rs, const char *path, el_hf_config *c) {
+    const el_json_value *v4 = el_json_get(rs->root, "rope_scaling");
+    el_status st = read_rope_scaling(v4, "rope_scaling", path, c);
+    if (st || !rs->global) return st;
+    el_hf_config v5 = *c;
+    v5.rope_scaling = EL_ROPE_SCALING_NONE;
+    if ((st = read_rope_scaling(rs->global, rs->global_name, path, &v5))) return st;
+    size_t pairs = (size_t)(c->n_rot / 2) * sizeof(float);
+    bool same = v5.rope_scaling == c->rope_scaling && v5.rope_factor == c->rope_factor &&
+                v5.low_freq_factor == c->low_freq_factor &&
+                v5.high_freq_factor == c->high_freq_factor &&
+                v5.rope_orig_ctx == c->rope_orig_ctx &&
+                (c->rope_scaling != EL_ROPE_SCALING_LONGROPE ||
+                 (!memcmp(v5.rope_long, c->rope_long, pairs) &&
+                  !memcmp(v5.rope_short, c->rope_short, pairs)));
+    if (present(v4) && !same)
+        return el_error(EL_ERR_FORMAT, "%s: \"rope_scaling\" and %s describe different rope "
+                        "scalings", path, rs->global_name);
+    *c = v5;
+    return EL_OK;
 }
 
 /* The period p of layer_types (a layer is global when il % p == p - 1; 0 if none is), or an
@@ -136,16 +223,32 @@ static el_status layer_pattern(const el_json_value *types, const char *path, int
  * an activation other than gelu_pytorch_tanh, attention logit soft-capping, bidirectional
  * attention, and a query_pre_attn_scalar other than the one llama.cpp derives (head_dim, or
  * hidden_size / num_attention_heads for the 62-layer 27B). */
-static el_status read_gemma3(const el_json_value *root, const char *path, el_hf_config *c) {
+static el_status read_gemma3(const el_json_value *root, const rope_source *rs, const char *path,
+                             el_hf_config *c) {
     el_status st;
+    const el_json_value *theta, *theta_swa;
+    if ((st = one_place(rs, "rope_theta", rs->global, rs->global_name, "rope_theta", path,
+                        &theta)) ||
+        (st = one_place(rs, "rope_local_base_freq", rs->local,
+                        "rope_parameters.sliding_attention", "rope_theta", path, &theta_swa)))
+        return st;
+    /* llama.cpp's gemma3 rotates the sliding-window layers unscaled, as v4's Gemma 3 did */
+    el_hf_config local = *c;
+    local.rope_scaling = EL_ROPE_SCALING_NONE;
+    if ((st = read_rope_scaling(rs->local, "rope_parameters.sliding_attention", path, &local)))
+        return st;
+    if (local.rope_scaling != EL_ROPE_SCALING_NONE)
+        return el_error(EL_ERR_UNSUPPORTED, "%s: rope_parameters.sliding_attention scales its "
+                        "rope: only the full-attention layers may (llama.cpp's gemma3)", path);
     const el_json_value *tie = el_json_get(root, "tie_word_embeddings");
     c->tied = true;
     if (tie && !el_json_bool(tie, &c->tied))
         return el_error(EL_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
     if ((st = get_int(root, path, "head_dim", 256, &c->head_dim)) ||
         (st = get_int(root, path, "max_position_embeddings", 131072, &c->n_ctx)) ||
-        (st = get_num(root, path, "rope_theta", 1000000.0, &c->rope_theta)) ||
-        (st = get_num(root, path, "rope_local_base_freq", 10000.0, &c->rope_theta_swa)) ||
+        (st = get_num(theta, path, "rope_theta", 1000000.0, &c->rope_theta)) ||
+        (st = get_num(theta_swa, path, theta_swa == rs->local ? "rope_theta" :
+                      "rope_local_base_freq", 10000.0, &c->rope_theta_swa)) ||
         (st = get_int(root, path, "sliding_window", 4096, &c->n_swa)) ||
         (st = get_int(root, path, "sliding_window_pattern", 6, &c->swa_pattern)) ||
         (st = get_num(root, path, "final_logit_softcapping", 0.0, &c->final_logit_softcap)))
@@ -214,16 +317,30 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
         (st = get_int(root, path, "max_position_embeddings", 2048, &c->n_ctx)))
         return st;
     if (c->n_head == 0) return el_error(EL_ERR_FORMAT, "%s: num_attention_heads is 0", path);
+    rope_source rs;
+    const el_json_value *theta, *orig_ctx, *partial;
+    if ((st = find_rope_parameters(root, path, &rs)) ||
+        (st = one_place(&rs, "rope_theta", rs.global, rs.global_name, "rope_theta", path,
+                        &theta)) ||
+        (st = one_place(&rs, "original_max_position_embeddings", rs.global, rs.global_name,
+                        "original_max_position_embeddings", path, &orig_ctx)) ||
+        (st = one_place(&rs, "partial_rotary_factor", rs.global, rs.global_name,
+                        "partial_rotary_factor", path, &partial)))
+        return st;
+    if (rs.local && strcmp(c->arch, "gemma3"))
+        return el_error(EL_ERR_UNSUPPORTED, "%s: rope_parameters for sliding_attention layers, "
+                        "which a %s model does not have", path, c->arch);
     if ((st = get_int(root, path, "head_dim", c->n_embd / c->n_head, &c->head_dim)) ||
         (st = get_num(root, path, "rms_norm_eps", 1e-6, &c->rms_eps)) ||
-        (st = get_num(root, path, "rope_theta", 10000.0, &c->rope_theta)) ||
+        (st = get_num(theta, path, "rope_theta", 10000.0, &c->rope_theta)) ||
         (st = get_int(root, path, "sliding_window", 0, &c->sliding_window)) ||
-        (st = get_int(root, path, "original_max_position_embeddings", c->n_ctx,
+        (st = get_int(orig_ctx, path, "original_max_position_embeddings", c->n_ctx,
                       &c->rope_orig_ctx)))
         return st;
     c->n_rot = c->head_dim;
     float rotary = 1.0f;
-    if (c->fused && (st = get_num(root, path, "partial_rotary_factor", 1.0, &rotary))) return st;
+    if (c->fused && (st = get_num(partial, path, "partial_rotary_factor", 1.0, &rotary)))
+        return st;
     if (rotary > 1.0f)
         return el_error(EL_ERR_FORMAT, "%s: \"partial_rotary_factor\" %g is above 1", path,
                         (double)rotary);
@@ -234,8 +351,8 @@ static el_status read_config(const el_json_value *root, const char *path, el_hf_
         return el_error(EL_ERR_FORMAT, "%s: \"tie_word_embeddings\" is not a boolean", path);
     c->bos = token_id(root, "bos_token_id");
     c->eos = token_id(root, "eos_token_id");
-    if ((st = read_rope_scaling(root, path, c))) return st;
-    if (!strcmp(c->arch, "gemma3") && (st = read_gemma3(root, path, c))) return st;
+    if ((st = read_scaling(&rs, path, c))) return st;
+    if (!strcmp(c->arch, "gemma3") && (st = read_gemma3(root, &rs, path, c))) return st;
     return el_hf_config_check(c, path);
 }
 

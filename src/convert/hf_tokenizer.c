@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/mapfile.h"
 #include "formats/json.h"
 #include "tokenizer/vocab.h"
@@ -56,7 +57,8 @@ typedef struct tok_state {
 static el_status set_token(tok_state *t, int64_t id, const char *s, size_t len, int32_t type) {
     if (id < 0 || id >= t->n)
         return el_error(EL_ERR_MISMATCH, "%s: token id %lld of \"%.40s\" is outside the model's "
-                        "vocab_size %d", t->path, (long long)id, s, t->n);
+                        "vocab_size %d (config.json): embed_tokens has no row for it", t->path,
+                        (long long)id, s, t->n);
     if (memchr(s, 0, len))
         return el_error(EL_ERR_UNSUPPORTED, "%s: token %lld contains a NUL byte", t->path,
                         (long long)id);
@@ -66,6 +68,37 @@ static el_status set_token(tok_state *t, int64_t id, const char *s, size_t len, 
     t->text[id] = copy;
     t->type[id] = type;
     return EL_OK;
+}
+
+/* Added tokens past config.json's vocab_size (the rows of embed_tokens) are left out with one
+ * warning, as llama.cpp's converter leaves them out: the model has no row to run them with, and
+ * text can only name them as markup, which then stays text (Gemma 3 1B lists <image_soft_token>
+ * at id 262144 beside its 262144 rows). A model.vocab id past it stays set_token's error: BPE
+ * merges into those pieces, so ordinary text would tokenize to ids the model cannot run. Ids
+ * below it that no token has become read_vocab's [PAD<id>] tokens, as in llama.cpp's converter
+ * (Qwen2.5's 151936 rows for 151665 tokens, Gemma 3 4B's 262208 for 262145): every row stays
+ * runnable, as in Hugging Face. */
+static void warn_added_past(const tok_state *t, const el_json_value *added) {
+    int32_t n_past = 0;
+    int64_t first = -1, id;
+    const char *text = "";
+    for (size_t i = 0; i < el_json_len(added); i++) {
+        const el_json_value *a = el_json_at(added, i);
+        const char *s = el_json_str(el_json_get(a, "content"), NULL);
+        bool past = s && el_json_int(el_json_get(a, "id"), &id) && id >= t->n;
+        if (past && (!n_past++ || id < first)) {
+            first = id;
+            text = s;
+        }
+    }
+    if (n_past == 1)
+        el_warn("%s: added token %lld (\"%.40s\") is past config.json's vocab_size %d: the model "
+                "has no embedding row for it, so it is left out (as llama.cpp's converter does)",
+                t->path, (long long)first, text, t->n);
+    else if (n_past > 1)
+        el_warn("%s: %d added tokens from id %lld (\"%.40s\") are past config.json's vocab_size "
+                "%d: the model has no embedding rows for them, so they are left out (as "
+                "llama.cpp's converter does)", t->path, n_past, (long long)first, text, t->n);
 }
 
 static el_status read_vocab(tok_state *t, const el_json_value *model, const el_json_value *added) {
@@ -95,8 +128,9 @@ static el_status read_vocab(tok_state *t, const el_json_value *model, const el_j
         el_json_bool(el_json_get(a, "special"), &special);
         if (!s || !el_json_int(el_json_get(a, "id"), &id))
             return el_error(EL_ERR_FORMAT, "%s: added_tokens[%zu] lacks id or content", t->path, i);
-        st = set_token(t, id, s, len, special ? TT_CONTROL : TT_USER_DEFINED);
+        if (id < t->n) st = set_token(t, id, s, len, special ? TT_CONTROL : TT_USER_DEFINED);
     }
+    if (!st) warn_added_past(t, added);
     for (int32_t i = 0; i < t->n && !st; i++) {
         if (!t->text[i]) {
             char pad[32];

@@ -2,14 +2,14 @@
  * into the mapping, every tensor checked for presence, type and shape before anything uses it.
  *
  * Architectures (the table below): llama (NORM rope), qwen2 (NEOX rope, q/k/v biases), qwen3
- * (NEOX rope, an RMSNorm of each Q and K head), phi3 (NEOX rope, Q/K/V fused in attn_qkv and
- * gate/up in ffn_up, longrope factors) and gemma3 (NEOX rope, per-head Q/K norms, norms after
- * attention and FFN, GeGLU, sliding-window layers; its norm weights are stored as llama.cpp's
- * converter writes them, 1 + w of Hugging Face's, so every norm here is a plain RMSNorm). A fused
- * tensor is mapped once and its parts are views of its row ranges (el_model_linear_tensor), so
- * nothing is copied. A GGUF without tensors
- * (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.* keys
- * loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
+ * (NEOX rope, an RMSNorm of each Q and K head), phi3 (NEOX rope, gate/up fused in ffn_up, Q/K/V
+ * fused in attn_qkv or, as llama.cpp also reads them, apart in attn_q/k/v; longrope factors) and
+ * gemma3 (NEOX rope, per-head Q/K norms, norms after attention and FFN, GeGLU, sliding-window
+ * layers; its norm weights are stored as llama.cpp's converter writes them, 1 + w of Hugging
+ * Face's, so every norm here is a plain RMSNorm). A fused tensor is mapped once and its parts
+ * are views of its row ranges (el_model_linear_tensor), so nothing is copied. A GGUF without
+ * tensors (or loaded vocab_only) becomes a vocabulary-only model. A GGUF without tokenizer.ggml.*
+ * keys loads with no vocabulary: logits work, tokenizing refuses (tests use such files). */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "model/model.h"
 #include "model/prune.h"
 
@@ -26,7 +27,8 @@ typedef struct arch_traits {
     el_rope_style rope;
     bool qkv_bias; /* attn_q/k/v.bias */
     bool qk_norm;  /* attn_q_norm / attn_k_norm.weight: [head_dim_k], per head before RoPE */
-    bool fused;    /* attn_qkv.weight (Q rows, K rows, V rows) and ffn_up.weight (gate, up) */
+    bool fused;    /* ffn_up.weight holds gate and up, and attn_qkv.weight Q, K and V rows
+                    * unless the file keeps them apart (phi3_qkv_fused) */
     bool post_norms; /* post_attention_norm / post_ffw_norm.weight: [n_embd], on the attention
                       * and FFN outputs before the residual */
 } arch_traits;
@@ -190,6 +192,15 @@ static el_status read_gemma3_hparams(el_model *m) {
     return EL_OK;
 }
 
+/* Whether a phi3 file fuses Q, K and V: llama.cpp takes blk.N.attn_qkv.weight when a block has
+ * it and attn_q/k/v.weight otherwise. Here blk.0 decides for the whole model (one layout for every
+ * block, which check_phi3_block holds each block to), and a blk.0 with neither stays fused, so
+ * the message names the usual tensor as missing. */
+static bool phi3_qkv_fused(const el_model *m) {
+    return gguf_find_tensor(m->gguf, "blk.0.attn_qkv.weight") ||
+           !gguf_find_tensor(m->gguf, "blk.0.attn_q.weight");
+}
+
 static el_status read_hparams(el_model *m) {
     el_hparams *hp = &m->hp;
     el_status st;
@@ -233,7 +244,8 @@ static el_status read_hparams(el_model *m) {
         return st;
     const arch_traits *a = find_arch(m->arch);
     hp->rope_style = a->rope;
-    hp->fused_qkv = hp->fused_gate_up = a->fused;
+    hp->fused_gate_up = a->fused;
+    hp->fused_qkv = a->fused && phi3_qkv_fused(m);
     hp->ffn_act = EL_FFN_SILU;
     hp->embd_scale = 1.0f;
     hp->q_scale = 1.0f;
@@ -265,6 +277,32 @@ static const char *blk_name(char *buf, int il, const char *suffix) {
 static el_weight row_range(const el_weight *w, int64_t row0, int64_t n_out) {
     return el_weight_view(w->type, (const uint8_t *)w->data + (size_t)row0 * w->row_bytes, w->n_in,
                           n_out);
+}
+
+/* A phi3 block holds its projections in the model's one layout: Q/K/V in attn_qkv or in
+ * attn_q/k/v as blk.0 does (a block of the other layout, or of both, would be read in part or
+ * not at all), and gate/up in ffn_up alone. llama.cpp's phi3 has no ffn_gate either: beside it,
+ * ffn_up would be up alone or the pair, and no converter writes it. A missing tensor is
+ * load_weight's to name. */
+static el_status check_phi3_block(const el_model *m, int il) {
+    char name[96];
+    static const char *const apart[] = {"attn_q.weight", "attn_k.weight", "attn_v.weight"};
+    if (m->hp.fused_qkv) {
+        for (int i = 0; i < 3; i++)
+            if (gguf_find_tensor(m->gguf, blk_name(name, il, apart[i])))
+                return el_error(EL_ERR_FORMAT, "%s: tensor '%s' in a phi3 file whose Q, K and V "
+                                "are fused in attn_qkv.weight (blk.0's layout): every block has "
+                                "one layout or the other", m->path, name);
+    } else if (gguf_find_tensor(m->gguf, blk_name(name, il, "attn_qkv.weight"))) {
+        return el_error(EL_ERR_FORMAT, "%s: tensor '%s' in a phi3 file whose Q, K and V are apart "
+                        "in attn_q/k/v.weight (blk.0's layout): every block has one layout or "
+                        "the other", m->path, name);
+    }
+    if (gguf_find_tensor(m->gguf, blk_name(name, il, "ffn_gate.weight")))
+        return el_error(EL_ERR_FORMAT, "%s: tensor '%s': phi3 keeps gate and up fused in "
+                        "ffn_up.weight (2 n_ff rows, gate first), as llama.cpp reads it; a "
+                        "separate gate is not supported", m->path, name);
+    return EL_OK;
 }
 
 /* The seven linears of block il as views of the tensors m stores them in (el_model_linear_tensor):
@@ -313,6 +351,8 @@ static el_status load_layer(el_model *m, int il, const arch_traits *a, float **v
     int64_t k_dim = (int64_t)hp->n_head_kv * hp->head_dim_k;
     int64_t v_dim = (int64_t)hp->n_head_kv * hp->head_dim_v;
     el_status st;
+    if (a->fused && (st = check_phi3_block(m, il)))
+        return st;
     if ((st = layer_vector(m, il, "attn_norm.weight", hp->n_embd, vec, &l->attn_norm)) ||
         (st = layer_vector(m, il, "ffn_norm.weight", hp->n_embd, vec, &l->ffn_norm)) ||
         (st = load_linears(m, il)))
@@ -361,11 +401,21 @@ static el_status load_weights(el_model *m) {
     const gguf_tensor *te = find_tensor(m, "token_embd.weight", true, &st);
     if (!te)
         return st;
-    hp->n_vocab = (int32_t)te->ne[1];
-    /* some converters pad the embedding beyond the tokenizer; the reverse cannot work */
-    if (m->vocab && m->vocab->n_tokens > hp->n_vocab)
+    /* the embedding's rows, of which the model keeps one per token: a token without a row
+     * cannot be run, and a row past the tokens (some converters keep Hugging Face's padding to
+     * a multiple of 64, Gemma 3's 262208 rows for 262145 tokens) is a logit no text stands
+     * for, which sampling must not pick; llama.cpp refuses both */
+    int64_t rows = te->ne[1];
+    hp->n_vocab = (int32_t)(rows < INT32_MAX ? rows : INT32_MAX);
+    if (m->vocab && m->vocab->n_tokens > rows)
         return el_error(EL_ERR_FORMAT, "%s: the vocabulary has %d tokens but token_embd.weight has "
-                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)te->ne[1]);
+                        "only %lld rows", m->path, m->vocab->n_tokens, (long long)rows);
+    if (m->vocab && m->vocab->n_tokens < rows) {
+        hp->n_vocab = m->vocab->n_tokens;
+        el_warn("%s: token_embd.weight has %lld rows but the vocabulary %d tokens: the %lld rows "
+                "past them stand for no token and are left out", m->path, (long long)rows,
+                hp->n_vocab, (long long)(rows - hp->n_vocab));
+    }
     if ((st = el_hparams_validate(hp, m->path)))
         return st;
 
@@ -375,8 +425,9 @@ static el_status load_weights(el_model *m) {
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     float *vec = m->vectors;
 
-    if ((st = load_weight(m, "token_embd.weight", hp->n_embd, hp->n_vocab, &m->tok_embd)))
+    if ((st = load_weight(m, "token_embd.weight", hp->n_embd, rows, &m->tok_embd)))
         return st;
+    m->tok_embd = row_range(&m->tok_embd, 0, hp->n_vocab);
     bool compressed = el_prune_is_compressed(m->gguf);
     if (compressed && (st = el_prune_shape_check(hp, a->qkv_bias, a->qk_norm, m->path)))
         return st;
@@ -390,8 +441,9 @@ static el_status load_weights(el_model *m) {
         return st;
     vec += hp->n_embd;
     if (gguf_find_tensor(m->gguf, "output.weight")) {
-        if ((st = load_weight(m, "output.weight", hp->n_embd, hp->n_vocab, &m->output)))
+        if ((st = load_weight(m, "output.weight", hp->n_embd, rows, &m->output)))
             return st;
+        m->output = row_range(&m->output, 0, hp->n_vocab);
     } else {
         m->output = m->tok_embd; /* tied embeddings */
     }

@@ -58,7 +58,8 @@ typedef struct el_hparams {
                              * (phi3's longrope magnitude factor, as llama.cpp applies it) */
     int32_t n_ctx_orig;     /* rope.scaling.original_context_length (default n_ctx_train):
                              * contexts beyond it take the long rope factors (phi3) */
-    bool fused_qkv;         /* phi3: Q, K, V are row ranges of one tensor, attn_qkv */
+    bool fused_qkv;         /* phi3: Q, K, V are row ranges of one tensor, attn_qkv (unless
+                             * the file keeps them apart in attn_q/k/v, as llama.cpp allows) */
     bool fused_gate_up;     /* phi3: gate, up are the two halves of ffn_up (gate first) */
 } el_hparams;
 

@@ -72,6 +72,18 @@ static el_status parse_name(const char *name, const el_model *m, const char *pat
         for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
             if (!strcmp(lin, el_model_linear_tensor(m, w, &(int64_t){0}))) which[(*n_which)++] = w;
         if (*n_which > 0) return EL_OK;
+        /* a projection another layout of the architecture stores so (phi3's attn_qkv, or
+         * attn_q/k/v, ffn_gate): the adapter was made for a base of that layout */
+        bool qkv = !strcmp(lin, "attn_qkv.weight");
+        int own = -1;
+        for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
+            if (!strcmp(lin, el_linear_tensor_suffix(w))) own = (int)w;
+        if (qkv || own >= 0)
+            return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s' adapts blk.%d.%s, which this "
+                            "model does not have: it stores that projection in blk.%d.%s (an "
+                            "adapter for a base of another layout)", path, name, *il, lin, *il,
+                            qkv ? "attn_q/k/v.weight"
+                                : el_model_linear_tensor(m, (el_linear)own, &(int64_t){0}));
     }
     return el_error(EL_ERR_UNSUPPORTED, "%s: tensor '%s': only the attention and FFN projections "
                     "of the blocks (attn_q/k/v/output or attn_qkv, ffn_gate/up/down) can be "
