@@ -17,9 +17,12 @@ static const char help[] =
     "                      [--variants K] [--rows R1,R2,...] [--json]\n"
     "                      [--forecast FILE [--tree auto|W1,W2,..] --prompts FILE [--record T]]\n"
     "                      [--replay T] [--prune RATE | --mem-budget BYTES|auto]\n"
+    "                      [--keep-page-cache]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
-    "  load   el_model_load of MODEL (mapped, so it should take milliseconds)\n"
+    "  load   el_model_load of MODEL (mapped and its pages mapped in, not copied: milliseconds,\n"
+    "         but once where it reads a file the page cache held in 4 KB pages again into\n"
+    "         2 MB ones, which --keep-page-cache leaves as they are)\n"
     "  pp     prompt processing: -p tokens decoded in batches of -b (default min(p, 512)), which\n"
     "         the forward runs in chunks of -u rows (default: the library's, 128)\n"
     "  bw     the read bandwidth of THREADS threads reading the weights one token reads, where\n"
@@ -283,12 +286,18 @@ static void print_table(const bench_opts *o, const bench_result *r) {
            r->threads, r->cpu_share < 0.9 ? " (other processes took cores: figures are low)" : "");
     printf("2 MB pages %10.1f MB      of the %.1f MB file\n", (double)r->huge_bytes / mb,
            (double)r->file_bytes / mb);
-    if (r->file_bytes >= BENCH_PAGES_HINT_BYTES && r->huge_bytes < r->file_bytes / 2)
-        printf("pages      most of the file is in 4 KB pages, which decoding reads 15-30%% slower\n"
-               "           than 2 MB ones (the page cache holds it so); once `dd if=%s\n"
-               "           iflag=nocache count=0` drops it from the cache, the next load reads it\n"
-               "           into 2 MB pages where the kernel can (docs/bench.md)\n",
-               o->mo.model);
+    if (r->file_bytes >= BENCH_PAGES_HINT_BYTES && r->huge_bytes < r->file_bytes / 2) {
+        printf("pages      most of the file is in 4 KB pages, which decoding reads 15-30%% slower\n");
+        if (o->mo.keep_page_cache)
+            printf("           than 2 MB ones (the page cache holds it so, and --keep-page-cache\n"
+                   "           kept them); without it, or once `dd if=%s\n"
+                   "           iflag=nocache count=0` drops it from the cache, the next load reads it\n"
+                   "           into 2 MB pages where the kernel can (docs/bench.md)\n",
+                   o->mo.model);
+        else
+            printf("           than 2 MB ones, though the load read it again: another process maps\n"
+                   "           those pages, or the kernel gives this file none (docs/bench.md)\n");
+    }
     printf("peak RSS   %10.1f MB      (file %.1f MB + KV cache %.1f MB of %s", (double)r->peak_rss / mb,
            (double)r->file_bytes / mb, (double)r->kv_bytes / mb, cli_kv_type_name(o->mo.kv_type));
     if (r->adapter_bytes) printf(" + adapters %.1f MB", (double)r->adapter_bytes / mb);

@@ -79,6 +79,7 @@ typedef struct cli_model_opts {
     el_kv_type kv_type; /* --kv-type (cli_kv_opt), of the commands that run a context */
     const char *prune;      /* --prune RATE (cli_kv_opt): a UniQL model's pruning rate */
     const char *mem_budget; /* --mem-budget BYTES|auto (cli_kv_opt): the rate that fits it */
+    bool keep_page_cache;   /* --keep-page-cache (cli_kv_opt): el_model_params' */
 } cli_model_opts;
 
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
@@ -87,8 +88,9 @@ int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int
 /* If argv[*i] is an option of the commands that run a context (run, batch, bench, perplexity,
  * eval, chat): --kv-type f16|f32 (the KV cache's element type), --prune RATE or --mem-budget
  * BYTES|auto (a UniQL compressed model's pruning rate, or the smallest that fits the budget with
- * the KV cache; cli_load_model applies them), consumes it and its value and returns 1; 0 if it
- * is not; -1 after printing an error. */
+ * the KV cache; cli_load_model applies them), --keep-page-cache (the model's 4 KB pages in the
+ * page cache are kept: el_model_params.keep_page_cache), consumes it and its value and returns
+ * 1; 0 if it is not; -1 after printing an error. */
 int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
 /* "f16" or "f32". */
 const char *cli_kv_type_name(el_kv_type t);

@@ -69,6 +69,11 @@ typedef struct el_model_params {
     bool vocab_only;            /* load only the tokenizer (vocab-only GGUFs work either way) */
     bool ignore_act_scales;     /* quantize int8 activations per token even where the file
                                  * stores static scales (which are then not read or checked) */
+    bool keep_page_cache;       /* a model of 64 MB or more that the page cache holds in 4 KB
+                                 * pages is read in again into 2 MB ones, which decoding reads
+                                 * 15-30% faster: its cached pages that no process maps are
+                                 * dropped first (docs/bench.md, "Page size"). true: keep them,
+                                 * and the 4 KB pages */
 } el_model_params;
 
 el_model_params el_model_default_params(void);

@@ -12,4 +12,10 @@
  * touched: 2 MB of resident memory for the first byte written in each. */
 void *el_alloc_pages(size_t bytes);
 
+/* Bytes of this process's file mappings that the kernel maps with 2 MB pages (Linux:
+ * FilePmdMapped in /proc/self/smaps), summed over the mappings that overlap [p, p + n): a
+ * mapped file's own figure, or with p = NULL and n = SIZE_MAX the whole process's. 0 where the
+ * system cannot say. */
+size_t el_huge_file_bytes(const void *p, size_t n);
+
 #endif

@@ -5,12 +5,13 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "core/mapfile.h"
 #include "model/model.h"
 #include "model/prune.h"
 
 el_model_params el_model_default_params(void) {
     return (el_model_params){.tokenizer_path = NULL, .vocab_only = false,
-                             .ignore_act_scales = false};
+                             .ignore_act_scales = false, .keep_page_cache = false};
 }
 
 const el_weight *el_layer_weight(const el_layer *l, el_linear which) {
@@ -115,6 +116,12 @@ el_status el_model_load(const char *path, const el_model_params *params, el_mode
         el_model_free(m);
         return st;
     }
+    /* Every decode step reads every weight, so they come in now, in 2 MB pages where the
+     * kernel can. Not a pruned model's: it reads only what its rate keeps, and a memory budget
+     * counts on the rest never becoming resident. */
+    if (m->has_weights && !m->prune)
+        (void)el_map_populate(m->gguf ? &m->gguf->map : &m->l2c->map, path,
+                              !params->keep_page_cache);
     *out = m;
     return EL_OK;
 }

@@ -193,16 +193,7 @@ el_status el_measure_read_bandwidth(size_t bytes, int32_t n_threads, double *gb_
     return st;
 }
 
-uint64_t el_huge_mapped_bytes(void) {
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "FilePmdMapped: %llu kB", &kb) == 1) break;
-    fclose(f);
-    return (uint64_t)kb * 1024;
-}
+uint64_t el_huge_mapped_bytes(void) { return el_huge_file_bytes(NULL, SIZE_MAX); }
 
 uint64_t el_peak_rss_bytes(void) {
     struct rusage ru;
