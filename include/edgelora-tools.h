@@ -481,7 +481,8 @@ uint64_t el_peak_rss_bytes(void);
  * misses the TLB every 4 KB: docs/bench.md. */
 uint64_t el_huge_mapped_bytes(void);
 
-/* What one decode step costs in memory traffic. */
+/* What one decode step costs in memory traffic. For a compressed (UniQL) model, at the rate
+ * el_model_set_prune chose: the pieces of each layer weight that rate keeps. */
 typedef struct el_decode_cost {
     uint64_t weight_bytes_per_token; /* every layer weight + the output head: each is read whole
                                       * for one token (the embedding table is only row-gathered,

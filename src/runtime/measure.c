@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/pages.h"
 #include "model/model.h"
+#include "model/prune.h"
 
 /* Two 64-bit lanes: the width of SSE2 and NEON registers, which every x86-64 and AArch64 CPU
  * has, so GCC and Clang keep these in registers without per-ISA code. */
@@ -215,15 +216,26 @@ static bool word_region(const el_weight *w, read_region *r) {
     return true;
 }
 
-/* The weights a decode step reads (as el_model_decode_cost counts them) into reg[]; returns
- * how many. */
-static size_t decode_regions(const el_model *m, read_region *reg) {
+/* The weights one decode step reads, into w[] (NULL: only counted); returns how many. A
+ * compressed (UniQL) model's layers run as the pieces its rate keeps (model/forward_prune.c),
+ * whose layer views have no data, so those pieces are what a step reads. */
+static size_t decode_weights(const el_model *m, const el_weight **w) {
+    const el_prune *p = m->prune;
     size_t n = 0;
     for (int il = 0; il < m->hp.n_layer; il++)
-        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++)
-            n += word_region(el_layer_weight(&m->layers[il], k), &reg[n]);
-    n += word_region(&m->output, &reg[n]);
-    return n;
+        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
+            const el_prune_pieces *pc = p ? &p->pieces[el_linear_slot(il, k)] : NULL;
+            if (!pc || pc->n == 0) {
+                if (w) w[n] = el_layer_weight(&m->layers[il], k);
+                n++;
+                continue;
+            }
+            int64_t kept = el_prune_kept_count(&p->table, &m->hp, p->context_rate, il, k);
+            for (int32_t j = 0; j < pc->n && pc->b[j] < kept; j++, n++)
+                if (w) w[n] = &pc->w[j];
+        }
+    if (w) w[n] = &m->output;
+    return n + 1;
 }
 
 el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *gb_s) {
@@ -232,16 +244,19 @@ el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *
     if (!m->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
                         m->path);
-    size_t cap = (size_t)m->hp.n_layer * EL_N_LINEAR + 1;
-    read_region *reg = malloc(cap * sizeof *reg);
+    size_t n_w = decode_weights(m, NULL);
+    const el_weight **w = malloc(n_w * sizeof *w);
+    read_region *reg = malloc(n_w * sizeof *reg);
     el_threadpool *tp = NULL;
-    el_status st = reg ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
+    el_status st = w && reg ? el_threadpool_create(n_threads, &tp) : EL_ERR_NOMEM;
     if (st == EL_ERR_NOMEM) st = el_error(st, "read bandwidth: no memory");
     if (st == EL_OK && pool_too_large(tp))
         st = el_error(EL_ERR_INVALID_ARG, "read bandwidth: at most %d threads, not %d",
                       MAX_THREADS, n_threads);
     if (st == EL_OK) {
-        size_t n_reg = decode_regions(m, reg);
+        decode_weights(m, w);
+        size_t n_reg = 0;
+        for (size_t i = 0; i < n_w; i++) n_reg += word_region(w[i], &reg[n_reg]);
         /* the weights are what they are: one sweep's sum, and every later sweep must agree */
         uint64_t one = read_regions(tp, reg, n_reg, 1);
         st = n_reg > 0 ? time_reads(tp, reg, n_reg, one, gb_s)
@@ -249,6 +264,7 @@ el_status el_model_read_bandwidth(const el_model *m, int32_t n_threads, double *
     }
     el_threadpool_free(tp);
     free(reg);
+    free(w);
     return st;
 }
 
@@ -257,16 +273,16 @@ el_status el_model_decode_cost(const el_model *m, el_decode_cost *out) {
     if (!m->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: a vocabulary-only model has no weights",
                         m->path);
+    size_t n_w = decode_weights(m, NULL);
+    const el_weight **w = malloc(n_w * sizeof *w);
+    if (!w) return el_error(EL_ERR_NOMEM, "el_model_decode_cost: no memory");
+    decode_weights(m, w);
     uint64_t by_type[EL_TYPE_COUNT] = {0}, total = 0, macs = 0;
-    for (int il = 0; il < m->hp.n_layer; il++) {
-        for (el_linear k = EL_LINEAR_Q; k <= EL_LINEAR_DOWN; k++) {
-            const el_weight *w = el_layer_weight(&m->layers[il], k);
-            by_type[w->type] += weight_bytes(w);
-            macs += (uint64_t)w->k_in * (uint64_t)w->n_out;
-        }
+    for (size_t i = 0; i < n_w; i++) {
+        by_type[w[i]->type] += weight_bytes(w[i]);
+        macs += (uint64_t)w[i]->k_in * (uint64_t)w[i]->n_out;
     }
-    by_type[m->output.type] += weight_bytes(&m->output);
-    macs += (uint64_t)m->output.k_in * (uint64_t)m->output.n_out;
+    free(w);
     int top = 0;
     for (int t = 0; t < EL_TYPE_COUNT; t++) {
         total += by_type[t];

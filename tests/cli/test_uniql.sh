@@ -28,6 +28,16 @@ want=$("$EL" run -m "$U" -p "The cat" -n 16 -t 2 --temp 0 --prune 0.35 --variant
 if [ -n "$one" ] && [ "$one" != "None" ] && [ "$one" = "$want" ]; then pass variants_pruned
 else fail variants_pruned "3 variants, first: $one" "alone: $want"; fi
 
+# bench on the compressed file: the bytes a step reads are the kept pieces' (at rate 0 all of
+# them: the uncompressed model's figure), and the bandwidth probe reads those pieces
+per_token() { python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_token"])'; }
+b_base=$("$EL" bench -m "$BASE" -t 2 -p 8 -n 4 -r 1 --json 2>/dev/null | per_token)
+b_full=$("$EL" bench -m "$U" -t 2 -p 8 -n 4 -r 1 --prune 0 --json 2>"$TMP/err" | per_token)
+b_cut=$("$EL" bench -m "$U" -t 2 -p 8 -n 4 -r 1 --prune 0.35 --json 2>>"$TMP/err" | per_token)
+if [ -n "$b_base" ] && [ "$b_full" = "$b_base" ] && [ -n "$b_cut" ] && [ "$b_cut" -gt 0 ] &&
+   [ "$b_cut" -lt "$b_full" ]; then pass bench_pruned_bytes
+else fail bench_pruned_bytes "base $b_base, rate 0 $b_full, rate 0.35 $b_cut" "$(cat "$TMP/err")"; fi
+
 printf 'The cat sat on the mat. The dog sat on the log. %.0s' $(seq 40) >"$TMP/text.txt"
 expect_exit perplexity_pruned 0 "$EL" perplexity -m "$U" -f "$TMP/text.txt" -c 64 -t 2 --prune 0.25
 expect_exit mem_budget_fits 0 "$EL" run -m "$U" -p "x" -n 2 -t 2 --mem-budget 12000000
