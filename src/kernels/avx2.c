@@ -86,6 +86,7 @@ const el_kernel_level el_level_avx2 = {
         .gemm_signed = false,
         .attend = el_attend_avx2,
         .swiglu = el_swiglu_avx2,
+        .geglu = el_geglu_avx2,
         .int8_probe = {el_int8_probe_avx2, EL_PROBE_CHAINS * 32, 32, "vpmaddubsw ymm"},
         .gemv = {
             [EL_TYPE_Q4_K] = el_gemv_q4_k_avx2,

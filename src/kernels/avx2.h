@@ -98,6 +98,7 @@ void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, 
                     const void *const *k, const void *const *v, float *scores, size_t ld_scores,
                     float *out);
 void el_swiglu_avx2(float *gate, const float *up, size_t n);
+void el_geglu_avx2(float *gate, const float *up, size_t n);
 
 /* probe_avx2.c: the int8 peak probe */
 uint32_t el_int8_probe_avx2(int64_t iters, int8_t one);

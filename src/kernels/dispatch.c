@@ -17,6 +17,7 @@ void el_kernels_reference(el_kernels *k) {
     k->isa = "reference";
     k->attend = el_attend_ref;
     k->swiglu = el_swiglu_ref;
+    k->geglu = el_geglu_ref;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_kernels *tr = el_type_kernels_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
@@ -56,6 +57,7 @@ static void take(el_kernels *k, const el_kernels *l) {
     }
     if (l->attend) k->attend = l->attend;
     if (l->swiglu) k->swiglu = l->swiglu;
+    if (l->geglu) k->geglu = l->geglu;
     if (l->int8_probe.run) k->int8_probe = l->int8_probe;
     if (gemm) k->gemm_signed = l->gemm_signed;
 }

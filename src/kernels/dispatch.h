@@ -72,7 +72,7 @@ typedef struct el_kernels {
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */
-    el_swiglu_fn swiglu;                      /* the feed-forward's gated activation */
+    el_swiglu_fn swiglu, geglu;               /* the feed-forward's gated activations */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemv_multi_fn gemv_multi[EL_TYPE_COUNT]; /* by weight type; NULL: gemv row by row */
     el_gemv_multi_fn gemv_few[EL_TYPE_COUNT];   /* by weight type; NULL: none (see above) */

@@ -413,26 +413,14 @@ typedef struct ffn_act_job {
     el_ffn_act act;
 } ffn_act_job;
 
-/* gate = gelu(gate) * up with GELU's tanh approximation (Hugging Face's gelu_pytorch_tanh,
- * ggml's gelu): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-static void geglu(float *gate, const float *up, size_t n) {
-    const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
-    for (size_t i = 0; i < n; i++) {
-        float x = gate[i];
-        gate[i] = 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x))) * up[i];
-    }
-}
-
-/* The gated activation, split across the pool: SwiGLU by the kernel table's swiglu (an
+/* The gated activation (the kernel table's swiglu or geglu), split across the pool: an
  * exponential per element is tens of microseconds per layer, which the other threads would
- * otherwise spend waiting), GeGLU by geglu. */
+ * otherwise spend waiting. */
 static void ffn_act_task(void *arg, int ith, int nth) {
     const ffn_act_job *j = arg;
     size_t lo = j->n * (size_t)ith / (size_t)nth, hi = j->n * (size_t)(ith + 1) / (size_t)nth;
-    if (j->act == EL_FFN_GELU)
-        geglu(j->gate + lo, j->up + lo, hi - lo);
-    else
-        el_kernels_get()->swiglu(j->gate + lo, j->up + lo, hi - lo);
+    const el_kernels *k = el_kernels_get();
+    (j->act == EL_FFN_GELU ? k->geglu : k->swiglu)(j->gate + lo, j->up + lo, hi - lo);
 }
 
 /* ------------------------------------------------------------- the pass */
