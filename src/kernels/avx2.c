@@ -113,6 +113,10 @@ const el_kernel_level el_level_avx2 = {
         },
         /* W4G64/128 and W8A16: none (row by row through their gemv) */
         .gemv_multi = {
+            [EL_TYPE_Q5_0] = el_gemv_q5_0_multi_avx2,
+            [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_multi_avx2,
+            [EL_TYPE_Q4_1] = el_gemv_q4_1_multi_avx2,
+            [EL_TYPE_Q5_1] = el_gemv_q5_1_multi_avx2,
             [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx2,
             [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx2,
             [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx2,

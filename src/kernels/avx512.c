@@ -103,6 +103,10 @@ const el_kernel_level el_level_avx512 = {
          * is faster here than this gemv row by row; W4: none, AVX2's being slower here than
          * this gemv row by row (docs/kernels.md); W8A16: none. */
         .gemv_multi = {
+            [EL_TYPE_Q5_0] = el_gemv_q5_0_multi_avx512,
+            [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_multi_avx512,
+            [EL_TYPE_Q4_1] = el_gemv_q4_1_multi_avx512,
+            [EL_TYPE_Q5_1] = el_gemv_q5_1_multi_avx512,
             [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx512,
             [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx512,
             [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx512,

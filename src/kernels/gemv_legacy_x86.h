@@ -1,5 +1,6 @@
 /* gemv_legacy_x86.h - the gemvs (decode) of Q5_0 and IQ4_NL (against Q8_0), Q4_1 and Q5_1
- * (against Q8_1) and IQ4_XS (against Q8_K), written once for x86's two levels:
+ * (against Q8_1) and IQ4_XS (against Q8_K), and the multi-row gemvs (2-3 activation rows) of
+ * the first four, written once for x86's two levels:
  * gemv_legacy_avx2.c builds them over vpmaddubsw, gemv_legacy_avx512.c over vpdpbusd and
  * AVX-512BW's byte masks (by the ISA macros their flags set), and each gives them its level's
  * names. Included inside the AVX2 guard.
@@ -106,14 +107,15 @@ typedef struct legacy_pair {
     __m256i lo, hi;
 } legacy_pair;
 
-/* The weights of blocks b0 and b1 (b1 NULL: none, zeros) of one row against their prepared
- * activations p: both blocks' low nibbles in one register, high nibbles in another, so each
- * 16-byte load serves 32 levels and the sums come out as block b0's 4 lanes, then b1's. */
-static inline __attribute__((always_inline)) __m256i legacy_pair_dot(legacy_kind t,
-                                                                     const char *b0,
-                                                                     const char *b1,
-                                                                     const legacy_pair *p,
-                                                                     __m256i table) {
+/* The weights of blocks b0 and b1 (b1 NULL: none, zeros) of one row unpacked for
+ * legacy_pair_dot: both blocks' low nibbles in lo, high nibbles in hi (IQ4's looked up in the
+ * table), so each 16-byte load serves 32 levels. */
+typedef struct legacy_unpacked {
+    __m256i lo, hi;
+} legacy_unpacked;
+
+static inline __attribute__((always_inline)) legacy_unpacked legacy_pair_unpack(
+    legacy_kind t, const char *b0, const char *b1, __m256i table) {
     size_t qs = t == LEGACY_Q5_0    ? offsetof(el_block_q5_0, qs)
                 : t == LEGACY_Q5_1  ? offsetof(el_block_q5_1, qs)
                 : t == LEGACY_Q4_1  ? offsetof(el_block_q4_1, qs)
@@ -127,10 +129,20 @@ static inline __attribute__((always_inline)) __m256i legacy_pair_dot(legacy_kind
         lo = legacy_add_fifth(lo, (h0 & 0xFFFF) | h1 << 16);
         hi = legacy_add_fifth(hi, h0 >> 16 | (h1 & 0xFFFF0000u));
     }
+    if (t == LEGACY_IQ4_NL) {
+        lo = _mm256_shuffle_epi8(table, lo);
+        hi = _mm256_shuffle_epi8(table, hi);
+    }
+    return (legacy_unpacked){lo, hi};
+}
+
+/* An unpacked pair against its prepared activations p: block b0's 4 lanes of sums, then b1's. */
+static inline __attribute__((always_inline)) __m256i legacy_pair_dot(legacy_kind t,
+                                                                     const legacy_unpacked *u,
+                                                                     const legacy_pair *p) {
     if (t == LEGACY_IQ4_NL)
-        return _mm256_add_epi32(legacy_dot_iq4(_mm256_shuffle_epi8(table, lo), p->lo),
-                                legacy_dot_iq4(_mm256_shuffle_epi8(table, hi), p->hi));
-    return _mm256_add_epi32(legacy_dot_u8(lo, p->lo), legacy_dot_u8(hi, p->hi));
+        return _mm256_add_epi32(legacy_dot_iq4(u->lo, p->lo), legacy_dot_iq4(u->hi, p->hi));
+    return _mm256_add_epi32(legacy_dot_u8(u->lo, p->lo), legacy_dot_u8(u->hi, p->hi));
 }
 
 /* Activation elements prepared at a time: longer rows go in slices (summed). */
@@ -188,28 +200,56 @@ static inline __attribute__((always_inline)) void legacy_prepare(legacy_kind t,
     }
 }
 
-/* acc + a group of `count` blocks of a row at wb (8, or fewer at the slice's end) against its
- * prepared pairs pr and group p: the folded integer sums, offset, scaled. */
+/* A group of `count` blocks of a row at wb (8, or fewer at the slice's end) unpacked: its pairs,
+ * its scales (and Q4_1's / Q5_1's mins) in the folded order. */
+typedef struct legacy_group_w {
+    legacy_unpacked pair[4];
+    __m256 dw, dmin;
+} legacy_group_w;
+
+static inline __attribute__((always_inline)) void legacy_group_unpack(legacy_kind t,
+                                                                      const char *wb, int count,
+                                                                      __m256i table,
+                                                                      legacy_group_w *g) {
+    const size_t wbytes = legacy_block_bytes(t);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        g->pair[k] = 2 * k < count
+                         ? legacy_pair_unpack(t, wb + 2 * k * wbytes,
+                                              2 * k + 1 < count ? wb + (2 * k + 1) * wbytes : NULL,
+                                              table)
+                         : (legacy_unpacked){_mm256_setzero_si256(), _mm256_setzero_si256()};
+    g->dw = legacy_halves(wb, wbytes, count);
+    if (legacy_has_min(t)) /* Q4_1 and Q5_1 keep their min right after d */
+        g->dmin = legacy_halves(wb + sizeof(uint16_t), wbytes, count);
+}
+
+/* acc + an unpacked group against its prepared pairs pr and group p: the folded integer sums,
+ * offset, scaled. */
+static inline __attribute__((always_inline)) __m256 legacy_group_dot(legacy_kind t, __m256 acc,
+                                                                     const legacy_group_w *g,
+                                                                     const legacy_pair *pr,
+                                                                     const legacy_prep *p,
+                                                                     int count) {
+    __m256i v[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        v[k] = 2 * k < count ? legacy_pair_dot(t, &g->pair[k], pr + k) : _mm256_setzero_si256();
+    __m256i sum = legacy_fold4(v);
+    if (legacy_offset(t) != 0) sum = _mm256_add_epi32(sum, p->comp);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(g->dw, p->d), acc);
+    if (legacy_has_min(t)) acc = _mm256_fmadd_ps(g->dmin, p->s, acc);
+    return acc;
+}
+
 static inline __attribute__((always_inline)) __m256 legacy_group(legacy_kind t, __m256 acc,
                                                                  const char *wb,
                                                                  const legacy_pair *pr,
                                                                  const legacy_prep *p, int count,
                                                                  __m256i table) {
-    const size_t wbytes = legacy_block_bytes(t);
-    __m256i v[4];
-    #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++)
-        v[k] = 2 * k < count ? legacy_pair_dot(t, wb + 2 * k * wbytes,
-                                                2 * k + 1 < count ? wb + (2 * k + 1) * wbytes : NULL,
-                                                pr + k, table)
-                             : _mm256_setzero_si256();
-    __m256i sum = legacy_fold4(v);
-    if (legacy_offset(t) != 0) sum = _mm256_add_epi32(sum, p->comp);
-    __m256 dw = legacy_halves(wb, wbytes, count);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(dw, p->d), acc);
-    if (legacy_has_min(t)) /* Q4_1 and Q5_1 keep their min right after d */
-        acc = _mm256_fmadd_ps(legacy_halves(wb + sizeof(uint16_t), wbytes, count), p->s, acc);
-    return acc;
+    legacy_group_w g;
+    legacy_group_unpack(t, wb, count, table, &g);
+    return legacy_group_dot(t, acc, &g, pr, p, count);
 }
 
 /* The dots of R rows over a slice, each as it would be alone. */
@@ -255,6 +295,61 @@ static inline __attribute__((always_inline)) void legacy_gemv(legacy_kind t, gem
     }
 }
 
+/* ---- against 2 or 3 activation rows (el_gemv_multi_fn: concurrent sequences): each group of a
+ * weight row is unpacked once and dotted with every activation row's prepared slice, the one-row
+ * kernel's operations in its order for each, so each output has the bits the gemv gives it. */
+typedef struct legacy_multi {
+    legacy_slice sl[EL_GEMV_MULTI_MAX];
+} legacy_multi;
+
+/* acc[a][r] + group g (count blocks) of weight rows row[r] against activation rows a. */
+static inline __attribute__((always_inline)) void legacy_multi_group(
+    legacy_kind t, const legacy_multi *m, const char *const row[2], int R, int A, int64_t g,
+    int count, __m256i table, __m256 acc[][2]) {
+    const size_t wbytes = legacy_block_bytes(t);
+    for (int r = 0; r < R; r++) {
+        legacy_group_w w;
+        legacy_group_unpack(t, row[r] + (m->sl[0].first + 8 * g) * wbytes, count, table, &w);
+        for (int a = 0; a < A; a++)
+            acc[a][r] = legacy_group_dot(t, acc[a][r], &w, m->sl[a].pairs + 4 * g, &m->sl[a].p[g],
+                                         count);
+    }
+}
+
+static inline __attribute__((always_inline)) void legacy_rows_multi(legacy_kind t,
+                                                                    const void *ctx,
+                                                                    const char *const row[2],
+                                                                    float s[][2], int R, int A) {
+    const legacy_multi *m = ctx;
+    const int64_t blocks = m->sl[0].blocks;
+    const __m256i table = legacy_iq4_table();
+    __m256 acc[EL_GEMV_MULTI_MAX][2];
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) acc[a][r] = _mm256_setzero_ps();
+    int64_t g = 0;
+    for (; 8 * g + 8 <= blocks; g++) legacy_multi_group(t, m, row, R, A, g, 8, table, acc);
+    if (8 * g < blocks) legacy_multi_group(t, m, row, R, A, g, (int)(blocks - 8 * g), table, acc);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = legacy_hsum(acc[a][r]);
+}
+
+static inline __attribute__((always_inline)) void legacy_gemv_multi(
+    legacy_kind t, gemv_multi_rows_fn rows, int64_t n, float *y, int64_t ldy, int n_act,
+    int64_t n_rows, const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    legacy_pair pairs[EL_GEMV_MULTI_MAX][LEGACY_SLICE / 64];
+    legacy_prep p[EL_GEMV_MULTI_MAX][LEGACY_SLICE / 256];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        legacy_multi m;
+        for (int k = 0; k < n_act; k++) {
+            m.sl[k] = (legacy_slice){(const char *)a + k * a_stride, k0 / EL_QK4_0,
+                                     len / EL_QK4_0, pairs[k], p[k]};
+            legacy_prepare(t, &m.sl[k]);
+        }
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows, &m);
+    }
+}
+
 static inline __attribute__((always_inline)) void rows_q5_0(const void *ctx, const char *const row[4],
                                                             float s[4], int R) {
     legacy_rows(LEGACY_Q5_0, ctx, row, s, R);
@@ -288,6 +383,47 @@ static void gemv_q4_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t
 static void gemv_q5_1(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                       const void *a) {
     legacy_gemv(LEGACY_Q5_1, rows_q5_1, n, y, n_rows, w, w_stride, a);
+}
+
+static inline __attribute__((always_inline)) void rows_q5_0_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    legacy_rows_multi(LEGACY_Q5_0, ctx, row, s, R, A);
+}
+static void gemv_q5_0_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    legacy_gemv_multi(LEGACY_Q5_0, rows_q5_0_multi, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                      a_stride);
+}
+static inline __attribute__((always_inline)) void rows_iq4_nl_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    legacy_rows_multi(LEGACY_IQ4_NL, ctx, row, s, R, A);
+}
+static void gemv_iq4_nl_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    legacy_gemv_multi(LEGACY_IQ4_NL, rows_iq4_nl_multi, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                      a_stride);
+}
+static inline __attribute__((always_inline)) void rows_q4_1_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    legacy_rows_multi(LEGACY_Q4_1, ctx, row, s, R, A);
+}
+static void gemv_q4_1_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    legacy_gemv_multi(LEGACY_Q4_1, rows_q4_1_multi, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                      a_stride);
+}
+static inline __attribute__((always_inline)) void rows_q5_1_multi(const void *ctx,
+                                                                  const char *const row[2],
+                                                                  float s[][2], int R, int A) {
+    legacy_rows_multi(LEGACY_Q5_1, ctx, row, s, R, A);
+}
+static void gemv_q5_1_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    legacy_gemv_multi(LEGACY_Q5_1, rows_q5_1_multi, n, y, ldy, n_act, n_rows, w, w_stride, a,
+                      a_stride);
 }
 
 /* ---- IQ4_XS against Q8_K: a super-block's 8 sub-blocks are 4 pairs of 32 contiguous bytes of
