@@ -47,7 +47,8 @@ def main():
             stem = f"base_model.model.model.layers.{il}.{parent}.{m}"
             # A like PEFT's kaiming-uniform start; B nonzero (a trained adapter's), large enough
             # that the adapter moves the logits far more than the engines differ
-            for ab, rows, cols, bound in (("A", rank, n_in, 1 / n_in ** 0.5), ("B", n_out, rank, 0.5)):
+            for ab, rows, cols, bound in (("A", rank, n_in, 1 / n_in ** 0.5),
+                                          ("B", n_out, rank, 0.5)):
                 data = struct.pack(f"<{rows * cols}f",
                                    *(rng.uniform(-bound, bound) for _ in range(rows * cols)))
                 header[f"{stem}.lora_{ab}.weight"] = {
