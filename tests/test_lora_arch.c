@@ -10,6 +10,11 @@
  *    holding the same matrices gives the GGUF adapter's logits.
  *  - Saved as GGUF (el_adapter_save, `edgelora convert PEFT_DIR -m BASE`): phi3's PEFT adapter
  *    becomes attn_qkv / ffn_up pairs, as llama.cpp's converter names them, with the same logits.
+ *    A PEFT adapter on phi3's q/k/v_proj and gate/up_proj apart (each part its own lora_A, k_proj
+ *    of another rank) becomes the same two pairs, of the parts' ranks summed: this test checks the
+ *    names and shapes llama.cpp asks of them (blk.N.attn_qkv.weight.lora_a ne [n_in, rank] and so
+ *    on), that the file's alpha / rank * B A is each part's 8 / r_i * B_i A_i in its rows (from
+ *    the matrices it wrote, in double), and that the file gives the folder's logits.
  *  - Batch: rows of a sequence with the adapter and of one without, interleaved in one batch,
  *    each give their sequence's logits run alone.
  *  - Variants: three greedy continuations of one prompt on the converted Hugging Face folders
@@ -351,6 +356,144 @@ static int check_saved(const arch_case *c, const char *arch) {
 static int test_qwen3_saved(void) { return check_saved(&QWEN3, "qwen3"); }
 static int test_phi3_saved_fused(void) { return check_saved(&PHI3, "phi3"); }
 
+/* One part of phi3_f16_longrope's fused tensors adapted on its own: PEFT module, rank, rows, the
+ * fused GGUF tensor and the part's first row in it. */
+typedef struct part {
+    const char *peft;
+    int64_t rank, n_out;
+    const char *fused;
+    int64_t row0;
+} part;
+
+static const part PHI3_PARTS[] = {
+    {"self_attn.q_proj", 4, 64, "attn_qkv", 0}, {"self_attn.k_proj", 2, 32, "attn_qkv", 64},
+    {"self_attn.v_proj", 4, 32, "attn_qkv", 96}, {"mlp.gate_proj", 4, 96, "ffn_up", 0},
+    {"mlp.up_proj", 4, 96, "ffn_up", 96}};
+enum { N_PARTS = 5, PARTS_IN = 64 };
+
+/* A [rank][64] and B [n_out][rank] of part k of block il, each part's own. */
+static void part_matrices(int k, int il, float *a, float *b) {
+    const part *p = &PHI3_PARTS[k];
+    test_rng rng = {(uint64_t)(5000 + il * 97 + k * 13)};
+    for (int64_t i = 0; i < p->rank * PARTS_IN; i++) a[i] = test_rand_uniform(&rng, -0.3f, 0.3f);
+    for (int64_t i = 0; i < p->n_out * p->rank; i++) b[i] = test_rand_uniform(&rng, -0.3f, 0.3f);
+}
+
+/* The PEFT folder of PHI3_PARTS (r 4 but k_proj's 2 by rank_pattern, lora_alpha 8). */
+static int write_peft_parts(const char *dir) {
+    mkdir(dir, 0755);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs("{\"peft_type\": \"LORA\", \"r\": 4, \"lora_alpha\": 8, \"rank_pattern\": "
+          "{\"k_proj\": 2}}", f);
+    fclose(f);
+    el_st_writer *w = el_st_writer_create();
+    float *keep[2 * N_LAYER * N_PARTS] = {0};
+    int nk = 0, ok = w != NULL;
+    for (int il = 0; ok && il < N_LAYER; il++)
+        for (int k = 0; ok && k < N_PARTS; k++) {
+            const part *p = &PHI3_PARTS[k];
+            float *a = keep[nk++] = malloc(sizeof(float) * p->rank * PARTS_IN);
+            float *b = keep[nk++] = malloc(sizeof(float) * p->rank * p->n_out);
+            part_matrices(k, il, a, b);
+            char name[160];
+            int64_t sa[2] = {p->rank, PARTS_IN}, sb[2] = {p->n_out, p->rank};
+            snprintf(name, sizeof name, "base_model.model.model.layers.%d.%s.lora_A.weight", il,
+                     p->peft);
+            ok &= el_st_writer_add(w, name, EL_ST_F32, 2, sa, a,
+                                   (uint64_t)(p->rank * PARTS_IN) * 4) == EL_OK;
+            snprintf(name, sizeof name, "base_model.model.model.layers.%d.%s.lora_B.weight", il,
+                     p->peft);
+            ok &= el_st_writer_add(w, name, EL_ST_F32, 2, sb, b,
+                                   (uint64_t)(p->rank * p->n_out) * 4) == EL_OK;
+        }
+    snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+    ok = ok && el_st_writer_write(w, path) == EL_OK;
+    el_st_writer_free(w);
+    for (int i = 0; i < nk; i++) free(keep[i]);
+    return ok;
+}
+
+/* The largest |alpha / rank * (B A)[o][x] - 8 / r_i * (B_i A_i)[o - row0_i][x]| over the rows of
+ * the saved pair blk.il.fused (rank and n_out as llama.cpp checks them: lora_a ne [64, rank],
+ * lora_b ne [rank, n_out]); -1 if the pair is absent or of another shape. */
+static double fused_delta_err(const gguf_file *f, int il, const char *fused, int64_t rank,
+                              int64_t n_out) {
+    char na[96], nb[96];
+    snprintf(na, sizeof na, "blk.%d.%s.weight.lora_a", il, fused);
+    snprintf(nb, sizeof nb, "blk.%d.%s.weight.lora_b", il, fused);
+    const gguf_tensor *ta = gguf_find_tensor(f, na), *tb = gguf_find_tensor(f, nb);
+    float alpha;
+    if (!ta || !tb || ta->type != EL_TYPE_F32 || tb->type != EL_TYPE_F32 || ta->n_dims != 2 ||
+        tb->n_dims != 2 || ta->ne[0] != PARTS_IN || ta->ne[1] != rank || tb->ne[0] != rank ||
+        tb->ne[1] != n_out || gguf_get_f32(f, "adapter.lora.alpha", &alpha) != EL_OK)
+        return -1;
+    const float *fa = ta->data, *fb = tb->data;
+    double worst = 0;
+    float a[4 * PARTS_IN], b[96 * 4];
+    for (int k = 0; k < N_PARTS; k++) {
+        const part *p = &PHI3_PARTS[k];
+        if (strcmp(p->fused, fused) != 0) continue;
+        part_matrices(k, il, a, b);
+        for (int64_t o = 0; o < p->n_out; o++)
+            for (int64_t x = 0; x < PARTS_IN; x++) {
+                double got = 0, want = 0;
+                for (int64_t r = 0; r < rank; r++)
+                    got += (double)fb[(p->row0 + o) * rank + r] * fa[r * PARTS_IN + x];
+                for (int64_t r = 0; r < p->rank; r++)
+                    want += (double)b[o * p->rank + r] * a[r * PARTS_IN + x];
+                double d = fabs(alpha / (double)rank * got - 8.0 / (double)p->rank * want);
+                if (d > worst) worst = d;
+            }
+    }
+    return worst;
+}
+
+/* PEFT with phi3's parts apart -> GGUF: llama.cpp's fused pairs, the parts' products exactly,
+ * the folder's logits when loaded again. */
+static int test_phi3_saved_parts(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/phi3_parts_peft", test_tmp_dir());
+    const char *saved = tmp("parts.gguf");
+    CHECK(write_peft_parts(dir));
+    el_model *m = load(PHI3.base);
+    CHECK(m);
+    int32_t nv = vocab_of(m);
+    el_adapter *ap = NULL, *as = NULL;
+    if (el_adapter_load(m, dir, &ap) != EL_OK) test_note("%s", el_last_error());
+    CHECK(ap);
+    if (el_adapter_save(ap, saved) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
+    CHECK(as);
+    gguf_file *f = NULL;
+    CHECK(gguf_open(saved, &f) == EL_OK);
+    double worst = 0;
+    int shapes_ok = 1;
+    for (int il = 0; il < N_LAYER; il++) {
+        double eq = fused_delta_err(f, il, "attn_qkv", 4 + 2 + 4, 128);
+        double eu = fused_delta_err(f, il, "ffn_up", 4 + 4, 192);
+        shapes_ok &= eq >= 0 && eu >= 0;
+        worst = fmax(worst, fmax(eq, eu));
+    }
+    int n_tensors = (int)f->n_tensors; /* the two fused pairs of each block and nothing else */
+    gguf_close(f);
+    static float lp[PROMPT * MAX_VOCAB], ls[PROMPT * MAX_VOCAB], plain[PROMPT * MAX_VOCAB];
+    CHECK(prompt_logits(m, ap, nv, lp) && prompt_logits(m, as, nv, ls) &&
+          prompt_logits(m, NULL, nv, plain));
+    double err = test_max_rel_err(ls, lp, (size_t)PROMPT * nv);
+    double effect = test_max_rel_err(plain, lp, (size_t)PROMPT * nv);
+    test_note("phi3 q/k/v, gate/up apart saved as %d tensors: B A off by %.2e; logits vs the PEFT "
+              "folder %.2e (the adapter moves them %.2e)", n_tensors, worst, err, effect);
+    el_adapter_free(ap);
+    el_adapter_free(as);
+    el_model_free(m);
+    CHECK(shapes_ok && n_tensors == 4 * N_LAYER);
+    CHECK(worst < 1e-6 && err < 1e-5 && effect > 1e-2);
+    return TEST_PASS;
+}
+
 static int test_qwen3_peft(void) { return check_peft(&QWEN3, "qwen3"); }
 static int test_phi3_peft_fused(void) { return check_peft(&PHI3, "phi3"); }
 
@@ -526,6 +669,7 @@ int main(void) {
     run_test("phi3_peft_fused", test_phi3_peft_fused);
     run_test("qwen3_saved", test_qwen3_saved);
     run_test("phi3_saved_fused", test_phi3_saved_fused);
+    run_test("phi3_saved_parts", test_phi3_saved_parts);
     run_test("qwen3_batch", test_qwen3_batch);
     run_test("phi3_batch", test_phi3_batch);
     run_test("qwen3_variants", test_qwen3_variants);

@@ -2,17 +2,22 @@
  * N_GEN greedy tokens with libllama, and writes what edgelora's side compares with to OUT:
  * i32 n_prompt, n_gen, n_vocab; i32 tokens[n_prompt + n_gen] (the prompt, then the greedy
  * tokens); f32 logits[n_gen][n_vocab] (step i's: after the prompt and i greedy tokens).
+ * Each LORA SCALE pair is a GGUF adapter libllama loads and applies at SCALE (all of them at
+ * once, their terms added, as --lora-scaled does).
  * A program of its own because edgelora's GGUF reader and ggml's export the same names.
- * Usage: arch-check-llama MODEL.gguf PROMPT N_GEN N_CTX OUT */
+ * Usage: arch-check-llama MODEL.gguf PROMPT N_GEN N_CTX OUT [LORA SCALE]... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "llama.h"
 
+enum { MAX_ADAPTERS = 8 };
+
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: arch-check-llama MODEL.gguf PROMPT N_GEN N_CTX OUT\n");
+    if (argc < 6 || (argc - 6) % 2 != 0 || argc - 6 > 2 * MAX_ADAPTERS) {
+        fprintf(stderr, "usage: arch-check-llama MODEL.gguf PROMPT N_GEN N_CTX OUT "
+                        "[LORA SCALE]... (at most %d adapters)\n", MAX_ADAPTERS);
         return 2;
     }
     int n_gen = atoi(argv[3]), n_ctx = atoi(argv[4]);
@@ -24,6 +29,22 @@ int main(int argc, char **argv) {
     struct llama_context *lc = lm ? llama_init_from_model(lm, cp) : NULL;
     if (!lc) {
         fprintf(stderr, "%s: llama.cpp cannot load it\n", argv[1]);
+        return 1;
+    }
+    struct llama_adapter_lora *adapters[MAX_ADAPTERS];
+    float scales[MAX_ADAPTERS];
+    int n_adapters = (argc - 6) / 2;
+    for (int i = 0; i < n_adapters; i++) {
+        adapters[i] = llama_adapter_lora_init(lm, argv[6 + 2 * i]);
+        scales[i] = (float)atof(argv[7 + 2 * i]);
+        if (!adapters[i]) {
+            fprintf(stderr, "%s: llama.cpp cannot load the adapter %s\n", argv[1],
+                    argv[6 + 2 * i]);
+            return 1;
+        }
+    }
+    if (n_adapters && llama_set_adapters_lora(lc, adapters, (size_t)n_adapters, scales) != 0) {
+        fprintf(stderr, "%s: llama_set_adapters_lora failed\n", argv[1]);
         return 1;
     }
     const struct llama_vocab *vocab = llama_model_get_vocab(lm);

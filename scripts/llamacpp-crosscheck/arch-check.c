@@ -4,7 +4,11 @@
  * edgelora's best token is llama.cpp's, unless llama.cpp's own two best logits are within TIE
  * (relative to its largest) of each other; no logit differs by more than TOL relative to the
  * largest. Fed the same tokens, the two runs cannot drift apart after a near tie.
- * Usage: arch-check MODEL.gguf PROMPT LLAMA_OUT N_CTX [TOL] [TIE]
+ * With --lora ADAPTER SCALE (repeatable; a GGUF file or a PEFT folder, edgelora reads both) the
+ * sequence is bound to the adapters, and the adapters must move the prompt's logits (the base's,
+ * in a context of its own, against llama.cpp's adapted ones) by more than 10 TOL: an adapter that
+ * changed nothing on both sides would otherwise pass.
+ * Usage: arch-check MODEL.gguf PROMPT LLAMA_OUT N_CTX [TOL [TIE]] [--lora ADAPTER SCALE]...
  * Prints one line; exit status 1 if the models disagree. */
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +16,8 @@
 #include <string.h>
 
 #include "edgelora.h"
+
+enum { MAX_ADAPTERS = 8 };
 
 static int32_t argmax(const float *x, int32_t n, float *margin) {
     int32_t best = 0, second = -1;
@@ -37,14 +43,30 @@ static double rel_diff(const float *a, const float *b, int32_t n) {
     return d / s;
 }
 
+/* The base's logits after the prompt, in a context of its own without adapters. */
+static int base_logits(el_model *em, const el_context_params *cp, el_batch *b, float *out,
+                       int32_t n_vocab) {
+    el_context *ec = NULL;
+    int ok = el_context_create(em, cp, &ec) == EL_OK && el_decode(ec, b) == EL_OK;
+    if (ok) memcpy(out, el_get_logits(ec, b->n_rows - 1), sizeof *out * (size_t)n_vocab);
+    el_context_free(ec);
+    return ok;
+}
+
 int main(int argc, char **argv) {
-    if (argc < 5) {
-        fprintf(stderr, "usage: arch-check MODEL.gguf PROMPT LLAMA_OUT N_CTX [TOL] [TIE]\n");
+    int n_pos = 1;
+    while (n_pos < argc && strcmp(argv[n_pos], "--lora") != 0) n_pos++;
+    int n_adapters = (argc - n_pos) / 3;
+    for (int i = 0; i < n_adapters; i++)
+        if (strcmp(argv[n_pos + 3 * i], "--lora") != 0) n_adapters = MAX_ADAPTERS + 1;
+    if (n_pos < 5 || n_pos > 7 || (argc - n_pos) % 3 != 0 || n_adapters > MAX_ADAPTERS) {
+        fprintf(stderr, "usage: arch-check MODEL.gguf PROMPT LLAMA_OUT N_CTX [TOL [TIE]] "
+                        "[--lora ADAPTER SCALE]... (at most %d adapters)\n", MAX_ADAPTERS);
         return 2;
     }
     const char *path = argv[1], *prompt = argv[2];
     int32_t n_ctx = atoi(argv[4]);
-    double tol = argc > 5 ? atof(argv[5]) : 1e-2, tie = argc > 6 ? atof(argv[6]) : 0.05;
+    double tol = n_pos > 5 ? atof(argv[5]) : 1e-2, tie = n_pos > 6 ? atof(argv[6]) : 0.05;
     FILE *f = fopen(argv[3], "rb");
     int32_t head[3];
     if (!f || fread(head, sizeof head, 1, f) != 1 || head[0] <= 0 || head[1] < 1 ||
@@ -77,6 +99,20 @@ int main(int argc, char **argv) {
         printf("%s: FAIL edgelora cannot load it: %s\n", path, el_last_error());
         return 1;
     }
+    el_binding bind[MAX_ADAPTERS];
+    for (int i = 0; i < n_adapters; i++) {
+        const char *lora = argv[n_pos + 3 * i + 1];
+        bind[i].scale = (float)atof(argv[n_pos + 3 * i + 2]);
+        if (el_adapter_load(em, lora, &bind[i].adapter) != EL_OK) {
+            printf("%s: FAIL edgelora cannot load the adapter %s: %s\n", path, lora,
+                   el_last_error());
+            return 1;
+        }
+    }
+    if (n_adapters && el_context_bind(ec, 0, bind, n_adapters) != EL_OK) {
+        printf("%s: FAIL edgelora cannot bind the adapters: %s\n", path, el_last_error());
+        return 1;
+    }
     size_t ne = 0;
     if (info.n_vocab != n_vocab ||
         el_tokenize(em, prompt, strlen(prompt), true, false, et, (size_t)n_ctx, &ne) != EL_OK ||
@@ -88,7 +124,17 @@ int main(int argc, char **argv) {
     for (int32_t i = 0; i < n_ctx; i++) pos[i] = i;
     want[n_prompt - 1] = 1;
     int same = 0, ties = 0, ok = 1;
-    double worst = 0;
+    double worst = 0, moved = 0;
+    if (n_adapters) {
+        float *base = malloc(sizeof *base * (size_t)n_vocab);
+        el_batch b = {.n_rows = n_prompt, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
+        if (!base || !base_logits(em, &cp, &b, base, n_vocab)) {
+            printf("%s: FAIL the base's prompt logits: %s\n", path, el_last_error());
+            return 1;
+        }
+        moved = rel_diff(base, ll, n_vocab);
+        free(base);
+    }
     for (int32_t step = 0; step < n_gen && ok; step++) {
         int32_t first = step == 0 ? 0 : n_prompt + step - 1, count = step == 0 ? n_prompt : 1;
         el_batch b = {.n_rows = count, .token = tok + first, .pos = pos + first, .seq_id = seq,
@@ -116,13 +162,21 @@ int main(int argc, char **argv) {
         printf("%s: FAIL logits differ by %.3g (relative) > %.3g\n", path, worst, tol);
         ok = 0;
     }
+    if (ok && n_adapters && moved <= 10 * tol) {
+        printf("%s: FAIL the adapters move the prompt's logits by %.3g only (relative), not more "
+               "than 10 x %.3g\n", path, moved, tol);
+        ok = 0;
+    }
     if (ok) {
         printf("%s: OK %d prompt ids identical; %d/%d greedy tokens identical (%d near ties); "
-               "logits within %.2e; tokens", path, n_prompt, same, n_gen, ties, worst);
+               "logits within %.2e", path, n_prompt, same, n_gen, ties, worst);
+        if (n_adapters) printf(" (the adapters move them by %.2e)", moved);
+        printf("; tokens");
         for (int32_t i = 0; i < n_gen && i < 10; i++) printf(" %d", tok[n_prompt + i]);
         printf("%s\n", n_gen > 10 ? " ..." : "");
     }
     el_context_free(ec);
+    for (int i = 0; i < n_adapters; i++) el_adapter_free(bind[i].adapter);
     el_model_free(em);
     free(tok);
     free(ll);
