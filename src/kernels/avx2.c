@@ -117,6 +117,7 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_IQ4_NL] = el_gemv_iq4_nl_multi_avx2,
             [EL_TYPE_Q4_1] = el_gemv_q4_1_multi_avx2,
             [EL_TYPE_Q5_1] = el_gemv_q5_1_multi_avx2,
+            [EL_TYPE_IQ4_XS] = el_gemv_iq4_xs_multi_avx2,
             [EL_TYPE_Q4_K] = el_gemv_q4_k_multi_avx2,
             [EL_TYPE_Q5_K] = el_gemv_q5_k_multi_avx2,
             [EL_TYPE_Q6_K] = el_gemv_q6_k_multi_avx2,

@@ -95,6 +95,8 @@ void el_gemv_q4_1_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
 void el_gemv_q5_1_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_iq4_xs_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                               const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 
 /* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */

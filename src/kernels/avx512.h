@@ -72,6 +72,8 @@ void el_gemv_q4_1_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int6
                                const void *w, size_t w_stride, const void *a, size_t a_stride);
 void el_gemv_q5_1_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                                const void *w, size_t w_stride, const void *a, size_t a_stride);
+void el_gemv_iq4_xs_multi_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                                 const void *w, size_t w_stride, const void *a, size_t a_stride);
 
 /* gemv_few_avx512.c: few-row gemvs (2..EL_GEMV_FEW_MAX activation rows) */
 void el_gemv_few_w4_avx512(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,

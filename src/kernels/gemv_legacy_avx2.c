@@ -1,5 +1,5 @@
 /* gemv_legacy_avx2.c - gemv_legacy_x86.h's gemvs of Q5_0, IQ4_NL, Q4_1, Q5_1 and IQ4_XS,
- * and multi-row gemvs of the first four, over vpmaddubsw. */
+ * and their multi-row gemvs, over vpmaddubsw. */
 #include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -43,5 +43,9 @@ void el_gemv_q4_1_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_
 void el_gemv_q5_1_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride)
     __attribute__((alias("gemv_q5_1_multi")));
+
+void el_gemv_iq4_xs_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                               const void *w, size_t w_stride, const void *a, size_t a_stride)
+    __attribute__((alias("gemv_iq4_xs_multi")));
 
 #endif

@@ -1,6 +1,6 @@
 /* gemv_legacy_x86.h - the gemvs (decode) of Q5_0 and IQ4_NL (against Q8_0), Q4_1 and Q5_1
- * (against Q8_1) and IQ4_XS (against Q8_K), and the multi-row gemvs (2-3 activation rows) of
- * the first four, written once for x86's two levels:
+ * (against Q8_1) and IQ4_XS (against Q8_K), and their multi-row gemvs (2-3 activation rows),
+ * written once for x86's two levels:
  * gemv_legacy_avx2.c builds them over vpmaddubsw, gemv_legacy_avx512.c over vpdpbusd and
  * AVX-512BW's byte masks (by the ISA macros their flags set), and each gives them its level's
  * names. Included inside the AVX2 guard.
@@ -473,33 +473,54 @@ static inline void xs_prepare(const xs_slice *sl, xs_prep *p) {
     }
 }
 
+/* An IQ4_XS block of a row unpacked: its 4 pairs of levels, its sub-block scales and d. */
+typedef struct xs_block_w {
+    legacy_unpacked pair[4];
+    __m256i scales;
+    float d;
+} xs_block_w;
+
+static inline __attribute__((always_inline)) void xs_unpack(const el_block_iq4_xs *x,
+                                                            __m256i table, xs_block_w *w) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+        __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
+        w->pair[k].lo = _mm256_shuffle_epi8(table, _mm256_and_si256(q, low4));
+        w->pair[k].hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+    }
+    w->scales = xs_scales(x);
+    w->d = _cvtsh_ss(x->d);
+}
+
+/* acc + an unpacked block against its prepared activations p. */
+static inline __attribute__((always_inline)) __m256 xs_dot(__m256 acc, const xs_block_w *w,
+                                                           const xs_prep *p) {
+    __m256i v[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        v[k] = _mm256_add_epi32(legacy_dot_iq4(w->pair[k].lo, p->pairs[k].lo),
+                                legacy_dot_iq4(w->pair[k].hi, p->pairs[k].hi));
+    __m256i sum = legacy_fold4(v);
+    if (IQ4_OFFSET != 0) sum = _mm256_add_epi32(sum, p->comp);
+    sum = _mm256_mullo_epi32(sum, w->scales);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(w->d * p->d), acc);
+}
+
 static inline __attribute__((always_inline)) void rows_iq4_xs(const void *ctx,
                                                               const char *const row[4], float s[4],
                                                               int R) {
     const xs_slice *sl = ctx;
-    const __m256i table = legacy_iq4_table(), low4 = _mm256_set1_epi8(0x0F);
+    const __m256i table = legacy_iq4_table();
     __m256 acc[4];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t i = 0; i < sl->blocks; i++) {
-        const xs_prep *p = &sl->p[i];
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
-            const el_block_iq4_xs *x = (const el_block_iq4_xs *)row[r] + sl->first + i;
-            __m256i v[4];
-            #pragma GCC unroll 4
-            for (int k = 0; k < 4; k++) {
-                __m256i q = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * k));
-                __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(q, low4));
-                __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
-                v[k] = _mm256_add_epi32(legacy_dot_iq4(lo, p->pairs[k].lo),
-                                        legacy_dot_iq4(hi, p->pairs[k].hi));
-            }
-            __m256i sum = legacy_fold4(v);
-            if (IQ4_OFFSET != 0) sum = _mm256_add_epi32(sum, p->comp);
-            sum = _mm256_mullo_epi32(sum, xs_scales(x));
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),
-                                     _mm256_set1_ps(_cvtsh_ss(x->d) * p->d), acc[r]);
+            xs_block_w w;
+            xs_unpack((const el_block_iq4_xs *)row[r] + sl->first + i, table, &w);
+            acc[r] = xs_dot(acc[r], &w, &sl->p[i]);
         }
     }
     #pragma GCC unroll 4
@@ -516,6 +537,45 @@ static void gemv_iq4_xs(int64_t n, float *y, int64_t n_rows, const void *w, size
         size_t act = (size_t)sl.blocks * sizeof *p;
         int R = gemv_company((size_t)sl.blocks * sizeof(el_block_iq4_xs), act);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_iq4_xs, &sl);
+    }
+}
+
+/* Against 2 or 3 activation rows: each block of a weight row unpacked once for all of them, the
+ * one-row kernel's operations for each (the gemv's bits). */
+typedef struct xs_multi {
+    xs_slice sl[EL_GEMV_MULTI_MAX];
+} xs_multi;
+
+static inline __attribute__((always_inline)) void rows_iq4_xs_multi(const void *ctx,
+                                                                    const char *const row[2],
+                                                                    float s[][2], int R, int A) {
+    const xs_multi *m = ctx;
+    const __m256i table = legacy_iq4_table();
+    __m256 acc[EL_GEMV_MULTI_MAX][2];
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) acc[a][r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < m->sl[0].blocks; i++)
+        for (int r = 0; r < R; r++) {
+            xs_block_w w;
+            xs_unpack((const el_block_iq4_xs *)row[r] + m->sl[0].first + i, table, &w);
+            for (int a = 0; a < A; a++) acc[a][r] = xs_dot(acc[a][r], &w, &m->sl[a].p[i]);
+        }
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = legacy_hsum(acc[a][r]);
+}
+
+static void gemv_iq4_xs_multi(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                              const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    xs_prep p[EL_GEMV_MULTI_MAX][LEGACY_SLICE / EL_QK_K];
+    for (int64_t k0 = 0; k0 < n; k0 += LEGACY_SLICE) {
+        int64_t len = n - k0 < LEGACY_SLICE ? n - k0 : LEGACY_SLICE;
+        xs_multi m;
+        for (int k = 0; k < n_act; k++) {
+            m.sl[k] = (xs_slice){(const el_block_q8_k *)((const char *)a + k * a_stride),
+                                 k0 / EL_QK_K, len / EL_QK_K, p[k]};
+            xs_prepare(&m.sl[k], p[k]);
+        }
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_iq4_xs_multi, &m);
     }
 }
 
