@@ -451,8 +451,13 @@ static void admit(serve_sched *s) {
         while (i < s->n_slots && !slots_free(s, i, k)) i++;
         if (i == s->n_slots) return;
         memmove(s->queue, s->queue + 1, (size_t)--s->n_queue * sizeof *s->queue);
-        if (k > 1) admit_group(s, i, j);
-        else admit_plain(s, i, j);
+        if (k > 1) {
+            /* el_variants_start decodes the prompt at once and wants all its cells free */
+            serve_cache_fit(&s->cache, s->n_ctx - s->reserved - job_cells(s, j));
+            admit_group(s, i, j);
+        } else {
+            admit_plain(s, i, j);
+        }
         /* after the prefix is shared (a shared cell is the job's then): what the job reserved
          * must be free for it whatever the kept entries hold */
         serve_cache_fit(&s->cache, s->n_ctx - s->reserved);

@@ -182,6 +182,21 @@ most=$(($(longest "$q2" "$q1") + $(longest "$q3" "$q1" "$q2" "$q4") + $(longest 
     fail serve_prefix_small_cache_reused "reused $reused, at most $most"
 
 
+# n > 1 decodes its prompt as it is admitted (el_variants_start): 75 prompt tokens where two
+# kept requests leave 52 cells free; it is answered, its first choice (the greedy one) equal to
+# `run`
+serve_start serve_prefix_small_n -m "$B" -t 1 --parallel 2 -c 200 || finish
+complete "$q1" 40 >/dev/null
+complete "$q2" 40 >/dev/null
+kept=$(health_field kv_cached)
+qn="$q1 $q4"
+r=$(complete "$qn" 20 '{n: 2}')
+serve_stop
+want=$(run_text "$qn" 20)
+if [ "$kept" -gt $((200 - $(ids "$qn" | wc -w))) ] && [ -n "$want" ] &&
+   [ "$(echo "$r" | jq -j '.choices[0].text')" = "$want" ] && [ "$(echo "$r" | jq '.choices | length')" = 2 ]; then
+    pass serve_prefix_small_cache_n; else fail serve_prefix_small_cache_n "kept $kept" "$r" "run: $want"; fi
+
 # bad values of the option
 expect_exit serve_prefix_option_negative 2 "$EL" serve -m "$B" --prefix-cache -1
 expect_exit serve_prefix_option_text 2 "$EL" serve -m "$B" --prefix-cache lots
