@@ -161,10 +161,6 @@ void serve_sched_get_stats(serve_sched *s, serve_stats *out) {
     out->running = 0;
     for (int32_t i = 0; i < s->n_slots; i++)
         out->running += s->slots[i].job && !s->slots[i].follower;
-    out->kv_cached = serve_cache_cells(&s->cache);
-    out->kv_used = el_kv_used_cells(s->ctx) - out->kv_cached;
-    out->cache_entries = serve_cache_entries(&s->cache);
-    out->cache_evicted = s->cache.evicted;
     out->kv_cells = s->n_ctx;
     pthread_mutex_unlock(&s->mu);
 }
@@ -721,6 +717,15 @@ static void sample_step(serve_sched *s) {
     }
 }
 
+/* The cells' statistics, taken by the scheduler while it holds the lock (the cache is not to
+ * be read while a step writes it, as the HTTP threads would). */
+static void note_cells(serve_sched *s) {
+    s->stats.kv_cached = serve_cache_cells(&s->cache);
+    s->stats.kv_used = el_kv_used_cells(s->ctx) - s->stats.kv_cached;
+    s->stats.cache_entries = serve_cache_entries(&s->cache);
+    s->stats.cache_evicted = s->cache.evicted;
+}
+
 static bool any_running(const serve_sched *s) {
     for (int32_t i = 0; i < s->n_slots; i++)
         if (s->slots[i].job) return true;
@@ -735,6 +740,7 @@ static void *sched_main(void *arg) {
         drop_cancelled(s);
         admit(s);
         start_ready(s);
+        note_cells(s);
         if (!any_running(s)) {
             if (s->stopping && s->n_queue == 0) break;
             pthread_cond_wait(&s->work, &s->mu);
@@ -754,6 +760,7 @@ static void *sched_main(void *arg) {
         s->stats.step_seconds += dt;
         if (st == EL_OK) {
             sample_step(s);
+            note_cells(s);
             continue;
         }
         /* the cache is as before the step; every job in it fails with the reason */
@@ -762,6 +769,7 @@ static void *sched_main(void *arg) {
         for (int32_t i = 0; i < s->n_slots; i++)
             if (s->slots[i].job && !s->slots[i].follower && s->slots[i].n_rows > 0)
                 slot_fail(s, i, why);
+        note_cells(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
