@@ -13,7 +13,10 @@ bool serve_same_bindings(const el_binding *a, int32_t na, const el_binding *b, i
 
 el_status serve_cache_init(serve_cache *c, el_context *ctx, int32_t seq0, int32_t n) {
     *c = (serve_cache){.ctx = ctx, .n = n, .seq0 = seq0};
-    if (n > 0 && !(c->e = calloc((size_t)n, sizeof *c->e))) return EL_ERR_NOMEM;
+    if (n > 0 && !(c->e = calloc((size_t)n, sizeof *c->e))) {
+        c->n = 0; /* serve_cache_free has nothing to drop */
+        return EL_ERR_NOMEM;
+    }
     return EL_OK;
 }
 
@@ -103,7 +106,8 @@ int32_t serve_cache_cells(const serve_cache *c) {
 }
 
 void serve_cache_fit(serve_cache *c, int32_t room) {
-    while (serve_cache_cells(c) > room && evict_lru(c)) {}
+    while (serve_cache_cells(c) > room)
+        if (!evict_lru(c)) return;
 }
 
 void serve_cache_forget(serve_cache *c, const el_adapter *const *a, int32_t n, bool bound) {
