@@ -77,7 +77,7 @@ void serve_cache_put(serve_cache *c, int32_t seq, const int32_t *tokens, int32_t
         return;
     }
     memcpy(e->tokens, tokens, (size_t)n * sizeof *tokens);
-    memcpy(e->bind, bind, (size_t)n_bind * sizeof *bind);
+    if (n_bind > 0) memcpy(e->bind, bind, (size_t)n_bind * sizeof *bind);
     e->n_bind = n_bind;
     e->n_tokens = n;
     e->used = ++c->clock;
