@@ -113,6 +113,8 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_UTIL) $(LIBS)
 	$(CC) $(ALLCFLAGS) -o $@ $^ $(TOOLS_LIBS) $(LDLIBS)
 # the scores of `edgelora eval` live in the CLI; their test links them in
 $(BUILD)/tests/test_eval_metrics: $(BUILD)/cli/eval_metrics.o
+# so do the prefix cache of `edgelora serve` and its test
+$(BUILD)/tests/test_serve_cache: $(BUILD)/cli/serve_cache.o
 # the program with an el_decode that fails on request (tests/fault_decode.c), for the tests alone
 $(FAULT_BIN): $(CLI_OBJ) $(BUILD)/tests/fault_decode.o $(LIBS)
 	$(CC) $(ALLCFLAGS) -Wl,--wrap=el_decode -o $@ $^ $(TOOLS_LIBS) $(EDIT_LIBS) $(HTTPD_LIBS) $(LDLIBS)

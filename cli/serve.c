@@ -30,6 +30,9 @@ static const char help[] =
     "  -c, --ctx-size N       KV cells shared by all requests (default 4096)\n"
     "  -b, --batch-size N     most rows per forward pass (default 512, or what --parallel\n"
     "                         trees need)\n"
+    "  --prefix-cache N       finished requests whose cells are kept for a later prompt that\n"
+    "                         begins the same way with the same adapters (default 16; 0: off);\n"
+    "                         evicted, least recently used first, when running work needs them\n"
     "  --prompt-rows N        most prompt rows a step takes while requests generate (default\n"
     "                         64: an admission delays the streams by one such step at most)\n"
     "  -t, --threads N        threads (default: all cores)\n"
@@ -57,7 +60,7 @@ static const char help[] =
 typedef struct serve_opts {
     cli_model_opts mo;
     const char *lora_dir, *host, *api_key, *chat_template;
-    long port, parallel, n_batch, prompt_rows, queue, max_tokens, max_prompt, max_body, timeout;
+    long port, parallel, n_batch, prompt_rows, prefix_cache, queue, max_tokens, max_prompt, max_body, timeout;
     cli_spec_opts spec;
 } serve_opts;
 
@@ -96,6 +99,8 @@ static int parse_args(serve_opts *o, int argc, char **argv) {
             rc = parse_long(a, argc, argv, &i, 1, 256, &o->parallel);
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->n_batch);
+        } else if (!strcmp(a, "--prefix-cache")) {
+            rc = parse_long(a, argc, argv, &i, 0, 1024, &o->prefix_cache);
         } else if (!strcmp(a, "--prompt-rows")) {
             rc = parse_long(a, argc, argv, &i, 1, 1 << 16, &o->prompt_rows);
         } else if (!strcmp(a, "--queue")) {
@@ -177,7 +182,8 @@ static int serve(const serve_opts *o, el_model *m, const char *path, const el_fo
                              .n_parallel = (int32_t)o->parallel, .n_batch = (int32_t)o->n_batch,
                              .n_threads = (int32_t)o->mo.threads, .kv_type = o->mo.kv_type,
                              .queue_max = (int32_t)o->queue,
-                             .n_prompt_rows = (int32_t)o->prompt_rows, .forecast = f};
+                             .n_prompt_rows = (int32_t)o->prompt_rows,
+                             .n_cache = (int32_t)o->prefix_cache, .forecast = f};
     el_status st = EL_OK;
     if (!rc && (st = serve_sched_create(&sp, &sv.sched)) != EL_OK) rc = cli_fail("serve", st);
     sigset_t set;
@@ -209,7 +215,7 @@ static int serve(const serve_opts *o, el_model *m, const char *path, const el_fo
 }
 
 int cmd_serve(int argc, char **argv) {
-    serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8,
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .parallel = 8, .prefix_cache = 16,
                     .prompt_rows = 64, .queue = 64, .max_tokens = 1024, .max_prompt = 4096,
                     .max_body = 1 << 20, .timeout = 60};
     int rc = parse_args(&o, argc, argv);

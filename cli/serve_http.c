@@ -414,8 +414,9 @@ static enum MHD_Result health(serve_server *sv, struct MHD_Connection *c) {
     serve_sched_get_stats(sv->sched, &st);
     char *body = NULL;
     if (asprintf(&body, "{\"status\":\"%s\",\"running\":%d,\"queued\":%d,\"kv_used\":%d,"
-                        "\"kv_cells\":%d}", atomic_load(&sv->draining) ? "draining" : "ok",
-                 st.running, st.queued, st.kv_used, st.kv_cells) < 0)
+                        "\"kv_cached\":%d,\"kv_cells\":%d,\"cache_entries\":%d}",
+                 atomic_load(&sv->draining) ? "draining" : "ok", st.running, st.queued,
+                 st.kv_used, st.kv_cached, st.kv_cells, st.cache_entries) < 0)
         body = NULL;
     return send_body(sv, c, 200, body, "application/json", 0);
 }
@@ -454,8 +455,15 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
                "# TYPE edgelora_requests_running gauge\nedgelora_requests_running %d\n"
                "# HELP edgelora_requests_queued Requests waiting.\n"
                "# TYPE edgelora_requests_queued gauge\nedgelora_requests_queued %d\n"
-               "# HELP edgelora_kv_cells_used KV cells in use.\n"
+               "# HELP edgelora_kv_cells_used KV cells running requests use.\n"
                "# TYPE edgelora_kv_cells_used gauge\nedgelora_kv_cells_used %d\n"
+               "# HELP edgelora_kv_cells_cached KV cells only finished requests' kept entries "
+               "hold.\n# TYPE edgelora_kv_cells_cached gauge\nedgelora_kv_cells_cached %d\n"
+               "# HELP edgelora_prefix_cache_entries Finished requests whose cells are kept.\n"
+               "# TYPE edgelora_prefix_cache_entries gauge\nedgelora_prefix_cache_entries %d\n"
+               "# HELP edgelora_prefix_cache_evictions_total Kept entries evicted for room.\n"
+               "# TYPE edgelora_prefix_cache_evictions_total counter\n"
+               "edgelora_prefix_cache_evictions_total %lld\n"
                "# HELP edgelora_kv_cells KV cells of the context.\n"
                "# TYPE edgelora_kv_cells gauge\nedgelora_kv_cells %d\n"
                "# HELP edgelora_adapters Adapters loaded.\n# TYPE edgelora_adapters gauge\n"
@@ -473,7 +481,7 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
                "edgelora_speculative_accepted_tokens_total %lld\n",
             (long long)st.prompt_tokens, (long long)st.reused_tokens, (long long)st.gen_tokens,
             (long long)st.steps, st.step_seconds, st.running, st.queued, st.kv_used,
-            st.kv_cells, serve_adapters_count(sv->adapters), (long long)st.spec_requests,
+            st.kv_cached, st.cache_entries, (long long)st.cache_evicted, st.kv_cells, serve_adapters_count(sv->adapters), (long long)st.spec_requests,
             (long long)st.spec_steps, (long long)st.spec_accepted);
     return send_body(sv, c, 200, serve_memstream_close(f, &buf), "text/plain; version=0.0.4", 0);
 }
@@ -510,7 +518,13 @@ static enum MHD_Result adapter_add(serve_server *sv, struct MHD_Connection *c, c
 
 static enum MHD_Result adapter_remove(serve_server *sv, struct MHD_Connection *c,
                                       const char *name) {
-    if (!serve_adapters_remove(sv->adapters, name)) {
+    /* held across the removal, so that the adapter the scheduler forgets is this one */
+    serve_adapter *held;
+    el_adapter *a = serve_adapters_acquire(sv->adapters, name, &held);
+    bool removed = a && serve_adapters_remove(sv->adapters, name);
+    if (removed) serve_sched_forget_adapter(sv->sched, a);
+    if (a) serve_adapters_release(sv->adapters, held);
+    if (!removed) {
         serve_error e;
         serve_error_set(&e, 404, "invalid_request_error", "adapter_not_found",
                         "no adapter '%s' is loaded", name);

@@ -111,6 +111,8 @@ static void put_usage(FILE *f, const serve_job *j) {
     for (int32_t c = 0; c < j->n_choices; c++) gen += j->choices[c].n_tokens;
     fprintf(f, "\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":%d,\"total_tokens\":%d",
             j->n_prompt, gen, j->n_prompt + gen);
+    /* OpenAI's name for prompt tokens served from the cache */
+    fprintf(f, ",\"prompt_tokens_details\":{\"cached_tokens\":%d}", j->cached_tokens);
     if (j->spec_ran) /* edgelora's own: how the tokens came */
         fprintf(f, ",\"speculative\":{\"steps\":%lld,\"accepted_tokens\":%lld}",
                 (long long)j->spec_steps, (long long)j->spec_accepted);

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "serve_cache.h"
 #include "serve_sched.h"
+
+/* Removed adapters remembered at once (more: no request with adapters is kept meanwhile). */
+enum { FORGET_MAX = 32 };
 
 typedef struct sched_slot {
     serve_job *job;        /* NULL: free */
@@ -47,6 +51,14 @@ struct serve_sched {
     serve_job **queue;
     int32_t n_queue, queue_max;
     int32_t reserved;      /* KV cells the running jobs hold */
+    serve_cache cache;     /* finished requests' cells, for prefix reuse (sequences after the
+                            * slots'); they never take cells a running job reserved */
+    /* adapters removed that running or queued jobs still bind: their requests' cells are not
+     * kept (an entry would hold the adapter alive); while a job binds one, it is not freed,
+     * so no new adapter has its address */
+    const el_adapter *forget[FORGET_MAX];
+    int32_t n_forget;
+    bool forget_overflow;  /* more than FORGET_MAX: keep no request with adapters */
     bool stopping;
     serve_stats stats;
     double job_seconds;    /* a running mean of how long a job takes (Retry-After) */
@@ -134,6 +146,14 @@ bool serve_sched_submit(serve_sched *s, serve_job *j, bool *too_big) {
     return ok;
 }
 
+void serve_sched_forget_adapter(serve_sched *s, const el_adapter *a) {
+    pthread_mutex_lock(&s->mu);
+    if (s->n_forget < FORGET_MAX) s->forget[s->n_forget++] = a;
+    else s->forget_overflow = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void serve_sched_get_stats(serve_sched *s, serve_stats *out) {
     pthread_mutex_lock(&s->mu);
     *out = s->stats;
@@ -141,7 +161,6 @@ void serve_sched_get_stats(serve_sched *s, serve_stats *out) {
     out->running = 0;
     for (int32_t i = 0; i < s->n_slots; i++)
         out->running += s->slots[i].job && !s->slots[i].follower;
-    out->kv_used = el_kv_used_cells(s->ctx);
     out->kv_cells = s->n_ctx;
     pthread_mutex_unlock(&s->mu);
 }
@@ -188,6 +207,40 @@ static size_t utf8_complete(const char *text, size_t n) {
 }
 
 /* ------------------------------------------------------------ slots */
+
+static bool job_binds(const serve_job *j, const el_adapter *a) {
+    for (int32_t b = 0; b < j->n_bind; b++)
+        if (j->bind[b].adapter == a) return true;
+    return false;
+}
+
+/* Whether j uses an adapter removed meanwhile (its cells are not to be kept). */
+static bool binds_forgotten(const serve_sched *s, const serve_job *j) {
+    if (s->forget_overflow && j->n_bind > 0) return true;
+    for (int32_t k = 0; k < s->n_forget; k++)
+        if (job_binds(j, s->forget[k])) return true;
+    return false;
+}
+
+/* Drops the kept entries of removed adapters, and forgets those no running or queued job binds
+ * any more (no new job can bind them: they are unlisted). */
+static void forget_adapters(serve_sched *s) {
+    if (s->n_forget == 0 && !s->forget_overflow) return;
+    serve_cache_forget(&s->cache, s->forget, s->n_forget, s->forget_overflow);
+    int32_t kept = 0;
+    bool bound = false;
+    for (int32_t k = 0; k < s->n_forget; k++) {
+        bool used = false;
+        for (int32_t i = 0; i < s->n_slots && !used; i++)
+            used = s->slots[i].job && job_binds(s->slots[i].job, s->forget[k]);
+        for (int32_t q = 0; q < s->n_queue && !used; q++) used = job_binds(s->queue[q], s->forget[k]);
+        if (used) s->forget[kept++] = s->forget[k];
+    }
+    s->n_forget = kept;
+    for (int32_t i = 0; i < s->n_slots; i++) bound |= s->slots[i].job && s->slots[i].job->n_bind;
+    for (int32_t q = 0; q < s->n_queue; q++) bound |= s->queue[q]->n_bind > 0;
+    if (!bound) s->forget_overflow = false;
+}
 
 static void job_end(serve_sched *s, serve_job *j, double t0) {
     j->done = true;
@@ -283,22 +336,26 @@ static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
     j->choices[0].finish = sl->stream.stopped ? "stop" : reason;
     j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
     s->stats.gen_tokens += j->choices[0].n_tokens;
+    /* the cells of all its tokens but the last, which no step has decoded (after a tree's walk
+     * the sequence holds its path alone: plain cells too) */
+    if (!binds_forgotten(s, j))
+        serve_cache_put(&s->cache, i, sl->tokens, sl->n_tokens - 1, j->bind, j->n_bind);
     double t0 = sl->t0;
     slot_clear(s, i);
     job_end(s, j, t0);
 }
 
 /* The longest prefix of j's prompt (all but its last token, whose logits are needed) already
- * in the cache of another plain sequence with the same adapters; *from is that sequence. */
+ * in the cache of another plain sequence with the same adapters, running or a finished one's
+ * kept (serve_cache); *from is that sequence. */
 static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, int32_t *from) {
-    int32_t best = 0;
+    int32_t best = serve_cache_match(&s->cache, j->prompt, j->n_prompt - 1, j->bind, j->n_bind,
+                                     from);
     for (int32_t i = 0; i < s->n_slots; i++) {
         const sched_slot *o = &s->slots[i];
         if (i == self || !o->job || o->group || o->follower) continue;
         const serve_job *oj = o->job;
-        if (oj->n_bind != j->n_bind ||
-            memcmp(oj->bind, j->bind, (size_t)j->n_bind * sizeof *j->bind))
-            continue;
+        if (!serve_same_bindings(oj->bind, oj->n_bind, j->bind, j->n_bind)) continue;
         int32_t cached = o->generating ? o->n_tokens - 1 : o->fed, n = 0;
         int32_t lim = j->n_prompt - 1 < cached ? j->n_prompt - 1 : cached;
         while (n < lim && o->tokens[n] == j->prompt[n]) n++;
@@ -337,6 +394,7 @@ static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
     int32_t from = -1, n = shared_prefix(s, j, i, &from);
     if (n > 0 && el_kv_seq_share(s->ctx, from, i, 0, n) == EL_OK) {
         sl->fed = n;
+        j->cached_tokens = n;
         s->stats.reused_tokens += n;
     }
     s->stats.prompt_tokens += j->n_prompt;
@@ -389,8 +447,16 @@ static void admit(serve_sched *s) {
         while (i < s->n_slots && !slots_free(s, i, k)) i++;
         if (i == s->n_slots) return;
         memmove(s->queue, s->queue + 1, (size_t)--s->n_queue * sizeof *s->queue);
-        if (k > 1) admit_group(s, i, j);
-        else admit_plain(s, i, j);
+        if (k > 1) {
+            /* el_variants_start decodes the prompt at once and wants all its cells free */
+            serve_cache_fit(&s->cache, s->n_ctx - s->reserved - job_cells(s, j));
+            admit_group(s, i, j);
+        } else {
+            admit_plain(s, i, j);
+        }
+        /* after the prefix is shared (a shared cell is the job's then): what the job reserved
+         * must be free for it whatever the kept entries hold */
+        serve_cache_fit(&s->cache, s->n_ctx - s->reserved);
     }
 }
 
@@ -651,6 +717,15 @@ static void sample_step(serve_sched *s) {
     }
 }
 
+/* The cells' statistics, taken by the scheduler while it holds the lock (the cache is not to
+ * be read while a step writes it, as the HTTP threads would). */
+static void note_cells(serve_sched *s) {
+    s->stats.kv_cached = serve_cache_cells(&s->cache);
+    s->stats.kv_used = el_kv_used_cells(s->ctx) - s->stats.kv_cached;
+    s->stats.cache_entries = serve_cache_entries(&s->cache);
+    s->stats.cache_evicted = s->cache.evicted;
+}
+
 static bool any_running(const serve_sched *s) {
     for (int32_t i = 0; i < s->n_slots; i++)
         if (s->slots[i].job) return true;
@@ -661,9 +736,11 @@ static void *sched_main(void *arg) {
     serve_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
+        forget_adapters(s);
         drop_cancelled(s);
         admit(s);
         start_ready(s);
+        note_cells(s);
         if (!any_running(s)) {
             if (s->stopping && s->n_queue == 0) break;
             pthread_cond_wait(&s->work, &s->mu);
@@ -683,6 +760,7 @@ static void *sched_main(void *arg) {
         s->stats.step_seconds += dt;
         if (st == EL_OK) {
             sample_step(s);
+            note_cells(s);
             continue;
         }
         /* the cache is as before the step; every job in it fails with the reason */
@@ -691,6 +769,7 @@ static void *sched_main(void *arg) {
         for (int32_t i = 0; i < s->n_slots; i++)
             if (s->slots[i].job && !s->slots[i].follower && s->slots[i].n_rows > 0)
                 slot_fail(s, i, why);
+        note_cells(s);
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;
@@ -721,16 +800,18 @@ el_status serve_sched_create(const serve_sched_params *p, serve_sched **out) {
     el_context_params cp = el_context_default_params();
     cp.n_ctx = p->n_ctx;
     cp.n_batch = n_batch;
-    cp.n_seq_max = p->n_parallel;
+    cp.n_seq_max = p->n_parallel + p->n_cache;
     cp.n_threads = p->n_threads;
     cp.kv_type = p->kv_type;
     if (st == EL_OK) st = el_context_create(p->model, &cp, &s->ctx);
+    if (st == EL_OK) st = serve_cache_init(&s->cache, s->ctx, p->n_parallel, p->n_cache);
     if (st == EL_OK) {
         pthread_mutex_init(&s->mu, NULL);
         pthread_cond_init(&s->work, NULL);
         if (pthread_create(&s->thread, NULL, sched_main, s)) st = EL_ERR_NOMEM;
     }
     if (st != EL_OK) {
+        serve_cache_free(&s->cache);
         el_context_free(s->ctx);
         free(s->slots), free(s->tok), free(s->pos), free(s->seq), free(s->logits), free(s->queue);
         free(s->parent), free(s->embd);
@@ -748,6 +829,7 @@ void serve_sched_free(serve_sched *s) {
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
+    serve_cache_free(&s->cache);
     el_context_free(s->ctx);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);

@@ -6,7 +6,8 @@
  * steps when a sequence and its KV cells are free, and leaves when it ends or is cancelled (its
  * cells freed, its sequence unbound). A prompt that begins like a sequence already in the cache
  * with the same adapters (a shared system prompt) shares those cells instead of recomputing
- * them. A job with n > 1 choices runs as concurrent variants in n sequences. A speculative job
+ * them: a running request's, or a finished one's, whose cells are kept (serve_cache.h) until
+ * running work needs them. A job with n > 1 choices runs as concurrent variants in n sequences. A speculative job
  * (docs/speculative.md) puts its step's tree of candidates and forecast slots into the shared
  * step instead of one row, and takes every token the tree gives.
  *
@@ -64,6 +65,7 @@ typedef struct serve_job {
                             * leaves a speculative job to plain decoding) */
     int64_t spec_steps;    /* its speculative steps (after the first token) */
     int64_t spec_accepted; /* drafted tokens they accepted (beyond the one a step gives) */
+    int32_t cached_tokens; /* prompt tokens shared from the cache instead of decoded */
     pthread_cond_t cond;
     int refs;
 } serve_job;
@@ -74,6 +76,7 @@ typedef struct serve_sched_params {
     el_kv_type kv_type;
     int32_t queue_max;     /* jobs waiting at most (more: serve_sched_submit refuses) */
     int32_t n_prompt_rows; /* prompt rows a step takes at most while others generate */
+    int32_t n_cache;       /* finished requests whose cells are kept for prefix reuse (0: none) */
     const el_forecast *forecast; /* for speculative jobs, or NULL (it must outlive the
                                   * scheduler); n_batch >= n_parallel * every job's
                                   * el_spec_max_rows, so that all trees fit in a step */
@@ -83,7 +86,11 @@ typedef struct serve_stats {
     int64_t requests, prompt_tokens, gen_tokens, reused_tokens, steps;
     int64_t spec_requests, spec_steps, spec_accepted; /* as a job's spec_ fields, summed */
     double step_seconds;
-    int32_t queued, running, kv_used, kv_cells;
+    int64_t cache_evicted; /* kept entries evicted for room */
+    int32_t queued, running, kv_cells;
+    int32_t kv_used;       /* cells running requests see */
+    int32_t kv_cached;     /* cells only kept entries see (free for running work on demand) */
+    int32_t cache_entries;
 } serve_stats;
 
 /* Creates the context and starts the thread. */
@@ -105,6 +112,10 @@ void serve_job_unlock(serve_sched *s);
 bool serve_job_wait(serve_sched *s, serve_job *j, uint64_t seen, int timeout_ms);
 /* The client went away: the job ends at the next step and its cells are freed. */
 void serve_job_cancel(serve_sched *s, serve_job *j);
+
+/* Adapter a was removed (DELETE): the kept cells computed with it go, and no request that
+ * used it is kept, so that it is freed after its last request. */
+void serve_sched_forget_adapter(serve_sched *s, const el_adapter *a);
 
 void serve_sched_get_stats(serve_sched *s, serve_stats *out);
 /* Seconds until a sequence is expected to free (for Retry-After): at least 1. */

@@ -218,6 +218,9 @@ el_status el_kv_seq_share(el_context *ctx, int32_t src, int32_t dst, int32_t p0,
 el_status el_kv_remove_rows(el_context *ctx, const int32_t *rows, int32_t n);
 void el_kv_clear(el_context *ctx);
 int32_t el_kv_used_cells(const el_context *ctx);
+/* The cells at least one sequence of [seq0, seq1) sees (a cell shared with a sequence outside
+ * counts too): of el_kv_used_cells, those that removing every other sequence would keep. */
+int32_t el_kv_seqs_cells(const el_context *ctx, int32_t seq0, int32_t seq1);
 int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id); /* -1 if empty */
 size_t el_kv_cell_bytes(const el_context *ctx); /* bytes of K and V one cell holds (kv_type's) */
 

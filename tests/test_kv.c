@@ -63,9 +63,14 @@ static int test_share(void) {
     CHECK(el_kv_cell_has_seq(&c, 0, 65) && el_kv_cell_has_seq(&c, 2, 65));
     CHECK(!el_kv_cell_has_seq(&c, 3, 65) && !el_kv_cell_has_seq(&c, 0, 1));
     CHECK(el_kv_cache_seq_pos_max(&c, 65) == 2 && c.n_used == 4);
+    /* cells 0-2 are seen by 0 and 65, cell 3 by 0 alone: [1, 65) sees none, [1, 66) three,
+     * [0, 1) all four, [65, 70) three */
+    CHECK(el_kv_cache_seqs_cells(&c, 1, 65) == 0 && el_kv_cache_seqs_cells(&c, 1, 66) == 3);
+    CHECK(el_kv_cache_seqs_cells(&c, 0, 1) == 4 && el_kv_cache_seqs_cells(&c, 65, 70) == 3);
     /* removing seq 0 everywhere keeps the cells seq 65 still sees */
     el_kv_cache_seq_remove(&c, 0, 0, -1);
     CHECK(c.n_used == 3 && c.pos[3] == -1 && c.pos[0] == 0);
+    CHECK(el_kv_cache_seqs_cells(&c, 0, 65) == 0 && el_kv_cache_seqs_cells(&c, 0, 70) == 3);
     CHECK(el_kv_cache_seq_pos_max(&c, 0) == -1 && el_kv_cache_seq_pos_max(&c, 65) == 2);
     el_kv_cache_seq_remove(&c, 65, 0, -1);
     CHECK(c.n_used == 0);

@@ -119,3 +119,14 @@ int32_t el_kv_cache_seq_pos_max(const el_kv_cache *c, int32_t seq) {
             best = c->pos[i];
     return best;
 }
+
+int32_t el_kv_cache_seqs_cells(const el_kv_cache *c, int32_t seq0, int32_t seq1) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < c->n_ctx; i++)
+        for (int32_t q = seq0; q < seq1; q++)
+            if (el_kv_cell_has_seq(c, i, q)) {
+                n++;
+                break;
+            }
+    return n;
+}

@@ -74,5 +74,7 @@ void el_kv_cache_seq_remove(el_kv_cache *c, int32_t seq, int32_t p0, int32_t p1)
 void el_kv_cache_free_cell(el_kv_cache *c, int32_t cell);
 void el_kv_cache_seq_share(el_kv_cache *c, int32_t src, int32_t dst, int32_t p0, int32_t p1);
 int32_t el_kv_cache_seq_pos_max(const el_kv_cache *c, int32_t seq);
+/* Cells at least one sequence of [seq0, seq1) sees. */
+int32_t el_kv_cache_seqs_cells(const el_kv_cache *c, int32_t seq0, int32_t seq1);
 
 #endif

@@ -347,6 +347,16 @@ void el_kv_clear(el_context *ctx) {
 
 int32_t el_kv_used_cells(const el_context *ctx) { return ctx ? ctx->kv.n_used : 0; }
 
+int32_t el_kv_seqs_cells(const el_context *ctx, int32_t seq0, int32_t seq1) {
+    if (!ctx)
+        return 0;
+    if (seq0 < 0)
+        seq0 = 0;
+    if (seq1 > ctx->params.n_seq_max)
+        seq1 = ctx->params.n_seq_max;
+    return el_kv_cache_seqs_cells(&ctx->kv, seq0, seq1);
+}
+
 int32_t el_kv_seq_pos_max(const el_context *ctx, int32_t seq_id) {
     if (!ctx || seq_id < 0 || seq_id >= ctx->params.n_seq_max)
         return -1;

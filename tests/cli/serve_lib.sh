@@ -29,7 +29,8 @@ serve_stop() {
 # health_field FIELD: a number of /health.
 health_field() { curl -s "$URL/health" | jq -r ".$1"; }
 
-# wait_idle: until /health says no request runs and no KV cell is used (at most 10 s).
+# wait_idle: until /health says no request runs and no request uses a KV cell (cells only kept
+# entries of the prefix cache hold are kv_cached, not kv_used) (at most 10 s).
 wait_idle() {
     for _ in $(seq 100); do
         [ "$(curl -s "$URL/health" | jq -c '[.running, .queued, .kv_used]')" = "[0,0,0]" ] && return 0

@@ -5,7 +5,8 @@
 # adapters, streams, a stop string, logprobs and bad requests; a seeded sample equals plain
 # `run` and `run --forecast` with that seed; the speculative ones take fewer decode steps than
 # tokens (usage and /metrics); a set trained for an adapter drafts for that adapter's requests
-# only; bad trees are 400s that stop nothing else; impossible options are refused at start.
+# only; a finished speculative request's kept cells serve the next turn; bad trees are 400s that
+# stop nothing else; impossible options are refused at start.
 # Model: the default one (models/base.gguf) with its committed forecast set (3 slots).
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh && . tests/cli/serve_lib.sh
 
@@ -174,6 +175,19 @@ echo "$r1" | jq -e '.usage.speculative.steps > 0' >/dev/null || bad+=("1 not spe
 [ $((reused1 - reused0)) -ge $((2 * (n_sys - 2))) ] ||
     bad+=("reused $((reused1 - reused0)) tokens, the prefix has about $n_sys")
 [ ${#bad[@]} = 0 ] && pass serve_spec_prefix_reused || fail serve_spec_prefix_reused "${bad[@]}"
+# the next turn of the speculative request 1, finished: its prompt, its reply and more. Both
+# a speculative and a plain request share the cells it kept (--prefix-cache), its generated
+# tokens' too (the path its trees accepted: more than its prompt), and equal their plain runs
+turn="$sys Then$(echo "$r1" | jq -j '.choices[0].text') And"
+n_then=$("$EL" tokenize -m "$B" --bos -p "$sys Then" 2>/dev/null | wc -w)
+bad=()
+for x in '{tree: [2, 1]}' '{speculative: false}'; do
+    r=$(complete "$turn" 20 "$x")
+    [ "$(echo "$r" | jq -j '.choices[0].text')" = "$(run_text "$turn" 20)" ] || bad+=("$x: $r")
+    [ "$(echo "$r" | jq .usage.prompt_tokens_details.cached_tokens)" -gt "$n_then" ] ||
+        bad+=("$x reused $(echo "$r" | jq .usage.prompt_tokens_details.cached_tokens), its first prompt has $n_then tokens")
+done
+[ ${#bad[@]} = 0 ] && pass serve_spec_prefix_finished || fail serve_spec_prefix_finished "${bad[@]}"
 
 # a client that disconnects from a speculative stream: cancelled, its cells (and tree) freed
 ( curl -sN --max-time 0.3 "$URL/v1/completions" -d '{"prompt": "The", "max_tokens": 1000, "temperature": 1,
