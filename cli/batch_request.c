@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "spec_tree.h"
 
 bool batch_request_fail(batch_request *r, const char *path, const char *fmt, ...) {
     if (r->error) return false;
@@ -177,20 +178,9 @@ static bool get_speculative(batch_request *r, const char *path, const el_json_va
     if (v) r->speculative = on;
     const el_json_value *t = el_json_get(root, "tree");
     if (!t) return true;
-    el_json_kind k = el_json_type(t);
-    size_t n = k == EL_JSON_ARRAY ? el_json_len(t) : 0;
-    bool ok = (k == EL_JSON_STRING && !strcmp(el_json_str(t, NULL), "auto")) ||
-              (n >= 1 && n <= EL_SPEC_MAX_DEPTH);
-    for (size_t d = 0; ok && d < n; d++) {
-        int64_t w;
-        ok = el_json_int(el_json_at(t, d), &w) && w >= 1 && w <= 8;
-        r->tree.width[d] = (int32_t)w;
-    }
-    if (!ok)
+    if (!cli_spec_tree_json(t, &r->tree))
         return batch_request_fail(r, path, "\"tree\" must be \"auto\" or a list of 1 to %d "
                                   "widths (whole numbers 1..8)", EL_SPEC_MAX_DEPTH);
-    r->tree.tree_auto = k == EL_JSON_STRING;
-    r->tree.n_depth = (int32_t)n;
     r->tree_given = true;
     if (r->speculative == 0)
         return batch_request_fail(r, path, "\"tree\" asks for speculative decoding, which "

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "serve_request.h"
+#include "spec_tree.h"
 
 bool serve_error_set(serve_error *e, int status, const char *type, const char *code,
                      const char *fmt, ...) {
@@ -261,20 +262,10 @@ static bool get_speculative(serve_params *p, const el_json_value *root, serve_er
     const el_json_value *t = el_json_get(root, "tree");
     el_json_kind k = el_json_type(t);
     if (k == EL_JSON_NONE || k == EL_JSON_NULL) return true;
-    size_t n = k == EL_JSON_ARRAY ? el_json_len(t) : 0;
-    bool ok = (k == EL_JSON_STRING && !strcmp(el_json_str(t, NULL), "auto")) ||
-              (n >= 1 && n <= EL_SPEC_MAX_DEPTH);
-    for (size_t d = 0; ok && d < n; d++) {
-        int64_t w;
-        ok = el_json_int(el_json_at(t, d), &w) && w >= 1 && w <= 8;
-        p->tree.width[d] = (int32_t)w;
-    }
-    if (!ok)
+    if (!cli_spec_tree_json(t, &p->tree))
         return serve_error_set(e, 400, "invalid_request_error", "invalid_value",
                                "'tree' must be \"auto\" or a list of 1 to %d widths (whole "
                                "numbers 1..8: the candidates at each depth)", EL_SPEC_MAX_DEPTH);
-    p->tree.tree_auto = k == EL_JSON_STRING;
-    p->tree.n_depth = (int32_t)n;
     p->tree_given = true;
     if (p->speculative == 0)
         return bad(e, "'%s' asks for speculative decoding, which \"speculative\": false turns off",
