@@ -15,6 +15,23 @@ static bool close_to(float got, double want) {
     return fabs((double)got - want) <= 1e-6 * fabs(want) + 1e-37;
 }
 
+/* An element's result does not depend on where the array is split (the thread pool splits it by
+ * the batch's size): whole against pieces of 3, 13 and the rest, bit for bit. */
+static int split_agrees(el_swiglu_fn f, test_rng *r) {
+    enum { N = 77 };
+    float whole[N], pieces[N], up[N];
+    for (int i = 0; i < N; i++) {
+        whole[i] = pieces[i] = test_rand_uniform(r, -12.0f, 12.0f);
+        up[i] = test_rand_uniform(r, -2.0f, 2.0f);
+    }
+    f(whole, up, N);
+    f(pieces, up, 3);
+    f(pieces + 3, up + 3, 13);
+    f(pieces + 16, up + 16, N - 16);
+    CHECK(memcmp(whole, pieces, sizeof whole) == 0);
+    return TEST_PASS;
+}
+
 static int check_table(const el_kernels *k) {
     test_rng r = {11};
     enum { N = 77 };
@@ -38,18 +55,7 @@ static int check_table(const el_kernels *k) {
         }
         CHECK(gate[len] == 12345.0f);
     }
-    /* an element's result does not depend on where the array is split (the thread pool splits
-     * it by the batch's size): whole against pieces of 3, 13 and the rest, bit for bit */
-    float whole[N], pieces[N];
-    for (int i = 0; i < N; i++) {
-        whole[i] = pieces[i] = test_rand_uniform(&r, -12.0f, 12.0f);
-        up[i] = test_rand_uniform(&r, -2.0f, 2.0f);
-    }
-    k->swiglu(whole, up, N);
-    k->swiglu(pieces, up, 3);
-    k->swiglu(pieces + 3, up + 3, 13);
-    k->swiglu(pieces + 16, up + 16, N - 16);
-    CHECK(memcmp(whole, pieces, sizeof whole) == 0);
+    CHECK(split_agrees(k->swiglu, &r) == TEST_PASS);
     /* hand-computed: silu(0) = 0, silu(1) = 1 / (1 + 1/e), silu(-1) = -1 / (1 + e), and far out
      * silu(80) = 80, silu(-80) = -80 e^-80 (about -1.4e-33) */
     float g[9] = {0.0f, 1.0f, -1.0f, 80.0f, -80.0f, 2.0f, -2.0f, 10.0f, -10.0f};
@@ -95,16 +101,7 @@ static int check_geglu(const char *isa, el_swiglu_fn geglu) {
         }
         CHECK(gate[len] == 12345.0f);
     }
-    float whole[N], pieces[N];
-    for (int i = 0; i < N; i++) {
-        whole[i] = pieces[i] = test_rand_uniform(&r, -12.0f, 12.0f);
-        up[i] = test_rand_uniform(&r, -2.0f, 2.0f);
-    }
-    geglu(whole, up, N);
-    geglu(pieces, up, 3);
-    geglu(pieces + 3, up + 3, 13);
-    geglu(pieces + 16, up + 16, N - 16);
-    CHECK(memcmp(whole, pieces, sizeof whole) == 0);
+    CHECK(split_agrees(geglu, &r) == TEST_PASS);
     return TEST_PASS;
 }
 
