@@ -17,7 +17,7 @@ static const char help[] =
     "                      [--variants K] [--rows R1,R2,...] [--json]\n"
     "                      [--forecast FILE [--tree auto|W1,W2,..] --prompts FILE [--record T]]\n"
     "                      [--replay T] [--prune RATE | --mem-budget BYTES|auto]\n"
-    "                      [--keep-page-cache]\n"
+    "                      [--keep-page-cache] [--profile FILE]\n"
     "Measures, REPS times (default 3), with THREADS threads (default: all cores) and a KV cache\n"
     "of fp16 (default) or float32 elements:\n"
     "  load   el_model_load of MODEL (mapped and its pages mapped in, not copied: milliseconds,\n"

@@ -43,6 +43,8 @@ static const char help[] =
     "  --keep-page-cache      a model the page cache holds in 4 KB pages is left so (default:\n"
     "                         its unmapped cached pages are dropped and read again into 2 MB\n"
     "                         pages, which decode faster: docs/bench.md)\n"
+    "  --profile FILE         run under a quantization profile (`edgelora profile`): its int8\n"
+    "                         activation scales, adapters quantized to int8 with its scales\n"
     "  --prune RATE           a UniQL compressed model's pruning rate (0: whole; rounded up to\n"
     "                         a rate of the file's table)\n"
     "  --mem-budget B|auto    the smallest rate whose weights and KV cache fit B bytes (auto: the\n"

@@ -26,6 +26,7 @@ int cmd_finetune(int argc, char **argv);
 int cmd_train_forecast(int argc, char **argv);
 int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_uniql_layout(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
@@ -80,6 +81,7 @@ typedef struct cli_model_opts {
     const char *prune;      /* --prune RATE (cli_kv_opt): a UniQL model's pruning rate */
     const char *mem_budget; /* --mem-budget BYTES|auto (cli_kv_opt): the rate that fits it */
     bool keep_page_cache;   /* --keep-page-cache (cli_kv_opt): el_model_params' */
+    const char *profile;    /* --profile FILE (cli_kv_opt): el_model_params.profile_path */
 } cli_model_opts;
 
 /* If argv[*i] is one of the shared model options, consumes it (and its value) and returns 1;
@@ -89,7 +91,8 @@ int cli_model_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int
  * eval, chat): --kv-type f16|f32 (the KV cache's element type), --prune RATE or --mem-budget
  * BYTES|auto (a UniQL compressed model's pruning rate, or the smallest that fits the budget with
  * the KV cache; cli_load_model applies them), --keep-page-cache (the model's 4 KB pages in the
- * page cache are kept: el_model_params.keep_page_cache), consumes it and its value and returns
+ * page cache are kept: el_model_params.keep_page_cache), --profile FILE (a quantization profile
+ * to run under: el_model_params.profile_path), consumes it and its value and returns
  * 1; 0 if it is not; -1 after printing an error. */
 int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i);
 /* "f16" or "f32". */

@@ -155,6 +155,7 @@ int cli_kv_opt(const char *cmd, cli_model_opts *o, int argc, char **argv, int *i
         o->keep_page_cache = true;
         return 1;
     }
+    if (!strcmp(argv[*i], "--profile")) return (o->profile = cli_value(cmd, argc, argv, i)) ? 1 : -1;
     if (strcmp(argv[*i], "--kv-type") != 0) return 0;
     const char *v = cli_value(cmd, argc, argv, i);
     if (!v) return -1;
@@ -202,6 +203,7 @@ int cli_load_model(const char *cmd, const cli_model_opts *o, bool vocab_only, el
     mp.tokenizer_path = o->tokenizer;
     mp.vocab_only = vocab_only;
     mp.keep_page_cache = o->keep_page_cache;
+    if (!vocab_only) mp.profile_path = o->profile;
     el_status st = el_model_load(path, &mp, out);
     if (st == EL_OK && !vocab_only && (o->prune || o->mem_budget))
         st = cli_apply_prune(cmd, o, *out);

@@ -15,6 +15,7 @@ static const char help[] =
     "usage: edgelora perplexity -m MODEL -f TEXTFILE [-c CTX] [-t THREADS] [--kv-type f16|f32]\n"
     "                           [--lora FILE] [--lora-scaled FILE S]\n"
     "                           [--prune RATE | --mem-budget BYTES|auto] [--keep-page-cache]\n"
+    "                           [--profile FILE]\n"
     "Prints the perplexity of MODEL (with the adapters given, their terms added up) over\n"
     "TEXTFILE (chunks of CTX tokens, default 512; the second half of each chunk is scored)\n"
     "with a KV cache of fp16 (default) or float32 elements. Progress goes to stderr.\n";

@@ -40,6 +40,8 @@ static const char help[] =
     "  --keep-page-cache      a model the page cache holds in 4 KB pages is left so (default:\n"
     "                         its unmapped cached pages are dropped and read again into 2 MB\n"
     "                         pages, which decode faster: docs/bench.md)\n"
+    "  --profile FILE         run under a quantization profile (`edgelora profile`): its int8\n"
+    "                         activation scales, adapters quantized to int8 with its scales\n"
     "  --api-key KEY          every request needs \"Authorization: Bearer KEY\" (/health aside)\n"
     "  --chat-template T      a template name or Jinja text (default: the model's own)\n"
     "  --queue N              requests waiting at most; more get 429 (default 64)\n"

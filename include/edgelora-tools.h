@@ -80,6 +80,31 @@ el_status el_adapter_save(const el_adapter *adapter, const char *path);
 el_status el_merge_adapters(const char *base_path, const char *const *adapter_paths,
                             const float *scales, int32_t n, const char *out_path);
 
+/* ---------------------------------------------------- quantization profiles */
+
+/* What el_profile_make calibrates with. */
+typedef struct el_profile_params {
+    const char *const *adapters; /* adapter paths, each bound alone for one run over the text */
+    int32_t n_adapters;          /* 0: the bare base (a profile for its activations only) */
+    const char *text_path;       /* calibration text */
+    int64_t max_tokens;          /* tokens of it used (default 4096) */
+    double percentile;           /* of |x| and |A x| (90..100; default 99.99, as quantize's) */
+    int32_t n_threads;           /* 0: all cores */
+    bool (*progress)(void *user, int64_t tokens_done, int64_t tokens_total); /* false cancels */
+    void *user;
+} el_profile_params;
+
+el_profile_params el_profile_default_params(void);
+
+/* Writes a quantization profile (docs/formats.md, "Quantization profiles") for the model at
+ * model_path: the static scale of every linear layer's int8 input activations, and of the int8
+ * A, B and A x of the adapters, from the text run through the model with each adapter bound in
+ * turn (a and b cover every given adapter's largest value; x and t are the percentile of what
+ * the runs saw). Run the model with el_model_params.profile_path = out_path. The file is written
+ * whole or not at all. */
+el_status el_profile_make(const char *model_path, const el_profile_params *params,
+                          const char *out_path);
+
 /* ------------------------------------------------------------ quantization */
 
 /* What el_quantize did with one tensor (passed to the progress callback). */

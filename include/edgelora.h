@@ -74,6 +74,10 @@ typedef struct el_model_params {
                                  * 15-30% faster: its cached pages that no process maps are
                                  * dropped first (docs/bench.md, "Page size"). true: keep them,
                                  * and the 4 KB pages */
+    const char *profile_path;   /* a quantization profile (`edgelora profile`, a GGUF) to run
+                                 * under: its static int8 activation scales replace the file's,
+                                 * and adapters loaded for the model are quantized to int8 with
+                                 * its scales (docs/formats.md). NULL: none */
 } el_model_params;
 
 el_model_params el_model_default_params(void);
@@ -292,7 +296,11 @@ void el_sampler_accept(el_sampler *s, int32_t token);
 typedef struct el_adapter el_adapter;
 
 /* Loads a GGUF LoRA adapter (general.type = adapter) or a Hugging Face PEFT adapter (a folder
- * with adapter_config.json and adapter_model.safetensors, or either of those files). */
+ * with adapter_config.json and adapter_model.safetensors, or either of those files). Under a
+ * model's quantization profile (el_model_params.profile_path) its A and B are quantized to int8
+ * with the profile's scales and its terms computed in integers; values beyond the profile's
+ * range are clamped, counted in el_adapter_info and reported with a warning. An adapter tuned
+ * for another profile (a GGUF with adapter.profile) is refused. */
 el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out);
 void el_adapter_free(el_adapter *adapter);
 
@@ -303,6 +311,9 @@ typedef struct el_adapter_info {
     int32_t n_targets;     /* linear layers it changes */
     int32_t rank_max;      /* largest rank of any target */
     uint64_t bytes;        /* memory it holds */
+    bool profiled;         /* quantized to int8 with the scales of the model's profile */
+    uint64_t n_values;     /* values so quantized */
+    uint64_t n_clipped;    /* of those, the ones beyond the profile's range (clamped to it) */
 } el_adapter_info;
 
 el_status el_adapter_get_info(const el_adapter *adapter, el_adapter_info *out);

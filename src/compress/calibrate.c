@@ -31,14 +31,7 @@ enum {
     MIN_PERCENTILE = 90       /* lower ones clip too much to be useful, and hold many values */
 };
 
-/* The k largest values seen so far as a min-heap: v[0] is the k-th largest (with k = 1, the
- * maximum), the value at the percentile once all values are in. */
-typedef struct top_k {
-    float *v;
-    int64_t n, k;
-} top_k;
-
-static void top_k_add(top_k *t, float a) {
+void el_top_k_add(el_top_k *t, float a) {
     if (t->n < t->k) {
         int64_t i = t->n++;
         for (; i > 0 && t->v[(i - 1) / 2] > a; i = (i - 1) / 2) t->v[i] = t->v[(i - 1) / 2];
@@ -58,9 +51,20 @@ static void top_k_add(top_k *t, float a) {
     t->v[i] = a;
 }
 
+el_status el_top_k_init(el_top_k *t, double n_values, double percentile) {
+    t->n = 0;
+    t->k = (int64_t)floor(n_values * (100.0 - percentile) / 100.0) + 1;
+    t->v = malloc((size_t)t->k * sizeof(float));
+    return t->v ? EL_OK
+                : el_error(EL_ERR_NOMEM, "out of memory for the calibration of %lld values",
+                           (long long)t->k);
+}
+
+float el_top_k_value(const el_top_k *t) { return t->n > 0 ? t->v[0] : 0.0f; }
+
 typedef struct observer {
     const el_model *m;
-    top_k *top; /* [n_ranges] */
+    el_top_k *top; /* [n_ranges] */
     int32_t n_ranges;
 } observer;
 
@@ -68,11 +72,11 @@ static void observe(void *user, int il, el_linear which, const float *x, int64_t
                     int32_t n_rows) {
     const observer *o = user;
     const el_weight *w = il < 0 ? &o->m->output : el_layer_weight(&o->m->layers[il], which);
-    top_k *t = &o->top[il < 0 ? o->n_ranges - 1 : el_linear_slot(il, which)];
+    el_top_k *t = &o->top[il < 0 ? o->n_ranges - 1 : el_linear_slot(il, which)];
     for (int32_t row = 0; row < n_rows; row++)
         for (int64_t i = 0; i < w->k_in; i++) {
             float a = fabsf(x[row * ldx + i]);
-            if (t->n < t->k || a > t->v[0]) top_k_add(t, a);
+            if (t->n < t->k || a > t->v[0]) el_top_k_add(t, a);
         }
 }
 
@@ -88,11 +92,8 @@ static el_status observer_init(observer *o, const el_model *m, int32_t n_ranges,
                                  ? &m->output
                                  : el_layer_weight(&m->layers[i / EL_N_LINEAR],
                                                    (el_linear)(i % EL_N_LINEAR));
-        double values = (double)n_rows * (double)w->k_in;
-        o->top[i].k = (int64_t)floor(values * (100.0 - percentile) / 100.0) + 1;
-        if (!(o->top[i].v = malloc((size_t)o->top[i].k * sizeof(float))))
-            return el_error(EL_ERR_NOMEM, "%s: out of memory for the calibration of %lld "
-                            "values", m->path, (long long)o->top[i].k);
+        el_status st = el_top_k_init(&o->top[i], (double)n_rows * (double)w->k_in, percentile);
+        if (st) return st;
     }
     return EL_OK;
 }
@@ -216,7 +217,7 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
         st = el_calib_run_chunks(ctx, tokens.ids, tokens.n, n_ctx, progress, user);
         out->n_tokens = (int64_t)tokens.n;
         for (int32_t i = 0; i < out->n_ranges; i++)
-            out->ranges[i].amax = o.top[i].n > 0 ? o.top[i].v[0] : 0.0f;
+            out->ranges[i].amax = el_top_k_value(&o.top[i]);
     }
     observer_free(&o);
     el_tokens_free(&tokens);

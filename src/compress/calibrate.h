@@ -43,6 +43,20 @@ el_status el_calib_read_tokens(const el_model *m, const char *text_path, int64_t
 el_status el_calib_run_chunks(el_context *ctx, const int32_t *tokens, size_t n, int32_t n_ctx,
                               el_calib_progress_fn progress, void *user);
 
+/* The k largest values seen so far as a min-heap: v[0] is the k-th largest (with k = 1, the
+ * maximum), the value at the percentile once all values are in. The percentile is exact: the
+ * heap holds every value above it, as many as the number of values fixes before the run. */
+typedef struct el_top_k {
+    float *v;
+    int64_t n, k;
+} el_top_k;
+
+/* A heap for the percentile (90..100) of n_values values. */
+el_status el_top_k_init(el_top_k *t, double n_values, double percentile);
+void el_top_k_add(el_top_k *t, float a);
+/* The value at the percentile (0 if none was added). */
+float el_top_k_value(const el_top_k *t);
+
 /* The static scale of a weight's int8 activations: amax / 127, so the largest calibration
  * value maps to 127. 0 if the weight was not seen (or saw only zeros): dynamic scales. */
 float el_calibration_scale(const el_calibration *c, const char *weight_name);

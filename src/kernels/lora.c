@@ -2,21 +2,27 @@
  *
  * Per call (one slot = one linear layer of one block):
  *  1. tasks: every (group, term) whose adapter has a pair in the slot, with where its t rows go;
- *  2. x rows quantized to q8_0 once, if some A of the slot is q8_0;
+ *  2. x rows quantized once, if some A of the slot is q8_0 (to q8_0) or W8 (to int8 with the
+ *     profile's scale);
  *  3. job A: t[task][row][k] = A_k . x[row], units = rows of A, split evenly across threads;
  *  4. t scaled by the task's scale (rank floats per row, on the caller) and quantized for a q8_0 B;
+ *     under a profile, t quantized to int8 with the profile's scale instead (the task's scale
+ *     then multiplies B's integer sums);
  *  5. job B: y[row][o] += sum_k t[task][row][k] B_ok, threads own disjoint ranges of o: over B
- *     packed in blocks of 32 outputs (f32/f16/bf16), or one dot product per o (q8_0).
+ *     packed in blocks of 32 outputs (f32/f16/bf16, or int8 under a profile), or one dot
+ *     product per o (q8_0).
  * Each element of y gets its terms in a fixed order whatever the split, so the result does not
  * depend on the number of threads (nor on whether small calls run on the caller alone).
  * Nothing is allocated here: el_lora_reserve sized the scratch. */
 #include "kernels/lora.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 
 /* A finite half as a float without branches, so that the loops below vectorize: the 15 bits
  * shifted into a float's exponent and mantissa, rescaled by 2^(127-15) (exact for normal and
@@ -64,6 +70,21 @@ static ALWAYS_INLINE void packed_body(el_type type, int64_t rank, int64_t n_bloc
     }
 }
 
+/* y[32b + j] += c * sum_k t[k] P[b][k][j] over int8 t and P (el_lora_packed_i8): the int32 sums
+ * of a block vectorize like the float ones above, one float multiply per output after them. */
+static ALWAYS_INLINE void packed_i8_body(int64_t rank, int64_t n_out, const int8_t *t,
+                                         const int8_t *p, float c, float *y) {
+    for (int64_t o0 = 0; o0 < n_out; o0 += EL_LORA_PACK, p += rank * EL_LORA_PACK) {
+        int32_t acc[EL_LORA_PACK] = {0};
+        for (int64_t k = 0; k < rank; k++)
+            for (int j = 0; j < EL_LORA_PACK; j++)
+                acc[j] += (int32_t)t[k] * p[k * EL_LORA_PACK + j];
+        int n = n_out - o0 < EL_LORA_PACK ? (int)(n_out - o0) : EL_LORA_PACK;
+        for (int j = 0; j < n; j++)
+            y[o0 + j] += c * (float)acc[j];
+    }
+}
+
 static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const float *t,
                             const void *p, float *y) {
     if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
@@ -83,12 +104,23 @@ __attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t ra
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
+__attribute__((target("avx2"))) static void packed_i8_avx2(int64_t rank, int64_t n_out,
+                                                           const int8_t *t, const int8_t *p,
+                                                           float c, float *y) {
+    packed_i8_body(rank, n_out, t, p, c, y);
+}
+
 /* The x86 kernels in use are "avx2" or "avx512..." (which implies AVX2). */
 static bool use_avx2(void) { return strncmp(el_kernels_get()->isa, "avx", 3) == 0; }
 #else
 static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
                         const void *p, float *y) {
     packed_portable(type, rank, n_blocks, t, p, y);
+}
+
+static void packed_i8_avx2(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p, float c,
+                           float *y) {
+    packed_i8_body(rank, n_out, t, p, c, y);
 }
 
 static bool use_avx2(void) { return false; }
@@ -102,6 +134,19 @@ void el_lora_packed(el_type type, int64_t rank, int64_t n_blocks, const float *t
         packed_portable(type, rank, n_blocks, t, p, y);
 }
 
+static void packed_i8_portable(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p,
+                               float c, float *y) {
+    packed_i8_body(rank, n_out, t, p, c, y);
+}
+
+void el_lora_packed_i8(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p, float c,
+                       float *y) {
+    if (use_avx2())
+        packed_i8_avx2(rank, n_out, t, p, c, y);
+    else
+        packed_i8_portable(rank, n_out, t, p, c, y);
+}
+
 /* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
  * decode step's terms (rank 16: ~0.2M for an FFN projection) take less time than waking the
  * pool twice, and on a busy machine every dispatch can also wait for a descheduled worker. */
@@ -113,6 +158,17 @@ static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 static size_t act_row_bytes(el_type wt, int64_t n) {
     el_type vt = el_type_kernels_get(wt)->vec_dot_type;
     return vt == EL_TYPE_F32 ? 0 : el_row_size(vt, n);
+}
+
+/* The length of the int8 x rows of a profile's W8 A: n_in padded with zeros to the chunks of 32
+ * the W8 kernels work in (an FFN's 688 inputs are 22 chunks). */
+static int64_t padded(int64_t n_in) { return (n_in + EL_QK_EDGE - 1) / EL_QK_EDGE * EL_QK_EDGE; }
+
+/* Bytes of one quantized row of t for a pair's B: int8 under a profile, none for the float
+ * packed types, else B's dot type. */
+static size_t t_row_bytes(const el_lora_pair *p) {
+    if (p->x_scale > 0.0f) return (size_t)p->a.n_out;
+    return p->b_packed ? 0 : act_row_bytes(p->b.type, p->a.n_out);
 }
 
 /* Grows *p to need bytes (never shrinks). */
@@ -138,9 +194,12 @@ el_status el_lora_reserve(el_lora_scratch *s, const el_lora_rows *lr, int64_t ma
         if (gr->n_rows > 0)
             n_rows = max_size(n_rows, (size_t)gr->rows[gr->n_rows - 1] + 1);
     }
-    /* q8_0 rows are smaller than float rows, so t's size in bytes bounds qt */
+    /* q8_0 and int8 rows are smaller than float rows, so t's size in bytes bounds qt; x rows
+     * are q8_0 or A8 (a profile's W8 A) */
     size_t qt = quantized ? t_floats * sizeof(float) : 0;
-    size_t qx = quantized ? n_rows * el_row_size(EL_TYPE_Q8_0, max_in) : 0;
+    size_t qx_row = max_size(el_row_size(EL_TYPE_Q8_0, max_in),
+                             el_row_size(EL_TYPE_A8, padded(max_in)));
+    size_t qx = quantized ? n_rows * qx_row : 0;
     if (n_tasks > (size_t)s->tasks_cap) {
         el_lora_task *p = realloc(s->tasks, n_tasks * sizeof *p);
         if (!p) return el_error(EL_ERR_NOMEM, "adapters: out of memory for %zu tasks", n_tasks);
@@ -189,6 +248,7 @@ static void job_a(void *arg, int ith, int nth) {
         int64_t rank = a->n_out, u0 = t->unit0, u1 = u0 + rank;
         if (u1 <= lo || u0 >= hi) continue;
         bool q = el_type_kernels_get(a->type)->vec_dot_type != EL_TYPE_F32;
+        int64_t n_dot = t->pair->x_scale > 0.0f ? padded(j->n_in) : j->n_in;
         el_vec_dot_fn dot = j->k->vec_dot[a->type];
         const el_lora_group *g = t->group;
         for (int64_t u = lo > u0 ? lo : u0; u < (hi < u1 ? hi : u1); u++) {
@@ -198,7 +258,7 @@ static void job_a(void *arg, int ith, int nth) {
                 int32_t r = g->rows[i];
                 const void *act = q ? (const void *)(j->qx + (size_t)r * j->qx_row)
                                     : (const void *)(j->x + (size_t)r * j->ldx);
-                dot(j->n_in, &j->t[t->t_off + (size_t)i * rank + kk], arow, act);
+                dot(n_dot, &j->t[t->t_off + (size_t)i * rank + kk], arow, act);
             }
         }
     }
@@ -214,6 +274,19 @@ static void job_b(void *arg, int ith, int nth) {
         const el_weight *b = &p->b;
         const el_lora_group *g = t->group;
         int64_t rank = p->a.n_out;
+        if (p->x_scale > 0.0f) {
+            /* int8 B under a profile: threads split whole blocks of outputs */
+            int64_t nb = (j->n_out + EL_LORA_PACK - 1) / EL_LORA_PACK;
+            int64_t b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
+            int64_t o1 = b1 * EL_LORA_PACK < j->n_out ? b1 * EL_LORA_PACK : j->n_out;
+            float c = t->scale * p->t_scale * p->b_scale;
+            for (int32_t i = 0; i < g->n_rows && b0 < b1; i++)
+                el_lora_packed_i8(rank, o1 - b0 * EL_LORA_PACK,
+                                  (const int8_t *)j->qt + t->qt_off + (size_t)i * rank,
+                                  (const int8_t *)b->data + b0 * rank * EL_LORA_PACK, c,
+                                  j->y + (size_t)g->rows[i] * j->ldy + b0 * EL_LORA_PACK);
+            continue;
+        }
         if (p->b_packed) {
             /* threads split whole blocks of outputs */
             int64_t nb = j->n_out / EL_LORA_PACK, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
@@ -239,6 +312,15 @@ static void job_b(void *arg, int ith, int nth) {
     }
 }
 
+/* q[k] = clamp(round(t[k] * (1 / d)), -127, 127): t = A x on the profile's int8 grid. */
+static void quantize_t(const float *t, int8_t *q, int64_t rank, float d) {
+    float id = 1.0f / d;
+    for (int64_t k = 0; k < rank; k++) {
+        float v = t[k] * id; /* clamped first, so that lrintf never sees a value out of range */
+        q[k] = (int8_t)lrintf(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
+    }
+}
+
 static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
     if (tp == NULL)
         fn(arg, 0, 1);
@@ -253,7 +335,7 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
                   .y = y, .ldy = ldy, .k = el_kernels_get()};
     int32_t n_tasks = 0;
     size_t t_off = 0, qt_off = 0;
-    bool quantize_x = false;
+    const el_lora_pair *x_pair = NULL; /* a pair whose A dots quantized x */
     for (int32_t g = 0; g < lr->n_groups; g++) {
         const el_lora_group *gr = &lr->groups[g];
         for (int32_t i = 0; i < gr->n_terms; i++) {
@@ -265,8 +347,8 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
             j.n_units += p->a.n_out;
             j.n_out = p->b.n_out;
             t_off += (size_t)gr->n_rows * p->a.n_out;
-            if (!p->b_packed) qt_off += (size_t)gr->n_rows * act_row_bytes(p->b.type, p->a.n_out);
-            quantize_x |= act_row_bytes(p->a.type, n_in) != 0;
+            qt_off += (size_t)gr->n_rows * t_row_bytes(p);
+            if (act_row_bytes(p->a.type, n_in) != 0) x_pair = p;
         }
     }
     if (n_tasks == 0) return;
@@ -277,24 +359,37 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
         macs += (int64_t)t->group->n_rows * t->pair->a.n_out * (n_in + j.n_out);
     }
     if (macs < INLINE_MACS) tp = NULL;
-    if (quantize_x) {
-        /* q8_0 is the only quantized adapter type, so one quantized copy serves every A */
+    if (x_pair) {
+        /* One quantized copy serves every A: without a profile q8_0 is the only quantized A
+         * type, and under one every A is W8 and the slot's x scale is the profile's. */
+        bool profiled = x_pair->x_scale > 0.0f;
         j.qx = s->qx;
-        j.qx_row = el_row_size(EL_TYPE_Q8_0, n_in);
+        int64_t n_q = profiled ? padded(n_in) : n_in;
+        j.qx_row = el_row_size(profiled ? EL_TYPE_A8 : EL_TYPE_Q8_0, n_q);
         for (int32_t g = 0; g < lr->n_groups; g++)
             for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
                 int32_t r = lr->groups[g].rows[i];
-                el_type_kernels_get(EL_TYPE_Q8_0)
-                    ->from_float(x + (size_t)r * ldx, (char *)s->qx + (size_t)r * j.qx_row, n_in);
+                char *q = (char *)s->qx + (size_t)r * j.qx_row;
+                if (profiled) {
+                    el_a8_from_float_static(x + (size_t)r * ldx, q, n_in, x_pair->x_scale);
+                    memset(q + el_row_size(EL_TYPE_A8, n_q) - (size_t)(n_q - n_in), 0,
+                           (size_t)(n_q - n_in));
+                } else
+                    el_type_kernels_get(EL_TYPE_Q8_0)->from_float(x + (size_t)r * ldx, q, n_in);
             }
     }
     run(tp, job_a, &j);
     for (int32_t ti = 0; ti < n_tasks; ti++) {
         const el_lora_task *t = &s->tasks[ti];
         int64_t rank = t->pair->a.n_out;
-        size_t qrow = t->pair->b_packed ? 0 : act_row_bytes(t->pair->b.type, rank);
+        size_t qrow = t_row_bytes(t->pair);
         for (int32_t i = 0; i < t->group->n_rows; i++) {
             float *tr = s->t + t->t_off + (size_t)i * rank;
+            if (t->pair->x_scale > 0.0f) {
+                quantize_t(tr, (int8_t *)s->qt + t->qt_off + (size_t)i * qrow, rank,
+                           t->pair->t_scale);
+                continue;
+            }
             for (int64_t k = 0; k < rank; k++)
                 tr[k] *= t->scale;
             if (qrow)

@@ -5,7 +5,10 @@
  *   A: rank rows of n_in elements   (GGUF ne = [n_in, rank], PEFT lora_A [rank, n_in])
  *   B: n_out rows of rank elements  (GGUF ne = [rank, n_out], PEFT lora_B [n_out, rank])
  * stored in their own type (f32, f16, bf16, q8_0) and dotted with the kernels of the base
- * matmul. An adapter is a table of pairs, one slot per (layer, linear), rank 0 where it changes
+ * matmul; or, under a quantization profile (model/profile.h), in integers with its fixed scales:
+ *   x8 = q(x, s_x), A8 = q(A, s_a) (a W8 weight), t = (s_a s_x) (A8 . x8) (the W8 kernel),
+ *   t8 = q(t, s_t), y += (scale s_t s_b) (B8 . t8) with B8 = q(B, s_b), sums exact in int32,
+ * where q(v, d) = clamp(round(v * (1 / d)), -127, 127). An adapter is a table of pairs, one slot per (layer, linear), rank 0 where it changes
  * nothing. A group is a set of rows (any order) that share a list of (adapter, scale) terms.
  *
  * el_lora_apply runs two jobs on the pool for all groups and terms of one linear layer at once:
@@ -32,7 +35,17 @@ typedef struct el_lora_pair {
                     * that y += B t reads it once in order, many outputs per vector, instead of
                     * n_out dot products of length rank */
     float scale;  /* the adapter's own factor: alpha / rank, alpha / sqrt(rank) (rsLoRA), or 1 */
+    float x_scale; /* > 0: the pair runs in integers (above): a is W8, every row of scale s_a,
+                    * b is i8 packed as the float types are (zeros after n_out in the last
+                    * block), and these are s_x, s_t, s_b */
+    float t_scale;
+    float b_scale;
 } el_lora_pair;
+
+/* y[32b + j] += c * sum_k t[k] P[b][k][j] for the outputs j < n_out - 32b of the blocks
+ * b < ceil(n_out / 32): packed int8 B against int8 t, each sum exact in int32. */
+void el_lora_packed_i8(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p, float c,
+                       float *y);
 
 /* y[32b + j] += sum_k t[k] P[b][k][j] for b < n_blocks, j < 32: packed B of type f32, f16 (finite
  * values only) or bf16. */
@@ -44,7 +57,7 @@ typedef struct el_lora_term {
     const el_lora_pair *table;
     float scale;       /* the binding's scale (multiplies pair.scale) */
     int32_t rank_max;  /* largest rank in the table */
-    bool quantized;    /* some A or B dots quantized activations (q8_0) */
+    bool quantized;    /* some A or B dots quantized activations (q8_0, or a profile's int8) */
 } el_lora_term;
 
 typedef struct el_lora_group {
@@ -76,9 +89,9 @@ typedef struct el_lora_scratch {
     float *t;          /* A x of every task's rows (= tscratch) */
     void *tscratch;
     size_t t_cap;      /* bytes */
-    void *qt;          /* t quantized for a q8_0 B */
+    void *qt;          /* t quantized for a q8_0 or int8 B */
     size_t qt_cap;     /* bytes */
-    void *qx;          /* x rows quantized for a q8_0 A */
+    void *qx;          /* x rows quantized for a q8_0 or W8 A */
     size_t qx_cap;     /* bytes */
 } el_lora_scratch;
 

@@ -7,11 +7,13 @@
 #include "core/hash.h"
 #include "core/mapfile.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "model/prune.h"
 
 el_model_params el_model_default_params(void) {
     return (el_model_params){.tokenizer_path = NULL, .vocab_only = false,
-                             .ignore_act_scales = false, .keep_page_cache = false};
+                             .ignore_act_scales = false, .keep_page_cache = false,
+                             .profile_path = NULL};
 }
 
 const el_weight *el_layer_weight(const el_layer *l, el_linear which) {
@@ -112,6 +114,7 @@ el_status el_model_load(const char *path, const el_model_params *params, el_mode
                        : el_model_load_llama2c(m, params->tokenizer_path, params->vocab_only);
     if (st == EL_OK && m->gguf && m->has_weights && !params->ignore_act_scales)
         st = el_model_load_act_scales(m);
+    if (st == EL_OK && params->profile_path) st = el_profile_load(m, params->profile_path);
     if (st) {
         el_model_free(m);
         return st;
@@ -135,6 +138,7 @@ void el_model_free(el_model *m) {
     if (m->l2c)
         llama2c_close(m->l2c);
     el_prune_free(m->prune);
+    el_profile_free(m->profile);
     free(m->layers);
     free(m->vectors);
     free(m->name);

@@ -125,6 +125,8 @@ struct el_model {
                                * (model/prune.h), or NULL: the layers' wo and w_down are then
                                * views without data, their pieces are what runs */
     float *vectors;           /* the owned block the float vectors above point into */
+    struct el_profile *profile; /* the quantization profile it runs under (model/profile.h), or
+                                 * NULL */
 
     int64_t n_params;
     uint64_t weight_bytes;

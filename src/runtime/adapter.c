@@ -29,6 +29,15 @@ el_status el_lora_b_floats(const el_lora_pair *p, float *out) {
         el_weight_floats(b, out);
         return EL_OK;
     }
+    if (p->x_scale > 0.0f) {
+        /* int8 under a profile: blocks of 32 outputs, B = s_b q */
+        const int8_t *q = b->data;
+        for (int64_t o = 0; o < n_out; o++)
+            for (int64_t k = 0; k < rank; k++)
+                out[o * rank + k] =
+                    p->b_scale * q[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK + o % EL_LORA_PACK];
+        return EL_OK;
+    }
     /* P[o / PACK][k][o % PACK] = B[o][k]: the whole block as floats, then in B's order */
     float *packed = malloc((size_t)(rank * n_out) * sizeof *packed);
     if (!packed) return el_error(EL_ERR_NOMEM, "out of memory");
@@ -246,6 +255,7 @@ el_status el_adapter_load(const el_model *model, const char *path, el_adapter **
     el_status st = !ad->path || !ad->name ? el_error(EL_ERR_NOMEM, "%s: out of memory", path)
                    : peft                 ? el_adapter_load_peft(ad, path)
                                           : el_adapter_load_gguf(ad, path);
+    if (st == EL_OK) st = el_adapter_apply_profile(ad);
     if (st) {
         el_adapter_release(ad);
         return st;
@@ -287,7 +297,8 @@ el_status el_adapter_get_info(const el_adapter *ad, el_adapter_info *out) {
     if (!ad || !out) return el_error(EL_ERR_INVALID_ARG, "el_adapter_get_info: NULL argument");
     *out = (el_adapter_info){.name = ad->name, .format = ad->format, .alpha = ad->alpha,
                              .n_targets = ad->n_targets, .rank_max = ad->rank_max,
-                             .bytes = ad->bytes};
+                             .bytes = ad->bytes, .profiled = ad->n_values > 0,
+                             .n_values = ad->n_values, .n_clipped = ad->n_clipped};
     return EL_OK;
 }
 

@@ -21,7 +21,10 @@ struct el_adapter {
     float alpha;
     int32_t n_targets;
     int32_t rank_max;
-    bool quantized;       /* some pair is q8_0 */
+    bool quantized;       /* some pair is q8_0, or every pair int8 under the model's profile */
+    uint64_t profile_id;  /* the profile the file says its values were tuned for (0: none) */
+    uint64_t n_values;    /* values quantized to the profile's grid when loaded (0: none) */
+    uint64_t n_clipped;   /* of those, the ones beyond the grid's range, clamped */
     uint64_t bytes;
     el_lora_pair *table;  /* [n_layer * EL_N_LINEAR], slot = el_linear_slot(il, linear) */
     void *block;          /* every A and B */
@@ -67,6 +70,13 @@ el_status el_lora_check_alpha(const char *path, const char *key, double alpha);
 /* A number that names the adapter's trained values (every stored A and B byte), so that files
  * made for one adapter (forecast sets) can be refused for another. */
 uint64_t el_adapter_fingerprint(const el_adapter *ad);
+
+/* Quantizes every pair of a built adapter to int8 with the scales of its model's profile (the
+ * pair's x_scale, t_scale, b_scale; kernels/lora.h), counting the values clamped to the grid's
+ * range, and replaces its block. Refuses an adapter tuned for another profile (or for one when
+ * the model runs under none), and one that changes a layer the profile has no scales for. Does
+ * nothing when neither the model nor the adapter names a profile. */
+el_status el_adapter_apply_profile(el_adapter *ad);
 
 /* Format loaders: fill a zeroed adapter (model, path set). */
 el_status el_adapter_load_gguf(el_adapter *ad, const char *path);

@@ -148,6 +148,8 @@ el_status el_adapter_load_gguf(el_adapter *ad, const char *path) {
     char *names = calloc(n_slots * 2, NAME_CAP);
     if (!src || !names) st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = check_kv(f, ad->model, path, &ad->alpha);
+    if (!st && (st = gguf_get_u64(f, "adapter.profile", &ad->profile_id)) == EL_ERR_NOT_FOUND)
+        st = EL_OK;
     if (!st) st = read_tensors(f, ad->model, path, ad->alpha, src, names);
     if (!st) st = el_adapter_build(ad, src, path);
     free(src);
