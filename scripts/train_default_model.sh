@@ -24,26 +24,11 @@ ADAPTER_STEPS=${ADAPTER_STEPS:-300}
 THREADS=${THREADS:-2}
 SEED=${SEED:-1}
 LANGS="en de fr es it pt pl ru nl"
-mkdir -p "$OUT" "$WORK/data"
+mkdir -p "$OUT"
 [ -x "$EL" ] || { echo "build edgelora first (make)" >&2; exit 1; }
 
-# ---- 1. data: the last 2% of the lines of each file are our held-out split (the corpus's own
-# held-out slice is not in these files)
-split_file() { # in train_out eval_out
-    local n; n=$(wc -l < "$1")
-    local keep=$((n - n / 50))
-    head -n "$keep" "$1" > "$2"
-    tail -n +"$((keep + 1))" "$1" > "$3"
-}
-for l in $LANGS; do
-    split_file "$CORPUS/$l.txt" "$WORK/data/$l.train.txt" "$WORK/data/$l.eval.txt"
-done
-for l in $LANGS; do
-    [ "$l" = en ] && continue
-    split_file "$CORPUS/en-$l.tsv" "$WORK/data/en-$l.train.tsv" "$WORK/data/en-$l.eval.tsv"
-done
-# the translations are text in their languages too
-cut -f1,2 "$WORK"/data/en-*.train.tsv | tr '\t' '\n' > "$WORK/data/parallel.train.txt"
+# ---- 1. data: held-out splits of the corpus, and the JSONL examples of the adapter tasks
+CORPUS="$CORPUS" WORK="$WORK" SEED="$SEED" scripts/default_model_data.sh
 
 # ---- 2. tokenizer
 [ -f "$OUT/tokenizer.gguf" ] || "$EL" train-tokenizer -f "$WORK"/data/*.train.txt \
@@ -64,61 +49,7 @@ for l in $LANGS; do # held-out perplexity per language, in chunks of the trainin
     "$EL" perplexity -m "$OUT/base.gguf" -f "$WORK/data/$l.eval.txt" -c "${SHAPE##*ctx=}" 2>/dev/null | grep perplexity || echo "?"
 done | tee "$OUT/base.perplexity.txt"
 
-# ---- 4. adapter data as JSONL ({"prompt": ..., "response": ...})
-# awk helpers: JSON string escaping, and seeded noise for the typo task
-# (lines with a backslash or a control character are skipped: awks disagree on escaping them)
-AWK_JSON='/\\/ { next } { for (i = 1; i <= NF; i++) if ($i ~ /[[:cntrl:]]/) next }
-    function js(s) { gsub(/"/, "\\\"", s)
-    gsub(/\n/, "\\n", s); gsub(/\t/, "\\t", s); gsub(/\r/, "\\r", s); return "\"" s "\"" }'
-tsv_to_jsonl() { # tsv prompt_prefix lang > jsonl: translate English into the second column's
-    # language (lang: its code, for `edgelora eval`; finetune ignores it)
-    awk -F'\t' -v pre="$2" -v lang="$3" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
-        print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) ", \"lang\": " js(lang) "}" }' "$1"
-}
-typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped letters -> the sentence
-    awk -v seed="$SEED" "$AWK_JSON"' BEGIN { srand(seed) }
-    { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) {
-        t = s[i]; if (length(t) < 20 || length(t) > 120) continue
-        out = ""; for (j = 1; j <= length(t); j++) { c = substr(t, j, 1); d = substr(t, j + 1, 1)
-            r = c ~ /[a-z]/ ? rand() : 1 # ASCII letters only: awk sees bytes, not characters
-            if (r < 0.03) continue; else if (r < 0.06) out = out c c
-            else if (r < 0.09 && d ~ /[a-z]/) { out = out d c; j++ } else out = out c }
-        print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) "}" } }' "$1"
-}
-continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones (and
-    # "lang", the language `edgelora eval --metric lang` expects; finetune ignores it)
-    awk -v lang="$2" "$AWK_JSON"' { n = split($0, w, " "); if (n < 24) next
-        p = w[1]; for (i = 2; i <= 12; i++) p = p " " w[i]; r = ""; for (i = 13; i <= 24; i++) r = r " " w[i]
-        print "{\"prompt\": " js("[" lang "] " p) ", \"response\": " js(r) ", \"lang\": " js(lang) "}" }' "$1"
-}
-upper_jsonl() { # text > jsonl: a sentence -> the same in capitals (a style adapter)
-    awk "$AWK_JSON"' { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) if (length(s[i]) > 20 && length(s[i]) < 100)
-        print "{\"prompt\": " js("Shout: " s[i] "\n") ", \"response\": " js(toupper(s[i])) "}" }' "$1"
-}
-for split in train eval; do
-    d="$WORK/data"
-    tsv_to_jsonl "$d/en-de.$split.tsv" "German: " de > "$d/translate-de.$split.jsonl"
-    tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " fr > "$d/translate-fr.$split.jsonl"
-    tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " es > "$d/translate-es.$split.jsonl"
-    typo_jsonl "$d/en.$split.txt" > "$d/typo-en.$split.jsonl"
-    : > "$d/continue.$split.jsonl"
-    for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
-    upper_jsonl "$d/en.$split.txt" > "$d/shout-en.$split.jsonl"
-done
-# held-out examples whose prompt or response also occurs in training (UI catalogs repeat strings
-# such as "Cancel" across packages) would score memory, not skill: drop them
-drop_seen() { # train.jsonl eval.jsonl: rewrites eval.jsonl
-    awk 'function key(s, part,   i) { i = index(s, ", \"response\": ")
-            return part == 1 ? substr(s, 1, i) : substr(s, i) }
-        NR == FNR { seen[key($0, 1)]; seen[key($0, 2)]; next }
-        !(key($0, 1) in seen) && !(key($0, 2) in seen)' "$1" "$2" > "$2.tmp"
-    mv "$2.tmp" "$2"
-}
-for task in translate-de translate-fr translate-es typo-en continue shout-en; do
-    drop_seen "$WORK/data/$task.train.jsonl" "$WORK/data/$task.eval.jsonl"
-done
-
-# ---- 5. adapters
+# ---- 4. adapters
 for task in translate-de translate-fr translate-es typo-en continue shout-en; do
     "$EL" finetune -m "$OUT/base.gguf" --lora --rank 16 --alpha 32 \
         --targets q,k,v,o,gate,up,down -f "$WORK/data/$task.train.jsonl" \
@@ -127,6 +58,6 @@ for task in translate-de translate-fr translate-es typo-en continue shout-en; do
         --checkpoint "$WORK/$task.ckpt" --checkpoint-every 50 --resume -o "$OUT/$task.gguf"
 done
 
-# ---- 6. held-out scores of each adapter against the bare base: $OUT/eval.md
+# ---- 5. held-out scores of each adapter against the bare base: $OUT/eval.md
 EL="$EL" OUT="$OUT" WORK="$WORK" THREADS="$THREADS" SEED="$SEED" scripts/eval_default_model.sh
 echo "default model in $OUT: base.gguf, tokenizer.gguf and $(ls "$OUT"/*.gguf | wc -l) files"
