@@ -9,7 +9,9 @@
  *   - decode of a batch of 8 sequences with no adapter and with 8 different adapters;
  *   - switching a sequence's adapter (el_context_bind), microseconds per switch;
  *   - each adapter's resident bytes against its tensors' bytes;
- *   - the adapter terms of one decode row against the base matmuls of the same layers, alone.
+ *   - the adapter terms of one decode row against the base matmuls of the same layers, alone;
+ * each with float adapters and with the same adapters as int8 under a quantization profile
+ * (model/profile.h; one written for the model, with scales that hold the adapters' values).
  * Runs alternate (none, adapter, none, adapter, ...) and the best of each is kept, because the
  * machine is shared; --cpu-time divides by the process's CPU time instead of wall time (use it
  * with -t 1 when other processes compete for the cores). */
@@ -26,6 +28,7 @@
 #include "kernels/lora.h"
 #include "kernels/types.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "runtime/adapter.h"
 
 typedef struct shape {
@@ -154,6 +157,18 @@ static int write_adapter(const char *path, const shape *s, int rank) {
     return st == EL_OK;
 }
 
+/* A profile for m whose adapter scales hold write_adapter's values (|v| <= 0.02) unclamped; x
+ * and t scales are plausible, and only their cost matters here. */
+static int write_profile(const char *path, const el_model *m) {
+    el_profile p = {.n_slots = m->hp.n_layer * EL_N_LINEAR, .base = el_model_fingerprint(m)};
+    p.slots = calloc((size_t)p.n_slots, sizeof *p.slots);
+    for (int32_t i = 0; i < p.n_slots; i++)
+        p.slots[i] = (el_profile_slot){0.01f, 0.02f / 127.0f, 0.01f, 0.02f / 127.0f};
+    el_status st = el_profile_write(&p, path);
+    free(p.slots);
+    return st == EL_OK;
+}
+
 static int exists(const char *p) {
     struct stat sb;
     return stat(p, &sb) == 0;
@@ -209,7 +224,7 @@ static double decode_rate(el_model *m, int threads, int n_seq, el_adapter **ads,
  * on one thread, wall time on several).
  * A direct measure of what an adapter adds to the matmuls (attention, norms and the output layer
  * come on top of the base). */
-static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads) {
+static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads, const char *what) {
     el_threadpool *tp = NULL;
     if (threads > 1) el_threadpool_create(threads, &tp);
     const el_hparams *hp = &m->hp;
@@ -241,8 +256,8 @@ static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads) {
         lora = t2 - t1 < lora ? t2 - t1 : lora;
     }
     printf("one decode row, %d threads, the %d linear layers alone (best of %d): base %.2f ms, "
-           "adapter terms %.3f ms (%.1f%% of the base matmuls)\n", threads, hp->n_layer * 7, reps,
-           base * 1e3, lora * 1e3, 100.0 * lora / base);
+           "%s adapter terms %.3f ms (%.1f%% of the base matmuls)\n", threads, hp->n_layer * 7,
+           reps, base * 1e3, what, lora * 1e3, 100.0 * lora / base);
     if (tp) el_threadpool_free(tp);
     el_lora_scratch_free(&ls);
     free(x);
@@ -285,26 +300,48 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s\n", el_last_error());
             return 1;
         }
+    char prof[512];
+    snprintf(prof, sizeof prof, "%s/bench_lora_%d_%d.profile.gguf", dir, s.n_layer, s.n_vocab);
+    el_model_params mp = el_model_default_params();
+    mp.profile_path = prof;
+    el_model *m8 = NULL;
+    el_adapter *ads8[8];
+    if (!write_profile(prof, m) || el_model_load(base, &mp, &m8) != EL_OK) {
+        fprintf(stderr, "%s\n", el_last_error());
+        return 1;
+    }
+    for (int i = 0; i < 8; i++)
+        if (el_adapter_load(m8, ad_path[i], &ads8[i]) != EL_OK) {
+            fprintf(stderr, "%s\n", el_last_error());
+            return 1;
+        }
     printf("model: Q4_0, n_embd %d, n_ff %d, %d blocks, vocab %d; %d threads, %d steps\n",
            s.n_embd, s.n_ff, s.n_layer, s.n_vocab, threads, steps);
 
-    kernel_times(m, ads[0], 20, 1);
-    if (threads > 1) kernel_times(m, ads[0], 20, threads);
+    for (int t = 1; t <= threads; t += threads > 1 ? threads - 1 : 1) {
+        kernel_times(m, ads[0], 20, t, "float");
+        kernel_times(m8, ads8[0], 20, t, "int8 (profile)");
+    }
 
-    double best[4] = {0};
-    el_adapter *one[1] = {ads[0]};
+    double best[6] = {0};
+    el_adapter *one[1] = {ads[0]}, *one8[1] = {ads8[0]};
     for (int r = 0; r < rounds; r++) {
-        double v[4] = {decode_rate(m, threads, 1, NULL, steps),
+        double v[6] = {decode_rate(m, threads, 1, NULL, steps),
                        decode_rate(m, threads, 1, one, steps),
+                       decode_rate(m8, threads, 1, one8, steps),
                        decode_rate(m, threads, 8, NULL, steps / 2),
-                       decode_rate(m, threads, 8, ads, steps / 2)};
-        for (int i = 0; i < 4; i++)
+                       decode_rate(m, threads, 8, ads, steps / 2),
+                       decode_rate(m8, threads, 8, ads8, steps / 2)};
+        for (int i = 0; i < 6; i++)
             best[i] = v[i] > best[i] ? v[i] : best[i];
     }
-    printf("single stream: %.2f tok/s without adapter, %.2f with a rank-16 adapter on all 7 "
-           "projections: %.1f%% slower\n", best[0], best[1], 100.0 * (1.0 - best[1] / best[0]));
-    printf("batch of 8:    %.2f tok/s without adapters, %.2f with 8 different rank-16 adapters: "
-           "%.1f%% of the no-adapter throughput\n", best[2], best[3], 100.0 * best[3] / best[2]);
+    printf("single stream: %.2f tok/s without adapter; with a rank-16 adapter on all 7 "
+           "projections %.2f float (%.1f%% slower), %.2f int8 under a profile (%.1f%% slower)\n",
+           best[0], best[1], 100.0 * (1.0 - best[1] / best[0]), best[2],
+           100.0 * (1.0 - best[2] / best[0]));
+    printf("batch of 8:    %.2f tok/s without adapters; with 8 different rank-16 adapters %.2f "
+           "float (%.1f%% of it), %.2f int8 (%.1f%%)\n", best[3], best[4],
+           100.0 * best[4] / best[3], best[5], 100.0 * best[5] / best[3]);
 
     el_context_params cp = el_context_default_params();
     cp.n_ctx = 64;
@@ -330,8 +367,16 @@ int main(int argc, char **argv) {
     printf("memory: an adapter holds %.3f MiB for %.3f MiB of tensors (+%.2f%%)\n",
            info.bytes / 1048576.0, tensors / 1048576.0,
            100.0 * ((double)info.bytes / (double)tensors - 1.0));
-    for (int i = 0; i < 8; i++)
+    el_adapter_get_info(ads8[0], &info);
+    printf("memory: as int8 under the profile it holds %.3f MiB (%.2fx fewer bytes than its f16 "
+           "tensors), %llu of %llu values clamped\n", info.bytes / 1048576.0,
+           (double)tensors / (double)info.bytes, (unsigned long long)info.n_clipped,
+           (unsigned long long)info.n_values);
+    for (int i = 0; i < 8; i++) {
         el_adapter_free(ads[i]);
+        el_adapter_free(ads8[i]);
+    }
     el_model_free(m);
+    el_model_free(m8);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* dispatch.c - composes the kernel table: the reference kernels, then the ISA levels' tables
  * (el_kernel_level), chosen once from the CPU's features and the environment. */
 #include "kernels/dispatch.h"
+#include "kernels/edge.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@ void el_kernels_reference(el_kernels *k) {
     k->attend = el_attend_ref;
     k->swiglu = el_swiglu_ref;
     k->geglu = el_geglu_ref;
+    k->quantize_a8_static = el_a8_from_float_static;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_kernels *tr = el_type_kernels_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
@@ -55,6 +57,7 @@ static void take(el_kernels *k, const el_kernels *l) {
             k->gemv_few[t] = l->gemv_few[t];
         }
     }
+    if (l->quantize_a8_static) k->quantize_a8_static = l->quantize_a8_static;
     if (l->attend) k->attend = l->attend;
     if (l->swiglu) k->swiglu = l->swiglu;
     if (l->geglu) k->geglu = l->geglu;

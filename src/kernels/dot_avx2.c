@@ -322,6 +322,31 @@ void el_quantize_a8_avx2(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+/* A8 row of a fixed scale d: the reference's arithmetic (x * (1 / d) clamped to -127..127, then
+ * rounded to nearest even by cvtps), so the same bytes and sum. */
+void el_quantize_a8_static_avx2(const float *x, void *y, int64_t n, float d) {
+    el_a8_header h = {.d = d};
+    const __m256 id = _mm256_set1_ps(1.0f / d), hi = _mm256_set1_ps(127.0f);
+    const __m256 lo = _mm256_set1_ps(-127.0f);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    int8_t *q = (int8_t *)y + sizeof h;
+    __m256i sum = _mm256_setzero_si256();
+    for (int64_t i = 0; i < n; i += 32) {
+        __m256i qi[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 v = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), id), lo);
+            qi[k] = _mm256_cvtps_epi32(_mm256_min_ps(v, hi));
+        }
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]),
+                                       _mm256_packs_epi32(qi[2], qi[3]));
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + i), b);
+        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b), ones16));
+    }
+    h.sum = hsum_epi32(sum);
+    memcpy(y, &h, sizeof h);
+}
+
 /* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to
  * nearest even by cvtps, clamped to -32767..32767), so the same bytes. */
 void el_quantize_a16_avx2(const float *x, void *y, int64_t n) {

@@ -88,6 +88,27 @@ void el_quantize_a8_neon(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+/* A8 row of a fixed scale d: the reference's arithmetic (x * (1 / d) clamped to -127..127, then
+ * rounded to nearest even), so the same bytes and sum. */
+void el_quantize_a8_static_neon(const float *x, void *y, int64_t n, float d) {
+    el_a8_header h = {.d = d};
+    float id = 1.0f / d;
+    const float32x4_t hi = vdupq_n_f32(127.0f), lo = vdupq_n_f32(-127.0f);
+    int8_t *q = (int8_t *)y + sizeof h;
+    for (int64_t i = 0; i < n; i += 16) {
+        int32x4_t v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = vcvtnq_s32_f32(
+                vminq_f32(vmaxq_f32(vmulq_n_f32(vld1q_f32(x + i + 4 * k), id), lo), hi));
+        int16x8_t a = vcombine_s16(vmovn_s32(v[0]), vmovn_s32(v[1]));
+        int16x8_t b = vcombine_s16(vmovn_s32(v[2]), vmovn_s32(v[3]));
+        int8x16_t s = vcombine_s8(vmovn_s16(a), vmovn_s16(b));
+        vst1q_s8(q + i, s);
+        h.sum += vaddlvq_s8(s);
+    }
+    memcpy(y, &h, sizeof h);
+}
+
 /* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to
  * nearest even, clamped to -32767..32767), so the same bytes. */
 void el_quantize_a16_neon(const float *x, void *y, int64_t n) {

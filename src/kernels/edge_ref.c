@@ -14,12 +14,16 @@ static float absmax(const float *x, int64_t n) {
     return m;
 }
 
-/* int8 quants of n floats against scale d (d = 0: all zero); returns their sum. */
+/* int8 quants of n floats against scale d (d = 0: all zero); returns their sum. Clamped before
+ * rounding (the same result as after), so that lrintf never sees a value out of range, a static
+ * scale's activations included; a NaN gives -127, as the x86 kernels' max does. */
 static int32_t quantize_i8(const float *x, int8_t *q, int64_t n, float d) {
     float id = d > 0.0f ? 1.0f / d : 0.0f;
     int32_t sum = 0;
     for (int64_t i = 0; i < n; i++) {
-        q[i] = (int8_t)clampi((int)lrintf(x[i] * id), -127, 127);
+        float v = x[i] * id;
+        v = v > -127.0f ? v : -127.0f;
+        q[i] = (int8_t)lrintf(v < 127.0f ? v : 127.0f);
         sum += q[i];
     }
     return sum;

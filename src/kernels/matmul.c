@@ -113,7 +113,7 @@ static void quantize_task(void *arg, int ith, int nth) {
     for (int64_t r = lo; r < hi; r++) {
         char *a = (char *)j->act + r * j->act_stride;
         if (j->act_scale > 0.0f)
-            el_a8_from_float_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
+            el_kernels_get()->quantize_a8_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
         else
             j->quantize(j->x + r * j->ldx, a, j->w->k_in);
         if (j->aux) el_gemm_aux_row(j->w, j->gemm_signed, a, j->aux + r * groups);

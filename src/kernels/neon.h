@@ -23,6 +23,7 @@ void el_vec_dot_bf16_neon(int64_t n, float *s, const void *x, const void *y);
 void el_quantize_q8_0_neon(const float *x, void *y, int64_t n);
 void el_quantize_q8_k_neon(const float *x, void *y, int64_t n);
 void el_quantize_a8_neon(const float *x, void *y, int64_t n);
+void el_quantize_a8_static_neon(const float *x, void *y, int64_t n, float d);
 void el_quantize_a16_neon(const float *x, void *y, int64_t n);
 void el_quantize_f16_neon(const float *x, void *y, int64_t n);
 
