@@ -170,59 +170,72 @@ el_status el_calib_run_chunks(el_context *ctx, const int32_t *tokens, size_t n, 
     return st;
 }
 
+el_status el_calib_open(const char *model_path, const char *text_path, int64_t max_tokens,
+                        double percentile, int32_t n_threads, const char *what, el_calib_run *r) {
+    memset(r, 0, sizeof *r);
+    if (max_tokens < 1)
+        return el_error(EL_ERR_INVALID_ARG, "%s: %lld tokens, need at least 1", what,
+                        (long long)max_tokens);
+    if (!(percentile >= MIN_PERCENTILE && percentile <= 100.0))
+        return el_error(EL_ERR_INVALID_ARG, "%s: percentile %g is not from %g to 100", what,
+                        percentile, (double)MIN_PERCENTILE);
+    /* a model with static scales of its own is measured with per-token ones */
+    el_model_params mp = el_model_default_params();
+    mp.ignore_act_scales = true;
+    el_status st = el_model_load(model_path, &mp, &r->m);
+    if (st == EL_OK) st = el_prune_refuse(r->m, what);
+    if (st == EL_OK && !r->m->vocab)
+        st = el_error(EL_ERR_INVALID_ARG, "%s: calibration needs a tokenizer in the model file",
+                      model_path);
+    if (st == EL_OK) st = el_calib_read_tokens(r->m, text_path, max_tokens, &r->tokens);
+    r->n_ctx = r->m && r->m->hp.n_ctx_train < MAX_CHUNK ? r->m->hp.n_ctx_train : MAX_CHUNK;
+    if (st == EL_OK && r->n_ctx < 2)
+        st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",
+                      model_path, r->n_ctx);
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = r->n_ctx;
+    cp.n_batch = r->n_ctx;
+    cp.n_threads = n_threads;
+    cp.kv_type = EL_KV_F32; /* the activations of exact float arithmetic, whatever runs later */
+    if (st == EL_OK) st = el_context_create(r->m, &cp, &r->ctx);
+    if (st == EL_OK) {
+        /* rows: every token, and the BOS each chunk starts with */
+        int64_t per_chunk = r->n_ctx - el_token_adds_bos(r->m);
+        int64_t n_chunks = ((int64_t)r->tokens.n + per_chunk - 1) / per_chunk;
+        r->n_rows = (int64_t)r->tokens.n + (per_chunk < r->n_ctx ? n_chunks : 0);
+    }
+    if (st) el_calib_close(r);
+    return st;
+}
+
+void el_calib_close(el_calib_run *r) {
+    el_tokens_free(&r->tokens);
+    el_context_free(r->ctx);
+    el_model_free(r->m);
+    memset(r, 0, sizeof *r);
+}
+
 el_status el_calibrate(const char *model_path, const char *text_path, int64_t max_tokens,
                        double percentile, int32_t n_threads, el_calib_progress_fn progress,
                        void *user, el_calibration *out) {
     memset(out, 0, sizeof *out);
-    if (max_tokens < 1)
-        return el_error(EL_ERR_INVALID_ARG, "calibration: %lld tokens, need at least 1",
-                        (long long)max_tokens);
-    if (!(percentile >= MIN_PERCENTILE && percentile <= 100.0))
-        return el_error(EL_ERR_INVALID_ARG, "calibration: percentile %g is not from %g to 100",
-                        percentile, (double)MIN_PERCENTILE);
-    el_model *m = NULL;
-    el_context *ctx = NULL;
-    el_tokens tokens = {0};
+    el_calib_run r;
     observer o = {0};
-    /* a model with static scales of its own is measured with per-token ones */
-    el_model_params mp = el_model_default_params();
-    mp.ignore_act_scales = true;
-    el_status st = el_model_load(model_path, &mp, &m);
-    if (st == EL_OK) st = el_prune_refuse(m, "calibration");
-    if (st == EL_OK && !m->vocab)
-        st = el_error(EL_ERR_INVALID_ARG, "%s: calibration needs a tokenizer in the model file",
-                      model_path);
-    if (st == EL_OK) st = el_calib_read_tokens(m, text_path, max_tokens, &tokens);
-    int32_t n_ctx = m && m->hp.n_ctx_train < MAX_CHUNK ? m->hp.n_ctx_train : MAX_CHUNK;
-    if (st == EL_OK && n_ctx < 2)
-        st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",
-                      model_path, n_ctx);
-    el_context_params cp = el_context_default_params();
-    cp.n_ctx = n_ctx;
-    cp.n_batch = n_ctx;
-    cp.n_threads = n_threads;
-    cp.kv_type = EL_KV_F32; /* the activations of exact float arithmetic, whatever runs later */
-    if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
-    if (st == EL_OK) st = name_ranges(m, out);
+    el_status st = el_calib_open(model_path, text_path, max_tokens, percentile, n_threads,
+                                 "calibration", &r);
+    if (st) return st;
+    st = name_ranges(r.m, out);
+    if (st == EL_OK) st = observer_init(&o, r.m, out->n_ranges, r.n_rows, percentile);
     if (st == EL_OK) {
-        /* rows: every token, and the BOS each chunk starts with */
-        int64_t per_chunk = n_ctx - el_token_adds_bos(m);
-        int64_t n_chunks = ((int64_t)tokens.n + per_chunk - 1) / per_chunk;
-        int64_t n_rows = (int64_t)tokens.n + (per_chunk < n_ctx ? n_chunks : 0);
-        st = observer_init(&o, m, out->n_ranges, n_rows, percentile);
-    }
-    if (st == EL_OK) {
-        ctx->fwd.observe = observe;
-        ctx->fwd.observe_user = &o;
-        st = el_calib_run_chunks(ctx, tokens.ids, tokens.n, n_ctx, progress, user);
-        out->n_tokens = (int64_t)tokens.n;
+        r.ctx->fwd.observe = observe;
+        r.ctx->fwd.observe_user = &o;
+        st = el_calib_run_chunks(r.ctx, r.tokens.ids, r.tokens.n, r.n_ctx, progress, user);
+        out->n_tokens = (int64_t)r.tokens.n;
         for (int32_t i = 0; i < out->n_ranges; i++)
             out->ranges[i].amax = el_top_k_value(&o.top[i]);
     }
     observer_free(&o);
-    el_tokens_free(&tokens);
-    el_context_free(ctx);
-    el_model_free(m);
+    el_calib_close(&r);
     if (st) el_calibration_free(out);
     return st;
 }

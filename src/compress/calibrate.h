@@ -33,8 +33,25 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
                        void *user, el_calibration *out);
 void el_calibration_free(el_calibration *c);
 
-/* The steps of a calibration run, shared with compress (compress/corr.c), which observes other
- * statistics of the same inputs. */
+/* The steps of a calibration run, shared with compress (compress/corr.c) and profiles
+ * (compress/profile_make.c), which observe other statistics of the same inputs. */
+
+/* A model loaded for calibration (its own static scales ignored), the tokens of its text and a
+ * context of n_ctx cells (float32 KV) to run them in chunks of n_ctx, which give n_rows rows. */
+typedef struct el_calib_run {
+    el_model *m;
+    el_context *ctx;
+    el_tokens tokens;
+    int32_t n_ctx;
+    int64_t n_rows;
+} el_calib_run;
+
+/* Checks max_tokens (>= 1) and percentile (90..100), loads the model (no pruned model; a
+ * tokenizer needed) and the first max_tokens tokens of the text, and makes the context. `what`
+ * names the caller in messages. On failure r holds nothing. */
+el_status el_calib_open(const char *model_path, const char *text_path, int64_t max_tokens,
+                        double percentile, int32_t n_threads, const char *what, el_calib_run *r);
+void el_calib_close(el_calib_run *r);
 /* The first max_tokens tokens of the text (fewer if it is shorter), into t; none is an error. */
 el_status el_calib_read_tokens(const el_model *m, const char *text_path, int64_t max_tokens,
                                el_tokens *t);

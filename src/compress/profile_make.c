@@ -15,11 +15,8 @@
 #include "core/error.h"
 #include "edgelora-tools.h"
 #include "model/profile.h"
-#include "model/prune.h"
 #include "runtime/adapter.h"
 #include "runtime/context.h"
-
-enum { MAX_CHUNK = 512, MIN_PERCENTILE = 90 };
 
 typedef struct profile_observer {
     const el_model *m;
@@ -153,12 +150,6 @@ static bool run_step(void *user, int64_t done, int64_t total) {
 }
 
 static el_status check_params(const el_profile_params *pp) {
-    if (pp->max_tokens < 1)
-        return el_error(EL_ERR_INVALID_ARG, "profile: %lld calibration tokens, need at least 1",
-                        (long long)pp->max_tokens);
-    if (!(pp->percentile >= MIN_PERCENTILE && pp->percentile <= 100.0))
-        return el_error(EL_ERR_INVALID_ARG, "profile: percentile %g is not from %d to 100",
-                        pp->percentile, MIN_PERCENTILE);
     if (pp->n_adapters < 0 || (pp->n_adapters > 0 && !pp->adapters))
         return el_error(EL_ERR_INVALID_ARG, "profile: %d adapters without their paths",
                         pp->n_adapters);
@@ -173,52 +164,30 @@ el_profile_params el_profile_default_params(void) {
 el_status el_profile_make(const char *model_path, const el_profile_params *pp,
                           const char *out_path) {
     el_status st = check_params(pp);
+    el_calib_run r = {0};
+    if (st == EL_OK)
+        st = el_calib_open(model_path, pp->text_path, pp->max_tokens, pp->percentile,
+                           pp->n_threads, "profile", &r);
     if (st) return st;
-    el_model_params mp = el_model_default_params();
-    mp.ignore_act_scales = true; /* measured as per-token int8 or float activations see them */
-    el_model *m = NULL;
-    el_context *ctx = NULL;
-    el_tokens tokens = {0};
+    el_model *m = r.m;
     adapter_set set = {0};
     profile_observer o = {0};
-    el_profile pf = {0};
-    st = el_model_load(model_path, &mp, &m);
-    if (st == EL_OK) st = el_prune_refuse(m, "a quantization profile");
-    if (st == EL_OK && !m->vocab)
-        st = el_error(EL_ERR_INVALID_ARG, "%s: a profile's calibration needs a tokenizer in the "
-                      "model file", model_path);
-    if (st == EL_OK) st = el_calib_read_tokens(m, pp->text_path, pp->max_tokens, &tokens);
-    int32_t n_ctx = m && m->hp.n_ctx_train < MAX_CHUNK ? m->hp.n_ctx_train : MAX_CHUNK;
-    if (st == EL_OK && n_ctx < 2)
-        st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",
-                      model_path, n_ctx);
-    int64_t per_chunk = m ? n_ctx - el_token_adds_bos(m) : 1;
-    int64_t n_chunks = ((int64_t)tokens.n + per_chunk - 1) / per_chunk;
-    int64_t rows = (int64_t)tokens.n + (per_chunk < n_ctx ? n_chunks : 0);
+    el_profile pf = {.n_slots = m->hp.n_layer * EL_N_LINEAR, .base = el_model_fingerprint(m)};
     int32_t n_runs = pp->n_adapters > 0 ? pp->n_adapters : 1;
-    if (st == EL_OK) {
-        pf.n_slots = m->hp.n_layer * EL_N_LINEAR;
-        pf.base = el_model_fingerprint(m);
-        if (!(pf.slots = calloc((size_t)pf.n_slots, sizeof *pf.slots)))
-            st = el_error(EL_ERR_NOMEM, "%s: out of memory", model_path);
-    }
-    if (st == EL_OK) st = load_adapters(m, pp, rows, &pf, &set);
-    if (st == EL_OK) st = observer_init(&o, m, &set, rows * n_runs, pp->percentile);
-    el_context_params cp = el_context_default_params();
-    cp.n_ctx = cp.n_batch = n_ctx;
-    if (pp->n_threads > 0) cp.n_threads = pp->n_threads;
-    cp.kv_type = EL_KV_F32;
-    if (st == EL_OK) st = el_context_create(m, &cp, &ctx);
-    run_progress rp = {.pp = pp, .total = (int64_t)tokens.n * n_runs};
+    if (!(pf.slots = calloc((size_t)pf.n_slots, sizeof *pf.slots)))
+        st = el_error(EL_ERR_NOMEM, "%s: out of memory", model_path);
+    if (st == EL_OK) st = load_adapters(m, pp, r.n_rows, &pf, &set);
+    if (st == EL_OK) st = observer_init(&o, m, &set, r.n_rows * n_runs, pp->percentile);
+    run_progress rp = {.pp = pp, .total = (int64_t)r.tokens.n * n_runs};
     for (int32_t j = 0; j < n_runs && st == EL_OK; j++) {
         el_binding b = {set.n ? set.ads[j] : NULL, 1.0f};
-        if ((st = el_context_bind(ctx, 0, &b, set.n ? 1 : 0))) break;
+        if ((st = el_context_bind(r.ctx, 0, &b, set.n ? 1 : 0))) break;
         o.a = (const float *const *)set.a + (size_t)j * pf.n_slots;
         o.rank = set.rank + (size_t)j * pf.n_slots;
-        ctx->fwd.observe = observe;
-        ctx->fwd.observe_user = &o;
-        rp.before = (int64_t)tokens.n * j;
-        st = el_calib_run_chunks(ctx, tokens.ids, tokens.n, n_ctx, run_step, &rp);
+        r.ctx->fwd.observe = observe;
+        r.ctx->fwd.observe_user = &o;
+        rp.before = (int64_t)r.tokens.n * j;
+        st = el_calib_run_chunks(r.ctx, r.tokens.ids, r.tokens.n, r.n_ctx, run_step, &rp);
     }
     for (int32_t i = 0; st == EL_OK && i < pf.n_slots; i++) {
         el_profile_slot *s = &pf.slots[i];
@@ -233,9 +202,8 @@ el_status el_profile_make(const char *model_path, const el_profile_params *pp,
     }
     free(pf.slots);
     observer_free(&o);
-    el_context_free(ctx);
-    adapter_set_free(&set, m ? m->hp.n_layer * EL_N_LINEAR : 0);
-    el_tokens_free(&tokens);
-    el_model_free(m);
+    /* the adapters go before the model they were loaded for */
+    adapter_set_free(&set, pf.n_slots);
+    el_calib_close(&r);
     return st;
 }
