@@ -25,6 +25,16 @@ static inline float el_edge_row_scale(const void *row) {
     return d;
 }
 
+/* n padded with zeros to whole 32-element chunks, the unit of these types' kernels. */
+static inline int64_t el_edge_padded(int64_t n) {
+    return (n + EL_QK_EDGE - 1) / EL_QK_EDGE * EL_QK_EDGE;
+}
+
+/* q[i] = clamp(round(x[i] * (1 / d)), -127, 127) for i < n (d = 0: all zero), rounding half to
+ * even, clamped before rounding; returns the sum of the q. The int8 grid of every integer type
+ * here and of a quantization profile (kernels/lora.h). */
+int32_t el_i8_quantize(const float *x, int8_t *q, int64_t n, float d);
+
 void el_a8_to_float(const void *x, float *y, int64_t n);
 void el_a8_from_float(const float *x, void *y, int64_t n);
 /* An A8 row against a fixed scale d > 0 (a static per-tensor scale from calibration): q =

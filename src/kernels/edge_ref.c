@@ -14,10 +14,9 @@ static float absmax(const float *x, int64_t n) {
     return m;
 }
 
-/* int8 quants of n floats against scale d (d = 0: all zero); returns their sum. Clamped before
- * rounding (the same result as after), so that lrintf never sees a value out of range, a static
- * scale's activations included; a NaN gives -127, as the x86 kernels' max does. */
-static int32_t quantize_i8(const float *x, int8_t *q, int64_t n, float d) {
+/* Clamped before rounding (the same result as after), so that lrintf never sees a value out of
+ * range, a static scale's activations included; a NaN gives -127, as the x86 kernels' max does. */
+int32_t el_i8_quantize(const float *x, int8_t *q, int64_t n, float d) {
     float id = d > 0.0f ? 1.0f / d : 0.0f;
     int32_t sum = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -65,13 +64,13 @@ void el_a8_to_float(const void *x, float *y, int64_t n) {
 
 void el_a8_from_float(const float *x, void *y, int64_t n) {
     el_a8_header h = {.d = absmax(x, n) / 127.0f};
-    h.sum = quantize_i8(x, (int8_t *)y + sizeof h, n, h.d);
+    h.sum = el_i8_quantize(x, (int8_t *)y + sizeof h, n, h.d);
     memcpy(y, &h, sizeof h);
 }
 
 void el_a8_from_float_static(const float *x, void *y, int64_t n, float d) {
     el_a8_header h = {.d = d};
-    h.sum = quantize_i8(x, (int8_t *)y + sizeof h, n, d);
+    h.sum = el_i8_quantize(x, (int8_t *)y + sizeof h, n, d);
     memcpy(y, &h, sizeof h);
 }
 
@@ -106,7 +105,7 @@ void el_w8_to_float(const void *x, float *y, int64_t n) {
 void el_w8_from_float(const float *x, void *y, int64_t n) {
     float d = absmax(x, n) / 127.0f;
     memcpy(y, &d, sizeof d);
-    quantize_i8(x, (int8_t *)y + sizeof d, n, d);
+    el_i8_quantize(x, (int8_t *)y + sizeof d, n, d);
 }
 
 void el_w4_to_float(const void *x, float *y, int64_t n) {

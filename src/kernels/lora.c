@@ -16,7 +16,6 @@
  * Nothing is allocated here: el_lora_reserve sized the scratch. */
 #include "kernels/lora.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,10 +159,6 @@ static size_t act_row_bytes(el_type wt, int64_t n) {
     return vt == EL_TYPE_F32 ? 0 : el_row_size(vt, n);
 }
 
-/* The length of the int8 x rows of a profile's W8 A: n_in padded with zeros to the chunks of 32
- * the W8 kernels work in (an FFN's 688 inputs are 22 chunks). */
-static int64_t padded(int64_t n_in) { return (n_in + EL_QK_EDGE - 1) / EL_QK_EDGE * EL_QK_EDGE; }
-
 /* Bytes of one quantized row of t for a pair's B: int8 under a profile, none for the float
  * packed types, else B's dot type. */
 static size_t t_row_bytes(const el_lora_pair *p) {
@@ -198,7 +193,7 @@ el_status el_lora_reserve(el_lora_scratch *s, const el_lora_rows *lr, int64_t ma
      * are q8_0 or A8 (a profile's W8 A) */
     size_t qt = quantized ? t_floats * sizeof(float) : 0;
     size_t qx_row = max_size(el_row_size(EL_TYPE_Q8_0, max_in),
-                             el_row_size(EL_TYPE_A8, padded(max_in)));
+                             el_row_size(EL_TYPE_A8, el_edge_padded(max_in)));
     size_t qx = quantized ? n_rows * qx_row : 0;
     if (n_tasks > (size_t)s->tasks_cap) {
         el_lora_task *p = realloc(s->tasks, n_tasks * sizeof *p);
@@ -248,7 +243,7 @@ static void job_a(void *arg, int ith, int nth) {
         int64_t rank = a->n_out, u0 = t->unit0, u1 = u0 + rank;
         if (u1 <= lo || u0 >= hi) continue;
         bool q = el_type_kernels_get(a->type)->vec_dot_type != EL_TYPE_F32;
-        int64_t n_dot = t->pair->x_scale > 0.0f ? padded(j->n_in) : j->n_in;
+        int64_t n_dot = t->pair->x_scale > 0.0f ? el_edge_padded(j->n_in) : j->n_in;
         el_vec_dot_fn dot = j->k->vec_dot[a->type];
         const el_lora_group *g = t->group;
         for (int64_t u = lo > u0 ? lo : u0; u < (hi < u1 ? hi : u1); u++) {
@@ -312,15 +307,6 @@ static void job_b(void *arg, int ith, int nth) {
     }
 }
 
-/* q[k] = clamp(round(t[k] * (1 / d)), -127, 127): t = A x on the profile's int8 grid. */
-static void quantize_t(const float *t, int8_t *q, int64_t rank, float d) {
-    float id = 1.0f / d;
-    for (int64_t k = 0; k < rank; k++) {
-        float v = t[k] * id; /* clamped first, so that lrintf never sees a value out of range */
-        q[k] = (int8_t)lrintf(v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v);
-    }
-}
-
 static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
     if (tp == NULL)
         fn(arg, 0, 1);
@@ -364,7 +350,7 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
          * type, and under one every A is W8 and the slot's x scale is the profile's. */
         bool profiled = x_pair->x_scale > 0.0f;
         j.qx = s->qx;
-        int64_t n_q = profiled ? padded(n_in) : n_in;
+        int64_t n_q = profiled ? el_edge_padded(n_in) : n_in;
         j.qx_row = el_row_size(profiled ? EL_TYPE_A8 : EL_TYPE_Q8_0, n_q);
         for (int32_t g = 0; g < lr->n_groups; g++)
             for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
@@ -389,8 +375,8 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
         for (int32_t i = 0; i < t->group->n_rows; i++) {
             float *tr = s->t + t->t_off + (size_t)i * rank;
             if (t->pair->x_scale > 0.0f) {
-                quantize_t(tr, (int8_t *)s->qt + t->qt_off + (size_t)i * qrow, rank,
-                           t->pair->t_scale);
+                el_i8_quantize(tr, (int8_t *)s->qt + t->qt_off + (size_t)i * qrow, rank,
+                               t->pair->t_scale);
                 continue;
             }
             for (int64_t k = 0; k < rank; k++)

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/blocks.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/edge.h"
 #include "model/profile.h"
 #include "runtime/adapter.h"
 
@@ -23,27 +23,24 @@ typedef struct clip_count {
     int32_t worst_slot;
 } clip_count;
 
-/* q = clamp(round(v / d), -127, 127), the grid of the profile (kernels/lora.h), counting in c
- * the values it clamps. */
-static int8_t on_grid(float v, float d, int32_t slot, clip_count *c) {
-    float r = v * (1.0f / d);
-    float over = fabsf(r) / 127.0f;
-    if (over > 1.0f + 0.5f / 127.0f) {
-        c->n_clipped++;
-        if (over > c->worst) {
-            c->worst = over;
-            c->worst_slot = slot;
+/* Counts in c the values of v[0..n) beyond the range of the int8 grid of scale d, which
+ * el_i8_quantize clamps. */
+static void count_clamped(const float *v, int64_t n, float d, int32_t slot, clip_count *c) {
+    for (int64_t i = 0; i < n; i++) {
+        float over = fabsf(v[i] * (1.0f / d)) / 127.0f;
+        if (over > 1.0f + 0.5f / 127.0f) {
+            c->n_clipped++;
+            if (over > c->worst) {
+                c->worst = over;
+                c->worst_slot = slot;
+            }
         }
     }
-    c->n_values++;
-    return (int8_t)lrintf(r < -127.0f ? -127.0f : r > 127.0f ? 127.0f : r);
+    c->n_values += (uint64_t)n;
 }
 
-/* A row's length in W8, whose kernels work in chunks of 32: n_in, padded with zeros. */
-static int64_t padded(int64_t n_in) { return (n_in + EL_QK_EDGE - 1) / EL_QK_EDGE * EL_QK_EDGE; }
-
 static size_t a_bytes(const el_lora_pair *p) {
-    return (size_t)p->a.n_out * el_row_size(EL_TYPE_W8, padded(p->a.n_in));
+    return (size_t)p->a.n_out * el_row_size(EL_TYPE_W8, el_edge_padded(p->a.n_in));
 }
 
 static size_t b_bytes(const el_lora_pair *p) {
@@ -52,26 +49,29 @@ static size_t b_bytes(const el_lora_pair *p) {
 }
 
 /* Pair p in int8 at dst under slot s's scales: A as W8 rows of scale a, B packed in blocks of 32
- * outputs; a and b are the pair's values as floats. */
+ * outputs; a and b are the pair's values as floats, qb room for B's int8 values in rows. */
 static void quantize_pair(el_lora_pair *p, const el_profile_slot *s, int32_t slot,
-                          const float *a, const float *b, uint8_t *dst, clip_count *c) {
+                          const float *a, const float *b, int8_t *qb, uint8_t *dst,
+                          clip_count *c) {
     int64_t rank = p->a.n_out, n_in = p->a.n_in, n_out = p->b.n_out;
-    size_t row = el_row_size(EL_TYPE_W8, padded(n_in));
+    size_t row = el_row_size(EL_TYPE_W8, el_edge_padded(n_in));
     memset(dst, 0, a_bytes(p));
     for (int64_t k = 0; k < rank; k++) {
         uint8_t *r = dst + (size_t)k * row;
         memcpy(r, &s->a_scale, sizeof s->a_scale);
-        for (int64_t i = 0; i < n_in; i++)
-            r[sizeof(float) + i] = (uint8_t)on_grid(a[k * n_in + i], s->a_scale, slot, c);
+        el_i8_quantize(a + k * n_in, (int8_t *)r + sizeof(float), n_in, s->a_scale);
     }
+    count_clamped(a, rank * n_in, s->a_scale, slot, c);
+    el_i8_quantize(b, qb, n_out * rank, s->b_scale);
+    count_clamped(b, n_out * rank, s->b_scale, slot, c);
     uint8_t *pb = dst + align_up(a_bytes(p));
     memset(pb, 0, b_bytes(p));
     for (int64_t o = 0; o < n_out; o++)
         for (int64_t k = 0; k < rank; k++)
             pb[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK + o % EL_LORA_PACK] =
-                (uint8_t)on_grid(b[o * rank + k], s->b_scale, slot, c);
+                (uint8_t)qb[o * rank + k];
     /* rows of the padded length apart; n_in as the model's, for readers of the values */
-    p->a = el_weight_view(EL_TYPE_W8, dst, padded(n_in), rank);
+    p->a = el_weight_view(EL_TYPE_W8, dst, el_edge_padded(n_in), rank);
     p->a.n_in = p->a.k_in = n_in;
     p->b = el_weight_view(EL_TYPE_I8, pb, rank, n_out);
     p->b_packed = true;
@@ -131,9 +131,11 @@ el_status el_adapter_apply_profile(el_adapter *ad) {
     }
     uint8_t *block = aligned_alloc(BLOCK_ALIGN, total);
     float *floats = malloc(most * sizeof *floats);
-    if (!block || !floats) {
+    int8_t *qb = malloc(most);
+    if (!block || !floats || !qb) {
         free(block);
         free(floats);
+        free(qb);
         return el_error(EL_ERR_NOMEM, "%s: out of memory for the adapter's int8 copy", ad->path);
     }
     clip_count c = {0};
@@ -145,10 +147,11 @@ el_status el_adapter_apply_profile(el_adapter *ad) {
         el_weight_floats(&p->a, a);
         st = el_lora_b_floats(p, b);
         size_t need = align_up(a_bytes(p)) + align_up(b_bytes(p));
-        if (st == EL_OK) quantize_pair(p, &pf->slots[i], i, a, b, at, &c);
+        if (st == EL_OK) quantize_pair(p, &pf->slots[i], i, a, b, qb, at, &c);
         at += need;
     }
     free(floats);
+    free(qb);
     if (st) {
         free(block);
         return st;
