@@ -315,16 +315,8 @@ static el_model *load(const char *path) {
     return m;
 }
 
-static const char *tmp(const char *name) {
-    static char buf[8][512];
-    static int i;
-    i = (i + 1) % 8;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
-    return buf[i];
-}
-
 static const char *base_path(const tiny_cfg *c) {
-    const char *p = tmp(!strcmp(c->arch, "llama") ? "base_llama.gguf" : "base_qwen2.gguf");
+    const char *p = test_tmp_path(!strcmp(c->arch, "llama") ? "base_llama.gguf" : "base_qwen2.gguf");
     struct stat sb;
     if (stat(p, &sb) != 0 && !write_base(p, c, !strcmp(c->arch, "llama") ? 11 : 12)) return NULL;
     return p;
@@ -334,7 +326,7 @@ static const char *base_path(const tiny_cfg *c) {
  * merged model (how much the adapter matters). */
 static int runtime_vs_merged(const tiny_cfg *c, const char *const *paths, const float *scales,
                              int n, double *err, double *effect, int check_greedy) {
-    const char *base = base_path(c), *merged = tmp("merged.gguf");
+    const char *base = base_path(c), *merged = test_tmp_path("merged.gguf");
     if (!base || el_merge_adapters(base, paths, scales, n, merged) != EL_OK) {
         fprintf(stderr, "merge: %s\n", el_last_error());
         return 0;
@@ -395,7 +387,7 @@ static int test_gguf_runtime_equals_merged(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         lora_spec s = {.rank = cases[i].rank, .targets = cases[i].targets, .type = cases[i].type,
                        .alpha = cases[i].alpha, .seed = 100 + i};
-        const char *p = tmp("case.gguf");
+        const char *p = test_tmp_path("case.gguf");
         CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
         double err = 1, effect = 0;
         CHECK(runtime_vs_merged(&LLAMA, &p, &cases[i].scale, 1, &err, &effect, 1));
@@ -412,7 +404,7 @@ static int test_gguf_runtime_equals_merged(void) {
  * ones, so the check is relative to how far the adapter moves the logits (measured: 2.8%). */
 static int test_gguf_q8_0(void) {
     lora_spec s = {.rank = 32, .targets = 0x7f, .type = EL_TYPE_Q8_0, .alpha = 32, .seed = 7};
-    const char *p = tmp("q8.gguf");
+    const char *p = test_tmp_path("q8.gguf");
     CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
     double err = 1, effect = 0;
     float scale = 1.0f;
@@ -425,7 +417,7 @@ static int test_gguf_q8_0(void) {
 static int test_two_adapters_add_up(void) {
     lora_spec s1 = {.rank = 8, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 8, .seed = 21};
     lora_spec s2 = {.rank = 3, .targets = 0x13, .type = EL_TYPE_F16, .alpha = 6, .seed = 22};
-    const char *paths[2] = {tmp("two_a.gguf"), tmp("two_b.gguf")};
+    const char *paths[2] = {test_tmp_path("two_a.gguf"), test_tmp_path("two_b.gguf")};
     CHECK(write_gguf_adapter(paths[0], &LLAMA, &s1, NULL));
     CHECK(write_gguf_adapter(paths[1], &LLAMA, &s2, NULL));
     float scales[2] = {0.5f, -1.25f};
@@ -440,7 +432,7 @@ static int test_two_adapters_add_up(void) {
 static int test_mixed_batch(void) {
     lora_spec sx = {.rank = 8, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 16, .seed = 31};
     lora_spec sy = {.rank = 16, .targets = 0x65, .type = EL_TYPE_F16, .alpha = 8, .seed = 32};
-    const char *px = tmp("mix_x.gguf"), *py = tmp("mix_y.gguf");
+    const char *px = test_tmp_path("mix_x.gguf"), *py = test_tmp_path("mix_y.gguf");
     CHECK(write_gguf_adapter(px, &LLAMA, &sx, NULL) && write_gguf_adapter(py, &LLAMA, &sy, NULL));
     el_model *m = load(base_path(&LLAMA));
     CHECK(m);
@@ -517,7 +509,7 @@ static int test_mixed_batch(void) {
 static int test_mixed_batch_chunked(void) {
     lora_spec sx = {.rank = 8, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 16, .seed = 31};
     lora_spec sy = {.rank = 32, .targets = 0x65, .type = EL_TYPE_Q8_0, .alpha = 8, .seed = 32};
-    const char *px = tmp("chunk_x.gguf"), *py = tmp("chunk_y.gguf");
+    const char *px = test_tmp_path("chunk_x.gguf"), *py = test_tmp_path("chunk_y.gguf");
     CHECK(write_gguf_adapter(px, &LLAMA, &sx, NULL) && write_gguf_adapter(py, &LLAMA, &sy, NULL));
     el_model *m = load(base_path(&LLAMA));
     CHECK(m);
@@ -571,7 +563,7 @@ static int test_mixed_batch_chunked(void) {
 static int test_rebind_isolation(void) {
     lora_spec sx = {.rank = 4, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 4, .seed = 41};
     lora_spec sy = {.rank = 6, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 4, .seed = 42};
-    const char *px = tmp("iso_x.gguf"), *py = tmp("iso_y.gguf");
+    const char *px = test_tmp_path("iso_x.gguf"), *py = test_tmp_path("iso_y.gguf");
     CHECK(write_gguf_adapter(px, &LLAMA, &sx, NULL) && write_gguf_adapter(py, &LLAMA, &sy, NULL));
     el_model *m = load(base_path(&LLAMA));
     el_adapter *x = NULL, *y = NULL;
@@ -629,7 +621,7 @@ static int test_peft_equals_gguf(void) {
         lora_spec g = s;
         g.alpha = cases[i].gguf_alpha;
         g.b_scale_q = cases[i].b_scale_q;
-        const char *gp = tmp("peft_equiv.gguf");
+        const char *gp = test_tmp_path("peft_equiv.gguf");
         CHECK(write_gguf_adapter(gp, &QWEN, &g, NULL));
         el_adapter *ap = NULL, *ag = NULL;
         CHECK(el_adapter_load(m, dir, &ap) == EL_OK);
@@ -715,7 +707,7 @@ static int test_base_untouched(void) {
     uint64_t before = fnv1a(map->data, map->size);
     CHECK(mapping_is_read_only(m->layers[0].wq.data) == 1);
     lora_spec s = {.rank = 8, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 8, .seed = 71};
-    const char *p = tmp("untouched.gguf");
+    const char *p = test_tmp_path("untouched.gguf");
     CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
     el_adapter *a = NULL;
     CHECK(el_adapter_load(m, p, &a) == EL_OK);
@@ -724,7 +716,7 @@ static int test_base_untouched(void) {
     CHECK(l);
     free(l);
     float one = 1.0f;
-    CHECK(el_merge_adapters(base_path(&LLAMA), &p, &one, 1, tmp("untouched_merged.gguf")) == EL_OK);
+    CHECK(el_merge_adapters(base_path(&LLAMA), &p, &one, 1, test_tmp_path("untouched_merged.gguf")) == EL_OK);
     CHECK(fnv1a(map->data, map->size) == before);
     CHECK(mapping_is_read_only(m->layers[1].w_down.data) == 1);
     el_adapter_free(a);
@@ -758,7 +750,7 @@ static int test_bad_alpha(void) {
     for (size_t i = 0; i < sizeof gguf_cases / sizeof gguf_cases[0]; i++) {
         lora_spec s = {.rank = 4, .targets = 0x01, .type = EL_TYPE_F32,
                        .alpha = gguf_cases[i].alpha, .seed = 85};
-        const char *p = tmp("bad_alpha.gguf");
+        const char *p = test_tmp_path("bad_alpha.gguf");
         CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
         char want[96];
         snprintf(want, sizeof want, "adapter.lora.alpha %s is not a LoRA alpha",
@@ -839,27 +831,27 @@ static int test_errors(void) {
     CHECK(m);
     lora_spec s = {.rank = 4, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 4, .seed = 81};
     /* another architecture */
-    const char *p = tmp("err_arch.gguf");
+    const char *p = test_tmp_path("err_arch.gguf");
     CHECK(write_gguf_adapter(p, &LLAMA, &s, "qwen2"));
     CHECK(expect_refused(m, p, EL_ERR_MISMATCH, "architecture 'qwen2'"));
     /* shapes of another model (n_ff 128 instead of 96) */
     tiny_cfg other = LLAMA;
     other.n_ff = 128;
-    p = tmp("err_shape.gguf");
+    p = test_tmp_path("err_shape.gguf");
     CHECK(write_gguf_adapter(p, &other, &s, NULL));
     CHECK(expect_refused(m, p, EL_ERR_MISMATCH, "blk.0.ffn_gate.weight.lora_a"));
     /* more blocks than the model */
     other = LLAMA;
     other.n_layer = 3;
-    p = tmp("err_layers.gguf");
+    p = test_tmp_path("err_layers.gguf");
     CHECK(write_gguf_adapter(p, &other, &s, NULL));
     CHECK(expect_refused(m, p, EL_ERR_MISMATCH, "blk.2."));
     /* a model is not an adapter */
     CHECK(expect_refused(m, base_path(&LLAMA), EL_ERR_FORMAT, "general.type is absent"));
     /* a truncated file */
-    const char *good = tmp("err_good.gguf");
+    const char *good = test_tmp_path("err_good.gguf");
     CHECK(write_gguf_adapter(good, &LLAMA, &s, NULL));
-    p = tmp("err_trunc.gguf");
+    p = test_tmp_path("err_trunc.gguf");
     {
         FILE *in = fopen(good, "rb"), *out = fopen(p, "wb");
         CHECK(in && out);
@@ -876,18 +868,18 @@ static int test_errors(void) {
     float z[96 * 8] = {0};
     int64_t ne_a[2] = {64, 4}, ne_b5[2] = {5, 64};
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_a", EL_TYPE_F32, 2, ne_a, z, 64 * 4 * 4);
-    p = tmp("err_partner.gguf");
+    p = test_tmp_path("err_partner.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_FORMAT, "'blk.0.attn_q.weight.lora_a' has no .lora_b"));
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_b", EL_TYPE_F32, 2, ne_b5, z, 5 * 64 * 4);
-    p = tmp("err_rank.gguf");
+    p = test_tmp_path("err_rank.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_FORMAT, "has rank 4 but 'blk.0.attn_q.weight.lora_b'"));
     gguf_writer_free(w);
     w = new_lora_writer("llama");
     CHECK(w != NULL);
     gguf_writer_add_tensor(w, "token_embd.weight.lora_a", EL_TYPE_F32, 2, ne_a, z, 64 * 4 * 4);
-    p = tmp("err_embd.gguf");
+    p = test_tmp_path("err_embd.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_UNSUPPORTED, "token_embd.weight.lora_a"));
     gguf_writer_free(w);
@@ -900,7 +892,7 @@ static int test_errors(void) {
                            el_row_size(EL_TYPE_Q4_0, 64) * 32);
     gguf_writer_add_tensor(w, "blk.1.attn_q.weight.lora_b", EL_TYPE_Q4_0, 2, ne_qb, q4,
                            el_row_size(EL_TYPE_Q4_0, 32) * 64);
-    p = tmp("err_type.gguf");
+    p = test_tmp_path("err_type.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_UNSUPPORTED, "has type q4_0"));
     gguf_writer_free(w);
@@ -912,7 +904,7 @@ static int test_errors(void) {
     int64_t ne_ha[2] = {64, 4}, ne_hb[2] = {4, 64};
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_a", EL_TYPE_F16, 2, ne_ha, h, 64 * 4 * 2);
     gguf_writer_add_tensor(w, "blk.0.attn_q.weight.lora_b", EL_TYPE_F16, 2, ne_hb, h, 64 * 4 * 2);
-    p = tmp("err_inf.gguf");
+    p = test_tmp_path("err_inf.gguf");
     CHECK(gguf_writer_write(w, p) == EL_OK);
     CHECK(expect_refused(m, p, EL_ERR_FORMAT, "'blk.0.attn_q.weight.lora_b' holds an infinity"));
     gguf_writer_free(w);
@@ -927,7 +919,7 @@ static int test_errors(void) {
     snprintf(dir, sizeof dir, "%s/peft_bad_json", test_tmp_dir());
     CHECK(write_peft(dir, &LLAMA, &s, "{\"r\": 4,}"));
     CHECK(expect_refused(m, dir, EL_ERR_FORMAT, "adapter_config.json"));
-    CHECK(expect_refused(m, tmp("nonexistent_dir/"), 0, "nonexistent_dir"));
+    CHECK(expect_refused(m, test_tmp_path("nonexistent_dir/"), 0, "nonexistent_dir"));
     /* the engine keeps serving: a good adapter loads and runs after all that */
     el_adapter *a = NULL;
     CHECK(el_adapter_load(m, good, &a) == EL_OK);
@@ -955,7 +947,7 @@ static int test_errors(void) {
 static int test_info_and_memory(void) {
     el_model *m = load(base_path(&LLAMA));
     lora_spec s = {.rank = 16, .targets = 0x7f, .type = EL_TYPE_F16, .alpha = 32, .seed = 91};
-    const char *p = tmp("info.gguf");
+    const char *p = test_tmp_path("info.gguf");
     CHECK(m && write_gguf_adapter(p, &LLAMA, &s, NULL));
     el_adapter *a = NULL;
     CHECK(el_adapter_load(m, p, &a) == EL_OK);
@@ -1020,7 +1012,7 @@ static int test_threads(void) {
     el_model *m = load(base_path(&LLAMA));
     lora_spec s1 = {.rank = 8, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 8, .seed = 95};
     lora_spec s2 = {.rank = 4, .targets = 0x33, .type = EL_TYPE_F16, .alpha = 8, .seed = 96};
-    const char *p1 = tmp("thr1.gguf"), *p2 = tmp("thr2.gguf");
+    const char *p1 = test_tmp_path("thr1.gguf"), *p2 = test_tmp_path("thr2.gguf");
     CHECK(m && write_gguf_adapter(p1, &LLAMA, &s1, NULL) &&
           write_gguf_adapter(p2, &LLAMA, &s2, NULL));
     el_adapter *a = NULL;

@@ -63,14 +63,6 @@ static const arch_case PHI3 = {
      {"ffn_up", "mlp.gate_up_proj", 64, 192}, {"ffn_down", "mlp.down_proj", 96, 64}},
     4};
 
-static const char *tmp(const char *name) {
-    static char buf[8][512];
-    static int i;
-    i = (i + 1) % 8;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
-    return buf[i];
-}
-
 /* A and B of target t of block il: A [RANK][n_in], B [n_out][RANK], deterministic. */
 static void matrices(const target *t, int il, float *a, float *b) {
     test_rng rng = {(uint64_t)(1000 + il * 31 + t->n_out * 7 + t->n_in)};
@@ -243,7 +235,7 @@ static int write_merged(const arch_case *c, const char *path) {
 /* Bound at run time == merged here == merged by el_merge_adapters, for the adapter at path (the
  * matrices of write_gguf) on case c. */
 static int check_runtime_vs_merged(const arch_case *c, const char *path) {
-    const char *merged = tmp("merged.gguf"), *ours = tmp("merged_here.gguf");
+    const char *merged = test_tmp_path("merged.gguf"), *ours = test_tmp_path("merged_here.gguf");
     float one = 1.0f;
     if (el_merge_adapters(c->base, &path, &one, 1, merged) != EL_OK) {
         test_note("merge: %s", el_last_error());
@@ -278,13 +270,13 @@ static int check_runtime_vs_merged(const arch_case *c, const char *path) {
 }
 
 static int test_qwen3_gguf(void) {
-    const char *p = tmp("qwen3.gguf");
+    const char *p = test_tmp_path("qwen3.gguf");
     CHECK(write_gguf(p, "qwen3", &QWEN3, 0));
     return check_runtime_vs_merged(&QWEN3, p);
 }
 
 static int test_phi3_gguf_fused(void) {
-    const char *p = tmp("phi3.gguf");
+    const char *p = test_tmp_path("phi3.gguf");
     CHECK(write_gguf(p, "phi3", &PHI3, 0));
     return check_runtime_vs_merged(&PHI3, p);
 }
@@ -293,7 +285,7 @@ static int test_phi3_gguf_fused(void) {
 static int check_peft(const arch_case *c, const char *arch) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s_peft", test_tmp_dir(), arch);
-    const char *gguf = tmp("same.gguf");
+    const char *gguf = test_tmp_path("same.gguf");
     CHECK(write_peft(dir, c) && write_gguf(gguf, arch, c, 0));
     el_model *m = load(c->base);
     CHECK(m);
@@ -320,7 +312,7 @@ static int check_peft(const arch_case *c, const char *arch) {
 static int check_saved(const arch_case *c, const char *arch) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/%s_peft", test_tmp_dir(), arch);
-    const char *saved = tmp("saved.gguf");
+    const char *saved = test_tmp_path("saved.gguf");
     CHECK(write_peft(dir, c));
     el_model *m = load(c->base);
     CHECK(m);
@@ -456,7 +448,7 @@ static double fused_delta_err(const gguf_file *f, int il, const char *fused, int
 static int test_phi3_saved_parts(void) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s/phi3_parts_peft", test_tmp_dir());
-    const char *saved = tmp("parts.gguf");
+    const char *saved = test_tmp_path("parts.gguf");
     CHECK(write_peft_parts(dir));
     el_model *m = load(PHI3.base);
     CHECK(m);
@@ -500,7 +492,7 @@ static int test_phi3_peft_fused(void) { return check_peft(&PHI3, "phi3"); }
 /* Sequence 0 bound to the adapter, sequence 1 not, their prompt rows interleaved in one batch:
  * each row gets its sequence's logits run alone. */
 static int check_batch(const arch_case *c, const char *arch) {
-    const char *p = tmp("batch.gguf");
+    const char *p = test_tmp_path("batch.gguf");
     CHECK(write_gguf(p, arch, c, 0));
     el_model *m = load(c->base);
     CHECK(m);
@@ -580,7 +572,7 @@ static int reference_run(el_model *m, const int32_t *prompt, int32_t np, el_adap
 }
 
 static int check_variants(const char *folder, const arch_case *c, const char *arch) {
-    const char *model = tmp("variants_model.gguf"), *adapter = tmp("variants.gguf");
+    const char *model = test_tmp_path("variants_model.gguf"), *adapter = test_tmp_path("variants.gguf");
     if (el_convert_hf(folder, model, "f32", NULL, NULL) != EL_OK) {
         test_note("%s", el_last_error());
         return TEST_FAIL;
@@ -647,7 +639,7 @@ static int test_phi3_variants(void) { return check_variants("tests/golden/hf/phi
 static int test_phi3_bad(void) {
     el_model *m = load(PHI3.base);
     CHECK(m);
-    const char *p = tmp("bad.gguf");
+    const char *p = test_tmp_path("bad.gguf");
     CHECK(write_gguf(p, "phi3", &PHI3, 32));
     el_adapter *ad = NULL;
     CHECK(el_adapter_load(m, p, &ad) == EL_ERR_MISMATCH && !ad);

@@ -26,14 +26,6 @@
 enum { PROMPT = 12, RANK = 4, MAX_VOCAB = 512 };
 static const int32_t prompt_tokens[PROMPT] = {1, 17, 42, 5, 88, 63, 30, 250, 7, 199, 64, 12};
 
-static const char *tmp(const char *name) {
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
-    return buf[i];
-}
-
 /* A rank-RANK F32 adapter on every linear of every block of m, random A and B. */
 static int write_adapter(const el_model *m, const char *path, uint64_t seed) {
     gguf_writer *w = gguf_writer_create();
@@ -129,7 +121,7 @@ static int test_runtime_equals_merged(void) {
     el_model *base = NULL, *merged = NULL;
     CHECK(el_model_load(BASE, NULL, &base) == EL_OK);
     CHECK(base->hp.n_vocab <= MAX_VOCAB && base->hp.n_swa > 0 && base->layers[0].swa);
-    const char *ap = tmp("gemma3_lora.gguf"), *mp = tmp("gemma3_merged.gguf");
+    const char *ap = test_tmp_path("gemma3_lora.gguf"), *mp = test_tmp_path("gemma3_merged.gguf");
     CHECK(write_adapter(base, ap, 7));
     const float scale = 0.8f;
     CHECK(el_merge_adapters(BASE, &ap, &scale, 1, mp) == EL_OK);
@@ -174,7 +166,7 @@ static int test_runtime_equals_merged(void) {
 static int test_mixed_batch_chunked(void) {
     el_model *m = NULL;
     CHECK(el_model_load(BASE, NULL, &m) == EL_OK);
-    const char *ap = tmp("gemma3_lora_mix.gguf");
+    const char *ap = test_tmp_path("gemma3_lora_mix.gguf");
     CHECK(write_adapter(m, ap, 11));
     el_adapter *a = NULL;
     CHECK(el_adapter_load(m, ap, &a) == EL_OK);
@@ -217,7 +209,7 @@ static int test_mixed_batch_chunked(void) {
 static int test_variants(void) {
     el_model *m = NULL;
     CHECK(el_model_load(BASE, NULL, &m) == EL_OK);
-    const char *ap = tmp("gemma3_lora_var.gguf");
+    const char *ap = test_tmp_path("gemma3_lora_var.gguf");
     CHECK(write_adapter(m, ap, 13));
     el_adapter *a = NULL;
     CHECK(el_adapter_load(m, ap, &a) == EL_OK);

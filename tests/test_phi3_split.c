@@ -27,14 +27,6 @@
 
 enum { MAX_TOKENS = 64, MAX_VOCAB = 300, GREEDY = 8, RANK = 4, N_LAYER = 2 };
 
-static const char *tmp(const char *name) {
-    static char buf[8][512];
-    static int i;
-    i = (i + 1) % 8;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
-    return buf[i];
-}
-
 /* How write_split damages the split copy: a block left fused, a block given both layouts, a
  * tensor left out, a block given an ffn_gate (the first half of its ffn_up): -1 / NULL for none. */
 typedef struct damage {
@@ -194,7 +186,7 @@ static int check_split_golden(const char *name) {
     snprintf(golden_path, sizeof golden_path, "tests/golden/%s.logits", name);
     static golden g;
     CHECK(golden_read(golden_path, &g));
-    const char *split = tmp("split.gguf");
+    const char *split = test_tmp_path("split.gguf");
     CHECK(write_split(fused, split, NO_DAMAGE));
     gguf_file *f = NULL;
     CHECK(gguf_open(split, &f) == EL_OK);
@@ -234,8 +226,8 @@ static int test_split_q8_0(void) { return check_split_golden("phi3_q8_0"); }
  * quantized fused file's logits and greedy tokens bit for bit: quantize reads the parts as
  * weights of their own, and a row quantizes alike wherever it is stored. */
 static int test_split_quantized(void) {
-    const char *fused = "tests/golden/phi3_f16_longrope.gguf", *split = tmp("q_split_f16.gguf");
-    const char *fq = tmp("q_fused.gguf"), *sq = tmp("q_split.gguf");
+    const char *fused = "tests/golden/phi3_f16_longrope.gguf", *split = test_tmp_path("q_split_f16.gguf");
+    const char *fq = test_tmp_path("q_fused.gguf"), *sq = test_tmp_path("q_split.gguf");
     static golden g;
     CHECK(golden_read("tests/golden/phi3_f16_longrope.logits", &g));
     CHECK(write_split(fused, split, NO_DAMAGE));
@@ -270,7 +262,7 @@ static int test_split_quantized(void) {
 /* Each damaged split copy is refused with EL_ERR_FORMAT and a message naming the file and the
  * tensor; the undamaged one loads. */
 static int test_split_refused(void) {
-    const char *base = "tests/golden/phi3_f16_longrope.gguf", *path = tmp("bad_split.gguf");
+    const char *base = "tests/golden/phi3_f16_longrope.gguf", *path = test_tmp_path("bad_split.gguf");
     const struct {
         damage d;
         const char *message;
@@ -491,10 +483,10 @@ static el_adapter *load_adapter(el_model *m, const char *path) {
 }
 
 static int test_split_lora(void) {
-    const char *fused = "tests/golden/phi3_f16_longrope.gguf", *split = tmp("lora_base.gguf");
-    const char *ad_split = tmp("split_adapter.gguf"), *ad_fused = tmp("fused_adapter.gguf");
-    const char *merged_here = tmp("merged_here.gguf"), *merged = tmp("merged.gguf");
-    const char *saved = tmp("saved.gguf");
+    const char *fused = "tests/golden/phi3_f16_longrope.gguf", *split = test_tmp_path("lora_base.gguf");
+    const char *ad_split = test_tmp_path("split_adapter.gguf"), *ad_fused = test_tmp_path("fused_adapter.gguf");
+    const char *merged_here = test_tmp_path("merged_here.gguf"), *merged = test_tmp_path("merged.gguf");
+    const char *saved = test_tmp_path("saved.gguf");
     char peft[512];
     snprintf(peft, sizeof peft, "%s/peft", test_tmp_dir());
     static golden g;

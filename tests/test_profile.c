@@ -25,14 +25,6 @@
 static const char *const base_path = "models/base.gguf";
 static const char *const de_path = "models/translate-de.gguf";
 
-static const char *tmp(const char *name) {
-    static char buf[4][512];
-    static int i;
-    i = (i + 1) % 4;
-    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
-    return buf[i];
-}
-
 /* The profile's grid as lora.h defines it: clamp(round(v * (1 / d)), -127, 127). */
 static int grid(float v, float d) {
     float r = v * (1.0f / d);
@@ -118,7 +110,7 @@ static int test_int_terms_exact(void) {
     el_adapter *af = NULL;
     CHECK(mf && el_adapter_load(mf, de_path, &af) == EL_OK);
     el_profile pf = hand_profile(mf, af, 0.9f);
-    const char *path = tmp("hand.profile.gguf");
+    const char *path = test_tmp_path("hand.profile.gguf");
     CHECK(el_profile_write(&pf, path) == EL_OK);
     el_model *mp = load_with(path);
     el_adapter *ap = NULL;
@@ -239,7 +231,7 @@ static int test_calibrated_profile(void) {
     pp.text_path = text;
     pp.max_tokens = 1024;
     pp.n_threads = 2;
-    const char *path = tmp("made.profile.gguf");
+    const char *path = test_tmp_path("made.profile.gguf");
     CHECK(el_profile_make(base_path, &pp, path) == EL_OK);
     el_model *mf = load_with(NULL), *mp = load_with(path);
     CHECK(mf && mp && mp->profile);
@@ -292,7 +284,7 @@ static int test_calibrated_profile(void) {
 }
 
 static int test_w8_base_takes_scales(void) {
-    const char *w8 = tmp("base.w8.gguf");
+    const char *w8 = test_tmp_path("base.w8.gguf");
     el_quantize_params qp = el_quantize_default_params();
     qp.type = "w8";
     CHECK(el_quantize(base_path, w8, &qp) == EL_OK);
@@ -302,7 +294,7 @@ static int test_w8_base_takes_scales(void) {
                      .output_x_scale = 0.25f};
     pf.slots = calloc((size_t)pf.n_slots, sizeof *pf.slots);
     for (int32_t i = 0; i < pf.n_slots; i++) pf.slots[i].x_scale = 0.001f * (float)(i + 1);
-    const char *path = tmp("w8.profile.gguf");
+    const char *path = test_tmp_path("w8.profile.gguf");
     CHECK(el_profile_write(&pf, path) == EL_OK);
     el_model_free(m);
     el_model_params mp = el_model_default_params();
@@ -361,7 +353,7 @@ static int test_refusals(void) {
     CHECK(mf && el_adapter_load(mf, de_path, &af) == EL_OK);
     el_profile good = hand_profile(mf, af, 1.0f);
     good.slots[0].x_scale = 0.0123456f; /* a value to find in the file */
-    const char *path = tmp("bad.profile.gguf");
+    const char *path = test_tmp_path("bad.profile.gguf");
 
     el_profile p = good;
     p.base ^= 1;
@@ -411,7 +403,7 @@ static int test_refusals(void) {
     CHECK(el_profile_write(&good, path) == EL_OK);
     mp = load_with(path);
     CHECK(mp);
-    const char *tagged = tmp("tagged.gguf");
+    const char *tagged = test_tmp_path("tagged.gguf");
     CHECK(retag(de_path, tagged, mp->profile->id ^ 1));
     CHECK(el_adapter_load(mp, tagged, &ad) == EL_ERR_MISMATCH);
     CHECK(strstr(el_last_error(), tagged) && strstr(el_last_error(), path));

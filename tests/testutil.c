@@ -143,6 +143,14 @@ const char *test_tmp_dir(void) {
     return tmp_dir;
 }
 
+const char *test_tmp_path(const char *name) {
+    static char buf[8][512];
+    static int i;
+    i = (i + 1) % 8;
+    snprintf(buf[i], sizeof buf[i], "%s/%s", test_tmp_dir(), name);
+    return buf[i];
+}
+
 uint32_t test_rand_u32(test_rng *r) {
     /* splitmix64 */
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);

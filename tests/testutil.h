@@ -63,6 +63,8 @@ el_model *test_load_stories(void);
 
 /* A fresh temporary directory for this test program (removed at exit). */
 const char *test_tmp_dir(void);
+/* test_tmp_dir()/name, in one of 8 static buffers used in turn (so a few can be held at once). */
+const char *test_tmp_path(const char *name);
 
 /* Deterministic pseudo-random numbers for test data. */
 typedef struct { uint64_t s; } test_rng;
