@@ -58,6 +58,17 @@ static int test_str_index(void) {
     CHECK(el_str_index_put(&ix, 8) == EL_ERR_INVALID_ARG && ix.n == 8);
     for (int i = 0; i < 8; i++) CHECK(el_str_index_get(&ix, text + 8 * i, lens[i]) == i);
     el_str_index_free(&ix);
+
+    /* put_first: a new key goes in, a key already in keeps its first id */
+    bool inserted = false;
+    CHECK(el_str_index_init(&ix, 3, table_key, &kt) == EL_OK);
+    CHECK(el_str_index_put_first(&ix, 7, &inserted) == EL_OK && inserted && ix.n == 1);
+    CHECK(el_str_index_put_first(&ix, N, &inserted) == EL_OK && !inserted && ix.n == 1);
+    CHECK(el_str_index_get(&ix, "k7", 2) == 7);
+    CHECK(el_str_index_put_first(&ix, 3, &inserted) == EL_OK && inserted && ix.n == 2);
+    CHECK(el_str_index_get(&ix, "k3", 2) == 3 && el_str_index_get(&ix, "k7", 2) == 7);
+    CHECK(el_str_index_put_first(&ix, -1, &inserted) == EL_ERR_INVALID_ARG && ix.n == 2);
+    el_str_index_free(&ix);
     free(text);
     free(lens);
     return TEST_PASS;

@@ -37,15 +37,35 @@ static size_t str_index_find(const el_str_index *ix, const char *key, size_t len
     return i;
 }
 
-el_status el_str_index_put(el_str_index *ix, int32_t id) {
+/* The slot for id: the one holding an id with the same key, or the empty one where id goes. */
+static el_status str_index_slot(const el_str_index *ix, int32_t id, size_t *slot) {
     if (id < 0 || (ix->n + 1) * 2 > ix->cap)
         return el_error(EL_ERR_INVALID_ARG, "string index: id %d does not fit (%zu slots, %zu "
                         "used)", (int)id, ix->cap, ix->n);
     size_t len;
     const char *key = ix->key(ix->owner, id, &len);
-    size_t i = str_index_find(ix, key, len);
+    *slot = str_index_find(ix, key, len);
+    return EL_OK;
+}
+
+el_status el_str_index_put(el_str_index *ix, int32_t id) {
+    size_t i;
+    el_status st = str_index_slot(ix, id, &i);
+    if (st != EL_OK) return st;
     if (ix->slots[i] < 0) ix->n++;
     ix->slots[i] = id;
+    return EL_OK;
+}
+
+el_status el_str_index_put_first(el_str_index *ix, int32_t id, bool *inserted) {
+    size_t i;
+    el_status st = str_index_slot(ix, id, &i);
+    if (st != EL_OK) return st;
+    *inserted = ix->slots[i] < 0;
+    if (*inserted) {
+        ix->slots[i] = id;
+        ix->n++;
+    }
     return EL_OK;
 }
 

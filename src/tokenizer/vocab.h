@@ -79,6 +79,9 @@ el_status el_str_index_init(el_str_index *ix, size_t n, el_str_key_fn key, const
 void el_str_index_free(el_str_index *ix);
 /* Adds id, replacing an id with the same key; EL_ERR_INVALID_ARG past the n of init. */
 el_status el_str_index_put(el_str_index *ix, int32_t id);
+/* Adds id unless an id with the same key is in (that one stays), in one probe; *inserted says
+ * which. EL_ERR_INVALID_ARG past the n of init, even for a key already in. */
+el_status el_str_index_put_first(el_str_index *ix, int32_t id, bool *inserted);
 /* The id whose key is (key, len), or -1. */
 int32_t el_str_index_get(const el_str_index *ix, const char *key, size_t len);
 
