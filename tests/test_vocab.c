@@ -348,20 +348,20 @@ static int test_load_bad_special_ids(void) {
     return TEST_PASS;
 }
 
-/* A three-token byte-level BPE vocabulary with tokenizer.ggml.pre = pre (absent if NULL) and,
- * if add_bos_key, tokenizer.ggml.add_bos_token = false. */
-static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) {
+/* A three-token byte-level BPE vocabulary, written as <name>.gguf, with tokenizer.ggml.pre = pre
+ * (absent if NULL), if add_bos_key tokenizer.ggml.add_bos_token = false, and n_merges merges
+ * (no key if n_merges < 0). */
+static el_status load_bpe(const char *name, const char *pre, bool add_bos_key,
+                          const char *const *merges, int n_merges, el_vocab **v) {
     static const char *const toks[] = {"a", "b", "ab"};
-    static const char *const merges[] = {"a b"};
     char path[512];
-    snprintf(path, sizeof path, "%s/tiny_bpe_%s%d.gguf", test_tmp_dir(), pre ? pre : "none",
-             (int)add_bos_key);
+    snprintf(path, sizeof path, "%s/%s.gguf", test_tmp_dir(), name);
     gguf_writer *w = gguf_writer_create();
     if (!w) return EL_ERR_NOMEM;
     gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
     if (pre) gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
     gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, 1);
+    if (n_merges >= 0) gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", merges, n_merges);
     gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 2);
     if (add_bos_key) gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
     el_status st = gguf_writer_write(w, path);
@@ -372,6 +372,29 @@ static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) 
     st = el_vocab_load_gguf(f, v);
     gguf_close(f);
     return st;
+}
+
+/* load_bpe with the one merge "a b", named after its settings. */
+static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) {
+    static const char *const merges[] = {"a b"};
+    char name[64];
+    snprintf(name, sizeof name, "tiny_bpe_%s%d", pre ? pre : "none", (int)add_bos_key);
+    return load_bpe(name, pre, add_bos_key, merges, 1, v);
+}
+
+/* A repeated merge keeps its first rank, as in llama.cpp. */
+static int test_load_bpe_merges(void) {
+    static const char *const merges[] = {"a b", "b a", "a b", "ab"};
+    el_vocab *v = NULL;
+    CHECK(load_bpe("merges_repeated", "gpt-2", false, merges, 4, &v) == EL_OK);
+    CHECK(el_str_index_get(&v->merge_rank, "a b", 3) == 0);
+    CHECK(el_str_index_get(&v->merge_rank, "b a", 3) == 1);
+    CHECK(v->merge_rank.n == 2); /* "ab" has no space: no pair */
+    el_tokens t = {0};
+    CHECK(el_vocab_tokenize(v, "ab", 2, false, false, &t) == EL_OK && t.n == 1 && t.ids[0] == 2);
+    el_tokens_free(&t);
+    el_vocab_free(v);
+    return TEST_PASS;
 }
 
 /* What llama.cpp assumes when a BPE vocabulary leaves something out: the 'default'
@@ -406,6 +429,7 @@ static int test_load_bpe_defaults(void) {
 
 int main(void) {
     run_test("load_bpe_defaults", test_load_bpe_defaults);
+    run_test("load_bpe_merges", test_load_bpe_merges);
     run_test("load_without_scores_and_types", test_load_without_scores_and_types);
     run_test("load_bad_special_ids", test_load_bad_special_ids);
     run_test("load_validation", test_load_validation);

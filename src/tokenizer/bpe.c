@@ -49,7 +49,7 @@ static const char *merge_key(const void *vocab, int32_t rank, size_t *len) {
     return v->merge_text + v->merge_off[rank];
 }
 
-el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
+el_status el_bpe_load_settings(el_vocab *v, const gguf_file *f) {
     gguf_str pre = {"default", 7}; /* llama.cpp's choice when the key is absent */
     el_status st = gguf_get_str(f, "tokenizer.ggml.pre", &pre);
     if (st != EL_OK && st != EL_ERR_NOT_FOUND) return st;
@@ -71,9 +71,12 @@ el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
     if (el_pretok_bos_by_default(p) && !gguf_find(f, "tokenizer.ggml.add_bos_token")) {
         v->add_bos = true;
     }
+    return EL_OK;
+}
 
+el_status el_bpe_load_merges(el_vocab *v, const gguf_file *f) {
     const gguf_kv *merges;
-    st = gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges);
+    el_status st = gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges);
     if (st == EL_ERR_NOT_FOUND) {
         return el_error(EL_ERR_FORMAT, "%s: BPE vocabulary without tokenizer.ggml.merges", f->path);
     }
@@ -109,10 +112,9 @@ el_status el_bpe_load(el_vocab *v, const gguf_file *f) {
          * llama.cpp; byte-level tokens hold no spaces (a space is 'Ġ'). An entry without one
          * can never match a pair and is left out, and a repeated pair keeps its first rank. */
         const char *sp = m.len > 1 ? memchr(text + 1, ' ', m.len - 1) : NULL;
-        if (sp && el_str_index_get(&v->merge_rank, text, m.len) < 0) {
-            st = el_str_index_put(&v->merge_rank, (int32_t)i);
-            if (st != EL_OK) return st;
-        }
+        bool inserted;
+        if (sp && (st = el_str_index_put_first(&v->merge_rank, (int32_t)i, &inserted)) != EL_OK)
+            return st;
     }
     return EL_OK;
 }

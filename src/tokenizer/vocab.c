@@ -235,7 +235,7 @@ static el_status gguf_load_tokens(const gguf_file *f, el_vocab_kind kind, el_voc
 }
 
 static el_status gguf_load_settings(el_vocab *v, const gguf_file *f) {
-    /* llama.cpp's defaults when a key is absent (and Llama 3's BOS: el_bpe_load) */
+    /* llama.cpp's defaults when a key is absent (and Llama 3's BOS: el_bpe_load_settings) */
     v->add_bos = v->kind != EL_VOCAB_BPE;
     v->add_eos = v->kind == EL_VOCAB_WPM; /* BERT: [CLS] text [SEP] */
     v->add_space_prefix = v->kind == EL_VOCAB_SPM;
@@ -276,8 +276,9 @@ el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out) {
     st = gguf_load_tokens(f, kind, &v);
     if (st != EL_OK) return st;
     st = gguf_load_settings(v, f);
+    if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load_settings(v, f);
     if (st == EL_OK) st = el_vocab_index(v);
-    if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load(v, f);
+    if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load_merges(v, f);
     if (st != EL_OK) {
         el_vocab_free(v);
         return st;

@@ -139,8 +139,11 @@ el_status el_vocab_token_to_piece(const el_vocab *v, int32_t id, bool render_spe
 el_status el_spm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
 el_status el_bpe_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
 el_status el_wpm_tokenize(const el_vocab *v, const char *text, size_t len, el_tokens *out);
-/* BPE-specific loading (merges, pre-tokenizer), called by el_vocab_load_gguf. */
-el_status el_bpe_load(el_vocab *v, const gguf_file *f);
+/* BPE-specific loading, called by el_vocab_load_gguf: the pre-tokenizer and its BOS default
+ * (after the common settings), and the merge table, which touches only v's merge_* fields (so
+ * it may run beside el_vocab_index on another thread). */
+el_status el_bpe_load_settings(el_vocab *v, const gguf_file *f);
+el_status el_bpe_load_merges(el_vocab *v, const gguf_file *f);
 /* The bytes of BPE token id with the byte-to-unicode mapping undone (no special-token logic;
  * el_vocab_token_to_piece handles that). Writes at most cap bytes, sets *len to the full length;
  * EL_ERR_INVALID_ARG if cap is too small. */
