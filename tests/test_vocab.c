@@ -382,7 +382,8 @@ static el_status load_tiny_bpe(const char *pre, bool add_bos_key, el_vocab **v) 
     return load_bpe(name, pre, add_bos_key, merges, 1, v);
 }
 
-/* A repeated merge keeps its first rank, as in llama.cpp. */
+/* The merges are indexed on a thread of their own (vocab.c): a repeated merge keeps its first
+ * rank, as in llama.cpp, and the thread's failure reaches the caller with its message. */
 static int test_load_bpe_merges(void) {
     static const char *const merges[] = {"a b", "b a", "a b", "ab"};
     el_vocab *v = NULL;
@@ -394,6 +395,11 @@ static int test_load_bpe_merges(void) {
     CHECK(el_vocab_tokenize(v, "ab", 2, false, false, &t) == EL_OK && t.n == 1 && t.ids[0] == 2);
     el_tokens_free(&t);
     el_vocab_free(v);
+
+    el_error(EL_ERR_IO, "an older message"); /* which the thread's must replace */
+    CHECK(load_bpe("merges_absent", "gpt-2", false, NULL, -1, &v) == EL_ERR_FORMAT && v == NULL);
+    CHECK(strstr(el_last_error(), "merges_absent.gguf: BPE vocabulary without "
+                                  "tokenizer.ggml.merges") != NULL);
     return TEST_PASS;
 }
 

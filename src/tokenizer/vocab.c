@@ -1,6 +1,8 @@
 /* vocab.c - loading a vocabulary from GGUF metadata, splitting text around special tokens and
  * dispatching the plain fragments to the per-kind tokenizers, and turning tokens into text. */
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -267,6 +269,40 @@ static el_status gguf_load_settings(el_vocab *v, const gguf_file *f) {
     return EL_OK;
 }
 
+/* A BPE merge table being indexed on a thread of its own. Messages are per thread (error.c),
+ * so the thread's comes back in the job. */
+typedef struct vocab_merges_job {
+    el_vocab *v;
+    const gguf_file *f;
+    el_status st;
+    char message[1024]; /* as long as error.c's */
+} vocab_merges_job;
+
+static void *vocab_merges_run(void *arg) {
+    vocab_merges_job *job = arg;
+    job->st = el_bpe_load_merges(job->v, job->f);
+    if (job->st != EL_OK) snprintf(job->message, sizeof job->message, "%s", el_last_error());
+    return NULL;
+}
+
+/* el_vocab_index, and for BPE the merge table: the two take most of a large vocabulary's load
+ * (Llama 3: 128k tokens, 280k merges) and share nothing, so the merges are indexed on a second
+ * thread meanwhile, or on this one if no thread can be had. */
+static el_status vocab_index_gguf(el_vocab *v, const gguf_file *f) {
+    if (v->kind != EL_VOCAB_BPE) return el_vocab_index(v);
+    vocab_merges_job job = {.v = v, .f = f};
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, vocab_merges_run, &job) != 0) {
+        el_status st = el_vocab_index(v);
+        return st == EL_OK ? el_bpe_load_merges(v, f) : st;
+    }
+    el_status st = el_vocab_index(v);
+    pthread_join(thread, NULL);
+    if (st != EL_OK) return st;
+    if (job.st != EL_OK) return el_error(job.st, "%s", job.message);
+    return EL_OK;
+}
+
 el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out) {
     *out = NULL;
     el_vocab_kind kind = EL_VOCAB_SPM;
@@ -277,8 +313,7 @@ el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out) {
     if (st != EL_OK) return st;
     st = gguf_load_settings(v, f);
     if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load_settings(v, f);
-    if (st == EL_OK) st = el_vocab_index(v);
-    if (st == EL_OK && kind == EL_VOCAB_BPE) st = el_bpe_load_merges(v, f);
+    if (st == EL_OK) st = vocab_index_gguf(v, f);
     if (st != EL_OK) {
         el_vocab_free(v);
         return st;
