@@ -18,6 +18,10 @@ static const char finetune_help[] =
     "  --targets LIST        comma-separated subset of q,k,v,o,gate,up,down (default q,k,v,o)\n"
     "  -c, --ctx N           tokens per example; longer ones are cut (default 128)\n"
     "  --peft DIR            also write a Hugging Face PEFT adapter folder\n"
+    "  --qat                 quantization-aware: train against the base as its integer form\n"
+    "                        computes (inputs the run time quantizes to int8 at static scales\n"
+    "                        quantized so here); the base must have such scales (train --qat\n"
+    "                        w4a8, or quantize --type w4a8 --calibrate)\n"
     "  -o FILE               the adapter to write\n";
 
 int cmd_finetune(int argc, char **argv) {
@@ -63,6 +67,8 @@ int cmd_finetune(int argc, char **argv) {
                 !cli_int("finetune", a, v, 2, 1 << 16, &n))
                 goto done;
             o.p.n_ctx = (int32_t)n;
+        } else if (!strcmp(a, "--qat")) {
+            lp.qat = true;
         } else if (!strcmp(a, "--peft")) {
             if (!(lp.peft_dir = cli_value("finetune", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {

@@ -217,6 +217,10 @@ static const char train_help[] =
     "                        defaults to heads, ffn to about 8/3 dim, ctx to 64)\n"
     "  --untied              a separate output matrix (default: tied to the embeddings)\n"
     "  --tokenizer FILE      GGUF vocabulary (e.g. from `edgelora train-tokenizer`)\n"
+    "  --qat w4a8            quantization-aware: train the integer model (each block's linear\n"
+    "                        weights int4 per output channel, their inputs int8 at scales\n"
+    "                        tracked over training) and write it (W4 weights with static\n"
+    "                        activation scales); dim and ffn must be multiples of 32\n"
     "  -o FILE               the model to write\n";
 
 /* Parses "dim=64,layers=2,..." into p. */
@@ -274,6 +278,12 @@ int cmd_train(int argc, char **argv) {
             o.p.tied_embeddings = false;
         } else if (!strcmp(a, "--tokenizer")) {
             if (!(o.p.tokenizer_path = cli_value("train", argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--qat")) {
+            if (!(o.p.qat = cli_value("train", argc, argv, &i))) goto done;
+            if (strcmp(o.p.qat, "w4a8") != 0) {
+                cli_error("train", "--qat: '%s' is not a kind this trains (w4a8)", o.p.qat);
+                goto done;
+            }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value("train", argc, argv, &i))) goto done;
         } else {

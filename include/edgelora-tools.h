@@ -242,6 +242,11 @@ typedef struct el_train_params {
      * the tokens per example, 0: the base's training context) */
     int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_ctx;
     bool tied_embeddings;
+    /* quantization-aware training (el_train only): "w4a8" trains the model its integer form
+     * computes (each block's linear weights int4 per output channel, their inputs int8 at one
+     * scale each, tracked over the batches; gradients straight through the rounding) and writes
+     * that form (W4 weights with their inputs' static scales); NULL: float */
+    const char *qat;
     /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
      * or ".u32" hold little-endian uint16 / uint32 token ids. el_finetune_lora reads JSONL
      * ({"prompt": ..., "response": ...} per line). */
@@ -285,6 +290,10 @@ typedef struct el_lora_train_params {
     float alpha;
     const char *targets;    /* comma-separated subset of q,k,v,o,gate,up,down */
     const char *peft_dir;   /* also write a PEFT adapter folder here (NULL: no) */
+    bool qat;               /* train against the base as its integer form computes: every input
+                             * the run time quantizes to int8 at a static scale is so quantized
+                             * (gradients straight through); the base must have one (a model of
+                             * el_train's "w4a8", or quantize --type w4a8 --calibrate) */
 } el_lora_train_params;
 
 el_lora_train_params el_lora_train_default_params(void);

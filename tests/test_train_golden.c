@@ -1,7 +1,10 @@
 /* test_train_golden.c - the training model and optimizer against golden files written by PyTorch
  * (tests/golden/make_train_golden.py: autograd + torch.optim.AdamW + clip_grad_norm_): the first
  * loss, every gradient, the losses of 5 steps (warmup + cosine, accumulation 2, clipping, decay on
- * matrices only) and the parameters after them; untied, tied, and LoRA with the base frozen. */
+ * matrices only) and the parameters after them; untied, tied, and LoRA with the base frozen.
+ * Quantization-aware (version 2 files): the first loss and gradients with int4 weights and int8
+ * inputs (torch's fake_quantize_per_channel_affine and _per_tensor_affine, whose gradients are
+ * the straight-through ones), and with int8 inputs under a LoRA adapter. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,8 @@
 typedef struct golden {
     int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied, B, T, rank;
     float alpha;
+    int32_t int4, n_sites;
+    float *scales;
     int32_t n_steps, accum, warmup;
     float lr, min_ratio, weight_decay, beta1, beta2, eps, clip;
     int32_t *tokens, *targets;
@@ -41,10 +46,15 @@ static int parse(char *buf, size_t len, golden *g, el_tmodel *m) {
     CHECK(len > 8 && !memcmp(buf, "ELTG", 4));
     uint32_t version;
     memcpy(&version, buf + 4, 4);
-    CHECK(version == 1);
+    CHECK(version == 1 || version == 2);
     char *p = buf + 8;
     memcpy(&g->dim, p, 10 * 4), p += 40;
     memcpy(&g->alpha, p, 4), p += 4;
+    g->int4 = g->n_sites = 0;
+    if (version == 2) {
+        memcpy(&g->int4, p, 8), p += 8;
+        g->scales = (float *)p, p += (size_t)g->n_sites * 4;
+    }
     memcpy(&g->n_steps, p, 12), p += 12;
     memcpy(&g->lr, p, 28), p += 28;
     el_tconfig c = {.dim = g->dim, .n_layer = g->n_layer, .n_head = g->n_head,
@@ -55,7 +65,12 @@ static int parse(char *buf, size_t len, golden *g, el_tmodel *m) {
     if (g->rank) {
         CHECK(el_tmodel_add_lora(m, g->rank, g->alpha, 0x7f, 0) == EL_OK);
     }
-    size_t nb = (size_t)g->n_steps * g->accum * g->B * g->T;
+    if (version == 2) {
+        CHECK(el_tmodel_set_qat(m, g->int4, 0.0f) == EL_OK);
+        CHECK(g->n_sites == g->n_layer * EL_TN_LINEAR + 1);
+        memcpy(m->qat.x_scale, g->scales, (size_t)g->n_sites * 4);
+    }
+    size_t nb = (size_t)(g->n_steps ? g->n_steps * g->accum : 1) * g->B * g->T;
     size_t n_train = g->rank ? m->lora.n_floats : m->base.n_floats;
     g->tokens = (int32_t *)p, p += nb * 4;
     g->targets = (int32_t *)p, p += nb * 4;
@@ -65,7 +80,7 @@ static int parse(char *buf, size_t len, golden *g, el_tmodel *m) {
     memcpy(&g->loss0, p, 4), p += 4;
     g->grad = (float *)p, p += n_train * 4;
     g->losses = (float *)p, p += (size_t)g->n_steps * 4;
-    g->final = (float *)p, p += n_train * 4;
+    g->final = (float *)p, p += g->n_steps ? n_train * 4 : 0;
     CHECK((size_t)(p - buf) == len);
     memcpy(m->w, g->base, m->base.n_floats * 4);
     if (g->rank)
@@ -87,7 +102,7 @@ static int run_case(const char *name) {
     }
     el_threadpool *tp;
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
-    el_trainer_hp hp = {.B = g.B, .T = g.T, .accum = g.accum, .n_steps = g.n_steps,
+    el_trainer_hp hp = {.B = g.B, .T = g.T, .accum = g.accum, .n_steps = g.n_steps ? g.n_steps : 1,
                         .warmup = g.warmup, .lr = g.lr, .min_ratio = g.min_ratio, .clip = g.clip,
                         .adamw = {g.beta1, g.beta2, g.eps, g.weight_decay}};
     el_trainer t;
@@ -119,7 +134,7 @@ static int run_case(const char *name) {
             res = TEST_FAIL;
         }
     }
-    if (res == TEST_PASS) {
+    if (res == TEST_PASS && g.n_steps) {
         double err = test_max_rel_err(t.p, g.final, t.n);
         if (err > 1e-4) {
             test_note("%s: parameters after %d steps differ from torch by %.3g", name, g.n_steps,
@@ -142,10 +157,14 @@ static int run_case(const char *name) {
 static int test_untied(void) { return run_case("untied"); }
 static int test_tied(void) { return run_case("tied"); }
 static int test_lora(void) { return run_case("lora"); }
+static int test_qat(void) { return run_case("qat"); }
+static int test_qat_lora(void) { return run_case("qat_lora"); }
 
 int main(void) {
     run_test("torch_untied", test_untied);
     run_test("torch_tied", test_tied);
     run_test("torch_lora", test_lora);
+    run_test("torch_qat_w4a8", test_qat);
+    run_test("torch_qat_lora_a8", test_qat_lora);
     return tests_exit_code();
 }

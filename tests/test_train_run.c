@@ -83,17 +83,19 @@ static bool same_files(const char *a, const char *b) {
     return same;
 }
 
-static int test_resume_identical(void) {
+/* qat: quantization-aware (w4a8), whose tracked scales the checkpoint must carry too */
+static int resume_identical(const char *qat) {
     CHECK(setup() == TEST_PASS);
     char straight[1024], resumed[1024], ckpt[1024];
     /* same file name (it becomes general.name) in two folders */
-    snprintf(straight, sizeof straight, "%s/a", test_tmp_dir());
-    snprintf(resumed, sizeof resumed, "%s/b", test_tmp_dir());
+    snprintf(straight, sizeof straight, "%s/a%s", test_tmp_dir(), qat ? qat : "");
+    snprintf(resumed, sizeof resumed, "%s/b%s", test_tmp_dir(), qat ? qat : "");
     CHECK(mkdir(straight, 0755) == 0 && mkdir(resumed, 0755) == 0);
     strcat(straight, "/m.gguf");
     strcat(resumed, "/m.gguf");
-    snprintf(ckpt, sizeof ckpt, "%s/run.ckpt", test_tmp_dir());
+    snprintf(ckpt, sizeof ckpt, "%s/run%s.ckpt", test_tmp_dir(), qat ? qat : "");
     el_train_params p = small_params();
+    p.qat = qat;
     CHECK(el_train(&p, straight) == EL_OK);
 
     int64_t at = 4;
@@ -112,11 +114,18 @@ static int test_resume_identical(void) {
     CHECK(el_train(&p, resumed) == EL_OK);
     CHECK(same_files(straight, resumed));
 
-    /* a checkpoint of another shape is refused */
-    p.dim = 48;
+    /* a checkpoint of another shape is refused, and one of other QAT settings */
+    p.qat = qat ? NULL : "w4a8";
+    CHECK(el_train(&p, resumed) == EL_ERR_MISMATCH);
+    CHECK(strstr(el_last_error(), "quantization-aware training settings (--qat)") != NULL);
+    p.qat = qat;
+    p.dim = 64;
     CHECK(el_train(&p, resumed) == EL_ERR_MISMATCH);
     return TEST_PASS;
 }
+
+static int test_resume_identical(void) { return resume_identical(NULL); }
+static int test_resume_identical_qat(void) { return resume_identical("w4a8"); }
 
 static long read_whole(const char *path, unsigned char **data) {
     FILE *f = fopen(path, "rb");
@@ -305,6 +314,7 @@ static int test_loss_falls_and_engine_agrees(void) {
 
 int main(void) {
     run_test("resume_after_stop_is_bit_identical", test_resume_identical);
+    run_test("resume_after_stop_is_bit_identical_qat", test_resume_identical_qat);
     run_test("damaged_checkpoint_refused", test_damaged_checkpoint_refused);
     run_test("unwritable_output_fails_before_training", test_unwritable_output_fails_first);
     run_test("loss_falls_and_engine_agrees", test_loss_falls_and_engine_agrees);

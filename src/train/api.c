@@ -9,6 +9,10 @@
 #include "train/export.h"
 #include "train/loop.h"
 
+/* How far each training forward moves a tracked QAT scale: PyTorch's moving-average observer's
+ * rate, which lets the scale follow a model whose ranges change as it learns. */
+static const float qat_momentum = 0.01f;
+
 el_train_params el_train_default_params(void) {
     el_train_params p = {
         .dim = 64, .n_layer = 2, .n_head = 4, .n_head_kv = 4, .n_ff = 172, .n_ctx = 64,
@@ -118,8 +122,14 @@ el_status el_train(const el_train_params *p, const char *out_path) {
                     .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
                     .n_vocab = vocab->hp.n_vocab, .tied = p->tied_embeddings, .rms_eps = 1e-5f,
                     .rope_base = 10000.0f};
+    if (p->qat && strcmp(p->qat, "w4a8") != 0) {
+        el_model_free(vocab);
+        return el_error(EL_ERR_INVALID_ARG, "quantization-aware training '%s': the one kind is "
+                        "w4a8", p->qat);
+    }
     train_run r = {0};
     if ((st = el_tmodel_init(&r.m, &c)) == EL_OK &&
+        (st = p->qat ? el_tmodel_set_qat(&r.m, true, qat_momentum) : EL_OK) == EL_OK &&
         (st = el_tdata_load_stream(&r.dtrain, p->train_files, p->n_train_files, vocab,
                                    c.n_vocab)) == EL_OK &&
         (st = el_tdata_load_stream(&r.deval, p->eval_files, p->n_eval_files, vocab,
@@ -160,6 +170,7 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
     train_run r = {0};
     if ((st = el_tmodel_from_model(&r.m, base, p->n_ctx)) == EL_OK &&
         (st = el_tmodel_add_lora(&r.m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&
+        (st = lp->qat ? el_tmodel_qat_from_model(&r.m, base) : EL_OK) == EL_OK &&
         (st = el_examples_load(&r.dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
         (st = el_examples_load(&r.deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&

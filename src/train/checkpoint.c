@@ -11,8 +11,8 @@
 #include "core/hash.h"
 #include "core/outfile.h"
 
-/* 2 added the checksum trailer */
-static const uint32_t checkpoint_version = 2;
+/* 2 added the checksum trailer, 3 the QAT settings and scales */
+static const uint32_t checkpoint_version = 3;
 
 el_status el_history_add(el_history *h, bool eval, float step, float loss) {
     float **a = eval ? &h->eval : &h->train;
@@ -45,7 +45,13 @@ typedef struct header {
     float alpha;
     uint32_t targets;
     uint64_t floats;
+    int32_t qat[2];     /* int4 weights; QAT scales that follow the parameters (0: no QAT) */
 } header;
+
+/* QAT sites (tmodel.h), whose scales a checkpoint keeps: tracked ones change as training goes */
+static size_t qat_sites(const el_tmodel *m) {
+    return m->qat.x_scale ? (size_t)m->c.n_layer * EL_TN_LINEAR + 1 : 0;
+}
 
 static header make_header(const el_trainer *t) {
     const el_tconfig *c = &t->m->c;
@@ -55,7 +61,8 @@ static header make_header(const el_trainer *t) {
                 t->what == EL_TRAIN_LORA ? t->m->rank : 0,
                 t->what == EL_TRAIN_LORA ? t->m->alpha : 0.0f,
                 t->what == EL_TRAIN_LORA ? t->m->targets : 0,
-                t->n};
+                t->n,
+                {t->m->qat.int4_weights, (int32_t)qat_sites(t->m)}};
     return h;
 }
 
@@ -83,12 +90,14 @@ el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loa
     uint64_t counts[2] = {hist->n_train, hist->n_eval};
     bool ok = put(&w, "ELCK", 4) && put(&w, &version, 4) && put(&w, h.shape, sizeof h.shape) &&
               put(&w, h.norm_rope, 8) && put(&w, &h.rank, 4) && put(&w, &h.alpha, 4) &&
-              put(&w, &h.targets, 4) && put(&w, &h.floats, 8) && put(&w, &t->step, 8) &&
+              put(&w, &h.targets, 4) && put(&w, &h.floats, 8) && put(&w, h.qat, 8) &&
+              put(&w, &t->step, 8) &&
               put(&w, &l->seed, 8) && put(&w, pos, 16) && put(&w, counts, 16) &&
               put(&w, hist->train, hist->n_train * 2 * sizeof(float)) &&
               put(&w, hist->eval, hist->n_eval * 2 * sizeof(float)) &&
               put(&w, t->p, t->n * sizeof(float)) && put(&w, t->mom, t->n * sizeof(float)) &&
-              put(&w, t->vel, t->n * sizeof(float));
+              put(&w, t->vel, t->n * sizeof(float)) &&
+              put(&w, t->m->qat.x_scale, qat_sites(t->m) * sizeof(float));
     uint64_t sum = w.sum;
     ok = ok && put(&w, &sum, 8);
     if (!ok) {
@@ -144,7 +153,8 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
         ;
     else if (!get(f, got.shape, sizeof got.shape) || !get(f, got.norm_rope, 8) ||
              !get(f, &got.rank, 4) || !get(f, &got.alpha, 4) || !get(f, &got.targets, 4) ||
-             !get(f, &got.floats, 8) || !get(f, &step, 8) || !get(f, &seed, 8) ||
+             !get(f, &got.floats, 8) || !get(f, got.qat, 8) || !get(f, &step, 8) ||
+             !get(f, &seed, 8) ||
              !get(f, pos, 16) || !get(f, counts, 16))
         st = el_error(EL_ERR_FORMAT, "%s: truncated header", path);
     else if (memcmp(got.shape, want.shape, sizeof got.shape) ||
@@ -153,6 +163,9 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     else if (got.rank != want.rank || got.alpha != want.alpha || got.targets != want.targets ||
              got.floats != want.floats)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint has other LoRA settings", path);
+    else if (memcmp(got.qat, want.qat, sizeof got.qat))
+        st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint has other quantization-aware "
+                      "training settings (--qat)", path);
     else if (seed != l->seed)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made with seed %llu, not %llu",
                       path, (unsigned long long)seed, (unsigned long long)l->seed);
@@ -168,7 +181,9 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     }
     if (st == EL_OK && (!get(f, t->p, t->n * sizeof(float)) ||
                         !get(f, t->mom, t->n * sizeof(float)) ||
-                        !get(f, t->vel, t->n * sizeof(float)) || fseeko(f, 8, SEEK_CUR) != 0 ||
+                        !get(f, t->vel, t->n * sizeof(float)) ||
+                        !get(f, t->m->qat.x_scale, qat_sites(t->m) * sizeof(float)) ||
+                        fseeko(f, 8, SEEK_CUR) != 0 ||
                         fgetc(f) != EOF))
         st = el_error(EL_ERR_FORMAT, "%s: truncated or oversized parameters", path);
     fclose(f);

@@ -11,6 +11,8 @@
 #include "core/outfile.h"
 #include "formats/gguf.h"
 #include "formats/json.h"
+#include "compress/quantize.h"
+#include "kernels/edge.h"
 #include "kernels/types.h"
 #include "model/model.h"
 #include "runtime/adapter.h"
@@ -28,6 +30,54 @@ static el_status add_tensors(gguf_writer *w, const el_ttable *tb, const float *b
     return st;
 }
 
+/* A linear weight of a QAT model with int4 weights: its rows go to the W4 type as the file is
+ * written. Its values are the grid's the training forward computed with (el_fq_int4_rows). */
+typedef struct w4_tensor {
+    const float *w;
+    int64_t n_out, n_in;
+} w4_tensor;
+
+static el_status fill_w4(void *user, void *buf, uint64_t nbytes) {
+    const w4_tensor *t = user;
+    size_t row = el_row_size(EL_TYPE_W4, t->n_in);
+    for (int64_t r = 0; r < t->n_out; r++)
+        el_w4_from_float(t->w + r * t->n_in, (uint8_t *)buf + (size_t)r * row, t->n_in);
+    return EL_OK;
+}
+
+/* The base block of a QAT model: the linear weights as W4, each with its input's static scale
+ * ("<name>.act_scale", model/act_scales.c) where it has one; the rest F32. w4 has a slot for each
+ * linear weight. */
+static el_status add_qat_tensors(gguf_writer *w, const el_tmodel *m, w4_tensor *w4) {
+    el_status st = EL_OK;
+    int n = 0;
+    for (int32_t i = 0; i < m->base.n && st == EL_OK; i++) {
+        const el_ttensor *t = &m->base.t[i];
+        int64_t ne[2] = {t->n_in, t->n_out};
+        int k = i >= 1 && i <= m->c.n_layer * EL_TK_COUNT ? (i - 1) % EL_TK_COUNT : -1;
+        if (k < EL_TK_FIRST_LINEAR) {
+            st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
+                                        m->w + t->offset,
+                                        (uint64_t)(t->n_in * t->n_out) * sizeof(float));
+            continue;
+        }
+        w4[n] = (w4_tensor){m->w + t->offset, t->n_out, t->n_in};
+        st = gguf_writer_add_tensor_fill(w, t->name, EL_TYPE_W4, 2, ne,
+                                         el_row_size(EL_TYPE_W4, t->n_in) * (uint64_t)t->n_out,
+                                         fill_w4, &w4[n]);
+        const float *d = &m->qat.x_scale[(i - 1) / EL_TK_COUNT * EL_TN_LINEAR + k -
+                                         EL_TK_FIRST_LINEAR];
+        n++;
+        if (st == EL_OK && *d > 0.0f) {
+            char name[80];
+            int64_t one = 1;
+            snprintf(name, sizeof name, "%s.act_scale", t->name);
+            st = gguf_writer_add_tensor(w, name, EL_TYPE_F32, 1, &one, d, sizeof *d);
+        }
+    }
+    return st;
+}
+
 el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const char *name,
                           const char *out_path) {
     gguf_file *tok;
@@ -40,10 +90,18 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
         return el_error(EL_ERR_NOMEM, "out of memory");
     }
     const el_tconfig *c = &m->c;
+    bool int4 = m->qat.int4_weights;
+    w4_tensor *w4 = int4 ? calloc((size_t)c->n_layer * EL_TN_LINEAR, sizeof *w4) : NULL;
+    if (int4 && !w4) {
+        gguf_writer_free(w);
+        gguf_close(tok);
+        return el_error(EL_ERR_NOMEM, "out of memory");
+    }
     if ((st = gguf_writer_copy_kv(w, tok)) == EL_OK &&
         (st = gguf_writer_set_str(w, "general.architecture", "llama")) == EL_OK &&
         (st = gguf_writer_set_str(w, "general.name", name)) == EL_OK &&
-        (st = gguf_writer_set_u32(w, "general.file_type", 0)) == EL_OK &&
+        (st = gguf_writer_set_u32(w, "general.file_type",
+                                  int4 ? el_quant_file_type(EL_TYPE_W4) : 0)) == EL_OK &&
         (st = gguf_writer_set_u32(w, "llama.context_length", (uint32_t)c->n_ctx)) == EL_OK &&
         (st = gguf_writer_set_u32(w, "llama.embedding_length", (uint32_t)c->dim)) == EL_OK &&
         (st = gguf_writer_set_u32(w, "llama.block_count", (uint32_t)c->n_layer)) == EL_OK &&
@@ -58,10 +116,11 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
         (st = gguf_writer_set_f32(w, "llama.attention.layer_norm_rms_epsilon", c->rms_eps)) ==
             EL_OK &&
         (st = gguf_writer_set_u32(w, "llama.vocab_size", (uint32_t)c->n_vocab)) == EL_OK &&
-        (st = add_tensors(w, &m->base, m->w)) == EL_OK)
+        (st = int4 ? add_qat_tensors(w, m, w4) : add_tensors(w, &m->base, m->w)) == EL_OK)
         st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);
     gguf_close(tok);
+    free(w4);
     return st;
 }
 
@@ -210,6 +269,47 @@ el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ct
     memcpy(el_tm_out_norm(m, w), model->output_norm, (size_t)c.dim * 4);
     if (!c.tied)
         el_weight_floats(&model->output, el_tm_output(m, w));
+    return EL_OK;
+}
+
+/* What a weight's input is at run time: 1 int8 at a static scale (*d), 0 floats, -1 neither. */
+static int weight_input(const el_weight *w, float *d) {
+    el_type t = el_type_kernels_get(w->type)->vec_dot_type;
+    *d = 0.0f;
+    if (t == EL_TYPE_F32 || t == EL_TYPE_F16 || t == EL_TYPE_BF16) return 0;
+    if (t != EL_TYPE_A8 || !(w->act_scale > 0.0f)) return -1;
+    *d = w->act_scale;
+    return 1;
+}
+
+el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model) {
+    el_status st = el_tmodel_set_qat(m, false, 0.0f);
+    if (st != EL_OK) return st;
+    int n_int8 = 0;
+    for (int il = 0; il <= m->c.n_layer; il++)
+        for (int i = 0; i < (il < m->c.n_layer ? EL_TN_LINEAR : 1); i++) {
+            const el_weight *w = il < m->c.n_layer
+                                     ? el_layer_weight(&model->layers[il], (el_linear)i)
+                                     : &model->output;
+            int kind = weight_input(w, &m->qat.x_scale[il * EL_TN_LINEAR + i]);
+            if (kind < 0) {
+                char name[64];
+                if (il < m->c.n_layer)
+                    snprintf(name, sizeof name, "blk.%d.%s.weight", il,
+                             el_linear_gguf_name((el_linear)i));
+                else
+                    snprintf(name, sizeof name, "the output head");
+                return el_error(EL_ERR_UNSUPPORTED, "%s: %s is %s, whose input is quantized row "
+                                "by row as it runs; quantization-aware fine-tuning needs int8 "
+                                "inputs at static scales (a model from train --qat w4a8, or "
+                                "quantize --type w4a8 --calibrate)", model->path, name,
+                                el_type_layout_get(w->type)->name);
+            }
+            n_int8 += kind;
+        }
+    if (n_int8 == 0)
+        return el_error(EL_ERR_INVALID_ARG, "%s: no weight takes int8 inputs: the model runs in "
+                        "floats, so there is nothing to be quantization-aware of", model->path);
     return EL_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "train/fakequant.h"
 #include "train/layers.h"
 #include "train/rng.h"
 
@@ -159,7 +160,33 @@ el_status el_tmodel_add_forecast(el_tmodel *m, int32_t n_slots, uint64_t seed) {
     return EL_OK;
 }
 
+el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum) {
+    const el_tconfig *c = &m->c;
+    for (int i = 0; int4_weights && i < EL_TN_LINEAR; i++) {
+        int64_t n_out, n_in;
+        linear_shape(c, (el_tkind)(EL_TK_FIRST_LINEAR + i), &n_out, &n_in);
+        if (n_in % 32)
+            return el_error(EL_ERR_INVALID_ARG, "int4 weights: the %s rows hold %lld values, not "
+                            "whole 32-value chunks as the W4 type needs (make dim and ffn "
+                            "multiples of 32)", kind_names[EL_TK_FIRST_LINEAR + i],
+                            (long long)n_in);
+    }
+    if (!(momentum >= 0.0f && momentum <= 1.0f))
+        return el_error(EL_ERR_INVALID_ARG, "QAT scale momentum %g is not in 0..1",
+                        (double)momentum);
+    free(m->qat.x_scale);
+    free(m->qat.wq);
+    m->qat = (el_tqat){.int4_weights = int4_weights, .momentum = momentum};
+    m->qat.x_scale = calloc((size_t)c->n_layer * EL_TN_LINEAR + 1, sizeof(float));
+    if (int4_weights) m->qat.wq = calloc(m->base.n_floats, sizeof(float));
+    if (!m->qat.x_scale || (int4_weights && !m->qat.wq))
+        return el_error(EL_ERR_NOMEM, "out of memory for quantization-aware training");
+    return EL_OK;
+}
+
 void el_tmodel_free(el_tmodel *m) {
+    free(m->qat.x_scale);
+    free(m->qat.wq);
     free(m->forecast.t);
     free(m->fw);
     free(m->base.t);
@@ -221,6 +248,13 @@ struct el_tacts {
     /* backward scratch */
     float *dx, *dxn, *dq, *dk, *dv, *dao, *dg, *du, *dh, *dlogits, *dlx, *tmp;
     float *datt;       /* [B][H][T][T] attention backward scratch */
+    /* quantization-aware training (m->qat) */
+    bool training;     /* forwards track the scales */
+    int64_t max_in;    /* the widest linear input */
+    float *xq, *dxq;   /* [N][max_in] a site's input on its grid, and its gradient */
+    enum { HOLD_OFF, HOLD_RECORD, HOLD_KEEP } hold;
+    float *held_w;     /* base layout: each weight's grid value less the weight */
+    float *held_x;     /* [site][N][max_in]: the same for inputs; NAN where clipped */
 };
 
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out) {
@@ -254,6 +288,8 @@ el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **o
         {&a->du, N * F},              {&a->dh, N * F},
         {&a->dlogits, N * V},         {&a->dlx, N * (R ? R : 1)},
         {&a->tmp, N * big},           {&a->datt, (size_t)B * c->n_head * T * T},
+        {&a->xq, m->qat.x_scale ? N * (big > qd ? big : qd) : 1},
+        {&a->dxq, m->qat.x_scale ? N * (big > qd ? big : qd) : 1},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i].p = malloc(bufs[i].n * sizeof(float)))) {
@@ -262,6 +298,7 @@ el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **o
                             B, T);
         }
     el_rope_tables(a->cs, a->sn, T, (int64_t)hd, c->rope_base);
+    a->max_in = (int64_t)(big > qd ? big : qd);
     *out = a;
     return EL_OK;
 }
@@ -272,10 +309,94 @@ void el_tacts_free(el_tacts *a) {
     float *bufs[] = {a->cs, a->sn, a->x, a->xmid, a->rs1, a->rs2, a->xn1, a->xn2, a->q, a->k,
                      a->v, a->att, a->ao, a->g, a->u, a->h, a->lx, a->rsf, a->xnf, a->probs,
                      a->dx, a->dxn, a->dq, a->dk, a->dv, a->dao, a->dg, a->du, a->dh, a->dlogits,
-                     a->dlx, a->tmp, a->datt};
+                     a->dlx, a->tmp, a->datt, a->xq, a->dxq, a->held_w, a->held_x};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(a);
+}
+
+void el_tacts_set_training(el_tacts *a, bool training) { a->training = training; }
+
+el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m) {
+    if (!m->qat.x_scale)
+        return el_error(EL_ERR_INVALID_ARG, "holding the rounding needs quantization-aware "
+                        "training");
+    size_t sites = (size_t)m->c.n_layer * EL_TN_LINEAR + 1;
+    free(a->held_w);
+    free(a->held_x);
+    a->held_w = calloc(m->base.n_floats, sizeof(float));
+    a->held_x = malloc(sites * (size_t)(a->N * a->max_in) * sizeof(float));
+    if (!a->held_w || !a->held_x)
+        return el_error(EL_ERR_NOMEM, "out of memory for the held rounding");
+    a->hold = HOLD_RECORD;
+    return EL_OK;
+}
+
+/* ------------------------------------------------------------- quantization-aware training */
+
+/* The weight linear i of layer il computes with: on the grid under int4 QAT (wq, made at the
+ * start of each forward), else as it is. */
+static const float *linear_weight(const el_tmodel *m, int il, int i) {
+    el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
+    return el_tm_layer(m, m->qat.int4_weights ? m->qat.wq : m->w, il, k);
+}
+
+static void qat_weights(const el_tmodel *m, el_tacts *a) {
+    for (int il = 0; il < m->c.n_layer; il++)
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
+            int64_t n_out, n_in;
+            linear_shape(&m->c, k, &n_out, &n_in);
+            const float *w = el_tm_layer(m, m->w, il, k);
+            float *wq = el_tm_layer(m, m->qat.wq, il, k);
+            float *r = a->hold != HOLD_OFF ? el_tm_layer(m, a->held_w, il, k) : NULL;
+            if (a->hold == HOLD_KEEP) {
+                for (int64_t j = 0; j < n_out * n_in; j++) wq[j] = w[j] + r[j];
+                continue;
+            }
+            el_fq_int4_rows(wq, w, n_out, n_in);
+            if (r)
+                for (int64_t j = 0; j < n_out * n_in; j++) r[j] = wq[j] - w[j];
+        }
+}
+
+/* The input x [N][n] of site `site` on its int8 grid, into a->xq (the scale tracked first in a
+ * training forward); NULL where the site takes floats. */
+static const float *qat_input(const el_tmodel *m, el_tacts *a, size_t site, const float *x,
+                              int64_t n, bool forward) {
+    if (!m->qat.x_scale) return NULL;
+    float *d = &m->qat.x_scale[site], mu = m->qat.momentum;
+    int64_t len = a->N * n;
+    if (forward && a->training && mu > 0.0f && site < (size_t)m->c.n_layer * EL_TN_LINEAR &&
+        a->hold == HOLD_OFF) {
+        float target = el_fq_absmax(x, len) / 127.0f;
+        *d = *d > 0.0f ? *d + mu * (target - *d) : target;
+    }
+    if (!(*d > 0.0f)) return NULL;
+    float *r = a->hold != HOLD_OFF ? a->held_x + site * (size_t)(a->N * a->max_in) : NULL;
+    if (a->hold == HOLD_KEEP) {
+        for (int64_t j = 0; j < len; j++)
+            a->xq[j] = isnan(r[j]) ? copysignf(127.0f * *d, x[j]) : x[j] + r[j];
+        return a->xq;
+    }
+    el_fq_int8(a->xq, x, len, *d);
+    if (r)
+        for (int64_t j = 0; j < len; j++)
+            r[j] = el_fq_int8_clipped(x[j], *d) ? NAN : a->xq[j] - x[j];
+    return a->xq;
+}
+
+/* dx += a->dxq where site's input x was not clipped (the straight-through gradient). */
+static void qat_input_backward(const el_tmodel *m, el_tacts *a, size_t site, float *dx,
+                               const float *x, int64_t n) {
+    int64_t len = a->N * n;
+    if (a->hold == HOLD_OFF) {
+        el_fq_int8_backward(dx, a->dxq, x, len, m->qat.x_scale[site]);
+        return;
+    }
+    const float *r = a->held_x + site * (size_t)(a->N * a->max_in);
+    for (int64_t j = 0; j < len; j++)
+        if (!isnan(r[j])) dx[j] += a->dxq[j];
 }
 
 /* ------------------------------------------------------------- forward */
@@ -284,8 +405,9 @@ void el_tacts_free(el_tacts *a) {
 static void linear_fwd(const el_tmodel *m, el_tacts *a, int il, int i, float *y, const float *x) {
     int64_t n_out, n_in;
     linear_shape(&m->c, (el_tkind)(EL_TK_FIRST_LINEAR + i), &n_out, &n_in);
-    el_linear_forward(y, x, el_tm_layer(m, m->w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)), a->N,
-                      n_in, n_out);
+    const float *xq = qat_input(m, a, (size_t)il * EL_TN_LINEAR + i, x, n_in, true);
+    el_linear_forward(y, xq ? xq : x, linear_weight(m, il, i), a->N, n_in, n_out);
+    /* the adapter's term takes the float input, as the run time's float adapters do */
     int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
     if (li >= 0) {
         float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
@@ -294,14 +416,19 @@ static void linear_fwd(const el_tmodel *m, el_tacts *a, int il, int i, float *y,
     }
 }
 
-/* dx += dy W (+ LoRA), dW += dy^T x if grads, dA/dB if lgrads */
+/* dx += dy W (+ LoRA), dW += dy^T x if grads, dA/dB if lgrads; under QAT W and x on their grids
+ * and dx straight through them */
 static void linear_bwd(const el_tmodel *m, el_tacts *a, int il, int i, float *dx, const float *dy,
                        const float *x, float *grads, float *lgrads) {
     int64_t n_out, n_in;
     el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
     linear_shape(&m->c, k, &n_out, &n_in);
-    el_linear_backward(dx, grads ? el_tm_layer(m, grads, il, k) : NULL, dy, x,
-                       el_tm_layer(m, m->w, il, k), a->N, n_in, n_out);
+    size_t site = (size_t)il * EL_TN_LINEAR + i;
+    const float *xq = qat_input(m, a, site, x, n_in, false);
+    if (xq) memset(a->dxq, 0, (size_t)(a->N * n_in) * sizeof(float));
+    el_linear_backward(xq ? a->dxq : dx, grads ? el_tm_layer(m, grads, il, k) : NULL, dy,
+                       xq ? xq : x, linear_weight(m, il, i), a->N, n_in, n_out);
+    if (xq) qat_input_backward(m, a, site, dx, x, n_in);
     int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
     if (li >= 0) { /* a frozen adapter (no lgrads) still carries gradient down to the inputs */
         const float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
@@ -319,6 +446,7 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     a->tokens = tokens, a->targets = targets, a->mask = mask;
+    if (m->qat.int4_weights) qat_weights(m, a);
     const float *embd = el_tm_embd(m, m->w);
     for (int64_t r = 0; r < N; r++) /* x[0][N][D] = embedding rows, or forecast vectors */
         memcpy(a->x + r * D, tokens[r] >= 0 ? embd + (size_t)tokens[r] * D
@@ -352,7 +480,10 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     }
     el_rmsnorm_forward(a->xnf, a->rsf, a->x + c->n_layer * N * D, el_tm_out_norm(m, m->w), N, D,
                        c->rms_eps);
-    el_linear_forward(a->probs, a->xnf, el_tm_output(m, m->w), N, D, V);
+    size_t head = (size_t)c->n_layer * EL_TN_LINEAR;
+    const float *xq = qat_input(m, a, head, a->xnf, D, true);
+    el_linear_forward(a->probs, xq ? xq : a->xnf, el_tm_output(m, m->w), N, D, V);
+    if (a->hold == HOLD_RECORD) a->hold = HOLD_KEEP;
     if (logits)
         memcpy(logits, a->probs, (size_t)(N * V) * sizeof(float));
     if (!targets)
@@ -375,8 +506,12 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
     el_xent_backward(a->dlogits, a->probs, a->targets, a->mask, N, V, s);
     /* logits = xnf E^T: dxnf = dlogits E, dE += dlogits^T xnf */
     memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
-    el_linear_backward(a->dxn, grads ? el_tm_output(m, grads) : NULL, a->dlogits, a->xnf,
-                       el_tm_output(m, m->w), N, D, V);
+    size_t head = (size_t)c->n_layer * EL_TN_LINEAR;
+    const float *xq = qat_input(m, a, head, a->xnf, D, false);
+    if (xq) memset(a->dxq, 0, (size_t)(N * D) * sizeof(float));
+    el_linear_backward(xq ? a->dxq : a->dxn, grads ? el_tm_output(m, grads) : NULL, a->dlogits,
+                       xq ? xq : a->xnf, el_tm_output(m, m->w), N, D, V);
+    if (xq) qat_input_backward(m, a, head, a->dxn, a->xnf, D);
     memset(a->dx, 0, (size_t)(N * D) * sizeof(float));
     el_rmsnorm_backward(a->dx, grads ? el_tm_out_norm(m, grads) : NULL, a->dxn,
                         a->x + c->n_layer * N * D, el_tm_out_norm(m, m->w), a->rsf, N, D);

@@ -56,6 +56,17 @@ typedef struct el_ttable {
     size_t n_floats;
 } el_ttable;
 
+/* Quantization-aware training (fakequant.h): the forward computes as the model's integer form
+ * will. Sites are the inputs of each block's 7 linear layers ([n_layer][7], el_linear's order)
+ * and, last, the output head's. */
+typedef struct el_tqat {
+    bool int4_weights;  /* the blocks' linear weights on the W4 grid (train --qat w4a8) */
+    float *x_scale;     /* [n_layer * 7 + 1] static int8 scale of each site; 0: a float input */
+    float momentum;     /* > 0: a training forward moves each block site's scale this far toward
+                         * its batch's amax / 127 (the first one sets it) */
+    float *wq;          /* base-layout block: the linear weights on the grid, made each forward */
+} el_tqat;
+
 typedef struct el_tmodel {
     el_tconfig c;
     el_ttable base;      /* tok_embd, per layer EL_TK_COUNT tensors, output_norm, [output] */
@@ -71,6 +82,7 @@ typedef struct el_tmodel {
      * embedding row (self-speculative decoding's forecast embeddings) */
     el_ttable forecast;  /* one tensor, n_slots rows of dim */
     float *fw;
+    el_tqat qat;         /* x_scale NULL: no quantization-aware training */
 } el_tmodel;
 
 /* Parses "q,k,v,o,gate,up,down" (any subset, any order) into target bits. */
@@ -83,6 +95,9 @@ el_status el_tmodel_add_lora(el_tmodel *m, int32_t rank, float alpha, uint32_t t
 /* Adds n_slots forecast vectors, each the mean token embedding plus N(0, 0.02) noise from seed (a
  * point among the inputs the model knows). */
 el_status el_tmodel_add_forecast(el_tmodel *m, int32_t n_slots, uint64_t seed);
+/* Turns on quantization-aware training with every site's scale 0 (set them, or give a momentum
+ * to track them); int4_weights needs rows of whole 32-element chunks, as the W4 type does. */
+el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum);
 void el_tmodel_free(el_tmodel *m);
 /* Random init: matrices N(0, 0.02) (output projections scaled by 1/sqrt(2 n_layer)), norms 1. */
 void el_tmodel_randomize(el_tmodel *m, uint64_t seed);
@@ -99,6 +114,13 @@ typedef struct el_tacts el_tacts;
 
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out);
 void el_tacts_free(el_tacts *a);
+/* Whether forwards on a are training ones (the trainer's steps: QAT scales are tracked), or
+ * evaluations (the default). */
+void el_tacts_set_training(el_tacts *a, bool training);
+/* For finite-difference checks of QAT gradients: the next forward records where each value fell
+ * on its grid (its rounding offset, or its clipping) and every later one keeps it, so the loss
+ * becomes the smooth function whose exact gradient the straight-through one is. */
+el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m);
 
 /* Forward over tokens [B][T] (an id -1-j is forecast vector j); targets [B][T] and mask [B][T] (NULL mask: every position counts)
  * give the mean cross-entropy over masked positions (returned; 0 if none). If logits is not NULL

@@ -51,6 +51,7 @@ float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targe
     size_t mb = (size_t)t->hp.B * t->hp.T;
     float scale = 1.0f / (float)t->hp.accum, total = 0.0f;
     memset(t->g, 0, t->n * sizeof(float));
+    el_tacts_set_training(t->acts, true);
     for (int32_t a = 0; a < t->hp.accum; a++) {
         float loss = el_tmodel_forward(t->m, t->acts, t->tp, tokens + a * mb, targets + a * mb,
                                        mask ? mask + a * mb : NULL, NULL);
@@ -59,6 +60,7 @@ float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targe
                            t->what == EL_TRAIN_FORECAST ? t->g : NULL, scale);
         total += loss * scale;
     }
+    el_tacts_set_training(t->acts, false);
     t->last_norm = el_clip_grad_norm(t->g, t->n, t->hp.clip);
     t->last_lr = el_lr_schedule(t->step, t->hp.n_steps, t->hp.warmup, t->hp.lr, t->hp.min_ratio);
     t->step++;

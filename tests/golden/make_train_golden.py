@@ -17,6 +17,17 @@ For each case a file train_<case>.bin is written, little-endian:
   f32 grad[n_trainable]       d loss0 / d trainable parameters (base, or LoRA if rank > 0)
   f32 losses[n_steps]         mean micro-batch loss of each optimizer step
   f32 final[n_trainable]      trainable parameters after n_steps steps
+Version 2 (the quantization-aware cases) adds after alpha: i32 int4_weights, i32 n_sites,
+f32 scales[n_sites] (the static int8 scale of each linear's input, per layer q..down, then the
+output head's; 0: a float input). There every site's input goes through
+torch.fake_quantize_per_tensor_affine(x, scale, 0, -127, 127) and, with int4_weights, every block
+weight through torch.fake_quantize_per_channel_affine(w, amax_row / 7, 0, 0, -7, 7); LoRA terms
+take the float input. Their files hold no steps (n_steps 0 after the first loss and gradients):
+a rounding that lands the other way after a step would make a comparison of steps a lottery.
+The scales are chosen from a float forward so that some inputs clip, and the seed so that no
+input lies within 3e-4 of a step of a rounding boundary (the two implementations' floats differ
+by far less), so the golden's grid values are the C code's. Nor do they hold losses or final
+parameters.
 Base order: token_embd [V][D]; per layer attn_norm [D], ffn_norm [D], wq [H*hd][D], wk, wv
 [KVH*hd][D], wo [D][H*hd], w_gate, w_up [F][D], w_down [D][F]; output_norm [D]; output [V][D]
 (untied only). Weights are [out][in]; y = x W^T.
@@ -109,8 +120,25 @@ class Model:
             return [False] * (2 * len(self.lora))
         return [t.dim() == 2 for _, t in self.base]
 
+    def site(self, il, tname):
+        return il * len(TARGETS) + TARGETS.index(tname)
+
+    def fq_input(self, site, x):
+        scales = self.cfg.get("scales")
+        if scales is None or scales[site] == 0:
+            return x
+        self.seen.append((x.detach(), scales[site]))
+        return torch.fake_quantize_per_tensor_affine(x, scales[site], 0, -127, 127)
+
+    def weight(self, il, tname):
+        w = self.layers[il][tname]
+        if not self.cfg.get("int4"):
+            return w
+        scale = (w.detach().abs().amax(1) / 7).to(torch.float32)
+        return torch.fake_quantize_per_channel_affine(w, scale, torch.zeros(w.shape[0], dtype=torch.int32), 0, -7, 7)
+
     def linear(self, il, tname, x):
-        y = x @ self.layers[il][tname].T
+        y = self.fq_input(self.site(il, tname), x) @ self.weight(il, tname).T
         for jl, t, a, b in self.lora:
             if jl == il and t == tname:
                 y = y + (self.cfg["alpha"] / self.cfg["rank"]) * ((x @ a.T) @ b.T)
@@ -122,6 +150,7 @@ class Model:
         hd = D // H
         Bn, T = tokens.shape
         eps = 1e-5
+        self.seen = []  # (input, scale) of every fake-quantized input: their margins
         x = self.embd[tokens]  # [B, T, D]
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
         for il, ly in enumerate(self.layers):
@@ -139,7 +168,9 @@ class Model:
             xn = rms_norm(x, ly["ffn_norm"], eps)
             h = torch.nn.functional.silu(self.linear(il, "w_gate", xn)) * self.linear(il, "w_up", xn)
             x = x + self.linear(il, "w_down", h)
-        logits = rms_norm(x, self.out_norm, eps) @ self.output.T
+        head = self.fq_input(c["n_layer"] * len(TARGETS), rms_norm(x, self.out_norm, eps))
+        logits = head @ self.output.T
+        self.last_inputs = self.seen
         nll = torch.nn.functional.cross_entropy(logits.view(-1, c["n_vocab"]), targets.view(-1), reduction="none")
         m = mask.view(-1)
         return (nll * m).sum() / m.sum()
@@ -156,11 +187,55 @@ def flat(ts):
     return torch.cat([t.detach().reshape(-1) for t in ts])
 
 
-def write_case(name, cfg, opt):
-    gen = torch.Generator().manual_seed(1234 + len(name))
+def margin(inputs):
+    """The least distance, in steps, from any fake-quantized input to a rounding boundary."""
+    m = 0.5
+    for x, s in inputs:
+        v = (x * (1.0 / torch.tensor(s, dtype=torch.float32))).double()
+        m = min(m, (v - v.floor() - 0.5).abs().min().item())
+    return m
+
+
+def qat_setup(name, cfg, seed):
+    """The seed and scales of a quantization-aware case: scales 0.8 of each input's float amax /
+    127 (so that some inputs clip), a seed whose inputs keep clear of rounding boundaries."""
+    sites = cfg["n_layer"] * len(TARGETS) + 1
+    while True:
+        gen = torch.Generator().manual_seed(seed)
+        model = Model(dict(cfg, scales=None), gen)
+        Bn, T, V = cfg["B"], cfg["T"], cfg["n_vocab"]
+        tokens = torch.randint(0, V, (1, Bn, T), generator=gen)
+        amax = [0.0] * sites
+        orig = model.fq_input
+
+        def record(site, x):
+            amax[site] = max(amax[site], x.detach().abs().max().item())
+            return x
+        model.fq_input = record
+        with torch.no_grad():
+            model.loss(tokens[0], tokens[0], torch.ones(Bn, T))
+        model.fq_input = orig
+        scales = [0.8 * a / 127 if (i < sites - 1 or cfg["head_int8"]) else 0.0 for i, a in enumerate(amax)]
+        scales = [float(torch.tensor(v, dtype=torch.float32)) for v in scales]
+        gen = torch.Generator().manual_seed(seed)
+        model = Model(dict(cfg, scales=scales), gen)
+        tokens = torch.randint(0, V, (1, Bn, T), generator=gen)
+        targets = torch.randint(0, V, (1, Bn, T), generator=gen)
+        mask = (torch.rand(1, Bn, T, generator=gen) > 0.25).float()
+        mask[:, :, 0] = 1.0
+        with torch.no_grad():
+            model.loss(tokens[0], targets[0], mask[0])
+        if margin(model.last_inputs) >= 3e-4:
+            print(f"{name}: seed {seed}, least margin {margin(model.last_inputs):.2g} of a step")
+            return seed, scales
+        seed += 1
+
+
+def write_case(name, cfg, opt, seed=None):
+    gen = torch.Generator().manual_seed(seed if seed is not None else 1234 + len(name))
     model = Model(cfg, gen)
     Bn, T, V = cfg["B"], cfg["T"], cfg["n_vocab"]
-    nb = opt["n_steps"] * opt["accum"]
+    nb = opt["n_steps"] * opt["accum"] or 1
     tokens = torch.randint(0, V, (nb, Bn, T), generator=gen)
     targets = torch.randint(0, V, (nb, Bn, T), generator=gen)
     mask = (torch.rand(nb, Bn, T, generator=gen) > 0.25).float()
@@ -199,10 +274,14 @@ def write_case(name, cfg, opt):
     final = flat(params)
 
     with open(os.path.join(HERE, f"train_{name}.bin"), "wb") as f:
-        f.write(b"ELTG" + struct.pack("<I", 1))
+        qat = "scales" in cfg
+        f.write(b"ELTG" + struct.pack("<I", 2 if qat else 1))
         f.write(struct.pack("<10i", cfg["dim"], cfg["n_layer"], cfg["n_head"], cfg["n_head_kv"], cfg["n_ff"],
                             V, int(cfg["tied"]), Bn, T, cfg["rank"]))
         f.write(struct.pack("<f", cfg["alpha"]))
+        if qat:
+            f.write(struct.pack("<2i", int(cfg["int4"]), len(cfg["scales"])))
+            f.write(struct.pack(f"<{len(cfg['scales'])}f", *cfg["scales"]))
         f.write(struct.pack("<3i", opt["n_steps"], opt["accum"], opt["warmup"]))
         f.write(struct.pack("<7f", opt["lr"], opt["min_ratio"], opt["weight_decay"], opt["beta1"],
                             opt["beta2"], opt["eps"], opt["clip"]))
@@ -213,8 +292,9 @@ def write_case(name, cfg, opt):
         f.write(lora0.numpy().astype("<f4").tobytes())
         f.write(struct.pack("<f", loss0.item()))
         f.write(grad0.numpy().astype("<f4").tobytes())
-        f.write(struct.pack(f"<{len(losses)}f", *losses))
-        f.write(final.numpy().astype("<f4").tobytes())
+        if opt["n_steps"]:
+            f.write(struct.pack(f"<{len(losses)}f", *losses))
+            f.write(final.numpy().astype("<f4").tobytes())
 
 
 def main():
@@ -224,6 +304,15 @@ def main():
     write_case("untied", dict(shape, tied=False, rank=0), opt)
     write_case("tied", dict(shape, tied=True, rank=0), opt)
     write_case("lora", dict(shape, tied=False, rank=4), dict(opt, weight_decay=0.0))
+    # quantization-aware: int4 weights and int8 inputs (train --qat w4a8), and int8 inputs under
+    # a LoRA adapter with the head's input int8 too (finetune --qat on such a base); shapes with
+    # rows of whole 32-value chunks, as the W4 type needs
+    qshape = dict(shape, dim=32, n_ff=64, n_head=4, n_head_kv=2)
+    qopt = dict(opt, n_steps=0)
+    for name, cfg in (("qat", dict(qshape, tied=False, rank=0, int4=True, head_int8=False)),
+                      ("qat_lora", dict(qshape, tied=False, rank=4, int4=False, head_int8=True))):
+        seed, scales = qat_setup(name, cfg, 1234 + len(name))
+        write_case(name, dict(cfg, scales=scales), qopt, seed)
 
 
 if __name__ == "__main__":
