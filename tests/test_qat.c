@@ -17,6 +17,7 @@
 
 #include "kernels/edge.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "testutil.h"
 #include "train/export.h"
 #include "train/fakequant.h"
@@ -243,13 +244,16 @@ static int test_held_gradients_lora_a8(void) { return held_gradients(true, false
 static const char *tokenizer = "models/tokenizer.gguf";
 static char qat_model[1100], qat_adapter[1100];
 
-/* Max error of the run time's logits (model_path, adapter_path or NULL) over rows 0..n-1 of
+/* Max error of the run time's logits (model_path; profile_path and adapter_path or NULL) over rows 0..n-1 of
  * tokens, relative to the largest logit of want. */
-static double runtime_error(const char *model_path, const char *adapter_path, const int32_t *ids,
-                            int n, const float *want) {
+static double runtime_error(const char *model_path, const char *profile_path,
+                            const char *adapter_path, const int32_t *ids, int n,
+                            const float *want) {
     el_model *m;
     el_adapter *ad = NULL;
-    if (el_model_load(model_path, NULL, &m) != EL_OK) return INFINITY;
+    el_model_params mp = el_model_default_params();
+    mp.profile_path = profile_path;
+    if (el_model_load(model_path, &mp, &m) != EL_OK) return INFINITY;
     if (adapter_path && el_adapter_load(m, adapter_path, &ad) != EL_OK) {
         el_model_free(m);
         return INFINITY;
@@ -337,7 +341,7 @@ static int test_export_is_the_trained_model(void) {
     CHECK(fm->output.type == EL_TYPE_F32);
     el_model_free(fm);
 
-    double err = runtime_error(qat_model, NULL, ids, SEQ, want);
+    double err = runtime_error(qat_model, NULL, NULL, ids, SEQ, want);
     /* the same weights in floats: what the test would see if the file were not the QAT model */
     float *scales = m.qat.x_scale, *wq = m.qat.wq;
     m.qat.x_scale = NULL, m.qat.int4_weights = false;
@@ -378,7 +382,7 @@ static int test_adapter_on_int8_base(void) {
     float *plain = forward_logits(&m, ids); /* the adapter over a float base */
     m.qat.x_scale = scales;
     CHECK(want && plain);
-    double err = runtime_error(qat_model, qat_adapter, ids, SEQ, want);
+    double err = runtime_error(qat_model, NULL, qat_adapter, ids, SEQ, want);
     double off = test_max_rel_err(plain, want, (size_t)SEQ * m.c.n_vocab);
     test_note("adapter: run time vs QAT training forward %.2g (float inputs: %.2g)", err, off);
     CHECK(err < 2e-4 && off > 20 * err);
@@ -388,9 +392,11 @@ static int test_adapter_on_int8_base(void) {
     return TEST_PASS;
 }
 
+static char plain[1100];
+
 /* el_finetune_lora with qat on a model that runs in floats: refused before any data is read. */
 static int test_float_base_refused(void) {
-    char plain[1100], out[1100];
+    char out[1100];
     snprintf(plain, sizeof plain, "%s/float.gguf", test_tmp_dir());
     snprintf(out, sizeof out, "%s/never.gguf", test_tmp_dir());
     el_model *vocab;
@@ -416,6 +422,55 @@ static int test_float_base_refused(void) {
     return TEST_PASS;
 }
 
+/* An adapter on a float base under a quantization profile (edgelora profile's scales): the
+ * training forward with its terms on the profile's int8 grids against the run time's int8
+ * adapter; a float adapter term is far off. */
+static int test_adapter_under_profile(void) {
+    CHECK(plain[0]);
+    char adapter[1100], text[1100], profile[1100];
+    snprintf(adapter, sizeof adapter, "%s/float_adapter.gguf", test_tmp_dir());
+    snprintf(text, sizeof text, "%s/calib.txt", test_tmp_dir());
+    snprintf(profile, sizeof profile, "%s/float.profile.gguf", test_tmp_dir());
+    FILE *f = fopen(text, "w");
+    CHECK(f);
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "the cat sat on the mat %d times, and the dog ran after ball %d. ", i, 3 * i);
+    fclose(f);
+    el_model *fm;
+    CHECK(el_model_load(plain, NULL, &fm) == EL_OK);
+    el_tmodel m;
+    CHECK(el_tmodel_from_model(&m, fm, SEQ) == EL_OK);
+    el_model_free(fm);
+    CHECK(el_tmodel_add_lora(&m, 4, 8.0f, 0x7f, 7) == EL_OK);
+    test_rng rng = {9};
+    for (size_t i = 0; i < m.lora.n_floats; i++) m.lw[i] = test_rand_uniform(&rng, -0.2f, 0.2f);
+    CHECK(el_export_lora(&m, "llama", adapter) == EL_OK);
+    el_profile_params pp = el_profile_default_params();
+    const char *ads[1] = {adapter};
+    pp.adapters = ads, pp.n_adapters = 1, pp.text_path = text, pp.n_threads = 1;
+    CHECK(el_profile_make(plain, &pp, profile) == EL_OK);
+    int32_t ids[SEQ], tgt[SEQ];
+    fill_batch(ids, tgt, SEQ, 300, 79);
+    float *plain_logits = forward_logits(&m, ids);
+    el_model_params mp = el_model_default_params();
+    mp.profile_path = profile;
+    CHECK(el_model_load(plain, &mp, &fm) == EL_OK);
+    CHECK(el_tmodel_qat_from_model(&m, fm) == EL_OK);
+    CHECK(m.qat.lora_scale && m.qat.lora_scale[1] == fm->profile->slots[0].a_scale);
+    el_model_free(fm);
+    float *want = forward_logits(&m, ids);
+    CHECK(want && plain_logits);
+    double err = runtime_error(plain, profile, adapter, ids, SEQ, want);
+    double off = test_max_rel_err(plain_logits, want, (size_t)SEQ * m.c.n_vocab);
+    test_note("int8 adapter under a profile: run time vs training forward %.2g (float terms: "
+              "%.2g)", err, off);
+    CHECK(err < 2e-4 && off > 20 * err);
+    free(want);
+    free(plain_logits);
+    el_tmodel_free(&m);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("int4_rows_are_the_w4_grid", test_int4_rows_are_w4);
     run_test("int8_is_the_static_a8_grid", test_int8_is_static_a8);
@@ -425,5 +480,6 @@ int main(void) {
     run_test("export_is_the_trained_model", test_export_is_the_trained_model);
     run_test("adapter_on_int8_base", test_adapter_on_int8_base);
     run_test("float_base_refused", test_float_base_refused);
+    run_test("adapter_under_profile", test_adapter_under_profile);
     return tests_exit_code();
 }

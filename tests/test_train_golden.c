@@ -4,7 +4,8 @@
  * matrices only) and the parameters after them; untied, tied, and LoRA with the base frozen.
  * Quantization-aware (version 2 files): the first loss and gradients with int4 weights and int8
  * inputs (torch's fake_quantize_per_channel_affine and _per_tensor_affine, whose gradients are
- * the straight-through ones), and with int8 inputs under a LoRA adapter. */
+ * the straight-through ones), with int8 inputs under a LoRA adapter, and with a LoRA adapter's
+ * terms on a profile's int8 grids (x, A, A x, B). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,8 @@
 typedef struct golden {
     int32_t dim, n_layer, n_head, n_head_kv, n_ff, n_vocab, tied, B, T, rank;
     float alpha;
-    int32_t int4, n_sites;
-    float *scales;
+    int32_t int4, n_sites, n_lora;
+    float *scales, *lora_scales;
     int32_t n_steps, accum, warmup;
     float lr, min_ratio, weight_decay, beta1, beta2, eps, clip;
     int32_t *tokens, *targets;
@@ -54,6 +55,8 @@ static int parse(char *buf, size_t len, golden *g, el_tmodel *m) {
     if (version == 2) {
         memcpy(&g->int4, p, 8), p += 8;
         g->scales = (float *)p, p += (size_t)g->n_sites * 4;
+        memcpy(&g->n_lora, p, 4), p += 4;
+        g->lora_scales = (float *)p, p += (size_t)g->n_lora * 4;
     }
     memcpy(&g->n_steps, p, 12), p += 12;
     memcpy(&g->lr, p, 28), p += 28;
@@ -69,6 +72,10 @@ static int parse(char *buf, size_t len, golden *g, el_tmodel *m) {
         CHECK(el_tmodel_set_qat(m, g->int4, 0.0f) == EL_OK);
         CHECK(g->n_sites == g->n_layer * EL_TN_LINEAR + 1);
         memcpy(m->qat.x_scale, g->scales, (size_t)g->n_sites * 4);
+        if (g->n_lora) {
+            CHECK(g->n_lora == g->n_layer * EL_TN_LINEAR * 4 && el_tmodel_set_qat_lora(m) == EL_OK);
+            memcpy(m->qat.lora_scale, g->lora_scales, (size_t)g->n_lora * 4);
+        }
     }
     size_t nb = (size_t)(g->n_steps ? g->n_steps * g->accum : 1) * g->B * g->T;
     size_t n_train = g->rank ? m->lora.n_floats : m->base.n_floats;
@@ -159,6 +166,7 @@ static int test_tied(void) { return run_case("tied"); }
 static int test_lora(void) { return run_case("lora"); }
 static int test_qat(void) { return run_case("qat"); }
 static int test_qat_lora(void) { return run_case("qat_lora"); }
+static int test_qat_profile(void) { return run_case("qat_profile"); }
 
 int main(void) {
     run_test("torch_untied", test_untied);
@@ -166,5 +174,6 @@ int main(void) {
     run_test("torch_lora", test_lora);
     run_test("torch_qat_w4a8", test_qat);
     run_test("torch_qat_lora_a8", test_qat_lora);
+    run_test("torch_qat_lora_under_profile", test_qat_profile);
     return tests_exit_code();
 }

@@ -15,6 +15,7 @@
 #include "kernels/edge.h"
 #include "kernels/types.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "runtime/adapter.h"
 
 /* Adds every tensor of a table (F32, ne = {n_in, n_out}, or {n_in} for vectors). */
@@ -307,6 +308,23 @@ el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model) {
             }
             n_int8 += kind;
         }
+    const el_profile *p = model->profile;
+    if (p && m->rank) {
+        if ((st = el_tmodel_set_qat_lora(m)) != EL_OK) return st;
+        for (int il = 0; il < m->c.n_layer; il++)
+            for (int i = 0; i < EL_TN_LINEAR; i++) {
+                if (m->lora_idx[il * EL_TN_LINEAR + i] < 0) continue;
+                const el_profile_slot *ps = &p->slots[el_linear_slot(il, (el_linear)i)];
+                if (!(ps->x_scale > 0.0f))
+                    return el_error(EL_ERR_MISMATCH, "%s: the profile has no scales for "
+                                    "blk.%d.%s, so no adapter can change it under the profile",
+                                    p->path, il, el_linear_gguf_name((el_linear)i));
+                float *sc = m->qat.lora_scale + ((size_t)il * EL_TN_LINEAR + i) * 4;
+                sc[0] = ps->x_scale, sc[1] = ps->a_scale, sc[2] = ps->t_scale;
+                sc[3] = ps->b_scale;
+                n_int8++;
+            }
+    }
     if (n_int8 == 0)
         return el_error(EL_ERR_INVALID_ARG, "%s: no weight takes int8 inputs: the model runs in "
                         "floats, so there is nothing to be quantization-aware of", model->path);

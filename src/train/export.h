@@ -24,10 +24,12 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
  * context n_ctx. */
 el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx);
 
-/* Quantization-aware fine-tuning on a loaded model (after el_tmodel_from_model): every site whose
- * weight takes int8 inputs at a static scale fake-quantizes its input at that scale, the others
- * stay float, as the run time computes. Refuses a model whose inputs are quantized row by row
- * as it runs (block types, per-token scales), and one with no int8 input at all. */
+/* Quantization-aware fine-tuning on a loaded model (after el_tmodel_from_model and
+ * el_tmodel_add_lora): every site whose weight takes int8 inputs at a static scale fake-quantizes
+ * its input at that scale, the others stay float; under the model's quantization profile the
+ * adapter terms go on the profile's int8 grids: as the run time computes. Refuses a model whose
+ * inputs are quantized row by row as it runs (block types, per-token scales), a profile without
+ * scales for a slot the adapter targets, and a model with no int8 input at all. */
 el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model);
 
 /* Adds a loaded adapter's terms to m as its LoRA block (frozen, or to train on): every target of

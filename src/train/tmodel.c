@@ -1,6 +1,7 @@
 /* tmodel.c - the training model's parameter tables, and its forward and backward passes. */
 #include "train/tmodel.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,9 +185,24 @@ el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum) {
     return EL_OK;
 }
 
+el_status el_tmodel_set_qat_lora(el_tmodel *m) {
+    if (!m->qat.x_scale || !m->rank)
+        return el_error(EL_ERR_INVALID_ARG, "int8 adapter terms need quantization-aware "
+                        "training and a LoRA block");
+    free(m->qat.lora_scale);
+    free(m->qat.lwq);
+    m->qat.lora_scale = calloc((size_t)m->c.n_layer * EL_TN_LINEAR * 4, sizeof(float));
+    m->qat.lwq = calloc(m->lora.n_floats, sizeof(float));
+    if (!m->qat.lora_scale || !m->qat.lwq)
+        return el_error(EL_ERR_NOMEM, "out of memory for int8 adapter terms");
+    return EL_OK;
+}
+
 void el_tmodel_free(el_tmodel *m) {
     free(m->qat.x_scale);
     free(m->qat.wq);
+    free(m->qat.lora_scale);
+    free(m->qat.lwq);
     free(m->forecast.t);
     free(m->fw);
     free(m->base.t);
@@ -252,6 +268,8 @@ struct el_tacts {
     bool training;     /* forwards track the scales */
     int64_t max_in;    /* the widest linear input */
     float *xq, *dxq;   /* [N][max_in] a site's input on its grid, and its gradient */
+    float *ltq;        /* [L][7][N][R] x A on its grid, under int8 adapter terms (lx: before) */
+    float *lgrad;      /* [max_in * R] an int8 adapter's A or B gradient before its clip mask */
     enum { HOLD_OFF, HOLD_RECORD, HOLD_KEEP } hold;
     float *held_w;     /* base layout: each weight's grid value less the weight */
     float *held_x;     /* [site][N][max_in]: the same for inputs; NAN where clipped */
@@ -290,6 +308,8 @@ el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **o
         {&a->tmp, N * big},           {&a->datt, (size_t)B * c->n_head * T * T},
         {&a->xq, m->qat.x_scale ? N * (big > qd ? big : qd) : 1},
         {&a->dxq, m->qat.x_scale ? N * (big > qd ? big : qd) : 1},
+        {&a->ltq, m->qat.lora_scale ? L * EL_TN_LINEAR * N * R : 1},
+        {&a->lgrad, m->qat.lora_scale ? (big > qd ? big : qd) * R : 1},
     };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (!(*bufs[i].p = malloc(bufs[i].n * sizeof(float)))) {
@@ -309,7 +329,8 @@ void el_tacts_free(el_tacts *a) {
     float *bufs[] = {a->cs, a->sn, a->x, a->xmid, a->rs1, a->rs2, a->xn1, a->xn2, a->q, a->k,
                      a->v, a->att, a->ao, a->g, a->u, a->h, a->lx, a->rsf, a->xnf, a->probs,
                      a->dx, a->dxn, a->dq, a->dk, a->dv, a->dao, a->dg, a->du, a->dh, a->dlogits,
-                     a->dlx, a->tmp, a->datt, a->xq, a->dxq, a->held_w, a->held_x};
+                     a->dlx, a->tmp, a->datt, a->xq, a->dxq, a->held_w, a->held_x,
+                     a->ltq, a->lgrad};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(a);
@@ -318,9 +339,9 @@ void el_tacts_free(el_tacts *a) {
 void el_tacts_set_training(el_tacts *a, bool training) { a->training = training; }
 
 el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m) {
-    if (!m->qat.x_scale)
+    if (!m->qat.x_scale || m->qat.lora_scale)
         return el_error(EL_ERR_INVALID_ARG, "holding the rounding needs quantization-aware "
-                        "training");
+                        "training with float adapter terms");
     size_t sites = (size_t)m->c.n_layer * EL_TN_LINEAR + 1;
     free(a->held_w);
     free(a->held_x);
@@ -399,6 +420,67 @@ static void qat_input_backward(const el_tmodel *m, el_tacts *a, size_t site, flo
         if (!isnan(r[j])) dx[j] += a->dxq[j];
 }
 
+/* A and B of every adapter term on their slots' int8 grids, into m->qat.lwq. */
+static void qat_lora_weights(const el_tmodel *m) {
+    for (int il = 0; il < m->c.n_layer; il++)
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            int32_t li = m->lora_idx[il * EL_TN_LINEAR + i];
+            if (li < 0) continue;
+            const float *sc = m->qat.lora_scale + ((size_t)il * EL_TN_LINEAR + i) * 4;
+            for (int ab = 0; ab < 2; ab++) {
+                const el_ttensor *t = &m->lora.t[li + ab];
+                el_fq_int8(m->qat.lwq + t->offset, m->lw + t->offset, t->n_out * t->n_in,
+                           sc[ab ? 3 : 1]);
+            }
+        }
+}
+
+/* y += s (x_q A_q^T)_q B_q^T: the run time's int8 adapter term (kernels/lora.c), whose integer
+ * sums are these products of grid values; t (before its grid) into lx, after it into tq. */
+static void lora_int8_fwd(const el_tmodel *m, el_tacts *a, size_t slot, int32_t li, float *y,
+                          const float *x, int64_t n_in, int64_t n_out) {
+    const float *sc = m->qat.lora_scale + slot * 4;
+    int64_t N = a->N, R = m->rank;
+    float *lx = a->lx + slot * N * R, *tq = a->ltq + slot * N * R;
+    el_fq_int8(a->xq, x, N * n_in, sc[0]);
+    el_linear_forward(lx, a->xq, m->qat.lwq + m->lora.t[li].offset, N, n_in, R);
+    el_fq_int8(tq, lx, N * R, sc[2]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)n_out, (int)R,
+                m->alpha / (float)R, tq, (int)R, m->qat.lwq + m->lora.t[li + 1].offset, (int)R,
+                1.0f, y, (int)n_out);
+}
+
+/* The straight-through backward of lora_int8_fwd: dx += (clip mask of x) dt A_q, and with
+ * lgrads dA and dB, each through its clip mask; dt = (clip mask of t) s dy B_q. */
+static void lora_int8_bwd(const el_tmodel *m, el_tacts *a, size_t slot, int32_t li, float *dx,
+                          const float *dy, const float *x, float *lgrads, int64_t n_in,
+                          int64_t n_out) {
+    const float *sc = m->qat.lora_scale + slot * 4;
+    int64_t N = a->N, R = m->rank;
+    float s = m->alpha / (float)R;
+    const float *lx = a->lx + slot * N * R, *tq = a->ltq + slot * N * R;
+    size_t oa = m->lora.t[li].offset, ob = m->lora.t[li + 1].offset;
+    const float *aq = m->qat.lwq + oa, *bq = m->qat.lwq + ob;
+    if (lgrads) { /* dB = s dy^T tq */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n_out, (int)R, (int)N, s, dy,
+                    (int)n_out, tq, (int)R, 0.0f, a->lgrad, (int)R);
+        el_fq_int8_backward(lgrads + ob, a->lgrad, m->lw + ob, n_out * R, sc[3]);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)R, (int)n_out, s, dy,
+                (int)n_out, bq, (int)R, 0.0f, a->dlx, (int)R);
+    for (int64_t j = 0; j < N * R; j++)
+        if (el_fq_int8_clipped(lx[j], sc[2])) a->dlx[j] = 0.0f;
+    el_fq_int8(a->xq, x, N * n_in, sc[0]);
+    if (lgrads) { /* dA = dt^T xq */
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)R, (int)n_in, (int)N, 1.0f,
+                    a->dlx, (int)R, a->xq, (int)n_in, 0.0f, a->lgrad, (int)n_in);
+        el_fq_int8_backward(lgrads + oa, a->lgrad, m->lw + oa, R * n_in, sc[1]);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)n_in, (int)R, 1.0f,
+                a->dlx, (int)R, aq, (int)n_in, 0.0f, a->dxq, (int)n_in);
+    el_fq_int8_backward(dx, a->dxq, x, N * n_in, sc[0]);
+}
+
 /* ------------------------------------------------------------- forward */
 
 /* y = x W^T (+ the LoRA term of linear i of layer il) */
@@ -409,7 +491,9 @@ static void linear_fwd(const el_tmodel *m, el_tacts *a, int il, int i, float *y,
     el_linear_forward(y, xq ? xq : x, linear_weight(m, il, i), a->N, n_in, n_out);
     /* the adapter's term takes the float input, as the run time's float adapters do */
     int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
-    if (li >= 0) {
+    if (li >= 0 && m->qat.lora_scale) {
+        lora_int8_fwd(m, a, (size_t)il * EL_TN_LINEAR + i, li, y, x, n_in, n_out);
+    } else if (li >= 0) {
         float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
         el_lora_forward(y, lx, x, m->lw + m->lora.t[li].offset, m->lw + m->lora.t[li + 1].offset,
                         m->alpha / (float)m->rank, a->N, n_in, n_out, m->rank);
@@ -430,7 +514,9 @@ static void linear_bwd(const el_tmodel *m, el_tacts *a, int il, int i, float *dx
                        xq ? xq : x, linear_weight(m, il, i), a->N, n_in, n_out);
     if (xq) qat_input_backward(m, a, site, dx, x, n_in);
     int32_t li = m->rank ? m->lora_idx[il * EL_TN_LINEAR + i] : -1;
-    if (li >= 0) { /* a frozen adapter (no lgrads) still carries gradient down to the inputs */
+    if (li >= 0 && m->qat.lora_scale) {
+        lora_int8_bwd(m, a, site, li, dx, dy, x, lgrads, n_in, n_out);
+    } else if (li >= 0) { /* a frozen adapter (no lgrads) still carries gradient down to the inputs */
         const float *lx = a->lx + ((size_t)il * EL_TN_LINEAR + i) * a->N * m->rank;
         size_t oa = m->lora.t[li].offset, ob = m->lora.t[li + 1].offset;
         el_lora_backward(dx, lgrads ? lgrads + oa : NULL, lgrads ? lgrads + ob : NULL, a->dlx, dy,
@@ -447,6 +533,7 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     a->tokens = tokens, a->targets = targets, a->mask = mask;
     if (m->qat.int4_weights) qat_weights(m, a);
+    if (m->qat.lora_scale) qat_lora_weights(m);
     const float *embd = el_tm_embd(m, m->w);
     for (int64_t r = 0; r < N; r++) /* x[0][N][D] = embedding rows, or forecast vectors */
         memcpy(a->x + r * D, tokens[r] >= 0 ? embd + (size_t)tokens[r] * D

@@ -65,6 +65,11 @@ typedef struct el_tqat {
     float momentum;     /* > 0: a training forward moves each block site's scale this far toward
                          * its batch's amax / 127 (the first one sets it) */
     float *wq;          /* base-layout block: the linear weights on the grid, made each forward */
+    /* under a quantization profile (model/profile.h): the int8 grids of each slot's adapter term,
+     * [n_layer * 7][4] = the scales of its input x, of A, of A x and of B; y += s (A x) B on
+     * them, as the run time computes int8 adapters. NULL: float adapter terms */
+    float *lora_scale;
+    float *lwq;         /* LoRA-layout block: A and B on their grids, made each forward */
 } el_tqat;
 
 typedef struct el_tmodel {
@@ -98,6 +103,10 @@ el_status el_tmodel_add_forecast(el_tmodel *m, int32_t n_slots, uint64_t seed);
 /* Turns on quantization-aware training with every site's scale 0 (set them, or give a momentum
  * to track them); int4_weights needs rows of whole 32-element chunks, as the W4 type does. */
 el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum);
+/* Puts the adapter terms on int8 grids (after el_tmodel_set_qat and el_tmodel_add_lora): all
+ * four scales of every slot the LoRA block targets, lora_scale[slot * 4 ...], are then set by the
+ * caller (> 0). */
+el_status el_tmodel_set_qat_lora(el_tmodel *m);
 void el_tmodel_free(el_tmodel *m);
 /* Random init: matrices N(0, 0.02) (output projections scaled by 1/sqrt(2 n_layer)), norms 1. */
 void el_tmodel_randomize(el_tmodel *m, uint64_t seed);
@@ -119,7 +128,8 @@ void el_tacts_free(el_tacts *a);
 void el_tacts_set_training(el_tacts *a, bool training);
 /* For finite-difference checks of QAT gradients: the next forward records where each value fell
  * on its grid (its rounding offset, or its clipping) and every later one keeps it, so the loss
- * becomes the smooth function whose exact gradient the straight-through one is. */
+ * becomes the smooth function whose exact gradient the straight-through one is. Not for int8
+ * adapter terms (test_train_golden checks those against PyTorch). */
 el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m);
 
 /* Forward over tokens [B][T] (an id -1-j is forecast vector j); targets [B][T] and mask [B][T] (NULL mask: every position counts)

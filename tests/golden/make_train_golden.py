@@ -19,7 +19,9 @@ For each case a file train_<case>.bin is written, little-endian:
   f32 final[n_trainable]      trainable parameters after n_steps steps
 Version 2 (the quantization-aware cases) adds after alpha: i32 int4_weights, i32 n_sites,
 f32 scales[n_sites] (the static int8 scale of each linear's input, per layer q..down, then the
-output head's; 0: a float input). There every site's input goes through
+output head's; 0: a float input), i32 n_lora, f32 lora_scales[n_lora] (none, or per layer and
+target q..down the scales of the adapter term's x, A, A x and B on int8 grids, as under a
+quantization profile). There every site's input goes through
 torch.fake_quantize_per_tensor_affine(x, scale, 0, -127, 127) and, with int4_weights, every block
 weight through torch.fake_quantize_per_channel_affine(w, amax_row / 7, 0, 0, -7, 7); LoRA terms
 take the float input. Their files hold no steps (n_steps 0 after the first loss and gradients):
@@ -137,11 +139,28 @@ class Model:
         scale = (w.detach().abs().amax(1) / 7).to(torch.float32)
         return torch.fake_quantize_per_channel_affine(w, scale, torch.zeros(w.shape[0], dtype=torch.int32), 0, -7, 7)
 
+    def fq_lora(self, site, x, a, b):
+        """The adapter term on a quantization profile's int8 grids: x, A, A x and B each at the
+        slot's scale (lora_scales[site] = x, a, t, b)."""
+        xs, as_, ts, bs = self.cfg["lora_scales"][site]
+        fq = torch.fake_quantize_per_tensor_affine
+        self.seen.append((x.detach(), xs))
+        t = fq(x, xs, 0, -127, 127) @ fq(a, as_, 0, -127, 127).T
+        self.seen.append((t.detach(), ts))
+        return fq(t, ts, 0, -127, 127) @ fq(b, bs, 0, -127, 127).T
+
     def linear(self, il, tname, x):
         y = self.fq_input(self.site(il, tname), x) @ self.weight(il, tname).T
         for jl, t, a, b in self.lora:
             if jl == il and t == tname:
-                y = y + (self.cfg["alpha"] / self.cfg["rank"]) * ((x @ a.T) @ b.T)
+                if self.cfg.get("lora_scales"):
+                    term = self.fq_lora(self.site(il, tname), x, a, b)
+                else:
+                    t_ = x @ a.T
+                    if self.record_lora is not None:
+                        self.record_lora(self.site(il, tname), x, t_)
+                    term = t_ @ b.T
+                y = y + (self.cfg["alpha"] / self.cfg["rank"]) * term
         return y
 
     def loss(self, tokens, targets, mask):
@@ -151,6 +170,7 @@ class Model:
         Bn, T = tokens.shape
         eps = 1e-5
         self.seen = []  # (input, scale) of every fake-quantized input: their margins
+        self.record_lora = getattr(self, "record_lora", None)
         x = self.embd[tokens]  # [B, T, D]
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
         for il, ly in enumerate(self.layers):
@@ -211,14 +231,35 @@ def qat_setup(name, cfg, seed):
         def record(site, x):
             amax[site] = max(amax[site], x.detach().abs().max().item())
             return x
+        lora_amax = [[0.0, 0.0] for _ in range(sites - 1)]  # x, t of each slot's adapter term
+
+        def record_lora(site, x, t):
+            lora_amax[site][0] = max(lora_amax[site][0], x.detach().abs().max().item())
+            lora_amax[site][1] = max(lora_amax[site][1], t.detach().abs().max().item())
         model.fq_input = record
+        lora_scales = None
+        if cfg.get("lora_int8"):
+            # a float pass measures x and t; A and B are known
+            model.record_lora = record_lora
+            with torch.no_grad():
+                model.loss(tokens[0], tokens[0], torch.ones(Bn, T))
+            ab = {(il, tn): (a.abs().max().item(), b.abs().max().item()) for il, tn, a, b in model.lora}
+            lora_scales = []
+            for il in range(cfg["n_layer"]):
+                for tn in TARGETS:
+                    site = il * len(TARGETS) + TARGETS.index(tn)
+                    am, bm = ab[(il, tn)]
+                    v = [0.8 * lora_amax[site][0], 0.8 * am, 0.8 * lora_amax[site][1], 0.8 * bm]
+                    lora_scales.append([float(torch.tensor(x / 127, dtype=torch.float32)) for x in v])
+            model.record_lora = None
         with torch.no_grad():
             model.loss(tokens[0], tokens[0], torch.ones(Bn, T))
         model.fq_input = orig
-        scales = [0.8 * a / 127 if (i < sites - 1 or cfg["head_int8"]) else 0.0 for i, a in enumerate(amax)]
+        scales = [0.8 * a / 127 if (i < sites - 1 or cfg["head_int8"]) and cfg.get("base_int8", True) else 0.0
+                  for i, a in enumerate(amax)]
         scales = [float(torch.tensor(v, dtype=torch.float32)) for v in scales]
         gen = torch.Generator().manual_seed(seed)
-        model = Model(dict(cfg, scales=scales), gen)
+        model = Model(dict(cfg, scales=scales, lora_scales=lora_scales), gen)
         tokens = torch.randint(0, V, (1, Bn, T), generator=gen)
         targets = torch.randint(0, V, (1, Bn, T), generator=gen)
         mask = (torch.rand(1, Bn, T, generator=gen) > 0.25).float()
@@ -227,7 +268,7 @@ def qat_setup(name, cfg, seed):
             model.loss(tokens[0], targets[0], mask[0])
         if margin(model.last_inputs) >= 3e-4:
             print(f"{name}: seed {seed}, least margin {margin(model.last_inputs):.2g} of a step")
-            return seed, scales
+            return seed, scales, lora_scales
         seed += 1
 
 
@@ -282,6 +323,9 @@ def write_case(name, cfg, opt, seed=None):
         if qat:
             f.write(struct.pack("<2i", int(cfg["int4"]), len(cfg["scales"])))
             f.write(struct.pack(f"<{len(cfg['scales'])}f", *cfg["scales"]))
+            lora = [v for slot in (cfg.get("lora_scales") or []) for v in slot]
+            f.write(struct.pack("<i", len(lora)))
+            f.write(struct.pack(f"<{len(lora)}f", *lora))
         f.write(struct.pack("<3i", opt["n_steps"], opt["accum"], opt["warmup"]))
         f.write(struct.pack("<7f", opt["lr"], opt["min_ratio"], opt["weight_decay"], opt["beta1"],
                             opt["beta2"], opt["eps"], opt["clip"]))
@@ -311,8 +355,13 @@ def main():
     qopt = dict(opt, n_steps=0)
     for name, cfg in (("qat", dict(qshape, tied=False, rank=0, int4=True, head_int8=False)),
                       ("qat_lora", dict(qshape, tied=False, rank=4, int4=False, head_int8=True))):
-        seed, scales = qat_setup(name, cfg, 1234 + len(name))
+        seed, scales, _ = qat_setup(name, cfg, 1234 + len(name))
         write_case(name, dict(cfg, scales=scales), qopt, seed)
+    # an adapter on a float base with its terms on a quantization profile's int8 grids (QUAD's
+    # student): x, A, A x and B each clipped at 0.8 of its range
+    cfg = dict(qshape, tied=False, rank=4, int4=False, head_int8=False, base_int8=False, lora_int8=True)
+    seed, scales, lora_scales = qat_setup("qat_profile", cfg, 1234 + len("qat_profile"))
+    write_case("qat_profile", dict(cfg, scales=scales, lora_scales=lora_scales), qopt, seed)
 
 
 if __name__ == "__main__":
