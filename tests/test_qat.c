@@ -8,7 +8,9 @@
  *  - the exported model is the model as trained: the run time's logits from the W4 file (and a
  *    LoRA adapter trained against it) equal the training forward's fake-quantized ones, where a
  *    float forward of the same weights is far off;
- *  - quantization-aware fine-tuning refuses bases without int8 inputs at static scales.
+ *  - quantization-aware fine-tuning refuses bases without int8 inputs at static scales;
+ *  - distillation's loss, KL(teacher || model), against its formula in double, its gradient
+ *    against differences, 0 for a model that is its own teacher.
  * The gradients are also checked against PyTorch's fake quantizers in test_train_golden. */
 #include <math.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "testutil.h"
 #include "train/export.h"
 #include "train/fakequant.h"
+#include "train/layers.h"
 #include "train/trainer.h"
 
 /* ------------------------------------------------------------- the quantizers */
@@ -471,6 +474,124 @@ static int test_adapter_under_profile(void) {
     return TEST_PASS;
 }
 
+/* ------------------------------------------------------------- distillation */
+
+static int test_kl_layer(void) {
+    enum { N = 3, V = 7 };
+    float logits[N * V], teacher[N * V], keep_t[N * V], probs[N * V], mask[N] = {1, 0, 0.5f};
+    test_rng rng = {12};
+    for (int i = 0; i < N * V; i++) {
+        logits[i] = test_rand_uniform(&rng, -3, 3);
+        keep_t[i] = test_rand_uniform(&rng, -3, 3);
+    }
+    double want = 0, w = 0;
+    for (int r = 0; r < N; r++) {
+        double zp = 0, zq = 0;
+        for (int i = 0; i < V; i++) zp += exp(keep_t[r * V + i]), zq += exp(logits[r * V + i]);
+        double kl = 0;
+        for (int i = 0; i < V; i++) {
+            double p = exp(keep_t[r * V + i]) / zp, q = exp(logits[r * V + i]) / zq;
+            kl += p * log(p / q);
+        }
+        want += mask[r] * kl, w += mask[r];
+    }
+    memcpy(teacher, keep_t, sizeof teacher);
+    double n_mask = 0;
+    double got = el_kl_forward(probs, logits, teacher, mask, N, V, &n_mask);
+    CHECK(fabs(got - want) < 1e-6 * fabs(want) && n_mask == w);
+    float d[N * V];
+    el_kl_backward(d, probs, teacher, mask, N, V, 1.0f);
+    for (int i = 0; i < N * V; i++) { /* central differences in the logits */
+        const float h = 1e-2f;
+        float keep = logits[i];
+        double n1 = 0, n2 = 0;
+        memcpy(teacher, keep_t, sizeof teacher), logits[i] = keep + h;
+        double lp = el_kl_forward(probs, logits, teacher, mask, N, V, &n1);
+        memcpy(teacher, keep_t, sizeof teacher), logits[i] = keep - h;
+        double lm = el_kl_forward(probs, logits, teacher, mask, N, V, &n2);
+        logits[i] = keep;
+        CHECK(fabs((lp - lm) / (2 * h) - d[i]) < 1e-3);
+    }
+    memcpy(teacher, logits, sizeof teacher); /* its own teacher */
+    CHECK(fabs(el_kl_forward(probs, logits, teacher, NULL, N, V, &n_mask)) < 1e-9);
+    return TEST_PASS;
+}
+
+/* The model with a teacher: the LoRA gradients of KL(teacher || model) against directional
+ * differences (float terms: no rounding to hold), and zero loss against itself. */
+static int test_distill_gradients(void) {
+    el_tconfig c = tiny_config(VOCAB);
+    el_tmodel m, teacher;
+    CHECK(el_tmodel_init(&m, &c) == EL_OK && el_tmodel_init(&teacher, &c) == EL_OK);
+    CHECK(el_tmodel_add_lora(&m, 4, 8.0f, 0x7f, 0) == EL_OK);
+    CHECK(el_tmodel_add_lora(&teacher, 4, 8.0f, 0x7f, 0) == EL_OK);
+    fill_weights(&m, 31);
+    memcpy(teacher.w, m.w, m.base.n_floats * sizeof *m.w);
+    memcpy(teacher.lw, m.lw, m.lora.n_floats * sizeof *m.lw);
+    el_threadpool *tp;
+    el_tacts *a, *ta;
+    CHECK(el_threadpool_create(2, &tp) == EL_OK && el_tacts_create(&m, B, T, &a) == EL_OK &&
+          el_tacts_create(&teacher, B, T, &ta) == EL_OK);
+    int32_t tok[B * T], tgt[B * T];
+    float *tl = malloc((size_t)B * T * VOCAB * sizeof *tl);
+    CHECK(tl);
+    fill_batch(tok, tgt, B * T, VOCAB, 6);
+    el_tmodel_forward(&teacher, ta, tp, tok, NULL, NULL, tl);
+    el_tacts_set_teacher(a, tl);
+    CHECK(fabsf(el_tmodel_forward(&m, a, tp, tok, tgt, NULL, NULL)) < 1e-6f);
+    test_rng rng = {13};
+    for (size_t i = 0; i < m.lora.n_floats; i++) m.lw[i] += test_rand_uniform(&rng, -0.1f, 0.1f);
+    /* each forward turns the teacher's logits into probabilities in place: give them afresh */
+    float *keep = malloc((size_t)B * T * VOCAB * sizeof *keep);
+    CHECK(keep);
+    el_tmodel_forward(&teacher, ta, tp, tok, NULL, NULL, keep);
+    memcpy(tl, keep, (size_t)B * T * VOCAB * sizeof *tl);
+    float loss = el_tmodel_forward(&m, a, tp, tok, tgt, NULL, NULL);
+    CHECK(loss > 1e-3f);
+    float *grads = calloc(m.lora.n_floats, sizeof *grads);
+    CHECK(grads);
+    el_tmodel_backward(&m, a, tp, NULL, grads, NULL, 1.0f);
+    /* directional differences, the teacher's logits restored before every forward */
+    const float h = 2e-3f;
+    test_rng dr = {14};
+    for (int32_t i = 0; i < m.lora.n; i++) {
+        const el_ttensor *t = &m.lora.t[i];
+        size_t n = (size_t)(t->n_out * t->n_in);
+        float *p = m.lw + t->offset, *orig = malloc(n * sizeof *orig);
+        int8_t *dir = malloc(n);
+        CHECK(orig && dir);
+        memcpy(orig, p, n * sizeof *p);
+        double want = 0;
+        for (size_t j = 0; j < n; j++) {
+            dir[j] = (int8_t)(test_rand_u32(&dr) & 1 ? 1 : -1);
+            want += dir[j] * (double)grads[t->offset + j];
+        }
+        for (size_t j = 0; j < n; j++) p[j] = orig[j] + h * dir[j];
+        memcpy(tl, keep, (size_t)B * T * VOCAB * sizeof *tl);
+        double lp = el_tmodel_forward(&m, a, tp, tok, tgt, NULL, NULL);
+        for (size_t j = 0; j < n; j++) p[j] = orig[j] - h * dir[j];
+        memcpy(tl, keep, (size_t)B * T * VOCAB * sizeof *tl);
+        double lm = el_tmodel_forward(&m, a, tp, tok, tgt, NULL, NULL);
+        memcpy(p, orig, n * sizeof *p);
+        double fd = (lp - lm) / (2 * h);
+        if (!(fabs(fd - want) <= 1e-3 + 2e-2 * fabs(want))) {
+            test_note("%s: directional derivative %.6g, finite difference %.6g", t->name, want, fd);
+            return TEST_FAIL;
+        }
+        free(orig);
+        free(dir);
+    }
+    free(grads);
+    free(keep);
+    free(tl);
+    el_tacts_free(a);
+    el_tacts_free(ta);
+    el_threadpool_free(tp);
+    el_tmodel_free(&m);
+    el_tmodel_free(&teacher);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("int4_rows_are_the_w4_grid", test_int4_rows_are_w4);
     run_test("int8_is_the_static_a8_grid", test_int8_is_static_a8);
@@ -481,5 +602,7 @@ int main(void) {
     run_test("adapter_on_int8_base", test_adapter_on_int8_base);
     run_test("float_base_refused", test_float_base_refused);
     run_test("adapter_under_profile", test_adapter_under_profile);
+    run_test("kl_layer", test_kl_layer);
+    run_test("distill_gradients", test_distill_gradients);
     return tests_exit_code();
 }

@@ -264,3 +264,53 @@ void el_xent_backward(float *dlogits, const float *probs, const int32_t *targets
         d[targets[r]] -= s;
     }
 }
+
+/* ------------------------------------------------------------- distillation */
+
+/* p = softmax(l) in place; returns max + log(sum), so that log p_i = l_i - it (before p). */
+static double softmax_row(float *p, const float *l, int64_t V) {
+    float max = -INFINITY;
+    for (int64_t i = 0; i < V; i++)
+        if (l[i] > max) max = l[i];
+    double sum = 0.0;
+    for (int64_t i = 0; i < V; i++) sum += exp((double)l[i] - max);
+    double lse = max + log(sum);
+    for (int64_t i = 0; i < V; i++) p[i] = (float)exp((double)l[i] - lse);
+    return lse;
+}
+
+double el_kl_forward(float *probs, const float *logits, float *teacher, const float *mask,
+                     int64_t N, int64_t V, double *n_mask) {
+    double loss = 0.0;
+    for (int64_t r = 0; r < N; r++) {
+        float mw = mask ? mask[r] : 1.0f;
+        const float *l = logits + r * V;
+        float *t = teacher + r * V;
+        if (mw != 0.0f) { /* log-probabilities from the logits, before either is overwritten */
+            double lse_q = 0.0, lse_p = 0.0, kl = 0.0;
+            float mq = -INFINITY, mp = -INFINITY;
+            for (int64_t i = 0; i < V; i++) mq = fmaxf(mq, l[i]), mp = fmaxf(mp, t[i]);
+            for (int64_t i = 0; i < V; i++)
+                lse_q += exp((double)l[i] - mq), lse_p += exp((double)t[i] - mp);
+            lse_q = mq + log(lse_q), lse_p = mp + log(lse_p);
+            for (int64_t i = 0; i < V; i++) {
+                double lp = t[i] - lse_p;
+                kl += exp(lp) * (lp - ((double)l[i] - lse_q));
+            }
+            loss += mw * kl;
+            *n_mask += mw;
+        }
+        softmax_row(probs + r * V, l, V);
+        softmax_row(t, t, V);
+    }
+    return loss;
+}
+
+void el_kl_backward(float *dlogits, const float *probs, const float *teacher, const float *mask,
+                    int64_t N, int64_t V, float scale) {
+    for (int64_t r = 0; r < N; r++) {
+        float s = scale * (mask ? mask[r] : 1.0f);
+        for (int64_t i = 0; i < V; i++)
+            dlogits[r * V + i] = s * (probs[r * V + i] - teacher[r * V + i]);
+    }
+}

@@ -66,4 +66,13 @@ double el_xent_forward(float *probs, const float *logits, const int32_t *targets
 void el_xent_backward(float *dlogits, const float *probs, const int32_t *targets,
                       const float *mask, int64_t N, int64_t V, float scale);
 
+/* Distillation: probs[N][V] = q = softmax(logits) (in place allowed) and teacher[N][V], a
+ * teacher's logits, becomes its distribution p (in place); returns the sum over rows with mask
+ * of KL(p || q) = sum_i p_i (log p_i - log q_i) and adds the mask weights to *n_mask. */
+double el_kl_forward(float *probs, const float *logits, float *teacher, const float *mask,
+                     int64_t N, int64_t V, double *n_mask);
+/* dlogits[N][V] = scale * mask * (q - p) (overwritten): the gradient of KL(p || q). */
+void el_kl_backward(float *dlogits, const float *probs, const float *teacher, const float *mask,
+                    int64_t N, int64_t V, float scale);
+
 #endif

@@ -264,6 +264,7 @@ struct el_tacts {
     /* backward scratch */
     float *dx, *dxn, *dq, *dk, *dv, *dao, *dg, *du, *dh, *dlogits, *dlx, *tmp;
     float *datt;       /* [B][H][T][T] attention backward scratch */
+    float *teacher;    /* [N][V] distillation targets (el_tacts_set_teacher), or NULL */
     /* quantization-aware training (m->qat) */
     bool training;     /* forwards track the scales */
     int64_t max_in;    /* the widest linear input */
@@ -337,6 +338,8 @@ void el_tacts_free(el_tacts *a) {
 }
 
 void el_tacts_set_training(el_tacts *a, bool training) { a->training = training; }
+
+void el_tacts_set_teacher(el_tacts *a, float *teacher) { a->teacher = teacher; }
 
 el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m) {
     if (!m->qat.x_scale || m->qat.lora_scale)
@@ -576,7 +579,8 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     if (!targets)
         return 0.0f;
     double n_mask = 0.0;
-    double loss = el_xent_forward(a->probs, a->probs, targets, mask, N, V, &n_mask);
+    double loss = a->teacher ? el_kl_forward(a->probs, a->probs, a->teacher, mask, N, V, &n_mask)
+                             : el_xent_forward(a->probs, a->probs, targets, mask, N, V, &n_mask);
     a->loss_norm = (float)n_mask;
     return n_mask > 0 ? (float)(loss / n_mask) : 0.0f;
 }
@@ -590,7 +594,10 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
     int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     float s = a->loss_norm > 0 ? scale / a->loss_norm : 0.0f;
-    el_xent_backward(a->dlogits, a->probs, a->targets, a->mask, N, V, s);
+    if (a->teacher)
+        el_kl_backward(a->dlogits, a->probs, a->teacher, a->mask, N, V, s);
+    else
+        el_xent_backward(a->dlogits, a->probs, a->targets, a->mask, N, V, s);
     /* logits = xnf E^T: dxnf = dlogits E, dE += dlogits^T xnf */
     memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
     size_t head = (size_t)c->n_layer * EL_TN_LINEAR;

@@ -123,6 +123,11 @@ typedef struct el_tacts el_tacts;
 
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out);
 void el_tacts_free(el_tacts *a);
+/* Distillation: with teacher set (a teacher's logits for the next forward's tokens, [B*T][V];
+ * the forward turns them into its probabilities), forwards give the masked mean of
+ * KL(teacher || model) in place of the cross-entropy (the targets are not read), and backwards
+ * its gradient. NULL: cross-entropy again. */
+void el_tacts_set_teacher(el_tacts *a, float *teacher);
 /* Whether forwards on a are training ones (the trainer's steps: QAT scales are tracked), or
  * evaluations (the default). */
 void el_tacts_set_training(el_tacts *a, bool training);

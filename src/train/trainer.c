@@ -38,7 +38,30 @@ el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
     return st;
 }
 
+el_status el_trainer_set_teacher(el_trainer *t, const el_tmodel *teacher) {
+    if (teacher->c.n_vocab != t->m->c.n_vocab)
+        return el_error(EL_ERR_MISMATCH, "a teacher of %d tokens for a model of %d",
+                        teacher->c.n_vocab, t->m->c.n_vocab);
+    el_status st = el_tacts_create(teacher, t->hp.B, t->hp.T, &t->teacher_acts);
+    if (st != EL_OK) return st;
+    t->teacher_logits = malloc((size_t)t->hp.B * t->hp.T * teacher->c.n_vocab * sizeof(float));
+    if (!t->teacher_logits)
+        return el_error(EL_ERR_NOMEM, "out of memory for the teacher's logits");
+    t->teacher = teacher;
+    el_tacts_set_teacher(t->acts, t->teacher_logits);
+    return EL_OK;
+}
+
+/* The teacher's logits for a micro-batch, where the next forward of t->acts reads them. */
+static void teach(el_trainer *t, const int32_t *tokens) {
+    if (t->teacher)
+        el_tmodel_forward(t->teacher, t->teacher_acts, t->tp, tokens, NULL, NULL,
+                          t->teacher_logits);
+}
+
 void el_trainer_free(el_trainer *t) {
+    el_tacts_free(t->teacher_acts);
+    free(t->teacher_logits);
     free(t->g);
     free(t->mom);
     free(t->vel);
@@ -53,6 +76,7 @@ float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targe
     memset(t->g, 0, t->n * sizeof(float));
     el_tacts_set_training(t->acts, true);
     for (int32_t a = 0; a < t->hp.accum; a++) {
+        teach(t, tokens + a * mb);
         float loss = el_tmodel_forward(t->m, t->acts, t->tp, tokens + a * mb, targets + a * mb,
                                        mask ? mask + a * mb : NULL, NULL);
         el_tmodel_backward(t->m, t->acts, t->tp, t->what == EL_TRAIN_BASE ? t->g : NULL,
@@ -70,5 +94,6 @@ float el_trainer_step(el_trainer *t, const int32_t *tokens, const int32_t *targe
 
 float el_trainer_eval(el_trainer *t, const int32_t *tokens, const int32_t *targets,
                       const float *mask) {
+    teach(t, tokens);
     return el_tmodel_forward(t->m, t->acts, t->tp, tokens, targets, mask, NULL);
 }

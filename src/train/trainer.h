@@ -37,11 +37,20 @@ typedef struct el_trainer {
     el_tacts *acts;
     el_threadpool *tp;
     float last_lr, last_norm;
+    /* distillation (el_trainer_set_teacher), or all NULL */
+    const el_tmodel *teacher;
+    el_tacts *teacher_acts;
+    float *teacher_logits;  /* [B*T][n_vocab] */
 } el_trainer;
 
 el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
                           const el_trainer_hp *hp, el_threadpool *tp);
 void el_trainer_free(el_trainer *t);
+
+/* Distillation: every later step and evaluation runs the teacher (a model of the same
+ * vocabulary, frozen, kept by the caller) over the same tokens, and the loss is the masked mean
+ * of KL(teacher || model) in place of the cross-entropy with the targets. */
+el_status el_trainer_set_teacher(el_trainer *t, const el_tmodel *teacher);
 
 /* One optimizer step over hp.accum micro-batches: tokens, targets and mask are
  * [accum][B][T] (mask may be NULL). Returns the mean of the micro-batch losses. */
