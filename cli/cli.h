@@ -27,6 +27,7 @@ int cmd_train_forecast(int argc, char **argv);
 int cmd_train_tokenizer(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_quad(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_uniql_layout(int argc, char **argv);
 int cmd_batch(int argc, char **argv);

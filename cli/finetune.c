@@ -21,7 +21,10 @@ static const char finetune_help[] =
     "  --qat                 quantization-aware: train against the base as its integer form\n"
     "                        computes (inputs the run time quantizes to int8 at static scales\n"
     "                        quantized so here); the base must have such scales (train --qat\n"
-    "                        w4a8, or quantize --type w4a8 --calibrate)\n"
+    "                        w4a8, or quantize --type w4a8 --calibrate) or --profile\n"
+    "  --profile FILE        the base runs under this quantization profile; with --qat the\n"
+    "                        adapter's terms are trained on its int8 grids, and the adapter\n"
+    "                        written is for that profile\n"
     "  -o FILE               the adapter to write\n";
 
 int cmd_finetune(int argc, char **argv) {
@@ -69,6 +72,8 @@ int cmd_finetune(int argc, char **argv) {
             o.p.n_ctx = (int32_t)n;
         } else if (!strcmp(a, "--qat")) {
             lp.qat = true;
+        } else if (!strcmp(a, "--profile")) {
+            if (!(lp.profile_path = cli_value("finetune", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--peft")) {
             if (!(lp.peft_dir = cli_value("finetune", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {

@@ -29,6 +29,7 @@ static const struct {
     {"image", cmd_image, "draw digits with the image model, as a PNG"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"profile", cmd_profile, "calibrate one quantization profile for a base and its adapters"},
+    {"quad", cmd_quad, "one quantization profile for every adapter, each tuned to it (QUAD)"},
     {"batch", cmd_batch, "run many requests (JSONL), each with its own adapters, together"},
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server, each request with its own adapters"},
     {"eval", cmd_eval, "score a model or adapter on held-out prompt/response pairs"},

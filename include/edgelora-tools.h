@@ -87,6 +87,8 @@ typedef struct el_profile_params {
     const char *const *adapters; /* adapter paths, each bound alone for one run over the text */
     int32_t n_adapters;          /* 0: the bare base (a profile for its activations only) */
     const char *text_path;       /* calibration text */
+    const int32_t *tokens;       /* or, with text_path NULL, calibration token ids */
+    int64_t n_tokens;
     int64_t max_tokens;          /* tokens of it used (default 4096) */
     double percentile;           /* of |x| and |A x| (90..100; default 99.99, as quantize's) */
     int32_t n_threads;           /* 0: all cores */
@@ -293,7 +295,10 @@ typedef struct el_lora_train_params {
     bool qat;               /* train against the base as its integer form computes: every input
                              * the run time quantizes to int8 at a static scale is so quantized
                              * (gradients straight through); the base must have one (a model of
-                             * el_train's "w4a8", or quantize --type w4a8 --calibrate) */
+                             * el_train's "w4a8", or quantize --type w4a8 --calibrate), or a
+                             * profile, whose int8 grids the adapter's terms then take too (the
+                             * adapter written is then for that profile alone) */
+    const char *profile_path; /* the base runs under this quantization profile (NULL: none) */
 } el_lora_train_params;
 
 el_lora_train_params el_lora_train_default_params(void);
@@ -303,6 +308,49 @@ el_lora_train_params el_lora_train_default_params(void);
  * A run the progress callback stops returns EL_ERR_CANCELLED, as el_train does. */
 el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params *lp,
                            const char *out_path);
+
+/* QUAD (docs/training.md): one quantization profile for every adapter of a base. (a) each
+ * adapter's own profile (el_profile_make over its training examples); (b) its sensitivity, how
+ * much its held-out loss grows as int8 under that profile; (c) the most sensitive adapter's
+ * profile becomes the shared one; (d) every other adapter is tuned by distillation into it
+ * (teacher: the float base with the float adapter; student: the base under the shared profile
+ * with the adapter's terms on its int8 grids; loss: KL(teacher || student) over the response
+ * tokens); (e) the profile and the adapters are written. Losses are the mean over the held-out
+ * examples' response tokens, in nats. */
+typedef struct el_quad_adapter {
+    char name[64];          /* the adapter's file name without folders and ".gguf" */
+    double float_loss;      /* cross-entropy: the float adapter */
+    double own_loss;        /* int8 under its own profile */
+    double shared_loss;     /* int8 under the shared profile, as it came */
+    double tuned_loss;      /* int8 under the shared profile after distillation */
+    double kl_before, kl_after; /* KL(float || int8 under the shared profile), before, after */
+    bool sets_profile;      /* the most sensitive: the shared profile is its own (not tuned) */
+} el_quad_adapter;
+
+typedef struct el_quad_params {
+    const char *const *adapters;
+    int32_t n_adapters;          /* 1..64 */
+    const char *data_dir;        /* <name>.train.jsonl (calibration, tuning) and
+                                  * <name>.eval.jsonl (sensitivity, held-out) of each adapter */
+    int64_t calib_tokens;        /* of each adapter's training examples (default 4096) */
+    double percentile;           /* as el_profile_params's (default 99.99) */
+    el_train_params train;       /* distillation's optimization: steps, batch, lr, n_ctx (tokens
+                                  * per example), threads, eval_every, progress (data and plots
+                                  * are el_quad's) */
+    /* before each stage ("own profile", "sensitivity", "shared profile", "distillation") of
+     * adapter i of n; returning false cancels */
+    bool (*stage)(void *user, const char *stage, int32_t i, int32_t n);
+    void *user;
+} el_quad_params;
+
+el_quad_params el_quad_default_params(void);
+
+/* Runs QUAD for the base at base_path and writes into out_dir (created if need be):
+ * profile.gguf, the shared profile; <name>.gguf, every adapter for it (adapter.profile set: the
+ * loader refuses it under another profile or none); <name>.own.profile.gguf; <name>.loss.svg,
+ * the distillation's curves. results[n_adapters] gets each adapter's figures. */
+el_status el_quad(const char *base_path, const el_quad_params *p, const char *out_dir,
+                  el_quad_adapter *results);
 
 typedef struct el_forecast_train_params {
     const char *base_path;    /* the frozen base model */

@@ -170,8 +170,23 @@ el_status el_calib_run_chunks(el_context *ctx, const int32_t *tokens, size_t n, 
     return st;
 }
 
-el_status el_calib_open(const char *model_path, const char *text_path, int64_t max_tokens,
-                        double percentile, int32_t n_threads, const char *what, el_calib_run *r) {
+/* The first max_tokens of n ids, each a token of m's vocabulary. */
+static el_status calib_copy_ids(const el_model *m, const int32_t *ids, size_t n,
+                                int64_t max_tokens, el_tokens *t) {
+    if (n == 0) return el_error(EL_ERR_INVALID_ARG, "calibration: no tokens given");
+    if (n > (size_t)max_tokens) n = (size_t)max_tokens;
+    el_status st = EL_OK;
+    for (size_t i = 0; i < n && st == EL_OK; i++)
+        st = ids[i] >= 0 && ids[i] < m->hp.n_vocab
+                 ? el_tokens_push(t, ids[i])
+                 : el_error(EL_ERR_INVALID_ARG, "calibration: token %d of %s's %d", ids[i],
+                            m->path, m->hp.n_vocab);
+    return st;
+}
+
+el_status el_calib_open(const char *model_path, const char *text_path, const int32_t *ids,
+                        size_t n_ids, int64_t max_tokens, double percentile, int32_t n_threads,
+                        const char *what, el_calib_run *r) {
     memset(r, 0, sizeof *r);
     if (max_tokens < 1)
         return el_error(EL_ERR_INVALID_ARG, "%s: %lld tokens, need at least 1", what,
@@ -187,7 +202,9 @@ el_status el_calib_open(const char *model_path, const char *text_path, int64_t m
     if (st == EL_OK && !r->m->vocab)
         st = el_error(EL_ERR_INVALID_ARG, "%s: calibration needs a tokenizer in the model file",
                       model_path);
-    if (st == EL_OK) st = el_calib_read_tokens(r->m, text_path, max_tokens, &r->tokens);
+    if (st == EL_OK)
+        st = text_path ? el_calib_read_tokens(r->m, text_path, max_tokens, &r->tokens)
+                       : calib_copy_ids(r->m, ids, n_ids, max_tokens, &r->tokens);
     r->n_ctx = r->m && r->m->hp.n_ctx_train < MAX_CHUNK ? r->m->hp.n_ctx_train : MAX_CHUNK;
     if (st == EL_OK && r->n_ctx < 2)
         st = el_error(EL_ERR_UNSUPPORTED, "%s: a context of %d tokens is too short to calibrate",
@@ -221,8 +238,8 @@ el_status el_calibrate(const char *model_path, const char *text_path, int64_t ma
     memset(out, 0, sizeof *out);
     el_calib_run r;
     observer o = {0};
-    el_status st = el_calib_open(model_path, text_path, max_tokens, percentile, n_threads,
-                                 "calibration", &r);
+    el_status st = el_calib_open(model_path, text_path, NULL, 0, max_tokens, percentile,
+                                 n_threads, "calibration", &r);
     if (st) return st;
     st = name_ranges(r.m, out);
     if (st == EL_OK) st = observer_init(&o, r.m, out->n_ranges, r.n_rows, percentile);

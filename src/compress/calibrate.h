@@ -47,10 +47,12 @@ typedef struct el_calib_run {
 } el_calib_run;
 
 /* Checks max_tokens (>= 1) and percentile (90..100), loads the model (no pruned model; a
- * tokenizer needed) and the first max_tokens tokens of the text, and makes the context. `what`
- * names the caller in messages. On failure r holds nothing. */
-el_status el_calib_open(const char *model_path, const char *text_path, int64_t max_tokens,
-                        double percentile, int32_t n_threads, const char *what, el_calib_run *r);
+ * tokenizer needed) and the first max_tokens tokens of the text (text_path NULL: of the n_ids
+ * token ids, each checked against the vocabulary), and makes the context. `what` names the
+ * caller in messages. On failure r holds nothing. */
+el_status el_calib_open(const char *model_path, const char *text_path, const int32_t *ids,
+                        size_t n_ids, int64_t max_tokens, double percentile, int32_t n_threads,
+                        const char *what, el_calib_run *r);
 void el_calib_close(el_calib_run *r);
 /* The first max_tokens tokens of the text (fewer if it is shorter), into t; none is an error. */
 el_status el_calib_read_tokens(const el_model *m, const char *text_path, int64_t max_tokens,

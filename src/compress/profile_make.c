@@ -153,7 +153,8 @@ static el_status check_params(const el_profile_params *pp) {
     if (pp->n_adapters < 0 || (pp->n_adapters > 0 && !pp->adapters))
         return el_error(EL_ERR_INVALID_ARG, "profile: %d adapters without their paths",
                         pp->n_adapters);
-    if (!pp->text_path) return el_error(EL_ERR_INVALID_ARG, "profile: no calibration text");
+    if (!pp->text_path && (!pp->tokens || pp->n_tokens <= 0))
+        return el_error(EL_ERR_INVALID_ARG, "profile: no calibration text");
     return EL_OK;
 }
 
@@ -166,8 +167,8 @@ el_status el_profile_make(const char *model_path, const el_profile_params *pp,
     el_status st = check_params(pp);
     el_calib_run r = {0};
     if (st == EL_OK)
-        st = el_calib_open(model_path, pp->text_path, pp->max_tokens, pp->percentile,
-                           pp->n_threads, "profile", &r);
+        st = el_calib_open(model_path, pp->text_path, pp->tokens, (size_t)pp->n_tokens,
+                           pp->max_tokens, pp->percentile, pp->n_threads, "profile", &r);
     if (st) return st;
     el_model *m = r.m;
     adapter_set set = {0};

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/outfile.h"
 #include "model/model.h"
+#include "model/profile.h"
 #include "model/prune.h"
 #include "train/export.h"
 #include "train/loop.h"
@@ -161,6 +162,7 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
     bool stop = false;
     el_model *base = NULL;
     el_model_params mp = el_model_default_params();
+    mp.profile_path = lp->profile_path;
     if ((st = el_model_load(lp->base_path, &mp, &base)))
         return st;
     if ((st = el_prune_refuse(base, "fine-tuning"))) {
@@ -176,7 +178,9 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
         (st = run_loop(&r, p, EL_TRAIN_LORA, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
         (st = stop ? cancelled(p, out_path) : EL_OK) == EL_OK) {
-        st = el_export_lora(&r.m, base->arch, out_path);
+        /* tuned on the profile's grids, it is an adapter for that profile */
+        uint64_t profile = lp->qat && base->profile ? base->profile->id : 0;
+        st = el_export_lora(&r.m, base->arch, profile, out_path);
         if (st == EL_OK && lp->peft_dir)
             st = el_export_peft(&r.m, base_name(lp->base_path), lp->peft_dir);
     }

@@ -125,7 +125,8 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
     return st;
 }
 
-el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_path) {
+el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_id,
+                         const char *out_path) {
     gguf_writer *w = gguf_writer_create();
     if (!w)
         return el_error(EL_ERR_NOMEM, "out of memory");
@@ -134,6 +135,8 @@ el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_p
         (st = gguf_writer_set_str(w, "general.type", "adapter")) == EL_OK &&
         (st = gguf_writer_set_str(w, "adapter.type", "lora")) == EL_OK &&
         (st = gguf_writer_set_f32(w, "adapter.lora.alpha", m->alpha)) == EL_OK &&
+        (st = profile_id ? gguf_writer_set_u64(w, "adapter.profile", profile_id) : EL_OK) ==
+            EL_OK &&
         (st = add_tensors(w, &m->lora, m->lw)) == EL_OK)
         st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);

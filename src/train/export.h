@@ -12,8 +12,11 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
 
 /* Writes m's LoRA block as a GGUF adapter for a model of architecture arch: general.type
  * "adapter", adapter.type "lora", adapter.lora.alpha; tensors "<base weight>.lora_a" with
- * ne = {n_in, rank} and "<base weight>.lora_b" with ne = {rank, n_out}, F32. */
-el_status el_export_lora(const el_tmodel *m, const char *arch, const char *out_path);
+ * ne = {n_in, rank} and "<base weight>.lora_b" with ne = {rank, n_out}, F32. A profile_id other
+ * than 0 is written as adapter.profile: an adapter tuned for that quantization profile, which
+ * the loader refuses without it. */
+el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_id,
+                         const char *out_path);
 
 /* Writes m's LoRA block as a Hugging Face PEFT folder (adapter_config.json and
  * adapter_model.safetensors). Rows of q and k are permuted back from GGUF's rotary layout to
