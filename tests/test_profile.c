@@ -283,6 +283,92 @@ static int test_calibrated_profile(void) {
     return TEST_PASS;
 }
 
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* The profile's x and t scales of layer 0's q against the percentile computed here: its input
+ * is rmsnorm(embedding) * attn_norm of every calibration row (each chunk starts with BOS), the
+ * same in the run of either adapter, and its t = A x for each adapter's A. */
+static int test_percentiles(void) {
+    const char *adapters[] = {de_path, "models/typo-en.gguf"};
+    el_model *m = load_with(NULL);
+    CHECK(m);
+    const char *sentence = "The quick brown fox jumps over the lazy dog near the river bank. ";
+    int32_t ids[700];
+    size_t n = 0;
+    while (n < 500) {
+        size_t k;
+        CHECK(el_tokenize(m, sentence, strlen(sentence), false, false, ids + n, 700 - n, &k) ==
+              EL_OK);
+        n += k;
+    }
+    const double percentile = 99.0;
+    el_profile_params pp = el_profile_default_params();
+    pp.adapters = adapters, pp.n_adapters = 2, pp.tokens = ids, pp.n_tokens = (int64_t)n;
+    pp.max_tokens = (int64_t)n, pp.percentile = percentile, pp.n_threads = 2;
+    const char *path = test_tmp_path("percentile.profile.gguf");
+    CHECK(el_profile_make(base_path, &pp, path) == EL_OK);
+    el_model *mp = load_with(path);
+    CHECK(mp && mp->profile);
+    const el_profile_slot *slot = &mp->profile->slots[el_linear_slot(0, EL_LINEAR_Q)];
+    int E = m->hp.n_embd, bos = el_token_bos(m);
+    size_t per_chunk = (size_t)m->hp.n_ctx_train - 1, rows = n + (n + per_chunk - 1) / per_chunk;
+    double *x = malloc(sizeof(double) * rows * E), *xs = malloc(sizeof(double) * rows * E);
+    float *e = malloc(sizeof(float) * E);
+    el_adapter *ad[2] = {0};
+    CHECK(x && xs && e && el_adapter_load(m, adapters[0], &ad[0]) == EL_OK &&
+          el_adapter_load(m, adapters[1], &ad[1]) == EL_OK);
+    for (size_t r = 0; r < rows; r++) {
+        size_t c = r / (per_chunk + 1), j = r % (per_chunk + 1);
+        int32_t tok = j == 0 ? bos : ids[c * per_chunk + j - 1];
+        el_type_kernels_get(m->tok_embd.type)
+            ->to_float((const uint8_t *)m->tok_embd.data + (size_t)tok * m->tok_embd.row_bytes, e, E);
+        double ss = 0;
+        for (int i = 0; i < E; i++) ss += (double)e[i] * e[i];
+        double sc = 1.0 / sqrt(ss / E + m->hp.rms_eps);
+        for (int i = 0; i < E; i++) x[r * E + i] = m->layers[0].attn_norm[i] * (sc * e[i]);
+    }
+    /* x: the values of both runs, each row twice; the k-th largest of 2 N is the ceil(k/2)-th
+     * of N */
+    size_t nx = rows * E;
+    for (size_t i = 0; i < nx; i++) xs[i] = fabs(x[i]);
+    qsort(xs, nx, sizeof *xs, cmp_desc);
+    size_t kx = (size_t)floor(2.0 * nx * (100.0 - percentile) / 100.0) + 1;
+    double want_x = xs[(kx + 1) / 2 - 1] / 127.0;
+    test_note("x: %.6g, computed %.6g, the largest %.6g", slot->x_scale, want_x, xs[0] / 127.0);
+    CHECK(fabs(slot->x_scale - want_x) <= 1e-5 * want_x && xs[0] / 127.0 > 1.05 * want_x);
+    /* t: |A_j x| of every row, rank values per row and adapter */
+    size_t nt = 0;
+    double *ts = malloc(sizeof(double) * rows * 64 * 2);
+    CHECK(ts);
+    for (int j = 0; j < 2; j++) {
+        const el_lora_pair *q = &ad[j]->table[el_linear_slot(0, EL_LINEAR_Q)];
+        float *a, *b;
+        pair_floats(q, &a, &b);
+        CHECK(q->a.n_out <= 64 && q->a.n_in == E);
+        for (size_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < q->a.n_out; k++) {
+                double t = 0;
+                for (int i = 0; i < E; i++) t += (double)a[k * E + i] * x[r * E + i];
+                ts[nt++] = fabs(t);
+            }
+        free(a), free(b);
+    }
+    qsort(ts, nt, sizeof *ts, cmp_desc);
+    size_t kt = (size_t)floor(nt * (100.0 - percentile) / 100.0) + 1;
+    double want_t = ts[kt - 1] / 127.0;
+    test_note("t: %.6g, computed %.6g, the largest %.6g", slot->t_scale, want_t, ts[0] / 127.0);
+    CHECK(fabs(slot->t_scale - want_t) <= 1e-4 * want_t && ts[0] / 127.0 > 1.05 * want_t);
+    free(ts), free(x), free(xs), free(e);
+    el_adapter_free(ad[0]);
+    el_adapter_free(ad[1]);
+    el_model_free(m);
+    el_model_free(mp);
+    return TEST_PASS;
+}
+
 static int test_w8_base_takes_scales(void) {
     const char *w8 = test_tmp_path("base.w8.gguf");
     el_quantize_params qp = el_quantize_default_params();
@@ -428,6 +514,7 @@ static int test_refusals(void) {
 int main(void) {
     run_test("int_terms_exact", test_int_terms_exact);
     run_test("calibrated_profile", test_calibrated_profile);
+    run_test("percentiles_of_x_and_t", test_percentiles);
     run_test("w8_base_takes_scales", test_w8_base_takes_scales);
     run_test("refusals", test_refusals);
     return tests_exit_code();

@@ -23,7 +23,7 @@
 el_quad_params el_quad_default_params(void) {
     el_quad_params p = {.calib_tokens = 4096, .percentile = 99.99, .train = el_train_default_params()};
     p.train.n_steps = 100;
-    p.train.lr = 1e-3f;
+    p.train.lr = 1e-4f;
     p.train.weight_decay = 0.0f;
     p.train.n_ctx = 128;
     p.train.eval_every = 25;
