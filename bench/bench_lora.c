@@ -10,6 +10,8 @@
  *   - switching a sequence's adapter (el_context_bind), microseconds per switch;
  *   - each adapter's resident bytes against its tensors' bytes;
  *   - the adapter terms of one decode row against the base matmuls of the same layers, alone;
+ *   - storage and switching: one base and 8 adapters against 8 merged models (bytes), the load
+ *     time of the base (a merged model's, which has its bytes) and of an adapter, and a switch;
  * each with float adapters and with the same adapters as int8 under a quantization profile
  * (model/profile.h; one written for the model, with scales that hold the adapters' values).
  * Runs alternate (none, adapter, none, adapter, ...) and the best of each is kept, because the
@@ -265,6 +267,69 @@ static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads, con
     free(scratch);
 }
 
+static double file_bytes(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 ? (double)sb.st_size : 0.0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of 5 timed loads (ms): of the model at path (profile: under it; adapter: the adapter
+ * onto a model loaded once). The file is in the page cache after the first. */
+static double load_ms(const char *path, const char *profile, const char *adapter) {
+    double t[5];
+    el_model_params mp = el_model_default_params();
+    mp.profile_path = profile;
+    el_model *m = NULL;
+    if (adapter && el_model_load(path, &mp, &m) != EL_OK) return -1;
+    for (int i = 0; i < 5; i++) {
+        double t0 = now_s();
+        if (adapter) {
+            el_adapter *ad;
+            if (el_adapter_load(m, adapter, &ad) != EL_OK) return -1;
+            t[i] = (now_s() - t0) * 1e3;
+            el_adapter_free(ad);
+        } else {
+            el_model *mm;
+            if (el_model_load(path, &mp, &mm) != EL_OK) return -1;
+            t[i] = (now_s() - t0) * 1e3;
+            el_model_free(mm);
+        }
+    }
+    el_model_free(m);
+    qsort(t, 5, sizeof *t, cmp_double);
+    return t[2];
+}
+
+/* One base and N adapters against N merged models: a merged model is the base's tensors with
+ * the adapter folded in, so it has the base's bytes and its load time. */
+static void storage_table(const char *base, const char *adapter, const char *profile,
+                          el_adapter *ad, el_adapter *ad8, double switch_us) {
+    enum { N = 8 };
+    double base_b = file_bytes(base), ad_b = file_bytes(adapter);
+    el_adapter_info fi, qi;
+    el_adapter_get_info(ad, &fi);
+    el_adapter_get_info(ad8, &qi);
+    double lb = load_ms(base, NULL, NULL), la = load_ms(base, NULL, adapter);
+    double la8 = load_ms(base, profile, adapter);
+    const double mib = 1048576.0;
+    printf("\n| %d tasks | files (MiB) | in memory (MiB) | to switch tasks |\n", N);
+    printf("| --- | ---: | ---: | --- |\n");
+    printf("| %d merged models | %.1f | %.1f (one at a time: %.1f) | load another model: %.1f ms |\n", N,
+           N * base_b / mib, N * base_b / mib, base_b / mib, lb);
+    printf("| one base + %d float adapters | %.1f | %.1f | el_context_bind: %.2f us (an adapter "
+           "loads in %.1f ms, once) |\n", N, (base_b + N * ad_b) / mib,
+           (base_b + N * (double)fi.bytes) / mib, switch_us, la);
+    printf("| one base + %d int8 adapters under a profile | %.1f | %.1f | el_context_bind: %.2f "
+           "us (an adapter loads in %.1f ms, once) |\n", N, (base_b + N * ad_b) / mib,
+           (base_b + N * (double)qi.bytes) / mib, switch_us, la8);
+    printf("(the base loads in %.1f ms, median of 5, from the page cache; the adapter files are "
+           "f16)\n", lb);
+}
+
 int main(int argc, char **argv) {
     int threads = 2, steps = 16, rounds = 3;
     const char *dir = "/tmp";
@@ -354,8 +419,8 @@ int main(int argc, char **argv) {
         el_binding b = {ads[i % 2], 1.0f};
         el_context_bind(ctx, 0, &b, 1);
     }
-    printf("switching a sequence's adapter: %.3f us per el_context_bind\n",
-           (now_s() - t0) / n_switch * 1e6);
+    double switch_us = (now_s() - t0) / n_switch * 1e6;
+    printf("switching a sequence's adapter: %.3f us per el_context_bind\n", switch_us);
     el_context_free(ctx);
 
     uint64_t tensors = 0;
@@ -372,6 +437,7 @@ int main(int argc, char **argv) {
            "tensors), %llu of %llu values clamped\n", info.bytes / 1048576.0,
            (double)tensors / (double)info.bytes, (unsigned long long)info.n_clipped,
            (unsigned long long)info.n_values);
+    storage_table(base, ad_path[1], prof, ads[0], ads8[0], switch_us);
     for (int i = 0; i < 8; i++) {
         el_adapter_free(ads[i]);
         el_adapter_free(ads8[i]);

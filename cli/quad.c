@@ -8,8 +8,8 @@
 static const char help[] =
     "usage: edgelora quad -m BASE --lora A.gguf --lora B.gguf ... --data DIR -o OUTDIR [options]\n"
     "QUAD: one quantization profile that every adapter runs under in int8, each adapter tuned\n"
-    "to it. (a) each adapter's own profile from its training examples; (b) its sensitivity, how\n"
-    "much its held-out loss grows as int8 under that profile; (c) the most sensitive one's\n"
+    "to it. (a) each adapter's own profile from its training examples; (b) its sensitivity,\n"
+    "KL(float || int8 under that profile) on its held-out examples; (c) the most sensitive one's\n"
     "profile is shared; (d) every other adapter is tuned by distillation into it (teacher: the\n"
     "float base with the float adapter; student: the base under the shared profile with the\n"
     "adapter on its int8 grids; loss KL(teacher || student) on the response tokens); (e) writes\n"
@@ -42,14 +42,17 @@ static bool on_stage(void *user, const char *stage, int32_t i, int32_t n) {
 }
 
 static void print_results(const el_quad_adapter *r, int32_t n, const char *out) {
-    printf("| adapter | float | int8 own profile | int8 shared | QUAD tuned | KL before | KL after |\n");
-    printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| adapter | float | int8 own profile | int8 shared | QUAD tuned | sensitivity | "
+           "KL shared | KL tuned |\n");
+    printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int32_t i = 0; i < n; i++)
-        printf("| %s%s | %.4f | %.4f | %.4f | %.4f | %.5f | %.5f |\n", r[i].name,
+        printf("| %s%s | %.4f | %.4f | %.4f | %.4f | %.5f | %.5f | %.5f |\n", r[i].name,
                r[i].sets_profile ? " (sets the profile)" : "", r[i].float_loss, r[i].own_loss,
-               r[i].shared_loss, r[i].tuned_loss, r[i].kl_before, r[i].kl_after);
-    printf("held-out cross-entropy of the response tokens (nats); KL(float || int8 under the "
-           "shared profile). Wrote %s/profile.gguf and the adapters for it.\n", out);
+               r[i].shared_loss, r[i].tuned_loss, r[i].sensitivity, r[i].kl_before,
+               r[i].kl_after);
+    printf("held-out cross-entropy of the response tokens (nats); sensitivity: KL(float || int8 "
+           "under its own profile); KL(float || int8 under the shared profile) as it came and "
+           "tuned. Wrote %s/profile.gguf and the adapters for it.\n", out);
 }
 
 int cmd_quad(int argc, char **argv) {
@@ -107,8 +110,9 @@ int cmd_quad(int argc, char **argv) {
         cli_error("quad", "needs --lora (at least one), --data and -o (see --help)");
         goto done;
     }
-    if (o.p.n_train_files || o.p.n_eval_files) {
-        cli_error("quad", "-f and --eval do not apply: the examples come from --data");
+    if (o.p.n_train_files || o.p.n_eval_files || o.p.checkpoint_path || o.p.resume) {
+        cli_error("quad", "-f, --eval, --checkpoint and --resume do not apply: the examples come "
+                  "from --data, and a run starts over");
         goto done;
     }
     if (!(model = cli_model_path("quad", model))) goto done;

@@ -310,8 +310,8 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
                            const char *out_path);
 
 /* QUAD (docs/training.md): one quantization profile for every adapter of a base. (a) each
- * adapter's own profile (el_profile_make over its training examples); (b) its sensitivity, how
- * much its held-out loss grows as int8 under that profile; (c) the most sensitive adapter's
+ * adapter's own profile (el_profile_make over its training examples); (b) its sensitivity, the
+ * held-out KL(float adapter || int8 under that profile) over the response tokens; (c) the most sensitive adapter's
  * profile becomes the shared one; (d) every other adapter is tuned by distillation into it
  * (teacher: the float base with the float adapter; student: the base under the shared profile
  * with the adapter's terms on its int8 grids; loss: KL(teacher || student) over the response
@@ -321,9 +321,11 @@ typedef struct el_quad_adapter {
     char name[64];          /* the adapter's file name without folders and ".gguf" */
     double float_loss;      /* cross-entropy: the float adapter */
     double own_loss;        /* int8 under its own profile */
+    double sensitivity;     /* KL(float || int8 under its own profile): what (c) ranks by */
     double shared_loss;     /* int8 under the shared profile, as it came */
     double tuned_loss;      /* int8 under the shared profile after distillation */
-    double kl_before, kl_after; /* KL(float || int8 under the shared profile), before, after */
+    double kl_before, kl_after; /* KL(float || int8 under the shared profile), before, after
+                                 * tuning */
     bool sets_profile;      /* the most sensitive: the shared profile is its own (not tuned) */
 } el_quad_adapter;
 

@@ -37,7 +37,7 @@ score() { # task metric adapter [--profile FILE]: the metric on the held-out exa
         --metric "$metric" ${LIMIT:+--limit "$LIMIT"} -t "$THREADS" --json "$@" 2>/dev/null |
         sed -E "s/.*\"$metric\": ([0-9.]+).*/\1/"
 }
-rel() { awk -v q="$1" -v f="$2" 'BEGIN { printf "%.1f%%", f > 0 ? 100 * q / f : 0 }'; }
+rel() { awk -v q="$1" -v f="$2" 'BEGIN { printf "%.1f%%", (f > 0 ? 100 * q / f : 0) }'; }
 
 table="$OUT/quad.md.tmp"
 {

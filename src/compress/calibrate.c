@@ -179,8 +179,8 @@ static el_status calib_copy_ids(const el_model *m, const int32_t *ids, size_t n,
     for (size_t i = 0; i < n && st == EL_OK; i++)
         st = ids[i] >= 0 && ids[i] < m->hp.n_vocab
                  ? el_tokens_push(t, ids[i])
-                 : el_error(EL_ERR_INVALID_ARG, "calibration: token %d of %s's %d", ids[i],
-                            m->path, m->hp.n_vocab);
+                 : el_error(EL_ERR_INVALID_ARG, "calibration: token id %d is not one of "
+                            "the %d of %s", ids[i], m->hp.n_vocab, m->path);
     return st;
 }
 

@@ -46,11 +46,24 @@ typedef struct header {
     uint32_t targets;
     uint64_t floats;
     int32_t qat[2];     /* int4 weights; QAT scales that follow the parameters (0: no QAT) */
+    uint64_t qat_fixed; /* a hash of the scales QAT does not track (a base's, a profile's) */
 } header;
 
 /* QAT sites (tmodel.h), whose scales a checkpoint keeps: tracked ones change as training goes */
 static size_t qat_sites(const el_tmodel *m) {
     return m->qat.x_scale ? (size_t)m->c.n_layer * EL_TN_LINEAR + 1 : 0;
+}
+
+/* Scales that come with the base or its profile rather than from training: a run resumed
+ * under others would mix two integer models. */
+static uint64_t qat_fixed_hash(const el_tmodel *m) {
+    uint64_t h = el_fnv_offset;
+    if (m->qat.x_scale && !(m->qat.momentum > 0.0f))
+        h = el_fnv1a(h, m->qat.x_scale, qat_sites(m) * sizeof(float));
+    if (m->qat.lora_scale)
+        h = el_fnv1a(h, m->qat.lora_scale,
+                     (size_t)m->c.n_layer * EL_TN_LINEAR * 4 * sizeof(float));
+    return h;
 }
 
 static header make_header(const el_trainer *t) {
@@ -62,7 +75,8 @@ static header make_header(const el_trainer *t) {
                 t->what == EL_TRAIN_LORA ? t->m->alpha : 0.0f,
                 t->what == EL_TRAIN_LORA ? t->m->targets : 0,
                 t->n,
-                {t->m->qat.int4_weights, (int32_t)qat_sites(t->m)}};
+                {t->m->qat.int4_weights, (int32_t)qat_sites(t->m)},
+                qat_fixed_hash(t->m)};
     return h;
 }
 
@@ -91,6 +105,7 @@ el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loa
     bool ok = put(&w, "ELCK", 4) && put(&w, &version, 4) && put(&w, h.shape, sizeof h.shape) &&
               put(&w, h.norm_rope, 8) && put(&w, &h.rank, 4) && put(&w, &h.alpha, 4) &&
               put(&w, &h.targets, 4) && put(&w, &h.floats, 8) && put(&w, h.qat, 8) &&
+              put(&w, &h.qat_fixed, 8) &&
               put(&w, &t->step, 8) &&
               put(&w, &l->seed, 8) && put(&w, pos, 16) && put(&w, counts, 16) &&
               put(&w, hist->train, hist->n_train * 2 * sizeof(float)) &&
@@ -139,21 +154,22 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
         return el_error(EL_ERR_IO, "%s: cannot open", path);
     header want = make_header(t), got;
     char magic[4];
-    uint32_t version;
+    uint32_t version = 0;
     int64_t step, pos[2];
     uint64_t seed, counts[2];
     el_status st = EL_OK;
     if (!get(f, magic, 4) || memcmp(magic, "ELCK", 4) || !get(f, &version, 4) ||
         version != checkpoint_version)
-        st = el_error(EL_ERR_FORMAT, "%s: not an edgelora checkpoint (version %u)", path,
-                      checkpoint_version);
+        st = el_error(EL_ERR_FORMAT, "%s: not an edgelora checkpoint of version %u (this one "
+                      "says %u)", path, checkpoint_version, version);
     else
         st = verify_checksum(f, path);
     if (st != EL_OK)
         ;
     else if (!get(f, got.shape, sizeof got.shape) || !get(f, got.norm_rope, 8) ||
              !get(f, &got.rank, 4) || !get(f, &got.alpha, 4) || !get(f, &got.targets, 4) ||
-             !get(f, &got.floats, 8) || !get(f, got.qat, 8) || !get(f, &step, 8) ||
+             !get(f, &got.floats, 8) || !get(f, got.qat, 8) || !get(f, &got.qat_fixed, 8) ||
+             !get(f, &step, 8) ||
              !get(f, &seed, 8) ||
              !get(f, pos, 16) || !get(f, counts, 16))
         st = el_error(EL_ERR_FORMAT, "%s: truncated header", path);
@@ -166,6 +182,9 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     else if (memcmp(got.qat, want.qat, sizeof got.qat))
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint has other quantization-aware "
                       "training settings (--qat)", path);
+    else if (got.qat_fixed != want.qat_fixed)
+        st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made under other quantization "
+                      "scales (another base or --profile)", path);
     else if (seed != l->seed)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made with seed %llu, not %llu",
                       path, (unsigned long long)seed, (unsigned long long)l->seed);

@@ -125,6 +125,21 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
     return st;
 }
 
+/* The A and B of every term the model has (a layer left without one, lora_idx -1, has none). */
+static el_status add_lora_tensors(gguf_writer *w, const el_tmodel *m) {
+    el_status st = EL_OK;
+    for (int32_t s = 0; s < m->c.n_layer * EL_TN_LINEAR && st == EL_OK; s++) {
+        int32_t li = m->lora_idx[s];
+        for (int ab = 0; li >= 0 && ab < 2 && st == EL_OK; ab++) {
+            const el_ttensor *t = &m->lora.t[li + ab];
+            int64_t ne[2] = {t->n_in, t->n_out};
+            st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, 2, ne, m->lw + t->offset,
+                                        (uint64_t)(t->n_in * t->n_out) * sizeof(float));
+        }
+    }
+    return st;
+}
+
 el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_id,
                          const char *out_path) {
     gguf_writer *w = gguf_writer_create();
@@ -137,7 +152,7 @@ el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_
         (st = gguf_writer_set_f32(w, "adapter.lora.alpha", m->alpha)) == EL_OK &&
         (st = profile_id ? gguf_writer_set_u64(w, "adapter.profile", profile_id) : EL_OK) ==
             EL_OK &&
-        (st = add_tensors(w, &m->lora, m->lw)) == EL_OK)
+        (st = add_lora_tensors(w, m)) == EL_OK)
         st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);
     return st;
@@ -318,9 +333,11 @@ el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model) {
             for (int i = 0; i < EL_TN_LINEAR; i++) {
                 if (m->lora_idx[il * EL_TN_LINEAR + i] < 0) continue;
                 const el_profile_slot *ps = &p->slots[el_linear_slot(il, (el_linear)i)];
-                if (!(ps->x_scale > 0.0f))
-                    return el_error(EL_ERR_MISMATCH, "%s: the profile has no scales for "
-                                    "blk.%d.%s, so no adapter can change it under the profile",
+                if (!(ps->x_scale > 0.0f && ps->a_scale > 0.0f && ps->t_scale > 0.0f &&
+                      ps->b_scale > 0.0f))
+                    return el_error(EL_ERR_MISMATCH, "%s: the profile has no adapter "
+                                    "scales for blk.%d.%s, so no adapter can change it under "
+                                    "the profile",
                                     p->path, il, el_linear_gguf_name((el_linear)i));
                 float *sc = m->qat.lora_scale + ((size_t)il * EL_TN_LINEAR + i) * 4;
                 sc[0] = ps->x_scale, sc[1] = ps->a_scale, sc[2] = ps->t_scale;
@@ -356,8 +373,9 @@ el_status el_tmodel_add_adapter(el_tmodel *m, const el_adapter *ad, const char *
             const el_lora_pair *p = &ad->table[el_linear_slot(il, (el_linear)i)];
             if (li < 0) continue;
             float *a = m->lw + m->lora.t[li].offset, *b = m->lw + m->lora.t[li + 1].offset;
-            if (!p->a.n_out) { /* not in this layer: no term */
+            if (!p->a.n_out) { /* not in this layer: no term, and none written back */
                 memset(b, 0, (size_t)(m->lora.t[li + 1].n_out * rank) * sizeof *b);
+                m->lora_idx[il * EL_TN_LINEAR + i] = -1;
                 continue;
             }
             el_weight_floats(&p->a, a);

@@ -1,12 +1,15 @@
 /* quad.c - QUAD: one quantization profile for every adapter of a base (edgelora-tools.h,
  * el_quad; docs/training.md). Each adapter gets a profile of its own from its training text;
- * its sensitivity is how much its held-out loss grows as int8 under that profile; the most
+ * its sensitivity is how far it moves as int8 under that profile, KL(float || int8) over its
+ * held-out response tokens (a loss against float that is 0 without damage, where the
+ * cross-entropy's change can have either sign on a small model); the most
  * sensitive adapter's profile becomes the one all share (the adapter that loses most keeps the
  * grids it needs), and every other adapter is tuned by distillation into it: the teacher is the
  * float base with the float adapter, the student the base under the shared profile with the
  * adapter's terms on its int8 grids (fake-quantized, straight-through), the loss KL(teacher ||
  * student) over the response tokens. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +58,25 @@ static el_status stage(const quad_run *r, const char *what, int32_t i) {
 }
 
 /* The name of an adapter file: without folders and ".gguf". */
-static void adapter_name(const char *path, char *name, size_t cap) {
+static el_status adapter_name(const char *path, char *name, size_t cap) {
     const char *s = strrchr(path, '/');
-    snprintf(name, cap, "%s", s ? s + 1 : path);
-    size_t n = strlen(name);
-    if (n > 5 && !strcmp(name + n - 5, ".gguf")) name[n - 5] = '\0';
+    s = s ? s + 1 : path;
+    size_t n = strlen(s);
+    if (n > 5 && !strcmp(s + n - 5, ".gguf")) n -= 5;
+    if (n == 0 || n >= cap)
+        return el_error(EL_ERR_INVALID_ARG, "%s: an adapter's name (its file name without "
+                        ".gguf) must have 1 to %zu characters", path, cap - 1);
+    memcpy(name, s, n);
+    name[n] = '\0';
+    return EL_OK;
+}
+
+/* dst = the printf of fmt, or an error if it does not fit. */
+static el_status path_of(char *dst, size_t cap, const char *fmt, const char *dir,
+                         const char *name) {
+    if ((size_t)snprintf(dst, cap, fmt, dir, name) >= cap)
+        return el_error(EL_ERR_INVALID_ARG, "quad: the path for %s in %s is too long", name, dir);
+    return EL_OK;
 }
 
 static el_status file_exists(const char *path, const char *what) {
@@ -75,18 +92,23 @@ static el_status open_adapters(quad_run *r, const char *out_dir, el_quad_adapter
     el_status st = EL_OK;
     for (int32_t i = 0; i < p->n_adapters && st == EL_OK; i++) {
         quad_adapter *a = &r->a[i];
-        char name[64];
-        adapter_name(p->adapters[i], name, sizeof name);
+        char *name = res[i].name;
+        if ((st = adapter_name(p->adapters[i], name, sizeof res[i].name)) != EL_OK) return st;
         for (int32_t j = 0; j < i; j++)
             if (!strcmp(res[j].name, name))
                 return el_error(EL_ERR_INVALID_ARG, "quad: two adapters named %s", name);
-        snprintf(res[i].name, sizeof res[i].name, "%s", name);
         a->path = p->adapters[i];
-        snprintf(a->train_path, sizeof a->train_path, "%s/%s.train.jsonl", p->data_dir, name);
-        snprintf(a->eval_path, sizeof a->eval_path, "%s/%s.eval.jsonl", p->data_dir, name);
-        snprintf(a->own_profile, sizeof a->own_profile, "%s/%s.own.profile.gguf", out_dir, name);
-        snprintf(a->out_path, sizeof a->out_path, "%s/%s.gguf", out_dir, name);
-        snprintf(a->plot_path, sizeof a->plot_path, "%s/%s.loss.svg", out_dir, name);
+        if ((st = path_of(a->train_path, sizeof a->train_path, "%s/%s.train.jsonl", p->data_dir,
+                          name)) != EL_OK ||
+            (st = path_of(a->eval_path, sizeof a->eval_path, "%s/%s.eval.jsonl", p->data_dir,
+                          name)) != EL_OK ||
+            (st = path_of(a->own_profile, sizeof a->own_profile, "%s/%s.own.profile.gguf",
+                          out_dir, name)) != EL_OK ||
+            (st = path_of(a->out_path, sizeof a->out_path, "%s/%s.gguf", out_dir, name)) !=
+                EL_OK ||
+            (st = path_of(a->plot_path, sizeof a->plot_path, "%s/%s.loss.svg", out_dir, name)) !=
+                EL_OK)
+            return st;
         const char *tr[1] = {a->train_path}, *ev[1] = {a->eval_path};
         if ((st = file_exists(a->train_path, "training examples")) == EL_OK &&
             (st = file_exists(a->eval_path, "held-out examples")) == EL_OK &&
@@ -97,17 +119,19 @@ static el_status open_adapters(quad_run *r, const char *out_dir, el_quad_adapter
     return st;
 }
 
+/* The model at base_path under profile (its profile in ->profile). */
+static el_status under(const quad_run *r, const char *profile, el_model **m) {
+    el_model_params mp = el_model_default_params();
+    mp.profile_path = profile;
+    return el_model_load(r->base_path, &mp, m);
+}
+
 /* The training model of the base (float; under_profile: loaded under that profile, with the
  * adapter's terms on its int8 grids) with adapter a's float values. */
 static el_status student(const quad_run *r, const quad_adapter *a, const char *under_profile,
                          el_tmodel *tm) {
     el_model *m = r->base;
-    el_status st = EL_OK;
-    if (under_profile) {
-        el_model_params mp = el_model_default_params();
-        mp.profile_path = under_profile;
-        st = el_model_load(r->base_path, &mp, &m);
-    }
+    el_status st = under_profile ? under(r, under_profile, &m) : EL_OK;
     if (st == EL_OK && (st = el_tmodel_from_model(tm, m, r->n_ctx)) == EL_OK &&
         (st = el_tmodel_add_adapter(tm, a->ad, a->path)) == EL_OK && under_profile)
         st = el_tmodel_qat_from_model(tm, m);
@@ -173,39 +197,39 @@ static el_status own_profile(const quad_run *r, const quad_adapter *a) {
     return el_profile_make(r->base_path, &pp, a->own_profile);
 }
 
-/* The shared profile: the chosen adapter's own, with the slots it leaves unset (layers its
- * adapter does not change) taken from the others' own profiles, the widest grids there. */
+/* The shared profile: the chosen adapter's own, with the slots whose adapter scales it leaves
+ * unset (layers its adapter does not change; every slot has its x scale) taken from the others'
+ * own profiles, the widest grids there. */
 static el_status shared_profile(const quad_run *r, int32_t chosen, const char *out_path,
                                 uint64_t *id) {
-    int32_t n = r->p->n_adapters;
-    el_model **ms = calloc((size_t)n, sizeof *ms);
-    if (!ms) return el_error(EL_ERR_NOMEM, "quad: out of memory");
-    el_status st = EL_OK;
-    for (int32_t i = 0; i < n && st == EL_OK; i++) {
-        el_model_params mp = el_model_default_params();
-        mp.profile_path = r->a[i].own_profile;
-        st = el_model_load(r->base_path, &mp, &ms[i]);
+    el_model *mc;
+    el_status st = under(r, r->a[chosen].own_profile, &mc);
+    if (st != EL_OK) return st;
+    el_profile *p = mc->profile;
+    bool *unset = calloc((size_t)p->n_slots, sizeof *unset);
+    if (!unset) st = el_error(EL_ERR_NOMEM, "quad: out of memory");
+    for (int32_t s = 0; st == EL_OK && s < p->n_slots; s++) unset[s] = !(p->slots[s].a_scale > 0);
+    for (int32_t i = 0; st == EL_OK && i < r->p->n_adapters; i++) {
+        el_model *mo;
+        if (i == chosen || (st = under(r, r->a[i].own_profile, &mo)) != EL_OK) continue;
+        for (int32_t s = 0; s < p->n_slots; s++) {
+            const el_profile_slot *o = &mo->profile->slots[s];
+            el_profile_slot *d = &p->slots[s];
+            if (!unset[s] || !(o->a_scale > 0.0f)) continue;
+            d->x_scale = fmaxf(d->x_scale, o->x_scale);
+            d->a_scale = fmaxf(d->a_scale, o->a_scale);
+            d->t_scale = fmaxf(d->t_scale, o->t_scale);
+            d->b_scale = fmaxf(d->b_scale, o->b_scale);
+        }
+        el_model_free(mo);
     }
     if (st == EL_OK) {
-        el_profile *p = ms[chosen]->profile;
-        for (int32_t s = 0; s < p->n_slots; s++) {
-            if (p->slots[s].x_scale > 0.0f) continue;
-            for (int32_t i = 0; i < n; i++) {
-                const el_profile_slot *o = &ms[i]->profile->slots[s];
-                el_profile_slot *d = &p->slots[s];
-                if (!(o->x_scale > 0.0f)) continue;
-                d->x_scale = d->x_scale > o->x_scale ? d->x_scale : o->x_scale;
-                d->a_scale = d->a_scale > o->a_scale ? d->a_scale : o->a_scale;
-                d->t_scale = d->t_scale > o->t_scale ? d->t_scale : o->t_scale;
-                d->b_scale = d->b_scale > o->b_scale ? d->b_scale : o->b_scale;
-            }
-        }
         p->id = el_profile_id(p);
         *id = p->id;
         st = el_profile_write(p, out_path);
     }
-    for (int32_t i = 0; i < n; i++) el_model_free(ms[i]);
-    free(ms);
+    free(unset);
+    el_model_free(mc);
     return st;
 }
 
@@ -223,7 +247,6 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
     el_status st;
     if ((st = student(r, a, NULL, &teacher)) == EL_OK &&
         (st = student(r, a, profile, &st_m)) == EL_OK &&
-        (st = heldout(r, &st_m, &teacher, &a->eval, &res->kl_before)) == EL_OK &&
         (st = el_loader_init(&lt, &a->train, r->n_ctx, tp.seed, true, "training examples")) ==
             EL_OK &&
         (st = el_loader_init(&le, &a->eval, r->n_ctx, tp.seed, false, "held-out examples")) ==
@@ -234,7 +257,7 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
                             &stop)) == EL_OK) {
         if (stop)
             st = el_error(EL_ERR_CANCELLED, "quad: stopped by its progress callback while "
-                          "tuning %s; nothing written for it", a->path);
+                          "tuning %s; no adapter written for it", a->path);
         if (st == EL_OK) st = heldout(r, &st_m, &teacher, &a->eval, &res->kl_after);
         if (st == EL_OK) st = heldout(r, &st_m, NULL, &a->eval, &res->tuned_loss);
         if (st == EL_OK) st = el_export_lora(&st_m, r->base->arch, id, a->out_path);
@@ -247,15 +270,20 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
     return st;
 }
 
-/* The losses of adapter a: float, and int8 under a profile. */
+/* Adapter a as int8 under a profile: its cross-entropy, its distance KL(float || int8) and
+ * (float_loss not NULL) the float adapter's cross-entropy; with out (not NULL) written for the
+ * profile as it is. */
 static el_status losses(const quad_run *r, const quad_adapter *a, const char *profile,
-                        double *float_loss, double *int8_loss) {
+                        double *float_loss, double *int8_loss, double *kl, const char *out,
+                        uint64_t id) {
     el_tmodel f = {0}, q = {0};
     el_status st;
     if ((st = student(r, a, NULL, &f)) == EL_OK && float_loss)
         st = heldout(r, &f, NULL, &a->eval, float_loss);
-    if (st == EL_OK && (st = student(r, a, profile, &q)) == EL_OK)
-        st = heldout(r, &q, NULL, &a->eval, int8_loss);
+    if (st == EL_OK && (st = student(r, a, profile, &q)) == EL_OK &&
+        (st = heldout(r, &q, NULL, &a->eval, int8_loss)) == EL_OK)
+        st = heldout(r, &q, &f, &a->eval, kl);
+    if (st == EL_OK && out) st = el_export_lora(&q, r->base->arch, id, out);
     el_tmodel_free(&f);
     el_tmodel_free(&q);
     return st;
@@ -285,14 +313,12 @@ el_status el_quad(const char *base_path, const el_quad_params *p, const char *ou
         if ((st = stage(&r, "own profile", i)) == EL_OK && (st = own_profile(&r, &r.a[i])) == EL_OK &&
             (st = stage(&r, "sensitivity", i)) == EL_OK)
             st = losses(&r, &r.a[i], r.a[i].own_profile, &results[i].float_loss,
-                        &results[i].own_loss);
+                        &results[i].own_loss, &results[i].sensitivity, NULL, 0);
     }
     /* (c) the most sensitive adapter's profile is shared */
     int32_t chosen = 0;
     for (int32_t i = 1; i < p->n_adapters; i++)
-        if (results[i].own_loss - results[i].float_loss >
-            results[chosen].own_loss - results[chosen].float_loss)
-            chosen = i;
+        if (results[i].sensitivity > results[chosen].sensitivity) chosen = i;
     char shared[4096];
     snprintf(shared, sizeof shared, "%s/profile.gguf", out_dir);
     uint64_t id = 0;
@@ -302,17 +328,13 @@ el_status el_quad(const char *base_path, const el_quad_params *p, const char *ou
     }
     /* (d) every adapter tuned into it, (e) written for it */
     for (int32_t i = 0; i < p->n_adapters && st == EL_OK; i++) {
+        /* the chosen one keeps its own grids: written as it is, for the profile */
         if ((st = stage(&r, "shared profile", i)) != EL_OK ||
-            (st = losses(&r, &r.a[i], shared, NULL, &results[i].shared_loss)) != EL_OK)
+            (st = losses(&r, &r.a[i], shared, NULL, &results[i].shared_loss,
+                         &results[i].kl_before, i == chosen ? r.a[i].out_path : NULL, id)) !=
+                EL_OK)
             break;
-        if (i == chosen) { /* its own grids: written as it is, for the profile */
-            el_tmodel q = {0}, f = {0};
-            if ((st = student(&r, &r.a[i], shared, &q)) == EL_OK &&
-                (st = student(&r, &r.a[i], NULL, &f)) == EL_OK &&
-                (st = heldout(&r, &q, &f, &r.a[i].eval, &results[i].kl_before)) == EL_OK)
-                st = el_export_lora(&q, r.base->arch, id, r.a[i].out_path);
-            el_tmodel_free(&q);
-            el_tmodel_free(&f);
+        if (i == chosen) {
             results[i].tuned_loss = results[i].shared_loss;
             results[i].kl_after = results[i].kl_before;
             continue;

@@ -177,6 +177,8 @@ el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum) {
                         (double)momentum);
     free(m->qat.x_scale);
     free(m->qat.wq);
+    free(m->qat.lora_scale);
+    free(m->qat.lwq);
     m->qat = (el_tqat){.int4_weights = int4_weights, .momentum = momentum};
     m->qat.x_scale = calloc((size_t)c->n_layer * EL_TN_LINEAR + 1, sizeof(float));
     if (int4_weights) m->qat.wq = calloc(m->base.n_floats, sizeof(float));

@@ -42,6 +42,8 @@ el_status el_trainer_set_teacher(el_trainer *t, const el_tmodel *teacher) {
     if (teacher->c.n_vocab != t->m->c.n_vocab)
         return el_error(EL_ERR_MISMATCH, "a teacher of %d tokens for a model of %d",
                         teacher->c.n_vocab, t->m->c.n_vocab);
+    if (t->teacher)
+        return el_error(EL_ERR_INVALID_ARG, "the trainer has a teacher already");
     el_status st = el_tacts_create(teacher, t->hp.B, t->hp.T, &t->teacher_acts);
     if (st != EL_OK) return st;
     t->teacher_logits = malloc((size_t)t->hp.B * t->hp.T * teacher->c.n_vocab * sizeof(float));
