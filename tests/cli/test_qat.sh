@@ -43,6 +43,15 @@ expect_exit quantize_calibrated 0 "$EL" quantize "$TMP/float.gguf" "$TMP/w4a8.gg
 expect_exit finetune_qat_calibrated 0 "$EL" finetune -m "$TMP/w4a8.gguf" --lora --qat \
     -f "$TMP/pairs.jsonl" --steps 5 --batch 4 -c 16 -t 2 --no-plot -q -o "$TMP/cal-adapter.gguf"
 
+# a checkpoint of a quantization-aware fine-tuning resumes only on the scales it was made with
+expect_exit finetune_qat_checkpoint 0 "$EL" finetune -m "$TMP/qat.gguf" --lora --qat -f "$TMP/pairs.jsonl" \
+    --steps 4 --batch 4 -c 16 -t 2 --no-plot -q --checkpoint "$TMP/ft.ckpt" -o "$TMP/ckpt-adapter.gguf"
+expect_exit finetune_qat_other_scales 1 "$EL" finetune -m "$TMP/w4a8.gguf" --lora --qat \
+    -f "$TMP/pairs.jsonl" --steps 8 --batch 4 -c 16 -t 2 --no-plot -q --checkpoint "$TMP/ft.ckpt" \
+    --resume -o "$TMP/never5.gguf"
+grep -q "ft.ckpt: the checkpoint was made under other quantization scales" "$TMP/err" &&
+    pass other_scales_message || fail other_scales_message "$(cat "$TMP/err")"
+
 # refused, nothing written
 expect_exit finetune_qat_float_base 1 "$EL" finetune -m "$TMP/float.gguf" --lora --qat \
     -f "$TMP/pairs.jsonl" --steps 5 -q -o "$TMP/never1.gguf"
@@ -61,7 +70,7 @@ expect_exit train_qat_unknown_kind 2 "$EL" train --shape "$shape" --tokenizer "$
     -f "$TMP/train.txt" --qat w8a16 -o "$TMP/never4.gguf"
 grep -q "'w8a16' is not a kind this trains (w4a8)" "$TMP/err" && pass unknown_kind_message ||
     fail unknown_kind_message "$(cat "$TMP/err")"
-for f in never1 never2 never3 never4; do
+for f in never1 never2 never3 never4 never5; do
     [ ! -e "$TMP/$f.gguf" ] && pass "nothing_written_$f" || fail "nothing_written_$f"
 done
 finish
