@@ -315,7 +315,8 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
  * profile becomes the shared one; (d) every other adapter is tuned by distillation into it
  * (teacher: the float base with the float adapter; student: the base under the shared profile
  * with the adapter's terms on its int8 grids; loss: KL(teacher || student) over the response
- * tokens); (e) the profile and the adapters are written. Losses are the mean over the held-out
+ * tokens), kept if it brought the adapter closer to its float self on the held-out examples;
+ * (e) the profile and the adapters are written. Losses are the mean over the held-out
  * examples' response tokens, in nats. */
 typedef struct el_quad_adapter {
     char name[64];          /* the adapter's file name without folders and ".gguf" */
@@ -327,6 +328,9 @@ typedef struct el_quad_adapter {
     double kl_before, kl_after; /* KL(float || int8 under the shared profile), before, after
                                  * tuning */
     bool sets_profile;      /* the most sensitive: the shared profile is its own (not tuned) */
+    bool tuned;             /* the tuned adapter was written: it came closer to its float self
+                             * (kl_after < kl_before); else it as it came, and the figures after
+                             * are those before */
 } el_quad_adapter;
 
 typedef struct el_quad_params {

@@ -127,7 +127,7 @@ static int test_quad(void) {
     float a_shared = slot0_a_scale(shared), a_plain = slot0_a_scale(own_plain);
     CHECK(a_shared == slot0_a_scale(own_outlier) && a_shared > 50 * a_plain);
     /* (d): distillation brings it closer to its float self */
-    CHECK(res[0].kl_after < 0.7 * res[0].kl_before);
+    CHECK(res[0].kl_after < 0.7 * res[0].kl_before && res[0].tuned);
     CHECK(res[1].kl_after == res[1].kl_before);
     /* (e): the adapters are for the shared profile */
     char tuned[1300];
@@ -160,6 +160,25 @@ static int test_quad(void) {
     return TEST_PASS;
 }
 
+/* A tuning that moves the adapter away from its float self (a rate far too large) is not kept:
+ * the adapter is written as it came, and its figures are those before. */
+static int test_worse_tuning_not_kept(void) {
+    CHECK(base[0]);
+    el_quad_params qp = el_quad_default_params();
+    const char *ads[2] = {plain, outlier};
+    char other[1300];
+    snprintf(other, sizeof other, "%s/quad-wild", dir);
+    qp.adapters = ads, qp.n_adapters = 2, qp.data_dir = data_dir, qp.calib_tokens = 512;
+    qp.train.n_steps = 1, qp.train.batch = 8, qp.train.lr = 5.0f, qp.train.warmup = 1;
+    qp.train.n_ctx = 16, qp.train.eval_every = 0, qp.train.n_threads = 2;
+    el_quad_adapter res[2];
+    CHECK(el_quad(base, &qp, other, res) == EL_OK);
+    test_note("plain: KL %.5f -> %.5f, tuned %d", res[0].kl_before, res[0].kl_after, res[0].tuned);
+    CHECK(!res[0].tuned && res[0].kl_after == res[0].kl_before &&
+          res[0].tuned_loss == res[0].shared_loss);
+    return TEST_PASS;
+}
+
 static int test_missing_data(void) {
     CHECK(base[0]);
     el_quad_params qp = el_quad_default_params();
@@ -183,6 +202,7 @@ static int test_missing_data(void) {
 
 int main(void) {
     run_test("quad_sensitivity_profile_distillation", test_quad);
+    run_test("quad_worse_tuning_not_kept", test_worse_tuning_not_kept);
     run_test("quad_missing_data", test_missing_data);
     return tests_exit_code();
 }

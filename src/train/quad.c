@@ -233,7 +233,15 @@ static el_status shared_profile(const quad_run *r, int32_t chosen, const char *o
     return st;
 }
 
-/* Tunes adapter a by distillation into the shared profile and writes it; res gets its losses. */
+static el_status copy_of(const float *v, size_t n, float **out) {
+    if (!(*out = malloc(n * sizeof **out))) return el_error(EL_ERR_NOMEM, "quad: out of memory");
+    memcpy(*out, v, n * sizeof **out);
+    return EL_OK;
+}
+
+/* Tunes adapter a by distillation into the shared profile and writes it, if the tuning brought
+ * it closer to its float self on the held-out examples (res->kl_before, measured as it came);
+ * else it is written as it came. res gets its losses. */
 static el_status distill(const quad_run *r, quad_adapter *a, const char *profile, uint64_t id,
                          el_quad_adapter *res) {
     el_tmodel teacher = {0}, st_m = {0};
@@ -244,6 +252,7 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
     tp.checkpoint_path = NULL;
     el_trainer_hp hp = el_trainer_hp_from(&tp, r->n_ctx);
     bool stop = false;
+    float *keep = NULL; /* the adapter as it came */
     el_status st;
     if ((st = student(r, a, NULL, &teacher)) == EL_OK &&
         (st = student(r, a, profile, &st_m)) == EL_OK &&
@@ -253,6 +262,7 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
             EL_OK &&
         (st = el_trainer_init(&tr, &st_m, EL_TRAIN_LORA, &hp, r->tp)) == EL_OK &&
         (st = el_trainer_set_teacher(&tr, &teacher)) == EL_OK &&
+        (st = copy_of(st_m.lw, st_m.lora.n_floats, &keep)) == EL_OK &&
         (st = el_train_loop(&tp, &tr, &lt, &le, "QUAD distillation: KL(float || int8)", NULL,
                             &stop)) == EL_OK) {
         if (stop)
@@ -260,8 +270,15 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
                           "tuning %s; no adapter written for it", a->path);
         if (st == EL_OK) st = heldout(r, &st_m, &teacher, &a->eval, &res->kl_after);
         if (st == EL_OK) st = heldout(r, &st_m, NULL, &a->eval, &res->tuned_loss);
+        res->tuned = res->kl_after < res->kl_before;
+        if (st == EL_OK && !res->tuned) { /* no closer: as it came */
+            memcpy(st_m.lw, keep, st_m.lora.n_floats * sizeof *keep);
+            res->kl_after = res->kl_before;
+            res->tuned_loss = res->shared_loss;
+        }
         if (st == EL_OK) st = el_export_lora(&st_m, r->base->arch, id, a->out_path);
     }
+    free(keep);
     el_trainer_free(&tr);
     el_loader_free(&lt);
     el_loader_free(&le);
