@@ -18,16 +18,18 @@
 #include "model/profile.h"
 #include "runtime/adapter.h"
 
-/* Adds every tensor of a table (F32, ne = {n_in, n_out}, or {n_in} for vectors). */
+/* Adds tensor t of a block as F32 (ne = {n_in, n_out}, or {n_in} for a vector). */
+static el_status add_f32(gguf_writer *w, const el_ttensor *t, const float *block) {
+    int64_t ne[2] = {t->n_in, t->n_out};
+    return gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
+                                  block + t->offset,
+                                  (uint64_t)(t->n_in * t->n_out) * sizeof(float));
+}
+
+/* Adds every tensor of a table. */
 static el_status add_tensors(gguf_writer *w, const el_ttable *tb, const float *block) {
     el_status st = EL_OK;
-    for (int32_t i = 0; i < tb->n && st == EL_OK; i++) {
-        const el_ttensor *t = &tb->t[i];
-        int64_t ne[2] = {t->n_in, t->n_out};
-        st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
-                                    block + t->offset,
-                                    (uint64_t)(t->n_in * t->n_out) * sizeof(float));
-    }
+    for (int32_t i = 0; i < tb->n && st == EL_OK; i++) st = add_f32(w, &tb->t[i], block);
     return st;
 }
 
@@ -57,9 +59,7 @@ static el_status add_qat_tensors(gguf_writer *w, const el_tmodel *m, w4_tensor *
         int64_t ne[2] = {t->n_in, t->n_out};
         int k = i >= 1 && i <= m->c.n_layer * EL_TK_COUNT ? (i - 1) % EL_TK_COUNT : -1;
         if (k < EL_TK_FIRST_LINEAR) {
-            st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
-                                        m->w + t->offset,
-                                        (uint64_t)(t->n_in * t->n_out) * sizeof(float));
+            st = add_f32(w, t, m->w);
             continue;
         }
         w4[n] = (w4_tensor){m->w + t->offset, t->n_out, t->n_in};
@@ -130,12 +130,8 @@ static el_status add_lora_tensors(gguf_writer *w, const el_tmodel *m) {
     el_status st = EL_OK;
     for (int32_t s = 0; s < m->c.n_layer * EL_TN_LINEAR && st == EL_OK; s++) {
         int32_t li = m->lora_idx[s];
-        for (int ab = 0; li >= 0 && ab < 2 && st == EL_OK; ab++) {
-            const el_ttensor *t = &m->lora.t[li + ab];
-            int64_t ne[2] = {t->n_in, t->n_out};
-            st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, 2, ne, m->lw + t->offset,
-                                        (uint64_t)(t->n_in * t->n_out) * sizeof(float));
-        }
+        for (int ab = 0; li >= 0 && ab < 2 && st == EL_OK; ab++)
+            st = add_f32(w, &m->lora.t[li + ab], m->lw);
     }
     return st;
 }

@@ -267,16 +267,14 @@ void el_xent_backward(float *dlogits, const float *probs, const int32_t *targets
 
 /* ------------------------------------------------------------- distillation */
 
-/* p = softmax(l) in place; returns max + log(sum), so that log p_i = l_i - it (before p). */
-static double softmax_row(float *p, const float *l, int64_t V) {
+/* log(sum_i exp(l_i)), from the largest l so that no exp overflows. */
+static double log_sum_exp(const float *l, int64_t V) {
     float max = -INFINITY;
     for (int64_t i = 0; i < V; i++)
         if (l[i] > max) max = l[i];
     double sum = 0.0;
     for (int64_t i = 0; i < V; i++) sum += exp((double)l[i] - max);
-    double lse = max + log(sum);
-    for (int64_t i = 0; i < V; i++) p[i] = (float)exp((double)l[i] - lse);
-    return lse;
+    return max + log(sum);
 }
 
 double el_kl_forward(float *probs, const float *logits, float *teacher, const float *mask,
@@ -285,14 +283,10 @@ double el_kl_forward(float *probs, const float *logits, float *teacher, const fl
     for (int64_t r = 0; r < N; r++) {
         float mw = mask ? mask[r] : 1.0f;
         const float *l = logits + r * V;
-        float *t = teacher + r * V;
-        if (mw != 0.0f) { /* log-probabilities from the logits, before either is overwritten */
-            double lse_q = 0.0, lse_p = 0.0, kl = 0.0;
-            float mq = -INFINITY, mp = -INFINITY;
-            for (int64_t i = 0; i < V; i++) mq = fmaxf(mq, l[i]), mp = fmaxf(mp, t[i]);
-            for (int64_t i = 0; i < V; i++)
-                lse_q += exp((double)l[i] - mq), lse_p += exp((double)t[i] - mp);
-            lse_q = mq + log(lse_q), lse_p = mp + log(lse_p);
+        float *t = teacher + r * V, *q = probs + r * V;
+        double lse_q = log_sum_exp(l, V), lse_p = log_sum_exp(t, V);
+        if (mw != 0.0f) { /* from the log-probabilities, before either row is overwritten */
+            double kl = 0.0;
             for (int64_t i = 0; i < V; i++) {
                 double lp = t[i] - lse_p;
                 kl += exp(lp) * (lp - ((double)l[i] - lse_q));
@@ -300,8 +294,8 @@ double el_kl_forward(float *probs, const float *logits, float *teacher, const fl
             loss += mw * kl;
             *n_mask += mw;
         }
-        softmax_row(probs + r * V, l, V);
-        softmax_row(t, t, V);
+        for (int64_t i = 0; i < V; i++) q[i] = (float)exp((double)l[i] - lse_q);
+        for (int64_t i = 0; i < V; i++) t[i] = (float)exp((double)t[i] - lse_p);
     }
     return loss;
 }
