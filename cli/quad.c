@@ -60,14 +60,15 @@ int cmd_quad(int argc, char **argv) {
     cli_train_opts o = {.p = el_train_default_params()};
     el_quad_params qp = el_quad_default_params();
     o.p = qp.train;
-    const char *model = NULL, *out = NULL, **loras = NULL;
-    int32_t n_loras = 0;
+    const char *model = NULL, *out = NULL;
+    cli_lora_opts lo = {.n = 0};
     int rc = CLI_USAGE;
     long n;
     double x;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_train_opt("quad", &o, argc, argv, &i);
+        if (r == 0) r = cli_lora_opt("quad", &lo, argc, argv, &i);
         if (r < 0) goto done;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -77,15 +78,6 @@ int cmd_quad(int argc, char **argv) {
             goto done;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             if (!(model = cli_value("quad", argc, argv, &i))) goto done;
-        } else if (!strcmp(a, "--lora")) {
-            if (!(v = cli_value("quad", argc, argv, &i))) goto done;
-            const char **l = realloc(loras, (size_t)(n_loras + 1) * sizeof *l);
-            if (!l) {
-                cli_error("quad", "out of memory");
-                goto done;
-            }
-            loras = l;
-            loras[n_loras++] = v;
         } else if (!strcmp(a, "--data")) {
             if (!(qp.data_dir = cli_value("quad", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--tokens")) {
@@ -107,7 +99,7 @@ int cmd_quad(int argc, char **argv) {
             goto done;
         }
     }
-    if (n_loras == 0 || !qp.data_dir || !out) {
+    if (lo.n == 0 || !qp.data_dir || !out) {
         cli_error("quad", "needs --lora (at least one), --data and -o (see --help)");
         goto done;
     }
@@ -116,8 +108,13 @@ int cmd_quad(int argc, char **argv) {
                   "from --data, and a run starts over");
         goto done;
     }
+    for (int i = 0; i < lo.n; i++)
+        if (lo.scales[i] != 1.0f) {
+            cli_error("quad", "--lora-scaled: QUAD tunes adapters at scale 1");
+            goto done;
+        }
     if (!(model = cli_model_path("quad", model))) goto done;
-    el_quad_adapter *results = calloc((size_t)n_loras, sizeof *results);
+    el_quad_adapter *results = calloc((size_t)lo.n, sizeof *results);
     if (!results) {
         cli_error("quad", "out of memory");
         goto done;
@@ -125,23 +122,22 @@ int cmd_quad(int argc, char **argv) {
     o.no_plot = true; /* el_quad writes one per adapter */
     char unused[8];
     cli_train_begin(&o, out, unused, sizeof unused);
-    stage_state ss = {&o, loras, cli_now_ms()};
+    stage_state ss = {&o, lo.paths, cli_now_ms()};
     qp.train = o.p;
-    qp.adapters = loras;
-    qp.n_adapters = n_loras;
+    qp.adapters = lo.paths;
+    qp.n_adapters = lo.n;
     qp.stage = on_stage;
     qp.user = &ss;
     el_status st = el_quad(model, &qp, out, results);
     if (o.tty && !o.quiet) fputc('\n', stderr);
     if (st == EL_OK) {
-        print_results(results, n_loras, out);
+        print_results(results, lo.n, out);
         rc = CLI_OK;
     } else {
         rc = cli_fail("quad", st);
     }
     free(results);
 done:
-    free(loras);
     free((void *)o.p.train_files);
     free((void *)o.p.eval_files);
     return rc;

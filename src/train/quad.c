@@ -239,11 +239,12 @@ static el_status copy_of(const float *v, size_t n, float **out) {
     return EL_OK;
 }
 
-/* Tunes adapter a by distillation into the shared profile and writes it, if the tuning brought
- * it closer to its float self on the held-out examples (res->kl_before, measured as it came);
- * else it is written as it came. res gets its losses. */
-static el_status distill(const quad_run *r, quad_adapter *a, const char *profile, uint64_t id,
+/* Adapter a as it came under the shared profile (res->shared_loss, res->kl_before), then tuned
+ * by distillation into it and written, if the tuning brought it closer to its float self on the
+ * held-out examples; else written as it came. res gets the figures after. */
+static el_status distill(const quad_run *r, int32_t i, const char *profile, uint64_t id,
                          el_quad_adapter *res) {
+    quad_adapter *a = &r->a[i];
     el_tmodel teacher = {0}, st_m = {0};
     el_trainer tr = {0};
     el_loader lt = {0}, le = {0};
@@ -256,6 +257,9 @@ static el_status distill(const quad_run *r, quad_adapter *a, const char *profile
     el_status st;
     if ((st = student(r, a, NULL, &teacher)) == EL_OK &&
         (st = student(r, a, profile, &st_m)) == EL_OK &&
+        (st = heldout(r, &st_m, NULL, &a->eval, &res->shared_loss)) == EL_OK &&
+        (st = heldout(r, &st_m, &teacher, &a->eval, &res->kl_before)) == EL_OK &&
+        (st = stage(r, "distillation", i)) == EL_OK &&
         (st = el_loader_init(&lt, &a->train, r->n_ctx, tp.seed, true, "training examples")) ==
             EL_OK &&
         (st = el_loader_init(&le, &a->eval, r->n_ctx, tp.seed, false, "held-out examples")) ==
@@ -345,19 +349,16 @@ el_status el_quad(const char *base_path, const el_quad_params *p, const char *ou
     }
     /* (d) every adapter tuned into it, (e) written for it */
     for (int32_t i = 0; i < p->n_adapters && st == EL_OK; i++) {
-        /* the chosen one keeps its own grids: written as it is, for the profile */
-        if ((st = stage(&r, "shared profile", i)) != EL_OK ||
-            (st = losses(&r, &r.a[i], shared, NULL, &results[i].shared_loss,
-                         &results[i].kl_before, i == chosen ? r.a[i].out_path : NULL, id)) !=
-                EL_OK)
-            break;
-        if (i == chosen) {
-            results[i].tuned_loss = results[i].shared_loss;
-            results[i].kl_after = results[i].kl_before;
+        if ((st = stage(&r, "shared profile", i)) != EL_OK) break;
+        if (i != chosen) {
+            st = distill(&r, i, shared, id, &results[i]);
             continue;
         }
-        if ((st = stage(&r, "distillation", i)) == EL_OK)
-            st = distill(&r, &r.a[i], shared, id, &results[i]);
+        /* the chosen one keeps its own grids: written as it is, for the profile */
+        st = losses(&r, &r.a[i], shared, NULL, &results[i].shared_loss, &results[i].kl_before,
+                    r.a[i].out_path, id);
+        results[i].tuned_loss = results[i].shared_loss;
+        results[i].kl_after = results[i].kl_before;
     }
     for (int32_t i = 0; i < p->n_adapters; i++) {
         el_tdata_free(&r.a[i].train);
