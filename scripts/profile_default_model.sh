@@ -34,12 +34,7 @@ for tm in $TASKS; do loras+=(--lora "$OUT/${tm%%:*}.gguf"); done
 "$EL" profile -m "$OUT/base.gguf" "${loras[@]}" --data "$calib" --tokens "$TOKENS" \
     -t "$THREADS" -o "$OUT/base.profile.gguf" | tee "$WORK/profile.txt"
 
-score() { # task metric [--profile FILE]: the metric's score on the held-out examples
-    local task=$1 metric=$2; shift 2
-    "$EL" eval -m "$OUT/base.gguf" --lora "$OUT/$task.gguf" -f "$WORK/data/$task.eval.jsonl" \
-        --metric "$metric" ${LIMIT:+--limit "$LIMIT"} -t "$THREADS" --json "$@" 2>/dev/null |
-        sed -E "s/.*\"$metric\": ([0-9.]+).*/\1/"
-}
+. scripts/held_out_score.sh
 
 table="$OUT/profile.md.tmp"
 {
@@ -57,7 +52,8 @@ table="$OUT/profile.md.tmp"
     echo "| --- | --- | ---: | ---: | ---: |"
     for tm in $TASKS; do
         task=${tm%%:*} metric=${tm##*:}
-        f=$(score "$task" "$metric") q=$(score "$task" "$metric" --profile "$OUT/base.profile.gguf")
+        f=$(score "$OUT/base.gguf" "$OUT/$task.gguf" "$task" "$metric")
+        q=$(score "$OUT/base.gguf" "$OUT/$task.gguf" "$task" "$metric" --profile "$OUT/base.profile.gguf")
         awk -v t="$task" -v m="$metric" -v f="$f" -v q="$q" 'BEGIN {
             printf "| %s | %s | %.2f | %.2f | %.1f%% |\n", t, m, f, q, (f > 0 ? 100 * q / f : 100) }'
     done

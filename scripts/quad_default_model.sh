@@ -31,13 +31,7 @@ for tm in $TASKS; do loras+=(--lora "$OUT/${tm%%:*}.gguf"); done
     --steps "$STEPS" --batch 8 --lr 1e-4 --warmup 10 --eval-every 25 -c 128 -t "$THREADS" \
     -o "$WORK/quad" | tee "$WORK/quad.txt"
 
-score() { # task metric adapter [--profile FILE]: the metric on the held-out examples
-    local task=$1 metric=$2 adapter=$3; shift 3
-    "$EL" eval -m "$OUT/base.gguf" --lora "$adapter" -f "$WORK/data/$task.eval.jsonl" \
-        --metric "$metric" ${LIMIT:+--limit "$LIMIT"} -t "$THREADS" --json "$@" 2>/dev/null |
-        sed -E "s/.*\"$metric\": ([0-9.]+).*/\1/"
-}
-rel() { awk -v q="$1" -v f="$2" 'BEGIN { printf "%.1f%%", (f > 0 ? 100 * q / f : 0) }'; }
+. scripts/held_out_score.sh
 
 table="$OUT/quad.md.tmp"
 {
@@ -57,10 +51,11 @@ table="$OUT/quad.md.tmp"
     echo "| --- | --- | ---: | ---: | ---: | ---: |"
     for tm in $TASKS; do
         task=${tm%%:*} metric=${tm##*:}
-        f=$(score "$task" "$metric" "$OUT/$task.gguf")
-        o=$(score "$task" "$metric" "$OUT/$task.gguf" --profile "$WORK/quad/$task.own.profile.gguf")
-        s=$(score "$task" "$metric" "$OUT/$task.gguf" --profile "$WORK/quad/profile.gguf")
-        q=$(score "$task" "$metric" "$WORK/quad/$task.gguf" --profile "$WORK/quad/profile.gguf")
+        b="$OUT/base.gguf"
+        f=$(score "$b" "$OUT/$task.gguf" "$task" "$metric")
+        o=$(score "$b" "$OUT/$task.gguf" "$task" "$metric" --profile "$WORK/quad/$task.own.profile.gguf")
+        s=$(score "$b" "$OUT/$task.gguf" "$task" "$metric" --profile "$WORK/quad/profile.gguf")
+        q=$(score "$b" "$WORK/quad/$task.gguf" "$task" "$metric" --profile "$WORK/quad/profile.gguf")
         echo "| $task | $metric | $f | $o ($(rel "$o" "$f")) | $s ($(rel "$s" "$f")) | $q ($(rel "$q" "$f")) |"
     done
     echo

@@ -24,18 +24,12 @@ done
 
 TASKS="translate-de:chrf translate-fr:chrf translate-es:chrf typo-en:chrf continue:lang
        shout-en:chrf"
-score() { # base task metric [options]
-    local base=$1 task=$2 metric=$3; shift 3
-    "$EL" eval -m "$base" --lora "$OUT/$task.gguf" -f "$WORK/data/$task.eval.jsonl" \
-        --metric "$metric" ${LIMIT:+--limit "$LIMIT"} -t "$THREADS" --json "$@" 2>/dev/null |
-        sed -E "s/.*\"$metric\": ([0-9.]+).*/\1/"
-}
+. scripts/held_out_score.sh
 ppl() { # base lang [options]
     local base=$1 lang=$2; shift 2
     "$EL" perplexity -m "$base" -f "$WORK/data/$lang.eval.txt" -c 128 -t "$THREADS" "$@" 2>/dev/null |
         sed -nE 's/.*perplexity[^0-9]*([0-9.]+).*/\1/p' | tail -1
 }
-rel() { awk -v q="$1" -v f="$2" 'BEGIN { printf "%.1f%%", (f > 0 ? 100 * q / f : 0) }'; }
 
 table="$OUT/w8a8_vs_w8a16.md.tmp"
 {
@@ -52,9 +46,9 @@ table="$OUT/w8a8_vs_w8a16.md.tmp"
     echo "| --- | --- | ---: | ---: | ---: |"
     for tm in $TASKS; do
         task=${tm%%:*} metric=${tm##*:}
-        f=$(score "$OUT/base.gguf" "$task" "$metric")
-        a=$(score "$WORK/base.w8.gguf" "$task" "$metric" --profile "$PROFILE")
-        b=$(score "$WORK/base.w8a16.gguf" "$task" "$metric" --profile "$PROFILE")
+        f=$(score "$OUT/base.gguf" "$OUT/$task.gguf" "$task" "$metric")
+        a=$(score "$WORK/base.w8.gguf" "$OUT/$task.gguf" "$task" "$metric" --profile "$PROFILE")
+        b=$(score "$WORK/base.w8a16.gguf" "$OUT/$task.gguf" "$task" "$metric" --profile "$PROFILE")
         echo "| $task | $metric | $f | $a ($(rel "$a" "$f")) | $b ($(rel "$b" "$f")) |"
     done
     echo
