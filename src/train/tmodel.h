@@ -121,6 +121,7 @@ float *el_tm_output(const el_tmodel *m, float *block); /* tok_embd when tied */
 /* Activations of one forward pass of B sequences of T tokens, kept for the backward pass. */
 typedef struct el_tacts el_tacts;
 
+/* Sized for m as it is: set its LoRA block and QAT (el_tmodel_set_qat, _set_qat_lora) first. */
 el_status el_tacts_create(const el_tmodel *m, int32_t B, int32_t T, el_tacts **out);
 void el_tacts_free(el_tacts *a);
 /* Distillation: with teacher set (a teacher's logits for the next forward's tokens, [B*T][V];
