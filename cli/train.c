@@ -210,6 +210,7 @@ int cli_train_end(const char *cmd, cli_train_opts *o, el_status st, const char *
 
 static const char train_help[] =
     "usage: edgelora train --shape SHAPE --tokenizer TOK.gguf -f TRAIN... -o MODEL.gguf [options]\n"
+    "       edgelora train --init MODEL.gguf [--ffn N] -f TRAIN... -o OUT.gguf [options]\n"
     "Pretrains a llama-shaped model from scratch on text (or .u16/.u32 token files) and writes it\n"
     "as an F32 GGUF with the tokenizer's vocabulary. Shows a progress bar on a terminal and\n"
     "writes the loss curves as an SVG beside the output.\n"
@@ -221,6 +222,10 @@ static const char train_help[] =
     "                        weights int4 per output channel, their inputs int8 at scales\n"
     "                        tracked over training) and write it (W4 weights with static\n"
     "                        activation scales); dim and ffn must be multiples of 32\n"
+    "  --init MODEL.gguf     start from this model's weights, shape and vocabulary instead of\n"
+    "                        random ones (no --shape, --untied or --tokenizer)\n"
+    "  --ffn N               with --init: widen the FFN to N channels; the new ones start\n"
+    "                        adding nothing, so training starts from the model's function\n"
     "  -o FILE               the model to write\n";
 
 /* Parses "dim=64,layers=2,..." into p. */
@@ -255,6 +260,7 @@ static bool parse_shape(const char *s, el_train_params *p) {
 int cmd_train(int argc, char **argv) {
     cli_train_opts o = {.p = el_train_default_params()};
     const char *out = NULL;
+    bool shaped = false; /* --shape or --untied given */
     int rc = CLI_USAGE;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -269,6 +275,7 @@ int cmd_train(int argc, char **argv) {
         } else if (!strcmp(a, "--shape")) {
             const char *v = cli_value("train", argc, argv, &i);
             if (!v) goto done;
+            shaped = true;
             if (!parse_shape(v, &o.p)) {
                 cli_error("train", "--shape: '%s' is not a list of dim=,layers=,heads=,"
                           "kv_heads=,ffn=,ctx= with positive values", v);
@@ -276,6 +283,14 @@ int cmd_train(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--untied")) {
             o.p.tied_embeddings = false;
+            shaped = true;
+        } else if (!strcmp(a, "--init")) {
+            if (!(o.p.init_path = cli_value("train", argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--ffn")) {
+            const char *v = cli_value("train", argc, argv, &i);
+            long n;
+            if (!v || !cli_int("train", a, v, 1, 1 << 20, &n)) goto done;
+            o.p.init_n_ff = (int32_t)n;
         } else if (!strcmp(a, "--tokenizer")) {
             if (!(o.p.tokenizer_path = cli_value("train", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--qat")) {
@@ -291,8 +306,17 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
-    if (!out || !o.p.tokenizer_path || o.p.n_train_files == 0) {
-        cli_error("train", "needs --tokenizer, -f and -o (see --help)");
+    if (o.p.init_path && (shaped || o.p.tokenizer_path)) {
+        cli_error("train", "--init takes the shape and vocabulary from %s: no --shape, --untied "
+                  "or --tokenizer", o.p.init_path);
+        goto done;
+    }
+    if (o.p.init_n_ff && !o.p.init_path) {
+        cli_error("train", "--ffn widens the model of --init; a new model's FFN is --shape's ffn=");
+        goto done;
+    }
+    if (!out || !(o.p.tokenizer_path || o.p.init_path) || o.p.n_train_files == 0) {
+        cli_error("train", "needs --tokenizer (or --init), -f and -o (see --help)");
         goto done;
     }
     char plot[4096];

@@ -249,6 +249,12 @@ typedef struct el_train_params {
      * scale each, tracked over the batches; gradients straight through the rounding) and writes
      * that form (W4 weights with their inputs' static scales); NULL: float */
     const char *qat;
+    /* el_train only: start from this model's weights (a GGUF of a plain llama model) instead of
+     * random ones; its shape, context and vocabulary replace the fields above and
+     * tokenizer_path, and init_n_ff above its FFN width widens the FFN (the new channels add
+     * nothing at the start: the model's function is where training begins) */
+    const char *init_path;
+    int32_t init_n_ff;
     /* data: text files (tokenized with the tokenizer), or token shards: files ending in ".u16"
      * or ".u32" hold little-endian uint16 / uint32 token ids. el_finetune_lora reads JSONL
      * ({"prompt": ..., "response": ...} per line). */

@@ -42,15 +42,25 @@ tsv_to_jsonl() { # tsv prompt_prefix lang > jsonl: translate English into the se
     awk -F'\t' -v pre="$2" -v lang="$3" "$AWK_JSON"' length($1) < 120 && length($2) < 160 {
         print "{\"prompt\": " js(pre $1 "\n") ", \"response\": " js($2) ", \"lang\": " js(lang) "}" }' "$1"
 }
-typo_jsonl() { # text > jsonl: a sentence with dropped, doubled and swapped letters -> the sentence
-    awk -v seed="$SEED" "$AWK_JSON"' BEGIN { srand(seed) }
+typo_jsonl() { # text utf8 lang > jsonl: a sentence with dropped, doubled and swapped letters -> the
+    # sentence. utf8=0 (typo-en as it was trained): letters are the ASCII a-z and lengths count
+    # bytes; utf8=1 (typo, every language): a UTF-8 character of two or more bytes is a letter too
+    # (the corpus's accented and Cyrillic letters) and lengths count characters.
+    LC_ALL=C awk -v seed="$SEED" -v utf8="$2" -v lang="$3" "$AWK_JSON"' BEGIN { srand(seed) }
+    function chars(t, c,   n, j, k) { n = 0
+        for (j = 1; j <= length(t); j = k) { k = j + 1
+            if (utf8 && substr(t, j, 1) >= "\300")
+                while (k <= length(t) && substr(t, k, 1) >= "\200" && substr(t, k, 1) < "\300") k++
+            c[++n] = substr(t, j, k - j) }
+        return n }
+    function letter(c) { return c ~ /^[a-z]$/ || (utf8 && c >= "\300") }
     { n = split($0, s, /[.!?] /); for (i = 1; i <= n; i++) {
-        t = s[i]; if (length(t) < 20 || length(t) > 120) continue
-        out = ""; for (j = 1; j <= length(t); j++) { c = substr(t, j, 1); d = substr(t, j + 1, 1)
-            r = c ~ /[a-z]/ ? rand() : 1 # ASCII letters only: awk sees bytes, not characters
-            if (r < 0.03) continue; else if (r < 0.06) out = out c c
-            else if (r < 0.09 && d ~ /[a-z]/) { out = out d c; j++ } else out = out c }
-        print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) "}" } }' "$1"
+        t = s[i]; m = chars(t, c); if (m < 20 || m > 120) continue
+        out = ""; for (j = 1; j <= m; j++) { r = letter(c[j]) ? rand() : 1
+            if (r < 0.03) continue; else if (r < 0.06) out = out c[j] c[j]
+            else if (r < 0.09 && j < m && letter(c[j + 1])) { out = out c[j + 1] c[j]; j++ }
+            else out = out c[j] }
+        print "{\"prompt\": " js("Fix: " out "\n") ", \"response\": " js(t) ", \"lang\": " js(lang) "}" } }' "$1"
 }
 continue_jsonl() { # text lang > jsonl: the first words of a paragraph -> the next ones (and
     # "lang", the language `edgelora eval --metric lang` expects; finetune ignores it)
@@ -67,7 +77,14 @@ for split in train eval; do
     tsv_to_jsonl "$d/en-de.$split.tsv" "German: " de > "$d/translate-de.$split.jsonl"
     tsv_to_jsonl "$d/en-fr.$split.tsv" "French: " fr > "$d/translate-fr.$split.jsonl"
     tsv_to_jsonl "$d/en-es.$split.tsv" "Spanish: " es > "$d/translate-es.$split.jsonl"
-    typo_jsonl "$d/en.$split.txt" > "$d/typo-en.$split.jsonl"
+    tsv_to_jsonl "$d/en-it.$split.tsv" "Italian: " it > "$d/translate-it.$split.jsonl"
+    tsv_to_jsonl "$d/en-pt.$split.tsv" "Portuguese: " pt > "$d/translate-pt.$split.jsonl"
+    tsv_to_jsonl "$d/en-pl.$split.tsv" "Polish: " pl > "$d/translate-pl.$split.jsonl"
+    tsv_to_jsonl "$d/en-ru.$split.tsv" "Russian: " ru > "$d/translate-ru.$split.jsonl"
+    tsv_to_jsonl "$d/en-nl.$split.tsv" "Dutch: " nl > "$d/translate-nl.$split.jsonl"
+    typo_jsonl "$d/en.$split.txt" 0 en > "$d/typo-en.$split.jsonl"
+    : > "$d/typo.$split.jsonl"
+    for l in $LANGS; do typo_jsonl "$d/$l.$split.txt" 1 "$l" >> "$d/typo.$split.jsonl"; done
     : > "$d/continue.$split.jsonl"
     for l in $LANGS; do continue_jsonl "$d/$l.$split.txt" "$l" >> "$d/continue.$split.jsonl"; done
     upper_jsonl "$d/en.$split.txt" > "$d/shout-en.$split.jsonl"
@@ -81,7 +98,15 @@ drop_seen() { # train.jsonl eval.jsonl: rewrites eval.jsonl
         !(key($0, 1) in seen) && !(key($0, 2) in seen)' "$1" "$2" > "$2.tmp"
     mv "$2.tmp" "$2"
 }
-for task in translate-de translate-fr translate-es typo-en continue shout-en; do
+TASKS_ALL="translate-de translate-fr translate-es translate-it translate-pt translate-pl
+    translate-ru translate-nl typo-en typo continue shout-en"
+for task in $TASKS_ALL; do
     drop_seen "$WORK/data/$task.train.jsonl" "$WORK/data/$task.eval.jsonl"
 done
 
+# the tasks over every language also held out language by language: <task>.<lang>.eval.jsonl
+for task in typo continue; do
+    for l in $LANGS; do
+        grep -F "\"lang\": \"$l\"}" "$WORK/data/$task.eval.jsonl" > "$WORK/data/$task.$l.eval.jsonl" || true
+    done
+done

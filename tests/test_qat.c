@@ -9,6 +9,9 @@
  *    LoRA adapter trained against it) equal the training forward's fake-quantized ones, where a
  *    float forward of the same weights is far off;
  *  - quantization-aware fine-tuning refuses bases without int8 inputs at static scales;
+ *  - a model read from a file with its FFN widened (where QAT of a float model starts) is the
+ *    file's model: the run time's logits of the file equal the widened model's; the new
+ *    channels' down columns get gradient from the first step, their gate and up rows none;
  *  - distillation's loss, KL(teacher || model), against its formula in double, its gradient
  *    against differences, 0 for a model that is its own teacher.
  * The gradients are also checked against PyTorch's fake quantizers in test_train_golden. */
@@ -380,6 +383,58 @@ static int test_export_is_the_trained_model(void) {
     return TEST_PASS;
 }
 
+/* Widening the FFN of a model read from a file, as `train --init --ffn` does. */
+static int test_widened_model_is_the_model(void) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/narrow.gguf", test_tmp_dir());
+    el_tconfig c;
+    el_tmodel narrow, m = {0};
+    CHECK(tokenizer_model(&c, &narrow) == TEST_PASS);
+    fill_weights(&narrow, 5);
+    CHECK(el_export_model(&narrow, tokenizer, "narrow", path) == EL_OK);
+    el_tmodel_free(&narrow);
+    el_model *fm;
+    CHECK(el_model_load(path, NULL, &fm) == EL_OK);
+    CHECK(el_tmodel_widen_from_model(&m, fm, c.n_ff - 32, 9) == EL_ERR_INVALID_ARG);
+    el_tmodel_free(&m);
+    CHECK(el_tmodel_widen_from_model(&m, fm, c.n_ff + 32, 9) == EL_OK);
+    el_model_free(fm);
+    CHECK(m.c.n_ff == c.n_ff + 32 && m.c.n_ctx == c.n_ctx);
+
+    int32_t ids[SEQ], tgt[SEQ];
+    fill_batch(ids, tgt, SEQ, 300, 7);
+    float *want = forward_logits(&m, ids);
+    CHECK(want);
+    double err = runtime_error(path, NULL, NULL, ids, SEQ, want);
+    test_note("the file's logits at run time vs the widened model's: max rel err %.2g", err);
+    CHECK(err < 1e-5);
+    free(want);
+
+    el_threadpool *tp;
+    el_tacts *a;
+    float *g = calloc(m.base.n_floats, sizeof *g);
+    CHECK(g && el_threadpool_create(1, &tp) == EL_OK);
+    CHECK(el_tacts_create(&m, 1, SEQ, &a) == EL_OK);
+    el_tmodel_forward(&m, a, tp, ids, tgt, NULL, NULL);
+    el_tmodel_backward(&m, a, tp, g, NULL, NULL, 1.0f);
+    el_tacts_free(a);
+    el_threadpool_free(tp);
+    for (int il = 0; il < c.n_layer; il++) {
+        const float *down = el_tm_layer(&m, g, il, EL_TK_DOWN);
+        const float *gate = el_tm_layer(&m, g, il, EL_TK_GATE);
+        const float *up = el_tm_layer(&m, g, il, EL_TK_UP);
+        double new_down = 0, new_gate_up = 0;
+        for (int64_t r = 0; r < c.dim; r++)
+            for (int64_t j = c.n_ff; j < m.c.n_ff; j++) new_down += fabs(down[r * m.c.n_ff + j]);
+        for (int64_t j = (int64_t)c.n_ff * c.dim; j < (int64_t)m.c.n_ff * c.dim; j++)
+            new_gate_up += fabs(gate[j]) + fabs(up[j]);
+        CHECK(new_down > 0 && new_gate_up == 0);
+    }
+    free(g);
+    el_tmodel_free(&m);
+    return TEST_PASS;
+}
+
 /* An adapter trained against the QAT model's integer form: the training forward (int8 inputs at
  * the file's scales, the adapter on the float input) against the run time with it bound. */
 static int test_adapter_on_int8_base(void) {
@@ -600,6 +655,7 @@ int main(void) {
     run_test("held_gradients_lora_a8", test_held_gradients_lora_a8);
     run_test("export_is_the_trained_model", test_export_is_the_trained_model);
     run_test("adapter_on_int8_base", test_adapter_on_int8_base);
+    run_test("widened_model_is_the_model", test_widened_model_is_the_model);
     run_test("float_base_refused", test_float_base_refused);
     run_test("adapter_under_profile", test_adapter_under_profile);
     run_test("kl_layer", test_kl_layer);

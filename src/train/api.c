@@ -105,42 +105,50 @@ static el_status cancelled(const el_train_params *p, const char *out_path) {
                     p->checkpoint_path ? p->checkpoint_path : "");
 }
 
+/* The model training starts from: p's shape with random weights (seed), or p->init_path's
+ * weights, widened to p->init_n_ff; and the vocabulary the data is read with. */
+static el_status start_model(const el_train_params *p, el_tmodel *m, el_model **vocab) {
+    el_model_params mp = el_model_default_params();
+    mp.vocab_only = !p->init_path;
+    el_status st = el_model_load(p->init_path ? p->init_path : p->tokenizer_path, &mp, vocab);
+    if (st) return st;
+    if (p->init_path) {
+        int32_t n_ff = p->init_n_ff > 0 ? p->init_n_ff : (*vocab)->hp.n_ff;
+        return el_tmodel_widen_from_model(m, *vocab, n_ff, p->seed);
+    }
+    el_tconfig c = {.dim = p->dim, .n_layer = p->n_layer, .n_head = p->n_head,
+                    .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
+                    .n_vocab = (*vocab)->hp.n_vocab, .tied = p->tied_embeddings,
+                    .rms_eps = 1e-5f, .rope_base = 10000.0f};
+    if ((st = el_tmodel_init(m, &c)) == EL_OK) el_tmodel_randomize(m, p->seed);
+    return st;
+}
+
 el_status el_train(const el_train_params *p, const char *out_path) {
     el_status st = check_common(p);
     if (st == EL_OK)
         st = check_outputs(p, out_path);
     if (st)
         return st;
-    if (!p->tokenizer_path)
+    const char *tokenizer = p->init_path ? p->init_path : p->tokenizer_path;
+    if (!tokenizer)
         return el_error(EL_ERR_INVALID_ARG, "training needs a tokenizer (a GGUF vocabulary)");
-    bool stop = false;
-    el_model *vocab = NULL;
-    el_model_params mp = el_model_default_params();
-    mp.vocab_only = true;
-    if ((st = el_model_load(p->tokenizer_path, &mp, &vocab)))
-        return st;
-    el_tconfig c = {.dim = p->dim, .n_layer = p->n_layer, .n_head = p->n_head,
-                    .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
-                    .n_vocab = vocab->hp.n_vocab, .tied = p->tied_embeddings, .rms_eps = 1e-5f,
-                    .rope_base = 10000.0f};
-    if (p->qat && strcmp(p->qat, "w4a8") != 0) {
-        el_model_free(vocab);
+    if (p->qat && strcmp(p->qat, "w4a8") != 0)
         return el_error(EL_ERR_INVALID_ARG, "quantization-aware training '%s': the one kind is "
                         "w4a8", p->qat);
-    }
+    bool stop = false;
+    el_model *vocab = NULL;
     train_run r = {0};
-    if ((st = el_tmodel_init(&r.m, &c)) == EL_OK &&
+    if ((st = start_model(p, &r.m, &vocab)) == EL_OK &&
         (st = p->qat ? el_tmodel_set_qat(&r.m, true, qat_momentum) : EL_OK) == EL_OK &&
         (st = el_tdata_load_stream(&r.dtrain, p->train_files, p->n_train_files, vocab,
-                                   c.n_vocab)) == EL_OK &&
+                                   r.m.c.n_vocab)) == EL_OK &&
         (st = el_tdata_load_stream(&r.deval, p->eval_files, p->n_eval_files, vocab,
-                                   c.n_vocab)) == EL_OK &&
-        (st = run_start(&r, p, c.n_ctx)) == EL_OK) {
-        el_tmodel_randomize(&r.m, p->seed);
-        if ((st = run_loop(&r, p, EL_TRAIN_BASE, "pretraining loss", &stop)) == EL_OK)
-            st = stop ? cancelled(p, out_path)
-                      : el_export_model(&r.m, p->tokenizer_path, base_name(out_path), out_path);
-    }
+                                   r.m.c.n_vocab)) == EL_OK &&
+        (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
+        (st = run_loop(&r, p, EL_TRAIN_BASE, "pretraining loss", &stop)) == EL_OK)
+        st = stop ? cancelled(p, out_path)
+                  : el_export_model(&r.m, tokenizer, base_name(out_path), out_path);
     run_free(&r);
     el_model_free(vocab);
     return st;

@@ -254,7 +254,8 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
 
 /* ------------------------------------------------------------- base model */
 
-el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx) {
+/* The training shape of a loaded model, with context n_ctx (0: its training context). */
+static el_status config_of(const el_model *model, int32_t n_ctx, el_tconfig *c) {
     const el_hparams *hp = &model->hp;
     if (!model->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: the model has no weights", model->path);
@@ -263,28 +264,68 @@ el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ct
         hp->rope_freq_scale != 1.0f || model->rope_freqs)
         return el_error(EL_ERR_UNSUPPORTED, "%s: training supports plain llama models (full "
                         "rotary, no rope scaling); this is %s", model->path, model->arch);
-    el_tconfig c = {.dim = hp->n_embd, .n_layer = hp->n_layer, .n_head = hp->n_head,
-                    .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
-                    .n_ctx = n_ctx > 0 ? n_ctx : hp->n_ctx_train, .n_vocab = hp->n_vocab,
-                    .tied = model->output.data == model->tok_embd.data,
-                    .rms_eps = hp->rms_eps, .rope_base = hp->rope_freq_base};
-    el_status st = el_tmodel_init(m, &c);
-    if (st)
-        return st;
-    float *w = m->w;
-    el_weight_floats(&model->tok_embd, el_tm_embd(m, w));
-    for (int il = 0; il < c.n_layer; il++) {
-        const el_layer *l = &model->layers[il];
-        memcpy(el_tm_layer(m, w, il, EL_TK_ATTN_NORM), l->attn_norm, (size_t)c.dim * 4);
-        memcpy(el_tm_layer(m, w, il, EL_TK_FFN_NORM), l->ffn_norm, (size_t)c.dim * 4);
-        for (int i = 0; i < EL_TN_LINEAR; i++)
-            el_weight_floats(el_layer_weight(l, (el_linear)i),
-                            el_tm_layer(m, w, il, (el_tkind)(EL_TK_FIRST_LINEAR + i)));
-    }
-    memcpy(el_tm_out_norm(m, w), model->output_norm, (size_t)c.dim * 4);
-    if (!c.tied)
-        el_weight_floats(&model->output, el_tm_output(m, w));
+    *c = (el_tconfig){.dim = hp->n_embd, .n_layer = hp->n_layer, .n_head = hp->n_head,
+                      .n_head_kv = hp->n_head_kv, .n_ff = hp->n_ff,
+                      .n_ctx = n_ctx > 0 ? n_ctx : hp->n_ctx_train, .n_vocab = hp->n_vocab,
+                      .tied = model->output.data == model->tok_embd.data,
+                      .rms_eps = hp->rms_eps, .rope_base = hp->rope_freq_base};
     return EL_OK;
+}
+
+/* Copies a loaded model's weights into m, of its shape but for an FFN at least as wide: the
+ * channels the model lacks keep m's gate and up rows and get zero down columns, so m computes
+ * the model's function and the new channels still learn (gate and up of zero would give them
+ * zero gradients forever). */
+static el_status load_weights(el_tmodel *m, const el_model *model) {
+    const el_tconfig *c = &m->c;
+    int64_t f0 = model->hp.n_ff;
+    float *w = m->w, *down = malloc((size_t)(c->dim * f0) * sizeof *down);
+    if (!down) return el_error(EL_ERR_NOMEM, "%s: out of memory", model->path);
+    el_weight_floats(&model->tok_embd, el_tm_embd(m, w));
+    for (int il = 0; il < c->n_layer; il++) {
+        const el_layer *l = &model->layers[il];
+        memcpy(el_tm_layer(m, w, il, EL_TK_ATTN_NORM), l->attn_norm, (size_t)c->dim * 4);
+        memcpy(el_tm_layer(m, w, il, EL_TK_FFN_NORM), l->ffn_norm, (size_t)c->dim * 4);
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            el_tkind k = (el_tkind)(EL_TK_FIRST_LINEAR + i);
+            if (k != EL_TK_DOWN) { /* the model's rows first */
+                el_weight_floats(el_layer_weight(l, (el_linear)i), el_tm_layer(m, w, il, k));
+                continue;
+            }
+            el_weight_floats(el_layer_weight(l, (el_linear)i), down);
+            float *d = el_tm_layer(m, w, il, k);
+            for (int64_t r = 0; r < c->dim; r++) {
+                memcpy(d + r * c->n_ff, down + r * f0, (size_t)f0 * sizeof *d);
+                memset(d + r * c->n_ff + f0, 0, (size_t)(c->n_ff - f0) * sizeof *d);
+            }
+        }
+    }
+    memcpy(el_tm_out_norm(m, w), model->output_norm, (size_t)c->dim * 4);
+    if (!c->tied)
+        el_weight_floats(&model->output, el_tm_output(m, w));
+    free(down);
+    return EL_OK;
+}
+
+el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx) {
+    el_tconfig c;
+    el_status st = config_of(model, n_ctx, &c);
+    if (st == EL_OK) st = el_tmodel_init(m, &c);
+    return st ? st : load_weights(m, model);
+}
+
+el_status el_tmodel_widen_from_model(el_tmodel *m, const el_model *model, int32_t n_ff,
+                                     uint64_t seed) {
+    el_tconfig c;
+    el_status st = config_of(model, 0, &c);
+    if (st) return st;
+    if (n_ff < c.n_ff)
+        return el_error(EL_ERR_INVALID_ARG, "%s: an FFN of %d channels is narrower than the "
+                        "model's %d; it can only grow", model->path, n_ff, c.n_ff);
+    c.n_ff = n_ff;
+    if ((st = el_tmodel_init(m, &c))) return st;
+    el_tmodel_randomize(m, seed);
+    return load_weights(m, model);
 }
 
 /* What a weight's input is at run time: 1 int8 at a static scale (*d), 0 floats, -1 neither. */

@@ -27,6 +27,12 @@ el_status el_export_peft(const el_tmodel *m, const char *base_name, const char *
  * context n_ctx. */
 el_status el_tmodel_from_model(el_tmodel *m, const el_model *model, int32_t n_ctx);
 
+/* The same at the model's context, with the FFN widened to n_ff channels (at least the
+ * model's): the new channels' gate and up rows random (seed), their down columns zero, so the
+ * widened model computes the model's function. */
+el_status el_tmodel_widen_from_model(el_tmodel *m, const el_model *model, int32_t n_ff,
+                                     uint64_t seed);
+
 /* Quantization-aware fine-tuning on a loaded model (after el_tmodel_from_model and
  * el_tmodel_add_lora): every site whose weight takes int8 inputs at a static scale fake-quantizes
  * its input at that scale, the others stay float; under the model's quantization profile the

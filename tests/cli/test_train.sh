@@ -96,6 +96,25 @@ expect_exit info_adapter 0 "$EL" info "$TMP/ad.gguf"
 expect_exit merge_adapter 0 "$EL" merge -m "$TMP/model.gguf" --lora "$TMP/ad.gguf" -o "$TMP/merged.gguf"
 expect_exit run_merged 0 "$EL" run -m "$TMP/merged.gguf" -p "the cat sat on" -n 4 --temp 0
 
+# --init: a run from the model's weights, its FFN widened, computes the model at its start (a
+# step at a learning rate that moves nothing leaves the perplexity of the model), and goes on to
+# train it quantization-aware (the W4 file, 64 -> 96 channels, runs)
+ppl() { "$EL" perplexity -m "$1" -f "$TMP/eval.txt" -c 32 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
+expect_exit init_still 0 "$EL" train --init "$TMP/model.gguf" --ffn 96 -f "$TMP/train.txt" \
+    --steps 1 --batch 2 --lr 1e-12 --warmup 0 -t 1 --no-plot -o "$TMP/wide.gguf"
+p0=$(ppl "$TMP/model.gguf") p1=$(ppl "$TMP/wide.gguf")
+[ -n "$p0" ] && [ "$p0" = "$p1" ] && "$EL" info "$TMP/wide.gguf" 2>/dev/null | grep -q "feed_forward_length: u32 = 96" \
+    && pass init_widened_is_the_model || fail init_widened_is_the_model "perplexity $p0 -> $p1"
+expect_exit init_qat 0 "$EL" train --init "$TMP/model.gguf" --ffn 96 --qat w4a8 -f "$TMP/train.txt" \
+    --steps 20 --batch 4 --lr 1e-3 -t 2 --no-plot -o "$TMP/w4.gguf"
+"$EL" info "$TMP/w4.gguf" 2>/dev/null | grep -q "blk.0.ffn_down.weight: w4 \[96" && [ -n "$(ppl "$TMP/w4.gguf")" ] \
+    && pass init_qat_w4_file || fail init_qat_w4_file "$("$EL" info "$TMP/w4.gguf" 2>&1 | grep ffn_down | head -1)"
+expect_exit init_with_shape 2 "$EL" train --init "$TMP/model.gguf" --shape "$shape" -f "$TMP/train.txt" -o "$TMP/x.gguf"
+expect_exit ffn_without_init 2 "$EL" train --shape "$shape" --tokenizer "$TMP/tok.gguf" --ffn 96 -f "$TMP/train.txt" -o "$TMP/x.gguf"
+expect_exit init_narrower 1 "$EL" train --init "$TMP/model.gguf" --ffn 32 -f "$TMP/train.txt" -o "$TMP/x.gguf"
+grep -q "model.gguf: an FFN of 32 channels is narrower than the model's 64" "$TMP/err" \
+    && pass init_narrower_message || fail init_narrower_message "$(cat "$TMP/err")"
+
 # usage and data errors
 expect_exit bad_shape 2 "$EL" train --shape "dim=32,layers=x" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" -o "$TMP/x.gguf"
 expect_exit no_output 2 "$EL" train --shape "$shape" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt"
