@@ -369,6 +369,48 @@ static int test_percentiles(void) {
     return TEST_PASS;
 }
 
+/* A base with static scales of its own (quantize --calibrate) keeps them in a profile made for
+ * it; the adapters' scales are the profile's. */
+static int test_profile_keeps_base_scales(void) {
+    const char *text = test_data_path("corpus/en.txt");
+    if (!text) return test_skip("../shared/data/corpus/en.txt is absent");
+    const char *w8 = test_tmp_path("base.w8cal.gguf");
+    el_quantize_params qp = el_quantize_default_params();
+    qp.type = "w8";
+    qp.calib_path = text;
+    qp.calib_tokens = 512;
+    CHECK(el_quantize(base_path, w8, &qp) == EL_OK);
+    el_profile_params pp = el_profile_default_params();
+    const char *adapters[] = {de_path};
+    pp.adapters = adapters;
+    pp.n_adapters = 1;
+    pp.text_path = test_data_path("corpus/de.txt");
+    CHECK(pp.text_path);
+    pp.max_tokens = 512;
+    pp.n_threads = 2;
+    const char *path = test_tmp_path("w8cal.profile.gguf");
+    CHECK(el_profile_make(w8, &pp, path) == EL_OK);
+    el_model *m = NULL, *mp = NULL;
+    el_model_params lp = el_model_default_params();
+    lp.profile_path = path;
+    CHECK(el_model_load(w8, NULL, &m) == EL_OK && el_model_load(w8, &lp, &mp) == EL_OK);
+    const el_profile *pf = mp->profile;
+    int kept = 0;
+    for (int32_t i = 0; i < pf->n_slots; i++) {
+        const el_weight *w = el_layer_weight(&m->layers[i / EL_N_LINEAR],
+                                             (el_linear)(i % EL_N_LINEAR));
+        /* (down's 688 inputs are no whole 32-value chunks: it stays f16, with float inputs) */
+        CHECK(w->act_scale > 0 ? pf->slots[i].x_scale == w->act_scale : pf->slots[i].x_scale > 0);
+        CHECK(pf->slots[i].a_scale > 0 && pf->slots[i].t_scale > 0);
+        kept += w->act_scale > 0;
+    }
+    test_note("%d of %d slots keep the file's scales", kept, pf->n_slots);
+    CHECK(kept >= pf->n_slots / 2);
+    el_model_free(mp);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 static int test_w8_base_takes_scales(void) {
     const char *w8 = test_tmp_path("base.w8.gguf");
     el_quantize_params qp = el_quantize_default_params();
@@ -514,6 +556,7 @@ static int test_refusals(void) {
 int main(void) {
     run_test("int_terms_exact", test_int_terms_exact);
     run_test("calibrated_profile", test_calibrated_profile);
+    run_test("profile_keeps_base_scales", test_profile_keeps_base_scales);
     run_test("percentiles_of_x_and_t", test_percentiles);
     run_test("w8_base_takes_scales", test_w8_base_takes_scales);
     run_test("refusals", test_refusals);

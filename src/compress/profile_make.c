@@ -6,7 +6,9 @@
  * that change the slot (A x in float, from the adapter's own A, on the x the forward gave it),
  * a and b from the largest |value| of any adapter's A and B there. Each maps its range to 127.
  * Weights have no outliers that a percentile would clip usefully, so theirs is the maximum: an
- * adapter calibrated into the profile is held without clamping. */
+ * adapter calibrated into the profile is held without clamping. A base that has static scales
+ * of its own (quantization-aware training's, quantize --calibrate's) keeps them as the x of
+ * their slots: it was trained, or chosen, at those grids; the profile adds the adapters'. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +160,19 @@ static el_status check_params(const el_profile_params *pp) {
     return EL_OK;
 }
 
+/* The x of every slot (and the head) whose weight has a static scale in the model file: that
+ * scale. The model was measured with per-token scales (el_calib_open); they are read now. */
+static el_status keep_base_scales(el_model *m, el_profile *pf) {
+    el_status st = el_model_load_act_scales(m);
+    for (int32_t i = 0; st == EL_OK && i < pf->n_slots; i++) {
+        const el_weight *w = el_layer_weight(&m->layers[i / EL_N_LINEAR],
+                                             (el_linear)(i % EL_N_LINEAR));
+        if (w->act_scale > 0.0f) pf->slots[i].x_scale = w->act_scale;
+    }
+    if (st == EL_OK && m->output.act_scale > 0.0f) pf->output_x_scale = m->output.act_scale;
+    return st;
+}
+
 el_profile_params el_profile_default_params(void) {
     return (el_profile_params){.max_tokens = 4096, .percentile = 99.99};
 }
@@ -199,8 +214,9 @@ el_status el_profile_make(const char *model_path, const el_profile_params *pp,
     }
     if (st == EL_OK) {
         pf.output_x_scale = el_top_k_value(&o.x[pf.n_slots]) / 127.0f;
-        st = el_profile_write(&pf, out_path);
+        st = keep_base_scales(m, &pf);
     }
+    if (st == EL_OK) st = el_profile_write(&pf, out_path);
     free(pf.slots);
     observer_free(&o);
     /* the adapters go before the model they were loaded for */
