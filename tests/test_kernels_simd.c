@@ -172,7 +172,7 @@ static int compare_a8_static(const el_kernels *simd) {
             }
             el_a8_from_float_static(x, want, n, d);
             memset(got, 0xAB, bytes);
-            simd->quantize_a8_static(x, got, n, d);
+            simd->quantize_static[EL_TYPE_A8](x, got, n, d);
             if (memcmp(want, got, bytes) != 0) {
                 test_note("%s a8 static n=%lld rep %d: bytes differ from the reference",
                           simd->isa, (long long)n, rep);

@@ -411,10 +411,13 @@ static int test_profile_keeps_base_scales(void) {
     return TEST_PASS;
 }
 
-static int test_w8_base_takes_scales(void) {
-    const char *w8 = test_tmp_path("base.w8.gguf");
+/* A base of type `type` (its block type tb) under a profile takes the profile's x scales. */
+static int base_takes_scales(const char *type, el_type tb) {
+    char name[64];
+    snprintf(name, sizeof name, "base.%s.gguf", type);
+    const char *w8 = test_tmp_path(name);
     el_quantize_params qp = el_quantize_default_params();
-    qp.type = "w8";
+    qp.type = type;
     CHECK(el_quantize(base_path, w8, &qp) == EL_OK);
     el_model *m = NULL;
     CHECK(el_model_load(w8, NULL, &m) == EL_OK);
@@ -431,13 +434,20 @@ static int test_w8_base_takes_scales(void) {
     for (int32_t i = 0; i < pf.n_slots; i++) {
         const el_weight *w = el_layer_weight(&m->layers[i / EL_N_LINEAR],
                                              (el_linear)(i % EL_N_LINEAR));
-        if (w->type == EL_TYPE_W8) CHECK(w->act_scale == pf.slots[i].x_scale);
+        CHECK(w->act_scale == (w->type == tb ? pf.slots[i].x_scale : 0.0f));
     }
-    CHECK(m->layers[0].wq.type == EL_TYPE_W8);
-    CHECK(m->output.type != EL_TYPE_W8 || m->output.act_scale == 0.25f);
+    CHECK(m->layers[0].wq.type == tb);
+    CHECK(m->output.type != tb || m->output.act_scale == 0.25f);
     free(pf.slots);
     el_model_free(m);
     return TEST_PASS;
+}
+
+/* W8 (int8 activations at a static scale) and Q4_0, whose q8_0 activation blocks then all hold
+ * the profile's scale (the product: test_act_scales). */
+static int test_base_takes_scales(void) {
+    CHECK(base_takes_scales("w8", EL_TYPE_W8) == TEST_PASS);
+    return base_takes_scales("q4_0", EL_TYPE_Q4_0);
 }
 
 /* Loading the base with the profile at path fails with want, the message naming the file and
@@ -558,7 +568,7 @@ int main(void) {
     run_test("calibrated_profile", test_calibrated_profile);
     run_test("profile_keeps_base_scales", test_profile_keeps_base_scales);
     run_test("percentiles_of_x_and_t", test_percentiles);
-    run_test("w8_base_takes_scales", test_w8_base_takes_scales);
+    run_test("base_takes_scales", test_base_takes_scales);
     run_test("refusals", test_refusals);
     return tests_exit_code();
 }

@@ -8,7 +8,9 @@
  *  - the exported model is the model as trained: the run time's logits from the W4 file (and a
  *    LoRA adapter trained against it) equal the training forward's fake-quantized ones, where a
  *    float forward of the same weights is far off;
- *  - quantization-aware fine-tuning refuses bases without int8 inputs at static scales;
+ *  - quantization-aware fine-tuning refuses bases without int8 inputs at static scales; a Q4_0
+ *    base under a profile has them (its activation blocks at the profile's scales), and the
+ *    training forward of an int8 adapter on it is the run time's;
  *  - a model read from a file with its FFN widened (where QAT of a float model starts) is the
  *    file's model: the run time's logits of the file equal the widened model's; the new
  *    channels' down columns get gradient from the first step, their gate and up rows none;
@@ -494,22 +496,22 @@ static int test_float_base_refused(void) {
     return TEST_PASS;
 }
 
-/* An adapter on a float base under a quantization profile (edgelora profile's scales): the
- * training forward with its terms on the profile's int8 grids against the run time's int8
- * adapter; a float adapter term is far off. */
-static int test_adapter_under_profile(void) {
-    CHECK(plain[0]);
+/* An adapter on base (`plain` or a quantized copy) under a quantization profile (edgelora
+ * profile's scales): the training forward with its terms on the profile's int8 grids (and the
+ * base's inputs on them where its weights take int8) against the run time's int8 adapter; a
+ * float forward is far off. */
+static int adapter_under_profile(const char *base, const char *name) {
     char adapter[1100], text[1100], profile[1100];
-    snprintf(adapter, sizeof adapter, "%s/float_adapter.gguf", test_tmp_dir());
+    snprintf(adapter, sizeof adapter, "%s/%s_adapter.gguf", test_tmp_dir(), name);
     snprintf(text, sizeof text, "%s/calib.txt", test_tmp_dir());
-    snprintf(profile, sizeof profile, "%s/float.profile.gguf", test_tmp_dir());
+    snprintf(profile, sizeof profile, "%s/%s.profile.gguf", test_tmp_dir(), name);
     FILE *f = fopen(text, "w");
     CHECK(f);
     for (int i = 0; i < 40; i++)
         fprintf(f, "the cat sat on the mat %d times, and the dog ran after ball %d. ", i, 3 * i);
     fclose(f);
     el_model *fm;
-    CHECK(el_model_load(plain, NULL, &fm) == EL_OK);
+    CHECK(el_model_load(base, NULL, &fm) == EL_OK);
     el_tmodel m;
     CHECK(el_tmodel_from_model(&m, fm, SEQ) == EL_OK);
     el_model_free(fm);
@@ -520,27 +522,55 @@ static int test_adapter_under_profile(void) {
     el_profile_params pp = el_profile_default_params();
     const char *ads[1] = {adapter};
     pp.adapters = ads, pp.n_adapters = 1, pp.text_path = text, pp.n_threads = 1;
-    CHECK(el_profile_make(plain, &pp, profile) == EL_OK);
+    CHECK(el_profile_make(base, &pp, profile) == EL_OK);
     int32_t ids[SEQ], tgt[SEQ];
     fill_batch(ids, tgt, SEQ, 300, 79);
     float *plain_logits = forward_logits(&m, ids);
     el_model_params mp = el_model_default_params();
     mp.profile_path = profile;
-    CHECK(el_model_load(plain, &mp, &fm) == EL_OK);
+    CHECK(el_model_load(base, &mp, &fm) == EL_OK);
     CHECK(el_tmodel_qat_from_model(&m, fm) == EL_OK);
     CHECK(m.qat.lora_scale && m.qat.lora_scale[1] == fm->profile->slots[0].a_scale);
     el_model_free(fm);
     float *want = forward_logits(&m, ids);
     CHECK(want && plain_logits);
-    double err = runtime_error(plain, profile, adapter, ids, SEQ, want);
+    double err = runtime_error(base, profile, adapter, ids, SEQ, want);
     double off = test_max_rel_err(plain_logits, want, (size_t)SEQ * m.c.n_vocab);
-    test_note("int8 adapter under a profile: run time vs training forward %.2g (float terms: "
-              "%.2g)", err, off);
+    test_note("int8 adapter under a profile, %s base: run time vs training forward %.2g (a "
+              "float forward: %.2g)", name, err, off);
     CHECK(err < 2e-4 && off > 20 * err);
     free(want);
     free(plain_logits);
     el_tmodel_free(&m);
     return TEST_PASS;
+}
+
+static int test_adapter_under_profile(void) {
+    CHECK(plain[0]);
+    return adapter_under_profile(plain, "float");
+}
+
+/* A Q4_0 base: its q8_0 activation blocks all hold the profile's scale (f16), so quantization-
+ * aware fine-tuning under the profile trains on the model the run time computes; without a
+ * profile its per-block scales are refused. */
+static int test_block_base_under_profile(void) {
+    CHECK(plain[0]);
+    char q4[1100], out[1100];
+    snprintf(q4, sizeof q4, "%s/q4_0.gguf", test_tmp_dir());
+    snprintf(out, sizeof out, "%s/never.gguf", test_tmp_dir());
+    el_quantize_params qp = el_quantize_default_params();
+    qp.type = "q4_0";
+    CHECK(el_quantize(plain, q4, &qp) == EL_OK);
+    el_model *fm;
+    CHECK(el_model_load(q4, NULL, &fm) == EL_OK);
+    CHECK(fm->layers[0].w_down.type == EL_TYPE_Q4_0);
+    el_tmodel m;
+    CHECK(el_tmodel_from_model(&m, fm, SEQ) == EL_OK);
+    CHECK(el_tmodel_qat_from_model(&m, fm) == EL_ERR_UNSUPPORTED);
+    CHECK(strstr(el_last_error(), "is q4_0, whose input is quantized at scales of its own"));
+    el_model_free(fm);
+    el_tmodel_free(&m);
+    return adapter_under_profile(q4, "q4_0");
 }
 
 /* ------------------------------------------------------------- distillation */
@@ -658,6 +688,7 @@ int main(void) {
     run_test("widened_model_is_the_model", test_widened_model_is_the_model);
     run_test("float_base_refused", test_float_base_refused);
     run_test("adapter_under_profile", test_adapter_under_profile);
+    run_test("block_base_under_profile", test_block_base_under_profile);
     run_test("kl_layer", test_kl_layer);
     run_test("distill_gradients", test_distill_gradients);
     return tests_exit_code();

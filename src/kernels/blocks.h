@@ -95,9 +95,14 @@ void el_bf16_to_float(const void *x, float *y, int64_t n);
 void el_bf16_from_float(const float *x, void *y, int64_t n);
 void el_q8_k_to_float(const void *x, float *y, int64_t n);
 void el_q8_k_from_float(const float *x, void *y, int64_t n);
+void el_q8_k_from_float_static(const float *x, void *y, int64_t n, float d);
+/* The grid step of activations of type act quantized at the static scale d by the *_static
+ * quantizers: d, or its f16 rounding where blocks store their scale as f16 (Q8_0, Q8_1). */
+float el_static_step(el_type act, float d);
 /* quant_legacy.c */
 void el_q8_0_to_float(const void *x, float *y, int64_t n);
 void el_q8_0_from_float(const float *x, void *y, int64_t n);         /* activations */
+void el_q8_0_from_float_static(const float *x, void *y, int64_t n, float d);
 void el_q8_0_weights_from_float(const float *x, void *y, int64_t n); /* weight files */
 void el_q4_0_to_float(const void *x, float *y, int64_t n);
 void el_q4_0_from_float(const float *x, void *y, int64_t n);
@@ -109,6 +114,7 @@ void el_q5_1_to_float(const void *x, float *y, int64_t n);
 void el_q5_1_from_float(const float *x, void *y, int64_t n);
 void el_q8_1_to_float(const void *x, float *y, int64_t n);
 void el_q8_1_from_float(const float *x, void *y, int64_t n);
+void el_q8_1_from_float_static(const float *x, void *y, int64_t n, float d);
 /* quant_k.c */
 void el_q4_k_to_float(const void *x, float *y, int64_t n);
 void el_q4_k_from_float(const float *x, void *y, int64_t n);

@@ -1,5 +1,6 @@
 /* dispatch.c - composes the kernel table: the reference kernels, then the ISA levels' tables
  * (el_kernel_level), chosen once from the CPU's features and the environment. */
+#include "kernels/blocks.h"
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
 
@@ -19,17 +20,21 @@ void el_kernels_reference(el_kernels *k) {
     k->attend = el_attend_ref;
     k->swiglu = el_swiglu_ref;
     k->geglu = el_geglu_ref;
-    k->quantize_a8_static = el_a8_from_float_static;
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         const el_type_kernels *tr = el_type_kernels_get(t);
         k->vec_dot[t] = tr ? tr->vec_dot : NULL;
         k->quantize[t] = tr ? tr->from_float : NULL;
+        k->quantize_static[t] = NULL;
         k->tile[t] = NULL;
         k->gemm[t] = NULL;
         k->gemv[t] = NULL;
         k->gemv_multi[t] = NULL;
         k->gemv_few[t] = NULL;
     }
+    k->quantize_static[EL_TYPE_A8] = el_a8_from_float_static;
+    k->quantize_static[EL_TYPE_Q8_0] = el_q8_0_from_float_static;
+    k->quantize_static[EL_TYPE_Q8_1] = el_q8_1_from_float_static;
+    k->quantize_static[EL_TYPE_Q8_K] = el_q8_k_from_float_static;
     k->gemm_signed = false;
     k->int8_probe = (el_int8_probe){0};
 }
@@ -46,6 +51,7 @@ static void take(el_kernels *k, const el_kernels *l) {
     for (uint32_t t = 0; t < EL_TYPE_COUNT; t++) {
         if (l->vec_dot[t]) k->vec_dot[t] = l->vec_dot[t];
         if (l->quantize[t]) k->quantize[t] = l->quantize[t];
+        if (l->quantize_static[t]) k->quantize_static[t] = l->quantize_static[t];
         if (l->tile[t]) k->tile[t] = l->tile[t];
         if (l->gemm[t]) {
             k->gemm[t] = l->gemm[t];
@@ -57,7 +63,6 @@ static void take(el_kernels *k, const el_kernels *l) {
             k->gemv_few[t] = l->gemv_few[t];
         }
     }
-    if (l->quantize_a8_static) k->quantize_a8_static = l->quantize_a8_static;
     if (l->attend) k->attend = l->attend;
     if (l->swiglu) k->swiglu = l->swiglu;
     if (l->geglu) k->geglu = l->geglu;

@@ -64,16 +64,18 @@ typedef struct el_int8_probe {
     const char *instruction;   /* the instruction, as docs/bench.md names it */
 } el_int8_probe;
 
-/* An A8 row of n elements (a multiple of 32) against a fixed scale d > 0 (el_a8_from_float_static:
- * a static per-tensor scale of calibration or a profile), the same bytes as the reference. */
-typedef void (*el_a8_static_fn)(const float *x, void *y, int64_t n, float d);
+/* A row of n activations (a multiple of the type's block) against a fixed scale d > 0 (a static
+ * per-tensor scale of calibration or a profile), the same bytes as the reference
+ * (el_a8_from_float_static, el_q8_0_from_float_static, ...). */
+typedef void (*el_static_fn)(const float *x, void *y, int64_t n, float d);
 
 typedef struct el_kernels {
     const char *isa;                          /* "reference", "avx2", "neon-dotprod", ... */
     el_vec_dot_fn vec_dot[EL_TYPE_COUNT];     /* by weight type; NULL where the type has none */
     el_from_float_fn quantize[EL_TYPE_COUNT]; /* by activation type, and EL_TYPE_F16 (the KV
                                                * cache's rows): same bytes as from_float */
-    el_a8_static_fn quantize_a8_static;       /* A8 rows of a static scale */
+    el_static_fn quantize_static[EL_TYPE_COUNT]; /* by activation type: rows of a static scale
+                                               * (A8, Q8_0, Q8_1, Q8_K; NULL for the others) */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_attend_fn attend;                      /* attention of one row and kv head */

@@ -359,7 +359,7 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
                 if (profiled) {
                     /* the SIMD quantizers take whole chunks; a row that ends inside one
                      * (688 inputs) takes the reference's, the same bytes */
-                    (n_q == n_in ? j.k->quantize_a8_static : el_a8_from_float_static)(
+                    (n_q == n_in ? j.k->quantize_static[EL_TYPE_A8] : el_a8_from_float_static)(
                         x + (size_t)r * ldx, q, n_in, x_pair->x_scale);
                     memset(q + el_row_size(EL_TYPE_A8, n_q) - (size_t)(n_q - n_in), 0,
                            (size_t)(n_q - n_in));

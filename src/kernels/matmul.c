@@ -82,7 +82,8 @@ typedef struct matmul_job {
     el_gemv_multi_fn gemv_multi; /* NULL: gemv row by row */
     el_gemv_multi_fn gemv_few; /* non-NULL: takes all n_rows (2..EL_GEMV_FEW_MAX) */
     el_from_float_fn quantize;
-    float act_scale;      /* > 0: a8 rows get this static scale instead of quantize's */
+    el_static_fn quantize_static; /* non-NULL: the rows' static scale is act_scale */
+    float act_scale;
     const float *x;
     int64_t ldx;
     int64_t n_rows;
@@ -112,8 +113,8 @@ static void quantize_task(void *arg, int ith, int nth) {
     int64_t groups = j->aux ? el_gemm_groups(j->w) : 0;
     for (int64_t r = lo; r < hi; r++) {
         char *a = (char *)j->act + r * j->act_stride;
-        if (j->act_scale > 0.0f)
-            el_kernels_get()->quantize_a8_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
+        if (j->quantize_static)
+            j->quantize_static(j->x + r * j->ldx, a, j->w->k_in, j->act_scale);
         else
             j->quantize(j->x + r * j->ldx, a, j->w->k_in);
         if (j->aux) el_gemm_aux_row(j->w, j->gemm_signed, a, j->aux + r * groups);
@@ -298,7 +299,8 @@ static void job_activations(el_threadpool *tp, matmul_job *j, void *scratch) {
         return;
     }
     j->quantize = el_kernels_get()->quantize[vt];
-    j->act_scale = vt == EL_TYPE_A8 ? w->act_scale : 0.0f;
+    j->act_scale = w->act_scale;
+    j->quantize_static = w->act_scale > 0.0f ? el_kernels_get()->quantize_static[vt] : NULL;
     j->act = scratch;
     j->act_stride = el_row_size(vt, w->k_in);
     /* one row (a decode step) is quicker to quantize than to hand out */

@@ -21,8 +21,9 @@ typedef struct el_weight {
     size_t row_bytes;  /* bytes between rows = el_row_size(type, n_in) */
     int64_t k_in;      /* kept elements per row (<= n_in) */
     int64_t k_out;     /* kept rows (<= n_out) */
-    float act_scale;   /* > 0: a static scale its a8 activations are quantized with (every
-                        * row, clamped; from calibration, docs/formats.md); 0: per row */
+    float act_scale;   /* > 0: a static scale its int8 activations are quantized with (every
+                        * row, clamped): A8's from calibration (docs/formats.md) or a profile,
+                        * the block types' (Q8_0, Q8_1, Q8_K) from a profile; 0: per row */
 } el_weight;
 
 /* A full view of a stored weight. */

@@ -96,7 +96,7 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_A8] = el_quantize_a8_neon,
             [EL_TYPE_A16] = el_quantize_a16_neon,
         },
-        .quantize_a8_static = el_quantize_a8_static_neon,
+        .quantize_static[EL_TYPE_A8] = el_quantize_a8_static_neon,
         .attend = el_attend_neon,
         .int8_probe = {el_int8_probe_neon, EL_PROBE_CHAINS * 16, 8, "smull"},
     },

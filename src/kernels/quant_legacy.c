@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "kernels/blocks.h"
+#include "kernels/edge.h"
 
 enum { HALF = EL_QK4_0 / 2 };
 
@@ -61,6 +62,19 @@ void el_q8_0_from_float(const float *x, void *y, int64_t n) {
         float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
         b->d = el_fp32_to_fp16(d);
         for (int j = 0; j < EL_QK8_0; j++) b->qs[j] = (int8_t)clampi((int)lrintf(x[j] * id), -127, 127);
+    }
+}
+
+/* Activations at a static scale d (a profile's): every block holds d as its f16 scale and the
+ * values on the grid of that f16 value (clipped at +-127), so the block's dequantization is the
+ * grid the values were rounded to. */
+void el_q8_0_from_float_static(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_0 *b = y;
+    uint16_t dh = el_fp32_to_fp16(d);
+    float step = el_static_step(EL_TYPE_Q8_0, d);
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        b->d = dh;
+        el_i8_quantize(x, b->qs, EL_QK8_0, step);
     }
 }
 
@@ -232,5 +246,16 @@ void el_q8_1_from_float(const float *x, void *y, int64_t n) {
             sum += b->qs[j];
         }
         b->s = el_fp32_to_fp16(sum * d);
+    }
+}
+
+/* As el_q8_0_from_float_static, with s = d * sum(q) as above. */
+void el_q8_1_from_float_static(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_1 *b = y;
+    uint16_t dh = el_fp32_to_fp16(d);
+    float step = el_static_step(EL_TYPE_Q8_1, d);
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        b->d = dh;
+        b->s = el_fp32_to_fp16((float)el_i8_quantize(x, b->qs, EL_QK8_0, step) * step);
     }
 }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "formats/gguf.h"
+#include "kernels/dispatch.h"
 #include "kernels/types.h"
 #include "model/model.h"
 
@@ -131,16 +132,22 @@ static el_status read_profile(const gguf_file *f, const el_model *m, el_profile 
     return EL_OK;
 }
 
-/* The profile's x scales replace the static ones of weights dotted with int8 activations (a
- * tied head is token_embd: both views get it); other types quantize activations their own way. */
+/* Whether w's activations are int8 rows that can take a static scale: A8 (W8, W4, W4G) and the
+ * 8-bit blocks of ggml's types (Q8_0, Q8_1, Q8_K), whose every block then holds the profile's
+ * scale; float types have no grid to fix. */
+static bool takes_static_scale(const el_weight *w) {
+    return el_kernels_get()->quantize_static[el_type_kernels_get(w->type)->vec_dot_type] != NULL;
+}
+
+/* The profile's x scales replace the static ones of weights dotted with int8 activations, and
+ * the per-block scales of the block types (a tied head is token_embd: both views get it). */
 static void apply_act_scales(el_model *m, const el_profile *p) {
     for (int32_t i = 0; i < p->n_slots; i++) {
         el_weight *w = (el_weight *)el_layer_weight(&m->layers[i / EL_N_LINEAR],
                                                     (el_linear)(i % EL_N_LINEAR));
-        if (el_type_kernels_get(w->type)->vec_dot_type == EL_TYPE_A8)
-            w->act_scale = p->slots[i].x_scale;
+        if (takes_static_scale(w)) w->act_scale = p->slots[i].x_scale;
     }
-    if (el_type_kernels_get(m->output.type)->vec_dot_type == EL_TYPE_A8) {
+    if (takes_static_scale(&m->output)) {
         if (m->output.data == m->tok_embd.data) m->tok_embd.act_scale = p->output_x_scale;
         m->output.act_scale = p->output_x_scale;
     }

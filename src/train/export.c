@@ -12,6 +12,8 @@
 #include "formats/gguf.h"
 #include "formats/json.h"
 #include "compress/quantize.h"
+#include "kernels/blocks.h"
+#include "kernels/dispatch.h"
 #include "kernels/edge.h"
 #include "kernels/types.h"
 #include "model/model.h"
@@ -328,13 +330,14 @@ el_status el_tmodel_widen_from_model(el_tmodel *m, const el_model *model, int32_
     return load_weights(m, model);
 }
 
-/* What a weight's input is at run time: 1 int8 at a static scale (*d), 0 floats, -1 neither. */
+/* What a weight's input is at run time: 1 int8 at a static scale (*d: its grid step), 0
+ * floats, -1 int8 at scales of each row or block as it runs. */
 static int weight_input(const el_weight *w, float *d) {
     el_type t = el_type_kernels_get(w->type)->vec_dot_type;
     *d = 0.0f;
     if (t == EL_TYPE_F32 || t == EL_TYPE_F16 || t == EL_TYPE_BF16) return 0;
-    if (t != EL_TYPE_A8 || !(w->act_scale > 0.0f)) return -1;
-    *d = w->act_scale;
+    if (!(w->act_scale > 0.0f) || !el_kernels_get()->quantize_static[t]) return -1;
+    *d = el_static_step(t, w->act_scale);
     return 1;
 }
 
@@ -355,10 +358,11 @@ el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model) {
                              el_linear_gguf_name((el_linear)i));
                 else
                     snprintf(name, sizeof name, "the output head");
-                return el_error(EL_ERR_UNSUPPORTED, "%s: %s is %s, whose input is quantized row "
-                                "by row as it runs; quantization-aware fine-tuning needs int8 "
-                                "inputs at static scales (a model from train --qat w4a8, or "
-                                "quantize --type w4a8 --calibrate)", model->path, name,
+                return el_error(EL_ERR_UNSUPPORTED, "%s: %s is %s, whose input is quantized at "
+                                "scales of its own as it runs; quantization-aware fine-tuning "
+                                "needs int8 inputs at static scales (a model from train --qat "
+                                "w4a8, quantize --type w4a8 --calibrate, or any quantized model "
+                                "under a profile)", model->path, name,
                                 el_type_layout_get(w->type)->name);
             }
             n_int8 += kind;

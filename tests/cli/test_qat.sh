@@ -60,7 +60,7 @@ grep -q "float.gguf: no weight takes int8 inputs" "$TMP/err" && pass float_base_
 expect_exit quantize_q8_0 0 "$EL" quantize "$TMP/float.gguf" "$TMP/q8.gguf" --type q8_0
 expect_exit finetune_qat_block_base 1 "$EL" finetune -m "$TMP/q8.gguf" --lora --qat \
     -f "$TMP/pairs.jsonl" --steps 5 -q -o "$TMP/never2.gguf"
-grep -q "q8.gguf: blk.0.attn_q.weight is q8_0, whose input is quantized row by row" "$TMP/err" &&
+grep -q "q8.gguf: blk.0.attn_q.weight is q8_0, whose input is quantized at scales of its own" "$TMP/err" &&
     pass block_base_message || fail block_base_message "$(cat "$TMP/err")"
 expect_exit train_qat_odd_ffn 1 "$EL" train --shape "dim=32,layers=1,heads=4,ffn=48,ctx=16" \
     --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" --steps 2 --qat w4a8 -q -o "$TMP/never3.gguf"
