@@ -1079,8 +1079,45 @@ static int test_packed_kernel(void) {
     return TEST_PASS;
 }
 
+/* el_lora_packed_i8 (the dispatched kernel: AVX2's on x86) against the plain loop of its
+ * definition, y += c * (float)sum_k t[k] P[b][k][j], bit for bit: odd and even ranks, a last
+ * block of 1..32 outputs, the whole int8 range. */
+static int test_packed_i8_kernel(void) {
+    enum { MAX_RANK = 17, MAX_OUT = 97 };
+    test_rng rng = {11};
+    int8_t t[MAX_RANK], p[4 * MAX_RANK * EL_LORA_PACK];
+    float y[MAX_OUT], ref[MAX_OUT];
+    static const int64_t outs[] = {1, 15, 16, 17, 32, 33, 64, 97};
+    for (int64_t rank = 1; rank <= MAX_RANK; rank++)
+        for (size_t oi = 0; oi < sizeof outs / sizeof outs[0]; oi++) {
+            int64_t n_out = outs[oi], nb = (n_out + EL_LORA_PACK - 1) / EL_LORA_PACK;
+            for (int64_t k = 0; k < rank; k++) t[k] = (int8_t)(test_rand_u32(&rng) & 0xff);
+            for (int64_t i = 0; i < nb * rank * EL_LORA_PACK; i++)
+                p[i] = (int8_t)(test_rand_u32(&rng) & 0xff);
+            float c = test_rand_uniform(&rng, -1e-3f, 1e-3f);
+            for (int64_t o = 0; o < MAX_OUT; o++)
+                y[o] = ref[o] = test_rand_uniform(&rng, -2, 2);
+            for (int64_t o = 0; o < n_out; o++) {
+                int32_t s = 0;
+                for (int64_t k = 0; k < rank; k++)
+                    s += (int32_t)t[k] * p[((o / EL_LORA_PACK) * rank + k) * EL_LORA_PACK +
+                                           o % EL_LORA_PACK];
+                float v = c * (float)s;
+                ref[o] = ref[o] + v;
+            }
+            el_lora_packed_i8(rank, n_out, t, p, c, y);
+            if (memcmp(y, ref, sizeof y) != 0) {
+                test_note("rank %lld, %lld outputs: differs from the definition", (long long)rank,
+                          (long long)n_out);
+                return TEST_FAIL;
+            }
+        }
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("packed_kernel", test_packed_kernel);
+    run_test("packed_i8_kernel", test_packed_i8_kernel);
     run_test("gguf_runtime_equals_merged", test_gguf_runtime_equals_merged);
     run_test("gguf_q8_0", test_gguf_q8_0);
     run_test("two_adapters_add_up", test_two_adapters_add_up);

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/avx2.h"
 #include "kernels/dispatch.h"
 #include "kernels/edge.h"
 
@@ -103,10 +104,9 @@ __attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t ra
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-__attribute__((target("avx2"))) static void packed_i8_avx2(int64_t rank, int64_t n_out,
-                                                           const int8_t *t, const int8_t *p,
-                                                           float c, float *y) {
-    packed_i8_body(rank, n_out, t, p, c, y);
+static void packed_i8_avx2(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p,
+                           float c, float *y) {
+    el_lora_packed_i8_avx2(rank, n_out, t, p, c, y);
 }
 
 /* The x86 kernels in use are "avx2" or "avx512..." (which implies AVX2). */
