@@ -344,7 +344,8 @@ typedef struct el_quad_params {
     int32_t n_adapters;          /* 1..64 */
     const char *data_dir;        /* <name>.train.jsonl (calibration, tuning) and
                                   * <name>.eval.jsonl (sensitivity, held-out) of each adapter */
-    int64_t calib_tokens;        /* of each adapter's training examples (default 4096) */
+    int64_t calib_tokens;        /* of each adapter's training examples, whole examples spread
+                                  * evenly over them (default 4096) */
     double percentile;           /* as el_profile_params's (default 99.99) */
     el_train_params train;       /* distillation's optimization: steps, batch, lr, n_ctx (tokens
                                   * per example), threads, eval_every, progress (data and plots

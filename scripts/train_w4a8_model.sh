@@ -12,7 +12,8 @@
 #   scripts/train_w4a8_model.sh
 #
 # Environment: EL, FLOAT (the float model's folder), OUT, WORK, CORPUS, THREADS, SEED, STEPS
-# (QAT steps of the base), ADAPTER_STEPS, QUAD_STEPS, LIMIT (held-out examples per cell).
+# (QAT steps of the base), ADAPTER_STEPS, QUAD_STEPS, QUAD_EVAL (QUAD's held-out examples per
+# task), LIMIT (held-out examples per cell of the table).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EL=${EL:-build/edgelora}
@@ -60,10 +61,20 @@ for task in $TASKS; do
     [ -f "$WORK/w4a8/$task.gguf" ] || adapter "$OUT/base.gguf" qat "$task" "$WORK/w4a8/$task.gguf"
 done
 
-# ---- 3. QUAD: one profile for the eleven, the others distilled into it
+# ---- 3. QUAD: one profile for the eleven, the others distilled into it. Its held-out sets
+# (each pass over them is a forward of teacher and student) are at most QUAD_EVAL examples of
+# each task, taken evenly over the file so that every language is in them
+QUAD_EVAL=${QUAD_EVAL:-400}
+mkdir -p "$WORK/w4a8/quad-data"
 loras=()
-for task in $TASKS; do loras+=(--lora "$WORK/w4a8/$task.gguf"); done
-"$EL" quad -m "$OUT/base.gguf" "${loras[@]}" --data "$WORK/data" --tokens 4096 \
+for task in $TASKS; do
+    loras+=(--lora "$WORK/w4a8/$task.gguf")
+    ln -sf "$(realpath "$WORK/data/$task.train.jsonl")" "$WORK/w4a8/quad-data/$task.train.jsonl"
+    n=$(wc -l < "$WORK/data/$task.eval.jsonl")
+    awk -v s=$(( (n + QUAD_EVAL - 1) / QUAD_EVAL )) '(NR - 1) % s == 0' \
+        "$WORK/data/$task.eval.jsonl" > "$WORK/w4a8/quad-data/$task.eval.jsonl"
+done
+"$EL" quad -m "$OUT/base.gguf" "${loras[@]}" --data "$WORK/w4a8/quad-data" --tokens 4096 \
     --steps "$QUAD_STEPS" --batch 8 --lr 1e-4 --warmup 10 --eval-every 25 -c 128 -t "$THREADS" \
     -o "$WORK/w4a8/quad" | tee "$WORK/w4a8/quad.txt"
 cp "$WORK/w4a8/quad/profile.gguf" "$OUT/profile.gguf"

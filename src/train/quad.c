@@ -184,17 +184,37 @@ static el_status heldout(const quad_run *r, const el_tmodel *tm, const el_tmodel
     return st;
 }
 
+/* About max of the tokens of t's examples, whole examples at an even stride over the set, into
+ * ids[max] (returns how many): the examples come grouped (by language, for the tasks of every
+ * language), and the first max tokens would see only the first group. */
+static int64_t spread_tokens(const el_tdata *t, int64_t max, int32_t *ids) {
+    int64_t stride = (int64_t)t->n / max > 1 ? (int64_t)t->n / max : 1, n = 0;
+    for (int64_t i = 0; i < t->n_items && n < max; i += stride) {
+        int64_t end = i + 1 < t->n_items ? t->starts[i + 1] : (int64_t)t->n;
+        for (int64_t j = t->starts[i]; j < end && n < max; j++) ids[n++] = t->ids[j];
+    }
+    return n;
+}
+
 /* Adapter a's own profile, from the tokens of its training examples. */
 static el_status own_profile(const quad_run *r, const quad_adapter *a) {
+    int64_t max = r->p->calib_tokens;
+    if (max < 1)
+        return el_error(EL_ERR_INVALID_ARG, "quad: %lld calibration tokens, need at least 1",
+                        (long long)max);
+    int32_t *ids = malloc((size_t)max * sizeof *ids);
+    if (!ids) return el_error(EL_ERR_NOMEM, "quad: out of memory for calibration tokens");
     el_profile_params pp = el_profile_default_params();
     pp.adapters = &a->path;
     pp.n_adapters = 1;
-    pp.tokens = a->train.ids;
-    pp.n_tokens = (int64_t)a->train.n;
-    pp.max_tokens = r->p->calib_tokens;
+    pp.tokens = ids;
+    pp.n_tokens = spread_tokens(&a->train, max, ids);
+    pp.max_tokens = max;
     pp.percentile = r->p->percentile;
     pp.n_threads = r->p->train.n_threads;
-    return el_profile_make(r->base_path, &pp, a->own_profile);
+    el_status st = el_profile_make(r->base_path, &pp, a->own_profile);
+    free(ids);
+    return st;
 }
 
 /* The shared profile: the chosen adapter's own, with the slots whose adapter scales it leaves
