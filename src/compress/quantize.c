@@ -157,6 +157,7 @@ typedef struct quant_state {
     double *err2, *ref2;
     uint64_t bytes_done, bytes_total;
     el_calibration calib; /* n_ranges 0: no calibration */
+    bool adapter;         /* the input is a LoRA adapter: its A and B change precision */
     int32_t n_reported;   /* tensors of the input that are written (not dropped) */
 } quant_state;
 
@@ -249,6 +250,15 @@ static el_status plan_act_scale(quant_state *s, quant_tensor *qt) {
                                   sizeof qt->act_scale);
 }
 
+/* Whether tensor t takes the output type: a model's weight matrices, an adapter's A and B. */
+static bool converts(const quant_state *s, const gguf_tensor *t) {
+    if (!s->adapter) return el_mix_converts(t);
+    size_t n = t->name.len;
+    return t->n_dims == 2 && n > 7 &&
+           (memcmp(t->name.ptr + n - 7, ".lora_a", 7) == 0 ||
+            memcmp(t->name.ptr + n - 7, ".lora_b", 7) == 0);
+}
+
 /* Plans every output tensor (its type, checked readable) and hands it to the writer. Static
  * activation scales of the input are dropped: they belong to the input's weights. */
 static el_status plan_tensor(quant_state *s, uint64_t i) {
@@ -259,7 +269,7 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     s->n_reported++;
     if (!(qt->name = strndup(t->name.ptr, (size_t)t->name.len)))
         return el_error(EL_ERR_NOMEM, "%s: out of memory", s->in->path);
-    bool converted = el_mix_converts(t);
+    bool converted = converts(s, t);
     qt->to = converted ? el_quant_fit_type(s->types[i], t->ne[0]) : (el_type)t->type;
     qt->fallback = converted && qt->to != s->types[i];
     const el_type_kernels *in = el_type_kernels_get(t->type);
@@ -274,16 +284,30 @@ static el_status plan_tensor(quant_state *s, uint64_t i) {
     return st ? st : plan_act_scale(s, qt);
 }
 
+static bool is_adapter(const gguf_file *f) {
+    gguf_str type;
+    return gguf_get_str(f, "general.type", &type) == EL_OK && gguf_str_eq(type, "adapter");
+}
+
+/* A LoRA adapter's A and B are stored in a float type: the run time reads them as floats, or
+ * quantizes them to a profile's grids when it binds them (docs/formats.md). */
+static el_status check_adapter(const gguf_file *f, el_type want, const el_quantize_params *p) {
+    if (want != EL_TYPE_F32 && want != EL_TYPE_F16 && want != EL_TYPE_BF16)
+        return el_error(EL_ERR_INVALID_ARG, "%s is a LoRA adapter: its A and B can be stored as "
+                        "f32, f16 or bf16, not %s (under a profile they are int8, quantized to "
+                        "its grids as they are bound)", f->path, p->type);
+    if (p->calib_path)
+        return el_error(EL_ERR_INVALID_ARG, "%s is a LoRA adapter: activation scales are a "
+                        "model's (or a profile's), not an adapter's", f->path);
+    return EL_OK;
+}
+
 /* Quantization is of a model's weights: a file without them would be copied as it is. */
 static el_status check_is_model(const gguf_file *f) {
     if (el_prune_is_compressed(f))
         return el_error(EL_ERR_UNSUPPORTED, "%s is a UniQL compressed model, laid out for "
                         "pruning at run time; quantization needs an ordinary model: give it the "
                         "sorted model the file was written from", f->path);
-    gguf_str type;
-    if (gguf_get_str(f, "general.type", &type) == EL_OK && gguf_str_eq(type, "adapter"))
-        return el_error(EL_ERR_INVALID_ARG, "%s is a LoRA adapter, not a model: there is nothing "
-                        "to quantize (adapters are applied in float)", f->path);
     if (f->n_tensors == 0)
         return el_error(EL_ERR_INVALID_ARG, "%s holds no weights (a vocabulary only): there is "
                         "nothing to quantize", f->path);
@@ -297,11 +321,16 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
     resolve_type(p->type, &s->mix, &s->want);
     s->params = p;
     s->out_path = out_path;
-    if (p->calib_path && el_type_kernels_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
+    if ((st = gguf_open(in_path, &s->in))) return st;
+    s->adapter = is_adapter(s->in);
+    if (s->adapter && (st = check_adapter(s->in, s->want, p))) return st;
+    if (s->adapter) s->mix = NULL; /* "f16" names a mix too: one type for every tensor */
+    if (!s->adapter && p->calib_path &&
+        el_type_kernels_get((uint32_t)s->want)->vec_dot_type != EL_TYPE_A8)
         return el_error(EL_ERR_INVALID_ARG, "static activation scales (calibration) need a type "
                         "that dots int8 activations (w8, w4, w4g32, w4g64, w4g128), not %s",
                         p->type);
-    if ((st = gguf_open(in_path, &s->in)) || (st = check_is_model(s->in))) return st;
+    if (!s->adapter && (st = check_is_model(s->in))) return st;
     if (p->calib_path &&
         (st = el_calibrate(in_path, p->calib_path, p->calib_tokens, p->calib_percentile,
                            p->n_threads, p->calib_progress, p->user, &s->calib)))
@@ -320,14 +349,15 @@ static el_status quantize(quant_state *s, const char *in_path, const char *out_p
         if ((st = el_mix_types(s->mix, p->pure, s->in, s->types))) return st;
     } else {
         for (uint64_t i = 0; i < n_t; i++)
-            s->types[i] = el_mix_converts(&s->in->tensors[i]) ? s->want
-                                                               : (el_type)s->in->tensors[i].type;
+            s->types[i] = converts(s, &s->in->tensors[i]) ? s->want
+                                                          : (el_type)s->in->tensors[i].type;
     }
-    /* llama-quantize sets the quantization version whatever the type (f16 too) */
+    /* llama-quantize sets the quantization version whatever the type (f16 too); an adapter
+     * keeps its keys as they are */
     uint32_t file_type = s->mix ? s->mix->file_type : el_quant_file_type(s->want);
     if ((st = gguf_writer_copy_kv(s->w, s->in)) ||
-        (st = gguf_writer_set_u32(s->w, "general.file_type", file_type)) ||
-        (st = gguf_writer_set_u32(s->w, "general.quantization_version", 2)))
+        (!s->adapter && (st = gguf_writer_set_u32(s->w, "general.file_type", file_type))) ||
+        (!s->adapter && (st = gguf_writer_set_u32(s->w, "general.quantization_version", 2))))
         return st;
     for (uint64_t i = 0; i < n_t; i++)
         if ((st = plan_tensor(s, i))) return st;

@@ -45,7 +45,7 @@ expect_msg run_tiny_file 1 "not a model file" "$EL" run -m "$TMP/tiny.bin" -p hi
 expect_exit run_llama2c_works 0 "$EL" run -m "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -p Once -n 4 --temp 0
 
 # quantize refuses what has no weights to quantize, and writes nothing
-expect_msg quantize_adapter 1 "shout-en.gguf is a LoRA adapter, not a model" "$EL" quantize models/shout-en.gguf "$TMP/q.gguf" --type q8_0
+expect_msg quantize_adapter 1 "shout-en.gguf is a LoRA adapter: its A and B can be stored as f32, f16 or bf16, not q8_0" "$EL" quantize models/shout-en.gguf "$TMP/q.gguf" --type q8_0
 expect_msg quantize_vocabulary 1 "tokenizer.gguf holds no weights" "$EL" quantize models/tokenizer.gguf "$TMP/q.gguf" --type q8_0
 [ ! -e "$TMP/q.gguf" ] && pass quantize_refusals_write_nothing || fail quantize_refusals_write_nothing
 expect_exit quantize_model_works 0 "$EL" quantize "$TMP/stories.gguf" "$TMP/q.gguf" --type q8_0

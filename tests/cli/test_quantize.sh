@@ -34,6 +34,22 @@ expect_exit quantize_no_type 2 "$EL" quantize "$G" "$TMP/x.gguf"
 expect_exit quantize_bad_threads 2 "$EL" quantize "$G" "$TMP/x.gguf" --type q8_0 -t x
 ls "$TMP" | grep -q 'x.gguf' && fail quantize_no_leftovers "$(ls "$TMP")" || pass quantize_no_leftovers
 
+# an adapter's A and B stored as f16: about half the bytes, every key kept (a profile's tag
+# too), the same greedy text as the f32 adapter; q8_0 and mixes are refused
+expect_exit quantize_adapter_f16 0 "$EL" quantize models/shout-en.gguf "$TMP/shout16.gguf" --type f16
+a=$(stat -c %s models/shout-en.gguf) b=$(stat -c %s "$TMP/shout16.gguf")
+keys() { "$EL" info "$1" 2>/dev/null | head -1 | sed 's/.*, \([0-9]*\) keys.*/\1/'; }
+[ $((b * 100 / a)) -le 55 ] && [ "$(keys models/shout-en.gguf)" = "$(keys "$TMP/shout16.gguf")" ] &&
+    "$EL" info "$TMP/shout16.gguf" 2>/dev/null | grep -q "lora_b: f16" &&
+    pass quantize_adapter_f16_file || fail quantize_adapter_f16_file "$a -> $b bytes"
+shout() { "$EL" run --lora "$1" -p "Shout: the cat sat on the mat
+" -n 16 --temp 0 -t 1 2>/dev/null; }
+t32=$(shout models/shout-en.gguf) t16=$(shout "$TMP/shout16.gguf")
+[ -n "$t32" ] && [ "$t32" = "$t16" ] && pass quantize_adapter_f16_same_text ||
+    fail quantize_adapter_f16_same_text "[$t32] vs [$t16]"
+expect_exit quantize_adapter_q4 1 "$EL" quantize models/shout-en.gguf "$TMP/y.gguf" --type q4_k_m
+[ ! -e "$TMP/y.gguf" ] && pass quantize_adapter_q4_nothing || fail quantize_adapter_q4_nothing
+
 M="$DATA/models"
 if [ ! -f "$M/stories260K.bin" ]; then skip quantize_perplexity "$M/stories260K.bin is absent"; finish; fi
 "$EL" convert "$M/stories260K.bin" --tokenizer "$M/tok512.bin" -o "$TMP/s.gguf" >/dev/null 2>&1
