@@ -57,8 +57,12 @@ adapter() { # base qat|float task out
         --warmup 20 --eval-every 50 -c 128 --seed "$SEED" -t "$THREADS" \
         --checkpoint "${out%.gguf}.ckpt" --checkpoint-every 50 --resume -o "$out"
 }
+# stored as f16 (half the bytes; f16 holds every value QUAD leaves as it is, so its output
+# converts back exactly): these are the adapters QUAD starts from
+mkdir -p "$WORK/w4a8/f16"
 for task in $TASKS; do
     [ -f "$WORK/w4a8/$task.gguf" ] || adapter "$OUT/base.gguf" qat "$task" "$WORK/w4a8/$task.gguf"
+    "$EL" quantize "$WORK/w4a8/$task.gguf" "$WORK/w4a8/f16/$task.gguf" --type f16 > /dev/null
 done
 
 # ---- 3. QUAD: one profile for the eleven, the others distilled into it. Its held-out sets
@@ -68,7 +72,7 @@ QUAD_EVAL=${QUAD_EVAL:-400}
 mkdir -p "$WORK/w4a8/quad-data"
 loras=()
 for task in $TASKS; do
-    loras+=(--lora "$WORK/w4a8/$task.gguf")
+    loras+=(--lora "$WORK/w4a8/f16/$task.gguf")
     ln -sf "$(realpath "$WORK/data/$task.train.jsonl")" "$WORK/w4a8/quad-data/$task.train.jsonl"
     n=$(wc -l < "$WORK/data/$task.eval.jsonl")
     awk -v s=$(( (n + QUAD_EVAL - 1) / QUAD_EVAL )) '(NR - 1) % s == 0' \
@@ -79,7 +83,7 @@ done
     -o "$WORK/w4a8/quad" | tee "$WORK/w4a8/quad.txt"
 cp "$WORK/w4a8/quad/profile.gguf" "$OUT/profile.gguf"
 for task in $TASKS; do
-    cp "$WORK/w4a8/quad/$task.gguf" "$OUT/$task.gguf"
+    "$EL" quantize "$WORK/w4a8/quad/$task.gguf" "$OUT/$task.gguf" --type f16 > /dev/null
     cp "$WORK/w4a8/$task.loss.svg" "$OUT/$task.loss.svg"
 done
 
@@ -111,11 +115,11 @@ table="$OUT/eval.md.tmp"
     echo "each task and language (\`$WORK/data/<task>[.<lang>].eval.jsonl\`), greedy. Columns:"
     echo "**float**, the float model (\`$FLOAT/base.gguf\`, f16, and a float adapter trained on it);"
     echo "**W4A8**, the quantization-aware base (\`$OUT/base.gguf\`) with the float adapter trained"
-    echo "against it; **PTQ own**, that adapter int8 under its own profile; **PTQ shared**, int8 under"
-    echo "the shared profile as it came; **QUAD**, as \`edgelora quad\` wrote it, int8 under the shared"
-    echo "profile (\`$OUT/profile.gguf\`): the model as shipped. Percentages are of the float model."
-    echo "chrf is chrF2 (0..100); lang, for continuation, the percent of outputs in the language asked"
-    echo "for."
+    echo "against it (stored as f16); **PTQ own**, that adapter int8 under its own profile; **PTQ"
+    echo "shared**, int8 under the shared profile as it came; **QUAD**, as \`edgelora quad\` wrote it,"
+    echo "int8 under the shared profile (\`$OUT/profile.gguf\`): the model as shipped. Percentages"
+    echo "are of the float model. chrf is chrF2 (0..100); lang, for continuation, the percent of"
+    echo "outputs in the language asked for."
     echo
     echo "| task | language | metric | float | W4A8 | PTQ own | PTQ shared | QUAD |"
     echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"
@@ -124,9 +128,9 @@ table="$OUT/eval.md.tmp"
         own="$WORK/w4a8/quad/$task.own.profile.gguf" shared="$OUT/profile.gguf"
         while read -r cell lang; do
             f=$(score "$FLOAT/base.gguf" "$(float_adapter "$task")" "$cell" "$metric")
-            w=$(score "$OUT/base.gguf" "$WORK/w4a8/$task.gguf" "$cell" "$metric")
-            o=$(score "$OUT/base.gguf" "$WORK/w4a8/$task.gguf" "$cell" "$metric" --profile "$own")
-            s=$(score "$OUT/base.gguf" "$WORK/w4a8/$task.gguf" "$cell" "$metric" --profile "$shared")
+            w=$(score "$OUT/base.gguf" "$WORK/w4a8/f16/$task.gguf" "$cell" "$metric")
+            o=$(score "$OUT/base.gguf" "$WORK/w4a8/f16/$task.gguf" "$cell" "$metric" --profile "$own")
+            s=$(score "$OUT/base.gguf" "$WORK/w4a8/f16/$task.gguf" "$cell" "$metric" --profile "$shared")
             q=$(score "$OUT/base.gguf" "$OUT/$task.gguf" "$cell" "$metric" --profile "$shared")
             echo "| $task | $lang | $metric | $f | $w ($(rel "$w" "$f")) | $o ($(rel "$o" "$f")) |" \
                 "$s ($(rel "$s" "$f")) | $q ($(rel "$q" "$f")) |"
