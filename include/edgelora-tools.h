@@ -302,8 +302,9 @@ typedef struct el_lora_train_params {
                              * the run time quantizes to int8 at a static scale is so quantized
                              * (gradients straight through); the base must have one (a model of
                              * el_train's "w4a8", or quantize --type w4a8 --calibrate), or a
-                             * profile (which fixes the inputs of any quantized base), whose int8 grids the adapter's terms then take too (the
-                             * adapter written is then for that profile alone) */
+                             * profile (which fixes the int8 inputs of W8/W4 bases and of
+                             * ggml's block types), whose int8 grids the adapter's terms then
+                             * take too (the adapter written is then for that profile alone) */
     const char *profile_path; /* the base runs under this quantization profile (NULL: none) */
 } el_lora_train_params;
 

@@ -45,7 +45,8 @@ tsv_to_jsonl() { # tsv prompt_prefix lang > jsonl: translate English into the se
 typo_jsonl() { # text utf8 lang > jsonl: a sentence with dropped, doubled and swapped letters -> the
     # sentence. utf8=0 (typo-en as it was trained): letters are the ASCII a-z and lengths count
     # bytes; utf8=1 (typo, every language): a UTF-8 character of two or more bytes is a letter too
-    # (the corpus's accented and Cyrillic letters) and lengths count characters.
+    # (the corpus's accented and Cyrillic letters, and also its few typographic quotes and
+    # dashes, which get the same noise) and lengths count characters.
     LC_ALL=C awk -v seed="$SEED" -v utf8="$2" -v lang="$3" "$AWK_JSON"' BEGIN { srand(seed) }
     function chars(t, c,   n, j, k) { n = 0
         for (j = 1; j <= length(t); j = k) { k = j + 1

@@ -57,8 +57,9 @@ adapter() { # base qat|float task out
         --warmup 20 --eval-every 50 -c 128 --seed "$SEED" -t "$THREADS" \
         --checkpoint "${out%.gguf}.ckpt" --checkpoint-every 50 --resume -o "$out"
 }
-# stored as f16 (half the bytes; f16 holds every value QUAD leaves as it is, so its output
-# converts back exactly): these are the adapters QUAD starts from
+# stored as f16 (half the bytes, for an error of about 2e-4, far under the int8 grids a profile
+# puts them on): these are the adapters QUAD starts from; one it leaves as it came converts
+# back to f16 exactly, a tuned one is rounded again
 mkdir -p "$WORK/w4a8/f16"
 for task in $TASKS; do
     [ -f "$WORK/w4a8/$task.gguf" ] || adapter "$OUT/base.gguf" qat "$task" "$WORK/w4a8/$task.gguf"
@@ -75,7 +76,7 @@ for task in $TASKS; do
     loras+=(--lora "$WORK/w4a8/f16/$task.gguf")
     ln -sf "$(realpath "$WORK/data/$task.train.jsonl")" "$WORK/w4a8/quad-data/$task.train.jsonl"
     n=$(wc -l < "$WORK/data/$task.eval.jsonl")
-    awk -v s=$(( (n + QUAD_EVAL - 1) / QUAD_EVAL )) '(NR - 1) % s == 0' \
+    awk -v s=$(( n > QUAD_EVAL ? (n + QUAD_EVAL - 1) / QUAD_EVAL : 1 )) '(NR - 1) % s == 0' \
         "$WORK/data/$task.eval.jsonl" > "$WORK/w4a8/quad-data/$task.eval.jsonl"
 done
 "$EL" quad -m "$OUT/base.gguf" "${loras[@]}" --data "$WORK/w4a8/quad-data" --tokens 4096 \
@@ -116,8 +117,8 @@ table="$OUT/eval.md.tmp"
     echo "**float**, the float model (\`$FLOAT/base.gguf\`, f16, and a float adapter trained on it);"
     echo "**W4A8**, the quantization-aware base (\`$OUT/base.gguf\`) with the float adapter trained"
     echo "against it (stored as f16); **PTQ own**, that adapter int8 under its own profile; **PTQ"
-    echo "shared**, int8 under the shared profile as it came; **QUAD**, as \`edgelora quad\` wrote it,"
-    echo "int8 under the shared profile (\`$OUT/profile.gguf\`): the model as shipped. Percentages"
+    echo "shared**, int8 under the shared profile as it came; **QUAD**, as \`edgelora quad\` wrote it"
+    echo "(stored as f16), int8 under the shared profile (\`$OUT/profile.gguf\`): the model as shipped. Percentages"
     echo "are of the float model. chrf is chrF2 (0..100); lang, for continuation, the percent of"
     echo "outputs in the language asked for."
     echo

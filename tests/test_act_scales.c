@@ -147,8 +147,9 @@ static int test_matmul_static(void) {
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
     const el_type types[] = {EL_TYPE_W8,   EL_TYPE_W4,   EL_TYPE_W4G32, EL_TYPE_W4G64,
                              EL_TYPE_W4G128, EL_TYPE_Q4_0, EL_TYPE_Q8_0, EL_TYPE_Q4_1,
-                             EL_TYPE_Q5_0, EL_TYPE_IQ4_NL, EL_TYPE_Q4_K, EL_TYPE_Q6_K,
-                             EL_TYPE_Q2_K};
+                             EL_TYPE_Q5_0, EL_TYPE_Q5_1, EL_TYPE_IQ4_NL, EL_TYPE_Q4_K,
+                             EL_TYPE_Q6_K, EL_TYPE_Q2_K, EL_TYPE_Q3_K, EL_TYPE_Q5_K,
+                             EL_TYPE_IQ4_XS};
     int rc = TEST_PASS;
     for (size_t i = 0; rc == TEST_PASS && i < sizeof types / sizeof types[0]; i++)
         rc = check_matmul(types[i], tp);

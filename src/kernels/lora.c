@@ -92,9 +92,10 @@ static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const 
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-/* The same loops compiled for AVX2, used when the kernels in use are AVX2 or above (the CPU has
- * it, and neither EL_FORCE_REFERENCE nor EL_ISA_MAX asks for less). An explicit choice rather than target_clones, whose
- * load-time resolvers crash under ThreadSanitizer. */
+/* The float loops compiled for AVX2 (and the int8 one's AVX2 kernel, lora_avx2.c), used when
+ * the kernels in use are AVX2 or above (the CPU has it, and neither EL_FORCE_REFERENCE nor
+ * EL_ISA_MAX asks for less). An explicit choice rather than target_clones, whose load-time
+ * resolvers crash under ThreadSanitizer. */
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
                                                         int64_t n_blocks, const float *t,

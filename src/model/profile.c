@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "formats/gguf.h"
+#include "kernels/blocks.h"
 #include "kernels/dispatch.h"
 #include "kernels/types.h"
 #include "model/model.h"
@@ -139,6 +140,33 @@ static bool takes_static_scale(const el_weight *w) {
     return el_kernels_get()->quantize_static[el_type_kernels_get(w->type)->vec_dot_type] != NULL;
 }
 
+/* A positive x scale that w's activation blocks cannot hold: f16 (q8_0, q8_1) makes a scale
+ * beyond 65504 infinite and one under its smallest normal (6.1e-5) coarse or zero. */
+static bool scale_unfit(const el_weight *w, float d) {
+    if (!(d > 0.0f) || !takes_static_scale(w)) return false;
+    el_type vt = el_type_kernels_get(w->type)->vec_dot_type;
+    float step = el_static_step(vt, d);
+    return !isfinite(step) || (step != d && step < 0x1p-14f);
+}
+
+/* Every slot's x scale (and the head's) one its weight's activations can take. */
+static el_status check_fit(const el_model *m, const el_profile *p) {
+    for (int32_t i = 0; i < p->n_slots; i++) {
+        const el_weight *w = el_layer_weight(&m->layers[i / EL_N_LINEAR],
+                                             (el_linear)(i % EL_N_LINEAR));
+        if (scale_unfit(w, p->slots[i].x_scale))
+            return el_error(EL_ERR_MISMATCH, "%s: layer %d %s: scale x = %g does not fit the f16 "
+                            "scale of %s's activation blocks (6.1e-5 to 65504)", p->path,
+                            i / EL_N_LINEAR, el_linear_tensor_suffix((el_linear)(i % EL_N_LINEAR)),
+                            (double)p->slots[i].x_scale, el_type_layout_get(w->type)->name);
+    }
+    if (scale_unfit(&m->output, p->output_x_scale))
+        return el_error(EL_ERR_MISMATCH, "%s: the output head's scale x = %g does not fit the f16 "
+                        "scale of %s's activation blocks (6.1e-5 to 65504)", p->path,
+                        (double)p->output_x_scale, el_type_layout_get(m->output.type)->name);
+    return EL_OK;
+}
+
 /* The profile's x scales replace the static ones of weights dotted with int8 activations, and
  * the per-block scales of the block types (a tied head is token_embd: both views get it). */
 static void apply_act_scales(el_model *m, const el_profile *p) {
@@ -167,6 +195,7 @@ el_status el_profile_load(el_model *m, const char *path) {
     gguf_file *f = NULL;
     el_status st = gguf_open(path, &f);
     if (st == EL_OK) st = read_profile(f, m, p);
+    if (st == EL_OK) st = check_fit(m, p);
     gguf_close(f);
     if (st) {
         el_profile_free(p);

@@ -361,8 +361,8 @@ el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model) {
                 return el_error(EL_ERR_UNSUPPORTED, "%s: %s is %s, whose input is quantized at "
                                 "scales of its own as it runs; quantization-aware fine-tuning "
                                 "needs int8 inputs at static scales (a model from train --qat "
-                                "w4a8, quantize --type w4a8 --calibrate, or any quantized model "
-                                "under a profile)", model->path, name,
+                                "w4a8, quantize --type w4a8 --calibrate, or a W8, W4 or ggml "
+                                "block-type model under a profile)", model->path, name,
                                 el_type_layout_get(w->type)->name);
             }
             n_int8 += kind;

@@ -36,9 +36,10 @@ el_status el_tmodel_widen_from_model(el_tmodel *m, const el_model *model, int32_
 /* Quantization-aware fine-tuning on a loaded model (after el_tmodel_from_model and
  * el_tmodel_add_lora): every site whose weight takes int8 inputs at a static scale fake-quantizes
  * its input at that scale, the others stay float; under the model's quantization profile the
- * adapter terms go on the profile's int8 grids: as the run time computes. Refuses a model whose
- * inputs are quantized row by row as it runs (block types, per-token scales), a profile without
- * scales for a slot the adapter targets, and a model with no int8 input at all. */
+ * adapter terms go on the profile's int8 grids: as the run time computes (a block type's
+ * activation blocks hold the profile's scale too). Refuses a model whose inputs are quantized at
+ * scales of their own as it runs (block types without a profile, per-token scales, int16), a
+ * profile without scales for a slot the adapter targets, and a model with no int8 input. */
 el_status el_tmodel_qat_from_model(el_tmodel *m, const el_model *model);
 
 /* Adds a loaded adapter's terms to m as its LoRA block (frozen, or to train on): every target of

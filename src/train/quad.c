@@ -184,12 +184,16 @@ static el_status heldout(const quad_run *r, const el_tmodel *tm, const el_tmodel
     return st;
 }
 
-/* About max of the tokens of t's examples, whole examples at an even stride over the set, into
- * ids[max] (returns how many): the examples come grouped (by language, for the tasks of every
- * language), and the first max tokens would see only the first group. */
+/* Up to max of the tokens of t's examples into ids[max] (returns how many): examples evenly
+ * spaced over the whole set, as many as max tokens hold on average (the last one cut at max).
+ * The examples come grouped (by language, for the tasks of every language), and the first max
+ * tokens would see only the first group. */
 static int64_t spread_tokens(const el_tdata *t, int64_t max, int32_t *ids) {
-    int64_t stride = (int64_t)t->n / max > 1 ? (int64_t)t->n / max : 1, n = 0;
-    for (int64_t i = 0; i < t->n_items && n < max; i += stride) {
+    if (t->n == 0 || t->n_items == 0) return 0;
+    int64_t want = (int64_t)ceil((double)max * (double)t->n_items / (double)t->n), n = 0;
+    if (want > t->n_items) want = t->n_items;
+    for (int64_t k = 0; k < want && n < max; k++) {
+        int64_t i = (int64_t)((double)k * (double)t->n_items / (double)want);
         int64_t end = i + 1 < t->n_items ? t->starts[i + 1] : (int64_t)t->n;
         for (int64_t j = t->starts[i]; j < end && n < max; j++) ids[n++] = t->ids[j];
     }

@@ -169,8 +169,8 @@ el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum) {
         if (n_in % 32)
             return el_error(EL_ERR_INVALID_ARG, "int4 weights: the %s rows hold %lld values, not "
                             "whole 32-value chunks as the W4 type needs (make dim and ffn "
-                            "multiples of 32)", kind_names[EL_TK_FIRST_LINEAR + i],
-                            (long long)n_in);
+                            "multiples of 32; train --init widens a model's ffn with --ffn)",
+                            kind_names[EL_TK_FIRST_LINEAR + i], (long long)n_in);
     }
     if (!(momentum >= 0.0f && momentum <= 1.0f))
         return el_error(EL_ERR_INVALID_ARG, "QAT scale momentum %g is not in 0..1",

@@ -114,6 +114,9 @@ expect_exit ffn_without_init 2 "$EL" train --shape "$shape" --tokenizer "$TMP/to
 expect_exit init_narrower 1 "$EL" train --init "$TMP/model.gguf" --ffn 32 -f "$TMP/train.txt" -o "$TMP/x.gguf"
 grep -q "model.gguf: an FFN of 32 channels is narrower than the model's 64" "$TMP/err" \
     && pass init_narrower_message || fail init_narrower_message "$(cat "$TMP/err")"
+expect_exit init_compressed 1 "$EL" train --init models/base.uniql.gguf -f "$TMP/train.txt" -o "$TMP/x.gguf"
+grep -q "base.uniql.gguf is a UniQL compressed model" "$TMP/err" && [ ! -e "$TMP/x.gguf" ] \
+    && pass init_compressed_message || fail init_compressed_message "$(cat "$TMP/err")"
 
 # usage and data errors
 expect_exit bad_shape 2 "$EL" train --shape "dim=32,layers=x" --tokenizer "$TMP/tok.gguf" -f "$TMP/train.txt" -o "$TMP/x.gguf"
