@@ -48,9 +48,10 @@ static void print_results(const el_quad_adapter *r, int32_t n, const char *out) 
     for (int32_t i = 0; i < n; i++)
         printf("| %s%s | %.4f | %.4f | %.4f | %.4f | %.5f | %.5f | %.5f |\n", r[i].name,
                r[i].sets_profile ? " (sets the profile)"
-                                 : r[i].tuned ? "" : " (tuning not kept: no closer)", r[i].float_loss, r[i].own_loss,
-               r[i].shared_loss, r[i].tuned_loss, r[i].sensitivity, r[i].kl_before,
-               r[i].kl_after);
+               : r[i].tuned      ? ""
+                                 : " (tuning not kept: no closer)",
+               r[i].float_loss, r[i].own_loss, r[i].shared_loss, r[i].tuned_loss,
+               r[i].sensitivity, r[i].kl_before, r[i].kl_after);
     printf("held-out cross-entropy of the response tokens (nats); sensitivity: KL(float || int8 "
            "under its own profile); KL(float || int8 under the shared profile) as it came and "
            "tuned. Wrote %s/profile.gguf and the adapters for it.\n", out);

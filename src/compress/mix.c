@@ -59,11 +59,6 @@ const el_mix *el_mix_find(const char *name) {
 
 /* ------------------------------------------------------------ which tensors are converted */
 
-static bool ends_with(gguf_str s, const char *suffix) {
-    size_t n = strlen(suffix);
-    return s.len >= n && !memcmp(s.ptr + s.len - n, suffix, n);
-}
-
 static bool contains(gguf_str s, const char *part) {
     size_t n = strlen(part);
     for (uint64_t i = 0; i + n <= s.len; i++)
@@ -87,7 +82,7 @@ static const char *const kept_as_is[] = {
 };
 
 bool el_mix_converts(const gguf_tensor *t) {
-    if (t->n_dims < 2 || !ends_with(t->name, "weight")) return false;
+    if (t->n_dims < 2 || !gguf_str_ends_with(t->name, "weight")) return false;
     if (gguf_str_eq(t->name, "position_embd.weight") || gguf_str_eq(t->name, "token_types.weight"))
         return false;
     for (size_t i = 0; i < sizeof kept_as_is / sizeof kept_as_is[0]; i++)

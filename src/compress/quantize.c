@@ -226,9 +226,7 @@ static el_status fill_tensor(void *user, void *buf, uint64_t nbytes) {
 }
 
 static bool is_act_scale(const gguf_tensor *t) {
-    size_t ls = strlen(EL_ACT_SCALE_SUFFIX);
-    return t->name.len >= ls &&
-           memcmp(t->name.ptr + t->name.len - ls, EL_ACT_SCALE_SUFFIX, ls) == 0;
+    return gguf_str_ends_with(t->name, EL_ACT_SCALE_SUFFIX);
 }
 
 /* Adds "<name>.act_scale" after a weight written in a type dotted with int8 activations, if
@@ -253,10 +251,8 @@ static el_status plan_act_scale(quant_state *s, quant_tensor *qt) {
 /* Whether tensor t takes the output type: a model's weight matrices, an adapter's A and B. */
 static bool converts(const quant_state *s, const gguf_tensor *t) {
     if (!s->adapter) return el_mix_converts(t);
-    size_t n = t->name.len;
-    return t->n_dims == 2 && n > 7 &&
-           (memcmp(t->name.ptr + n - 7, ".lora_a", 7) == 0 ||
-            memcmp(t->name.ptr + n - 7, ".lora_b", 7) == 0);
+    return t->n_dims == 2 &&
+           (gguf_str_ends_with(t->name, ".lora_a") || gguf_str_ends_with(t->name, ".lora_b"));
 }
 
 /* Plans every output tensor (its type, checked readable) and hands it to the writer. Static

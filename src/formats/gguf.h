@@ -108,6 +108,7 @@ el_status gguf_get_arr(const gguf_file *f, const char *key, gguf_value_type elem
                        const gguf_kv **out);
 
 bool gguf_str_eq(gguf_str s, const char *cstr);
+bool gguf_str_ends_with(gguf_str s, const char *suffix);
 const char *gguf_type_name(gguf_value_type t);
 /* Bytes of one element of a fixed-size value type; 0 for string and array. */
 size_t gguf_value_size(gguf_value_type t);

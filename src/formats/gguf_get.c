@@ -9,6 +9,11 @@ bool gguf_str_eq(gguf_str s, const char *cstr) {
     return s.len == n && memcmp(s.ptr, cstr, n) == 0;
 }
 
+bool gguf_str_ends_with(gguf_str s, const char *suffix) {
+    size_t n = strlen(suffix);
+    return s.len >= n && memcmp(s.ptr + s.len - n, suffix, n) == 0;
+}
+
 const gguf_kv *gguf_find(const gguf_file *f, const char *key) {
     for (uint64_t i = 0; i < f->n_kv; i++)
         if (gguf_str_eq(f->kv[i].key, key)) return &f->kv[i];

@@ -12,11 +12,6 @@
 #include "kernels/types.h"
 #include "model/model.h"
 
-static bool ends_with(gguf_str s, const char *suffix) {
-    size_t n = strlen(suffix);
-    return s.len >= n && memcmp(s.ptr + s.len - n, suffix, n) == 0;
-}
-
 /* Sets the scale of the views a weight tensor named name[0..len) feeds; false if it is no matmul
  * weight of m. A tied output head shares token_embd.weight: its scale applies to the head. A
  * fused tensor (phi3's attn_qkv, ffn_up) feeds the views of all its parts, which read the same
@@ -54,7 +49,7 @@ el_status el_model_load_act_scales(el_model *m) {
     size_t ls = strlen(EL_ACT_SCALE_SUFFIX);
     for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
         const gguf_tensor *t = &m->gguf->tensors[i];
-        if (!ends_with(t->name, EL_ACT_SCALE_SUFFIX)) continue;
+        if (!gguf_str_ends_with(t->name, EL_ACT_SCALE_SUFFIX)) continue;
         int nl = (int)t->name.len;
         int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         if (t->type != EL_TYPE_F32 || n != 1)

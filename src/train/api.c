@@ -112,10 +112,10 @@ static el_status start_model(const el_train_params *p, el_tmodel *m, el_model **
     mp.vocab_only = !p->init_path;
     el_status st = el_model_load(p->init_path ? p->init_path : p->tokenizer_path, &mp, vocab);
     if (st) return st;
-    if (p->init_path && (st = el_prune_refuse(*vocab, "training"))) return st;
     if (p->init_path) {
         int32_t n_ff = p->init_n_ff > 0 ? p->init_n_ff : (*vocab)->hp.n_ff;
-        return el_tmodel_widen_from_model(m, *vocab, n_ff, p->seed);
+        st = el_prune_refuse(*vocab, "training");
+        return st ? st : el_tmodel_widen_from_model(m, *vocab, n_ff, p->seed);
     }
     el_tconfig c = {.dim = p->dim, .n_layer = p->n_layer, .n_head = p->n_head,
                     .n_head_kv = p->n_head_kv, .n_ff = p->n_ff, .n_ctx = p->n_ctx,
