@@ -151,35 +151,47 @@ static int compare_quantizers(const el_kernels *simd) {
     return TEST_PASS;
 }
 
-/* A8 rows of a fixed scale (static activation scales, profiles) must be the reference's bytes
- * and sum: values far beyond the scale's range (clamped to +-127), exact halves of the step
- * (ties, rounded to even), zeros, in rows of 1 to 5 chunks. */
-static int compare_a8_static(const el_kernels *simd) {
+/* Rows of a fixed scale (static activation scales, profiles) must be the reference's bytes,
+ * sums and block scales, for A8 and the block types (q8_0 and q8_1 on the grid of the scale's
+ * f16 value): values far beyond the scale's range (clamped to +-127), exact halves of the step
+ * (ties, rounded to even), zeros, in rows of 1 to 5 chunks or blocks. */
+static int compare_static(const el_kernels *simd) {
+    static const el_type types[] = {EL_TYPE_A8, EL_TYPE_Q8_0, EL_TYPE_Q8_1, EL_TYPE_Q8_K};
+    el_kernels ref;
+    el_kernels_reference(&ref);
     test_rng r = {13};
-    for (int64_t n = 32; n <= 160; n += 32) {
-        size_t bytes = el_row_size(EL_TYPE_A8, n);
-        float *x = malloc((size_t)n * sizeof *x);
-        char *want = malloc(bytes), *got = malloc(bytes);
-        CHECK(x && want && got);
-        for (int rep = 0; rep < 20; rep++) {
-            float d = ldexpf(1.0f, (int)(test_rand_u32(&r) % 20) - 14);
-            for (int64_t i = 0; i < n; i++) {
-                uint32_t pick = test_rand_u32(&r) % 4;
-                x[i] = pick == 0   ? (float)((int)(test_rand_u32(&r) % 301) - 150) * 0.5f * d
-                       : pick == 1 ? test_rand_uniform(&r, -1e6f, 1e6f) * d
-                       : pick == 2 ? 0.0f
-                                   : test_rand_uniform(&r, -127.0f, 127.0f) * d;
-            }
-            el_a8_from_float_static(x, want, n, d);
-            memset(got, 0xAB, bytes);
-            simd->quantize_static[EL_TYPE_A8](x, got, n, d);
-            if (memcmp(want, got, bytes) != 0) {
-                test_note("%s a8 static n=%lld rep %d: bytes differ from the reference",
-                          simd->isa, (long long)n, rep);
-                return TEST_FAIL;
-            }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        el_type t = types[ti];
+        int64_t unit = t == EL_TYPE_Q8_K ? EL_QK_K : 32;
+        if (!simd->quantize_static[t]) {
+            test_note("%s: no static quantizer for type %d", simd->isa, (int)t);
+            return TEST_FAIL;
         }
-        free(x), free(want), free(got);
+        for (int64_t n = unit; n <= 5 * unit; n += unit) {
+            size_t bytes = el_row_size(t, n);
+            float *x = malloc((size_t)n * sizeof *x);
+            char *want = malloc(bytes), *got = malloc(bytes);
+            CHECK(x && want && got);
+            for (int rep = 0; rep < 20; rep++) {
+                float d = ldexpf(1.0f, (int)(test_rand_u32(&r) % 20) - 14);
+                for (int64_t i = 0; i < n; i++) {
+                    uint32_t pick = test_rand_u32(&r) % 4;
+                    x[i] = pick == 0   ? (float)((int)(test_rand_u32(&r) % 301) - 150) * 0.5f * d
+                           : pick == 1 ? test_rand_uniform(&r, -1e6f, 1e6f) * d
+                           : pick == 2 ? 0.0f
+                                       : test_rand_uniform(&r, -127.0f, 127.0f) * d;
+                }
+                ref.quantize_static[t](x, want, n, d);
+                memset(got, 0xAB, bytes);
+                simd->quantize_static[t](x, got, n, d);
+                if (memcmp(want, got, bytes) != 0) {
+                    test_note("%s static quantizer of type %d n=%lld rep %d: bytes differ from "
+                              "the reference", simd->isa, (int)t, (long long)n, rep);
+                    return TEST_FAIL;
+                }
+            }
+            free(x), free(want), free(got);
+        }
     }
     return TEST_PASS;
 }
@@ -480,7 +492,7 @@ static int compare_w8a16(const el_kernels *simd) {
 static int compare_all(const el_kernels *k) {
     if (compare_tables(k) != TEST_PASS) return TEST_FAIL;
     if (compare_quantizers(k) != TEST_PASS) return TEST_FAIL;
-    if (compare_a8_static(k) != TEST_PASS) return TEST_FAIL;
+    if (compare_static(k) != TEST_PASS) return TEST_FAIL;
     if (compare_f16_rows(k) != TEST_PASS) return TEST_FAIL;
     if (compare_w8a16(k) != TEST_PASS) return TEST_FAIL;
     if (compare_gemvs(k) != TEST_PASS) return TEST_FAIL;

@@ -59,7 +59,12 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_A8] = el_quantize_a8_avx2,
             [EL_TYPE_A16] = el_quantize_a16_avx2,
         },
-        .quantize_static[EL_TYPE_A8] = el_quantize_a8_static_avx2,
+        .quantize_static = {
+            [EL_TYPE_A8] = el_quantize_a8_static_avx2,
+            [EL_TYPE_Q8_0] = el_quantize_q8_0_static_avx2,
+            [EL_TYPE_Q8_1] = el_quantize_q8_1_static_avx2,
+            [EL_TYPE_Q8_K] = el_quantize_q8_k_static_avx2,
+        },
         .tile = {
             [EL_TYPE_Q8_0] = el_tile_q8_0_avx2,
             [EL_TYPE_Q4_0] = el_tile_q4_0_avx2,

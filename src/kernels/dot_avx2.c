@@ -322,29 +322,78 @@ void el_quantize_a8_avx2(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
-/* A8 row of a fixed scale d: the reference's arithmetic (x * (1 / d) clamped to -127..127, then
- * rounded to nearest even by cvtps), so the same bytes and sum. */
+/* 32 values on a fixed grid (1 / id per step): the reference's arithmetic (x * id clamped to
+ * -127..127, a NaN to -127 as maxps returns its second operand, then rounded to nearest even by
+ * cvtps), so the same bytes; q gets the four groups' 8-lane int32 values for the sums. */
+static __m256i static_to_s8(const float *x, __m256 id, __m256i q[4]) {
+    const __m256 hi = _mm256_set1_ps(127.0f), lo = _mm256_set1_ps(-127.0f);
+    for (int k = 0; k < 4; k++) {
+        __m256 v = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), id), lo);
+        q[k] = _mm256_cvtps_epi32(_mm256_min_ps(v, hi));
+    }
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static __m256 static_inverse(float step) { return _mm256_set1_ps(step > 0.0f ? 1.0f / step : 0.0f); }
+
+static __m256i sum_groups(const __m256i q[4]) {
+    return _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+}
+
+/* A8 row of a fixed scale d: the bytes and sum of el_a8_from_float_static. */
 void el_quantize_a8_static_avx2(const float *x, void *y, int64_t n, float d) {
     el_a8_header h = {.d = d};
-    const __m256 id = _mm256_set1_ps(1.0f / d), hi = _mm256_set1_ps(127.0f);
-    const __m256 lo = _mm256_set1_ps(-127.0f);
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256 id = static_inverse(d);
     int8_t *q = (int8_t *)y + sizeof h;
     __m256i sum = _mm256_setzero_si256();
     for (int64_t i = 0; i < n; i += 32) {
         __m256i qi[4];
-        for (int k = 0; k < 4; k++) {
-            __m256 v = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), id), lo);
-            qi[k] = _mm256_cvtps_epi32(_mm256_min_ps(v, hi));
-        }
-        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]),
-                                       _mm256_packs_epi32(qi[2], qi[3]));
-        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(q + i), b);
-        sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, b), ones16));
+        _mm256_storeu_si256((__m256i *)(q + i), static_to_s8(x + i, id, qi));
+        sum = _mm256_add_epi32(sum, sum_groups(qi));
     }
     h.sum = hsum_epi32(sum);
     memcpy(y, &h, sizeof h);
+}
+
+/* Blocks of a fixed scale: the bytes of el_q8_0/q8_1/q8_k_from_float_static (the f16 blocks
+ * on the grid of d's f16 value, el_static_step). */
+void el_quantize_q8_0_static_avx2(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_0 *b = y;
+    uint16_t dh = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    const __m256 id = static_inverse(el_static_step(EL_TYPE_Q8_0, d));
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        __m256i q[4];
+        b->d = dh;
+        _mm256_storeu_si256((__m256i *)b->qs, static_to_s8(x, id, q));
+    }
+}
+
+void el_quantize_q8_1_static_avx2(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_1 *b = y;
+    uint16_t dh = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+    float step = el_static_step(EL_TYPE_Q8_1, d);
+    const __m256 id = static_inverse(step);
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        __m256i q[4];
+        b->d = dh;
+        _mm256_storeu_si256((__m256i *)b->qs, static_to_s8(x, id, q));
+        b->s = _cvtss_sh((float)hsum_epi32(sum_groups(q)) * step, _MM_FROUND_TO_NEAREST_INT);
+    }
+}
+
+void el_quantize_q8_k_static_avx2(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_k *b = y;
+    const __m256 id = static_inverse(d);
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++, x += EL_QK_K) {
+        b->d = d;
+        for (int g = 0; g < EL_QK_K / 32; g++) {
+            __m256i q[4];
+            _mm256_storeu_si256((__m256i *)(b->qs + 32 * g), static_to_s8(x + 32 * g, id, q));
+            b->bsums[2 * g] = (int16_t)hsum_epi32(_mm256_add_epi32(q[0], q[1]));
+            b->bsums[2 * g + 1] = (int16_t)hsum_epi32(_mm256_add_epi32(q[2], q[3]));
+        }
+    }
 }
 
 /* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to

@@ -88,25 +88,74 @@ void el_quantize_a8_neon(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
-/* A8 row of a fixed scale d: the reference's arithmetic (x * (1 / d) clamped to -127..127, then
- * rounded to nearest even), so the same bytes and sum. */
+/* 16 values on a fixed grid (1 / id per step): the reference's arithmetic (x * id clamped to
+ * -127..127, then rounded to nearest even), so the same bytes. */
+static int8x16_t static_to_s8(const float *x, float id) {
+    const float32x4_t hi = vdupq_n_f32(127.0f), lo = vdupq_n_f32(-127.0f);
+    int32x4_t v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = vcvtnq_s32_f32(vminq_f32(vmaxq_f32(vmulq_n_f32(vld1q_f32(x + 4 * k), id), lo), hi));
+    int16x8_t a = vcombine_s16(vmovn_s32(v[0]), vmovn_s32(v[1]));
+    int16x8_t b = vcombine_s16(vmovn_s32(v[2]), vmovn_s32(v[3]));
+    return vcombine_s8(vmovn_s16(a), vmovn_s16(b));
+}
+
+static float static_inverse(float step) { return step > 0.0f ? 1.0f / step : 0.0f; }
+
+static uint16_t fp16_bits(float d) {
+    return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(d))), 0);
+}
+
+/* A8 row of a fixed scale d: the bytes and sum of el_a8_from_float_static. */
 void el_quantize_a8_static_neon(const float *x, void *y, int64_t n, float d) {
     el_a8_header h = {.d = d};
-    float id = 1.0f / d;
-    const float32x4_t hi = vdupq_n_f32(127.0f), lo = vdupq_n_f32(-127.0f);
+    float id = static_inverse(d);
     int8_t *q = (int8_t *)y + sizeof h;
     for (int64_t i = 0; i < n; i += 16) {
-        int32x4_t v[4];
-        for (int k = 0; k < 4; k++)
-            v[k] = vcvtnq_s32_f32(
-                vminq_f32(vmaxq_f32(vmulq_n_f32(vld1q_f32(x + i + 4 * k), id), lo), hi));
-        int16x8_t a = vcombine_s16(vmovn_s32(v[0]), vmovn_s32(v[1]));
-        int16x8_t b = vcombine_s16(vmovn_s32(v[2]), vmovn_s32(v[3]));
-        int8x16_t s = vcombine_s8(vmovn_s16(a), vmovn_s16(b));
+        int8x16_t s = static_to_s8(x + i, id);
         vst1q_s8(q + i, s);
         h.sum += vaddlvq_s8(s);
     }
     memcpy(y, &h, sizeof h);
+}
+
+/* Blocks of a fixed scale: the bytes of el_q8_0/q8_1/q8_k_from_float_static (the f16 blocks
+ * on the grid of d's f16 value, el_static_step). */
+void el_quantize_q8_0_static_neon(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_0 *b = y;
+    uint16_t dh = fp16_bits(d);
+    float id = static_inverse(el_static_step(EL_TYPE_Q8_0, d));
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        b->d = dh;
+        vst1q_s8(b->qs, static_to_s8(x, id));
+        vst1q_s8(b->qs + 16, static_to_s8(x + 16, id));
+    }
+}
+
+void el_quantize_q8_1_static_neon(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_1 *b = y;
+    uint16_t dh = fp16_bits(d);
+    float step = el_static_step(EL_TYPE_Q8_1, d), id = static_inverse(step);
+    for (int64_t i = 0; i < n / EL_QK8_0; i++, b++, x += EL_QK8_0) {
+        int8x16_t lo = static_to_s8(x, id), hi = static_to_s8(x + 16, id);
+        b->d = dh;
+        vst1q_s8(b->qs, lo);
+        vst1q_s8(b->qs + 16, hi);
+        b->s = fp16_bits((float)(vaddlvq_s8(lo) + vaddlvq_s8(hi)) * step);
+    }
+}
+
+void el_quantize_q8_k_static_neon(const float *x, void *y, int64_t n, float d) {
+    el_block_q8_k *b = y;
+    float id = static_inverse(d);
+    for (int64_t i = 0; i < n / EL_QK_K; i++, b++, x += EL_QK_K) {
+        b->d = d;
+        for (int g = 0; g < EL_QK_K / 16; g++) {
+            int8x16_t q = static_to_s8(x + 16 * g, id);
+            vst1q_s8(b->qs + 16 * g, q);
+            b->bsums[g] = (int16_t)vaddlvq_s8(q);
+        }
+    }
 }
 
 /* A16 row: the reference's arithmetic (d = amax / 32767 over the row; x * (1 / d) rounded to

@@ -96,7 +96,12 @@ const el_kernel_level el_level_neon = {
             [EL_TYPE_A8] = el_quantize_a8_neon,
             [EL_TYPE_A16] = el_quantize_a16_neon,
         },
-        .quantize_static[EL_TYPE_A8] = el_quantize_a8_static_neon,
+        .quantize_static = {
+            [EL_TYPE_A8] = el_quantize_a8_static_neon,
+            [EL_TYPE_Q8_0] = el_quantize_q8_0_static_neon,
+            [EL_TYPE_Q8_1] = el_quantize_q8_1_static_neon,
+            [EL_TYPE_Q8_K] = el_quantize_q8_k_static_neon,
+        },
         .attend = el_attend_neon,
         .int8_probe = {el_int8_probe_neon, EL_PROBE_CHAINS * 16, 8, "smull"},
     },

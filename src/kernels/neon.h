@@ -24,6 +24,9 @@ void el_quantize_q8_0_neon(const float *x, void *y, int64_t n);
 void el_quantize_q8_k_neon(const float *x, void *y, int64_t n);
 void el_quantize_a8_neon(const float *x, void *y, int64_t n);
 void el_quantize_a8_static_neon(const float *x, void *y, int64_t n, float d);
+void el_quantize_q8_0_static_neon(const float *x, void *y, int64_t n, float d);
+void el_quantize_q8_1_static_neon(const float *x, void *y, int64_t n, float d);
+void el_quantize_q8_k_static_neon(const float *x, void *y, int64_t n, float d);
 void el_quantize_a16_neon(const float *x, void *y, int64_t n);
 void el_quantize_f16_neon(const float *x, void *y, int64_t n);
 
