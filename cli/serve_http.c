@@ -197,9 +197,6 @@ static bool request_prepare(request *r, serve_error *e) {
         return false;
     for (int i = 0; i < p->n_adapters; i++)
         if (!bind_adapter(r, p->adapters[i].name, p->adapters[i].scale, e, false)) return false;
-    if (p->logprobs >= 0 && p->n > 1)
-        return serve_error_set(e, 400, "invalid_request_error", "unsupported_parameter",
-                               "'logprobs' with 'n' > 1 is not supported");
     if (!request_prompt(r, e) || !request_spec(r, e)) return false;
     if (p->max_tokens > sv->max_tokens)
         return serve_error_set(e, 400, "invalid_request_error", "invalid_value",

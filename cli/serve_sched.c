@@ -400,6 +400,36 @@ static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
     s->stats.prompt_tokens += j->n_prompt;
 }
 
+/* Choice c's log-probabilities: e (copied), after those it has; false if out of memory. */
+static bool add_logprob(serve_choice *c, const el_token_logprob *e) {
+    if (c->n_lp == c->cap_lp) {
+        int32_t cap = c->cap_lp ? 2 * c->cap_lp : 16;
+        el_token_logprob *more = realloc(c->lp, (size_t)cap * sizeof *more);
+        if (!more) return false;
+        c->lp = more;
+        c->cap_lp = cap;
+    }
+    c->lp[c->n_lp++] = *e;
+    return true;
+}
+
+/* The log-probabilities of the tokens slot i's group took since the last call, into its
+ * choices; false after failing the slot (out of memory). */
+static bool take_group_logprobs(serve_sched *s, int32_t i) {
+    serve_job *j = s->slots[i].job;
+    for (int32_t c = 0; j->logprobs >= 0 && c < j->n_choices; c++) {
+        el_variant_result r;
+        el_variants_result(s->slots[i].group, c, &r);
+        serve_choice *ch = &j->choices[c];
+        while (ch->n_lp < r.n_tokens)
+            if (!add_logprob(ch, &r.logprobs[ch->n_lp])) {
+                slot_fail(s, i, "out of memory");
+                return false;
+            }
+    }
+    return true;
+}
+
 static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     int32_t k = j->n_choices;
     el_variant_params vp[SERVE_MAX_N];
@@ -410,6 +440,7 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     cli_choices_params(&ch, vp, &gp);
     gp.on_text = on_variant_text;
     gp.user = j;
+    gp.logprobs = j->logprobs;
     sched_slot *sl = &s->slots[i];
     *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
                        .t0 = cli_now_ms() / 1e3};
@@ -421,6 +452,7 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     }
     for (int32_t c = 1; c < k; c++) s->slots[i + c] = (sched_slot){.job = j, .row = -1, .follower = true};
     sl->generating = true;
+    if (!take_group_logprobs(s, i)) return;
     publish(j);
 }
 
@@ -541,33 +573,13 @@ static int32_t build_step(serve_sched *s) {
     return n;
 }
 
-/* The sampled token's log-probability under the model's distribution, and the k best. */
-static void record_logprob(serve_sched *s, serve_choice *c, const float *logits, int32_t tok,
-                           int k) {
-    if (c->n_lp == c->cap_lp) {
-        int32_t cap = c->cap_lp ? 2 * c->cap_lp : 16;
-        serve_logprob *more = realloc(c->lp, (size_t)cap * sizeof *more);
-        if (!more) return;
-        c->lp = more;
-        c->cap_lp = cap;
-    }
-    float mx = logits[0];
-    for (int32_t v = 1; v < s->n_vocab; v++) mx = logits[v] > mx ? logits[v] : mx;
-    double sum = 0;
-    for (int32_t v = 0; v < s->n_vocab; v++) sum += exp((double)logits[v] - mx);
-    float lse = mx + (float)log(sum);
-    serve_logprob *e = &c->lp[c->n_lp++];
-    *e = (serve_logprob){.token = tok, .logprob = logits[tok] - lse};
-    for (int r = 0; r < k; r++) {
-        int32_t best = -1;
-        for (int32_t v = 0; v < s->n_vocab; v++) {
-            bool taken = false;
-            for (int q = 0; q < r; q++) taken |= e->top_token[q] == v;
-            if (!taken && (best < 0 || logits[v] > logits[best])) best = v;
-        }
-        e->top_token[r] = best;
-        e->top_logprob[r] = logits[best] - lse;
-    }
+/* The sampled token's log-probability under the model's distribution and the k best, into
+ * choice c; NULL, or why not. */
+static const char *record_logprob(serve_sched *s, serve_choice *c, const float *logits,
+                                  int32_t tok, int k) {
+    el_token_logprob e;
+    if (el_token_logprobs(logits, s->n_vocab, tok, k, &e) != EL_OK) return el_last_error();
+    return add_logprob(c, &e) ? NULL : "out of memory";
 }
 
 /* Appends sampled token tok to slot i's text, or ends the job (end of text, its length, a
@@ -580,7 +592,11 @@ static bool take_token(serve_sched *s, int32_t i, int32_t tok, const float *logi
         slot_finish(s, i, "stop");
         return false;
     }
-    if (j->logprobs >= 0) record_logprob(s, &j->choices[0], logits, tok, j->logprobs);
+    const char *why = j->logprobs >= 0 ? record_logprob(s, &j->choices[0], logits, tok, j->logprobs) : NULL;
+    if (why) {
+        slot_fail(s, i, why);
+        return false;
+    }
     sl->tokens[sl->n_tokens++] = tok;
     j->choices[0].n_tokens = sl->n_tokens - j->n_prompt;
     if (!slot_add_token_text(s, sl)) {
@@ -679,6 +695,7 @@ static void sample_group(serve_sched *s, int32_t i) {
         slot_fail(s, i, el_last_error());
         return;
     }
+    if (!take_group_logprobs(s, i)) return;
     static const char *const reasons[] = {[EL_FINISH_EOS] = "stop", [EL_FINISH_STOP] = "stop",
                                           [EL_FINISH_LENGTH] = "length"};
     for (int32_t c = 0; c < j->n_choices; c++) {

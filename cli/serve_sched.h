@@ -23,19 +23,11 @@
 
 typedef struct serve_sched serve_sched;
 
-/* One generated token's log-probability and its best alternatives (logprobs). */
-typedef struct serve_logprob {
-    int32_t token;
-    float logprob;
-    int32_t top_token[SERVE_MAX_LOGPROBS];
-    float top_logprob[SERVE_MAX_LOGPROBS];
-} serve_logprob;
-
 typedef struct serve_choice {
     char *text;            /* the final text so far (never changes once published) */
     size_t len;
     int32_t n_tokens;      /* generated */
-    serve_logprob *lp;     /* [n_lp] when logprobs were asked for */
+    el_token_logprob *lp;  /* [n_lp] when logprobs were asked for */
     int32_t n_lp, cap_lp;
     const char *finish;    /* NULL while running; "stop" or "length" */
 } serve_choice;

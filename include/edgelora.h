@@ -285,6 +285,22 @@ el_status el_sampler_sample(el_sampler *s, const float *logits, int32_t *token);
 /* Records a token (prompt or generated) for the repetition penalty. */
 void el_sampler_accept(el_sampler *s, int32_t token);
 
+/* A token's log-probability under the model's distribution (the softmax of a row of raw logits,
+ * before temperature, penalties or filters: what OpenAI's logprobs report), and the n_top most
+ * likely tokens with theirs, most likely first (equal logits: the lower id first). */
+enum { EL_MAX_TOP_LOGPROBS = 20 };
+typedef struct el_token_logprob {
+    int32_t token;
+    float logprob;
+    int32_t n_top;
+    int32_t top_token[EL_MAX_TOP_LOGPROBS];
+    float top_logprob[EL_MAX_TOP_LOGPROBS];
+} el_token_logprob;
+
+/* out for token under logits[n_vocab]; 0 <= n_top <= min(EL_MAX_TOP_LOGPROBS, n_vocab). */
+el_status el_token_logprobs(const float *logits, int32_t n_vocab, int32_t token, int32_t n_top,
+                            el_token_logprob *out);
+
 /* --------------------------------------------------------------- adapters */
 
 /* A LoRA adapter: low-rank terms added to some of the base model's linear layers at run time.
@@ -404,6 +420,9 @@ typedef struct el_variants_params {
     int32_t n_prompt_bindings;
     el_variant_text_fn on_text;        /* or NULL */
     void *user;
+    int32_t logprobs;                  /* -1 (default): none; 0..EL_MAX_TOP_LOGPROBS: every
+                                        * generated token's el_token_logprobs with that many
+                                        * alternatives, in el_variant_result.logprobs */
 } el_variants_params;
 
 el_variants_params el_variants_default_params(void);
@@ -436,6 +455,7 @@ typedef struct el_variant_result {
     int32_t n_tokens;
     int32_t n_cells;        /* KV cells the variant holds beyond the shared prompt */
     el_finish finish;
+    const el_token_logprob *logprobs; /* [n_tokens] if the group was asked for them, else NULL */
 } el_variant_result;
 
 /* Variant i's state so far; the pointers stay valid until the next step or el_variants_free. */

@@ -3,6 +3,7 @@
  * same prompt, forced to the same first token, with the same adapters and sampler seed. Also the
  * KV accounting (the prompt stored once), first-token choice against a hand-sorted ranking, stop
  * conditions, streaming, errors. On stories260K and on a small GGUF. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,10 +49,23 @@ static el_sampler_params greedy(void) {
 
 typedef struct ref_out {
     int32_t tokens[MAXT];
+    double logprob[MAXT]; /* each token's log-softmax under the row it was taken from */
+    int32_t best[MAXT];   /* that row's most likely token (ties: the lower id) */
     int32_t n;
     el_finish finish;
     char *text; /* after the prompt's text */
 } ref_out;
+
+/* Token t's log-probability under logits (a plain log-sum-exp in double) and the argmax. */
+static void ref_logprob(const float *l, int32_t n_vocab, int32_t t, double *lp, int32_t *best) {
+    double mx = l[0], sum = 0;
+    *best = 0;
+    for (int32_t v = 1; v < n_vocab; v++)
+        if (l[v] > l[*best]) *best = v;
+    mx = l[*best];
+    for (int32_t v = 0; v < n_vocab; v++) sum += exp(l[v] - mx);
+    *lp = l[t] - (mx + log(sum));
+}
 
 /* Decodes the prompt with the base model, binds the adapters, then takes `first` (or samples the
  * first token if first < 0) and samples on until EOS or max_tokens. */
@@ -71,13 +85,15 @@ static int ref_run(el_model *m, const int32_t *prompt, int32_t np, int32_t first
     el_batch b = {.n_rows = np, .token = prompt, .pos = pos, .seq_id = seq};
     int ok = el_decode(ctx, &b) == EL_OK && el_context_bind(ctx, 0, bind, n_bind) == EL_OK;
     int32_t t = first;
-    if (ok && t < 0) ok = el_sampler_sample(smp, el_get_logits(ctx, np - 1), &t) == EL_OK;
+    const float *logits = ok ? el_get_logits(ctx, np - 1) : NULL;
+    if (ok && t < 0) ok = el_sampler_sample(smp, logits, &t) == EL_OK;
     out->n = 0;
     while (ok) {
         if (!ignore_eos && el_token_is_eog(m, t)) {
             out->finish = EL_FINISH_EOS;
             break;
         }
+        ref_logprob(logits, info.n_vocab, t, &out->logprob[out->n], &out->best[out->n]);
         out->tokens[out->n++] = t;
         el_sampler_accept(smp, t);
         if (out->n == max_tokens) {
@@ -86,8 +102,8 @@ static int ref_run(el_model *m, const int32_t *prompt, int32_t np, int32_t first
         }
         int32_t p = np + out->n - 1;
         el_batch one = {.n_rows = 1, .token = &t, .pos = &p, .seq_id = seq};
-        ok = el_decode(ctx, &one) == EL_OK &&
-             el_sampler_sample(smp, el_get_logits(ctx, 0), &t) == EL_OK;
+        ok = el_decode(ctx, &one) == EL_OK && (logits = el_get_logits(ctx, 0)) &&
+             el_sampler_sample(smp, logits, &t) == EL_OK;
     }
     int32_t all[MAXP + MAXT];
     memcpy(all, prompt, (size_t)np * sizeof *all);
@@ -116,6 +132,14 @@ static int same_as_ref(el_model *m, const el_variants *g, int32_t i, const int32
     int ok = r.n_tokens == ref.n && r.finish == ref.finish &&
              !memcmp(r.tokens, ref.tokens, (size_t)ref.n * sizeof *ref.tokens) &&
              r.text_len == strlen(ref.text) && !strcmp(r.text, ref.text);
+    for (int32_t t = 0; ok && r.logprobs && t < r.n_tokens; t++) {
+        const el_token_logprob *e = &r.logprobs[t];
+        ok = e->token == r.tokens[t] && fabs(e->logprob - ref.logprob[t]) < 1e-5 &&
+             (e->n_top == 0 || e->top_token[0] == ref.best[t]);
+        if (!ok)
+            test_note("variant %d token %d: logprob %.7f, top %d; reference %.7f, top %d", i, t,
+                      e->logprob, e->n_top ? e->top_token[0] : -1, ref.logprob[t], ref.best[t]);
+    }
     if (!ok)
         test_note("variant %d (first token %d): %d tokens, finish %d, text [%s]; reference %d "
                   "tokens, finish %d, text [%s]", i, r.first_token, r.n_tokens, r.finish, r.text,
@@ -273,6 +297,60 @@ static int test_k1_is_plain_run(void) {
         el_variants_free(g);
         el_context_free(ctx);
     }
+    el_model_free(m);
+    return TEST_PASS;
+}
+
+/* Each variant's log-probabilities (greedy and sampled, after the shared prompt and forced
+ * first tokens) are its reference run's, token by token; a group not asked has none, and a
+ * count beyond EL_MAX_TOP_LOGPROBS is refused. */
+static int test_logprobs(void) {
+    el_model *m = test_load_stories();
+    if (!m) return test_skip("stories260K is absent");
+    int32_t prompt[MAXP], np = tokenize(m, "Once upon a time", prompt);
+    el_variant_params vp[4];
+    for (int i = 0; i < 4; i++) {
+        vp[i] = el_variant_default_params();
+        vp[i].sampler = i < 2 ? greedy() : vp[i].sampler;
+        if (i >= 2) { /* wide enough to leave a distinct first token */
+            vp[i].sampler.top_k = 0;
+            vp[i].sampler.top_p = 1.0f;
+            vp[i].sampler.min_p = 0.0f;
+        }
+        vp[i].sampler.seed = 40 + (uint64_t)i;
+        vp[i].max_tokens = 30;
+    }
+    vp[3].first_token = prompt[1]; /* forced */
+    el_context *ctx = new_ctx(m, np + 4 * 30, 4);
+    el_variants_params gp = el_variants_default_params();
+    gp.n_variants = 4;
+    gp.variants = vp;
+    gp.logprobs = 3;
+    el_variants *g;
+    el_status st = ctx ? el_variants_generate(ctx, &gp, prompt, np, &g) : EL_ERR_NOMEM;
+    if (st != EL_OK) test_note("%s", el_last_error());
+    CHECK(st == EL_OK);
+    for (int32_t i = 0; i < 4; i++) {
+        el_variant_result r;
+        CHECK(el_variants_result(g, i, &r) == EL_OK && r.logprobs && r.n_tokens > 0);
+        CHECK(r.logprobs[0].n_top == 3);
+        CHECK(same_as_ref(m, g, i, prompt, np, &vp[i]));
+    }
+    /* greedy variants start with the two most likely tokens: the second's first log-probability
+     * is the first's second alternative */
+    el_variant_result r0, r1;
+    CHECK(el_variants_result(g, 0, &r0) == EL_OK && el_variants_result(g, 1, &r1) == EL_OK);
+    CHECK(r0.logprobs[0].top_token[1] == r1.first_token &&
+          r0.logprobs[0].top_logprob[1] == r1.logprobs[0].logprob);
+    el_variants_free(g);
+    gp.logprobs = -1;
+    CHECK(el_variants_generate(ctx, &gp, prompt, np, &g) == EL_OK);
+    CHECK(el_variants_result(g, 0, &r0) == EL_OK && r0.logprobs == NULL);
+    el_variants_free(g);
+    gp.logprobs = EL_MAX_TOP_LOGPROBS + 1;
+    CHECK(el_variants_start(ctx, &gp, prompt, np, &g) == EL_ERR_INVALID_ARG);
+    CHECK(strstr(el_last_error(), "logprobs") != NULL);
+    el_context_free(ctx);
     el_model_free(m);
     return TEST_PASS;
 }
@@ -607,6 +685,7 @@ int main(void) {
     run_test("greedy_top_first_tokens", test_greedy_top_first_tokens);
     run_test("seeded_sampling", test_seeded_sampling);
     run_test("k1_is_plain_run", test_k1_is_plain_run);
+    run_test("logprobs", test_logprobs);
     run_test("tiny_gguf", test_tiny_gguf);
     run_test("forced_and_masked", test_forced_and_masked);
     run_test("mixed_stops", test_mixed_stops);

@@ -2,6 +2,7 @@
  * which tokens top-p/min-p leave, and llama.cpp's repetition-penalty rule. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "edgelora.h"
@@ -241,6 +242,69 @@ static int test_ranking_top_k(void) {
     return TEST_PASS;
 }
 
+/* Probabilities 1, 2, 2, 3, 2 (of 10) as logits, shifted by 1000 (a naive exp overflows):
+ * log-probabilities log(p), the best three 3, then the tied 1 and 2 by id (4 ties too, later). */
+static int test_logprobs_by_hand(void) {
+    const double p[5] = {0.1, 0.2, 0.2, 0.3, 0.2};
+    float logits[5];
+    for (int shift = 0; shift <= 1000; shift += 1000) {
+        for (int i = 0; i < 5; i++) logits[i] = (float)(log(p[i] * 10) + shift);
+        el_token_logprob e;
+        CHECK(el_token_logprobs(logits, 5, 0, 3, &e) == EL_OK);
+        CHECK(e.token == 0 && e.n_top == 3);
+        /* a 1000-shifted float logit keeps 6e-5 of its log */
+        double tol = shift ? 1e-4 : 1e-6;
+        CHECK(fabs(e.logprob - log(0.1)) < tol);
+        CHECK(e.top_token[0] == 3 && e.top_token[1] == 1 && e.top_token[2] == 2);
+        CHECK(fabs(e.top_logprob[0] - log(0.3)) < tol && fabs(e.top_logprob[1] - log(0.2)) < tol &&
+              fabs(e.top_logprob[2] - log(0.2)) < tol);
+        CHECK(el_token_logprobs(logits, 5, 4, 0, &e) == EL_OK && e.n_top == 0);
+        CHECK(fabs(e.logprob - log(0.2)) < tol);
+    }
+    el_token_logprob e;
+    CHECK(el_token_logprobs(logits, 5, 5, 1, &e) == EL_ERR_INVALID_ARG);
+    CHECK(el_token_logprobs(logits, 5, 0, 6, &e) == EL_ERR_INVALID_ARG);
+    CHECK(el_token_logprobs(logits, 5, 0, -1, &e) == EL_ERR_INVALID_ARG);
+    CHECK(el_token_logprobs(NULL, 5, 0, 1, &e) == EL_ERR_INVALID_ARG);
+    return TEST_PASS;
+}
+
+/* A vocabulary of 50000 with many repeated logits, against a long-double log-sum-exp and a
+ * ranking by sorting (larger logit first, then the lower id). */
+static const float *rank_logits;
+static int by_logit_then_id(const void *a, const void *b) {
+    int32_t i = *(const int32_t *)a, j = *(const int32_t *)b;
+    if (rank_logits[i] != rank_logits[j]) return rank_logits[i] > rank_logits[j] ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+static int test_logprobs_large_vocab(void) {
+    enum { N = 50000 };
+    static float logits[N];
+    static int32_t order[N];
+    uint64_t x = 99;
+    for (int32_t i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        logits[i] = (float)((x >> 40) % 4000) / 100.0f - 20.0f; /* 4000 values: many ties */
+        order[i] = i;
+    }
+    long double sum = 0;
+    for (int32_t i = 0; i < N; i++) sum += expl((long double)logits[i]);
+    double lse = (double)logl(sum);
+    rank_logits = logits;
+    qsort(order, N, sizeof *order, by_logit_then_id);
+    for (int32_t tok = 0; tok < N; tok += 4999) {
+        el_token_logprob e;
+        CHECK(el_token_logprobs(logits, N, tok, EL_MAX_TOP_LOGPROBS, &e) == EL_OK);
+        CHECK(fabs(e.logprob - (logits[tok] - lse)) < 1e-5);
+        for (int r = 0; r < EL_MAX_TOP_LOGPROBS; r++) {
+            CHECK(e.top_token[r] == order[r]);
+            CHECK(fabs(e.top_logprob[r] - (logits[order[r]] - lse)) < 1e-5);
+        }
+    }
+    return TEST_PASS;
+}
+
 static int test_bad_params(void) {
     el_sampler_params p = plain_params(1.0f);
     el_sampler *s;
@@ -258,6 +322,8 @@ int main(void) {
     run_test("top_p_min_p", test_top_p_min_p);
     run_test("repeat_penalty", test_repeat_penalty);
     run_test("ranking_top_k", test_ranking_top_k);
+    run_test("logprobs_by_hand", test_logprobs_by_hand);
+    run_test("logprobs_large_vocab", test_logprobs_large_vocab);
     run_test("bad_params", test_bad_params);
     return tests_exit_code();
 }

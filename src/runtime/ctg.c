@@ -16,7 +16,7 @@ el_variant_params el_variant_default_params(void) {
 }
 
 el_variants_params el_variants_default_params(void) {
-    return (el_variants_params){.n_variants = 1, .first = EL_FIRST_TOP};
+    return (el_variants_params){.n_variants = 1, .first = EL_FIRST_TOP, .logprobs = -1};
 }
 
 static el_status check_params(const el_context *ctx, const el_variants_params *p,
@@ -30,6 +30,10 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
                         "at least one token (got %d) and valid prompt bindings", k, n_prompt);
     if (p->first != EL_FIRST_TOP && p->first != EL_FIRST_SAMPLE)
         return el_error(EL_ERR_INVALID_ARG, "variants: unknown first-token policy %d", p->first);
+    int32_t top_max = n_vocab < EL_MAX_TOP_LOGPROBS ? n_vocab : EL_MAX_TOP_LOGPROBS;
+    if (p->logprobs < -1 || p->logprobs > top_max)
+        return el_error(EL_ERR_INVALID_ARG, "variants: logprobs %d is not -1 (none) or 0..%d",
+                        p->logprobs, top_max);
     if (p->seq_id < 0 || p->seq_id > ctx->params.n_seq_max - k)
         return el_error(EL_ERR_INVALID_ARG, "variants: %d variants from sequence %d need "
                         "n_seq_max >= %d (the context has %d)", k, p->seq_id, p->seq_id + k,
@@ -81,7 +85,9 @@ static el_status init_variant(el_variants *g, int32_t i, const el_variant_params
     v->seq = malloc((size_t)(g->n_prompt + p->max_tokens) * sizeof *v->seq);
     v->bindings = p->n_bindings ? malloc((size_t)p->n_bindings * sizeof *v->bindings) : NULL;
     v->stop = p->n_stop ? calloc((size_t)p->n_stop, sizeof *v->stop) : NULL;
-    if (!v->seq || (p->n_bindings && !v->bindings) || (p->n_stop && !v->stop))
+    v->lp = g->logprobs >= 0 ? malloc((size_t)p->max_tokens * sizeof *v->lp) : NULL;
+    if (!v->seq || (p->n_bindings && !v->bindings) || (p->n_stop && !v->stop) ||
+        (g->logprobs >= 0 && !v->lp))
         return el_error(EL_ERR_NOMEM, "variants: out of memory");
     memcpy(v->seq, prompt, (size_t)g->n_prompt * sizeof *prompt);
     if (p->n_bindings)
@@ -114,6 +120,7 @@ static el_status alloc_group(el_context *ctx, const el_variants_params *p, int32
     g->n_prompt = n_prompt;
     g->n_vocab = ctx->model->hp.n_vocab;
     g->first = p->first;
+    g->logprobs = p->logprobs;
     g->on_text = p->on_text;
     g->user = p->user;
     size_t nk = (size_t)k, nv = (size_t)g->n_vocab;
@@ -154,6 +161,18 @@ static el_status decode_prompt(el_variants *g, const int32_t *prompt, const floa
     return st;
 }
 
+/* Variant i takes token, sampled from logits: its log-probability first when they are kept. */
+static el_status take_token(el_variants *g, int32_t i, const float *logits, int32_t token) {
+    ctg_variant *v = &g->v[i];
+    if (g->logprobs >= 0) {
+        el_status st = el_token_logprobs(logits, g->n_vocab, token, g->logprobs,
+                                         &v->lp[v->n_tokens]);
+        if (st)
+            return st;
+    }
+    return ctg_add_token(g, i, token);
+}
+
 el_status el_variants_start(el_context *ctx, const el_variants_params *params,
                             const int32_t *prompt, int32_t n_prompt, el_variants **out) {
     if (!out)
@@ -192,7 +211,7 @@ el_status el_variants_start(el_context *ctx, const el_variants_params *params,
         if (!g->v[i].p.ignore_eos && el_token_is_eog(g->model, first[i]))
             ctg_finish(g, i, EL_FINISH_EOS); /* only a forced first token can be one */
         else
-            st = ctg_add_token(g, i, first[i]);
+            st = take_token(g, i, logits, first[i]);
     }
     free(first);
     if (st) {
@@ -242,11 +261,12 @@ el_status el_variants_accept(el_variants *g, int32_t first_row) {
         int32_t i = g->row_variant[r], tok;
         ctg_variant *v = &g->v[i];
         v->n_cells++;
-        el_status st = el_sampler_sample(v->smp, el_get_logits(g->ctx, first_row + r), &tok);
+        const float *logits = el_get_logits(g->ctx, first_row + r);
+        el_status st = el_sampler_sample(v->smp, logits, &tok);
         if (!st && !v->p.ignore_eos && el_token_is_eog(g->model, tok))
             ctg_finish(g, i, EL_FINISH_EOS);
         else if (!st)
-            st = ctg_add_token(g, i, tok);
+            st = take_token(g, i, logits, tok);
         if (st)
             return st;
     }
@@ -294,6 +314,7 @@ el_status el_variants_result(const el_variants *g, int32_t i, el_variant_result 
         .n_tokens = v->n_tokens,
         .n_cells = v->n_cells,
         .finish = v->finish,
+        .logprobs = v->lp,
     };
     return EL_OK;
 }
@@ -312,6 +333,7 @@ void el_variants_free(el_variants *g) {
             free(v->stop[s]);
         free(v->stop);
         free(v->full);
+        free(v->lp);
     }
     free(g->v);
     free(g->row_variant);

@@ -19,6 +19,7 @@ typedef struct ctg_variant {
     size_t text_len;       /* bytes of the continuation, at full + prompt_text_len */
     size_t emitted;        /* bytes of text handed to on_text */
     el_finish finish;
+    el_token_logprob *lp;  /* [max_tokens] when the group records logprobs, else NULL */
 } ctg_variant;
 
 struct el_variants {
@@ -30,6 +31,7 @@ struct el_variants {
     int32_t n_vocab;
     size_t prompt_text_len;   /* bytes of the prompt's own text inside a variant's full text */
     el_first_policy first;
+    int32_t logprobs;         /* alternatives a token's el_token_logprob holds; -1: none kept */
     el_variant_text_fn on_text;
     void *user;
     ctg_variant *v;           /* [n_variants] */

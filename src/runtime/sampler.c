@@ -119,6 +119,43 @@ void el_sampler_accept(el_sampler *s, int32_t token) {
         s->n_history++;
 }
 
+el_status el_token_logprobs(const float *logits, int32_t n_vocab, int32_t token, int32_t n_top,
+                            el_token_logprob *out) {
+    if (!logits || !out || n_vocab < 1 || token < 0 || token >= n_vocab || n_top < 0 ||
+        n_top > EL_MAX_TOP_LOGPROBS || n_top > n_vocab)
+        return el_error(EL_ERR_INVALID_ARG, "logprobs: need logits, token 0..%d (got %d) and "
+                        "0..%d alternatives (got %d)", n_vocab - 1, token,
+                        n_vocab < EL_MAX_TOP_LOGPROBS ? n_vocab : EL_MAX_TOP_LOGPROBS, n_top);
+    /* log-sum-exp around the largest logit, summed in double: no overflow, and the sum of a
+     * large vocabulary keeps its small terms */
+    float mx = logits[0];
+    for (int32_t v = 1; v < n_vocab; v++)
+        mx = logits[v] > mx ? logits[v] : mx;
+    double sum = 0;
+    for (int32_t v = 0; v < n_vocab; v++)
+        sum += exp((double)logits[v] - mx);
+    double lse = mx + log(sum);
+    out->token = token;
+    out->logprob = (float)(logits[token] - lse);
+    out->n_top = n_top;
+    /* the best n_top kept sorted as they come: a later token takes a place only with a larger
+     * logit, so equal logits keep the lower id first */
+    int32_t n = 0;
+    for (int32_t v = 0; v < n_vocab && n_top > 0; v++) {
+        if (n == n_top && !(logits[v] > logits[out->top_token[n - 1]]))
+            continue;
+        int32_t at = n < n_top ? n++ : n - 1;
+        while (at > 0 && logits[v] > logits[out->top_token[at - 1]]) {
+            out->top_token[at] = out->top_token[at - 1];
+            at--;
+        }
+        out->top_token[at] = v;
+    }
+    for (int32_t r = 0; r < n_top; r++)
+        out->top_logprob[r] = (float)(logits[out->top_token[r]] - lse);
+    return EL_OK;
+}
+
 /* llama.cpp's rule: a token seen in the window has a positive logit divided by the penalty and a
  * non-positive one multiplied, once however often it was seen. */
 static float penalized(float logit, float penalty) {

@@ -156,6 +156,26 @@ echo "$r" | jq -e '.choices[0].logprobs as $l | ($l.tokens | length) == 8 and
     ([range(8) as $i | ($l.top_logprobs[$i] | to_entries | max_by(.value)) as $b |
       $b.key == $l.tokens[$i] and ($b.value - $l.token_logprobs[$i] | fabs) < 1e-4] | all) and
     ($l.tokens | join("")) == .choices[0].text' >/dev/null && pass serve_logprobs || fail serve_logprobs "$r"
+# logprobs with n > 1 (concurrent variants): the first choice is the greedy reply, its
+# log-probabilities those of n = 1 token for token; the second starts with the second most
+# likely token, whose log-probability is the first's second alternative; each choice's tokens
+# make its text; streamed, each choice's chunks carry the same log-probabilities
+r2=$(complete "Once upon a time" 8 '{logprobs: 2, n: 2}')
+jq -e -n --argjson a "$r" --argjson b "$r2" '$a.choices[0].logprobs as $one |
+    $b.choices[0].logprobs as $l0 | $b.choices[1].logprobs as $l1 |
+    ($l0.top_logprobs[0] | to_entries | sort_by(-.value) | .[1]) as $second |
+    $l0.tokens == $one.tokens and ($l1.tokens | length) == 8 and
+    ([range(8) as $i | ($l0.token_logprobs[$i] - $one.token_logprobs[$i]) | fabs < 1e-5] | all) and
+    $second.key == $l1.tokens[0] and ($second.value - $l1.token_logprobs[0] | fabs) < 1e-6 and
+    ($l0.tokens | join("")) == $b.choices[0].text and ($l1.tokens | join("")) == $b.choices[1].text' \
+    >/dev/null && pass serve_logprobs_n || fail serve_logprobs_n "$r2"
+curl -sN "$URL/v1/completions" -H 'Content-Type: application/json' -d '{"prompt": "Once upon a time",
+    "max_tokens": 8, "temperature": 0, "n": 2, "logprobs": 2, "stream": true}' |
+    sed -n 's/^data: //p' | grep -v '^\[DONE\]$' > "$TMP/lp-stream.jsonl"
+jq -e -s --argjson b "$r2" '[range(2) as $c | [.[] | .choices[] | select(.index == $c) |
+        .logprobs.token_logprobs[]?]] as $streamed |
+    $streamed == [$b.choices[] | .logprobs.token_logprobs]' "$TMP/lp-stream.jsonl" >/dev/null &&
+    pass serve_logprobs_n_stream || fail serve_logprobs_n_stream "$(head -c 600 "$TMP/lp-stream.jsonl")"
 
 # errors: OpenAI's shape, the right status and code
 expect_error() { # name status code curl-args...
