@@ -24,7 +24,8 @@ static const char help[] =
     "  --percentile P        of |x| and |A x| that maps to 127 (90..100, default 99.99)\n"
     "  -c, --ctx N           tokens per example (default 128)\n"
     "  -o, --output DIR      where to write\n"
-    "The distillation's options (default 100 steps, lr 1e-4, no weight decay):\n";
+    "The distillation's options. Its own defaults are 100 steps, lr 1e-4 and no weight decay;\n"
+    "the defaults printed below are those of `edgelora train`:\n";
 
 typedef struct stage_state {
     cli_train_opts *o;
