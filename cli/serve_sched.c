@@ -446,6 +446,12 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
                        .t0 = cli_now_ms() / 1e3};
     s->reserved += sl->reserved;
     s->stats.prompt_tokens += j->n_prompt;
+    int32_t from = -1, n = shared_prefix(s, j, i, &from);
+    if (n > 0 && el_kv_seq_share(s->ctx, from, i, 0, n) == EL_OK) {
+        gp.n_past = n;
+        j->cached_tokens = n;
+        s->stats.reused_tokens += n;
+    }
     if (el_variants_start(s->ctx, &gp, j->prompt, j->n_prompt, &sl->group) != EL_OK) {
         slot_fail(s, i, el_last_error());
         return;
@@ -688,6 +694,20 @@ static void start_ready(serve_sched *s) {
     }
 }
 
+/* A finished group's first sequence (its prompt and the cells of its first choice) kept as a
+ * cache entry, as a plain request's is. */
+static void keep_group(serve_sched *s, int32_t i) {
+    const serve_job *j = s->slots[i].job;
+    el_variant_result r;
+    if (binds_forgotten(s, j) || el_variants_result(s->slots[i].group, 0, &r) != EL_OK) return;
+    int32_t n = j->n_prompt + r.n_cells, *tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return; /* nothing kept is no error */
+    memcpy(tokens, j->prompt, (size_t)j->n_prompt * sizeof *tokens);
+    memcpy(tokens + j->n_prompt, r.tokens, (size_t)r.n_cells * sizeof *tokens);
+    serve_cache_put(&s->cache, i, tokens, n, j->bind, j->n_bind);
+    free(tokens);
+}
+
 static void sample_group(serve_sched *s, int32_t i) {
     sched_slot *sl = &s->slots[i];
     serve_job *j = sl->job;
@@ -710,6 +730,7 @@ static void sample_group(serve_sched *s, int32_t i) {
     if (j->error[0]) {
         slot_fail(s, i, j->error);
     } else if (!el_variants_running(sl->group)) {
+        keep_group(s, i);
         double t0 = sl->t0;
         slot_clear(s, i);
         job_end(s, j, t0);

@@ -355,6 +355,54 @@ static int test_logprobs(void) {
     return TEST_PASS;
 }
 
+/* A group whose prompt begins with cells another sequence holds (n_past): only the rest is
+ * decoded, the variants equal their reference runs, and the shared cells are stored once; a
+ * first sequence that does not hold exactly n_past positions is refused. */
+static int test_shared_prefix(void) {
+    el_model *m = test_load_stories();
+    if (!m) return test_skip("stories260K is absent");
+    int32_t prompt[MAXP], np = tokenize(m, "Once upon a time there was a cat", prompt);
+    CHECK(np > 4);
+    int32_t n_past = np - 3, other = 4;
+    el_variant_params vp[3];
+    for (int i = 0; i < 3; i++) {
+        vp[i] = el_variant_default_params();
+        vp[i].sampler = greedy();
+        vp[i].max_tokens = 25;
+    }
+    el_context *ctx = new_ctx(m, np + 3 * 25, other + 1);
+    CHECK(ctx);
+    int32_t pos[MAXP], seq[MAXP];
+    for (int32_t i = 0; i < n_past; i++) pos[i] = i, seq[i] = other;
+    el_batch b = {.n_rows = n_past, .token = prompt, .pos = pos, .seq_id = seq};
+    CHECK(el_decode(ctx, &b) == EL_OK);
+    el_variants_params gp = el_variants_default_params();
+    gp.n_variants = 3;
+    gp.variants = vp;
+    gp.n_past = n_past;
+    el_variants *g;
+    CHECK(el_variants_start(ctx, &gp, prompt, np, &g) == EL_ERR_INVALID_ARG); /* seq 0 empty */
+    CHECK(strstr(el_last_error(), "n_past") != NULL);
+    CHECK(el_kv_seq_share(ctx, other, 0, 0, n_past) == EL_OK);
+    gp.n_past = n_past - 1;
+    CHECK(el_variants_start(ctx, &gp, prompt, np, &g) == EL_ERR_INVALID_ARG);
+    gp.n_past = n_past;
+    CHECK(el_variants_generate(ctx, &gp, prompt, np, &g) == EL_OK);
+    int32_t own = 0;
+    for (int32_t i = 0; i < 3; i++) {
+        el_variant_result r;
+        CHECK(el_variants_result(g, i, &r) == EL_OK);
+        own += r.n_cells;
+        CHECK(same_as_ref(m, g, i, prompt, np, &vp[i]));
+    }
+    CHECK(el_kv_used_cells(ctx) == np + own); /* the shared prefix once */
+    el_variants_free(g);
+    CHECK(el_kv_used_cells(ctx) == n_past); /* the other sequence's own */
+    el_context_free(ctx);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 static int test_tiny_gguf(void) {
     el_model *m = load_tiny_gguf();
     if (!m) return test_skip("llama-2-tiny-random.gguf is absent");
@@ -686,6 +734,7 @@ int main(void) {
     run_test("seeded_sampling", test_seeded_sampling);
     run_test("k1_is_plain_run", test_k1_is_plain_run);
     run_test("logprobs", test_logprobs);
+    run_test("shared_prefix", test_shared_prefix);
     run_test("tiny_gguf", test_tiny_gguf);
     run_test("forced_and_masked", test_forced_and_masked);
     run_test("mixed_stops", test_mixed_stops);

@@ -45,7 +45,14 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
         if (prompt[i] < 0 || prompt[i] >= n_vocab)
             return el_error(EL_ERR_INVALID_ARG, "variants: prompt token %d is %d, out of range "
                             "(n_vocab %d)", i, prompt[i], n_vocab);
-    int64_t cells = n_prompt;
+    if (p->n_past < 0 || p->n_past >= n_prompt)
+        return el_error(EL_ERR_INVALID_ARG, "variants: n_past %d is not 0..%d (the prompt has %d "
+                        "tokens, the last one decoded here)", p->n_past, n_prompt - 1, n_prompt);
+    if (el_kv_seq_pos_max(ctx, p->seq_id) != p->n_past - 1)
+        return el_error(EL_ERR_INVALID_ARG, "variants: sequence %d must hold positions 0..%d "
+                        "(n_past %d); its last position is %d", p->seq_id, p->n_past - 1,
+                        p->n_past, el_kv_seq_pos_max(ctx, p->seq_id));
+    int64_t cells = n_prompt - p->n_past;
     for (int32_t i = 0; i < k; i++) {
         const el_variant_params *v = &p->variants[i];
         if (v->max_tokens < 1 || v->first_token < -1 || v->first_token >= n_vocab ||
@@ -62,7 +69,7 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
                 return el_error(EL_ERR_INVALID_ARG, "variants: variant %d: stop string %d is "
                                 "NULL or empty", i, s);
         cells += v->max_tokens - 1;
-        if (el_kv_seq_pos_max(ctx, p->seq_id + i) >= 0)
+        if (i > 0 && el_kv_seq_pos_max(ctx, p->seq_id + i) >= 0)
             return el_error(EL_ERR_INVALID_ARG, "variants: sequence %d is not empty",
                             p->seq_id + i);
     }
@@ -121,6 +128,7 @@ static el_status alloc_group(el_context *ctx, const el_variants_params *p, int32
     g->n_vocab = ctx->model->hp.n_vocab;
     g->first = p->first;
     g->logprobs = p->logprobs;
+    g->n_past = p->n_past;
     g->on_text = p->on_text;
     g->user = p->user;
     size_t nk = (size_t)k, nv = (size_t)g->n_vocab;
@@ -140,13 +148,14 @@ static el_status alloc_group(el_context *ctx, const el_variants_params *p, int32
     return EL_OK;
 }
 
-/* Decodes the prompt into the first sequence in chunks of n_batch; the last row's logits. */
+/* Decodes the prompt after its n_past cached tokens into the first sequence in chunks of
+ * n_batch; the last row's logits. */
 static el_status decode_prompt(el_variants *g, const int32_t *prompt, const float **logits) {
     int32_t n_batch = g->ctx->params.n_batch, n = g->n_prompt;
     int32_t *pos = malloc((size_t)n_batch * sizeof *pos), *seq = malloc((size_t)n_batch * sizeof *seq);
     el_status st = pos && seq ? EL_OK : el_error(EL_ERR_NOMEM, "variants: out of memory");
     int32_t rows = 0;
-    for (int32_t done = 0; !st && done < n; done += rows) {
+    for (int32_t done = g->n_past; !st && done < n; done += rows) {
         rows = n - done < n_batch ? n - done : n_batch;
         for (int32_t r = 0; r < rows; r++) {
             pos[r] = done + r;

@@ -32,6 +32,7 @@ struct el_variants {
     size_t prompt_text_len;   /* bytes of the prompt's own text inside a variant's full text */
     el_first_policy first;
     int32_t logprobs;         /* alternatives a token's el_token_logprob holds; -1: none kept */
+    int32_t n_past;           /* prompt tokens the first sequence held at the start */
     el_variant_text_fn on_text;
     void *user;
     ctg_variant *v;           /* [n_variants] */

@@ -197,6 +197,30 @@ if [ "$kept" -gt $((200 - $(ids "$qn" | wc -w))) ] && [ -n "$want" ] &&
    [ "$(echo "$r" | jq -j '.choices[0].text')" = "$want" ] && [ "$(echo "$r" | jq '.choices | length')" = 2 ]; then
     pass serve_prefix_small_cache_n; else fail serve_prefix_small_cache_n "kept $kept" "$r" "run: $want"; fi
 
+# n > 1 shares a kept prefix (its group decodes only the rest) and is kept when it ends: after
+# p1, an n = 2 request on p2 reuses their common prefix; the same n = 2 request again reuses all
+# its prompt but the last token, as does a plain request on p2 then (the group's entry holds the
+# prompt and its first choice). Every first choice (greedy) equals `run`, the second choice is
+# the same each time, and the metric counts what usage says
+serve_start serve_prefix_n -m "$B" -t 1 --parallel 3 -c 1024 || finish
+complete "$p1" 24 >/dev/null
+m0=$(metric prompt_tokens_reused_total)
+ra=$(complete "$p2" 24 '{n: 2}')
+rb=$(complete "$p2" 24 '{n: 2}')
+rc=$(complete "$p2" 24)
+m1=$(metric prompt_tokens_reused_total)
+serve_stop
+want=$(run_text "$p2" 24)
+cached() { echo "$1" | jq .usage.prompt_tokens_details.cached_tokens; }
+ca=$(cached "$ra") cb=$(cached "$rb") cc=$(cached "$rc")
+if [ "$ca" = "$(common "$p1" "$p2")" ] && [ "$cb" = $((n2 - 1)) ] && [ "$cc" = $((n2 - 1)) ] &&
+   [ $((m1 - m0)) = $((ca + cb + cc)) ]; then pass serve_prefix_n_reused; else
+    fail serve_prefix_n_reused "cached $ca $cb $cc (want $(common "$p1" "$p2") $((n2 - 1)) $((n2 - 1))), metric +$((m1 - m0))"; fi
+if [ -n "$want" ] && [ "$(echo "$ra" | jq -j '.choices[0].text')" = "$want" ] &&
+   [ "$(echo "$rb" | jq -j '.choices[0].text')" = "$want" ] && [ "$(echo "$rc" | jq -j '.choices[0].text')" = "$want" ] &&
+   [ "$(echo "$ra" | jq -j '.choices[1].text')" = "$(echo "$rb" | jq -j '.choices[1].text')" ]; then
+    pass serve_prefix_n_equals_run; else fail serve_prefix_n_equals_run "run: $want" "$ra" "$rb" "$rc"; fi
+
 # bad values of the option
 expect_exit serve_prefix_option_negative 2 "$EL" serve -m "$B" --prefix-cache -1
 expect_exit serve_prefix_option_text 2 "$EL" serve -m "$B" --prefix-cache lots
