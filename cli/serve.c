@@ -5,6 +5,7 @@
  * scheduler (serve_sched.c, which owns the context) and the HTTP daemon (serve_http.c), then
  * waits for SIGTERM or SIGINT: it stops accepting connections, lets every request in flight
  * finish and be answered, and exits. */
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,14 @@ int cmd_serve(int argc, char **argv) {
                     .max_body = 1 << 20, .timeout = 60};
     int rc = parse_args(&o, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
+#ifdef M_ARENA_MAX
+    /* every connection has a thread of its own, and glibc would give each new one an arena
+     * whose freed pages stay resident: the server's memory would creep up with its traffic.
+     * The HTTP threads allocate little (the scheduler thread does the work), so one arena costs
+     * no contention worth having and keeps the resident set where the first requests left it
+     * (tests/cli/test_serve_memory.sh) */
+    mallopt(M_ARENA_MAX, 1);
+#endif
     if (!o.mo.ctx) o.mo.ctx = 4096;
     const char *path = cli_model_path("serve", o.mo.model);
     if (!path) return CLI_FAIL;
