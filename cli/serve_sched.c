@@ -430,6 +430,49 @@ static bool take_group_logprobs(serve_sched *s, int32_t i) {
     return true;
 }
 
+/* A finished group's first sequence (its prompt and the cells of its first choice) kept as a
+ * cache entry, as a plain request's is. */
+static void keep_group(serve_sched *s, int32_t i) {
+    const serve_job *j = s->slots[i].job;
+    el_variant_result r;
+    if (binds_forgotten(s, j) || el_variants_result(s->slots[i].group, 0, &r) != EL_OK) return;
+    int32_t n = j->n_prompt + r.n_cells, *tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return; /* nothing kept is no error */
+    memcpy(tokens, j->prompt, (size_t)j->n_prompt * sizeof *tokens);
+    memcpy(tokens + j->n_prompt, r.tokens, (size_t)r.n_cells * sizeof *tokens);
+    serve_cache_put(&s->cache, i, tokens, n, j->bind, j->n_bind);
+    free(tokens);
+}
+
+/* What slot i's group has taken since the last call, into its choices: their tokens, log-
+ * probabilities and finish reasons; the job ends when every choice has (or on a failure). */
+static void group_progress(serve_sched *s, int32_t i) {
+    sched_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    if (!take_group_logprobs(s, i)) return;
+    static const char *const reasons[] = {[EL_FINISH_EOS] = "stop", [EL_FINISH_STOP] = "stop",
+                                          [EL_FINISH_LENGTH] = "length"};
+    for (int32_t c = 0; c < j->n_choices; c++) {
+        el_variant_result r;
+        el_variants_result(sl->group, c, &r);
+        j->choices[c].n_tokens = r.n_tokens;
+        if (r.finish != EL_FINISH_NONE && !j->choices[c].finish) {
+            j->choices[c].finish = reasons[r.finish];
+            s->stats.gen_tokens += r.n_tokens;
+        }
+    }
+    if (j->error[0]) {
+        slot_fail(s, i, j->error);
+    } else if (!el_variants_running(sl->group)) {
+        keep_group(s, i);
+        double t0 = sl->t0;
+        slot_clear(s, i);
+        job_end(s, j, t0);
+    } else {
+        publish(j);
+    }
+}
+
 static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     int32_t k = j->n_choices;
     el_variant_params vp[SERVE_MAX_N];
@@ -440,7 +483,8 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     cli_choices_params(&ch, vp, &gp);
     gp.on_text = on_variant_text;
     gp.user = j;
-    gp.logprobs = j->logprobs;
+    gp.logprobs = j->logprobs >= 0;
+    gp.top_logprobs = j->logprobs >= 0 ? j->logprobs : 0;
     sched_slot *sl = &s->slots[i];
     *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
                        .t0 = cli_now_ms() / 1e3};
@@ -452,14 +496,16 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
         j->cached_tokens = n;
         s->stats.reused_tokens += n;
     }
+    /* el_variants_start decodes the prompt at once and wants its cells free: the kept entries
+     * give way now, after the prefix is shared (a shared cell is the job's then) */
+    serve_cache_fit(&s->cache, s->n_ctx - s->reserved);
     if (el_variants_start(s->ctx, &gp, j->prompt, j->n_prompt, &sl->group) != EL_OK) {
         slot_fail(s, i, el_last_error());
         return;
     }
     for (int32_t c = 1; c < k; c++) s->slots[i + c] = (sched_slot){.job = j, .row = -1, .follower = true};
     sl->generating = true;
-    if (!take_group_logprobs(s, i)) return;
-    publish(j);
+    group_progress(s, i); /* its first tokens may already end it (max_tokens 1, a stop string) */
 }
 
 /* Free slots i .. i+k-1? */
@@ -485,13 +531,8 @@ static void admit(serve_sched *s) {
         while (i < s->n_slots && !slots_free(s, i, k)) i++;
         if (i == s->n_slots) return;
         memmove(s->queue, s->queue + 1, (size_t)--s->n_queue * sizeof *s->queue);
-        if (k > 1) {
-            /* el_variants_start decodes the prompt at once and wants all its cells free */
-            serve_cache_fit(&s->cache, s->n_ctx - s->reserved - job_cells(s, j));
-            admit_group(s, i, j);
-        } else {
-            admit_plain(s, i, j);
-        }
+        if (k > 1) admit_group(s, i, j);
+        else admit_plain(s, i, j);
         /* after the prefix is shared (a shared cell is the job's then): what the job reserved
          * must be free for it whatever the kept entries hold */
         serve_cache_fit(&s->cache, s->n_ctx - s->reserved);
@@ -598,7 +639,8 @@ static bool take_token(serve_sched *s, int32_t i, int32_t tok, const float *logi
         slot_finish(s, i, "stop");
         return false;
     }
-    const char *why = j->logprobs >= 0 ? record_logprob(s, &j->choices[0], logits, tok, j->logprobs) : NULL;
+    const char *why =
+        j->logprobs >= 0 ? record_logprob(s, &j->choices[0], logits, tok, j->logprobs) : NULL;
     if (why) {
         slot_fail(s, i, why);
         return false;
@@ -694,49 +736,12 @@ static void start_ready(serve_sched *s) {
     }
 }
 
-/* A finished group's first sequence (its prompt and the cells of its first choice) kept as a
- * cache entry, as a plain request's is. */
-static void keep_group(serve_sched *s, int32_t i) {
-    const serve_job *j = s->slots[i].job;
-    el_variant_result r;
-    if (binds_forgotten(s, j) || el_variants_result(s->slots[i].group, 0, &r) != EL_OK) return;
-    int32_t n = j->n_prompt + r.n_cells, *tokens = malloc((size_t)n * sizeof *tokens);
-    if (!tokens) return; /* nothing kept is no error */
-    memcpy(tokens, j->prompt, (size_t)j->n_prompt * sizeof *tokens);
-    memcpy(tokens + j->n_prompt, r.tokens, (size_t)r.n_cells * sizeof *tokens);
-    serve_cache_put(&s->cache, i, tokens, n, j->bind, j->n_bind);
-    free(tokens);
-}
-
 static void sample_group(serve_sched *s, int32_t i) {
-    sched_slot *sl = &s->slots[i];
-    serve_job *j = sl->job;
-    if (el_variants_accept(sl->group, sl->row) != EL_OK) {
+    if (el_variants_accept(s->slots[i].group, s->slots[i].row) != EL_OK) {
         slot_fail(s, i, el_last_error());
         return;
     }
-    if (!take_group_logprobs(s, i)) return;
-    static const char *const reasons[] = {[EL_FINISH_EOS] = "stop", [EL_FINISH_STOP] = "stop",
-                                          [EL_FINISH_LENGTH] = "length"};
-    for (int32_t c = 0; c < j->n_choices; c++) {
-        el_variant_result r;
-        el_variants_result(sl->group, c, &r);
-        j->choices[c].n_tokens = r.n_tokens;
-        if (r.finish != EL_FINISH_NONE && !j->choices[c].finish) {
-            j->choices[c].finish = reasons[r.finish];
-            s->stats.gen_tokens += r.n_tokens;
-        }
-    }
-    if (j->error[0]) {
-        slot_fail(s, i, j->error);
-    } else if (!el_variants_running(sl->group)) {
-        keep_group(s, i);
-        double t0 = sl->t0;
-        slot_clear(s, i);
-        job_end(s, j, t0);
-    } else {
-        publish(j);
-    }
+    group_progress(s, i);
 }
 
 /* Every tree is walked first: walking frees a tree's rejected rows (el_kv_remove_rows), which
