@@ -154,7 +154,9 @@ static int compare_quantizers(const el_kernels *simd) {
 /* Rows of a fixed scale (static activation scales, profiles) must be the reference's bytes,
  * sums and block scales, for A8 and the block types (q8_0 and q8_1 on the grid of the scale's
  * f16 value): values far beyond the scale's range (clamped to +-127), exact halves of the step
- * (ties, rounded to even), zeros, in rows of 1 to 5 chunks or blocks. */
+ * (ties, rounded to even), zeros, NaN and infinities, in rows of 1 to 5 chunks or blocks; at
+ * scales that are powers of two, and at scales an f16 does not hold exactly (its normal range
+ * and its subnormals), where a kernel on d instead of its f16 step gives other bytes. */
 static int compare_static(const el_kernels *simd) {
     static const el_type types[] = {EL_TYPE_A8, EL_TYPE_Q8_0, EL_TYPE_Q8_1, EL_TYPE_Q8_K};
     el_kernels ref;
@@ -172,14 +174,18 @@ static int compare_static(const el_kernels *simd) {
             float *x = malloc((size_t)n * sizeof *x);
             char *want = malloc(bytes), *got = malloc(bytes);
             CHECK(x && want && got);
-            for (int rep = 0; rep < 20; rep++) {
-                float d = ldexpf(1.0f, (int)(test_rand_u32(&r) % 20) - 14);
+            static const float odd_scales[] = {0.0123f, 3e-6f, 1.7e-5f, 0.31f};
+            for (int rep = 0; rep < 24; rep++) {
+                float d = rep % 3 == 2 ? odd_scales[(rep / 3) % 4]
+                                       : ldexpf(1.0f, (int)(test_rand_u32(&r) % 20) - 14);
+                float step = el_static_step(t, d);
                 for (int64_t i = 0; i < n; i++) {
-                    uint32_t pick = test_rand_u32(&r) % 4;
-                    x[i] = pick == 0   ? (float)((int)(test_rand_u32(&r) % 301) - 150) * 0.5f * d
+                    uint32_t pick = test_rand_u32(&r) % 5;
+                    x[i] = pick == 0 ? (float)((int)(test_rand_u32(&r) % 301) - 150) * 0.5f * step
                            : pick == 1 ? test_rand_uniform(&r, -1e6f, 1e6f) * d
                            : pick == 2 ? 0.0f
-                                       : test_rand_uniform(&r, -127.0f, 127.0f) * d;
+                           : pick == 3 ? test_rand_uniform(&r, -127.0f, 127.0f) * d
+                                       : (const float[]){NAN, INFINITY, -INFINITY}[i % 3];
                 }
                 ref.quantize_static[t](x, want, n, d);
                 memset(got, 0xAB, bytes);

@@ -89,12 +89,13 @@ void el_quantize_a8_neon(const float *x, void *y, int64_t n) {
 }
 
 /* 16 values on a fixed grid (1 / id per step): the reference's arithmetic (x * id clamped to
- * -127..127, then rounded to nearest even), so the same bytes. */
+ * -127..127, a NaN to -127 as fmaxnm gives the number of a NaN and a number, then rounded to
+ * nearest even), so the same bytes. */
 static int8x16_t static_to_s8(const float *x, float id) {
     const float32x4_t hi = vdupq_n_f32(127.0f), lo = vdupq_n_f32(-127.0f);
     int32x4_t v[4];
     for (int k = 0; k < 4; k++)
-        v[k] = vcvtnq_s32_f32(vminq_f32(vmaxq_f32(vmulq_n_f32(vld1q_f32(x + 4 * k), id), lo), hi));
+        v[k] = vcvtnq_s32_f32(vminq_f32(vmaxnmq_f32(vmulq_n_f32(vld1q_f32(x + 4 * k), id), lo), hi));
     int16x8_t a = vcombine_s16(vmovn_s32(v[0]), vmovn_s32(v[1]));
     int16x8_t b = vcombine_s16(vmovn_s32(v[2]), vmovn_s32(v[3]));
     return vcombine_s8(vmovn_s16(a), vmovn_s16(b));
