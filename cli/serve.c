@@ -5,7 +5,6 @@
  * scheduler (serve_sched.c, which owns the context) and the HTTP daemon (serve_http.c), then
  * waits for SIGTERM or SIGINT: it stops accepting connections, lets every request in flight
  * finish and be answered, and exits. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,10 @@
 #include <unistd.h>
 
 #include "serve.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static const char help[] =
     "usage: edgelora serve [-m MODEL] [--lora-dir DIR] [--host 127.0.0.1] [--port 8080]\n"
@@ -223,7 +226,7 @@ int cmd_serve(int argc, char **argv) {
                     .max_body = 1 << 20, .timeout = 60};
     int rc = parse_args(&o, argc, argv);
     if (rc) return rc < 0 ? CLI_OK : rc;
-#ifdef M_ARENA_MAX
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
     /* every connection has a thread of its own, and glibc would give each new one an arena
      * whose freed pages stay resident: the server's memory would creep up with its traffic.
      * The HTTP threads allocate little (the scheduler thread does the work), so one arena costs

@@ -420,9 +420,10 @@ typedef struct el_variants_params {
     int32_t n_prompt_bindings;
     el_variant_text_fn on_text;        /* or NULL */
     void *user;
-    int32_t logprobs;                  /* -1 (default): none; 0..EL_MAX_TOP_LOGPROBS: every
-                                        * generated token's el_token_logprobs with that many
-                                        * alternatives, in el_variant_result.logprobs */
+    bool logprobs;                     /* every generated token's el_token_logprobs, in
+                                        * el_variant_result.logprobs (default false) */
+    int32_t top_logprobs;              /* with logprobs: alternatives each holds,
+                                        * 0..EL_MAX_TOP_LOGPROBS (default 0) */
     int32_t n_past;                    /* prompt tokens already in sequence seq_id's cells
                                         * (positions 0 .. n_past-1, computed with
                                         * prompt_bindings; el_kv_seq_share from another
@@ -433,7 +434,9 @@ typedef struct el_variants_params {
 el_variants_params el_variants_default_params(void);
 
 /* Decodes the prompt (n_prompt >= 1 tokens, BOS included if wanted; those after n_past) and
- * chooses the first tokens. On failure the K sequences are left empty (n_past's cells too). */
+ * chooses the first tokens. Parameters refused (EL_ERR_INVALID_ARG, EL_ERR_CONTEXT_FULL) leave
+ * the context as it was; a failure after that leaves the K sequences empty (n_past's cells
+ * too). */
 el_status el_variants_start(el_context *ctx, const el_variants_params *params,
                             const int32_t *prompt, int32_t n_prompt, el_variants **out);
 /* One step: one el_decode for all running variants, then each samples its next token. */

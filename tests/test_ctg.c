@@ -58,7 +58,7 @@ typedef struct ref_out {
 
 /* Token t's log-probability under logits (a plain log-sum-exp in double) and the argmax. */
 static void ref_logprob(const float *l, int32_t n_vocab, int32_t t, double *lp, int32_t *best) {
-    double mx = l[0], sum = 0;
+    double mx, sum = 0;
     *best = 0;
     for (int32_t v = 1; v < n_vocab; v++)
         if (l[v] > l[*best]) *best = v;
@@ -325,7 +325,8 @@ static int test_logprobs(void) {
     el_variants_params gp = el_variants_default_params();
     gp.n_variants = 4;
     gp.variants = vp;
-    gp.logprobs = 3;
+    gp.logprobs = true;
+    gp.top_logprobs = 3;
     el_variants *g;
     el_status st = ctx ? el_variants_generate(ctx, &gp, prompt, np, &g) : EL_ERR_NOMEM;
     if (st != EL_OK) test_note("%s", el_last_error());
@@ -343,13 +344,14 @@ static int test_logprobs(void) {
     CHECK(r0.logprobs[0].top_token[1] == r1.first_token &&
           r0.logprobs[0].top_logprob[1] == r1.logprobs[0].logprob);
     el_variants_free(g);
-    gp.logprobs = -1;
+    gp.logprobs = false;
     CHECK(el_variants_generate(ctx, &gp, prompt, np, &g) == EL_OK);
     CHECK(el_variants_result(g, 0, &r0) == EL_OK && r0.logprobs == NULL);
     el_variants_free(g);
-    gp.logprobs = EL_MAX_TOP_LOGPROBS + 1;
+    gp.logprobs = true;
+    gp.top_logprobs = EL_MAX_TOP_LOGPROBS + 1;
     CHECK(el_variants_start(ctx, &gp, prompt, np, &g) == EL_ERR_INVALID_ARG);
-    CHECK(strstr(el_last_error(), "logprobs") != NULL);
+    CHECK(strstr(el_last_error(), "top_logprobs") != NULL);
     el_context_free(ctx);
     el_model_free(m);
     return TEST_PASS;

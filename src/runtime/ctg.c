@@ -16,7 +16,7 @@ el_variant_params el_variant_default_params(void) {
 }
 
 el_variants_params el_variants_default_params(void) {
-    return (el_variants_params){.n_variants = 1, .first = EL_FIRST_TOP, .logprobs = -1};
+    return (el_variants_params){.n_variants = 1, .first = EL_FIRST_TOP};
 }
 
 static el_status check_params(const el_context *ctx, const el_variants_params *p,
@@ -31,9 +31,9 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
     if (p->first != EL_FIRST_TOP && p->first != EL_FIRST_SAMPLE)
         return el_error(EL_ERR_INVALID_ARG, "variants: unknown first-token policy %d", p->first);
     int32_t top_max = n_vocab < EL_MAX_TOP_LOGPROBS ? n_vocab : EL_MAX_TOP_LOGPROBS;
-    if (p->logprobs < -1 || p->logprobs > top_max)
-        return el_error(EL_ERR_INVALID_ARG, "variants: logprobs %d is not -1 (none) or 0..%d",
-                        p->logprobs, top_max);
+    if (p->logprobs && (p->top_logprobs < 0 || p->top_logprobs > top_max))
+        return el_error(EL_ERR_INVALID_ARG, "variants: top_logprobs %d is not 0..%d",
+                        p->top_logprobs, top_max);
     if (p->seq_id < 0 || p->seq_id > ctx->params.n_seq_max - k)
         return el_error(EL_ERR_INVALID_ARG, "variants: %d variants from sequence %d need "
                         "n_seq_max >= %d (the context has %d)", k, p->seq_id, p->seq_id + k,
@@ -48,8 +48,10 @@ static el_status check_params(const el_context *ctx, const el_variants_params *p
     if (p->n_past < 0 || p->n_past >= n_prompt)
         return el_error(EL_ERR_INVALID_ARG, "variants: n_past %d is not 0..%d (the prompt has %d "
                         "tokens, the last one decoded here)", p->n_past, n_prompt - 1, n_prompt);
+    if (p->n_past == 0 && el_kv_seq_pos_max(ctx, p->seq_id) >= 0)
+        return el_error(EL_ERR_INVALID_ARG, "variants: sequence %d is not empty", p->seq_id);
     if (el_kv_seq_pos_max(ctx, p->seq_id) != p->n_past - 1)
-        return el_error(EL_ERR_INVALID_ARG, "variants: sequence %d must hold positions 0..%d "
+        return el_error(EL_ERR_INVALID_ARG, "variants: sequence %d must end at position %d "
                         "(n_past %d); its last position is %d", p->seq_id, p->n_past - 1,
                         p->n_past, el_kv_seq_pos_max(ctx, p->seq_id));
     int64_t cells = n_prompt - p->n_past;
@@ -127,7 +129,7 @@ static el_status alloc_group(el_context *ctx, const el_variants_params *p, int32
     g->n_prompt = n_prompt;
     g->n_vocab = ctx->model->hp.n_vocab;
     g->first = p->first;
-    g->logprobs = p->logprobs;
+    g->logprobs = p->logprobs ? p->top_logprobs : -1;
     g->n_past = p->n_past;
     g->on_text = p->on_text;
     g->user = p->user;
