@@ -346,19 +346,22 @@ static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
 }
 
 /* The longest prefix of j's prompt (all but its last token, whose logits are needed) already
- * in the cache of another plain sequence with the same adapters, running or a finished one's
- * kept (serve_cache); *from is that sequence. */
+ * in the cache of another sequence with the same adapters: a running request's (a group's
+ * prompt, in its first sequence) or a finished one's kept (serve_cache); *from is that
+ * sequence. */
 static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, int32_t *from) {
     int32_t best = serve_cache_match(&s->cache, j->prompt, j->n_prompt - 1, j->bind, j->n_bind,
                                      from);
     for (int32_t i = 0; i < s->n_slots; i++) {
         const sched_slot *o = &s->slots[i];
-        if (i == self || !o->job || o->group || o->follower) continue;
+        if (i == self || !o->job || o->follower) continue;
         const serve_job *oj = o->job;
         if (!serve_same_bindings(oj->bind, oj->n_bind, j->bind, j->n_bind)) continue;
-        int32_t cached = o->generating ? o->n_tokens - 1 : o->fed, n = 0;
+        /* a group decoded its whole prompt when it started */
+        const int32_t *tokens = o->group ? oj->prompt : o->tokens;
+        int32_t cached = o->group ? oj->n_prompt : o->generating ? o->n_tokens - 1 : o->fed, n = 0;
         int32_t lim = j->n_prompt - 1 < cached ? j->n_prompt - 1 : cached;
-        while (n < lim && o->tokens[n] == j->prompt[n]) n++;
+        while (n < lim && tokens[n] == j->prompt[n]) n++;
         if (n > best) best = n, *from = i;
     }
     return best;
