@@ -288,6 +288,23 @@ if [ -f "$R" ] && "$GEN" "$R" "$TMP/rloras/r.gguf" 4 q,v 3 0.6 &&
     n_sys=$("$EL" tokenize -m "$R" -p "$sys" 2>/dev/null | wc -w)
     [ "${reused:-0}" -ge $((2 * (n_sys - 2))) ] && pass serve_prefix_reused ||
         fail serve_prefix_reused "reused ${reused:-none}, the prefix has about $n_sys tokens"
+    # a running n > 1 request's prompt is shared too: while it runs, a request beginning with
+    # its prompt (seen nowhere else, so no kept entry holds it) reuses all of it but a token or
+    # two, and both equal their single runs
+    sys2="Hello. Please tell a long story about a dragon and a knight in a small town."
+    jq -cn --arg p "$sys2" '{prompt: $p, max_tokens: 1500, temperature: 0, n: 2}' |
+        curl -s "$URL/v1/completions" -d @- > "$TMP/g0.json" &
+    g0=$!
+    for _ in $(seq 50); do [ "$(health_field running)" = 1 ] && break; sleep 0.05; done
+    r=$(jq -cn --arg p "$sys2 Once" '{prompt: $p, max_tokens: 30, temperature: 0}' |
+        curl -s "$URL/v1/completions" -d @-)
+    wait $g0
+    n_sys2=$("$EL" tokenize -m "$R" -p "$sys2" 2>/dev/null | wc -w)
+    cached=$(echo "$r" | jq .usage.prompt_tokens_details.cached_tokens)
+    if [ "${cached:-0}" -ge $((n_sys2 - 2)) ] && [ "$(echo "$r" | jq -j '.choices[0].text')" = "$(rtext "$sys2 Once" 30)" ] &&
+       [ "$(jq -j '.choices[0].text' "$TMP/g0.json")" = "$(rtext "$sys2" 1500)" ]; then
+        pass serve_prefix_from_running_group; else
+        fail serve_prefix_from_running_group "cached ${cached:-none} of about $n_sys2" "$r"; fi
     # an adapter removed while a request streams with it: that request runs to its end with
     # the adapter (its text equals `run --lora`), new ones are refused
     curl -sN "$URL/v1/completions" -d '{"prompt": "Hello", "max_tokens": 2500, "temperature": 0,

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.." && . tests/cli/lib.sh && . tests/cli/serve_lib.sh
 
 M="$DATA/models"
 GEN="$(dirname "$EL")/tests/test_batch_lora_gen"
-case "$EL" in build-asan/*) skip serve_memory "ASan keeps freed memory in quarantine"; finish ;; esac
+case "$EL" in *build-asan/*) skip serve_memory "ASan keeps freed memory in quarantine"; finish ;; esac
 if [ ! -f "$M/stories260K.bin" ]; then skip serve_memory "$M/stories260K.bin is absent"; finish; fi
 for c in jq curl; do command -v $c >/dev/null || { skip serve_memory "$c is not installed"; finish; }; done
 
