@@ -448,6 +448,10 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
                "edgelora_steps_total %lld\n"
                "# HELP edgelora_step_seconds_total Time in decode steps.\n"
                "# TYPE edgelora_step_seconds_total counter\nedgelora_step_seconds_total %.6f\n"
+               "# HELP edgelora_scheduler_seconds_total Time the scheduler spent between decode "
+               "steps (admission, prefix-cache lookups, building steps, sampling, counting "
+               "cells).\n# TYPE edgelora_scheduler_seconds_total counter\n"
+               "edgelora_scheduler_seconds_total %.6f\n"
                "# HELP edgelora_requests_running Requests being decoded.\n"
                "# TYPE edgelora_requests_running gauge\nedgelora_requests_running %d\n"
                "# HELP edgelora_requests_queued Requests waiting.\n"
@@ -477,7 +481,7 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
                "# TYPE edgelora_speculative_accepted_tokens_total counter\n"
                "edgelora_speculative_accepted_tokens_total %lld\n",
             (long long)st.prompt_tokens, (long long)st.reused_tokens, (long long)st.gen_tokens,
-            (long long)st.steps, st.step_seconds, st.running, st.queued, st.kv_used,
+            (long long)st.steps, st.step_seconds, st.sched_seconds, st.running, st.queued, st.kv_used,
             st.kv_cached, st.cache_entries, (long long)st.cache_evicted, st.kv_cells, serve_adapters_count(sv->adapters), (long long)st.spec_requests,
             (long long)st.spec_steps, (long long)st.spec_accepted);
     return send_body(sv, c, 200, serve_memstream_close(f, &buf), "text/plain; version=0.0.4", 0);

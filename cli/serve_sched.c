@@ -782,17 +782,22 @@ static void *sched_main(void *arg) {
     serve_sched *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
+        /* what the loop does with the lock held, decodes and waits apart: admission, cache
+         * lookups, building the step, sampling and the cells' counts (which scan the cache) */
+        double busy = cli_now_ms();
         forget_adapters(s);
         drop_cancelled(s);
         admit(s);
         start_ready(s);
         note_cells(s);
         if (!any_running(s)) {
+            s->stats.sched_seconds += (cli_now_ms() - busy) / 1e3;
             if (s->stopping && s->n_queue == 0) break;
             pthread_cond_wait(&s->work, &s->mu);
             continue;
         }
         int32_t n = build_step(s);
+        s->stats.sched_seconds += (cli_now_ms() - busy) / 1e3;
         if (n == 0) continue;
         el_batch b = {.n_rows = n, .token = s->tok, .pos = s->pos, .seq_id = s->seq,
                       .logits = s->logits, .embd = s->tree_rows ? s->embd : NULL,
@@ -802,11 +807,13 @@ static void *sched_main(void *arg) {
         el_status st = el_decode(s->ctx, &b);
         double dt = (cli_now_ms() - t0) / 1e3;
         pthread_mutex_lock(&s->mu);
+        busy = cli_now_ms();
         s->stats.steps++;
         s->stats.step_seconds += dt;
         if (st == EL_OK) {
             sample_step(s);
             note_cells(s);
+            s->stats.sched_seconds += (cli_now_ms() - busy) / 1e3;
             continue;
         }
         /* the cache is as before the step; every job in it fails with the reason */
@@ -816,6 +823,7 @@ static void *sched_main(void *arg) {
             if (s->slots[i].job && !s->slots[i].follower && s->slots[i].n_rows > 0)
                 slot_fail(s, i, why);
         note_cells(s);
+        s->stats.sched_seconds += (cli_now_ms() - busy) / 1e3;
     }
     pthread_mutex_unlock(&s->mu);
     return NULL;

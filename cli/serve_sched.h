@@ -78,6 +78,7 @@ typedef struct serve_stats {
     int64_t requests, prompt_tokens, gen_tokens, reused_tokens, steps;
     int64_t spec_requests, spec_steps, spec_accepted; /* as a job's spec_ fields, summed */
     double step_seconds;
+    double sched_seconds;  /* the scheduler's own work with the lock held, between decodes */
     int64_t cache_evicted; /* kept entries evicted for room */
     int32_t queued, running, kv_cells;
     int32_t kv_used;       /* cells running requests see */

@@ -58,6 +58,12 @@ done
 # the adapters change the text, or the comparisons prove nothing
 a=$(run_text "${prompts[0]}" 40 --lora "$L/attn.gguf")
 [ -n "$base" ] && [ "$a" != "$base" ] && pass serve_adapter_changes_text || fail serve_adapter_changes_text "$a"
+# /metrics times the scheduler's own work between steps, and not its waits: after a second idle
+# it has counted some time (the requests above), well under that second
+sleep 1
+sched=$(curl -s "$URL/metrics" | sed -n 's/^edgelora_scheduler_seconds_total //p')
+awk -v s="${sched:-x}" 'BEGIN { exit !(s + 0 > 0 && s + 0 < 0.5) }' && pass serve_metrics_scheduler ||
+    fail serve_metrics_scheduler "edgelora_scheduler_seconds_total ${sched:-absent}"
 
 # usage and finish_reason
 r=$(complete "Once upon a time" 12)
