@@ -57,6 +57,14 @@ run_system() { # ours|theirs
         node bench/serve_load.mjs --url "http://127.0.0.1:$port" --clients "$1" --requests "$2" \
             --max-tokens "$max_tokens" --adapters "$names" --style "$style" | tee -a "$out"
     done
+    if [ "$style" = edgelora ]; then # the scheduler's own time against the steps'
+        curl -s "http://127.0.0.1:$port/metrics" | awk '
+            / *#/ { next }
+            $1 == "edgelora_steps_total" { n = $2 } $1 == "edgelora_step_seconds_total" { d = $2 }
+            $1 == "edgelora_scheduler_seconds_total" { s = $2 }
+            END { printf "edgelora  steps %d: %.1f ms a step, the scheduler %.3f ms between steps\n",
+                         n, 1e3 * d / n, 1e3 * s / n }'
+    fi
     kill "$pid"
     wait "$pid" 2>/dev/null || true
     pid=
