@@ -17,6 +17,7 @@ enum { B = 2, T = 5 };
 typedef struct ref {
     const el_tmodel *m; /* shapes and offsets only */
     const double *w, *lw, *fw;
+    const el_tprune *kept; /* NULL: every channel; else each layer sliced to these sizes */
 } ref;
 
 static const double *rw(const ref *r, int idx) { return r->w + r->m->base.t[idx].offset; }
@@ -56,10 +57,13 @@ static void ref_linear(const ref *r, int il, int i, const double *x, double *y) 
             y[o] += s * b[o * m->rank + k] * ax[k];
 }
 
-static void ref_rope(double *v, int n_heads, int hd, int pos, double base) {
+/* pairs: [n_heads / group][hd/2] the frequency index of each stored pair, or NULL */
+static void ref_rope(double *v, int n_heads, int hd, int pos, double base, const int32_t *pairs,
+                     int group) {
     for (int h = 0; h < n_heads; h++)
         for (int i = 0; i < hd / 2; i++) {
-            double th = pos * pow(base, -2.0 * i / hd);
+            int f = pairs ? pairs[h / group * (hd / 2) + i] : i;
+            double th = pos * pow(base, -2.0 * f / hd);
             double *p = v + h * hd + 2 * i, a = p[0], b = p[1];
             p[0] = a * cos(th) - b * sin(th);
             p[1] = a * sin(th) + b * cos(th);
@@ -81,13 +85,18 @@ static double ref_loss(const ref *r, const int32_t *tok, const int32_t *tgt, con
                                               : r->fw[(-1 - tok[b * T + t]) * D + i];
         for (int il = 0; il < c->n_layer; il++) {
             int base = 1 + il * EL_TK_COUNT;
+            /* the pruned model physically: sums over the kept dims and channels only */
+            int qk = r->kept ? r->kept->qk[il] : hd, vo = r->kept ? r->kept->vo[il] : hd;
+            int ff = r->kept ? r->kept->ff[il] : c->n_ff;
+            const int32_t *pairs =
+                r->m->rope_pairs ? r->m->rope_pairs + il * c->n_head_kv * (hd / 2) : NULL;
             for (int t = 0; t < T; t++) {
                 ref_rmsnorm(xn[t], x[t], rw(r, base + EL_TK_ATTN_NORM), D, c->rms_eps);
                 ref_linear(r, il, 0, xn[t], q[t]);
                 ref_linear(r, il, 1, xn[t], k[t]);
                 ref_linear(r, il, 2, xn[t], v[t]);
-                ref_rope(q[t], c->n_head, hd, t, c->rope_base);
-                ref_rope(k[t], c->n_head_kv, hd, t, c->rope_base);
+                ref_rope(q[t], c->n_head, hd, t, c->rope_base, pairs, group);
+                ref_rope(k[t], c->n_head_kv, hd, t, c->rope_base, pairs, 1);
             }
             for (int t = 0; t < T; t++)
                 for (int h = 0; h < c->n_head; h++) {
@@ -95,7 +104,7 @@ static double ref_loss(const ref *r, const int32_t *tok, const int32_t *tgt, con
                     double sc[T], max = -1e300, sum = 0;
                     for (int s = 0; s <= t; s++) {
                         sc[s] = 0;
-                        for (int i = 0; i < hd; i++)
+                        for (int i = 0; i < qk; i++)
                             sc[s] += q[t][h * hd + i] * k[s][kh * hd + i];
                         sc[s] /= sqrt((double)hd);
                         max = fmax(max, sc[s]);
@@ -106,7 +115,7 @@ static double ref_loss(const ref *r, const int32_t *tok, const int32_t *tgt, con
                         double o = 0;
                         for (int s = 0; s <= t; s++)
                             o += sc[s] / sum * v[s][kh * hd + i];
-                        ao[t][h * hd + i] = o;
+                        ao[t][h * hd + i] = i < vo ? o : 0.0;
                     }
                 }
             (void)kvd;
@@ -118,7 +127,7 @@ static double ref_loss(const ref *r, const int32_t *tok, const int32_t *tgt, con
                 ref_linear(r, il, 4, xn[t], g);
                 ref_linear(r, il, 5, xn[t], u);
                 for (int i = 0; i < c->n_ff; i++)
-                    g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+                    g[i] = i < ff ? g[i] / (1 + exp(-g[i])) * u[i] : 0.0;
                 ref_linear(r, il, 6, g, tmp);
                 for (int i = 0; i < D; i++)
                     x[t][i] += tmp[i];
@@ -184,11 +193,18 @@ static int check_table(const el_ttable *tb, double *block, const float *grads, r
     return res;
 }
 
-static int run_case(bool tied, bool lora, bool forecast) {
-    el_tconfig c = {.dim = 8, .n_layer = 2, .n_head = 4, .n_head_kv = 2, .n_ff = 12, .n_ctx = T,
-                    .n_vocab = 11, .tied = tied, .rms_eps = 1e-5f, .rope_base = 10000.0f};
+/* pruned: a UniQL-sorted model's RoPE pair index and kept sizes (2 heads of 4 dims over one
+ * KV head, so that a pair can move and be dropped) */
+static int run_case(bool tied, bool lora, bool forecast, bool pruned) {
+    el_tconfig c = {.dim = 8, .n_layer = 2, .n_head = pruned ? 2 : 4, .n_head_kv = pruned ? 1 : 2,
+                    .n_ff = 12, .n_ctx = T, .n_vocab = 11, .tied = tied, .rms_eps = 1e-5f,
+                    .rope_base = 10000.0f};
     el_tmodel m;
     CHECK(el_tmodel_init(&m, &c) == EL_OK);
+    static const int32_t pairs[2 * 2] = {1, 0, 0, 1}, ff[2] = {7, 12}, qk[2] = {2, 4},
+                         vo[2] = {3, 2};
+    const el_tprune kept = {ff, qk, vo};
+    if (pruned) CHECK(el_tmodel_set_rope_pairs(&m, pairs) == EL_OK);
     /* bigger weights than a real init, so that every path carries gradient; norms away from 1 */
     test_rng rng = {tied ? 7u : 8u};
     for (size_t i = 0; i < m.base.n_floats; i++)
@@ -219,6 +235,7 @@ static int run_case(bool tied, bool lora, bool forecast) {
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
     el_tacts *a;
     CHECK(el_tacts_create(&m, B, T, &a) == EL_OK);
+    if (pruned) el_tacts_set_prune(a, &kept);
     float *grads = calloc(m.base.n_floats, sizeof *grads);
     float *lgrads = lora ? calloc(m.lora.n_floats, sizeof *lgrads) : NULL;
     float *fgrads = forecast ? calloc(m.forecast.n_floats, sizeof *fgrads) : NULL;
@@ -235,7 +252,7 @@ static int run_case(bool tied, bool lora, bool forecast) {
     double *fwd = forecast ? malloc(m.forecast.n_floats * sizeof *fwd) : NULL;
     for (size_t i = 0; forecast && i < m.forecast.n_floats; i++)
         fwd[i] = m.fw[i];
-    ref r = {&m, wd, lwd, fwd};
+    ref r = {&m, wd, lwd, fwd, pruned ? &kept : NULL};
     double ref_l = ref_loss(&r, tok, tgt, mask);
     int res = TEST_PASS;
     if (fabs(loss - ref_l) > 1e-5 * fmax(1, fabs(ref_l))) {
@@ -258,12 +275,15 @@ static int run_case(bool tied, bool lora, bool forecast) {
     return res;
 }
 
-static int test_grad_untied(void) { return run_case(false, false, false); }
-static int test_grad_tied(void) { return run_case(true, false, false); }
-static int test_grad_lora(void) { return run_case(false, true, false); }
-static int test_grad_forecast(void) { return run_case(false, false, true); }
+static int test_grad_untied(void) { return run_case(false, false, false, false); }
+static int test_grad_tied(void) { return run_case(true, false, false, false); }
+static int test_grad_lora(void) { return run_case(false, true, false, false); }
+static int test_grad_forecast(void) { return run_case(false, false, true, false); }
 /* through a frozen adapter: its terms carry the gradient down to the vectors */
-static int test_grad_forecast_lora(void) { return run_case(true, true, true); }
+static int test_grad_forecast_lora(void) { return run_case(true, true, true, false); }
+/* UniQL's masked fine-tuning: the masked forward against the physically sliced one */
+static int test_grad_pruned(void) { return run_case(false, false, false, true); }
+static int test_grad_pruned_lora(void) { return run_case(true, true, false, true); }
 
 int main(void) {
     run_test("grad_untied_vs_fd64", test_grad_untied);
@@ -271,5 +291,7 @@ int main(void) {
     run_test("grad_lora_vs_fd64", test_grad_lora);
     run_test("grad_forecast_vs_fd64", test_grad_forecast);
     run_test("grad_forecast_frozen_lora_vs_fd64", test_grad_forecast_lora);
+    run_test("grad_pruned_sorted_vs_fd64", test_grad_pruned);
+    run_test("grad_pruned_sorted_lora_vs_fd64", test_grad_pruned_lora);
     return tests_exit_code();
 }

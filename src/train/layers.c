@@ -94,17 +94,19 @@ void el_rope_tables(float *cs, float *sn, int64_t T, int64_t hd, float base) {
 }
 
 void el_rope_apply(float *x, const float *cs, const float *sn, int64_t N, int64_t T,
-                   int64_t n_heads, int64_t hd, bool inverse) {
+                   int64_t n_heads, int64_t hd, const int32_t *pairs, int64_t group, bool inverse) {
     int64_t half = hd / 2;
     for (int64_t r = 0; r < N; r++) {
         const float *c = cs + (r % T) * half, *s = sn + (r % T) * half;
         for (int64_t h = 0; h < n_heads; h++) {
             float *p = x + (r * n_heads + h) * hd;
+            const int32_t *orig = pairs ? pairs + (h / group) * half : NULL;
             for (int64_t i = 0; i < half; i++) {
+                int64_t f = orig ? orig[i] : i;
                 float v0 = p[2 * i], v1 = p[2 * i + 1];
-                float si = inverse ? -s[i] : s[i];
-                p[2 * i] = v0 * c[i] - v1 * si;
-                p[2 * i + 1] = v0 * si + v1 * c[i];
+                float si = inverse ? -s[f] : s[f];
+                p[2 * i] = v0 * c[f] - v1 * si;
+                p[2 * i + 1] = v0 * si + v1 * c[f];
             }
         }
     }

@@ -35,9 +35,12 @@ void el_lora_backward(float *dx, float *da, float *db, float *dlx, const float *
  * them). */
 void el_rope_tables(float *cs, float *sn, int64_t T, int64_t hd, float base);
 /* Rotates pairs (2i, 2i+1) of each of n_heads heads of each row [N][n_heads*hd], row r at
- * position r % T; inverse rotates back (the backward pass: the transpose of a rotation). */
+ * position r % T; inverse rotates back (the backward pass: the transpose of a rotation).
+ * pairs (NULL: the identity) gives each stored pair the original pair whose frequency it turns
+ * at, [n_heads / group][hd/2]: a UniQL-sorted model's Q/K, whose heads of one KV group share
+ * their K head's order. */
 void el_rope_apply(float *x, const float *cs, const float *sn, int64_t N, int64_t T,
-                   int64_t n_heads, int64_t hd, bool inverse);
+                   int64_t n_heads, int64_t hd, const int32_t *pairs, int64_t group, bool inverse);
 
 /* Causal GQA attention of B sequences of T rows: q [B*T][H*hd], k, v [B*T][KVH*hd],
  * att [B][H][T][T] (probabilities, kept), out [B*T][H*hd]. Products by cblas_sgemm per

@@ -200,7 +200,40 @@ el_status el_tmodel_set_qat_lora(el_tmodel *m) {
     return EL_OK;
 }
 
+el_status el_tmodel_set_rope_pairs(el_tmodel *m, const int32_t *pairs) {
+    const el_tconfig *c = &m->c;
+    int64_t half = c->dim / c->n_head / 2, n = (int64_t)c->n_layer * c->n_head_kv * half;
+    char *seen = malloc((size_t)half);
+    int32_t *copy = malloc((size_t)n * sizeof *pairs);
+    if (!seen || !copy) {
+        free(seen);
+        free(copy);
+        return el_error(EL_ERR_NOMEM, "out of memory for the RoPE pair index");
+    }
+    for (int64_t h = 0; h < n; h += half) {
+        memset(seen, 0, (size_t)half);
+        for (int64_t i = 0; i < half; i++) {
+            int32_t p = pairs[h + i];
+            if (p < 0 || p >= half || seen[p]) {
+                free(seen);
+                free(copy);
+                return el_error(EL_ERR_INVALID_ARG, "RoPE pair index of layer %lld, KV head "
+                                "%lld is not a permutation of its %lld pairs",
+                                (long long)(h / half / c->n_head_kv),
+                                (long long)(h / half % c->n_head_kv), (long long)half);
+            }
+            seen[p] = 1;
+        }
+    }
+    free(seen);
+    memcpy(copy, pairs, (size_t)n * sizeof *pairs);
+    free(m->rope_pairs);
+    m->rope_pairs = copy;
+    return EL_OK;
+}
+
 void el_tmodel_free(el_tmodel *m) {
+    free(m->rope_pairs);
     free(m->qat.x_scale);
     free(m->qat.wq);
     free(m->qat.lora_scale);
@@ -267,6 +300,7 @@ struct el_tacts {
     float *dx, *dxn, *dq, *dk, *dv, *dao, *dg, *du, *dh, *dlogits, *dlx, *tmp;
     float *datt;       /* [B][H][T][T] attention backward scratch */
     float *teacher;    /* [N][V] distillation targets (el_tacts_set_teacher), or NULL */
+    el_tprune prune;   /* masked training (el_tacts_set_prune); ff NULL: none */
     /* quantization-aware training (m->qat) */
     bool training;     /* forwards track the scales */
     int64_t max_in;    /* the widest linear input */
@@ -342,6 +376,10 @@ void el_tacts_free(el_tacts *a) {
 void el_tacts_set_training(el_tacts *a, bool training) { a->training = training; }
 
 void el_tacts_set_teacher(el_tacts *a, float *teacher) { a->teacher = teacher; }
+
+void el_tacts_set_prune(el_tacts *a, const el_tprune *kept) {
+    a->prune = kept ? *kept : (el_tprune){0};
+}
 
 el_status el_tacts_hold_rounding(el_tacts *a, const el_tmodel *m) {
     if (!m->qat.x_scale || m->qat.lora_scale)
@@ -486,6 +524,21 @@ static void lora_int8_bwd(const el_tmodel *m, el_tacts *a, size_t slot, int32_t 
     el_fq_int8_backward(dx, a->dxq, x, N * n_in, sc[0]);
 }
 
+/* ------------------------------------------------------------- masked training */
+
+/* Zeroes dims [kept, hd) of each of the n_heads heads of rows [N][n_heads * hd]. */
+static void mask_heads(float *x, int64_t N, int64_t n_heads, int64_t hd, int64_t kept) {
+    if (kept >= hd) return;
+    for (int64_t r = 0; r < N * n_heads; r++)
+        memset(x + r * hd + kept, 0, (size_t)(hd - kept) * sizeof *x);
+}
+
+/* The pair index of layer il's KV heads, or NULL. */
+static const int32_t *layer_pairs(const el_tmodel *m, int il) {
+    int64_t half = m->c.dim / m->c.n_head / 2;
+    return m->rope_pairs ? m->rope_pairs + (size_t)il * m->c.n_head_kv * half : NULL;
+}
+
 /* ------------------------------------------------------------- forward */
 
 /* y = x W^T (+ the LoRA term of linear i of layer il) */
@@ -535,6 +588,7 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
     const el_tconfig *c = &m->c;
     int64_t N = a->N, D = c->dim, F = c->n_ff, V = c->n_vocab;
     int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
+    int64_t group = c->n_head / c->n_head_kv;
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     a->tokens = tokens, a->targets = targets, a->mask = mask;
     if (m->qat.int4_weights) qat_weights(m, a);
@@ -555,8 +609,14 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
         linear_fwd(m, a, il, 0, q, xn1);
         linear_fwd(m, a, il, 1, k, xn1);
         linear_fwd(m, a, il, 2, v, xn1);
-        el_rope_apply(q, a->cs, a->sn, N, a->T, c->n_head, hd, false);
-        el_rope_apply(k, a->cs, a->sn, N, a->T, c->n_head_kv, hd, false);
+        /* a pruned model drops whole pairs, so the mask commutes with the rotation */
+        if (a->prune.ff) {
+            mask_heads(q, N, c->n_head, hd, a->prune.qk[il]);
+            mask_heads(k, N, c->n_head_kv, hd, a->prune.qk[il]);
+            mask_heads(v, N, c->n_head_kv, hd, a->prune.vo[il]);
+        }
+        el_rope_apply(q, a->cs, a->sn, N, a->T, c->n_head, hd, layer_pairs(m, il), group, false);
+        el_rope_apply(k, a->cs, a->sn, N, a->T, c->n_head_kv, hd, layer_pairs(m, il), 1, false);
         el_attention_forward(tp, &ad, ao, att, q, k, v);
         linear_fwd(m, a, il, 3, a->tmp, ao); /* tmp[N][D] */
         for (int64_t j = 0; j < N * D; j++)
@@ -566,6 +626,7 @@ float el_tmodel_forward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, cons
         linear_fwd(m, a, il, 4, g, xn2);
         linear_fwd(m, a, il, 5, u, xn2);
         el_swiglu_forward(h, g, u, N * F);
+        if (a->prune.ff) mask_heads(h, N, 1, F, a->prune.ff[il]);
         linear_fwd(m, a, il, 6, a->tmp, h);
         for (int64_t j = 0; j < N * D; j++)
             xo[j] = xmid[j] + a->tmp[j];
@@ -594,6 +655,7 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
     const el_tconfig *c = &m->c;
     int64_t N = a->N, D = c->dim, F = c->n_ff, V = c->n_vocab;
     int64_t hd = D / c->n_head, qd = c->n_head * hd, kvd = c->n_head_kv * hd;
+    int64_t group = c->n_head / c->n_head_kv;
     el_attn_dims ad = {a->B, a->T, c->n_head, c->n_head_kv, hd};
     float s = a->loss_norm > 0 ? scale / a->loss_norm : 0.0f;
     if (a->teacher)
@@ -623,6 +685,7 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
         /* FFN: x_out = xmid + down(swiglu(gate(xn2), up(xn2))) */
         memset(a->dh, 0, (size_t)(N * F) * sizeof(float));
         linear_bwd(m, a, il, 6, a->dh, a->dx, h, grads, lgrads);
+        if (a->prune.ff) mask_heads(a->dh, N, 1, F, a->prune.ff[il]);
         el_swiglu_backward(a->dg, a->du, a->dh, g, u, N * F);
         memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
         linear_bwd(m, a, il, 4, a->dxn, a->dg, xn2, grads, lgrads);
@@ -633,8 +696,14 @@ void el_tmodel_backward(const el_tmodel *m, el_tacts *a, el_threadpool *tp, floa
         memset(a->dao, 0, (size_t)(N * qd) * sizeof(float));
         linear_bwd(m, a, il, 3, a->dao, a->dx, ao, grads, lgrads);
         el_attention_backward(tp, &ad, a->dq, a->dk, a->dv, a->datt, a->dao, att, q, k, v);
-        el_rope_apply(a->dq, a->cs, a->sn, N, a->T, c->n_head, hd, true);
-        el_rope_apply(a->dk, a->cs, a->sn, N, a->T, c->n_head_kv, hd, true);
+        el_rope_apply(a->dq, a->cs, a->sn, N, a->T, c->n_head, hd, layer_pairs(m, il), group,
+                      true);
+        el_rope_apply(a->dk, a->cs, a->sn, N, a->T, c->n_head_kv, hd, layer_pairs(m, il), 1, true);
+        if (a->prune.ff) {
+            mask_heads(a->dq, N, c->n_head, hd, a->prune.qk[il]);
+            mask_heads(a->dk, N, c->n_head_kv, hd, a->prune.qk[il]);
+            mask_heads(a->dv, N, c->n_head_kv, hd, a->prune.vo[il]);
+        }
         memset(a->dxn, 0, (size_t)(N * D) * sizeof(float));
         linear_bwd(m, a, il, 0, a->dxn, a->dq, xn1, grads, lgrads);
         linear_bwd(m, a, il, 1, a->dxn, a->dk, xn1, grads, lgrads);

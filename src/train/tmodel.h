@@ -88,7 +88,17 @@ typedef struct el_tmodel {
     el_ttable forecast;  /* one tensor, n_slots rows of dim */
     float *fw;
     el_tqat qat;         /* x_scale NULL: no quantization-aware training */
+    /* a UniQL-sorted model's Q/K (compress/sort.h): [n_layer][n_head_kv][hd/2] the original RoPE
+     * pair of each stored pair, or NULL: the identity */
+    int32_t *rope_pairs;
 } el_tmodel;
+
+/* Masked training of a sorted model (UniQL): per layer, the MLP channels, Q/K dims of each head
+ * and V dims of each KV head kept, the trailing ones masked to zero in the forward and backward,
+ * as the pruned run time drops them. Each array [n_layer]. */
+typedef struct el_tprune {
+    const int32_t *ff, *qk, *vo;
+} el_tprune;
 
 /* Parses "q,k,v,o,gate,up,down" (any subset, any order) into target bits. */
 el_status el_lora_parse_targets(const char *s, uint32_t *out);
@@ -107,6 +117,9 @@ el_status el_tmodel_set_qat(el_tmodel *m, bool int4_weights, float momentum);
  * four scales of every slot the LoRA block targets, lora_scale[slot * 4 ...], are then set by the
  * caller (> 0). */
 el_status el_tmodel_set_qat_lora(el_tmodel *m);
+/* Copies a sorted model's RoPE pair index ([n_layer][n_head_kv][hd/2], each head's a
+ * permutation of its pairs). */
+el_status el_tmodel_set_rope_pairs(el_tmodel *m, const int32_t *pairs);
 void el_tmodel_free(el_tmodel *m);
 /* Random init: matrices N(0, 0.02) (output projections scaled by 1/sqrt(2 n_layer)), norms 1. */
 void el_tmodel_randomize(el_tmodel *m, uint64_t seed);
@@ -132,6 +145,9 @@ void el_tacts_set_teacher(el_tacts *a, float *teacher);
 /* Whether forwards on a are training ones (the trainer's steps: QAT scales are tracked), or
  * evaluations (the default). */
 void el_tacts_set_training(el_tacts *a, bool training);
+/* The kept sizes later forwards and backwards on a mask to (the arrays stay the caller's and are
+ * read then); NULL: nothing masked. */
+void el_tacts_set_prune(el_tacts *a, const el_tprune *kept);
 /* For finite-difference checks of QAT gradients: the next forward records where each value fell
  * on its grid (its rounding offset, or its clipping) and every later one keeps it, so the loss
  * becomes the smooth function whose exact gradient the straight-through one is. Not for int8
