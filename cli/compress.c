@@ -7,6 +7,7 @@
 static const char help[] =
     "usage: edgelora compress -m MODEL.gguf -f CALIB.txt -o OUT.gguf [--rates R0,R1,...]\n"
     "                         [--type TYPE] [--group N] [--calib-tokens N] [--no-sort-qk] [-t N]\n"
+    "                         [--finetune STEPS [--finetune-text FILE] ...]\n"
     "Runs MODEL over calibration text, sorts every block's channels by importance (MLP by\n"
     "ridge leverage scores, V/O by a weighted SVD, Q/K by RoPE pairs) so that\n"
     "pruning a rate keeps a prefix of every matrix, quantizes every weight by GPTQ and writes\n"
@@ -25,6 +26,20 @@ static const char help[] =
     "  --sorted FILE        also keep the sorted model, before the UniQL layout: an ordinary\n"
     "                       GGUF of the original shapes (what --slice reads)\n"
     "  -t, --threads N      threads (default: all cores)\n"
+    "  --finetune STEPS     masked LoRA fine-tuning between sorting and GPTQ: each step draws\n"
+    "                       one of the rates and masks what it drops, the adapter (every\n"
+    "                       linear) learns from the original model's outputs (distillation)\n"
+    "                       and is merged into the weights, so every rate recovers quality\n"
+    "  --finetune-text FILE its text (default: the calibration text; hold out what you\n"
+    "                       evaluate on)\n"
+    "  --finetune-rank N    the adapter's rank (default 16)\n"
+    "  --finetune-lr LR     peak learning rate (default 0.001; cosine to a tenth)\n"
+    "  --finetune-ctx N     tokens per sequence (default 128)\n"
+    "  --finetune-batch N   sequences per step (default 8)\n"
+    "  --finetune-plot FILE an SVG of its loss curve\n"
+    "  --finetune-adapter FILE  also keep the adapter before its merge (a LoRA GGUF of the\n"
+    "                       sorted model that compress writes without --finetune)\n"
+    "  --seed N             the adapter's initialization, data order and drawn rates (1)\n"
     "  --slice RATE         instead: write MODEL (a sorted model compress wrote) pruned at RATE\n"
     "                       as an ordinary smaller model, the kept prefixes copied (no -f)\n";
 
@@ -49,8 +64,13 @@ static bool on_progress(void *user, const el_compress_progress *p) {
     pr->stage = p->stage;
     pr->printed_ms = now;
     double eta = p->done > 0 ? p->stage_s * (double)(p->total - p->done) / (double)p->done : 0;
-    fprintf(stderr, "edgelora compress: %s %lld/%lld, %.1f s, ETA %.0f s\n", p->stage,
-            (long long)p->done, (long long)p->total, p->stage_s, eta);
+    if (!strcmp(p->stage, "finetune"))
+        fprintf(stderr, "edgelora compress: finetune step %lld/%lld, loss %.4f (rate %.2f), "
+                "%.1f s, ETA %.0f s\n", (long long)p->done, (long long)p->total, p->loss,
+                p->rate, p->stage_s, eta);
+    else
+        fprintf(stderr, "edgelora compress: %s %lld/%lld, %.1f s, ETA %.0f s\n", p->stage,
+                (long long)p->done, (long long)p->total, p->stage_s, eta);
     return true;
 }
 
@@ -85,7 +105,8 @@ int cmd_compress(int argc, char **argv) {
     double slice = -1;
     float rates[MAX_RATES];
     int n_rates = 0;
-    el_compress_params p = el_compress_default_params();
+    const el_compress_params d = el_compress_default_params();
+    el_compress_params p = d;
     progress pr = {0};
     p.progress = on_progress;
     p.user = &pr;
@@ -119,6 +140,31 @@ int cmd_compress(int argc, char **argv) {
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (!cli_int("compress", a, v, 0, 1024, &n)) return CLI_USAGE;
             p.n_threads = (int32_t)n;
+        } else if (!strcmp(a, "--finetune")) {
+            if (!cli_int("compress", a, v, 1, 1L << 30, &n)) return CLI_USAGE;
+            p.finetune_steps = n;
+        } else if (!strcmp(a, "--finetune-text")) {
+            p.finetune_path = v;
+        } else if (!strcmp(a, "--finetune-plot")) {
+            p.finetune_plot = v;
+        } else if (!strcmp(a, "--finetune-adapter")) {
+            p.finetune_adapter_path = v;
+        } else if (!strcmp(a, "--finetune-rank")) {
+            if (!cli_int("compress", a, v, 1, 1024, &n)) return CLI_USAGE;
+            p.finetune_rank = (int32_t)n;
+        } else if (!strcmp(a, "--finetune-ctx")) {
+            if (!cli_int("compress", a, v, 2, 1 << 16, &n)) return CLI_USAGE;
+            p.finetune_ctx = (int32_t)n;
+        } else if (!strcmp(a, "--finetune-batch")) {
+            if (!cli_int("compress", a, v, 1, 4096, &n)) return CLI_USAGE;
+            p.finetune_batch = (int32_t)n;
+        } else if (!strcmp(a, "--finetune-lr")) {
+            double lr;
+            if (!cli_float("compress", a, v, 1e-9, 0.999, &lr)) return CLI_USAGE;
+            p.finetune_lr = (float)lr;
+        } else if (!strcmp(a, "--seed")) {
+            if (!cli_int("compress", a, v, 0, 1L << 62, &n)) return CLI_USAGE;
+            p.seed = (uint64_t)n;
         } else if (!strcmp(a, "--slice")) {
             if (!cli_float("compress", a, v, 0.0, 0.9, &slice)) return CLI_USAGE;
         } else if (!strcmp(a, "--rates")) {
@@ -129,6 +175,18 @@ int cmd_compress(int argc, char **argv) {
             cli_error("compress", "unknown option '%s'", a);
             return CLI_USAGE;
         }
+    }
+    bool tuning_opts = p.finetune_path || p.finetune_plot || p.finetune_adapter_path ||
+                       p.finetune_rank != d.finetune_rank || p.finetune_ctx != d.finetune_ctx ||
+                       p.finetune_batch != d.finetune_batch || p.finetune_lr != d.finetune_lr ||
+                       p.seed != d.seed;
+    if (tuning_opts && p.finetune_steps == 0) {
+        cli_error("compress", "the --finetune-* options and --seed need --finetune STEPS");
+        return CLI_USAGE;
+    }
+    if (slice >= 0 && (p.finetune_steps || p.calib_path)) {
+        cli_error("compress", "--slice cuts a sorted model as it is: no -f, no --finetune");
+        return CLI_USAGE;
     }
     if (out && slice >= 0) {
         if (!(model = cli_model_path("compress", model))) return CLI_USAGE;

@@ -169,8 +169,9 @@ el_status el_quantize_type_check(const char *type, bool *llama_cpp_readable);
 
 /* ------------------------------------------------------------- compression */
 
-/* Progress of `compress`: a stage ("calibrate", "sort+gptq", "write") and how much of it is
- * done, then one "plan" call per rate with what that rate keeps. Called from the calling
+/* Progress of `compress`: a stage ("calibrate", "sort+gptq", "write"; with fine-tuning
+ * "calibrate", "sort", "finetune", "gptq", "write") and how much of it is done, and one "plan"
+ * call per rate with what that rate keeps. Called from the calling
  * thread; returning false cancels (EL_ERR_CANCELLED, nothing written). */
 typedef struct el_compress_progress {
     const char *stage;
@@ -181,6 +182,8 @@ typedef struct el_compress_progress {
     float rate;
     int32_t ff_kept, qk_kept, vo_kept;
     double kept_fraction;
+    /* "finetune" only (done/total: steps): the step's loss, at the table rate it drew (rate) */
+    float loss;
 } el_compress_progress;
 typedef bool (*el_compress_progress_fn)(void *user, const el_compress_progress *p);
 
@@ -202,6 +205,21 @@ typedef struct el_compress_params {
     const char *sorted_path;  /* also keep the sorted model here: an ordinary GGUF of the
                                * original shapes, before the UniQL layout (NULL: not kept) */
     int32_t n_threads;        /* 0: all cores */
+    /* masked LoRA fine-tuning before GPTQ (UniQL's recovery, docs/uniql.md): each step draws
+     * a rate of the table and masks what it drops; the adapter (on every linear, alpha = rank)
+     * learns by distillation from the original model and is merged into the sorted weights.
+     * Steps 0: none. Text NULL: the calibration text; plot: an SVG of the loss (NULL: none) */
+    int64_t finetune_steps;
+    const char *finetune_path;
+    int32_t finetune_rank;    /* 16 */
+    float finetune_lr;        /* peak, cosine to a tenth after a tenth of the steps' warmup (1e-3) */
+    int32_t finetune_ctx;     /* tokens per sequence (128) */
+    int32_t finetune_batch;   /* sequences per step (8) */
+    const char *finetune_plot;
+    const char *finetune_adapter_path; /* also keep the adapter, before its merge: a LoRA of
+                                        * the sorted model compress writes without fine-tuning
+                                        * (NULL: not kept) */
+    uint64_t seed;            /* the adapter's initialization, data order, drawn rates (1) */
     el_compress_progress_fn progress; /* may be NULL */
     void *user;
 } el_compress_params;

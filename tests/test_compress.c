@@ -16,30 +16,37 @@
 #include "testutil.h"
 
 static const char *BASE = "models/base.gguf";
+/* enough steps of masked fine-tuning to move the model measurably, few enough for ASan */
+enum { FINETUNE_STEPS = 30 };
 static const char *TEXT = "Once upon a time, the quick brown fox jumped over the lazy dog. "
                           "Der schnelle braune Fuchs springt.";
 
 /* Calibration text: the start of the English corpus (the base's training split). */
 static const char *calib_path(void) { return test_data_path("corpus/en.txt"); }
 
-/* The logits of every token of TEXT, [n][n_vocab] malloc'd. */
-static float *logits_of(const char *path, int32_t *n_out, int32_t *n_vocab) {
+/* The logits of every token of text, [n][n_vocab] malloc'd, with an adapter bound (NULL: none)
+ * at a pruning rate (0 for a model that cannot be pruned). */
+static float *logits_with(const char *path, const char *adapter, float rate, const char *text,
+                          int32_t *n_out, int32_t *n_vocab) {
     el_model *m;
     el_model_params mp = el_model_default_params();
     if (el_model_load(path, &mp, &m)) return NULL;
     el_model_info info;
     el_model_get_info(m, &info);
-    int32_t tok[128];
-    size_t n;
-    el_tokenize(m, TEXT, strlen(TEXT), true, false, tok, 128, &n);
+    int32_t tok[256];
+    size_t n = 0;
+    el_tokenize(m, text, strlen(text), true, false, tok, 256, &n);
     el_context_params cp = el_context_default_params();
-    cp.n_ctx = 128;
+    cp.n_ctx = 256;
     cp.kv_type = EL_KV_F32;
-    el_context *ctx;
+    el_context *ctx = NULL;
+    el_adapter *ad = NULL;
     float *out = NULL;
-    if (el_context_create(m, &cp, &ctx) == EL_OK) {
-        int32_t pos[128], seq[128] = {0};
-        int8_t want[128];
+    if (el_context_create(m, &cp, &ctx) == EL_OK && (rate == 0 || el_context_set_prune(ctx, rate) == EL_OK) &&
+        (!adapter || (el_adapter_load(m, adapter, &ad) == EL_OK &&
+                      el_context_bind(ctx, 0, &(el_binding){ad, 1.0f}, 1) == EL_OK))) {
+        int32_t pos[256], seq[256] = {0};
+        int8_t want[256];
         for (size_t i = 0; i < n; i++) pos[i] = (int32_t)i, want[i] = 1;
         el_batch b = {
             .n_rows = (int32_t)n, .token = tok, .pos = pos, .seq_id = seq, .logits = want};
@@ -47,12 +54,17 @@ static float *logits_of(const char *path, int32_t *n_out, int32_t *n_vocab) {
             for (size_t i = 0; i < n; i++)
                 memcpy(out + i * info.n_vocab, el_get_logits(ctx, (int32_t)i),
                        sizeof(float) * info.n_vocab);
-        el_context_free(ctx);
     }
+    el_context_free(ctx);
+    el_adapter_free(ad);
     *n_out = (int32_t)n;
     *n_vocab = info.n_vocab;
     el_model_free(m);
     return out;
+}
+
+static float *logits_of(const char *path, int32_t *n_out, int32_t *n_vocab) {
+    return logits_with(path, NULL, 0, TEXT, n_out, n_vocab);
 }
 
 static el_compress_params quick(void) {
@@ -221,6 +233,14 @@ static int test_compress_bad_input(void) {
         CHECK(expect_failure(layout, &p, EL_ERR_INVALID_ARG, "already compressed") == TEST_PASS);
     CHECK(expect_failure("tests/golden/llama_f32_gqa.logits", &p, EL_ERR_FORMAT,
                          "tests/golden/llama_f32_gqa.logits") == TEST_PASS);
+    /* fine-tuning's text and settings are checked before the calibration */
+    p = quick();
+    p.finetune_steps = 10;
+    p.finetune_path = "no/such/finetune.txt";
+    CHECK(expect_failure(BASE, &p, EL_ERR_IO, "no/such/finetune.txt") == TEST_PASS);
+    p.finetune_path = NULL;
+    p.finetune_lr = 0;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "learning rate") == TEST_PASS);
     return TEST_PASS;
 }
 
@@ -294,11 +314,113 @@ static int test_compress_slice_equals_masked(void) {
     return TEST_PASS;
 }
 
+/* Lines [from, to) of the English corpus: into a file of the test folder (path set) or, up to
+ * cap bytes, into buf. */
+static bool corpus_lines(int from, int to, const char *path, char *buf, size_t cap) {
+    FILE *in = fopen(calib_path(), "r"), *out = path ? fopen(path, "w") : NULL;
+    char line[16384];
+    size_t len = 0;
+    if (buf) buf[0] = 0;
+    for (int i = 0; in && i < to && fgets(line, sizeof line, in); i++) {
+        if (i < from) continue;
+        if (out) fputs(line, out);
+        size_t n = strlen(line);
+        if (buf && len + n < cap) memcpy(buf + len, line, n + 1), len += n;
+    }
+    bool ok = in && (!path || out);
+    if (in) fclose(in);
+    if (out) ok = fclose(out) == 0 && ok;
+    return ok;
+}
+
+/* The mean over rows of KL(softmax(p) || softmax(q)), in double. */
+static double mean_kl(const float *p, const float *q, int32_t n, int32_t v) {
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const float *a = p + (size_t)i * v, *b = q + (size_t)i * v;
+        double ma = a[0], mb = b[0], za = 0, zb = 0, kl = 0;
+        for (int32_t k = 1; k < v; k++) ma = fmax(ma, a[k]), mb = fmax(mb, b[k]);
+        for (int32_t k = 0; k < v; k++) za += exp(a[k] - ma), zb += exp(b[k] - mb);
+        for (int32_t k = 0; k < v; k++) {
+            double la = a[k] - ma - log(za), lb = b[k] - mb - log(zb);
+            kl += exp(la) * (la - lb);
+        }
+        sum += kl;
+    }
+    return sum / n;
+}
+
+/* Masked LoRA fine-tuning: the merged model equals the untuned sorted model with the adapter
+ * the run kept bound at run time (the engine's adapter path, checked against llama.cpp's, is
+ * the reference for the merge), and at a high rate the tuned model is closer to the original
+ * than the untuned one on text neither saw. */
+static int test_compress_finetune(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    char sorted0[512], layout0[512], sorted1[512], layout1[512], adapter[512], text[512],
+        plot[512];
+    snprintf(sorted0, sizeof sorted0, "%s/sorted.gguf", test_tmp_dir());
+    snprintf(layout0, sizeof layout0, "%s/sorted.uniql.gguf", test_tmp_dir());
+    snprintf(sorted1, sizeof sorted1, "%s/tuned.gguf", test_tmp_dir());
+    snprintf(layout1, sizeof layout1, "%s/tuned.uniql.gguf", test_tmp_dir());
+    snprintf(adapter, sizeof adapter, "%s/tuned.lora.gguf", test_tmp_dir());
+    snprintf(text, sizeof text, "%s/finetune.txt", test_tmp_dir());
+    snprintf(plot, sizeof plot, "%s/finetune.svg", test_tmp_dir());
+    el_compress_params p = quick();
+    p.type = "f32";
+    if (access(sorted0, F_OK) != 0 || access(layout0, F_OK) != 0) {
+        p.sorted_path = sorted0;
+        CHECK(el_compress(BASE, layout0, &p) == EL_OK);
+    }
+    CHECK(corpus_lines(0, 400, text, NULL, 0));
+    p.sorted_path = sorted1;
+    p.finetune_steps = FINETUNE_STEPS;
+    p.finetune_path = text;
+    p.finetune_batch = 4;
+    p.finetune_ctx = 64;
+    p.finetune_lr = 3e-3f;
+    p.finetune_adapter_path = adapter;
+    p.finetune_plot = plot;
+    CHECK(el_compress(BASE, layout1, &p) == EL_OK);
+    CHECK(access(plot, F_OK) == 0);
+
+    int32_t n0, n1, n2, v0, v1, v2;
+    float *merged = logits_with(sorted1, NULL, 0, TEXT, &n0, &v0);
+    float *bound = logits_with(sorted0, adapter, 0, TEXT, &n1, &v1);
+    float *plain = logits_with(sorted0, NULL, 0, TEXT, &n2, &v2);
+    CHECK(merged && bound && plain && n0 == n1 && n0 == n2 && v0 == v1 && v0 == v2);
+    double err = test_max_rel_err(merged, bound, (size_t)n0 * v0);
+    double moved = test_max_rel_err(merged, plain, (size_t)n0 * v0);
+    test_note("merged against the adapter bound at run time: %.3g (against no adapter: %.3g)",
+              err, moved);
+    CHECK(err < 1e-4);
+    CHECK(moved > 1e-2);
+    free(merged);
+    free(bound);
+    free(plain);
+
+    /* held out: paragraphs far past the fine-tuning and calibration text */
+    char held[1200];
+    CHECK(corpus_lines(9000, 9004, NULL, held, sizeof held));
+    float *orig = logits_with(BASE, NULL, 0, held, &n0, &v0);
+    float *untuned = logits_with(layout0, NULL, 0.35f, held, &n1, &v1);
+    float *tuned = logits_with(layout1, NULL, 0.35f, held, &n2, &v2);
+    CHECK(orig && untuned && tuned && n0 == n1 && n0 == n2 && n0 > 100);
+    double kl0 = mean_kl(orig, untuned, n0, v0), kl1 = mean_kl(orig, tuned, n0, v0);
+    test_note("KL(original || rate 0.35) over %d held-out tokens: %.4f untuned, %.4f tuned", n0,
+              kl0, kl1);
+    CHECK(kl1 < 0.9 * kl0);
+    free(orig);
+    free(untuned);
+    free(tuned);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("compress_sorted_keeps_logits", test_compress_sorted_keeps_logits);
     run_test("compress_gptq_types", test_compress_gptq_types);
     run_test("compress_plan_in_file", test_compress_plan_in_file);
     run_test("compress_slice_equals_masked", test_compress_slice_equals_masked);
+    run_test("compress_finetune", test_compress_finetune);
     run_test("compress_bad_input", test_compress_bad_input);
     return tests_exit_code();
 }

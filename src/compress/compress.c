@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compress/corr.h"
+#include "compress/finetune.h"
 #include "compress/gptq.h"
 #include "compress/plan.h"
 #include "compress/quantize.h"
@@ -34,7 +35,12 @@ el_compress_params el_compress_default_params(void) {
                                 .damp = 0.01,
                                 .ridge = 0.1,
                                 .sort_qk = true,
-                                .n_threads = 0};
+                                .n_threads = 0,
+                                .finetune_rank = 16,
+                                .finetune_lr = 1e-3f,
+                                .finetune_ctx = 128,
+                                .finetune_batch = 8,
+                                .seed = 1};
 }
 
 /* One weight as it will be written. */
@@ -54,6 +60,11 @@ typedef struct job {
     out_weight head;     /* the output head (GPTQ only; data NULL: copied as it is) */
     out_weight embd;     /* the token embeddings when untied: q8_0 (a lookup has no Hessian) */
     int32_t *rope_pairs; /* [n_layer][n_head_kv][n_rot/2] or NULL */
+    /* with fine-tuning, every layer sorted before any is quantized: its float weights and
+     * correlations, [n_layer] each */
+    el_flayer *fl;
+    el_layer_corr *corr;
+    bool adapter_written; /* the fine-tuned adapter kept: removed if a later stage fails */
     double t0;           /* start of the current stage */
     int64_t done, total; /* of the current stage */
     const char *stage;
@@ -123,13 +134,21 @@ static const double *hessian(const el_layer_corr *c, el_linear w) {
     }
 }
 
+/* Whether a weight is quantized by GPTQ (its rows divide into the groups), and its type. */
+static bool quantized(const job *j, int il, el_linear which) {
+    return j->gptq && el_layer_weight(&j->m->layers[il], which)->n_in % j->grid.group == 0;
+}
+static el_type out_type(const job *j, int il, el_linear which) {
+    return quantized(j, il, which) ? j->grid.type : j->float_type;
+}
+
 /* Stores (or quantizes) one sorted weight. */
 static el_status emit(job *j, int il, el_linear which, float *w, const el_layer_corr *c) {
     const el_weight *src = el_layer_weight(&j->m->layers[il], which);
     int64_t rows = src->n_out, cols = src->n_in;
-    bool quant = j->gptq && cols % j->grid.group == 0;
+    bool quant = quantized(j, il, which);
     out_weight *o = &j->out[el_linear_slot(il, which)];
-    o->type = quant ? j->grid.type : j->float_type;
+    o->type = out_type(j, il, which);
     o->nbytes = el_row_size(o->type, cols) * (size_t)rows;
     if (!(o->data = malloc(o->nbytes))) return el_error(EL_ERR_NOMEM, "compress: out of memory");
     if (quant)
@@ -175,25 +194,34 @@ static el_status emit_head(job *j, const double *h) {
     return st;
 }
 
-static el_status compress_layer(job *j, int il, el_layer_corr *c) {
+/* Layer il's weights in float, sorted (its correlations transformed with them). */
+static el_status sort_layer(job *j, int il, el_layer_corr *c, el_flayer *fl) {
     const el_hparams *hp = &j->m->hp;
-    el_flayer fl = {0};
     el_status st = EL_OK;
     for (el_linear w = EL_LINEAR_Q; st == EL_OK && w <= EL_LINEAR_DOWN; w++) {
         const el_weight *src = el_layer_weight(&j->m->layers[il], w);
-        if (!(fl.w[w] = malloc((size_t)(src->n_out * src->n_in) * sizeof(float))))
+        if (!(fl->w[w] = malloc((size_t)(src->n_out * src->n_in) * sizeof(float))))
             st = el_error(EL_ERR_NOMEM, "compress: out of memory");
         else
-            el_weight_floats(src, fl.w[w]);
+            el_weight_floats(src, fl->w[w]);
     }
-    if (st == EL_OK) st = el_sort_mlp(hp, &fl, c->ffn_mid, j->p->ridge, NULL);
+    if (st == EL_OK) st = el_sort_mlp(hp, fl, c->ffn_mid, j->p->ridge, NULL);
     if (st == EL_OK && j->rope_pairs)
-        st = el_sort_qk(hp, &fl, c->attn_in,
+        st = el_sort_qk(hp, fl, c->attn_in,
                         j->rope_pairs + (size_t)il * hp->n_head_kv * (hp->n_rot / 2));
-    if (st == EL_OK) st = el_sort_vo(hp, &fl, c->attn_in, c->attn_out);
+    if (st == EL_OK) st = el_sort_vo(hp, fl, c->attn_in, c->attn_out);
+    return st;
+}
+
+static void flayer_free(el_flayer *fl) {
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) free(fl->w[w]);
+    *fl = (el_flayer){0};
+}
+
+static el_status emit_layer(job *j, int il, el_flayer *fl, const el_layer_corr *c) {
+    el_status st = EL_OK;
     for (el_linear w = EL_LINEAR_Q; st == EL_OK && w <= EL_LINEAR_DOWN; w++)
-        st = emit(j, il, w, fl.w[w], c);
-    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) free(fl.w[w]);
+        st = emit(j, il, w, fl->w[w], c);
     return st;
 }
 
@@ -208,9 +236,8 @@ static double kept_fraction(const el_hparams *hp, int64_t ff, int64_t qk, int64_
 /* The plan of the weights as written, reported rate by rate. */
 static el_status make_plan(job *j, const float *rates, int32_t n_rates, el_uniql_plan *plan) {
     const el_hparams *hp = &j->m->hp;
-    el_plan_grain grain =
-        el_plan_grain_for(hp, j->out[el_linear_slot(0, EL_LINEAR_DOWN)].type,
-                          j->out[el_linear_slot(0, EL_LINEAR_O)].type, j->rope_pairs != NULL);
+    el_plan_grain grain = el_plan_grain_for(hp, out_type(j, 0, EL_LINEAR_DOWN),
+                                            out_type(j, 0, EL_LINEAR_O), j->rope_pairs != NULL);
     el_status st = el_plan_build(hp, rates, n_rates, grain, plan);
     if (st) return st;
     plan->rope_pairs = j->rope_pairs;
@@ -231,6 +258,29 @@ static el_status make_plan(job *j, const float *rates, int32_t n_rates, el_uniql
     return EL_OK;
 }
 
+/* Sorts (and without fine-tuning quantizes) layers l0..l1-1 from their correlations; with
+ * fine-tuning keeps each layer's weights and correlations in j. */
+static el_status sort_window(job *j, int32_t l0, int32_t l1, el_layer_corr *corr) {
+    bool keep = j->fl != NULL;
+    el_status st = EL_OK;
+    j->stage = keep ? "sort" : "sort+gptq";
+    j->t0 = el_now_seconds();
+    j->total = j->m->hp.n_layer;
+    for (int32_t il = l0; st == EL_OK && il < l1; il++) {
+        j->done = il;
+        el_flayer fl = {0};
+        st = sort_layer(j, il, &corr[il - l0], &fl);
+        if (st == EL_OK && !keep) st = emit_layer(j, il, &fl, &corr[il - l0]);
+        if (keep)
+            j->fl[il] = fl;
+        else
+            flayer_free(&fl);
+        j->done = il + 1;
+        if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+    }
+    return st;
+}
+
 static el_status run_layers(job *j, const char *in_path) {
     el_corr_run run;
     el_status st = el_corr_open(in_path, j->p->calib_path, j->p->calib_tokens, MIN_CALIB_TOKENS,
@@ -241,12 +291,21 @@ static el_status run_layers(job *j, const char *in_path) {
     st = check_model(j->m);
     const el_hparams *hp = &j->m->hp;
     int32_t n_layer = hp->n_layer;
-    int32_t window = (int32_t)(CORR_BUDGET / el_layer_corr_bytes(j->m));
+    bool keep = j->p->finetune_steps > 0;
+    uint64_t layer_bytes = el_layer_corr_bytes(j->m);
+    int32_t window = (int32_t)(CORR_BUDGET / layer_bytes);
     window = window < 1 ? 1 : window > n_layer ? n_layer : window;
+    /* fine-tuning comes between sorting and GPTQ, so every layer's correlations wait for it */
+    if (st == EL_OK && keep && window < n_layer)
+        st = el_error(EL_ERR_UNSUPPORTED, "%s: --finetune holds the correlations of all %d "
+                      "layers until GPTQ (%.1f GB), more than compress's %.1f GB: compress "
+                      "without --finetune", j->m->path, n_layer,
+                      (double)layer_bytes * n_layer / 1e9, (double)CORR_BUDGET / 1e9);
     el_layer_corr *corr = calloc((size_t)window, sizeof *corr);
     double *head = j->gptq ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
     j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
-    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head)))
+    if (keep) j->fl = calloc((size_t)n_layer, sizeof *j->fl);
+    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head) || (keep && !j->fl)))
         st = el_error(EL_ERR_NOMEM, "compress: out of memory");
     /* Q/K pairs move only where every head dimension rotates (else they stay, unpruned) */
     if (st == EL_OK && j->p->sort_qk && hp->n_rot == hp->head_dim_k &&
@@ -265,24 +324,40 @@ static el_status run_layers(job *j, const char *in_path) {
             j->stage = j->stage_buf;
         }
         st = el_corr_collect(&run, l0, l1, l1 == n_layer ? head : NULL, on_calib, j, corr);
-        j->stage = "sort+gptq";
-        j->t0 = el_now_seconds();
-        j->total = n_layer;
-        for (int32_t il = l0; st == EL_OK && il < l1; il++) {
-            j->done = il;
-            st = compress_layer(j, il, &corr[il - l0]);
-            j->done = il + 1;
-            if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
-        }
-        for (int32_t il = l0; il < l1 && st == EL_OK; il++) el_layer_corr_free(&corr[il - l0]);
-        if (st)
-            for (int32_t i = 0; i < window; i++) el_layer_corr_free(&corr[i]);
+        if (st == EL_OK) st = sort_window(j, l0, l1, corr);
+        for (int32_t i = 0; i < window && (!keep || st); i++) el_layer_corr_free(&corr[i]);
     }
+    if (keep && st == EL_OK)
+        j->corr = corr;
+    else
+        free(corr);
     if (st == EL_OK && head) st = emit_head(j, head);
     free(head);
-    free(corr);
     run.model = NULL; /* kept for writing */
     el_corr_close(&run);
+    return st;
+}
+
+/* Fine-tuning on the plan, then GPTQ of every layer from its kept correlations. */
+static el_status finetune_and_quantize(job *j, const el_uniql_plan *plan) {
+    const el_hparams *hp = &j->m->hp;
+    float **w = malloc((size_t)hp->n_layer * EL_N_LINEAR * sizeof *w);
+    if (!w) return el_error(EL_ERR_NOMEM, "compress: out of memory");
+    for (int il = 0; il < hp->n_layer; il++)
+        for (el_linear l = EL_LINEAR_Q; l <= EL_LINEAR_DOWN; l++)
+            w[el_linear_slot(il, l)] = j->fl[il].w[l];
+    el_status st = el_masked_finetune(j->m, w, plan, j->p);
+    free(w);
+    j->adapter_written = st == EL_OK && j->p->finetune_adapter_path;
+    j->stage = j->gptq ? "gptq" : "store";
+    j->t0 = el_now_seconds();
+    j->total = hp->n_layer;
+    for (int il = 0; st == EL_OK && il < hp->n_layer; il++) {
+        j->done = il;
+        st = emit_layer(j, il, &j->fl[il], &j->corr[il]);
+        j->done = il + 1;
+        if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+    }
     return st;
 }
 
@@ -354,8 +429,10 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     el_hparams any = {.n_layer = 1, .n_ff = 2, .head_dim_k = 2, .head_dim_v = 2};
     el_status st = el_plan_build(&any, rates, n_rates, (el_plan_grain){1, 2, 1}, &plan);
     el_uniql_plan_free(&plan);
+    if (st == EL_OK && p->finetune_steps > 0) st = el_masked_finetune_check(p);
     if (st == EL_OK) st = run_layers(&j, in_path);
     if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
+    if (st == EL_OK && j.fl) st = finetune_and_quantize(&j, &plan);
     if (st == EL_OK) {
         j.stage = "write";
         j.t0 = el_now_seconds();
@@ -369,8 +446,13 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
         j.done = 2;
         if (st == EL_OK) report(&j);
     }
+    if (st != EL_OK && j.adapter_written) unlink(p->finetune_adapter_path);
     for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);
     free(j.out);
+    for (int32_t il = 0; j.fl && il < j.m->hp.n_layer; il++) flayer_free(&j.fl[il]);
+    for (int32_t il = 0; j.corr && il < j.m->hp.n_layer; il++) el_layer_corr_free(&j.corr[il]);
+    free(j.fl);
+    free(j.corr);
     free(j.head.data);
     free(j.embd.data);
     free(j.rope_pairs);

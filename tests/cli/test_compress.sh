@@ -19,6 +19,12 @@ grep -q "type 'q8_0' is not a 4-bit type" "$TMP/err" && pass compress_bad_type_m
 echo "too short" > "$TMP/short.txt"
 expect_exit compress_short_text 1 "$EL" compress -m "$B" -f "$TMP/short.txt" -o "$TMP/x.gguf"
 grep -q "$TMP/short.txt: calibration text too short" "$TMP/err" && pass compress_short_message || fail compress_short_message "$(cat "$TMP/err")"
+expect_exit finetune_opts_alone 2 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --finetune-rank 4
+grep -q 'need --finetune STEPS' "$TMP/err" && pass finetune_opts_alone_message || fail finetune_opts_alone_message "$(cat "$TMP/err")"
+expect_exit finetune_zero_steps 2 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --finetune 0
+expect_exit slice_with_finetune 2 "$EL" compress --slice 0.2 -m "$B" -o "$TMP/x.gguf" --finetune 10
+expect_exit finetune_missing_text 1 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --finetune 10 --finetune-text "$TMP/none.txt"
+grep -q "$TMP/none.txt: cannot open the fine-tuning text" "$TMP/err" && pass finetune_missing_text_message || fail finetune_missing_text_message "$(cat "$TMP/err")"
 expect_exit compress_missing_model 1 "$EL" compress -m "$TMP/none.gguf" -f "$C" -o "$TMP/x.gguf"
 ls "$TMP" | grep -q 'x.gguf' && fail compress_no_leftovers "$(ls "$TMP")" || pass compress_no_leftovers
 
