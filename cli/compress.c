@@ -8,6 +8,7 @@ static const char help[] =
     "usage: edgelora compress -m MODEL.gguf -f CALIB.txt -o OUT.gguf [--rates R0,R1,...]\n"
     "                         [--type TYPE] [--group N] [--calib-tokens N] [--no-sort-qk] [-t N]\n"
     "                         [--finetune STEPS [--finetune-text FILE] ...]\n"
+    "                         [--lora ADAPTER.gguf ... --lora-out DIR]\n"
     "Runs MODEL over calibration text, sorts every block's channels by importance (MLP by\n"
     "ridge leverage scores, V/O by a weighted SVD, Q/K by RoPE pairs) so that\n"
     "pruning a rate keeps a prefix of every matrix, quantizes every weight by GPTQ and writes\n"
@@ -40,6 +41,10 @@ static const char help[] =
     "  --finetune-adapter FILE  also keep the adapter before its merge (a LoRA GGUF of the\n"
     "                       sorted model that compress writes without --finetune)\n"
     "  --seed N             the adapter's initialization, data order and drawn rates (1)\n"
+    "  --lora FILE          an adapter of MODEL (repeatable) re-expressed for the output: its\n"
+    "                       rows and columns follow the sorting, so it computes on OUT what it\n"
+    "                       computed on MODEL; written as DIR/<name>.gguf, for OUT alone\n"
+    "  --lora-out DIR       the folder of those adapters (made if missing)\n"
     "  --slice RATE         instead: write MODEL (a sorted model compress wrote) pruned at RATE\n"
     "                       as an ordinary smaller model, the kept prefixes copied (no -f)\n";
 
@@ -100,7 +105,8 @@ static bool parse_rates(const char *s, float *rates, int max, int *n) {
 }
 
 int cmd_compress(int argc, char **argv) {
-    enum { MAX_RATES = 32 };
+    enum { MAX_RATES = 32, MAX_LORAS = 64 };
+    const char *loras[MAX_LORAS];
     const char *model = NULL, *out = NULL;
     double slice = -1;
     float rates[MAX_RATES];
@@ -147,6 +153,15 @@ int cmd_compress(int argc, char **argv) {
             p.finetune_path = v;
         } else if (!strcmp(a, "--finetune-plot")) {
             p.finetune_plot = v;
+        } else if (!strcmp(a, "--lora")) {
+            if (p.n_loras == MAX_LORAS) {
+                cli_error("compress", "--lora: at most %d adapters", MAX_LORAS);
+                return CLI_USAGE;
+            }
+            loras[p.n_loras++] = v;
+            p.lora_paths = loras;
+        } else if (!strcmp(a, "--lora-out")) {
+            p.lora_out_dir = v;
         } else if (!strcmp(a, "--finetune-adapter")) {
             p.finetune_adapter_path = v;
         } else if (!strcmp(a, "--finetune-rank")) {
@@ -184,8 +199,12 @@ int cmd_compress(int argc, char **argv) {
         cli_error("compress", "the --finetune-* options and --seed need --finetune STEPS");
         return CLI_USAGE;
     }
-    if (slice >= 0 && (p.finetune_steps || p.calib_path)) {
-        cli_error("compress", "--slice cuts a sorted model as it is: no -f, no --finetune");
+    if (slice >= 0 && (p.finetune_steps || p.calib_path || p.n_loras)) {
+        cli_error("compress", "--slice cuts a sorted model as it is: no -f, --finetune or --lora");
+        return CLI_USAGE;
+    }
+    if (!p.n_loras != !p.lora_out_dir) {
+        cli_error("compress", "--lora FILE and --lora-out DIR go together");
         return CLI_USAGE;
     }
     if (out && slice >= 0) {

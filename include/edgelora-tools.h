@@ -220,6 +220,12 @@ typedef struct el_compress_params {
                                         * the sorted model compress writes without fine-tuning
                                         * (NULL: not kept) */
     uint64_t seed;            /* the adapter's initialization, data order, drawn rates (1) */
+    /* LoRA adapters of the input model, re-expressed in the sorted basis (MLP channels and Q/K
+     * pairs moved, V/O heads turned) and written as lora_out_dir/<name>.gguf, tagged for the
+     * output (the loader refuses them on any other model, and the originals on the output) */
+    const char *const *lora_paths;
+    int32_t n_loras;
+    const char *lora_out_dir;
     el_compress_progress_fn progress; /* may be NULL */
     void *user;
 } el_compress_params;

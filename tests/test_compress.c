@@ -415,12 +415,67 @@ static int test_compress_finetune(void) {
     return TEST_PASS;
 }
 
+/* compress --lora: an adapter of the original model, re-expressed for the sorted one (Q/K pairs
+ * sorted too, so the layout's RoPE index runs), computes on the compressed model at rate 0
+ * what the original adapter computes on the original model in the engine; the loader refuses
+ * the original adapter on the compressed model and the re-expressed one on the original. */
+static int test_compress_lora_reexpressed(void) {
+    if (!calib_path()) return test_skip("the corpus is absent");
+    const char *adapter = "models/translate-de.gguf";
+    char layout[512], dir[512], moved[600];
+    snprintf(layout, sizeof layout, "%s/qk.uniql.gguf", test_tmp_dir());
+    snprintf(dir, sizeof dir, "%s/sorted-adapters", test_tmp_dir());
+    snprintf(moved, sizeof moved, "%s/translate-de.gguf", dir);
+    el_compress_params p = quick();
+    p.type = "f32";
+    p.sort_qk = true;
+    p.lora_paths = &adapter;
+    p.n_loras = 1;
+    p.lora_out_dir = dir;
+    CHECK(el_compress(BASE, layout, &p) == EL_OK);
+    int32_t n0, n1, n2, v0, v1, v2;
+    float *want = logits_with(BASE, adapter, 0, TEXT, &n0, &v0);
+    float *got = logits_with(layout, moved, 0, TEXT, &n1, &v1);
+    float *bare = logits_with(BASE, NULL, 0, TEXT, &n2, &v2);
+    CHECK(want && got && bare && n0 == n1 && n0 == n2 && v0 == v1 && v0 == v2);
+    double err = test_max_rel_err(got, want, (size_t)n0 * v0);
+    double effect = test_max_rel_err(bare, want, (size_t)n0 * v0);
+    test_note("re-expressed adapter on the compressed model against the adapter on the "
+              "original: %.3g (the adapter's own effect: %.3g)", err, effect);
+    CHECK(err < 1e-4);
+    CHECK(effect > 1e-2);
+    free(want);
+    free(got);
+    free(bare);
+
+    el_model *m;
+    el_adapter *ad = NULL;
+    el_model_params mp = el_model_default_params();
+    CHECK(el_model_load(layout, &mp, &m) == EL_OK);
+    CHECK(el_adapter_load(m, adapter, &ad) == EL_ERR_MISMATCH && !ad);
+    CHECK(strstr(el_last_error(), "before UniQL compression") && strstr(el_last_error(), "--lora"));
+    el_model_free(m);
+    CHECK(el_model_load(BASE, &mp, &m) == EL_OK);
+    CHECK(el_adapter_load(m, moved, &ad) == EL_ERR_MISMATCH && !ad);
+    CHECK(strstr(el_last_error(), "re-expressed for a UniQL compressed model"));
+    el_model_free(m);
+
+    /* bad input: no folder, and a folder that would overwrite the adapter itself */
+    p.lora_out_dir = NULL;
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "--lora-out") == TEST_PASS);
+    p.lora_out_dir = "models";
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "replace the adapter itself") ==
+          TEST_PASS);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("compress_sorted_keeps_logits", test_compress_sorted_keeps_logits);
     run_test("compress_gptq_types", test_compress_gptq_types);
     run_test("compress_plan_in_file", test_compress_plan_in_file);
     run_test("compress_slice_equals_masked", test_compress_slice_equals_masked);
     run_test("compress_finetune", test_compress_finetune);
+    run_test("compress_lora_reexpressed", test_compress_lora_reexpressed);
     run_test("compress_bad_input", test_compress_bad_input);
     return tests_exit_code();
 }

@@ -452,7 +452,7 @@ static int test_adapter_on_int8_base(void) {
     CHECK(el_tmodel_qat_from_model(&m, fm) == EL_OK);
     CHECK(!m.qat.int4_weights && m.qat.x_scale[0] == fm->layers[0].wq.act_scale);
     el_model_free(fm);
-    CHECK(el_export_lora(&m, "llama", 0, qat_adapter) == EL_OK);
+    CHECK(el_export_lora(&m, "llama", 0, 0, qat_adapter) == EL_OK);
     int32_t ids[SEQ], tgt[SEQ];
     fill_batch(ids, tgt, SEQ, 300, 78);
     float *want = forward_logits(&m, ids);
@@ -518,7 +518,7 @@ static int adapter_under_profile(const char *base, const char *name) {
     CHECK(el_tmodel_add_lora(&m, 4, 8.0f, 0x7f, 7) == EL_OK);
     test_rng rng = {9};
     for (size_t i = 0; i < m.lora.n_floats; i++) m.lw[i] = test_rand_uniform(&rng, -0.2f, 0.2f);
-    CHECK(el_export_lora(&m, "llama", 0, adapter) == EL_OK);
+    CHECK(el_export_lora(&m, "llama", 0, 0, adapter) == EL_OK);
     el_profile_params pp = el_profile_default_params();
     const char *ads[1] = {adapter};
     pp.adapters = ads, pp.n_adapters = 1, pp.text_path = text, pp.n_threads = 1;

@@ -74,7 +74,7 @@ static int setup(void) {
     CHECK(el_tmodel_add_lora(&m, 4, 8.0f, 0x7f, 6) == EL_OK);
     test_rng rng = {7};
     for (size_t i = 0; i < m.lora.n_floats; i++) m.lw[i] = test_rand_uniform(&rng, -0.3f, 0.3f);
-    CHECK(el_export_lora(&m, "llama", 0, plain) == EL_OK);
+    CHECK(el_export_lora(&m, "llama", 0, 0, plain) == EL_OK);
     /* row 0 of each A times 200 and column 0 of its B over 200: the same float terms, on grids 200
      * times as coarse for the other rows */
     for (int32_t i = 0; i < m.lora.n; i += 2) {
@@ -84,7 +84,7 @@ static int setup(void) {
     }
     for (int s = 0; s < c.n_layer * EL_TN_LINEAR; s++) /* only layer 0's q and v are written */
         if (s != 0 && s != 2) m.lora_idx[s] = -1;
-    CHECK(el_export_lora(&m, "llama", 0, outlier) == EL_OK);
+    CHECK(el_export_lora(&m, "llama", 0, 0, outlier) == EL_OK);
     el_tmodel_free(&m);
     CHECK(write_examples("plain") == TEST_PASS && write_examples("outlier") == TEST_PASS);
     return TEST_PASS;

@@ -206,7 +206,7 @@ static int test_sort_vo_exact(void) {
     double *cout = malloc(sizeof(double) * o * o), *cref = malloc(sizeof(double) * o * o);
     vo(&b.l, b.x, a, att0, y0);
     correlation(att0, T, o, cout);
-    CHECK(el_sort_vo(&hp, &b.l, b.c, cout) == EL_OK);
+    CHECK(el_sort_vo(&hp, &b.l, b.c, cout, NULL) == EL_OK);
     vo(&b.l, b.x, a, att1, y1);
     double scale, d = max_diff(y1, y0, T * E, &scale);
     test_note("V/O output: max diff %.3g of %.3g", d, scale);
@@ -302,10 +302,92 @@ static int test_sort_qk_exact(void) {
     return TEST_PASS;
 }
 
+/* w (rows x cols) += b (rows x R) a (R x cols) */
+static void add_product(float *w, int64_t rows, int64_t cols, const float *b, const float *a,
+                        int R) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double s = 0;
+            for (int k = 0; k < R; k++) s += (double)b[r * R + k] * a[k * cols + c];
+            w[r * cols + c] += (float)s;
+        }
+}
+
+/* An adapter on every linear, re-expressed in the sorted basis (el_sort_basis_rows on B,
+ * el_sort_basis_cols on A) and merged into the sorted block, computes what it computes merged
+ * into the original block: the MLP output, the V/O output and the Q.K scores (with the index). */
+static int test_sort_basis_adapter_exact(void) {
+    enum { R = 3 };
+    el_hparams hp = shape(EL_ROPE_NEOX);
+    block b, merged;
+    block_make(&b, 21);
+    block_make(&merged, 21);
+    test_rng r = {22};
+    float *ad_a[EL_N_LINEAR], *ad_b[EL_N_LINEAR];
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
+        int64_t rows = w == EL_LINEAR_O ? E : n_out(w), cols = n_in(w);
+        ad_a[w] = malloc(sizeof(float) * R * cols);
+        ad_b[w] = malloc(sizeof(float) * rows * R);
+        for (int64_t i = 0; i < R * cols; i++) ad_a[w][i] = test_rand_uniform(&r, -0.3f, 0.3f);
+        for (int64_t i = 0; i < rows * R; i++) ad_b[w][i] = test_rand_uniform(&r, -0.3f, 0.3f);
+        add_product(merged.l.w[w], rows, cols, ad_b[w], ad_a[w], R);
+    }
+    double *a = malloc(sizeof(double) * HEADS * T * T);
+    for (int i = 0; i < HEADS * T * T; i++) a[i] = test_rand_uniform(&r, 0, 1) / T;
+    double *h0 = malloc(sizeof(double) * T * FF), *y0 = malloc(sizeof(double) * T * E);
+    double *h1 = malloc(sizeof(double) * T * FF), *y1 = malloc(sizeof(double) * T * E);
+    double *att = malloc(sizeof(double) * T * HEADS * HD), *v0 = malloc(sizeof(double) * T * E),
+           *v1 = malloc(sizeof(double) * T * E);
+    double *s0 = malloc(sizeof(double) * HEADS * T * T), *s1 = malloc(sizeof(double) * HEADS * T * T);
+    mlp(&merged.l, merged.x, h0, y0);
+    vo(&merged.l, merged.x, a, att, v0);
+    qk(&hp, &merged.l, merged.x, NULL, s0);
+
+    /* the basis comes from the base alone */
+    int64_t o = HEADS * HD;
+    double *cmid = malloc(sizeof(double) * FF * FF), *cout = malloc(sizeof(double) * o * o);
+    double *t = malloc(sizeof(double) * KV * HD * HD);
+    mlp(&b.l, b.x, h1, y1);
+    correlation(h1, T, FF, cmid);
+    vo(&b.l, b.x, a, att, v1);
+    correlation(att, T, o, cout);
+    int32_t perm[FF], pairs[KV * HD / 2];
+    CHECK(el_sort_mlp(&hp, &b.l, cmid, 0.1, perm) == EL_OK);
+    CHECK(el_sort_qk(&hp, &b.l, b.c, pairs) == EL_OK);
+    CHECK(el_sort_vo(&hp, &b.l, b.c, cout, t) == EL_OK);
+    el_sort_basis basis = {perm, pairs, t};
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) {
+        int64_t rows = w == EL_LINEAR_O ? E : n_out(w), cols = n_in(w);
+        CHECK(el_sort_basis_rows(&hp, &basis, w, ad_b[w], R) == EL_OK);
+        CHECK(el_sort_basis_cols(&hp, &basis, w, ad_a[w], R) == EL_OK);
+        add_product(b.l.w[w], rows, cols, ad_b[w], ad_a[w], R);
+    }
+    mlp(&b.l, b.x, h1, y1);
+    vo(&b.l, b.x, a, att, v1);
+    qk(&hp, &b.l, b.x, pairs, s1);
+    double scale, d;
+    d = max_diff(y1, y0, T * E, &scale);
+    test_note("MLP with the adapter: max diff %.3g of %.3g", d, scale);
+    CHECK(d <= 1e-5 * scale);
+    d = max_diff(v1, v0, T * E, &scale);
+    test_note("V/O with the adapter: max diff %.3g of %.3g", d, scale);
+    CHECK(d <= 1e-5 * scale);
+    d = max_diff(s1, s0, HEADS * T * T, &scale);
+    test_note("Q.K with the adapter: max diff %.3g of %.3g", d, scale);
+    CHECK(d <= 1e-5 * scale);
+    for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++) free(ad_a[w]), free(ad_b[w]);
+    free(a), free(h0), free(y0), free(h1), free(y1), free(att), free(v0), free(v1), free(s0),
+        free(s1), free(cmid), free(cout), free(t);
+    block_free(&b);
+    block_free(&merged);
+    return TEST_PASS;
+}
+
 int main(void) {
     run_test("leverage_against_pinv", test_leverage_against_pinv);
     run_test("sort_mlp_exact", test_sort_mlp_exact);
     run_test("sort_vo_exact", test_sort_vo_exact);
     run_test("sort_qk_exact", test_sort_qk_exact);
+    run_test("sort_basis_adapter_exact", test_sort_basis_adapter_exact);
     return tests_exit_code();
 }

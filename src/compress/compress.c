@@ -5,10 +5,12 @@
  * then sorted and quantized from its own statistics and only its packed weights are kept until
  * the file is written. Statistics come from the original model (every layer sees original
  * inputs), the choice of GPTQ's paper when layers are quantized independently. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compress/corr.h"
@@ -17,9 +19,11 @@
 #include "compress/plan.h"
 #include "compress/quantize.h"
 #include "compress/sort.h"
+#include "compress/sorted_adapters.h"
 #include "compress/uniql.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "formats/gguf.h"
 #include "kernels/types.h"
 #include "model/prune.h"
@@ -65,6 +69,8 @@ typedef struct job {
     el_flayer *fl;
     el_layer_corr *corr;
     bool adapter_written; /* the fine-tuned adapter kept: removed if a later stage fails */
+    el_sorted_adapters ads; /* --lora: adapters to re-express in the sorted basis */
+    uint64_t basis;       /* FNV-1a of every layer's sorting moves: the sorted basis's name */
     double t0;           /* start of the current stage */
     int64_t done, total; /* of the current stage */
     const char *stage;
@@ -205,11 +211,26 @@ static el_status sort_layer(job *j, int il, el_layer_corr *c, el_flayer *fl) {
         else
             el_weight_floats(src, fl->w[w]);
     }
-    if (st == EL_OK) st = el_sort_mlp(hp, fl, c->ffn_mid, j->p->ridge, NULL);
-    if (st == EL_OK && j->rope_pairs)
-        st = el_sort_qk(hp, fl, c->attn_in,
-                        j->rope_pairs + (size_t)il * hp->n_head_kv * (hp->n_rot / 2));
-    if (st == EL_OK) st = el_sort_vo(hp, fl, c->attn_in, c->attn_out);
+    int32_t *perm = malloc((size_t)hp->n_ff * sizeof *perm);
+    size_t n_t = (size_t)hp->n_head_kv * hp->head_dim_v * hp->head_dim_v;
+    double *t = malloc(n_t * sizeof *t);
+    int32_t *pairs =
+        j->rope_pairs ? j->rope_pairs + (size_t)il * hp->n_head_kv * (hp->n_rot / 2) : NULL;
+    if (st == EL_OK && (!perm || !t)) st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+    if (st == EL_OK) st = el_sort_mlp(hp, fl, c->ffn_mid, j->p->ridge, perm);
+    if (st == EL_OK && pairs) st = el_sort_qk(hp, fl, c->attn_in, pairs);
+    if (st == EL_OK) st = el_sort_vo(hp, fl, c->attn_in, c->attn_out, t);
+    el_sort_basis basis = {perm, pairs, t};
+    if (st == EL_OK && j->ads.n) st = el_sorted_adapters_layer(&j->ads, hp, il, &basis);
+    if (st == EL_OK) {
+        j->basis = el_fnv1a(j->basis, perm, (size_t)hp->n_ff * sizeof *perm);
+        if (pairs)
+            j->basis = el_fnv1a(j->basis, pairs,
+                                (size_t)hp->n_head_kv * (hp->n_rot / 2) * sizeof *pairs);
+        j->basis = el_fnv1a(j->basis, t, n_t * sizeof *t);
+    }
+    free(perm);
+    free(t);
     return st;
 }
 
@@ -289,6 +310,19 @@ static el_status run_layers(job *j, const char *in_path) {
     /* the model compress reads is the one calibration runs */
     j->m = run.model;
     st = check_model(j->m);
+    if (st == EL_OK && j->p->n_loras)
+        st = el_sorted_adapters_load(&j->ads, j->m, j->p->lora_paths, j->p->n_loras);
+    for (int32_t i = 0; st == EL_OK && i < j->ads.n; i++) {
+        char *path = el_sorted_adapter_path(&j->ads, i, j->p->lora_out_dir);
+        struct stat a, b;
+        if (!path)
+            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
+        else if (stat(path, &a) == 0 && stat(j->p->lora_paths[i], &b) == 0 &&
+                 a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            st = el_error(EL_ERR_INVALID_ARG, "%s: the re-expressed adapter would replace the "
+                          "adapter itself: choose another --lora-out folder", path);
+        free(path);
+    }
     const el_hparams *hp = &j->m->hp;
     int32_t n_layer = hp->n_layer;
     bool keep = j->p->finetune_steps > 0;
@@ -346,7 +380,7 @@ static el_status finetune_and_quantize(job *j, const el_uniql_plan *plan) {
     for (int il = 0; il < hp->n_layer; il++)
         for (el_linear l = EL_LINEAR_Q; l <= EL_LINEAR_DOWN; l++)
             w[el_linear_slot(il, l)] = j->fl[il].w[l];
-    el_status st = el_masked_finetune(j->m, w, plan, j->p);
+    el_status st = el_masked_finetune(j->m, w, plan, j->basis, j->p);
     free(w);
     j->adapter_written = st == EL_OK && j->p->finetune_adapter_path;
     j->stage = j->gptq ? "gptq" : "store";
@@ -367,6 +401,7 @@ static el_status write_output(job *j, const char *out_path) {
     gguf_writer *w = gguf_writer_create();
     if (!w) return el_error(EL_ERR_NOMEM, "compress: out of memory");
     el_status st = gguf_writer_copy_kv(w, g);
+    if (st == EL_OK) st = gguf_writer_set_u64(w, EL_UNIQL_BASIS_KEY, j->basis);
     if (st == EL_OK && j->gptq)
         st = gguf_writer_set_u32(w, "general.file_type", el_quant_file_type(j->grid.type));
     for (uint64_t t = 0; st == EL_OK && t < g->n_tensors; t++) {
@@ -398,10 +433,48 @@ static el_status write_output(job *j, const char *out_path) {
     return st;
 }
 
+/* --lora's folder: made if missing, and writable, before the long work. */
+static el_status check_lora_out(const el_compress_params *p) {
+    const char *dir = p->lora_out_dir;
+    if (!dir)
+        return el_error(EL_ERR_INVALID_ARG, "compress --lora: a folder for the re-expressed "
+                        "adapters is needed (--lora-out DIR)");
+    struct stat s;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return el_error(EL_ERR_IO, "%s: cannot make the folder: %s", dir, strerror(errno));
+    if (stat(dir, &s) != 0 || !S_ISDIR(s.st_mode))
+        return el_error(EL_ERR_IO, "%s: not a folder", dir);
+    if (access(dir, W_OK) != 0)
+        return el_error(EL_ERR_IO, "%s: cannot write there: %s", dir, strerror(errno));
+    return EL_OK;
+}
+
+/* The re-expressed adapters, after the model: all or none (a failure removes those written
+ * and the model). */
+static el_status write_adapters(job *j, const char *out_path) {
+    el_status st = EL_OK;
+    int32_t i = 0;
+    for (; st == EL_OK && i < j->ads.n; i++) {
+        char *path = el_sorted_adapter_path(&j->ads, i, j->p->lora_out_dir);
+        st = path ? el_sorted_adapters_write(&j->ads, i, j->basis, path)
+                  : el_error(EL_ERR_NOMEM, "compress: out of memory");
+        free(path);
+        j->done = 3 + i;
+        if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+    }
+    for (int32_t k = 0; st != EL_OK && k < i; k++) {
+        char *path = el_sorted_adapter_path(&j->ads, k, j->p->lora_out_dir);
+        if (path) unlink(path);
+        free(path);
+    }
+    if (st != EL_OK) unlink(out_path);
+    return st;
+}
+
 el_status el_compress(const char *in_path, const char *out_path, const el_compress_params *p) {
     if (!p->calib_path)
         return el_error(EL_ERR_INVALID_ARG, "compress: calibration text needed (-f FILE)");
-    job j = {.p = p, .float_type = EL_TYPE_F16};
+    job j = {.p = p, .float_type = EL_TYPE_F16, .basis = el_fnv_offset};
     const char *type = p->type ? p->type : p->group ? NULL : "q4_0";
     if (type && (strcmp(type, "f32") == 0 || strcmp(type, "f16") == 0)) {
         if (p->group)
@@ -430,6 +503,7 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
     el_status st = el_plan_build(&any, rates, n_rates, (el_plan_grain){1, 2, 1}, &plan);
     el_uniql_plan_free(&plan);
     if (st == EL_OK && p->finetune_steps > 0) st = el_masked_finetune_check(p);
+    if (st == EL_OK && p->n_loras) st = check_lora_out(p);
     if (st == EL_OK) st = run_layers(&j, in_path);
     if (st == EL_OK) st = make_plan(&j, rates, n_rates, &plan);
     if (st == EL_OK && j.fl) st = finetune_and_quantize(&j, &plan);
@@ -437,16 +511,18 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
         j.stage = "write";
         j.t0 = el_now_seconds();
         j.done = 0;
-        j.total = 2;
+        j.total = 2 + j.ads.n;
         st = write_output(&j, sorted);
         j.done = 1;
         if (st == EL_OK && !report(&j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
         if (st == EL_OK) st = el_uniql_write(sorted, &plan, out_path);
         if (!p->sorted_path) unlink(tmp);
         j.done = 2;
+        if (st == EL_OK) st = write_adapters(&j, out_path);
         if (st == EL_OK) report(&j);
     }
     if (st != EL_OK && j.adapter_written) unlink(p->finetune_adapter_path);
+    el_sorted_adapters_free(&j.ads);
     for (int32_t i = 0; j.out && j.m && i < j.m->hp.n_layer * EL_N_LINEAR; i++) free(j.out[i].data);
     free(j.out);
     for (int32_t il = 0; j.fl && il < j.m->hp.n_layer; il++) flayer_free(&j.fl[il]);

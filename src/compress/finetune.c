@@ -110,7 +110,7 @@ el_status el_masked_finetune_check(const el_compress_params *p) {
 }
 
 el_status el_masked_finetune(const el_model *m, float *const *w, const el_uniql_plan *plan,
-                             const el_compress_params *p) {
+                             uint64_t basis, const el_compress_params *p) {
     el_status st0 = el_masked_finetune_check(p);
     if (st0) return st0;
     ft_run r = {0};
@@ -161,7 +161,7 @@ el_status el_masked_finetune(const el_model *m, float *const *w, const el_uniql_
     }
     if (st == EL_OK && p->finetune_plot) st = plot(p->finetune_plot, r.loss, steps);
     if (st == EL_OK && p->finetune_adapter_path)
-        st = el_export_lora(&r.student, m->arch, 0, p->finetune_adapter_path);
+        st = el_export_lora(&r.student, m->arch, 0, basis, p->finetune_adapter_path);
     if (st == EL_OK) merge(&r.student, w);
     ft_free(&r);
     return st;

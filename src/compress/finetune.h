@@ -14,11 +14,12 @@
 /* Trains on the text p->finetune_path (NULL: p->calib_path) and merges the adapter into w
  * ([n_layer * EL_N_LINEAR] the sorted weights, row-major [n_out][n_in], el_linear_slot order).
  * m is the original model (shape, norms, embeddings, the teacher); plan the sorted model's
- * rates and RoPE pair index. Reports stage "finetune" (done/total steps, loss) through p. */
+ * rates and RoPE pair index; basis the sorted basis (compress.c), which the adapter kept with
+ * p->finetune_adapter_path is tagged with. Reports stage "finetune" (done/total steps, loss) through p. */
 /* Refuses bad fine-tuning parameters and a text that cannot be opened, before the long work. */
 el_status el_masked_finetune_check(const el_compress_params *p);
 
 el_status el_masked_finetune(const el_model *m, float *const *w, const el_uniql_plan *plan,
-                             const el_compress_params *p);
+                             uint64_t basis, const el_compress_params *p);
 
 #endif

@@ -266,7 +266,8 @@ static el_status vo_head(const el_hparams *hp, el_flayer *l, int32_t j, const do
     return st;
 }
 
-el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, double *c_out) {
+el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, double *c_out,
+                     double *t_out) {
     int64_t e = hp->n_embd, dv = hp->head_dim_v, o_in = (int64_t)hp->n_head * dv;
     int32_t group = hp->n_head / hp->n_head_kv;
     double *lc = malloc((size_t)(e * e) * sizeof *lc);
@@ -303,10 +304,89 @@ el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, dou
                     c2[(h * dv + i) * o_in + h2 * dv + c] = blk[i * dv + c];
         }
     if (st == EL_OK) memcpy(c_out, c2, (size_t)(o_in * o_in) * sizeof *c2);
+    if (st == EL_OK && t_out) memcpy(t_out, t, (size_t)(hp->n_head_kv * dv * dv) * sizeof *t);
     free(lc);
     free(t);
     free(c2);
     free(blk);
     free(tmp);
+    return st;
+}
+
+el_status el_sort_basis_rows(const el_hparams *hp, const el_sort_basis *b, el_linear which,
+                             float *m, int64_t n_cols) {
+    int32_t hd = hp->head_dim_k, group = hp->n_head / hp->n_head_kv;
+    int64_t dv = hp->head_dim_v;
+    el_status st = EL_OK;
+    if (which == EL_LINEAR_GATE || which == EL_LINEAR_UP)
+        return permute_rows(m, n_cols, b->mlp_perm, hp->n_ff);
+    if ((which == EL_LINEAR_Q || which == EL_LINEAR_K) && b->qk_pairs) {
+        float *tmp = malloc((size_t)(hd * n_cols) * sizeof *tmp);
+        if (!tmp) return el_error(EL_ERR_NOMEM, "sort: out of memory");
+        int32_t heads = which == EL_LINEAR_Q ? hp->n_head : hp->n_head_kv;
+        for (int32_t h = 0; h < heads; h++) {
+            int32_t g = which == EL_LINEAR_Q ? h / group : h;
+            permute_head_pairs(hp, m, n_cols, (int64_t)h * hd,
+                               b->qk_pairs + (size_t)g * (hp->n_rot / 2), tmp);
+        }
+        free(tmp);
+    } else if (which == EL_LINEAR_V) {
+        /* head j's rows: t_j times them */
+        double *x = malloc((size_t)(dv * n_cols) * sizeof *x);
+        double *y = malloc((size_t)(dv * n_cols) * sizeof *y);
+        st = x && y ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
+        for (int32_t j = 0; st == EL_OK && j < hp->n_head_kv; j++) {
+            float *h = m + (size_t)j * dv * n_cols;
+            for (int64_t i = 0; i < dv * n_cols; i++) x[i] = h[i];
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)dv, (int)n_cols, (int)dv,
+                        1.0, b->vo_t + (size_t)j * dv * dv, (int)dv, x, (int)n_cols, 0.0, y,
+                        (int)n_cols);
+            for (int64_t i = 0; i < dv * n_cols; i++) h[i] = (float)y[i];
+        }
+        free(x);
+        free(y);
+    }
+    return st;
+}
+
+el_status el_sort_basis_cols(const el_hparams *hp, const el_sort_basis *b, el_linear which,
+                             float *m, int64_t n_rows) {
+    int32_t group = hp->n_head / hp->n_head_kv;
+    int64_t dv = hp->head_dim_v, o_in = (int64_t)hp->n_head * dv, f = hp->n_ff;
+    if (which == EL_LINEAR_DOWN) {
+        float *row = malloc((size_t)f * sizeof *row);
+        if (!row) return el_error(EL_ERR_NOMEM, "sort: out of memory");
+        for (int64_t r = 0; r < n_rows; r++) {
+            float *d = m + r * f;
+            for (int64_t s = 0; s < f; s++) row[s] = d[b->mlp_perm[s]];
+            memcpy(d, row, (size_t)f * sizeof *row);
+        }
+        free(row);
+        return EL_OK;
+    }
+    if (which != EL_LINEAR_O) return EL_OK;
+    /* O's input of head h is now t_{kv(h)} x: a matrix M on it becomes M t^-1, solved from
+     * t^T (M')^T = M^T (LU), the columns of each head at once */
+    double *tt = malloc((size_t)(dv * dv) * sizeof *tt);
+    double *x = malloc((size_t)(dv * n_rows) * sizeof *x);
+    lapack_int *piv = malloc((size_t)dv * sizeof *piv);
+    el_status st = tt && x && piv ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
+    for (int32_t h = 0; st == EL_OK && h < hp->n_head; h++) {
+        const double *t = b->vo_t + (size_t)(h / group) * dv * dv;
+        for (int64_t i = 0; i < dv; i++)
+            for (int64_t c = 0; c < dv; c++) tt[i * dv + c] = t[c * dv + i];
+        for (int64_t r = 0; r < n_rows; r++)
+            for (int64_t c = 0; c < dv; c++) x[c * n_rows + r] = m[r * o_in + h * dv + c];
+        if (LAPACKE_dgesv(LAPACK_ROW_MAJOR, (lapack_int)dv, (lapack_int)n_rows, tt,
+                          (lapack_int)dv, piv, x, (lapack_int)n_rows) != 0)
+            st = el_error(EL_ERR_UNSUPPORTED, "sort: the V/O basis of head %d is singular (its O "
+                          "columns are rank-deficient): what acts on O's input cannot be "
+                          "re-expressed", h);
+        for (int64_t r = 0; st == EL_OK && r < n_rows; r++)
+            for (int64_t c = 0; c < dv; c++) m[r * o_in + h * dv + c] = (float)x[c * n_rows + r];
+    }
+    free(tt);
+    free(x);
+    free(piv);
     return st;
 }

@@ -39,7 +39,30 @@ el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in, int
  * group's Q heads, weighted by a Cholesky factor of c_in (so the order is that of the output
  * energy on calibration data); V becomes T V and O's columns O T^-1, with the singular values
  * in the V side, in descending order. c_out (the correlation of O's input) is transformed
- * with them (for GPTQ of O). */
-el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, double *c_out);
+ * with them (for GPTQ of O). t_out (may be NULL) gets each KV head's T, [n_head_kv][dv][dv]. */
+el_status el_sort_vo(const el_hparams *hp, el_flayer *l, const double *c_in, double *c_out,
+                     double *t_out);
+
+/* How sorting changed one block's bases: what re-expresses a matrix acting on them (an adapter's
+ * A and B) in the sorted block's. */
+typedef struct el_sort_basis {
+    const int32_t *mlp_perm; /* [n_ff]: the original intermediate channel now at s */
+    const int32_t *qk_pairs; /* [n_head_kv][n_rot/2]: the original pair of stored pair p, or
+                              * NULL (Q/K in order) */
+    const double *vo_t;      /* [n_head_kv][dv][dv]: KV head j's V output is now t_j times what
+                              * it was (el_sort_vo's t_out) */
+} el_sort_basis;
+
+/* A matrix with the output rows of linear `which` (n_out rows of n_cols: an adapter's B) as the
+ * sorted block's weight has them: gate and up rows permuted, Q and K rows by RoPE pairs, each V
+ * head's rows times t; O's and down's rows are unchanged. */
+el_status el_sort_basis_rows(const el_hparams *hp, const el_sort_basis *b, el_linear which,
+                             float *m, int64_t n_cols);
+
+/* A matrix on the inputs of linear `which` (n_rows rows of n_in: an adapter's A) as the sorted
+ * block's weight takes them: down's columns permuted, each head's O columns times t^-1 (refused
+ * where t is singular); the other linears' inputs are unchanged. */
+el_status el_sort_basis_cols(const el_hparams *hp, const el_sort_basis *b, el_linear which,
+                             float *m, int64_t n_rows);
 
 #endif

@@ -483,6 +483,9 @@ el_status el_model_load_gguf(el_model *m, bool vocab_only) {
                    ? el_error(EL_ERR_FORMAT, "%s: general.architecture is missing", m->path)
                    : st;
     snprintf(m->arch, sizeof m->arch, "%.*s", (int)(s.len < sizeof m->arch ? s.len : 31), s.ptr);
+    if ((st = gguf_get_u64(m->gguf, EL_UNIQL_BASIS_KEY, &m->uniql_basis)) != EL_OK &&
+        st != EL_ERR_NOT_FOUND)
+        return st;
     if (gguf_get_str(m->gguf, "general.name", &s) == EL_OK) {
         m->name = malloc(s.len + 1);
         if (!m->name)

@@ -127,6 +127,9 @@ struct el_model {
     float *vectors;           /* the owned block the float vectors above point into */
     struct el_profile *profile; /* the quantization profile it runs under (model/profile.h), or
                                  * NULL */
+    uint64_t uniql_basis;       /* "uniql.basis" of a UniQL-sorted model: which basis its channels
+                                 * were sorted into (adapters must be re-expressed in it); 0: the
+                                 * original's */
 
     int64_t n_params;
     uint64_t weight_bytes;

@@ -74,6 +74,10 @@ typedef struct el_prune {
 
 /* The key whose presence marks a compressed file, and its value (the layout's version). */
 #define EL_PRUNE_KEY_VERSION "uniql.version"
+/* The basis a sorted model's channels are in (model's uniql_basis), and the one an adapter was
+ * re-expressed for (el_adapter's uniql_basis) */
+#define EL_UNIQL_BASIS_KEY "uniql.basis"
+#define EL_ADAPTER_UNIQL_BASIS_KEY "adapter.uniql.basis"
 enum { EL_PRUNE_VERSION = 1 };
 
 /* Whether a GGUF file is a compressed one. */

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "formats/gguf.h"
+#include "model/prune.h"
 
 enum { BLOCK_ALIGN = 64 };
 
@@ -238,6 +239,26 @@ static char *adapter_name(const char *path, bool peft) {
     return name;
 }
 
+/* A UniQL-sorted model's channels are in another order and basis than the model it was
+ * compressed from: an adapter fits it only re-expressed there (compress --lora), and a
+ * re-expressed one fits nothing else. */
+static el_status check_basis(const el_adapter *ad) {
+    uint64_t want = ad->model->uniql_basis, have = ad->uniql_basis;
+    if (want == have) return EL_OK;
+    if (have == 0)
+        return el_error(EL_ERR_MISMATCH, "%s: the adapter is for the model before UniQL "
+                        "compression; %s has its channels sorted into another basis: re-express "
+                        "the adapter with `edgelora compress ... --lora %s --lora-out DIR`",
+                        ad->path, ad->model->path, ad->path);
+    if (want == 0)
+        return el_error(EL_ERR_MISMATCH, "%s: the adapter was re-expressed for a UniQL "
+                        "compressed model (basis %016llx); %s is not one: use the adapter it was "
+                        "made from", ad->path, (unsigned long long)have, ad->model->path);
+    return el_error(EL_ERR_MISMATCH, "%s: the adapter was re-expressed for another UniQL "
+                    "compressed model (basis %016llx, %s has %016llx)", ad->path,
+                    (unsigned long long)have, ad->model->path, (unsigned long long)want);
+}
+
 el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out) {
     if (out) *out = NULL;
     if (!model || !path || !out)
@@ -255,6 +276,7 @@ el_status el_adapter_load(const el_model *model, const char *path, el_adapter **
     el_status st = !ad->path || !ad->name ? el_error(EL_ERR_NOMEM, "%s: out of memory", path)
                    : peft                 ? el_adapter_load_peft(ad, path)
                                           : el_adapter_load_gguf(ad, path);
+    if (st == EL_OK) st = check_basis(ad);
     if (st == EL_OK) st = el_adapter_apply_profile(ad);
     if (st) {
         el_adapter_release(ad);

@@ -23,6 +23,7 @@ struct el_adapter {
     int32_t rank_max;
     bool quantized;       /* some pair is q8_0, or every pair int8 under the model's profile */
     uint64_t profile_id;  /* the profile the file says its values were tuned for (0: none) */
+    uint64_t uniql_basis; /* the UniQL-sorted basis it was re-expressed in (0: the original) */
     uint64_t n_values;    /* values quantized to the profile's grid when loaded (0: none) */
     uint64_t n_clipped;   /* of those, the ones beyond the grid's range, clamped */
     uint64_t bytes;

@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 enum { NAME_CAP = 128 };
@@ -149,6 +150,9 @@ el_status el_adapter_load_gguf(el_adapter *ad, const char *path) {
     if (!src || !names) st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = check_kv(f, ad->model, path, &ad->alpha);
     if (!st && (st = gguf_get_u64(f, "adapter.profile", &ad->profile_id)) == EL_ERR_NOT_FOUND)
+        st = EL_OK;
+    if (!st && (st = gguf_get_u64(f, EL_ADAPTER_UNIQL_BASIS_KEY, &ad->uniql_basis)) ==
+                   EL_ERR_NOT_FOUND)
         st = EL_OK;
     if (!st) st = read_tensors(f, ad->model, path, ad->alpha, src, names);
     if (!st) st = el_adapter_build(ad, src, path);

@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 el_status el_adapter_save(const el_adapter *ad, const char *path) {
@@ -50,6 +51,8 @@ el_status el_adapter_save(const el_adapter *ad, const char *path) {
         (st = gguf_writer_set_str(w, "general.name", ad->name)) == EL_OK &&
         (st = gguf_writer_set_str(w, "adapter.type", "lora")) == EL_OK)
         st = gguf_writer_set_f32(w, "adapter.lora.alpha", alpha);
+    if (st == EL_OK && ad->uniql_basis)
+        st = gguf_writer_set_u64(w, EL_ADAPTER_UNIQL_BASIS_KEY, ad->uniql_basis);
     float *at = block;
     for (int32_t s = 0; s < n_slots && st == EL_OK; s++) {
         int il = s / EL_N_LINEAR;

@@ -189,7 +189,7 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
         (st = stop ? cancelled(p, out_path) : EL_OK) == EL_OK) {
         /* tuned on the profile's grids, it is an adapter for that profile */
         uint64_t profile = lp->qat && base->profile ? base->profile->id : 0;
-        st = el_export_lora(&r.m, base->arch, profile, out_path);
+        st = el_export_lora(&r.m, base->arch, profile, base->uniql_basis, out_path);
         if (st == EL_OK && lp->peft_dir)
             st = el_export_peft(&r.m, base_name(lp->base_path), lp->peft_dir);
     }

@@ -18,6 +18,7 @@
 #include "kernels/types.h"
 #include "model/model.h"
 #include "model/profile.h"
+#include "model/prune.h"
 #include "runtime/adapter.h"
 
 /* Adds tensor t of a block as F32 (ne = {n_in, n_out}, or {n_in} for a vector). */
@@ -139,7 +140,7 @@ static el_status add_lora_tensors(gguf_writer *w, const el_tmodel *m) {
 }
 
 el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_id,
-                         const char *out_path) {
+                         uint64_t uniql_basis, const char *out_path) {
     gguf_writer *w = gguf_writer_create();
     if (!w)
         return el_error(EL_ERR_NOMEM, "out of memory");
@@ -150,6 +151,8 @@ el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_
         (st = gguf_writer_set_f32(w, "adapter.lora.alpha", m->alpha)) == EL_OK &&
         (st = profile_id ? gguf_writer_set_u64(w, "adapter.profile", profile_id) : EL_OK) ==
             EL_OK &&
+        (st = uniql_basis ? gguf_writer_set_u64(w, EL_ADAPTER_UNIQL_BASIS_KEY, uniql_basis)
+                          : EL_OK) == EL_OK &&
         (st = add_lora_tensors(w, m)) == EL_OK)
         st = gguf_writer_write(w, out_path);
     gguf_writer_free(w);

@@ -14,9 +14,10 @@ el_status el_export_model(const el_tmodel *m, const char *tokenizer_gguf, const 
  * "adapter", adapter.type "lora", adapter.lora.alpha; tensors "<base weight>.lora_a" with
  * ne = {n_in, rank} and "<base weight>.lora_b" with ne = {rank, n_out}, F32. A profile_id other
  * than 0 is written as adapter.profile: an adapter tuned for that quantization profile, which
- * the loader refuses without it. */
+ * the loader refuses without it; a uniql_basis other than 0, as adapter.uniql.basis: an adapter
+ * of a UniQL-sorted model (el_model's uniql_basis), refused on any other. */
 el_status el_export_lora(const el_tmodel *m, const char *arch, uint64_t profile_id,
-                         const char *out_path);
+                         uint64_t uniql_basis, const char *out_path);
 
 /* Writes m's LoRA block as a Hugging Face PEFT folder (adapter_config.json and
  * adapter_model.safetensors). Rows of q and k are permuted back from GGUF's rotary layout to

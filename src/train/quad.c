@@ -304,7 +304,8 @@ static el_status distill(const quad_run *r, int32_t i, const char *profile, uint
             res->kl_after = res->kl_before;
             res->tuned_loss = res->shared_loss;
         }
-        if (st == EL_OK) st = el_export_lora(&st_m, r->base->arch, id, a->out_path);
+        if (st == EL_OK)
+            st = el_export_lora(&st_m, r->base->arch, id, r->base->uniql_basis, a->out_path);
     }
     free(keep);
     el_trainer_free(&tr);
@@ -328,7 +329,8 @@ static el_status losses(const quad_run *r, const quad_adapter *a, const char *pr
     if (st == EL_OK && (st = student(r, a, profile, &q)) == EL_OK &&
         (st = heldout(r, &q, NULL, &a->eval, int8_loss)) == EL_OK)
         st = heldout(r, &q, &f, &a->eval, kl);
-    if (st == EL_OK && out) st = el_export_lora(&q, r->base->arch, id, out);
+    if (st == EL_OK && out)
+        st = el_export_lora(&q, r->base->arch, id, r->base->uniql_basis, out);
     el_tmodel_free(&f);
     el_tmodel_free(&q);
     return st;

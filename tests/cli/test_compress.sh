@@ -25,6 +25,12 @@ expect_exit finetune_zero_steps 2 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf
 expect_exit slice_with_finetune 2 "$EL" compress --slice 0.2 -m "$B" -o "$TMP/x.gguf" --finetune 10
 expect_exit finetune_missing_text 1 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --finetune 10 --finetune-text "$TMP/none.txt"
 grep -q "$TMP/none.txt: cannot open the fine-tuning text" "$TMP/err" && pass finetune_missing_text_message || fail finetune_missing_text_message "$(cat "$TMP/err")"
+expect_exit lora_without_out 2 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --lora models/translate-de.gguf
+grep -q -- '--lora FILE and --lora-out DIR go together' "$TMP/err" && pass lora_without_out_message || fail lora_without_out_message "$(cat "$TMP/err")"
+# an adapter of another model (the W4A8 model's FFN is wider) is refused before the calibration
+expect_exit lora_mismatch 1 "$EL" compress -m "$B" -f "$C" -o "$TMP/x.gguf" --lora models/w4a8/translate-de.gguf --lora-out "$TMP/ads"
+grep -q 'models/w4a8/translate-de.gguf' "$TMP/err" && ! grep -q calibrate "$TMP/err" && pass lora_mismatch_message || fail lora_mismatch_message "$(cat "$TMP/err")"
+[ -z "$(ls -A "$TMP/ads" 2>/dev/null)" ] && pass lora_mismatch_writes_nothing || fail lora_mismatch_writes_nothing "$(ls "$TMP/ads")"
 expect_exit compress_missing_model 1 "$EL" compress -m "$TMP/none.gguf" -f "$C" -o "$TMP/x.gguf"
 ls "$TMP" | grep -q 'x.gguf' && fail compress_no_leftovers "$(ls "$TMP")" || pass compress_no_leftovers
 
