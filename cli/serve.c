@@ -21,8 +21,8 @@ static const char help[] =
     "usage: edgelora serve [-m MODEL] [--lora-dir DIR] [--host 127.0.0.1] [--port 8080]\n"
     "                      [--parallel N] [--ctx-size N] [--api-key KEY] [options]\n"
     "Serves the OpenAI API over HTTP: POST /v1/completions, POST /v1/chat/completions, GET\n"
-    "/v1/models, POST /v1/adapters {\"name\"}, DELETE /v1/adapters/NAME, GET /health, GET\n"
-    "/metrics (docs/serve.md). A request chooses its adapter with \"model\" (an adapter's name)\n"
+    "/v1/models, POST /v1/adapters {\"name\"}, DELETE /v1/adapters/NAME, GET and POST\n"
+    "/v1/prune, GET /health, GET /metrics (docs/serve.md). A request chooses its adapter with \"model\" (an adapter's name)\n"
     "or \"adapters\": [{\"name\", \"scale\"}]; requests with different adapters share every\n"
     "decode step. SIGTERM or SIGINT: finish the requests in flight, then exit.\n"
     "  -m, --model FILE       the base model (GGUF or llama2.c checkpoint)\n"
@@ -44,6 +44,11 @@ static const char help[] =
     "  --keep-page-cache      a model the page cache holds in 4 KB pages is left so (default:\n"
     "                         its unmapped cached pages are dropped and read again into 2 MB\n"
     "                         pages, which decode faster: docs/bench.md)\n"
+    "  --prune RATE           a UniQL compressed model's pruning rate at start (rounded up to\n"
+    "                         its table); POST /v1/prune {\"rate\": R} or {\"mem_budget\": B|\"auto\"}\n"
+    "                         changes it for the requests that come after (docs/uniql.md)\n"
+    "  --mem-budget B|auto    the smallest rate whose weights and KV cache fit B bytes (auto:\n"
+    "                         the memory available now)\n"
     "  --profile FILE         run under a quantization profile (`edgelora profile`): its int8\n"
     "                         activation scales, adapters quantized to int8 with its scales\n"
     "  --api-key KEY          every request needs \"Authorization: Bearer KEY\" (/health aside)\n"
@@ -173,6 +178,7 @@ static int serve(const serve_opts *o, el_model *m, const char *path, const el_fo
     serve_server sv = {.model = m, .chat_template = o->chat_template, .api_key = o->api_key,
                        .max_body = (size_t)o->max_body, .max_prompt = (int32_t)o->max_prompt,
                        .max_tokens = (int32_t)o->max_tokens, .timeout_s = (unsigned)o->timeout,
+                       .n_ctx = (int32_t)o->mo.ctx, .kv_type = o->mo.kv_type,
                        .started = (long)time(NULL),
                        .max_connections = (int)(o->queue + o->parallel + 16),
                        .forecast = f, .spec = o->spec.params,

@@ -23,6 +23,8 @@ typedef struct serve_server {
     el_spec_params spec;    /* --tree: the tree of requests that give none */
     int32_t spec_rows;      /* the most rows a request's tree may take a step (--tree's) */
     unsigned timeout_s;     /* a connection idle this long is closed */
+    int32_t n_ctx;          /* the scheduler context's cells and KV type (what a memory */
+    el_kv_type kv_type;     /* budget must hold besides the weights) */
     long started;           /* Unix time, for "created" */
     atomic_long n_http[6];  /* answers by status class: [2] 2xx, [4] 4xx, [5] 5xx */
     atomic_long seq;        /* for the ids of answers */
@@ -44,6 +46,14 @@ char *serve_reply_error(const serve_error *e);
 /* The text written to f, an open_memstream of *buf, which fclose sets (NULL, *buf freed, if
  * the stream failed: out of memory). */
 char *serve_memstream_close(FILE *f, char **buf);
+
+/* GET /v1/prune: the rate new requests take, the model's table and the weight bytes of that
+ * rate (serve_prune.c). */
+char *serve_prune_get(serve_server *sv);
+/* POST /v1/prune {"rate": R} or {"mem_budget": BYTES | "auto"}: the rate (rounded up to the
+ * table) that requests admitted from now on run at; NULL with e set for a bad body, a model
+ * that cannot be pruned, a rate outside the table or a budget no rate fits. */
+char *serve_prune_post(serve_server *sv, const char *body, size_t len, serve_error *e);
 /* A whole (non-streamed) completion of job j, read under the job lock. */
 char *serve_reply_completion(const serve_server *sv, serve_kind kind, const char *id,
                              const char *model, const serve_job *j);

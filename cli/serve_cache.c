@@ -120,6 +120,11 @@ void serve_cache_forget(serve_cache *c, const el_adapter *const *a, int32_t n, b
     }
 }
 
+void serve_cache_clear(serve_cache *c) {
+    for (int32_t i = 0; i < c->n; i++)
+        if (c->e[i].n_tokens) drop(c, i);
+}
+
 int32_t serve_cache_entries(const serve_cache *c) {
     int32_t n = 0;
     for (int32_t i = 0; i < c->n; i++) n += c->e[i].n_tokens > 0;

@@ -55,6 +55,8 @@ int32_t serve_cache_cells(const serve_cache *c);
 void serve_cache_fit(serve_cache *c, int32_t room);
 /* Drops the entries bound to any of a[0..n), or with bound: to any adapter at all. */
 void serve_cache_forget(serve_cache *c, const el_adapter *const *a, int32_t n, bool bound);
+/* Drops every entry (the pruning rate changed: their cells were computed at the old one). */
+void serve_cache_clear(serve_cache *c);
 int32_t serve_cache_entries(const serve_cache *c);
 
 #endif

@@ -479,11 +479,13 @@ static enum MHD_Result metrics(serve_server *sv, struct MHD_Connection *c) {
                "# HELP edgelora_speculative_accepted_tokens_total Drafted tokens accepted (a "
                "step's tokens beyond its first).\n"
                "# TYPE edgelora_speculative_accepted_tokens_total counter\n"
-               "edgelora_speculative_accepted_tokens_total %lld\n",
+               "edgelora_speculative_accepted_tokens_total %lld\n"
+               "# HELP edgelora_prune_rate The pruning rate new requests take (a UniQL compressed "
+               "model; 0 otherwise).\n# TYPE edgelora_prune_rate gauge\nedgelora_prune_rate %g\n",
             (long long)st.prompt_tokens, (long long)st.reused_tokens, (long long)st.gen_tokens,
             (long long)st.steps, st.step_seconds, st.sched_seconds, st.running, st.queued, st.kv_used,
             st.kv_cached, st.cache_entries, (long long)st.cache_evicted, st.kv_cells, serve_adapters_count(sv->adapters), (long long)st.spec_requests,
-            (long long)st.spec_steps, (long long)st.spec_accepted);
+            (long long)st.spec_steps, (long long)st.spec_accepted, (double)st.prune_rate);
     return send_body(sv, c, 200, serve_memstream_close(f, &buf), "text/plain; version=0.0.4", 0);
 }
 
@@ -534,6 +536,13 @@ static enum MHD_Result adapter_remove(serve_server *sv, struct MHD_Connection *c
     return send_body(sv, c, 200, adapter_json(name, "\"deleted\":true"), "application/json", 0);
 }
 
+/* POST /v1/prune: the rate requests admitted from now on take (serve_prune.c). */
+static enum MHD_Result prune_set(serve_server *sv, struct MHD_Connection *c, conn *cn) {
+    serve_error e;
+    char *body = serve_prune_post(sv, cn->body, cn->len, &e);
+    return body ? send_body(sv, c, 200, body, "application/json", 0) : send_error(sv, c, &e, 0);
+}
+
 static enum MHD_Result route(serve_server *sv, struct MHD_Connection *c, conn *cn,
                              const char *url, const char *method) {
     bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -551,10 +560,13 @@ static enum MHD_Result route(serve_server *sv, struct MHD_Connection *c, conn *c
     if (!strcmp(url, "/v1/completions") && post) return completion(sv, c, cn, SERVE_COMPLETION);
     if (!strcmp(url, "/v1/chat/completions") && post) return completion(sv, c, cn, SERVE_CHAT);
     if (!strcmp(url, "/v1/adapters") && post) return adapter_add(sv, c, cn);
+    if (!strcmp(url, "/v1/prune") && get)
+        return send_body(sv, c, 200, serve_prune_get(sv), "application/json", 0);
+    if (!strcmp(url, "/v1/prune") && post) return prune_set(sv, c, cn);
     if (!strncmp(url, "/v1/adapters/", 13) && !strcmp(method, "DELETE") && url[13])
         return adapter_remove(sv, c, url + 13);
     static const char *const known[] = {"/health", "/metrics", "/v1/models", "/v1/completions",
-                                        "/v1/chat/completions", "/v1/adapters"};
+                                        "/v1/chat/completions", "/v1/adapters", "/v1/prune"};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (!strcmp(url, known[i]) || (i == 5 && !strncmp(url, "/v1/adapters/", 13)))
             return fail(sv, c, 405, "invalid_request_error", "method_not_allowed",

@@ -30,6 +30,8 @@ typedef struct sched_slot {
     size_t len, cap;
     cli_stream stream;
     int32_t reserved;      /* KV cells held for the job */
+    float rate;            /* the pruning rate its sequences run at (the context's when it
+                            * was admitted) */
     double t0;
 } sched_slot;
 
@@ -60,6 +62,10 @@ struct serve_sched {
     int32_t n_forget;
     bool forget_overflow;  /* more than FORGET_MAX: keep no request with adapters */
     bool stopping;
+    /* a pruning rate asked for (serve_sched_set_prune), applied between steps; after a change
+     * the parts only the old rate read are released once no request runs at it */
+    float rate_want;
+    bool rate_pending, rate_release;
     serve_stats stats;
     double job_seconds;    /* a running mean of how long a job takes (Retry-After) */
 };
@@ -154,9 +160,18 @@ void serve_sched_forget_adapter(serve_sched *s, const el_adapter *a) {
     pthread_mutex_unlock(&s->mu);
 }
 
+void serve_sched_set_prune(serve_sched *s, float rate) {
+    pthread_mutex_lock(&s->mu);
+    s->rate_want = rate;
+    s->rate_pending = true;
+    pthread_cond_signal(&s->work);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void serve_sched_get_stats(serve_sched *s, serve_stats *out) {
     pthread_mutex_lock(&s->mu);
     *out = s->stats;
+    out->prune_rate = s->rate_pending ? s->rate_want : el_context_get_prune(s->ctx);
     out->queued = s->n_queue;
     out->running = 0;
     for (int32_t i = 0; i < s->n_slots; i++)
@@ -338,7 +353,7 @@ static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
     s->stats.gen_tokens += j->choices[0].n_tokens;
     /* the cells of all its tokens but the last, which no step has decoded (after a tree's walk
      * the sequence holds its path alone: plain cells too) */
-    if (!binds_forgotten(s, j))
+    if (!binds_forgotten(s, j) && sl->rate == el_context_get_prune(s->ctx))
         serve_cache_put(&s->cache, i, sl->tokens, sl->n_tokens - 1, j->bind, j->n_bind);
     double t0 = sl->t0;
     slot_clear(s, i);
@@ -348,13 +363,14 @@ static void slot_finish(serve_sched *s, int32_t i, const char *reason) {
 /* The longest prefix of j's prompt (all but its last token, whose logits are needed) already
  * in the cache of another sequence with the same adapters: a running request's (a group's
  * prompt, in its first sequence) or a finished one's kept (serve_cache); *from is that
- * sequence. */
+ * sequence. Only cells computed at the rate the job runs at count (the cache holds no others:
+ * it is cleared when the rate changes). */
 static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, int32_t *from) {
     int32_t best = serve_cache_match(&s->cache, j->prompt, j->n_prompt - 1, j->bind, j->n_bind,
                                      from);
     for (int32_t i = 0; i < s->n_slots; i++) {
         const sched_slot *o = &s->slots[i];
-        if (i == self || !o->job || o->follower) continue;
+        if (i == self || !o->job || o->follower || o->rate != s->slots[self].rate) continue;
         const serve_job *oj = o->job;
         if (!serve_same_bindings(oj->bind, oj->n_bind, j->bind, j->n_bind)) continue;
         /* a group decoded its whole prompt when it started */
@@ -370,7 +386,7 @@ static int32_t shared_prefix(serve_sched *s, const serve_job *j, int32_t self, i
 static void admit_plain(serve_sched *s, int32_t i, serve_job *j) {
     sched_slot *sl = &s->slots[i];
     *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
-                       .t0 = cli_now_ms() / 1e3};
+                       .rate = el_context_get_prune(s->ctx), .t0 = cli_now_ms() / 1e3};
     s->reserved += sl->reserved;
     if (!(sl->tokens = malloc((size_t)job_tokens(j) * sizeof *sl->tokens))) {
         slot_fail(s, i, "out of memory");
@@ -438,7 +454,9 @@ static bool take_group_logprobs(serve_sched *s, int32_t i) {
 static void keep_group(serve_sched *s, int32_t i) {
     const serve_job *j = s->slots[i].job;
     el_variant_result r;
-    if (binds_forgotten(s, j) || el_variants_result(s->slots[i].group, 0, &r) != EL_OK) return;
+    if (binds_forgotten(s, j) || s->slots[i].rate != el_context_get_prune(s->ctx) ||
+        el_variants_result(s->slots[i].group, 0, &r) != EL_OK)
+        return;
     int32_t n = j->n_prompt + r.n_cells, *tokens = malloc((size_t)n * sizeof *tokens);
     if (!tokens) return; /* nothing kept is no error */
     memcpy(tokens, j->prompt, (size_t)j->n_prompt * sizeof *tokens);
@@ -490,7 +508,7 @@ static void admit_group(serve_sched *s, int32_t i, serve_job *j) {
     gp.top_logprobs = j->logprobs >= 0 ? j->logprobs : 0;
     sched_slot *sl = &s->slots[i];
     *sl = (sched_slot){.job = j, .row = -1, .reserved = job_cells(s, j),
-                       .t0 = cli_now_ms() / 1e3};
+                       .rate = el_context_get_prune(s->ctx), .t0 = cli_now_ms() / 1e3};
     s->reserved += sl->reserved;
     s->stats.prompt_tokens += j->n_prompt;
     int32_t from = -1, n = shared_prefix(s, j, i, &from);
@@ -772,6 +790,23 @@ static void note_cells(serve_sched *s) {
     s->stats.cache_evicted = s->cache.evicted;
 }
 
+/* A rate asked for takes effect for the jobs admitted from now on: the kept entries (cells of
+ * the old rate) go, and once no job runs at another rate, the parts no sequence reads any more
+ * are released (el_context_set_prune again). */
+static void apply_rate(serve_sched *s) {
+    if (s->rate_pending) {
+        s->rate_pending = false;
+        serve_cache_clear(&s->cache);
+        if (el_context_set_prune(s->ctx, s->rate_want) == EL_OK) s->rate_release = true;
+    }
+    if (!s->rate_release) return;
+    float now = el_context_get_prune(s->ctx);
+    for (int32_t i = 0; i < s->n_slots; i++)
+        if (s->slots[i].job && s->slots[i].rate != now) return;
+    s->rate_release = false;
+    el_context_set_prune(s->ctx, now);
+}
+
 static bool any_running(const serve_sched *s) {
     for (int32_t i = 0; i < s->n_slots; i++)
         if (s->slots[i].job) return true;
@@ -787,6 +822,7 @@ static void *sched_main(void *arg) {
         double busy = cli_now_ms();
         forget_adapters(s);
         drop_cancelled(s);
+        apply_rate(s);
         admit(s);
         start_ready(s);
         note_cells(s);

@@ -84,6 +84,7 @@ typedef struct serve_stats {
     int32_t kv_used;       /* cells running requests see */
     int32_t kv_cached;     /* cells only kept entries see (free for running work on demand) */
     int32_t cache_entries;
+    float prune_rate;      /* the pruning rate new requests take */
 } serve_stats;
 
 /* Creates the context and starts the thread. */
@@ -111,6 +112,9 @@ void serve_job_cancel(serve_sched *s, serve_job *j);
 void serve_sched_forget_adapter(serve_sched *s, const el_adapter *a);
 
 void serve_sched_get_stats(serve_sched *s, serve_stats *out);
+/* The pruning rate of a UniQL compressed model that requests admitted from now on run at (a
+ * rate of its table, checked by the caller); requests in flight finish at theirs. */
+void serve_sched_set_prune(serve_sched *s, float rate);
 /* Seconds until a sequence is expected to free (for Retry-After): at least 1. */
 int serve_sched_retry_after(serve_sched *s);
 
