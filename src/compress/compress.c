@@ -200,7 +200,9 @@ static el_status emit_head(job *j, const double *h) {
     return st;
 }
 
-/* Layer il's weights in float, sorted (its correlations transformed with them). */
+/* Layer il's weights in float, sorted: its correlations transformed with them, the --lora
+ * adapters' pairs of the layer re-expressed in the same basis, and the basis's hash extended
+ * by the layer's moves. */
 static el_status sort_layer(job *j, int il, el_layer_corr *c, el_flayer *fl) {
     const el_hparams *hp = &j->m->hp;
     el_status st = EL_OK;
@@ -460,7 +462,9 @@ static el_status write_adapters(job *j, const char *out_path) {
                   : el_error(EL_ERR_NOMEM, "compress: out of memory");
         free(path);
         j->done = 3 + i;
-        if (st == EL_OK && !report(j)) st = el_error(EL_ERR_CANCELLED, "compress cancelled");
+        /* the last one's is el_compress's final report */
+        if (st == EL_OK && i + 1 < j->ads.n && !report(j))
+            st = el_error(EL_ERR_CANCELLED, "compress cancelled");
     }
     for (int32_t k = 0; st != EL_OK && k < i; k++) {
         char *path = el_sorted_adapter_path(&j->ads, k, j->p->lora_out_dir);
