@@ -6,6 +6,9 @@
 #   sorted    compress --type f32 (sorting alone), pruned by compress --slice
 #   uniql     compress (sorting + 4-bit GPTQ; its --sorted model), pruned by compress --slice
 #   unsorted  the original pruned the same way without sorting (what sorting buys)
+#   tuned     (stories260K) uniql with masked LoRA fine-tuning before GPTQ, pruned by --slice
+#   shipped   models/base.uniql.gguf (sorting with Q/K, masked LoRA fine-tuning, GPTQ) run by
+#             the engine at each rate (--prune)
 # (rate 0 of sorted and unsorted is the float model: test_compress checks it). Writes
 # $OUT/uniql_<model>.tsv and the SVG plots beside it. PARTS picks the models (base stories).
 # Environment: EL, OUT (docs/), CORPUS, MODELS (the shared models folder), THREADS, WORK.
@@ -40,9 +43,9 @@ for l in $LANGS; do
 done
 for l in $LANGS; do head -n 40 "$CORPUS/$l.txt"; done > "$WORK/calib.txt"
 
-ppl() { "$EL" perplexity -m "$1" -f "$2" -c "$3" -t "$THREADS" 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
-task() { # model -> "chrf<TAB>lang"
-    "$EL" eval -m "$1" -f "$WORK/continue.jsonl" --metric lang --json 2>/dev/null |
+ppl() { "$EL" perplexity -m "$1" -f "$2" -c "$3" -t "$THREADS" "${@:4}" 2>/dev/null | sed -n 's/^perplexity: \([0-9.]*\).*/\1/p'; }
+task() { # model [options] -> "chrf<TAB>lang"
+    "$EL" eval -m "$1" -f "$WORK/continue.jsonl" --metric lang --json "${@:2}" 2>/dev/null |
         /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); s=d["scores"] if "scores" in d else d; print("%.2f\t%.2f" % (s["chrf"], s["lang"]))'
 }
 
@@ -72,6 +75,12 @@ for r in ${RATES#0 }; do
         row "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/heldout.txt" 128)" "$(task "$WORK/cut.gguf")"
     done
 done
+# the shipped file (scripts/compress_default_model.sh: Q/K sorted too, masked LoRA fine-tuning,
+# GPTQ), run by the engine at each rate
+for r in $RATES; do
+    row shipped "$r" "$(ppl models/base.uniql.gguf "$WORK/heldout.txt" 128 --prune "$r")" \
+        "$(task models/base.uniql.gguf --prune "$r")"
+done
 plot "$TSV" ppl "default model: held-out perplexity (9 languages)"
 plot "$TSV" lang "default model, continue task: outputs in the prompt's language (%)"
 plot "$TSV" chrf "default model, continue task: chrF"
@@ -88,15 +97,20 @@ S="$WORK/stories260K.gguf"
 sample() { for s in $(seq "$1" "$2"); do "$EL" run -m "$S" -p "Once upon a time" -n 256 --temp 0.8 -s "$s" -t 1 2>/dev/null; echo; done; }
 sample 1 30 > "$WORK/stories.calib.txt"
 sample 101 130 > "$WORK/stories.heldout.txt"
+sample 201 600 > "$WORK/stories.finetune.txt" # masked LoRA fine-tuning's text
 "$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --type f32 --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/stories.sorted.gguf" -o "$WORK/stories.sorted-layout.gguf" 2>/dev/null
 "$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --no-sort-qk -t "$THREADS" \
     --sorted "$WORK/stories.uniql.gguf" -o "$WORK/stories.uniql-layout.gguf" 2>/dev/null
 row float 0 "$(ppl "$S" "$WORK/stories.heldout.txt" 512)"
 f=$(tail -1 "$TSV" | cut -f3-); row sorted 0 "$f"; row unsorted 0 "$f"
+"$EL" compress -m "$S" -f "$WORK/stories.calib.txt" --no-sort-qk -t "$THREADS" --finetune 600 \
+    --finetune-text "$WORK/stories.finetune.txt" --finetune-ctx 256 --finetune-lr 3e-3 \
+    --sorted "$WORK/stories.tuned.gguf" -o "$WORK/stories.tuned-layout.gguf" 2>/dev/null
 row uniql 0 "$(ppl "$WORK/stories.uniql.gguf" "$WORK/stories.heldout.txt" 512)"
+row tuned 0 "$(ppl "$WORK/stories.tuned.gguf" "$WORK/stories.heldout.txt" 512)"
 for r in ${RATES#0 }; do
-    for v in sorted uniql unsorted; do
+    for v in sorted uniql tuned unsorted; do
         src="$WORK/stories.$v.gguf"; [ "$v" = unsorted ] && src=$S
         "$EL" compress --slice "$r" -m "$src" -o "$WORK/cut.gguf" 2>/dev/null
         row "$v" "$r" "$(ppl "$WORK/cut.gguf" "$WORK/stories.heldout.txt" 512)"
