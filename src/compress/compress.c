@@ -313,18 +313,8 @@ static el_status run_layers(job *j, const char *in_path) {
     j->m = run.model;
     st = check_model(j->m);
     if (st == EL_OK && j->p->n_loras)
-        st = el_sorted_adapters_load(&j->ads, j->m, j->p->lora_paths, j->p->n_loras);
-    for (int32_t i = 0; st == EL_OK && i < j->ads.n; i++) {
-        char *path = el_sorted_adapter_path(&j->ads, i, j->p->lora_out_dir);
-        struct stat a, b;
-        if (!path)
-            st = el_error(EL_ERR_NOMEM, "compress: out of memory");
-        else if (stat(path, &a) == 0 && stat(j->p->lora_paths[i], &b) == 0 &&
-                 a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-            st = el_error(EL_ERR_INVALID_ARG, "%s: the re-expressed adapter would replace the "
-                          "adapter itself: choose another --lora-out folder", path);
-        free(path);
-    }
+        st = el_sorted_adapters_load(&j->ads, j->m, j->p->lora_paths, j->p->n_loras,
+                                     j->p->lora_out_dir);
     const el_hparams *hp = &j->m->hp;
     int32_t n_layer = hp->n_layer;
     bool keep = j->p->finetune_steps > 0;
@@ -377,13 +367,7 @@ static el_status run_layers(job *j, const char *in_path) {
 /* Fine-tuning on the plan, then GPTQ of every layer from its kept correlations. */
 static el_status finetune_and_quantize(job *j, const el_uniql_plan *plan) {
     const el_hparams *hp = &j->m->hp;
-    float **w = malloc((size_t)hp->n_layer * EL_N_LINEAR * sizeof *w);
-    if (!w) return el_error(EL_ERR_NOMEM, "compress: out of memory");
-    for (int il = 0; il < hp->n_layer; il++)
-        for (el_linear l = EL_LINEAR_Q; l <= EL_LINEAR_DOWN; l++)
-            w[el_linear_slot(il, l)] = j->fl[il].w[l];
-    el_status st = el_masked_finetune(j->m, w, plan, j->basis, j->p);
-    free(w);
+    el_status st = el_masked_finetune(j->m, j->fl, plan, j->basis, j->p);
     j->adapter_written = st == EL_OK && j->p->finetune_adapter_path;
     j->stage = j->gptq ? "gptq" : "store";
     j->t0 = el_now_seconds();
@@ -457,20 +441,13 @@ static el_status write_adapters(job *j, const char *out_path) {
     el_status st = EL_OK;
     int32_t i = 0;
     for (; st == EL_OK && i < j->ads.n; i++) {
-        char *path = el_sorted_adapter_path(&j->ads, i, j->p->lora_out_dir);
-        st = path ? el_sorted_adapters_write(&j->ads, i, j->basis, path)
-                  : el_error(EL_ERR_NOMEM, "compress: out of memory");
-        free(path);
+        st = el_sorted_adapters_write(&j->ads, i, j->basis);
         j->done = 3 + i;
         /* the last one's is el_compress's final report */
         if (st == EL_OK && i + 1 < j->ads.n && !report(j))
             st = el_error(EL_ERR_CANCELLED, "compress cancelled");
     }
-    for (int32_t k = 0; st != EL_OK && k < i; k++) {
-        char *path = el_sorted_adapter_path(&j->ads, k, j->p->lora_out_dir);
-        if (path) unlink(path);
-        free(path);
-    }
+    for (int32_t k = 0; st != EL_OK && k < i; k++) unlink(j->ads.out[k]);
     if (st != EL_OK) unlink(out_path);
     return st;
 }

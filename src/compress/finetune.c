@@ -22,13 +22,12 @@ static float *tlinear(const el_tmodel *t, float *block, int il, int i) {
     return el_tm_layer(t, block, il, (el_tkind)(EL_TK_FIRST_LINEAR + i));
 }
 
-static size_t linear_floats(const el_tmodel *t, int i) {
-    const el_ttensor *x = &t->base.t[1 + EL_TK_FIRST_LINEAR + i];
-    return (size_t)(x->n_out * x->n_in);
+static const char *finetune_text(const el_compress_params *p) {
+    return p->finetune_path ? p->finetune_path : p->calib_path;
 }
 
 /* W += s B A of every adapter term, into the sorted weights. */
-static void merge(const el_tmodel *t, float *const *w) {
+static void merge(const el_tmodel *t, el_flayer *w) {
     float s = t->alpha / (float)t->rank;
     for (int il = 0; il < t->c.n_layer; il++)
         for (int i = 0; i < EL_TN_LINEAR; i++) {
@@ -37,7 +36,7 @@ static void merge(const el_tmodel *t, float *const *w) {
             const el_ttensor *a = &t->lora.t[li], *b = &t->lora.t[li + 1];
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)b->n_out, (int)a->n_in,
                         t->rank, s, t->lw + b->offset, t->rank, t->lw + a->offset,
-                        (int)a->n_in, 1.0f, w[el_linear_slot(il, (el_linear)i)], (int)a->n_in);
+                        (int)a->n_in, 1.0f, w[il].w[i], (int)a->n_in);
         }
 }
 
@@ -77,14 +76,16 @@ static void ft_free(ft_run *r) {
 
 /* The student: the original model's norms and embeddings with the sorted weights, the pair
  * index, and the adapter on every linear. */
-static el_status make_student(ft_run *r, const el_model *m, float *const *w,
+static el_status make_student(ft_run *r, const el_model *m, const el_flayer *w,
                               const el_uniql_plan *plan, const el_compress_params *p) {
     el_tmodel *t = &r->student;
     el_status st = el_tmodel_from_model(t, m, p->finetune_ctx);
     for (int il = 0; st == EL_OK && il < t->c.n_layer; il++)
-        for (int i = 0; i < EL_TN_LINEAR; i++)
-            memcpy(tlinear(t, t->w, il, i), w[el_linear_slot(il, (el_linear)i)],
-                   linear_floats(t, i) * sizeof(float));
+        for (int i = 0; i < EL_TN_LINEAR; i++) {
+            const el_weight *s = el_layer_weight(&m->layers[il], (el_linear)i);
+            memcpy(tlinear(t, t->w, il, i), w[il].w[i],
+                   (size_t)(s->n_out * s->n_in) * sizeof(float));
+        }
     if (st == EL_OK && plan->rope_pairs) st = el_tmodel_set_rope_pairs(t, plan->rope_pairs);
     uint32_t all = (1u << EL_TN_LINEAR) - 1;
     /* alpha = rank: the adapter's scale 1, whatever the rank */
@@ -100,7 +101,7 @@ el_status el_masked_finetune_check(const el_compress_params *p) {
                         "and learning rate %g must be positive (the rate below 1)",
                         p->finetune_rank, p->finetune_ctx, p->finetune_batch,
                         (double)p->finetune_lr);
-    const char *text = p->finetune_path ? p->finetune_path : p->calib_path;
+    const char *text = finetune_text(p);
     FILE *f = fopen(text, "rb");
     if (!f)
         return el_error(EL_ERR_IO, "%s: cannot open the fine-tuning text: %s", text,
@@ -109,12 +110,10 @@ el_status el_masked_finetune_check(const el_compress_params *p) {
     return EL_OK;
 }
 
-el_status el_masked_finetune(const el_model *m, float *const *w, const el_uniql_plan *plan,
+el_status el_masked_finetune(const el_model *m, el_flayer *w, const el_uniql_plan *plan,
                              uint64_t basis, const el_compress_params *p) {
-    el_status st0 = el_masked_finetune_check(p);
-    if (st0) return st0;
     ft_run r = {0};
-    const char *text = p->finetune_path ? p->finetune_path : p->calib_path;
+    const char *text = finetune_text(p);
     int64_t steps = p->finetune_steps, L = m->hp.n_layer;
     el_status st = make_student(&r, m, w, plan, p);
     if (st == EL_OK) st = el_tmodel_from_model(&r.teacher, m, p->finetune_ctx);

@@ -84,18 +84,14 @@ el_status el_sort_mlp(const el_hparams *hp, el_flayer *l, double *c_mid, double 
     double *score = malloc((size_t)f * sizeof *score);
     int32_t *perm = malloc((size_t)f * sizeof *perm);
     double *c = malloc((size_t)f * (size_t)f * sizeof *c);
-    float *row = malloc((size_t)f * sizeof *row);
-    el_status st =
-        score && perm && c && row ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
+    el_status st = score && perm && c ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
     if (st == EL_OK) st = el_ridge_leverage(c_mid, f, el_ridge_lambda(c_mid, f, ridge), score);
     if (st == EL_OK) st = order_desc(score, f, perm);
-    if (st == EL_OK) st = permute_rows(l->w[EL_LINEAR_GATE], e, perm, f);
-    if (st == EL_OK) st = permute_rows(l->w[EL_LINEAR_UP], e, perm, f);
-    for (int64_t r = 0; st == EL_OK && r < e; r++) {
-        float *d = l->w[EL_LINEAR_DOWN] + r * f;
-        for (int32_t s = 0; s < f; s++) row[s] = d[perm[s]];
-        memcpy(d, row, (size_t)f * sizeof *row);
-    }
+    /* the weights move as anything re-expressed in the sorted basis does */
+    el_sort_basis b = {.mlp_perm = perm};
+    if (st == EL_OK) st = el_sort_basis_rows(hp, &b, EL_LINEAR_GATE, l->w[EL_LINEAR_GATE], e);
+    if (st == EL_OK) st = el_sort_basis_rows(hp, &b, EL_LINEAR_UP, l->w[EL_LINEAR_UP], e);
+    if (st == EL_OK) st = el_sort_basis_cols(hp, &b, EL_LINEAR_DOWN, l->w[EL_LINEAR_DOWN], e);
     if (st == EL_OK) {
         for (int32_t s = 0; s < f; s++)
             for (int32_t t = 0; t < f; t++)
@@ -106,7 +102,6 @@ el_status el_sort_mlp(const el_hparams *hp, el_flayer *l, double *c_mid, double 
     free(score);
     free(perm);
     free(c);
-    free(row);
     return st;
 }
 
@@ -164,8 +159,7 @@ el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in, int
     double *eq = malloc((size_t)hp->n_head * hd * sizeof *eq);
     double *ek = malloc((size_t)hp->n_head_kv * hd * sizeof *ek);
     double *imp = malloc((size_t)np * sizeof *imp);
-    float *tmp = malloc((size_t)(hd * e) * sizeof *tmp);
-    el_status st = eq && ek && imp && tmp ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
+    el_status st = eq && ek && imp ? EL_OK : el_error(EL_ERR_NOMEM, "sort: out of memory");
     if (st == EL_OK) st = row_energies(l->w[EL_LINEAR_Q], (int64_t)hp->n_head * hd, e, c_in, eq);
     if (st == EL_OK) st = row_energies(l->w[EL_LINEAR_K], (int64_t)hp->n_head_kv * hd, e, c_in, ek);
     for (int32_t g = 0; st == EL_OK && g < hp->n_head_kv; g++) {
@@ -179,15 +173,15 @@ el_status el_sort_qk(const el_hparams *hp, el_flayer *l, const double *c_in, int
             imp[p] = q * (ek[g * hd + a] + ek[g * hd + b]);
         }
         st = order_desc(imp, np, perm);
-        if (st) break;
-        permute_head_pairs(hp, l->w[EL_LINEAR_K], e, (int64_t)g * hd, perm, tmp);
-        for (int32_t h = g * group; h < (g + 1) * group; h++)
-            permute_head_pairs(hp, l->w[EL_LINEAR_Q], e, (int64_t)h * hd, perm, tmp);
     }
+    /* every group's order is chosen from the energies before any row moves; the weights then
+     * move as anything re-expressed in the sorted basis does */
+    el_sort_basis b = {.qk_pairs = rope_pairs};
+    if (st == EL_OK) st = el_sort_basis_rows(hp, &b, EL_LINEAR_K, l->w[EL_LINEAR_K], e);
+    if (st == EL_OK) st = el_sort_basis_rows(hp, &b, EL_LINEAR_Q, l->w[EL_LINEAR_Q], e);
     free(eq);
     free(ek);
     free(imp);
-    free(tmp);
     return st;
 }
 

@@ -4,19 +4,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "edgelora-tools.h"
 
+/* dir/<name>.gguf, refused where it is the source file itself. */
+static el_status out_path(const char *dir, const el_adapter *ad, const char *src, char **out) {
+    size_t n = strlen(dir) + strlen(ad->name) + 8;
+    if (!(*out = malloc(n))) return el_error(EL_ERR_NOMEM, "compress: out of memory");
+    snprintf(*out, n, "%s/%s.gguf", dir, ad->name);
+    struct stat a, b;
+    if (stat(*out, &a) == 0 && stat(src, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+        return el_error(EL_ERR_INVALID_ARG, "%s: the re-expressed adapter would replace the "
+                        "adapter itself: choose another --lora-out folder", *out);
+    return EL_OK;
+}
+
 el_status el_sorted_adapters_load(el_sorted_adapters *s, const el_model *m,
-                                  const char *const *paths, int32_t n) {
+                                  const char *const *paths, int32_t n, const char *dir) {
     *s = (el_sorted_adapters){.n = n, .n_slots = m->hp.n_layer * EL_N_LINEAR};
     s->src = calloc((size_t)n, sizeof *s->src);
+    s->out = calloc((size_t)n, sizeof *s->out);
     s->a = calloc((size_t)n * (size_t)s->n_slots, sizeof *s->a);
     s->b = calloc((size_t)n * (size_t)s->n_slots, sizeof *s->b);
-    el_status st = s->src && s->a && s->b ? EL_OK : el_error(EL_ERR_NOMEM, "compress: out of memory");
+    el_status st = s->src && s->out && s->a && s->b
+                       ? EL_OK
+                       : el_error(EL_ERR_NOMEM, "compress: out of memory");
     for (int32_t i = 0; st == EL_OK && i < n; i++) {
         st = el_adapter_load(m, paths[i], &s->src[i]);
+        if (st == EL_OK) st = out_path(dir, s->src[i], paths[i], &s->out[i]);
         for (int32_t j = 0; st == EL_OK && j < i; j++)
             if (!strcmp(s->src[j]->name, s->src[i]->name))
                 st = el_error(EL_ERR_INVALID_ARG, "%s and %s: two adapters named '%s' would be "
@@ -54,16 +71,9 @@ el_status el_sorted_adapters_layer(el_sorted_adapters *s, const el_hparams *hp, 
     return st;
 }
 
-char *el_sorted_adapter_path(const el_sorted_adapters *s, int32_t i, const char *dir) {
-    size_t n = strlen(dir) + strlen(s->src[i]->name) + 8;
-    char *path = malloc(n);
-    if (path) snprintf(path, n, "%s/%s.gguf", dir, s->src[i]->name);
-    return path;
-}
-
-el_status el_sorted_adapters_write(const el_sorted_adapters *s, int32_t i, uint64_t basis,
-                                   const char *path) {
+el_status el_sorted_adapters_write(const el_sorted_adapters *s, int32_t i, uint64_t basis) {
     const el_adapter *src = s->src[i];
+    const char *path = s->out[i];
     /* the same adapter with float pairs (B unpacked) and the basis: what el_adapter_save
      * writes */
     el_adapter out = *src;
@@ -90,6 +100,8 @@ el_status el_sorted_adapters_write(const el_sorted_adapters *s, int32_t i, uint6
 
 void el_sorted_adapters_free(el_sorted_adapters *s) {
     for (int32_t i = 0; s->src && i < s->n; i++) el_adapter_free(s->src[i]);
+    for (int32_t i = 0; s->out && i < s->n; i++) free(s->out[i]);
+    free(s->out);
     for (size_t k = 0; s->a && k < (size_t)s->n * (size_t)s->n_slots; k++) free(s->a[k]);
     for (size_t k = 0; s->b && k < (size_t)s->n * (size_t)s->n_slots; k++) free(s->b[k]);
     free(s->src);

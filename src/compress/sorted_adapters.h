@@ -13,26 +13,24 @@
 typedef struct el_sorted_adapters {
     int32_t n;
     el_adapter **src;  /* [n] as loaded against the original model */
+    char **out;        /* [n] where each is written: DIR/<its name>.gguf */
     float **a, **b;    /* [n][n_layer * EL_N_LINEAR]: each pair's A (rank x n_in) and B
                         * (n_out x rank) in float, re-expressed layer by layer (NULL: no pair) */
     int32_t n_slots;
 } el_sorted_adapters;
 
-/* Loads the adapters at paths[0..n) against m (the model being compressed): mismatched files
- * are refused here, before the long work. */
+/* Loads the adapters at paths[0..n) against m (the model being compressed), each to be written
+ * to dir: mismatched files, two of one name, and an output that is its own source are refused
+ * here, before the long work. */
 el_status el_sorted_adapters_load(el_sorted_adapters *s, const el_model *m,
-                                  const char *const *paths, int32_t n);
+                                  const char *const *paths, int32_t n, const char *dir);
 
 /* Re-expresses every adapter's pairs of layer il in the basis b that layer was sorted into. */
 el_status el_sorted_adapters_layer(el_sorted_adapters *s, const el_hparams *hp, int il,
                                    const el_sort_basis *b);
 
-/* The path adapter i is written to: dir/<its name>.gguf (malloc'd; NULL when out of memory). */
-char *el_sorted_adapter_path(const el_sorted_adapters *s, int32_t i, const char *dir);
-
-/* Writes adapter i as a GGUF adapter of float A and B to path, tagged with basis. */
-el_status el_sorted_adapters_write(const el_sorted_adapters *s, int32_t i, uint64_t basis,
-                                   const char *path);
+/* Writes adapter i as a GGUF adapter of float A and B to s->out[i], tagged with basis. */
+el_status el_sorted_adapters_write(const el_sorted_adapters *s, int32_t i, uint64_t basis);
 
 void el_sorted_adapters_free(el_sorted_adapters *s);
 
