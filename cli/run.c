@@ -364,10 +364,13 @@ static int generate(const run_opts *o, el_model *m, const el_binding *bind, cons
     } else if (!o->json) {
         printf("\n");
         fflush(stdout); /* the text before the timings, when both go to one terminal */
-        fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens in "
-                        "%.1f ms (%.1f tokens/s)\n",
-                n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,
-                n_gen / (t_gen / 1e3 + 1e-9));
+        if (n_predict == 0) /* nothing asked of the model: the prompt was not decoded */
+            fprintf(stderr, "prompt: %zu tokens, not decoded (no tokens to generate)\n", n_prompt);
+        else
+            fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tokens/s); generated: %ld tokens "
+                            "in %.1f ms (%.1f tokens/s)\n",
+                    n_prompt, t_prompt, n_prompt / (t_prompt / 1e3 + 1e-9), n_gen, t_gen,
+                    n_gen / (t_gen / 1e3 + 1e-9));
     }
     free(out.text);
     el_spec_stats ss;

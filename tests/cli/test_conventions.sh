@@ -46,6 +46,9 @@ line 6 | grep -q '\\"stop\\" does not yet work with \\"n\\"' && pass conv_batch_
 # -n 0: the prompt, nothing generated, exit 0
 expect_exit conv_run_n0 0 "$EL" run -p "$P" -n 0 -t 1
 [ "$(cat "$TMP/out")" = "$P" ] && pass conv_run_n0_prompt || fail conv_run_n0_prompt "$(cat "$TMP/out")"
+# and no rate made up from a prompt that was never decoded
+grep -q "not decoded (no tokens to generate)" "$TMP/err" && ! grep -q "tokens/s" "$TMP/err" &&
+    pass conv_run_n0_timings || fail conv_run_n0_timings "$(cat "$TMP/err")"
 # past the training context (the default model's is 128): a warning, the run goes on
 expect_exit conv_ctx_past 0 "$EL" run -p "$P" -n 4 -c 256 --temp 0 -t 1
 grep -q "warning: a context of 256 tokens passes the 128 the model was trained on" "$TMP/err" &&
