@@ -91,6 +91,17 @@ void el_gemv_q5_1_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_
                        const void *a);
 void el_gemv_iq4_xs_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                          const void *a);
+/* tile_legacy_avx2.c: their 4x4 tiles */
+void el_tile_q5_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_iq4_nl_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
+void el_tile_q4_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_q5_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                       const void *a, size_t a_stride);
+void el_tile_iq4_xs_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
+                         const void *a, size_t a_stride);
 void el_gemv_q5_0_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                              const void *w, size_t w_stride, const void *a, size_t a_stride);
 void el_gemv_iq4_nl_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,

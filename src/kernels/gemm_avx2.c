@@ -41,6 +41,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemm.h"
+#include "kernels/legacy_x86_simd.h"
 #include "kernels/transpose_avx2.h"
 
 enum {
@@ -66,10 +67,10 @@ static inline void transpose8x4(const char *const *rows, size_t off, __m256i out
 
 /* The chunk at byte off of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds
  * elements 4s..4s+3 of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles,
- * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q + 128): k = 0 the lo
- * nibbles, k = 1 the hi. */
+ * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q ^ bias_byte: q + 128 for
+ * signed bytes, the bytes themselves with a bias of 0): k = 0 the lo nibbles, k = 1 the hi. */
 static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t off,
-                       __m256i *dst) {
+                       char bias_byte, __m256i *dst) {
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i t[4];
     if (!l->int8) {
@@ -83,7 +84,7 @@ static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t 
         }
         return;
     }
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const __m256i bias = _mm256_set1_epi8(bias_byte);
     for (int half = 0; half < 2; half++) { /* bytes 16 half ..: steps 4 half .. 4 half + 3 */
         transpose8x4(rows, off + 16 * (size_t)half, t);
         for (int j = 0; j < 4; j++) {
@@ -100,6 +101,22 @@ static inline short fp16_at(const char *p) {
     short h;
     memcpy(&h, p, sizeof h);
     return h;
+}
+
+/* Q5_0 and IQ4_NL are packed as int8 quants after their blocks are unpacked into bytes: Q5_0's
+ * 5-bit q = level + 16 (0..31, so u = q and gemm.h's offset is 16; its hi plane is the fifth
+ * bit), IQ4_NL's signed levels (u = level + 128 like q8_0's). */
+static bool unpacked_type(el_type t) { return t == EL_TYPE_Q5_0 || t == EL_TYPE_IQ4_NL; }
+
+/* The 32 values of the Q5_0 or IQ4_NL block at b, as bytes in element order. */
+static inline __m256i unpack_block(el_type t, const char *b) {
+    if (t == EL_TYPE_Q5_0) {
+        uint32_t qh;
+        memcpy(&qh, b + offsetof(el_block_q5_0, qh), sizeof qh);
+        return legacy_add_fifth(legacy_nibbles(b + offsetof(el_block_q5_0, qs)), qh);
+    }
+    return _mm256_shuffle_epi8(legacy_iq4_table(),
+                               legacy_nibbles(b + offsetof(el_block_iq4_nl, qs)));
 }
 
 /* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
@@ -121,10 +138,22 @@ static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *co
     int nr = sub_rows(l);
     __m256i *q = panel;
     float *scales = (float *)((char *)panel + scales_offset(w));
+    bool unpack = unpacked_type(w->type);
+    char bias = w->type == EL_TYPE_Q5_0 ? 0 : (char)0x80;
+    _Alignas(32) char bytes[LANES][EL_GEMM_CHUNK];
+    const char *byte_rows[LANES];
+    for (int o = 0; o < LANES; o++) byte_rows[o] = bytes[o];
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
         size_t group = l->header + (size_t)g * l->group_bytes;
-        for (int64_t c = 0; quants && c < l->chunks_per_group; c++, q += 2 * STEPS)
-            pack_chunk(l, rows, group + l->scale_bytes + (size_t)c * chunk_bytes(l), q);
+        if (unpack && quants) { /* one block of 32 a group: its bytes, then as int8 quants */
+            for (int o = 0; o < LANES; o++)
+                _mm256_store_si256((__m256i *)bytes[o], unpack_block(w->type, rows[o] + group));
+            pack_chunk(l, byte_rows, 0, bias, q);
+            q += 2 * STEPS;
+        }
+        for (int64_t c = 0; !unpack && quants && c < l->chunks_per_group; c++, q += 2 * STEPS)
+            pack_chunk(l, rows, group + l->scale_bytes + (size_t)c * chunk_bytes(l),
+                       (char)0x80, q);
         if (l->group_bytes == 0) continue;
         for (int o8 = 0; o8 < nr; o8 += LANES) {
             const char *const *r8 = rows + o8;
@@ -358,8 +387,11 @@ static int64_t direct_max_rows(const el_gemm_layout *l) {
 void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                   size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                   void *panel) {
-    el_gemm_layout l = el_gemm_layout_of(w);
-    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0;
+    bool unpack = unpacked_type(w->type);
+    /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked */
+    el_gemm_layout l = unpack ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
+                              : el_gemm_layout_of(w);
+    bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || unpack;
     tile_args t = {
         .q = panel,
         .scales = (const float *)((const char *)panel + scales_offset(w)),
@@ -377,7 +409,7 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
     };
     const char *rows[2 * LANES];
     t.rows = rows;
-    bool direct = n_rows <= direct_max_rows(&l);
+    bool direct = !unpack && n_rows <= direct_max_rows(&l); /* direct reads the rows' bytes */
     for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
         int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
         sub_panel_rows(w, &l, o0 + s0, n, rows);
