@@ -173,9 +173,10 @@ static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *co
  * the panel after the quants, [groups][sub_rows] each) against Q8_K blocks, whose aux holds the
  * sub-block's sum for the min. Their levels are unsigned (no offset). Q4_K is packed as int4
  * (16 rows): the 16 bytes at 32c of a block's qs transposed once give elements 0-15 of
- * sub-block 2c in their low nibbles and of sub-block 2c + 1 in their high ones. Q5_K's levels
- * reach 31, so its sub-blocks are unpacked into bytes (nibble, fifth bit as 16) and packed as
- * int8 planes (8 rows), the fifth bit the hi plane. */
+ * sub-block 2c in their low nibbles and of sub-block 2c + 1 in their high ones. Q5_K's sub-blocks
+ * are unpacked into bytes (nibble, fifth bit as 16) and packed as int4 too: its levels reach
+ * 31, so a pair of products reaches 2 * 31 * 128 and the int16 sums take 4 steps, not 8 (split:
+ * two widenings a chunk, against the twice as many products of int8 planes). */
 static bool kquant_type(el_type t) { return t == EL_TYPE_Q4_K || t == EL_TYPE_Q5_K; }
 
 /* Sub-block j of the Q5_K block b as 32 bytes in element order. */
@@ -197,9 +198,9 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
     const int64_t groups = el_gemm_groups(w);
     __m256i *q = panel;
     float *scales = (float *)((char *)panel + scales_offset(w)), *mins = scales + groups * nr;
-    _Alignas(32) char bytes[LANES][EL_GEMM_CHUNK];
-    const char *byte_rows[LANES];
-    for (int o = 0; o < LANES; o++) byte_rows[o] = bytes[o];
+    _Alignas(32) char bytes[2 * LANES][EL_GEMM_CHUNK];
+    const char *byte_rows[2 * LANES];
+    for (int o = 0; o < 2 * LANES; o++) byte_rows[o] = bytes[o];
     for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
         for (int o = 0; o < nr; o++) { /* Q5_K starts as Q4_K: d, dmin, the 12 bytes of scales */
             const el_block_q4_k *b = (const el_block_q4_k *)(rows[o] + i * bb);
@@ -214,10 +215,16 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
         __m256i *qb = q + 8 * i * 2 * STEPS; /* the block's 8 groups of one chunk each */
         if (q5) {
             for (int j = 0; j < 8; j++) {
-                for (int o = 0; o < LANES; o++)
+                for (int o = 0; o < nr; o++)
                     _mm256_store_si256((__m256i *)bytes[o],
                                        unpack_q5_k((const el_block_q5_k *)(rows[o] + i * bb), j));
-                pack_chunk(l, byte_rows, 0, 0, qb + j * 2 * STEPS);
+                for (int half = 0; half < 2; half++)
+                    for (int k = 0; k < 2; k++) {
+                        __m256i t[4];
+                        transpose8x4(byte_rows + LANES * k, 16 * (size_t)half, t);
+                        for (int st = 0; st < 4; st++)
+                            _mm256_store_si256(qb + j * 2 * STEPS + 2 * (4 * half + st) + k, t[st]);
+                    }
             }
             continue;
         }
@@ -250,6 +257,7 @@ typedef struct tile_args {
     int64_t act_block_chunks; /* Q8_K rows: chunks per activation block (0: one run of chunks) */
     size_t act_block_gap;     /* bytes from one such block's last chunk to the next's first */
     const float *mins;      /* Q4_K, Q5_K: [groups][sub_rows] dmin * m, else NULL */
+    bool split;             /* levels up to 31 in int4 registers (Q5_K): int16 sums of 4 steps */
     const el_gemm_aux *aux;
     float *y;
     int64_t ldy;
@@ -272,13 +280,14 @@ static inline __attribute__((always_inline)) void step(__m256i s0[TILE_ROWS],
                                                        __m256i s1[TILE_ROWS], __m256i w0,
                                                        __m256i w1,
                                                        const char *const a[TILE_ROWS],
-                                                       const int s, const int n) {
+                                                       const int s, const bool first,
+                                                       const int n) {
     #pragma GCC unroll 8
     for (int r = 0; r < n; r++) {
         __m256i b = broadcast_i32(a[r] + 4 * s);
         __m256i p0 = _mm256_maddubs_epi16(w0, b), p1 = _mm256_maddubs_epi16(w1, b);
-        s0[r] = s == 0 ? p0 : _mm256_add_epi16(s0[r], p0);
-        s1[r] = s == 0 ? p1 : _mm256_add_epi16(s1[r], p1);
+        s0[r] = first ? p0 : _mm256_add_epi16(s0[r], p0);
+        s1[r] = first ? p1 : _mm256_add_epi16(s1[r], p1);
         pin(&s0[r]);
         pin(&s1[r]);
     }
@@ -310,11 +319,15 @@ static inline __attribute__((always_inline)) void widen(__m256i acc[2][TILE_ROWS
 static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
                                                         const __m256i *q,
                                                         const char *const a[TILE_ROWS],
-                                                        const int n, const bool int8) {
+                                                        const int n, const bool int8,
+                                                        const bool split) {
     __m256i s0[TILE_ROWS], s1[TILE_ROWS];
     #pragma GCC unroll 8
-    for (int s = 0; s < STEPS; s++)
-        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s, n);
+    for (int s = 0; s < STEPS; s++) {
+        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s,
+             s == 0 || (split && s == STEPS / 2), n);
+        if (split && s == STEPS / 2 - 1) widen(acc, s0, s1, n, int8);
+    }
     widen(acc, s0, s1, n, int8);
 }
 
@@ -337,7 +350,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
             for (int j = 0; j < 4; j++) {
                 __m256i u = _mm256_xor_si256(t[j], bias);
                 step(s0, s1, _mm256_and_si256(u, low4),
-                     _mm256_and_si256(_mm256_srli_epi16(u, 4), low4), a, 4 * half + j, n);
+                     _mm256_and_si256(_mm256_srli_epi16(u, 4), low4), a, 4 * half + j,
+                     half == 0 && j == 0, n);
             }
         }
     } else {
@@ -346,11 +360,12 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
         transpose8x4(rows + LANES, off, t8);
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
-            step(s0, s1, _mm256_and_si256(t[j], low4), _mm256_and_si256(t8[j], low4), a, j, n);
+            step(s0, s1, _mm256_and_si256(t[j], low4), _mm256_and_si256(t8[j], low4), a, j, j == 0,
+                 n);
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
             step(s0, s1, _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4),
-                 _mm256_and_si256(_mm256_srli_epi16(t8[j], 4), low4), a, 4 + j, n);
+                 _mm256_and_si256(_mm256_srli_epi16(t8[j], 4), low4), a, 4 + j, false, n);
     }
     widen(acc, s0, s1, n, int8);
 }
@@ -364,7 +379,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
  * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
-                                                       const bool one_chunk, const bool direct) {
+                                                       const bool one_chunk, const bool direct,
+                                                       const bool split) {
     const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
     __m256 f[2][TILE_ROWS];
     const char *a[TILE_ROWS];
@@ -386,7 +402,7 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
                 chunk_direct(acc, t->rows, off, a, n, int8);
                 off += int8 ? 32 : 16;
             } else {
-                chunk(acc, q, a, n, int8);
+                chunk(acc, q, a, n, int8, split);
                 q += 2 * STEPS;
             }
             #pragma GCC unroll 8
@@ -421,16 +437,18 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
 static inline __attribute__((always_inline)) void tile_kind(const tile_args *t, int64_t r0,
                                                             const int n, const bool direct) {
     bool one_chunk = t->chunks_per_group == 1;
-    if (t->int8) {
+    if (t->split) /* Q5_K: packed int4 of groups of one chunk */
+        tile(t, r0, n, false, true, false, true);
+    else if (t->int8) {
         if (one_chunk)
-            tile(t, r0, n, true, true, direct);
+            tile(t, r0, n, true, true, direct, false);
         else
-            tile(t, r0, n, true, false, direct);
+            tile(t, r0, n, true, false, direct, false);
     } else {
         if (one_chunk)
-            tile(t, r0, n, false, true, direct);
+            tile(t, r0, n, false, true, direct, false);
         else
-            tile(t, r0, n, false, false, direct);
+            tile(t, r0, n, false, false, direct, false);
     }
 }
 
@@ -471,7 +489,7 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
     /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked; a
      * K-quant: groups of one chunk, int4 or int8 (pack_sub_kquant) */
     el_gemm_layout l = unpack    ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
-                       : kquant ? (el_gemm_layout){0, 0, 0, 1, w->type == EL_TYPE_Q5_K}
+                       : kquant ? (el_gemm_layout){0, 0, 0, 1, false}
                                  : el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || unpack;
     tile_args t = {
@@ -490,6 +508,7 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
         .mins = kquant ? (const float *)((const char *)panel + scales_offset(w)) +
                              el_gemm_groups(w) * sub_rows(&l)
                        : NULL,
+        .split = w->type == EL_TYPE_Q5_K,
         .aux = aux,
         .ldy = ldy,
         .group_bytes = l.group_bytes,
