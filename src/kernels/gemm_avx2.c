@@ -1,6 +1,6 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0, q5_0, iq4_nl
- * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and q4_K, q5_K
- * (against q8_K), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4 tiles of
+ * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and q4_K, q5_K,
+ * iq4_xs (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4 tiles of
  * tile_avx2.c, tile_legacy_avx2.c and tile_kquant_avx2.c.
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
@@ -241,6 +241,31 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
                                            _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
                     }
                 }
+        }
+    }
+}
+
+/* IQ4_XS: a group is a sub-block of 32 (scale d * (ls - 32), a float in the panel) against Q8_K
+ * blocks; its levels are looked up into bytes and packed as int8 quants (u = level + 128, the
+ * offset gemm.h gives it). */
+static void pack_sub_iq4_xs(const el_weight *w, const el_gemm_layout *l, const char *const *rows,
+                            void *panel) {
+    __m256i *q = panel;
+    float *scales = (float *)((char *)panel + scales_offset(w));
+    _Alignas(32) char bytes[LANES][EL_GEMM_CHUNK];
+    const char *byte_rows[LANES];
+    for (int o = 0; o < LANES; o++) byte_rows[o] = bytes[o];
+    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
+        for (int j = 0; j < EL_QK_K / EL_GEMM_CHUNK; j++, q += 2 * STEPS) {
+            for (int o = 0; o < LANES; o++) {
+                const el_block_iq4_xs *b = (const el_block_iq4_xs *)rows[o] + i;
+                int ls = ((b->scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((b->scales_h >> 2 * j) & 3) << 4;
+                scales[(8 * i + j) * LANES + o] = _cvtsh_ss(b->d) * (float)(ls - 32);
+                _mm256_store_si256((__m256i *)bytes[o],
+                                   _mm256_shuffle_epi8(legacy_iq4_table(),
+                                                       legacy_nibbles((const char *)b->qs + 16 * j)));
+            }
+            pack_chunk(l, byte_rows, 0, (char)0x80, q);
         }
     }
 }
@@ -486,10 +511,12 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
                   size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                   void *panel) {
     bool unpack = unpacked_type(w->type), kquant = kquant_type(w->type);
+    bool xs = w->type == EL_TYPE_IQ4_XS, q8_k = kquant || xs; /* against Q8_K blocks */
     /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked; a
      * K-quant: groups of one chunk, int4 or int8 (pack_sub_kquant) */
     el_gemm_layout l = unpack    ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
                        : kquant ? (el_gemm_layout){0, 0, 0, 1, false}
+                       : xs     ? (el_gemm_layout){0, 0, 0, 1, true}
                                  : el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || unpack;
     tile_args t = {
@@ -500,11 +527,11 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
         .int8 = l.int8,
         /* q8_0 blocks: fp16 d, then 32 quants; q8_k blocks: float d, 256 quants, the sums; a8
          * rows: the header, then the quants */
-        .act = act + (q8_act ? sizeof(uint16_t) : kquant ? sizeof(float) : sizeof(el_a8_header)),
+        .act = act + (q8_act ? sizeof(uint16_t) : q8_k ? sizeof(float) : sizeof(el_a8_header)),
         .act_stride = act_stride,
         .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
-        .act_block_chunks = kquant ? EL_QK_K / EL_GEMM_CHUNK : 0,
-        .act_block_gap = kquant ? sizeof(el_block_q8_k) - EL_QK_K : 0,
+        .act_block_chunks = q8_k ? EL_QK_K / EL_GEMM_CHUNK : 0,
+        .act_block_gap = q8_k ? sizeof(el_block_q8_k) - EL_QK_K : 0,
         .mins = kquant ? (const float *)((const char *)panel + scales_offset(w)) +
                              el_gemm_groups(w) * sub_rows(&l)
                        : NULL,
@@ -517,12 +544,14 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
     const char *rows[2 * LANES];
     t.rows = rows;
     /* direct reads the rows' bytes as they are */
-    bool direct = !unpack && !kquant && n_rows <= direct_max_rows(&l);
+    bool direct = !unpack && !q8_k && n_rows <= direct_max_rows(&l);
     for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
         int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
         sub_panel_rows(w, &l, o0 + s0, n, rows);
         if (kquant)
             pack_sub_kquant(w, &l, rows, panel);
+        else if (xs)
+            pack_sub_iq4_xs(w, &l, rows, panel);
         else
             pack_sub(w, &l, rows, !direct, panel);
         t.y = y + o0 + s0;
