@@ -1,7 +1,7 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0, q5_0, iq4_nl
  * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and q4_K, q5_K,
- * iq4_xs (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4 tiles of
- * tile_avx2.c, tile_legacy_avx2.c and tile_kquant_avx2.c.
+ * iq4_xs (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4
+ * tiles of tile_avx2.c, tile_legacy_avx2.c and tile_kquant_avx2.c.
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
  * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
@@ -236,7 +236,8 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
                     transpose8x4(rows + LANES * k,
                                  i * bb + offsetof(el_block_q4_k, qs) + 32 * c + 16 * half, t);
                     for (int j = 0; j < 4; j++) {
-                        _mm256_store_si256(lo + 2 * (4 * half + j) + k, _mm256_and_si256(t[j], low4));
+                        _mm256_store_si256(lo + 2 * (4 * half + j) + k,
+                                           _mm256_and_si256(t[j], low4));
                         _mm256_store_si256(hi + 2 * (4 * half + j) + k,
                                            _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
                     }
@@ -259,11 +260,10 @@ static void pack_sub_iq4_xs(const el_weight *w, const el_gemm_layout *l, const c
         for (int j = 0; j < EL_QK_K / EL_GEMM_CHUNK; j++, q += 2 * STEPS) {
             for (int o = 0; o < LANES; o++) {
                 const el_block_iq4_xs *b = (const el_block_iq4_xs *)rows[o] + i;
-                int ls = ((b->scales_l[j / 2] >> 4 * (j % 2)) & 0xF) | ((b->scales_h >> 2 * j) & 3) << 4;
-                scales[(8 * i + j) * LANES + o] = _cvtsh_ss(b->d) * (float)(ls - 32);
+                scales[(8 * i + j) * LANES + o] = _cvtsh_ss(b->d) * (float)el_iq4_xs_scale(b, j);
+                __m256i codes = legacy_nibbles((const char *)b->qs + 16 * j);
                 _mm256_store_si256((__m256i *)bytes[o],
-                                   _mm256_shuffle_epi8(legacy_iq4_table(),
-                                                       legacy_nibbles((const char *)b->qs + 16 * j)));
+                                   _mm256_shuffle_epi8(legacy_iq4_table(), codes));
             }
             pack_chunk(l, byte_rows, 0, (char)0x80, q);
         }

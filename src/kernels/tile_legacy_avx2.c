@@ -66,7 +66,8 @@ static inline __attribute__((always_inline)) void tile_legacy(tile_kind t, int64
     const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
     const __m256i table = legacy_iq4_table();
     const bool sign = !has_min(t);
-    const size_t wb = block_bytes(t), ab = has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
+    const size_t wb = block_bytes(t);
+    const size_t ab = has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
     const size_t aq = has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
     const int64_t nb = n / EL_QK4_0;
     for (int o = 0; o < EL_TILE; o++) {
@@ -131,7 +132,8 @@ void el_tile_iq4_xs_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t
     const __m256i table = legacy_iq4_table();
     const int64_t nb = n / EL_QK_K;
     const el_block_q8_k *act[EL_TILE];
-    for (int r = 0; r < EL_TILE; r++) act[r] = (const el_block_q8_k *)((const char *)a + r * a_stride);
+    for (int r = 0; r < EL_TILE; r++)
+        act[r] = (const el_block_q8_k *)((const char *)a + r * a_stride);
     for (int o = 0; o < EL_TILE; o++) {
         const el_block_iq4_xs *x = (const el_block_iq4_xs *)((const char *)w + o * w_stride);
         __m256 acc[EL_TILE];
@@ -143,10 +145,9 @@ void el_tile_iq4_xs_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t
             for (int r = 0; r < EL_TILE; r++) sum[r] = _mm256_setzero_si256();
             #pragma GCC unroll 8
             for (int s = 0; s < EL_QK_K / 32; s++) {
-                int ls = (((x[i].scales_l[s / 2] >> 4 * (s % 2)) & 0xF) |
-                          ((x[i].scales_h >> 2 * s) & 3) << 4) - 32;
-                __m256i lv = _mm256_shuffle_epi8(table, legacy_nibbles((const char *)x[i].qs + 16 * s));
-                __m256i mag = _mm256_sign_epi8(lv, lv), scale = _mm256_set1_epi16((short)ls);
+                __m256i codes = legacy_nibbles((const char *)x[i].qs + 16 * s);
+                __m256i lv = _mm256_shuffle_epi8(table, codes), mag = _mm256_sign_epi8(lv, lv);
+                __m256i scale = _mm256_set1_epi16((short)el_iq4_xs_scale(&x[i], s));
                 #pragma GCC unroll 4
                 for (int r = 0; r < EL_TILE; r++) {
                     __m256i yq = _mm256_loadu_si256((const __m256i *)(act[r][i].qs + 32 * s));
@@ -157,8 +158,8 @@ void el_tile_iq4_xs_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t
             float dw = fp16(x[i].d);
             #pragma GCC unroll 4
             for (int r = 0; r < EL_TILE; r++)
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]), _mm256_set1_ps(dw * act[r][i].d),
-                                         acc[r]);
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]),
+                                         _mm256_set1_ps(dw * act[r][i].d), acc[r]);
         }
         #pragma GCC unroll 4
         for (int r = 0; r < EL_TILE; r++) y[r * ldy + o] = hsum_ps(acc[r]);
