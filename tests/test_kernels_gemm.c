@@ -305,7 +305,7 @@ static int check_gemm_batches(el_gemm_fn gemm, bool signed_weights, el_type type
 }
 
 /* Types whose gemm only some levels have (the others take their tiles or gemvs): issue 17's,
- * packed by AVX-512, and of them Q5_0, IQ4_NL, IQ4_XS, Q4_K and Q5_K by AVX2 too. */
+ * packed by AVX-512, and of them Q5_0, IQ4_NL, IQ4_XS, Q4_K, Q5_K and Q6_K by AVX2 too. */
 static bool packed_by_some_levels(el_type t) {
     switch (t) {
     case EL_TYPE_Q2_K: case EL_TYPE_Q3_K: case EL_TYPE_Q4_K: case EL_TYPE_Q5_K:

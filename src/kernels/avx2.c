@@ -98,6 +98,7 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q4_K] = el_gemm_avx2,
             [EL_TYPE_Q5_K] = el_gemm_avx2,
             [EL_TYPE_IQ4_XS] = el_gemm_avx2,
+            [EL_TYPE_Q6_K] = el_gemm_q6_k_avx2,
         },
         .gemm_signed = false,
         .attend = el_attend_avx2,
