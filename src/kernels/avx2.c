@@ -78,7 +78,6 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q3_K] = el_tile_q3_k_avx2,
             [EL_TYPE_Q5_0] = el_tile_q5_0_avx2,
             [EL_TYPE_IQ4_NL] = el_tile_iq4_nl_avx2,
-            [EL_TYPE_Q4_1] = el_tile_q4_1_avx2,
             [EL_TYPE_Q5_1] = el_tile_q5_1_avx2,
             [EL_TYPE_IQ4_XS] = el_tile_iq4_xs_avx2,
             [EL_TYPE_F32] = el_tile_f32_avx2,

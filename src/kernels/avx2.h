@@ -96,8 +96,6 @@ void el_tile_q5_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w
                        const void *a, size_t a_stride);
 void el_tile_iq4_nl_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                          const void *a, size_t a_stride);
-void el_tile_q4_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
-                       const void *a, size_t a_stride);
 void el_tile_q5_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
 void el_tile_iq4_xs_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,

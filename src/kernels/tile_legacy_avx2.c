@@ -1,5 +1,6 @@
-/* tile_legacy_avx2.c - AVX2 4x4 tiles (prompt processing) for Q5_0, IQ4_NL (against Q8_0), Q4_1,
- * Q5_1 (against Q8_1) and IQ4_XS (against Q8_K). Without them a prompt ran through the gemv one
+/* tile_legacy_avx2.c - AVX2 4x4 tiles (prompt processing) for Q5_0, IQ4_NL (against Q8_0), Q5_1
+ * (against Q8_1) and IQ4_XS (against Q8_K). (Q4_1 has none: its gemv, row after row over blocks
+ * the later rows find in L2, measured faster than this tile: docs/kernels.md.) Without them a prompt ran through the gemv one
  * activation row at a time, each row reading the weights again from L2 (Gemma 3's Q4_K_M is
  * mostly Q5_0: docs/kernels.md). */
 #include "kernels/avx2.h"
@@ -15,18 +16,17 @@
 #include "kernels/blocks.h"
 #include "kernels/legacy_x86_simd.h"
 
-/* The block types of 32 these tiles take: Q5_0 and IQ4_NL dot Q8_0 blocks, Q4_1 and Q5_1 Q8_1
- * blocks (whose s meets the weights' min). */
-typedef enum tile_kind { TILE_Q5_0, TILE_IQ4_NL, TILE_Q4_1, TILE_Q5_1 } tile_kind;
+/* The block types of 32 these tiles take: Q5_0 and IQ4_NL dot Q8_0 blocks, Q5_1 Q8_1 blocks
+ * (whose s meets the weights' min). */
+typedef enum tile_kind { TILE_Q5_0, TILE_IQ4_NL, TILE_Q5_1 } tile_kind;
 
-static inline bool has_min(tile_kind t) { return t == TILE_Q4_1 || t == TILE_Q5_1; }
+static inline bool has_min(tile_kind t) { return t == TILE_Q5_1; }
 static inline bool has_fifth(tile_kind t) { return t == TILE_Q5_0 || t == TILE_Q5_1; }
 
 static inline size_t block_bytes(tile_kind t) {
     switch (t) {
     case TILE_Q5_0: return sizeof(el_block_q5_0);
     case TILE_IQ4_NL: return sizeof(el_block_iq4_nl);
-    case TILE_Q4_1: return sizeof(el_block_q4_1);
     default: return sizeof(el_block_q5_1);
     }
 }
@@ -35,7 +35,6 @@ static inline size_t quants_at(tile_kind t) {
     switch (t) {
     case TILE_Q5_0: return offsetof(el_block_q5_0, qs);
     case TILE_IQ4_NL: return offsetof(el_block_iq4_nl, qs);
-    case TILE_Q4_1: return offsetof(el_block_q4_1, qs);
     default: return offsetof(el_block_q5_1, qs);
     }
 }
@@ -57,7 +56,7 @@ static inline uint16_t half_at(const char *p) {
  * in as 16, IQ4's levels looked up) for the four activation rows, and each block's 8 int32
  * lanes take their scale in float, so nothing is summed across lanes before the row's end
  * (horizontal adds per block ran at half this speed). Q5_0's levels q - 16 and IQ4's are signed
- * and take the sign trick (|level| <= 128 keeps vpmaddubsw's pairs in int16); Q4_1's and Q5_1's
+ * and take the sign trick (|level| <= 128 keeps vpmaddubsw's pairs in int16); Q5_1's levels
  * stay unsigned, and their min times the Q8_1 block's s is summed apart. */
 static inline __attribute__((always_inline)) void tile_legacy(tile_kind t, int64_t n, float *y,
                                                               int64_t ldy, const void *w,
@@ -110,11 +109,6 @@ void el_tile_q5_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w
 void el_tile_iq4_nl_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                          const void *a, size_t a_stride) {
     tile_legacy(TILE_IQ4_NL, n, y, ldy, w, w_stride, a, a_stride);
-}
-
-void el_tile_q4_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
-                       const void *a, size_t a_stride) {
-    tile_legacy(TILE_Q4_1, n, y, ldy, w, w_stride, a, a_stride);
 }
 
 void el_tile_q5_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
