@@ -367,7 +367,9 @@ static int test_gemm_tables(void) {
 /* A row's outputs do not depend on how many rows share the product, within each of two paths:
  * rows in batches of 2 to EL_GEMV_FEW_MAX that go through a type's gemvs (2 and 3 rows for a
  * type with a gemv: its multi-row gemv, or it row after row; up to EL_GEMV_FEW_MAX for a type
- * with a few-row gemv) give the bits of each row alone, and rows in batches that take the
+ * with a few-row gemv, and up to EL_GEMV_BY_MULTI_MAX on a level with few_rows_by_multi
+ * (AVX2) for a type with a multi-row gemv) give the bits of each row alone, and rows in batches
+ * that take the
  * register and packed panel paths (from 4 rows, or 2 without a gemv, up to 20) the bits of a
  * batch of 40. Concurrent variants, speculative verification and served batches rely on it as
  * their rows come and go. */
@@ -420,8 +422,14 @@ static int test_gemm_batch_invariance(void) {
         }
         for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
             int64_t nb = batches[b];
+            /* a few-row gemv, or (AVX2) the multi-row gemv three rows at a time */
+            bool by_multi = k->few_rows_by_multi && k->gemv_multi[types[ti]] != NULL;
+            /* a type whose gemm a level takes only from more rows (AVX2's K-quants): below
+             * that its tiles, whose rows are the gemv's (tile_kquant_avx2.c) */
+            bool late_gemm = k->gemm_min_rows[types[ti]] > 0 && nb < k->gemm_min_rows[types[ti]];
             bool gemvs = (k->gemv[types[ti]] != NULL && nb <= EL_GEMV_MULTI_MAX) ||
-                         (k->gemv_few[types[ti]] != NULL && nb <= EL_GEMV_FEW_MAX);
+                         (k->gemv_few[types[ti]] != NULL && nb <= EL_GEMV_FEW_MAX) ||
+                         (by_multi && nb <= EL_GEMV_BY_MULTI_MAX) || late_gemm;
             for (int64_t r0 = 0; r0 + nb <= ROWS; r0 += nb) {
                 const float *want = (gemvs ? alone : all) + r0 * N_OUT;
                 el_matmul(tp, &w, x + r0 * n_in, n_in, nb, few, N_OUT, scratch);

@@ -27,6 +27,7 @@ void el_kernels_reference(el_kernels *k) {
         k->quantize_static[t] = NULL;
         k->tile[t] = NULL;
         k->gemm[t] = NULL;
+        k->gemm_min_rows[t] = 0;
         k->gemv[t] = NULL;
         k->gemv_multi[t] = NULL;
         k->gemv_few[t] = NULL;
@@ -55,6 +56,7 @@ static void take(el_kernels *k, const el_kernels *l) {
         if (l->tile[t]) k->tile[t] = l->tile[t];
         if (l->gemm[t]) {
             k->gemm[t] = l->gemm[t];
+            k->gemm_min_rows[t] = l->gemm_min_rows[t];
             gemm = true;
         }
         if (l->gemv[t]) {
@@ -67,6 +69,7 @@ static void take(el_kernels *k, const el_kernels *l) {
     if (l->swiglu) k->swiglu = l->swiglu;
     if (l->geglu) k->geglu = l->geglu;
     if (l->int8_probe.run) k->int8_probe = l->int8_probe;
+    k->few_rows_by_multi = l->few_rows_by_multi;
     if (gemm) k->gemm_signed = l->gemm_signed;
 }
 

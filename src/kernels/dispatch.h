@@ -49,6 +49,11 @@ typedef void (*el_gemv_multi_fn)(int64_t n, float *y, int64_t ldy, int n_act, in
  * el_matmul takes it for every product of 2..EL_GEMV_FEW_MAX rows. */
 enum { EL_GEMV_FEW_MAX = 16 };
 
+/* On a level with few_rows_by_multi (below), products of 4 to EL_GEMV_BY_MULTI_MAX rows of a
+ * type with a multi-row gemv and no few-row gemv go through the multi-row gemv three rows at a
+ * time; more rows take the packed gemm (on AVX2: as fast from 8 rows on, faster from 12). */
+enum { EL_GEMV_BY_MULTI_MAX = 8 };
+
 /* The probe of a level's int8 multiply-add peak (the compute floor `bench --rows` reports): runs
  * iters iterations of EL_PROBE_CHAINS independent accumulations (enough to cover the latency of
  * every core's dot instruction at its full issue rate) with the byte product the level's
@@ -78,11 +83,17 @@ typedef struct el_kernels {
                                                * (A8, Q8_0, Q8_1, Q8_K; NULL for the others) */
     el_tile_fn tile[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemm_fn gemm[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
+    int8_t gemm_min_rows[EL_TYPE_COUNT]; /* by weight type: rows from which its gemm is taken
+                                          * where packing costs more than usual; 0: el_matmul's
+                                          * own minimum */
     el_attend_fn attend;                      /* attention of one row and kv head */
     el_swiglu_fn swiglu, geglu;               /* the feed-forward's gated activations */
     el_gemv_fn gemv[EL_TYPE_COUNT];           /* by weight type; NULL where there is none */
     el_gemv_multi_fn gemv_multi[EL_TYPE_COUNT]; /* by weight type; NULL: gemv row by row */
     el_gemv_multi_fn gemv_few[EL_TYPE_COUNT];   /* by weight type; NULL: none (see above) */
+    bool few_rows_by_multi; /* 4..EL_GEMV_BY_MULTI_MAX rows of a type with a multi-row gemv and
+                             * no few-row gemv go through its multi-row gemv, three rows at a
+                             * time over blocks of weights in L2 (el_matmul), not the gemm */
     bool gemm_signed;                         /* the gemm kernels take signed weights (gemm.h) */
     el_int8_probe int8_probe;                 /* the level's int8 peak probe */
 } el_kernels;

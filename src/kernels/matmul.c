@@ -81,6 +81,7 @@ typedef struct matmul_job {
     el_gemv_fn gemv;      /* NULL: vec_dot only */
     el_gemv_multi_fn gemv_multi; /* NULL: gemv row by row */
     el_gemv_multi_fn gemv_few; /* non-NULL: takes all n_rows (2..EL_GEMV_FEW_MAX) */
+    bool few_by_multi;         /* 4..EL_GEMV_FEW_MAX rows through gemv_multi, 3 at a time */
     el_from_float_fn quantize;
     el_static_fn quantize_static; /* non-NULL: the rows' static scale is act_scale */
     float act_scale;
@@ -142,7 +143,9 @@ static void vec_dots(const matmul_job *j, int64_t r, int64_t o_lo, int64_t o_hi)
  * sequences) one after another over each block of GEMV_REUSE_BYTES of it. */
 static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
     const el_weight *w = j->w;
-    int64_t n_tiled = j->tile != NULL && j->gemv_few == NULL ? j->n_rows / EL_TILE * EL_TILE : 0;
+    int64_t n_tiled = j->tile != NULL && j->gemv_few == NULL && !j->few_by_multi
+                          ? j->n_rows / EL_TILE * EL_TILE
+                          : 0;
     for (int64_t r0 = 0; r0 < n_tiled; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < n_tiled ? r0 + ROW_BLOCK : n_tiled;
         for (int64_t o0 = o_lo; o0 < o_hi; o0 += TILE_OUT) {
@@ -180,11 +183,21 @@ static void dot_rows(const matmul_job *j, int64_t o_lo, int64_t o_hi) {
                       j->act + n_tiled * j->act_stride, j->act_stride);
         return;
     }
+    /* rows after rows over each block: three at a time through the multi-row gemv if the
+     * type has one (its bits are the gemv's), else one by one */
+    int64_t group = j->gemv_multi != NULL ? EL_GEMV_MULTI_MAX : 1;
     for (int64_t o0 = o_lo; o0 < o_hi; o0 += step) {
         int64_t n = o_hi - o0 < step ? o_hi - o0 : step;
-        for (int64_t r = n_tiled; r < j->n_rows; r++)
-            j->gemv(w->k_in, j->y + r * j->ldy + o0, n, (const char *)w->data + o0 * w->row_bytes,
-                    w->row_bytes, j->act + r * j->act_stride);
+        const char *wo = (const char *)w->data + o0 * w->row_bytes;
+        for (int64_t r = n_tiled; r < j->n_rows; r += group) {
+            int64_t m = j->n_rows - r < group ? j->n_rows - r : group;
+            if (m == 1)
+                j->gemv(w->k_in, j->y + r * j->ldy + o0, n, wo, w->row_bytes,
+                        j->act + r * j->act_stride);
+            else
+                j->gemv_multi(w->k_in, j->y + r * j->ldy + o0, j->ldy, (int)m, n, wo,
+                              w->row_bytes, j->act + r * j->act_stride, j->act_stride);
+        }
     }
 }
 
@@ -222,19 +235,25 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
-/* Whether n_rows activation rows against w go through the type's few-row gemv: 4 to
- * EL_GEMV_FEW_MAX rows (2 and 3 keep the multi-row gemv or the gemv row after row, with the
- * decode steps' chunks: as fast or faster, and the same bits). */
+/* Whether n_rows activation rows against w go through the type's few-row gemv (4 to
+ * EL_GEMV_FEW_MAX rows), or (a level with few_rows_by_multi) its multi-row gemv three rows at a
+ * time (4 to EL_GEMV_BY_MULTI_MAX rows)
+ * (2 and 3 keep the multi-row gemv or the gemv row after row, with the decode steps' chunks: as
+ * fast or faster, and the same bits). */
 static bool wants_few(const el_kernels *k, const el_weight *w, int64_t n_rows) {
-    return k->gemv_few[w->type] != NULL && n_rows > EL_GEMV_MULTI_MAX &&
-           n_rows <= EL_GEMV_FEW_MAX;
+    if (n_rows <= EL_GEMV_MULTI_MAX) return false;
+    if (k->gemv_few[w->type] != NULL) return n_rows <= EL_GEMV_FEW_MAX;
+    return k->few_rows_by_multi && k->gemv_multi[w->type] != NULL &&
+           n_rows <= EL_GEMV_BY_MULTI_MAX;
 }
 
 /* Whether n_rows activation rows against w go through the packed gemm (if its memory can be
  * had). */
 static bool wants_gemm(const el_kernels *k, const el_weight *w, int64_t n_rows) {
     if (wants_few(k, w, n_rows)) return false;
-    int64_t min_rows = k->gemv[w->type] ? GEMM_MIN_ROWS : GEMM_MIN_ROWS_NO_GEMV;
+    int64_t min_rows = k->gemm_min_rows[w->type] > 0 ? k->gemm_min_rows[w->type]
+                       : k->gemv[w->type]           ? GEMM_MIN_ROWS
+                                                    : GEMM_MIN_ROWS_NO_GEMV;
     return k->gemm[w->type] && el_type_kernels_get(w->type)->vec_dot_type != EL_TYPE_F32 &&
            n_rows >= min_rows && w->k_in <= GEMM_MAX_K;
 }
@@ -254,7 +273,9 @@ static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x
     const el_kernels *k = el_kernels_get();
     *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
                       .gemv = k->gemv[w->type], .gemv_multi = k->gemv_multi[w->type],
-                      .gemv_few = wants_few(k, w, n_rows) ? k->gemv_few[w->type] : NULL, .x = x,
+                      .gemv_few = wants_few(k, w, n_rows) ? k->gemv_few[w->type] : NULL,
+                      .few_by_multi = wants_few(k, w, n_rows) && k->gemv_few[w->type] == NULL,
+                      .x = x,
                       .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     if (wants_gemm(k, w, n_rows)) {
