@@ -58,14 +58,6 @@ static size_t chunk_bytes(const el_gemm_layout *l) { return l->int8 ? 32 : 16; }
 /* Weight rows per sub-panel: 16 int4 rows (two registers per step), 8 int8 rows (two planes). */
 static int sub_rows(const el_gemm_layout *l) { return l->int8 ? LANES : 2 * LANES; }
 
-/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows. */
-static inline void transpose8x4(const char *const *rows, size_t off, __m256i out[4]) {
-    el_transpose8x4_avx2(el_rows2_avx2(rows[0] + off, rows[4] + off),
-                         el_rows2_avx2(rows[1] + off, rows[5] + off),
-                         el_rows2_avx2(rows[2] + off, rows[6] + off),
-                         el_rows2_avx2(rows[3] + off, rows[7] + off), out);
-}
-
 /* The chunk at byte off of the sub-panel's rows as 2 * STEPS registers: dst[2s + k] holds
  * elements 4s..4s+3 of 8 rows, as unsigned nibbles. int4 (elements 0-15 are the low nibbles,
  * 16-31 the high ones): k = 0 rows 0-7, k = 1 rows 8-15. int8 (u = q ^ bias_byte: q + 128 for
@@ -76,7 +68,7 @@ static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t 
     __m256i t[4];
     if (!l->int8) {
         for (int k = 0; k < 2; k++) {
-            transpose8x4(rows + LANES * k, off, t);
+            el_transpose_rows8x4_avx2(rows + LANES * k, off, t);
             for (int j = 0; j < 4; j++) {
                 _mm256_store_si256(dst + 2 * j + k, _mm256_and_si256(t[j], low4));
                 _mm256_store_si256(dst + 2 * (4 + j) + k,
@@ -87,7 +79,7 @@ static void pack_chunk(const el_gemm_layout *l, const char *const *rows, size_t 
     }
     const __m256i bias = _mm256_set1_epi8(bias_byte);
     for (int half = 0; half < 2; half++) { /* bytes 16 half ..: steps 4 half .. 4 half + 3 */
-        transpose8x4(rows, off + 16 * (size_t)half, t);
+        el_transpose_rows8x4_avx2(rows, off + 16 * (size_t)half, t);
         for (int j = 0; j < 4; j++) {
             __m256i u = _mm256_xor_si256(t[j], bias);
             int s = 4 * half + j;
@@ -218,13 +210,7 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
                 for (int o = 0; o < nr; o++)
                     _mm256_store_si256((__m256i *)bytes[o],
                                        unpack_q5_k((const el_block_q5_k *)(rows[o] + i * bb), j));
-                for (int half = 0; half < 2; half++)
-                    for (int k = 0; k < 2; k++) {
-                        __m256i t[4];
-                        transpose8x4(byte_rows + LANES * k, 16 * (size_t)half, t);
-                        for (int st = 0; st < 4; st++)
-                            _mm256_store_si256(qb + j * 2 * STEPS + 2 * (4 * half + st) + k, t[st]);
-                    }
+                el_pack_bytes16_avx2(byte_rows, qb + j * 2 * STEPS);
             }
             continue;
         }
@@ -233,7 +219,7 @@ static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const c
             for (int half = 0; half < 2; half++)
                 for (int k = 0; k < 2; k++) {
                     __m256i t[4];
-                    transpose8x4(rows + LANES * k,
+                    el_transpose_rows8x4_avx2(rows + LANES * k,
                                  i * bb + offsetof(el_block_q4_k, qs) + 32 * c + 16 * half, t);
                     for (int j = 0; j < 4; j++) {
                         _mm256_store_si256(lo + 2 * (4 * half + j) + k,
@@ -370,7 +356,7 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
         const __m256i bias = _mm256_set1_epi8((char)0x80);
         #pragma GCC unroll 2
         for (int half = 0; half < 2; half++) {
-            transpose8x4(rows, off + 16 * (size_t)half, t);
+            el_transpose_rows8x4_avx2(rows, off + 16 * (size_t)half, t);
             #pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 __m256i u = _mm256_xor_si256(t[j], bias);
@@ -381,8 +367,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
         }
     } else {
         __m256i t8[4];
-        transpose8x4(rows, off, t);
-        transpose8x4(rows + LANES, off, t8);
+        el_transpose_rows8x4_avx2(rows, off, t);
+        el_transpose_rows8x4_avx2(rows + LANES, off, t8);
         #pragma GCC unroll 4
         for (int j = 0; j < 4; j++)
             step(s0, s1, _mm256_and_si256(t[j], low4), _mm256_and_si256(t8[j], low4), a, j, j == 0,

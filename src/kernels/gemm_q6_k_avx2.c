@@ -77,18 +77,8 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n, const panel_q6
             int64_t chunk = i * CHUNKS + c;
             for (int o = 0; o < ROWS; o++)
                 _mm256_store_si256((__m256i *)bytes[o], unpack_chunk(&rows[o][i], c));
+            el_pack_bytes16_avx2(byte_rows, p->q + chunk * 2 * STEPS);
             for (int k = 0; k < 2; k++) {
-                const char *const *r8 = byte_rows + LANES * k;
-                __m256i t[4];
-                for (int half = 0; half < 2; half++) {
-                    el_transpose8x4_avx2(el_rows2_avx2(r8[0] + 16 * half, r8[4] + 16 * half),
-                                         el_rows2_avx2(r8[1] + 16 * half, r8[5] + 16 * half),
-                                         el_rows2_avx2(r8[2] + 16 * half, r8[6] + 16 * half),
-                                         el_rows2_avx2(r8[3] + 16 * half, r8[7] + 16 * half), t);
-                    for (int s = 0; s < 4; s++)
-                        _mm256_store_si256(p->q + chunk * 2 * STEPS + 2 * (4 * half + s) + k,
-                                           t[s]);
-                }
                 int32_t pairs[LANES];
                 for (int o = 0; o < LANES; o++) {
                     const int8_t *sc = rows[LANES * k + o][i].scales + 2 * c;

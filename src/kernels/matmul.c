@@ -81,7 +81,7 @@ typedef struct matmul_job {
     el_gemv_fn gemv;      /* NULL: vec_dot only */
     el_gemv_multi_fn gemv_multi; /* NULL: gemv row by row */
     el_gemv_multi_fn gemv_few; /* non-NULL: takes all n_rows (2..EL_GEMV_FEW_MAX) */
-    bool few_by_multi;         /* 4..EL_GEMV_FEW_MAX rows through gemv_multi, 3 at a time */
+    bool few_by_multi;         /* 4..EL_GEMV_BY_MULTI_MAX rows through gemv_multi, 3 a time */
     el_from_float_fn quantize;
     el_static_fn quantize_static; /* non-NULL: the rows' static scale is act_scale */
     float act_scale;
@@ -236,10 +236,9 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
 }
 
 /* Whether n_rows activation rows against w go through the type's few-row gemv (4 to
- * EL_GEMV_FEW_MAX rows), or (a level with few_rows_by_multi) its multi-row gemv three rows at a
- * time (4 to EL_GEMV_BY_MULTI_MAX rows)
- * (2 and 3 keep the multi-row gemv or the gemv row after row, with the decode steps' chunks: as
- * fast or faster, and the same bits). */
+ * EL_GEMV_FEW_MAX rows) or, on a level with few_rows_by_multi, its multi-row gemv three rows at
+ * a time (4 to EL_GEMV_BY_MULTI_MAX rows). 2 and 3 rows keep the multi-row gemv or the gemv row
+ * after row, with the decode steps' chunks: as fast or faster, and the same bits. */
 static bool wants_few(const el_kernels *k, const el_weight *w, int64_t n_rows) {
     if (n_rows <= EL_GEMV_MULTI_MAX) return false;
     if (k->gemv_few[w->type] != NULL) return n_rows <= EL_GEMV_FEW_MAX;

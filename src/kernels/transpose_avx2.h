@@ -24,4 +24,23 @@ static inline void el_transpose8x4_avx2(__m256i x0, __m256i x1, __m256i x2, __m2
     out[3] = _mm256_unpackhi_epi64(t1, t3);
 }
 
+/* The 16 bytes at off of rows[0..7] as out[j] = dword j of the 8 rows. */
+static inline void el_transpose_rows8x4_avx2(const char *const *rows, size_t off, __m256i out[4]) {
+    el_transpose8x4_avx2(el_rows2_avx2(rows[0] + off, rows[4] + off),
+                         el_rows2_avx2(rows[1] + off, rows[5] + off),
+                         el_rows2_avx2(rows[2] + off, rows[6] + off),
+                         el_rows2_avx2(rows[3] + off, rows[7] + off), out);
+}
+
+/* A chunk of 32 bytes (one byte an element, in element order) of 16 rows as the AVX2 gemms'
+ * int4 registers: dst[2s + k] holds elements 4s..4s+3 of rows 8k..8k+7. */
+static inline void el_pack_bytes16_avx2(const char *const rows[16], __m256i *dst) {
+    for (int half = 0; half < 2; half++)
+        for (int k = 0; k < 2; k++) {
+            __m256i t[4];
+            el_transpose_rows8x4_avx2(rows + 8 * k, 16 * (size_t)half, t);
+            for (int s = 0; s < 4; s++) _mm256_store_si256(dst + 2 * (4 * half + s) + k, t[s]);
+        }
+}
+
 #endif
