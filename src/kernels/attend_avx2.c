@@ -42,11 +42,6 @@ static inline float hsum8(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* Lanes [0, n) of a ymm set (n < 8): the tail of a row of scores. */
-static inline __m256i lanes_below(int32_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* s = exp(s - max s) in place; returns 1 / sum s (the weights are normalized afterwards, on
  * the output). */
 static float softmax_unnormalized(float *s, int32_t nv) {

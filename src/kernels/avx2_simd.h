@@ -1,7 +1,8 @@
 /* avx2_simd.h - the static inline helpers that more than one AVX2 kernel file shares:
  * horizontal sums, the signed byte dot, fp16 scales, the block dots of q8_0 and q4_0, int4
- * chunks and W8A16 rows (dot_avx2.c, tile_avx2.c, gemv_avx2.c), and a vectorized exponential
- * (attend_avx2.c, swiglu_avx2.c). Included inside their AVX2 guard. */
+ * chunks and W8A16 rows (dot_avx2.c, tile_avx2.c, gemv_avx2.c), a vectorized exponential
+ * (attend_avx2.c, swiglu_avx2.c), and the lane masks and word broadcasts of the gemms and
+ * attention. Included inside their AVX2 guard. */
 #ifndef EL_KERNELS_AVX2_SIMD_H
 #define EL_KERNELS_AVX2_SIMD_H
 
@@ -36,6 +37,19 @@ static inline __m256i dot_i8(__m256i x, __m256i y) {
 }
 
 static inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
+
+/* The 32-bit lanes [0, n) of a ymm set, n clamped to 0..8: the rows or cells that exist. */
+static inline __m256i lanes_below(int64_t n) {
+    int c = n < 0 ? 0 : n > 8 ? 8 : (int)n;
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* The 4 bytes at p (any alignment) in every 32-bit lane. */
+static inline __m256i broadcast_i32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
 
 /* The integer dots of one block pair as 8 int32 lanes. */
 static inline __m256i q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {

@@ -39,6 +39,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/avx2_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemm.h"
@@ -103,13 +104,8 @@ static bool unpacked_type(el_type t) { return t == EL_TYPE_Q5_0 || t == EL_TYPE_
 
 /* The 32 values of the Q5_0 or IQ4_NL block at b, as bytes in element order. */
 static inline __m256i unpack_block(el_type t, const char *b) {
-    if (t == EL_TYPE_Q5_0) {
-        uint32_t qh;
-        memcpy(&qh, b + offsetof(el_block_q5_0, qh), sizeof qh);
-        return legacy_add_fifth(legacy_nibbles(b + offsetof(el_block_q5_0, qs)), qh);
-    }
-    return _mm256_shuffle_epi8(legacy_iq4_table(),
-                               legacy_nibbles(b + offsetof(el_block_iq4_nl, qs)));
+    return legacy_block_levels(t == EL_TYPE_Q5_0 ? LEGACY_Q5_0 : LEGACY_IQ4_NL, b,
+                               legacy_iq4_table());
 }
 
 /* Bytes of the panel buffer before the scales: the quants of 16 int4 rows or 8 int8 rows. */
@@ -274,12 +270,6 @@ typedef struct tile_args {
     int64_t ldy;
     __m256i store[2];       /* lanes of rows 0-7 and 8-15 whose outputs exist */
 } tile_args;
-
-static inline __m256i broadcast_i32(const char *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
 
 /* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
  * chunk into a tree of all its products, which spills most of them to the stack. */
@@ -474,12 +464,6 @@ static void direct4(const tile_args *t, int64_t r0) { tile_kind(t, r0, 4, true);
 /* [direct][n]: the tiles of n rows reading packed quants, or transposing the rows' chunks */
 static void (*const tiles[2][TILE_ROWS + 1])(const tile_args *, int64_t) = {
     {NULL, tile1, tile2, tile3, tile4}, {NULL, direct1, direct2, direct3, direct4}};
-
-/* The output lanes of a register of 8 rows whose rows exist: the first n (none if n <= 0). */
-static __m256i lanes_below(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n)),
-                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 /* Up to how many activation rows the direct tiles are faster than packing the sub-panel: the
  * transposes in registers cost per pass what packing costs once, so they win only while few

@@ -19,6 +19,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/avx2_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/gemm.h"
 #include "kernels/transpose_avx2.h"
@@ -92,12 +93,6 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n, const panel_q6
     }
 }
 
-static inline __m256i broadcast_i32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return _mm256_set1_epi32(v);
-}
-
 /* n activation rows from r0 (n a constant after inlining) against the packed panel. */
 static inline __attribute__((always_inline)) void tile(const el_weight *w, const panel_q6 *p,
                                                        const char *act, size_t act_stride,
@@ -163,11 +158,6 @@ static inline __attribute__((always_inline)) void tile(const el_weight *w, const
         for (int r = 0; r < n; r++)
             _mm256_maskstore_ps(y + (r0 + r) * ldy + k * LANES, store[k], f[k][r]);
     }
-}
-
-static __m256i lanes_below(int64_t n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 0 ? 0 : n)),
-                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 void el_gemm_q6_k_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,

@@ -44,12 +44,6 @@ static inline float legacy_hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static inline short legacy_half_at(const char *p) {
-    short h;
-    memcpy(&h, p, sizeof h);
-    return h;
-}
-
 /* The fp16 values at p + k * stride for blocks k < count (the rest 0) in the folded order, as
  * floats: built in a register (narrow stores and one wide load would stall on forwarding). */
 static inline __m256 legacy_halves(const char *p, size_t stride, int count) {
@@ -58,30 +52,6 @@ static inline __m256 legacy_halves(const char *p, size_t stride, int count) {
     for (int i = 0; i < 8; i++)
         h[i] = LEGACY_ORDER[i] < count ? legacy_half_at(p + LEGACY_ORDER[i] * stride) : 0;
     return _mm256_cvtph_ps(_mm_setr_epi16(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]));
-}
-
-/* The block types of 32 and what each takes: its bytes, where its quants and fifth bits are,
- * its activations (Q8_0 or Q8_1 blocks) and the offset taken off its unsigned levels. */
-typedef enum legacy_kind { LEGACY_Q5_0, LEGACY_IQ4_NL, LEGACY_Q4_1, LEGACY_Q5_1 } legacy_kind;
-
-static inline size_t legacy_block_bytes(legacy_kind t) {
-    switch (t) {
-    case LEGACY_Q5_0: return sizeof(el_block_q5_0);
-    case LEGACY_IQ4_NL: return sizeof(el_block_iq4_nl);
-    case LEGACY_Q4_1: return sizeof(el_block_q4_1);
-    default: return sizeof(el_block_q5_1);
-    }
-}
-
-/* Q4_1 and Q5_1 have a min and dot Q8_1 (whose block sum meets it), the others Q8_0. */
-static inline bool legacy_has_min(legacy_kind t) { return t == LEGACY_Q4_1 || t == LEGACY_Q5_1; }
-
-static inline size_t legacy_act_bytes(legacy_kind t) {
-    return legacy_has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
-}
-
-static inline size_t legacy_act_quants(legacy_kind t) {
-    return legacy_has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
 }
 
 static inline int legacy_offset(legacy_kind t) {
@@ -95,11 +65,6 @@ static inline __m256i legacy_load_16_16(const char *lo, const char *hi) {
               : _mm256_inserti128_si256(x, _mm_setzero_si128(), 1);
 }
 
-static inline uint32_t legacy_word_at(const char *p) {
-    uint32_t m;
-    memcpy(&m, p, sizeof m);
-    return m;
-}
 
 /* The activations of a pair of blocks as the unpacked weights meet them: lo holds the first 16
  * quants of each block (lane 0 the first block's, lane 1 the second's), hi the last 16. */
@@ -116,15 +81,12 @@ typedef struct legacy_unpacked {
 
 static inline __attribute__((always_inline)) legacy_unpacked legacy_pair_unpack(
     legacy_kind t, const char *b0, const char *b1, __m256i table) {
-    size_t qs = t == LEGACY_Q5_0    ? offsetof(el_block_q5_0, qs)
-                : t == LEGACY_Q5_1  ? offsetof(el_block_q5_1, qs)
-                : t == LEGACY_Q4_1  ? offsetof(el_block_q4_1, qs)
-                                    : offsetof(el_block_iq4_nl, qs);
+    size_t qs = legacy_quants_at(t);
     __m256i q = legacy_load_16_16(b0 + qs, b1 ? b1 + qs : NULL);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     __m256i lo = _mm256_and_si256(q, low4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    if (t == LEGACY_Q5_0 || t == LEGACY_Q5_1) { /* bit j of qh is element j's fifth bit */
-        size_t qh = t == LEGACY_Q5_0 ? offsetof(el_block_q5_0, qh) : offsetof(el_block_q5_1, qh);
+    if (legacy_has_fifth(t)) { /* bit j of qh is element j's fifth bit */
+        size_t qh = legacy_fifths_at(t);
         uint32_t h0 = legacy_word_at(b0 + qh), h1 = b1 ? legacy_word_at(b1 + qh) : 0;
         lo = legacy_add_fifth(lo, (h0 & 0xFFFF) | h1 << 16);
         hi = legacy_add_fifth(hi, h0 >> 16 | (h1 & 0xFFFF0000u));

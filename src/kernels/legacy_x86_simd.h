@@ -6,9 +6,63 @@
 #define EL_KERNELS_LEGACY_X86_SIMD_H
 
 #include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "kernels/blocks.h"
+
+static inline short legacy_half_at(const char *p) {
+    short h;
+    memcpy(&h, p, sizeof h);
+    return h;
+}
+
+/* The block types of 32 and what each takes: its bytes, where its quants and fifth bits are,
+ * its activations (Q8_0 or Q8_1 blocks) and the offset taken off its unsigned levels. */
+typedef enum legacy_kind { LEGACY_Q5_0, LEGACY_IQ4_NL, LEGACY_Q4_1, LEGACY_Q5_1 } legacy_kind;
+
+static inline size_t legacy_block_bytes(legacy_kind t) {
+    switch (t) {
+    case LEGACY_Q5_0: return sizeof(el_block_q5_0);
+    case LEGACY_IQ4_NL: return sizeof(el_block_iq4_nl);
+    case LEGACY_Q4_1: return sizeof(el_block_q4_1);
+    default: return sizeof(el_block_q5_1);
+    }
+}
+
+/* Q4_1 and Q5_1 have a min and dot Q8_1 (whose block sum meets it), the others Q8_0. */
+static inline bool legacy_has_min(legacy_kind t) { return t == LEGACY_Q4_1 || t == LEGACY_Q5_1; }
+
+static inline size_t legacy_act_bytes(legacy_kind t) {
+    return legacy_has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
+}
+
+static inline size_t legacy_act_quants(legacy_kind t) {
+    return legacy_has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
+}
+
+static inline bool legacy_has_fifth(legacy_kind t) { return t == LEGACY_Q5_0 || t == LEGACY_Q5_1; }
+
+/* Where a block keeps its 16 bytes of nibbles, and (Q5_0, Q5_1) its 4 bytes of fifth bits. */
+static inline size_t legacy_quants_at(legacy_kind t) {
+    switch (t) {
+    case LEGACY_Q5_0: return offsetof(el_block_q5_0, qs);
+    case LEGACY_IQ4_NL: return offsetof(el_block_iq4_nl, qs);
+    case LEGACY_Q4_1: return offsetof(el_block_q4_1, qs);
+    default: return offsetof(el_block_q5_1, qs);
+    }
+}
+
+static inline size_t legacy_fifths_at(legacy_kind t) {
+    return t == LEGACY_Q5_0 ? offsetof(el_block_q5_0, qh) : offsetof(el_block_q5_1, qh);
+}
+
+static inline uint32_t legacy_word_at(const char *p) {
+    uint32_t m;
+    memcpy(&m, p, sizeof m);
+    return m;
+}
 
 /* The 32 nibbles of 16 bytes of quants in element order (low nibbles, then high). */
 static inline __m256i legacy_nibbles(const char *qs) {
@@ -70,5 +124,14 @@ static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) {
 }
 
 #endif
+
+/* The 32 values of the block at b as bytes in element order: its nibbles, with Q5_0's and
+ * Q5_1's fifth bits or'ed in as 16 (unsigned, 0..31), or IQ4_NL's levels looked up in table
+ * (legacy_iq4_table: signed, or shifted by IQ4_OFFSET where vpdpbusd takes them). */
+static inline __m256i legacy_block_levels(legacy_kind t, const char *b, __m256i table) {
+    __m256i u = legacy_nibbles(b + legacy_quants_at(t));
+    if (legacy_has_fifth(t)) u = legacy_add_fifth(u, legacy_word_at(b + legacy_fifths_at(t)));
+    return t == LEGACY_IQ4_NL ? _mm256_shuffle_epi8(table, u) : u;
+}
 
 #endif

@@ -270,12 +270,12 @@ static bool all_gemv(const el_kernels *k, const el_weight *w, int64_t n_rows) {
 static void job_setup(matmul_job *j, int nth, const el_weight *w, const float *x, int64_t ldx,
                       int64_t n_rows, float *y, int64_t ldy) {
     const el_kernels *k = el_kernels_get();
+    bool few = wants_few(k, w, n_rows);
     *j = (matmul_job){.w = w, .vec_dot = k->vec_dot[w->type], .tile = k->tile[w->type],
                       .gemv = k->gemv[w->type], .gemv_multi = k->gemv_multi[w->type],
-                      .gemv_few = wants_few(k, w, n_rows) ? k->gemv_few[w->type] : NULL,
-                      .few_by_multi = wants_few(k, w, n_rows) && k->gemv_few[w->type] == NULL,
-                      .x = x,
-                      .ldx = ldx, .n_rows = n_rows, .y = y, .ldy = ldy, .nth = nth};
+                      .gemv_few = few ? k->gemv_few[w->type] : NULL,
+                      .few_by_multi = few && k->gemv_few[w->type] == NULL, .x = x, .ldx = ldx,
+                      .n_rows = n_rows, .y = y, .ldy = ldy, .nth = nth};
     /* gemm: one allocation for the activation sums and the panels; without it, the tiles */
     if (wants_gemm(k, w, n_rows)) {
         size_t aux_bytes = (size_t)n_rows * el_gemm_groups(w) * sizeof(el_gemm_aux);

@@ -1,55 +1,18 @@
 /* tile_legacy_avx2.c - AVX2 4x4 tiles (prompt processing) for Q5_0, IQ4_NL (against Q8_0), Q5_1
- * (against Q8_1) and IQ4_XS (against Q8_K). (Q4_1 has none: its gemv, row after row over blocks
- * the later rows find in L2, measured faster than this tile: docs/kernels.md.) Without them a prompt ran through the gemv one
- * activation row at a time, each row reading the weights again from L2 (Gemma 3's Q4_K_M is
- * mostly Q5_0: docs/kernels.md). */
+ * (against Q8_1) and IQ4_XS (against Q8_K): the path where the packed gemm (gemm_avx2.c) does
+ * not take a type or cannot have its memory. Without them a prompt ran through the gemv one
+ * activation row at a time, each row reading the weights again from L2. Q4_1 has none: its gemv
+ * row after row over blocks the later rows find in L2 measured faster (docs/kernels.md). */
 #include "kernels/avx2.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
 #include <immintrin.h>
 #include <stdbool.h>
-#include <stddef.h>
-#include <string.h>
 
 #include "kernels/avx2_simd.h"
 #include "kernels/blocks.h"
 #include "kernels/legacy_x86_simd.h"
-
-/* The block types of 32 these tiles take: Q5_0 and IQ4_NL dot Q8_0 blocks, Q5_1 Q8_1 blocks
- * (whose s meets the weights' min). */
-typedef enum tile_kind { TILE_Q5_0, TILE_IQ4_NL, TILE_Q5_1 } tile_kind;
-
-static inline bool has_min(tile_kind t) { return t == TILE_Q5_1; }
-static inline bool has_fifth(tile_kind t) { return t == TILE_Q5_0 || t == TILE_Q5_1; }
-
-static inline size_t block_bytes(tile_kind t) {
-    switch (t) {
-    case TILE_Q5_0: return sizeof(el_block_q5_0);
-    case TILE_IQ4_NL: return sizeof(el_block_iq4_nl);
-    default: return sizeof(el_block_q5_1);
-    }
-}
-
-static inline size_t quants_at(tile_kind t) {
-    switch (t) {
-    case TILE_Q5_0: return offsetof(el_block_q5_0, qs);
-    case TILE_IQ4_NL: return offsetof(el_block_iq4_nl, qs);
-    default: return offsetof(el_block_q5_1, qs);
-    }
-}
-
-static inline uint32_t word_at(const char *p) {
-    uint32_t m;
-    memcpy(&m, p, sizeof m);
-    return m;
-}
-
-static inline uint16_t half_at(const char *p) {
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return h;
-}
 
 /* Four weight rows of a block type of 32 against four activation rows, one weight row at a time:
  * each block of it is unpacked once into 32 bytes in element order (nibbles, fifth bits or'ed
@@ -58,16 +21,14 @@ static inline uint16_t half_at(const char *p) {
  * (horizontal adds per block ran at half this speed). Q5_0's levels q - 16 and IQ4's are signed
  * and take the sign trick (|level| <= 128 keeps vpmaddubsw's pairs in int16); Q5_1's levels
  * stay unsigned, and their min times the Q8_1 block's s is summed apart. */
-static inline __attribute__((always_inline)) void tile_legacy(tile_kind t, int64_t n, float *y,
+static inline __attribute__((always_inline)) void tile_legacy(legacy_kind t, int64_t n, float *y,
                                                               int64_t ldy, const void *w,
                                                               size_t w_stride, const void *a,
                                                               size_t a_stride) {
     const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi8(16);
     const __m256i table = legacy_iq4_table();
-    const bool sign = !has_min(t);
-    const size_t wb = block_bytes(t);
-    const size_t ab = has_min(t) ? sizeof(el_block_q8_1) : sizeof(el_block_q8_0);
-    const size_t aq = has_min(t) ? offsetof(el_block_q8_1, qs) : offsetof(el_block_q8_0, qs);
+    const bool sign = !legacy_has_min(t);
+    const size_t wb = legacy_block_bytes(t), ab = legacy_act_bytes(t), aq = legacy_act_quants(t);
     const int64_t nb = n / EL_QK4_0;
     for (int o = 0; o < EL_TILE; o++) {
         const char *wr = (const char *)w + o * w_stride;
@@ -77,23 +38,20 @@ static inline __attribute__((always_inline)) void tile_legacy(tile_kind t, int64
         for (int r = 0; r < EL_TILE; r++) acc[r] = _mm256_setzero_ps();
         for (int64_t i = 0; i < nb; i++) {
             const char *b = wr + i * wb;
-            __m256i u = legacy_nibbles(b + quants_at(t));
-            if (has_fifth(t)) /* Q5_0 keeps qh after d, Q5_1 after d and m */
-                u = legacy_add_fifth(u, word_at(b + (t == TILE_Q5_0 ? 2 : 4)));
-            __m256i levels = t == TILE_IQ4_NL  ? _mm256_shuffle_epi8(table, u)
-                             : t == TILE_Q5_0 ? _mm256_sub_epi8(u, sixteen)
-                                              : u;
+            __m256i u = legacy_block_levels(t, b, table);
+            __m256i levels = t == LEGACY_Q5_0 ? _mm256_sub_epi8(u, sixteen) : u;
             __m256i mag = sign ? _mm256_sign_epi8(levels, levels) : u;
-            float dw = fp16(half_at(b)), mw = has_min(t) ? fp16(half_at(b + 2)) : 0.0f;
+            float dw = fp16(legacy_half_at(b));
+            float mw = legacy_has_min(t) ? fp16(legacy_half_at(b + 2)) : 0.0f;
             #pragma GCC unroll 4
             for (int r = 0; r < EL_TILE; r++) {
                 const char *blk = (const char *)a + r * a_stride + i * ab;
                 __m256i yq = _mm256_loadu_si256((const __m256i *)(blk + aq));
                 if (sign) yq = _mm256_sign_epi8(yq, levels);
                 __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, yq), ones);
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p),
-                                         _mm256_set1_ps(dw * fp16(half_at(blk))), acc[r]);
-                if (has_min(t)) mins[r] += mw * fp16(half_at(blk + 2));
+                float d = dw * fp16(legacy_half_at(blk));
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d), acc[r]);
+                if (legacy_has_min(t)) mins[r] += mw * fp16(legacy_half_at(blk + 2));
             }
         }
         #pragma GCC unroll 4
@@ -103,17 +61,17 @@ static inline __attribute__((always_inline)) void tile_legacy(tile_kind t, int64
 
 void el_tile_q5_0_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
-    tile_legacy(TILE_Q5_0, n, y, ldy, w, w_stride, a, a_stride);
+    tile_legacy(LEGACY_Q5_0, n, y, ldy, w, w_stride, a, a_stride);
 }
 
 void el_tile_iq4_nl_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                          const void *a, size_t a_stride) {
-    tile_legacy(TILE_IQ4_NL, n, y, ldy, w, w_stride, a, a_stride);
+    tile_legacy(LEGACY_IQ4_NL, n, y, ldy, w, w_stride, a, a_stride);
 }
 
 void el_tile_q5_1_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride) {
-    tile_legacy(TILE_Q5_1, n, y, ldy, w, w_stride, a, a_stride);
+    tile_legacy(LEGACY_Q5_1, n, y, ldy, w, w_stride, a, a_stride);
 }
 
 /* IQ4_XS: one weight row at a time against the four activation rows. Each sub-block of 32 is
