@@ -51,7 +51,8 @@ enum { EL_GEMV_FEW_MAX = 16 };
 
 /* On a level with few_rows_by_multi (below), products of 4 to EL_GEMV_BY_MULTI_MAX rows of a
  * type with a multi-row gemv and no few-row gemv go through the multi-row gemv three rows at a
- * time; more rows take the packed gemm (on AVX2: as fast from 8 rows on, faster from 12). */
+ * time; more rows take the packed gemm, which pays for transposing its panels from there on
+ * (measured per type: docs/kernels.md). */
 enum { EL_GEMV_BY_MULTI_MAX = 8 };
 
 /* The probe of a level's int8 multiply-add peak (the compute floor `bench --rows` reports): runs
