@@ -94,17 +94,17 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_W4G128] = el_gemm_avx2,
             [EL_TYPE_Q5_0] = el_gemm_avx2,
             [EL_TYPE_IQ4_NL] = el_gemm_avx2,
-            [EL_TYPE_Q4_K] = el_gemm_avx2,
-            [EL_TYPE_Q5_K] = el_gemm_avx2,
+            [EL_TYPE_Q4_K] = el_gemm_kquant_avx2,
+            [EL_TYPE_Q5_K] = el_gemm_kquant_avx2,
             [EL_TYPE_IQ4_XS] = el_gemm_avx2,
             [EL_TYPE_Q6_K] = el_gemm_q6_k_avx2,
         },
         /* Q4_K's and Q5_K's panels take their scales apart (and Q5_K's levels into bytes)
-         * before the transposes: up to 16 rows their tiles, whose rows have the gemv's bits,
-         * are faster (docs/kernels.md) */
+         * before the transposes: below these rows their tiles, whose rows have the gemv's
+         * bits, are as fast or faster (docs/kernels.md) */
         .gemm_min_rows = {
-            [EL_TYPE_Q4_K] = EL_GEMV_FEW_MAX + 1,
-            [EL_TYPE_Q5_K] = EL_GEMV_FEW_MAX + 1,
+            [EL_TYPE_Q4_K] = 10,
+            [EL_TYPE_Q5_K] = 13,
         },
         .gemm_signed = false,
         /* the packed gemm transposes every panel into memory first: at 4-8 rows the weights'

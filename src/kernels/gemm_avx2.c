@@ -1,7 +1,8 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0, q5_0, iq4_nl
- * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and q4_K, q5_K,
- * iq4_xs (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4
- * tiles of tile_avx2.c, tile_legacy_avx2.c and tile_kquant_avx2.c.
+ * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and iq4_xs
+ * (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4 tiles of
+ * tile_avx2.c and tile_legacy_avx2.c. The K-quants with integer sub-block scales have files of
+ * their own (gemm_kquant_avx2.c, gemm_q6_k_avx2.c).
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
  * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
@@ -157,77 +158,6 @@ static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *co
         for (int o = 0; o < nr; o++) scales[o] = el_edge_row_scale(rows[o]);
 }
 
-/* ---- Q4_K and Q5_K: a group is a sub-block of 32 (scale d * sc, min dmin * m, both floats in
- * the panel after the quants, [groups][sub_rows] each) against Q8_K blocks, whose aux holds the
- * sub-block's sum for the min. Their levels are unsigned (no offset). Q4_K is packed as int4
- * (16 rows): the 16 bytes at 32c of a block's qs transposed once give elements 0-15 of
- * sub-block 2c in their low nibbles and of sub-block 2c + 1 in their high ones. Q5_K's sub-blocks
- * are unpacked into bytes (nibble, fifth bit as 16) and packed as int4 too: its levels reach
- * 31, so a pair of products reaches 2 * 31 * 128 and the int16 sums take 4 steps, not 8 (split:
- * two widenings a chunk, against the twice as many products of int8 planes). */
-static bool kquant_type(el_type t) { return t == EL_TYPE_Q4_K || t == EL_TYPE_Q5_K; }
-
-/* Sub-block j of the Q5_K block b as 32 bytes in element order. */
-static inline __m256i unpack_q5_k(const el_block_q5_k *b, int j) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F), bit0 = _mm256_set1_epi8(1);
-    __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * (j / 2)));
-    __m256i nib = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(q, 4) : q, low4);
-    __m256i h = _mm256_loadu_si256((const __m256i *)b->qh);
-    __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(j)), bit0);
-    return _mm256_or_si256(nib, _mm256_slli_epi16(fifth, 4));
-}
-
-static void pack_sub_kquant(const el_weight *w, const el_gemm_layout *l, const char *const *rows,
-                            void *panel) {
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const int nr = sub_rows(l);
-    const bool q5 = w->type == EL_TYPE_Q5_K;
-    const size_t bb = q5 ? sizeof(el_block_q5_k) : sizeof(el_block_q4_k);
-    const int64_t groups = el_gemm_groups(w);
-    __m256i *q = panel;
-    float *scales = (float *)((char *)panel + scales_offset(w)), *mins = scales + groups * nr;
-    _Alignas(32) char bytes[2 * LANES][EL_GEMM_CHUNK];
-    const char *byte_rows[2 * LANES];
-    for (int o = 0; o < 2 * LANES; o++) byte_rows[o] = bytes[o];
-    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
-        for (int o = 0; o < nr; o++) { /* Q5_K starts as Q4_K: d, dmin, the 12 bytes of scales */
-            const el_block_q4_k *b = (const el_block_q4_k *)(rows[o] + i * bb);
-            float d = _cvtsh_ss(b->d), dmin = _cvtsh_ss(b->dmin);
-            for (int j = 0; j < EL_QK_K / EL_GEMM_CHUNK; j++) {
-                int sc, m;
-                el_q4_k_scale_min(b->scales, j, &sc, &m);
-                scales[(8 * i + j) * nr + o] = d * (float)sc;
-                mins[(8 * i + j) * nr + o] = dmin * (float)m;
-            }
-        }
-        __m256i *qb = q + 8 * i * 2 * STEPS; /* the block's 8 groups of one chunk each */
-        if (q5) {
-            for (int j = 0; j < 8; j++) {
-                for (int o = 0; o < nr; o++)
-                    _mm256_store_si256((__m256i *)bytes[o],
-                                       unpack_q5_k((const el_block_q5_k *)(rows[o] + i * bb), j));
-                el_pack_bytes16_avx2(byte_rows, qb + j * 2 * STEPS);
-            }
-            continue;
-        }
-        for (int c = 0; c < 4; c++) {
-            __m256i *lo = qb + 2 * c * 2 * STEPS, *hi = lo + 2 * STEPS;
-            for (int half = 0; half < 2; half++)
-                for (int k = 0; k < 2; k++) {
-                    __m256i t[4];
-                    el_transpose_rows8x4_avx2(rows + LANES * k,
-                                 i * bb + offsetof(el_block_q4_k, qs) + 32 * c + 16 * half, t);
-                    for (int j = 0; j < 4; j++) {
-                        _mm256_store_si256(lo + 2 * (4 * half + j) + k,
-                                           _mm256_and_si256(t[j], low4));
-                        _mm256_store_si256(hi + 2 * (4 * half + j) + k,
-                                           _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
-                    }
-                }
-        }
-    }
-}
-
 /* IQ4_XS: a group is a sub-block of 32 (scale d * (ls - 32), a float in the panel) against Q8_K
  * blocks; its levels are looked up into bytes and packed as int8 quants (u = level + 128, the
  * offset gemm.h gives it). */
@@ -263,8 +193,6 @@ typedef struct tile_args {
     size_t act_stride, act_chunk; /* bytes between rows, and between chunks within a row */
     int64_t act_block_chunks; /* Q8_K rows: chunks per activation block (0: one run of chunks) */
     size_t act_block_gap;     /* bytes from one such block's last chunk to the next's first */
-    const float *mins;      /* Q4_K, Q5_K: [groups][sub_rows] dmin * m, else NULL */
-    bool split;             /* levels up to 31 in int4 registers (Q5_K): int16 sums of 4 steps */
     const el_gemm_aux *aux;
     float *y;
     int64_t ldy;
@@ -320,15 +248,12 @@ static inline __attribute__((always_inline)) void widen(__m256i acc[2][TILE_ROWS
 static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
                                                         const __m256i *q,
                                                         const char *const a[TILE_ROWS],
-                                                        const int n, const bool int8,
-                                                        const bool split) {
+                                                        const int n, const bool int8) {
     __m256i s0[TILE_ROWS], s1[TILE_ROWS];
     #pragma GCC unroll 8
-    for (int s = 0; s < STEPS; s++) {
-        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s,
-             s == 0 || (split && s == STEPS / 2), n);
-        if (split && s == STEPS / 2 - 1) widen(acc, s0, s1, n, int8);
-    }
+    for (int s = 0; s < STEPS; s++)
+        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s, s == 0,
+             n);
     widen(acc, s0, s1, n, int8);
 }
 
@@ -380,8 +305,7 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
  * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
-                                                       const bool one_chunk, const bool direct,
-                                                       const bool split) {
+                                                       const bool one_chunk, const bool direct) {
     const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
     __m256 f[2][TILE_ROWS];
     const char *a[TILE_ROWS];
@@ -403,7 +327,7 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
                 chunk_direct(acc, t->rows, off, a, n, int8);
                 off += int8 ? 32 : 16;
             } else {
-                chunk(acc, q, a, n, int8, split);
+                chunk(acc, q, a, n, int8);
                 q += 2 * STEPS;
             }
             #pragma GCC unroll 8
@@ -420,9 +344,6 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
             for (int r = 0; r < n; r++) {
                 __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(ax[r][g].d));
                 f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[k][r]), d, f[k][r]);
-                if (t->mins) /* - dmin * m times the activation's scale and sum over the group */
-                    f[k][r] = _mm256_fnmadd_ps(_mm256_load_ps(t->mins + (g * halves + k) * LANES),
-                                               _mm256_set1_ps(ax[r][g].d * ax[r][g].s), f[k][r]);
             }
         }
     }
@@ -438,18 +359,16 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
 static inline __attribute__((always_inline)) void tile_kind(const tile_args *t, int64_t r0,
                                                             const int n, const bool direct) {
     bool one_chunk = t->chunks_per_group == 1;
-    if (t->split) /* Q5_K: packed int4 of groups of one chunk */
-        tile(t, r0, n, false, true, false, true);
-    else if (t->int8) {
+    if (t->int8) {
         if (one_chunk)
-            tile(t, r0, n, true, true, direct, false);
+            tile(t, r0, n, true, true, direct);
         else
-            tile(t, r0, n, true, false, direct, false);
+            tile(t, r0, n, true, false, direct);
     } else {
         if (one_chunk)
-            tile(t, r0, n, false, true, direct, false);
+            tile(t, r0, n, false, true, direct);
         else
-            tile(t, r0, n, false, false, direct, false);
+            tile(t, r0, n, false, false, direct);
     }
 }
 
@@ -480,14 +399,13 @@ static int64_t direct_max_rows(const el_gemm_layout *l) {
 void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                   size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                   void *panel) {
-    bool unpack = unpacked_type(w->type), kquant = kquant_type(w->type);
-    bool xs = w->type == EL_TYPE_IQ4_XS, q8_k = kquant || xs; /* against Q8_K blocks */
-    /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked; a
-     * K-quant: groups of one chunk, int4 or int8 (pack_sub_kquant) */
-    el_gemm_layout l = unpack    ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
-                       : kquant ? (el_gemm_layout){0, 0, 0, 1, false}
-                       : xs     ? (el_gemm_layout){0, 0, 0, 1, true}
-                                 : el_gemm_layout_of(w);
+    bool unpack = unpacked_type(w->type);
+    bool q8_k = w->type == EL_TYPE_IQ4_XS; /* against Q8_K blocks */
+    /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked;
+     * IQ4_XS: groups of one chunk, int8 (pack_sub_iq4_xs) */
+    el_gemm_layout l = unpack ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
+                       : q8_k ? (el_gemm_layout){0, 0, 0, 1, true}
+                              : el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || unpack;
     tile_args t = {
         .q = panel,
@@ -502,10 +420,6 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
         .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
         .act_block_chunks = q8_k ? EL_QK_K / EL_GEMM_CHUNK : 0,
         .act_block_gap = q8_k ? sizeof(el_block_q8_k) - EL_QK_K : 0,
-        .mins = kquant ? (const float *)((const char *)panel + scales_offset(w)) +
-                             el_gemm_groups(w) * sub_rows(&l)
-                       : NULL,
-        .split = w->type == EL_TYPE_Q5_K,
         .aux = aux,
         .ldy = ldy,
         .group_bytes = l.group_bytes,
@@ -518,9 +432,7 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
     for (int64_t s0 = 0; s0 < n_out; s0 += sub_rows(&l)) {
         int64_t n = n_out - s0 < sub_rows(&l) ? n_out - s0 : sub_rows(&l);
         sub_panel_rows(w, &l, o0 + s0, n, rows);
-        if (kquant)
-            pack_sub_kquant(w, &l, rows, panel);
-        else if (xs)
+        if (q8_k)
             pack_sub_iq4_xs(w, &l, rows, panel);
         else
             pack_sub(w, &l, rows, !direct, panel);

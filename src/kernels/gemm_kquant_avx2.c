@@ -1,0 +1,247 @@
+/* gemm_kquant_avx2.c - the packed product of gemm.h for Q4_K and Q5_K with AVX2 and no VNNI
+ * (against Q8_K activation rows).
+ *
+ * A panel of 16 weight rows is packed as gemm_avx2.c packs int4 (two registers a step of 4
+ * elements: rows 0-7, rows 8-15, one unsigned level a byte): Q4_K's 16 bytes at 32c of a
+ * block's qs transposed once give sub-block 2c in their low nibbles and 2c + 1 in their high
+ * ones; Q5_K's sub-blocks are first unpacked into bytes (nibble, fifth bit as 16).
+ * A chunk is one sub-block of 32, whose scale is d * sc and min dmin * m with sc, m 6-bit
+ * integers. The widening vpmaddwd takes the rows' sc instead of ones, so a super-block's
+ * sum of sc * (levels . activations) is exact in int32 (at most 8 * 63 * 32 * 31 * 128), and
+ * so is its sum of m * (the sub-block's activation sum), one vpmaddwd per pair of sub-blocks
+ * against Q8_K's sums; each takes d (dmin) times the activation's d in float once a
+ * super-block. Per sub-block in float, as the tiles do, the conversions and scale products
+ * were most of the work (docs/kernels.md). Q4_K's int16 sums of a chunk's 8 steps are exact
+ * (8 * 2 * 15 * 128); Q5_K's levels reach 31, so its sums are widened every 4 steps.
+ * Every output's integer sums are exact and scaled in block order, so its value depends only on
+ * its rows, not on the panel or the rows beside it. */
+#include "kernels/avx2.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+
+#include <immintrin.h>
+#include <stddef.h>
+
+#include "kernels/avx2_simd.h"
+#include "kernels/blocks.h"
+#include "kernels/gemm.h"
+#include "kernels/transpose_avx2.h"
+
+enum {
+    LANES = 8,                        /* rows per register */
+    ROWS = EL_GEMM_PANEL,             /* 16 rows a panel, two registers a step */
+    STEPS = EL_GEMM_CHUNK / 4,        /* steps of 4 elements a chunk */
+    CHUNKS = EL_QK_K / EL_GEMM_CHUNK, /* chunks (sub-blocks) a super-block */
+    TILE_ROWS = 4,                    /* activation rows a pass over the panel */
+};
+
+/* The packed panel: for every chunk 2 * STEPS registers of levels, then for every chunk two
+ * registers of the rows' sc (in both int16 lanes of a row; rows 0-7, rows 8-15), then per
+ * super-block 8 registers of min pairs (pair p of rows 8k..: m of sub-blocks 2p, 2p + 1 in a
+ * row's two int16 lanes, at 2p + k), then per super-block the 16 rows' d, then their dmin. */
+typedef struct panel_k {
+    __m256i *q, *sc, *mins;
+    float *d, *dmin;
+} panel_k;
+
+static panel_k panel_parts(const el_weight *w, void *panel) {
+    int64_t chunks = w->k_in / EL_GEMM_CHUNK, blocks = w->k_in / EL_QK_K;
+    __m256i *q = panel, *sc = q + chunks * 2 * STEPS, *mins = sc + chunks * 2;
+    float *d = (float *)(mins + blocks * 8);
+    return (panel_k){q, sc, mins, d, d + blocks * ROWS};
+}
+
+/* Sub-block j of the Q5_K block b as 32 bytes in element order. */
+static inline __m256i unpack_q5_k(const el_block_q5_k *b, int j) {
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bit0 = _mm256_set1_epi8(1);
+    __m256i q = _mm256_loadu_si256((const __m256i *)(b->qs + 32 * (j / 2)));
+    __m256i nib = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(q, 4) : q, low4);
+    __m256i h = _mm256_loadu_si256((const __m256i *)b->qh);
+    __m256i fifth = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(j)), bit0);
+    return _mm256_or_si256(nib, _mm256_slli_epi16(fifth, 4));
+}
+
+/* Block i's levels of the 16 rows (bb bytes a block) into q, its 8 chunks. */
+static void pack_levels(const char *const rows[ROWS], int64_t i, size_t bb, bool q5,
+                        __m256i *q) {
+    if (q5) {
+        _Alignas(32) char bytes[ROWS][EL_GEMM_CHUNK];
+        const char *byte_rows[ROWS];
+        for (int o = 0; o < ROWS; o++) byte_rows[o] = bytes[o];
+        for (int j = 0; j < CHUNKS; j++) {
+            for (int o = 0; o < ROWS; o++)
+                _mm256_store_si256((__m256i *)bytes[o],
+                                   unpack_q5_k((const el_block_q5_k *)(rows[o] + i * bb), j));
+            el_pack_bytes16_avx2(byte_rows, q + j * 2 * STEPS);
+        }
+        return;
+    }
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < CHUNKS / 2; c++) {
+        __m256i *lo = q + 2 * c * 2 * STEPS, *hi = lo + 2 * STEPS;
+        for (int half = 0; half < 2; half++)
+            for (int k = 0; k < 2; k++) {
+                __m256i t[4];
+                el_transpose_rows8x4_avx2(rows + LANES * k,
+                                          i * bb + offsetof(el_block_q4_k, qs) + 32 * c + 16 * half,
+                                          t);
+                for (int j = 0; j < 4; j++) {
+                    _mm256_store_si256(lo + 2 * (4 * half + j) + k, _mm256_and_si256(t[j], low4));
+                    _mm256_store_si256(hi + 2 * (4 * half + j) + k,
+                                       _mm256_and_si256(_mm256_srli_epi16(t[j], 4), low4));
+                }
+            }
+    }
+}
+
+/* The rows of the panel at o0 (n of them; rows past n repeat the last) into p. */
+static void pack_panel(const el_weight *w, int64_t o0, int64_t n, const panel_k *p) {
+    const bool q5 = w->type == EL_TYPE_Q5_K;
+    const size_t bb = q5 ? sizeof(el_block_q5_k) : sizeof(el_block_q4_k);
+    const char *rows[ROWS];
+    for (int o = 0; o < ROWS; o++)
+        rows[o] = (const char *)w->data + (o0 + (o < n ? o : n - 1)) * w->row_bytes;
+    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
+        /* Q5_K starts as Q4_K: d, dmin, the 12 bytes of scales and mins */
+        int32_t sc[CHUNKS][ROWS], mins[CHUNKS / 2][ROWS];
+        for (int o = 0; o < ROWS; o++) {
+            const el_block_q4_k *b = (const el_block_q4_k *)(rows[o] + i * bb);
+            p->d[i * ROWS + o] = _cvtsh_ss(b->d);
+            p->dmin[i * ROWS + o] = _cvtsh_ss(b->dmin);
+            int s[CHUNKS], m[CHUNKS];
+            for (int j = 0; j < CHUNKS; j++) el_q4_k_scale_min(b->scales, j, &s[j], &m[j]);
+            for (int j = 0; j < CHUNKS; j++) sc[j][o] = s[j] | s[j] << 16;
+            for (int pr = 0; pr < CHUNKS / 2; pr++) mins[pr][o] = m[2 * pr] | m[2 * pr + 1] << 16;
+        }
+        for (int j = 0; j < CHUNKS; j++)
+            for (int k = 0; k < 2; k++)
+                _mm256_store_si256(p->sc + (i * CHUNKS + j) * 2 + k,
+                                   _mm256_loadu_si256((const __m256i *)(sc[j] + LANES * k)));
+        for (int pr = 0; pr < CHUNKS / 2; pr++)
+            for (int k = 0; k < 2; k++)
+                _mm256_store_si256(p->mins + i * 8 + 2 * pr + k,
+                                   _mm256_loadu_si256((const __m256i *)(mins[pr] + LANES * k)));
+        pack_levels(rows, i, bb, q5, p->q + i * CHUNKS * 2 * STEPS);
+    }
+}
+
+/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
+ * chunk into a tree of all its products, which spills most of them to the stack. */
+static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
+
+/* vpmaddubsw of the unsigned bytes w with the 4 signed bytes at b broadcast. One asm for both:
+ * with the broadcast apart, gcc hoists the 64 of a chunk (both halves share them) ahead of
+ * their products and spills most of them to the stack. */
+static inline __attribute__((always_inline)) __m256i maddubs_broadcast(__m256i w,
+                                                                       const int8_t *b) {
+    __m256i p;
+    __asm__("vpbroadcastd %1, %0\n\tvpmaddubsw %0, %2, %0"
+            : "=&x"(p)
+            : "m"(*(const int32_t *)b), "x"(w));
+    return p;
+}
+
+/* n activation rows from r0 (n and split constants after inlining) against the packed panel. */
+static inline __attribute__((always_inline)) void tile(const el_weight *w, const panel_k *p,
+                                                       const char *act, size_t act_stride,
+                                                       int64_t r0, const int n, const bool split,
+                                                       float *y, int64_t ldy,
+                                                       const __m256i store[2]) {
+    __m256 f[2][TILE_ROWS];
+    const el_block_q8_k *a[TILE_ROWS];
+    #pragma GCC unroll 4
+    for (int r = 0; r < n; r++) {
+        f[0][r] = f[1][r] = _mm256_setzero_ps();
+        a[r] = (const el_block_q8_k *)(act + (size_t)(r0 + r) * act_stride);
+    }
+    for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
+        /* one half of the panel at a time through the super-block: the accumulators of both
+         * and their chunk's sums would not fit the 16 registers */
+        #pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            __m256i acc[TILE_ROWS];
+            #pragma GCC unroll 4
+            for (int r = 0; r < n; r++) acc[r] = _mm256_setzero_si256();
+            for (int c = 0; c < CHUNKS; c++) {
+                int64_t chunk = i * CHUNKS + c;
+                const __m256i *q = p->q + chunk * 2 * STEPS + k;
+                __m256i sc = _mm256_load_si256(p->sc + chunk * 2 + k), s[TILE_ROWS];
+                #pragma GCC unroll 8
+                for (int st = 0; st < STEPS; st++) {
+                    __m256i wv = _mm256_load_si256(q + 2 * st);
+                    #pragma GCC unroll 4
+                    for (int r = 0; r < n; r++) {
+                        __m256i prod =
+                            maddubs_broadcast(wv, a[r][i].qs + EL_GEMM_CHUNK * c + 4 * st);
+                        s[r] = st == 0 || (split && st == STEPS / 2) ? prod
+                                                                     : _mm256_add_epi16(s[r], prod);
+                        pin(&s[r]);
+                    }
+                    if ((split && st == STEPS / 2 - 1) || st == STEPS - 1) {
+                        #pragma GCC unroll 4
+                        for (int r = 0; r < n; r++)
+                            acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(s[r], sc));
+                    }
+                }
+            }
+            __m256 dw = _mm256_load_ps(p->d + i * ROWS + LANES * k);
+            __m256 dm = _mm256_load_ps(p->dmin + i * ROWS + LANES * k);
+            #pragma GCC unroll 4
+            for (int r = 0; r < n; r++) {
+                /* the activation's sums of sub-blocks 2p, 2p + 1 in the int16 lanes of dword
+                 * {0, 1, 4, 5}[p] (hadd pairs Q8_K's sums of 16 within each 128-bit lane) */
+                __m256i bs = _mm256_loadu_si256((const __m256i *)a[r][i].bsums);
+                __m256i sums = _mm256_hadd_epi16(bs, bs), m = _mm256_setzero_si256();
+                #pragma GCC unroll 4
+                for (int pr = 0; pr < CHUNKS / 2; pr++) {
+                    __m256i pair = _mm256_permutevar8x32_epi32(
+                        sums, _mm256_set1_epi32(pr / 2 * 4 + pr % 2));
+                    m = _mm256_add_epi32(
+                        m, _mm256_madd_epi16(_mm256_load_si256(p->mins + i * 8 + 2 * pr + k), pair));
+                }
+                __m256 da = _mm256_set1_ps(a[r][i].d);
+                f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]), _mm256_mul_ps(dw, da),
+                                          f[k][r]);
+                f[k][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dm, da), f[k][r]);
+            }
+        }
+    }
+    #pragma GCC unroll 2
+    for (int k = 0; k < 2; k++) {
+        #pragma GCC unroll 4
+        for (int r = 0; r < n; r++)
+            _mm256_maskstore_ps(y + (r0 + r) * ldy + k * LANES, store[k], f[k][r]);
+    }
+}
+
+/* The tiles of n rows: Q4_K's chunks widened once, Q5_K's twice. */
+static inline __attribute__((always_inline)) void tile_of(const el_weight *w, const panel_k *p,
+                                                          const char *act, size_t act_stride,
+                                                          int64_t r0, const int n, float *y,
+                                                          int64_t ldy, const __m256i store[2]) {
+    if (w->type == EL_TYPE_Q5_K)
+        tile(w, p, act, act_stride, r0, n, true, y, ldy, store);
+    else
+        tile(w, p, act, act_stride, r0, n, false, y, ldy, store);
+}
+
+void el_gemm_kquant_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                         size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                         int64_t ldy, void *panel) {
+    (void)aux; /* the mins' activation sums come from Q8_K's own */
+    panel_k p = panel_parts(w, panel);
+    pack_panel(w, o0, n_out, &p);
+    const __m256i store[2] = {lanes_below(n_out), lanes_below(n_out - LANES)};
+    float *yo = y + o0;
+    int64_t r = 0;
+    for (; r + TILE_ROWS <= n_rows; r += TILE_ROWS)
+        tile_of(w, &p, act, act_stride, r, 4, yo, ldy, store);
+    switch (n_rows - r) {
+    case 3: tile_of(w, &p, act, act_stride, r, 3, yo, ldy, store); break;
+    case 2: tile_of(w, &p, act, act_stride, r, 2, yo, ldy, store); break;
+    case 1: tile_of(w, &p, act, act_stride, r, 1, yo, ldy, store); break;
+    default: break;
+    }
+}
+
+#endif
