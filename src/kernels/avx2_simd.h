@@ -1,8 +1,8 @@
 /* avx2_simd.h - the static inline helpers that more than one AVX2 kernel file shares:
  * horizontal sums, the signed byte dot, fp16 scales, the block dots of q8_0 and q4_0, int4
  * chunks and W8A16 rows (dot_avx2.c, tile_avx2.c, gemv_avx2.c), a vectorized exponential
- * (attend_avx2.c, swiglu_avx2.c), and the lane masks and word broadcasts of the gemms and
- * attention. Included inside their AVX2 guard. */
+ * (attend_avx2.c, swiglu_avx2.c), and the lane masks, word broadcasts and register pins of
+ * the gemms and attention. Included inside their AVX2 guard. */
 #ifndef EL_KERNELS_AVX2_SIMD_H
 #define EL_KERNELS_AVX2_SIMD_H
 
@@ -50,6 +50,22 @@ static inline __m256i broadcast_i32(const void *p) {
     memcpy(&v, p, sizeof v);
     return _mm256_set1_epi32(v);
 }
+
+/* vpmaddubsw of the unsigned bytes w with the 4 signed bytes at b broadcast, in one asm: given
+ * the broadcast apart, gcc hoists a chunk's broadcasts ahead of their products (or computes
+ * once those that two halves of a panel share) and spills them to the stack. */
+static inline __attribute__((always_inline)) __m256i maddubs_broadcast(__m256i w,
+                                                                       const int8_t *b) {
+    __m256i p;
+    __asm__("vpbroadcastd %1, %0\n\tvpmaddubsw %0, %2, %0"
+            : "=&x"(p)
+            : "m"(*(const int32_t *)b), "x"(w));
+    return p;
+}
+
+/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
+ * chunk into a tree of all its products, which spills most of them to the stack. */
+static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
 
 /* The integer dots of one block pair as 8 int32 lanes. */
 static inline __m256i q8_0_dot(const el_block_q8_0 *a, const el_block_q8_0 *b) {

@@ -199,10 +199,6 @@ typedef struct tile_args {
     __m256i store[2];       /* lanes of rows 0-7 and 8-15 whose outputs exist */
 } tile_args;
 
-/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
- * chunk into a tree of all its products, which spills most of them to the stack. */
-static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
-
 /* Step s of a chunk (elements 4s..4s+3) for n activation rows at a[r]: the int16 sums s0, s1
  * take the products of the two packed registers w0, w1 with the rows' 4 bytes broadcast. */
 static inline __attribute__((always_inline)) void step(__m256i s0[TILE_ROWS],

@@ -125,22 +125,6 @@ static void pack_panel(const el_weight *w, int64_t o0, int64_t n, const panel_k 
     }
 }
 
-/* Keeps v in a register as computed here: without it gcc reassociates the int16 sums of a
- * chunk into a tree of all its products, which spills most of them to the stack. */
-static inline __attribute__((always_inline)) void pin(__m256i *v) { __asm__("" : "+x"(*v)); }
-
-/* vpmaddubsw of the unsigned bytes w with the 4 signed bytes at b broadcast. One asm for both:
- * with the broadcast apart, gcc hoists the 64 of a chunk (both halves share them) ahead of
- * their products and spills most of them to the stack. */
-static inline __attribute__((always_inline)) __m256i maddubs_broadcast(__m256i w,
-                                                                       const int8_t *b) {
-    __m256i p;
-    __asm__("vpbroadcastd %1, %0\n\tvpmaddubsw %0, %2, %0"
-            : "=&x"(p)
-            : "m"(*(const int32_t *)b), "x"(w));
-    return p;
-}
-
 /* n activation rows from r0 (n and split constants after inlining) against the packed panel. */
 static inline __attribute__((always_inline)) void tile(const el_weight *w, const panel_k *p,
                                                        const char *act, size_t act_stride,

@@ -111,44 +111,42 @@ static inline __attribute__((always_inline)) void tile(const el_weight *w, const
         a[r] = (const el_block_q8_k *)(act + (size_t)(r0 + r) * act_stride);
     }
     for (int64_t i = 0; i < w->k_in / EL_QK_K; i++) {
-        __m256i acc[2][TILE_ROWS];
-        #pragma GCC unroll 4
-        for (int r = 0; r < n; r++) acc[0][r] = acc[1][r] = _mm256_setzero_si256();
-        for (int c = 0; c < CHUNKS; c++) {
-            int64_t chunk = i * CHUNKS + c;
-            const __m256i *q = p->q + chunk * 2 * STEPS;
-            #pragma GCC unroll 2
-            for (int k = 0; k < 2; k++) {
+        /* one half of the panel at a time through the super-block: the accumulators of both
+         * would not fit the 16 registers beside a step's */
+        #pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) {
+            __m256i acc[TILE_ROWS];
+            #pragma GCC unroll 4
+            for (int r = 0; r < n; r++) acc[r] = _mm256_setzero_si256();
+            for (int c = 0; c < CHUNKS; c++) {
+                int64_t chunk = i * CHUNKS + c;
+                const __m256i *q = p->q + chunk * 2 * STEPS + k;
                 __m256i pairs = _mm256_load_si256(p->sc + chunk * 2 + k);
                 /* the offset: -32 (sc_A S_A + sc_B S_B), Q8_K's sums of the two sub-blocks */
                 __m256i off =
                     _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(pairs, 5));
                 #pragma GCC unroll 4
                 for (int r = 0; r < n; r++)
-                    acc[k][r] = _mm256_add_epi32(
-                        acc[k][r], _mm256_madd_epi16(off, broadcast_i32(a[r][i].bsums + 2 * c)));
+                    acc[r] = _mm256_add_epi32(
+                        acc[r], _mm256_madd_epi16(off, broadcast_i32(a[r][i].bsums + 2 * c)));
                 #pragma GCC unroll 4
                 for (int s = 0; s < STEPS; s += 2) {
                     __m256i scale = _mm256_shuffle_epi8(pairs, s < STEPS / 2 ? dup_a : dup_b);
-                    __m256i w0 = _mm256_load_si256(q + 2 * s + k);
-                    __m256i w1 = _mm256_load_si256(q + 2 * (s + 1) + k);
+                    __m256i w0 = _mm256_load_si256(q + 2 * s);
+                    __m256i w1 = _mm256_load_si256(q + 2 * (s + 1));
                     #pragma GCC unroll 4
                     for (int r = 0; r < n; r++) {
                         const int8_t *qs = a[r][i].qs + EL_GEMM_CHUNK * c + 4 * s;
-                        __m256i sum =
-                            _mm256_add_epi16(_mm256_maddubs_epi16(w0, broadcast_i32(qs)),
-                                             _mm256_maddubs_epi16(w1, broadcast_i32(qs + 4)));
-                        acc[k][r] = _mm256_add_epi32(acc[k][r], _mm256_madd_epi16(sum, scale));
+                        __m256i sum = _mm256_add_epi16(maddubs_broadcast(w0, qs),
+                                                       maddubs_broadcast(w1, qs + 4));
+                        acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(sum, scale));
                     }
                 }
             }
-        }
-        #pragma GCC unroll 2
-        for (int k = 0; k < 2; k++) {
             __m256 dw = _mm256_loadu_ps(p->d + i * ROWS + LANES * k);
             #pragma GCC unroll 4
             for (int r = 0; r < n; r++)
-                f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[k][r]),
+                f[k][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r]),
                                           _mm256_mul_ps(dw, _mm256_set1_ps(a[r][i].d)), f[k][r]);
         }
     }
