@@ -5,7 +5,7 @@
 #include "cli.h"
 
 static const char help[] =
-    "usage: edgelora info [--json] FILE\n"
+    "usage: edgelora info [--json] FILE   (or -m FILE, as the other commands take a model)\n"
     "Prints what FILE holds: format, architecture, hyper-parameters, tensors (name, type, shape,\n"
     "bytes) and tokenizer. Works on GGUF models, vocab-only GGUFs, GGUF adapters and llama2.c\n"
     "checkpoints and tokenizers.\n"
@@ -27,7 +27,13 @@ int cmd_info(int argc, char **argv) {
             json = true;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1]) {
+        bool flagged = !strcmp(argv[i], "-m") || !strcmp(argv[i], "--model");
+        if (flagged && i + 1 == argc) {
+            cli_error("info", "%s needs a file", argv[i]);
+            return CLI_USAGE;
+        }
+        if (flagged) i++;
+        else if (argv[i][0] == '-' && argv[i][1]) {
             cli_error("info", "unknown option '%s'", argv[i]);
             return CLI_USAGE;
         }
