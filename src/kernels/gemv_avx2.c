@@ -117,15 +117,17 @@ static inline __attribute__((always_inline)) void rows_q8_0_multi(const void *ct
 
 /* ---- q4_0 gemv: blocks in pairs, the low nibbles of both in one register and the high ones
  * in another (one 16-byte load each, the second inserted), against activations prepared per
- * slice to match; vpmaddubsw of both, less the prepared 8 * activations, and one vpmaddwd give
- * 4 int32 lanes per block. Eight blocks' lanes fold by two horizontal adds into one lane each,
- * so one conversion and one multiply-add by 8 scales serve them (the per-block conversion,
- * lane broadcast and multiply-add, with the scales' gathering, were half the work). */
+ * slice to match; vpmaddubsw of both gives 8 int16 lanes per block. Eight blocks' lanes fold by
+ * three horizontal adds of int16 (a lane then holds 16 products of nibbles <= 15 with bytes of
+ * magnitude <= 128: at most 30720, exact) and one vpmaddwd into one int32 lane each, less the
+ * prepared 8 * (the block's activation sum), so one conversion and one multiply-add by 8 scales
+ * serve them (the per-block conversion, lane broadcast and multiply-add, with the scales'
+ * gathering, were half the work; a vpmaddwd and an offset per block pair, before the folds
+ * took int32, a fifth of the rest). */
 enum { GEMV_SLICE = 16384 };
 
 typedef struct q4_0_pair_prep {
     __m256i lo, hi; /* the activations against each block's low and high nibbles, two blocks */
-    __m256i off;    /* int16 pair sums of 8 * those activations */
 } q4_0_pair_prep;
 
 /* A slice of the activations: q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with
@@ -133,6 +135,7 @@ typedef struct q4_0_pair_prep {
 typedef struct q4_0_gemv_slice {
     const q4_0_pair_prep *p;
     const __m256 *d;        /* per 8 blocks: activation scales in the folded order */
+    const __m256i *off;     /* per 8 blocks: 8 * each block's activation sum, folded order */
     const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
     const int8_t *a8;       /* an A8 row's quants */
     float a8_d;             /* and its scale */
@@ -150,8 +153,8 @@ static inline float slice_d(const q4_0_gemv_slice *sl, int64_t k) {
 /* Folded lane l of 8 blocks holds block fold_block[l]. */
 static const int fold_block[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m256 *d) {
-    const __m256i eight = _mm256_set1_epi8(8);
+static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m256 *d,
+                               __m256i *off) {
     for (int64_t j = 0; j < 4 * sl->octs; j++) {
         const int8_t *c0 = slice_qs(sl, sl->first + 2 * j);
         const int8_t *c1 = slice_qs(sl, sl->first + 2 * j + 1);
@@ -159,13 +162,20 @@ static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m
                                    _mm_loadu_si128((const __m128i *)c0));
         p[j].hi = _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(c1 + 16)),
                                    _mm_loadu_si128((const __m128i *)(c0 + 16)));
-        p[j].off = _mm256_add_epi16(_mm256_maddubs_epi16(eight, p[j].lo),
-                                    _mm256_maddubs_epi16(eight, p[j].hi));
     }
     for (int64_t o = 0; o < sl->octs; o++) {
         float h[8];
-        for (int l = 0; l < 8; l++) h[l] = slice_d(sl, sl->first + 8 * o + fold_block[l]);
+        int32_t sums[8];
+        for (int l = 0; l < 8; l++) {
+            int64_t k = sl->first + 8 * o + fold_block[l];
+            const int8_t *q = slice_qs(sl, k);
+            int32_t sum = 0;
+            for (int e = 0; e < EL_QK4_0; e++) sum += q[e];
+            h[l] = slice_d(sl, k);
+            sums[l] = 8 * sum;
+        }
         d[o] = _mm256_loadu_ps(h);
+        off[o] = _mm256_loadu_si256((const __m256i *)sums);
     }
 }
 
@@ -183,12 +193,10 @@ static inline pair_nibbles unpack_pair(const char *xb) {
                           _mm256_and_si256(_mm256_srli_epi16(q, 4), low4)};
 }
 
-/* The int32 lanes of an unpacked pair against prepared activations (4 per block: the pair's
- * first block in the low 128 bits). */
+/* The int16 lanes of an unpacked pair against prepared activations (8 per block: the pair's
+ * first block in the low 128 bits), each the sum of 4 products of unsigned nibbles. */
 static inline __m256i pair_dot(pair_nibbles u, const q4_0_pair_prep *p) {
-    __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo),
-                                 _mm256_maddubs_epi16(u.hi, p->hi));
-    return _mm256_madd_epi16(_mm256_sub_epi16(t, p->off), _mm256_set1_epi16(1));
+    return _mm256_add_epi16(_mm256_maddubs_epi16(u.lo, p->lo), _mm256_maddubs_epi16(u.hi, p->hi));
 }
 
 /* The weight scales of 8 blocks in the folded order. */
@@ -220,20 +228,23 @@ static inline __attribute__((always_inline)) void rows_q4_0_all(const q4_0_gemv_
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++) {
                 const q4_0_pair_prep *p = sl[a].p + 4 * o;
-                f01[a] = _mm256_hadd_epi32(pair_dot(u0, p), pair_dot(u1, p + 1));
+                f01[a] = _mm256_hadd_epi16(pair_dot(u0, p), pair_dot(u1, p + 1));
             }
             pair_nibbles u2 = unpack_pair(x + 4 * xb), u3 = unpack_pair(x + 6 * xb);
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++) {
                 const q4_0_pair_prep *p = sl[a].p + 4 * o;
-                f23[a] = _mm256_hadd_epi32(pair_dot(u2, p + 2), pair_dot(u3, p + 3));
+                f23[a] = _mm256_hadd_epi16(pair_dot(u2, p + 2), pair_dot(u3, p + 3));
             }
             __m256 dw = fold_scales(x);
             #pragma GCC unroll 3
-            for (int a = 0; a < A; a++)
+            for (int a = 0; a < A; a++) {
+                __m256i blocks = _mm256_sub_epi32(
+                    _mm256_madd_epi16(_mm256_hadd_epi16(f01[a], f23[a]), _mm256_set1_epi16(1)),
+                    sl[a].off[o]);
                 acc[a][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, sl[a].d[o]),
-                                            _mm256_cvtepi32_ps(_mm256_hadd_epi32(f01[a], f23[a])),
-                                            acc[a][r]);
+                                            _mm256_cvtepi32_ps(blocks), acc[a][r]);
+            }
         }
     }
     #pragma GCC unroll 4
@@ -273,11 +284,13 @@ static void gemv_q4_0_act(int64_t n, float *y, int64_t n_rows, const void *w, si
                           const el_block_q8_0 *b, const int8_t *a8, float a8_d) {
     q4_0_pair_prep p[GEMV_SLICE / 64];
     __m256 d[GEMV_SLICE / 256];
+    __m256i off[GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
-        q4_0_gemv_slice sl = {p, d, b, a8, a8_d, k0 / EL_QK4_0, len / 256, (k0 + len) / EL_QK4_0};
-        prepare_q4_0_pairs(&sl, p, d);
-        size_t prepared = (size_t)sl.octs * (4 * sizeof *p + sizeof *d);
+        q4_0_gemv_slice sl = {p, d, off, b, a8, a8_d, k0 / EL_QK4_0, len / 256,
+                              (k0 + len) / EL_QK4_0};
+        prepare_q4_0_pairs(&sl, p, d, off);
+        size_t prepared = (size_t)sl.octs * (4 * sizeof *p + sizeof *d + sizeof *off);
         int R = gemv_company((size_t)len / EL_QK4_0 * sizeof(el_block_q4_0), prepared);
         gemv_drive(n_rows, R, w, w_stride, y, k0 > 0, rows_q4_0, &sl);
     }
@@ -295,6 +308,7 @@ static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int
                                 bool a8) {
     q4_0_pair_prep p[EL_GEMV_MULTI_MAX][GEMV_SLICE / 64];
     __m256 d[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
+    __m256i off[EL_GEMV_MULTI_MAX][GEMV_SLICE / 256];
     for (int64_t k0 = 0; k0 < n; k0 += GEMV_SLICE) {
         int64_t len = n - k0 < GEMV_SLICE ? n - k0 : GEMV_SLICE;
         q4_0_gemv_slice sl[EL_GEMV_MULTI_MAX];
@@ -304,9 +318,9 @@ static void gemv_q4_0_multi_act(int64_t n, float *y, int64_t ldy, int n_act, int
             if (a8) memcpy(&h, ak, sizeof h);
             const el_block_q8_0 *b = a8 ? NULL : (const el_block_q8_0 *)ak;
             const int8_t *q = a8 ? (const int8_t *)ak + sizeof h : NULL;
-            sl[k] = (q4_0_gemv_slice){p[k], d[k], b, q, h.d, k0 / EL_QK4_0, len / 256,
+            sl[k] = (q4_0_gemv_slice){p[k], d[k], off[k], b, q, h.d, k0 / EL_QK4_0, len / 256,
                                       (k0 + len) / EL_QK4_0};
-            prepare_q4_0_pairs(&sl[k], p[k], d[k]);
+            prepare_q4_0_pairs(&sl[k], p[k], d[k], off[k]);
         }
         gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, k0 > 0, rows_q4_0_multi, sl);
     }
