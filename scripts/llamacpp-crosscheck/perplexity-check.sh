@@ -46,8 +46,9 @@ check "base, en, ctx 128" "$m/base.gguf" "$tmp/en.txt" 128
 check "base, en, ctx 256" "$m/base.gguf" "$tmp/en.txt" 256
 check "base + translate-de, de" "$m/base.gguf" "$tmp/de.txt" 128 --lora "$m/translate-de.gguf"
 # our quantizer's files in every type (--pure: each type alone) both compute with: llama.cpp
-# reads them, and our kernels of the types new to us agree with its own
-for t in q4_0 q4_1 q5_0 q5_1 q2_k q3_k q5_k iq4_nl iq4_xs; do
+# reads them, and our kernels of every type agree with its own (the prompt's packed products
+# too: perplexity runs 128 rows a batch)
+for t in q4_0 q4_1 q5_0 q5_1 q8_0 q2_k q3_k q4_k q5_k q6_k iq4_nl iq4_xs; do
     if "$el" quantize "$m/base.gguf" "$tmp/base-$t.gguf" --type $t --pure >/dev/null 2>&1; then
         check "base $t, en" "$tmp/base-$t.gguf" "$tmp/en.txt" 128
     else
