@@ -97,7 +97,7 @@ const el_kernel_level el_level_avx2 = {
             [EL_TYPE_Q4_K] = el_gemm_kquant_avx2,
             [EL_TYPE_Q5_K] = el_gemm_kquant_avx2,
             [EL_TYPE_IQ4_XS] = el_gemm_avx2,
-            [EL_TYPE_Q6_K] = el_gemm_q6_k_avx2,
+            [EL_TYPE_Q6_K] = el_gemm_kquant_avx2,
         },
         /* Q4_K's and Q5_K's panels take their scales apart (and Q5_K's levels into bytes)
          * before the transposes: below these rows their tiles, whose rows have the gemv's

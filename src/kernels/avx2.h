@@ -113,17 +113,13 @@ void el_gemv_iq4_xs_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int6
 
 
 /* gemm_avx2.c: the packed products, unsigned weights (the aux offsets wanted) */
-/* gemm_q6_k_avx2.c, gemm_kquant_avx2.c: Q6_K's, Q4_K's and Q5_K's packed products against
- * Q8_K rows */
-void el_gemm_kquant_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                         size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
-                         int64_t ldy, void *panel);
-void el_gemm_q6_k_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
-                       size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
-                       int64_t ldy, void *panel);
 void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
                   size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y, int64_t ldy,
                   void *panel);
+/* gemm_kquant_avx2.c: Q4_K's, Q5_K's and Q6_K's packed products against Q8_K rows */
+void el_gemm_kquant_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act,
+                         size_t act_stride, const el_gemm_aux *aux, int64_t n_rows, float *y,
+                         int64_t ldy, void *panel);
 /* attend_avx2.c, swiglu_avx2.c */
 void el_attend_avx2(el_type kv_type, int group, int hd_k, int hd_v, int32_t nv, const float *q,
                     const void *const *k, const void *const *v, float *scores, size_t ld_scores,

@@ -1,8 +1,8 @@
 /* gemm_avx2.c - the packed products of gemm.h with AVX2 and no VNNI: q4_0, q8_0, q5_0, iq4_nl
  * (against q8_0 activations), w4, w8, w4g32/64/128 (against a8 activations) and iq4_xs
  * (against q8_k), for the x86 CPUs without AVX-512 VNNI, which otherwise take the 4x4 tiles of
- * tile_avx2.c and tile_legacy_avx2.c. The K-quants with integer sub-block scales have files of
- * their own (gemm_kquant_avx2.c, gemm_q6_k_avx2.c).
+ * tile_avx2.c and tile_legacy_avx2.c. The K-quants with integer sub-block scales have a file
+ * of their own (gemm_kquant_avx2.c).
  *
  * Without vpdpbusd, unsigned weight bytes meet signed activation bytes in vpmaddubsw (pairs of
  * products summed into int16, saturating) and vpmaddwd with ones widens pairs of those to int32.
