@@ -38,12 +38,15 @@ static void exact_dot(const float *w, const float *a, int64_t n, double *dot, do
 }
 
 /* A quantized weight of s's stored size whose bytes outside the view are all ones (NaN scales:
- * reading them shows), and the dequantized view wd [k_out][k_in]. */
-static void make_weight(const shape *s, test_rng *r, char *wq, float *wrow, float *wd) {
+ * reading them shows), and the dequantized view wd [k_out][k_in]. extreme: every 16 elements
+ * one -16 and fifteen +15, so that the quantizers put the rest at their largest level. */
+static void make_weight(const shape *s, test_rng *r, bool extreme, char *wq, float *wrow,
+                        float *wd) {
     const el_type_kernels *t = el_type_kernels_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in), kept = el_row_size(s->type, s->k_in);
     for (int64_t o = 0; o < s->n_out; o++) {
-        for (int64_t i = 0; i < s->n_in; i++) wrow[i] = rand_normal(r) * 0.05f;
+        for (int64_t i = 0; i < s->n_in; i++)
+            wrow[i] = extreme ? (i % 16 == 0 ? -16.0f : 15.0f) * 0.05f : rand_normal(r) * 0.05f;
         t->from_float(wrow, wq + o * row_bytes, s->n_in);
         if (o < s->k_out) {
             memset(wq + o * row_bytes + kept, 0xFF, row_bytes - kept);
@@ -107,7 +110,11 @@ static int check_outputs(const shape *s, const char *wq, const float *wd, const 
     return TEST_PASS;
 }
 
-static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r) {
+/* extreme: make_weight's extreme weights against activations all alike and positive (every
+ * quant at the top of its range), the largest integer sums the kernels' int16 and int32 steps
+ * must hold. */
+static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s, test_rng *r,
+                       bool extreme) {
     const el_type_layout *layout = el_type_layout_get(s->type);
     size_t row_bytes = el_row_size(s->type, s->n_in);
     int64_t ldx = s->n_in + 5, ldy = s->k_out + 3;
@@ -122,8 +129,9 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
     w.k_out = s->k_out;
     void *scratch = malloc(el_matmul_scratch_size(&w, s->n_rows) + 1);
     CHECK(wq && wrow && wd && x && y && y0 && scratch);
-    make_weight(s, r, wq, wrow, wd);
-    for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
+    make_weight(s, r, extreme, wq, wrow, wd);
+    for (int64_t i = 0; i < s->n_rows * ldx; i++)
+        x[i] = extreme ? 1.0f : rand_normal(r) * 3.0f - 0.5f;
 
     for (int p = 0; p < n_pools; p++) {
         float *out = p == 0 ? y0 : y;
@@ -160,13 +168,34 @@ static int test_gemm_types(void) {
             for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
                 shape s = {types[ti], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
                            dims[d][3], rows[ri]};
-                if (check_shape(pools, 4, &s, &r) != TEST_PASS) return TEST_FAIL;
+                if (check_shape(pools, 4, &s, &r, false) != TEST_PASS) return TEST_FAIL;
             }
         }
     }
     if (el_kernels_get()->gemm[EL_TYPE_Q4_0] == NULL)
         test_note("no gemm kernels on this CPU (%s): checked the tile path", el_kernels_get()->isa);
     for (int p = 1; p < 4; p++) el_threadpool_free(pools[p]);
+    return TEST_PASS;
+}
+
+/* The largest sums: every type's quants at the top of their range against activations all
+ * at +127, on the packed paths (17 and 40 rows) and the few-row ones (2 and 5). */
+static int test_gemm_extremes(void) {
+    static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
+                                    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
+                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
+                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
+                                    EL_TYPE_Q6_K};
+    static const int64_t rows[] = {2, 5, 17, 40};
+    test_rng r = {3};
+    el_threadpool *pools[2] = {NULL, NULL};
+    CHECK(el_threadpool_create(2, &pools[1]) == EL_OK);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+            shape s = {types[ti], 512, 33, 512, 33, rows[ri]};
+            if (check_shape(pools, 2, &s, &r, true) != TEST_PASS) return TEST_FAIL;
+        }
+    el_threadpool_free(pools[1]);
     return TEST_PASS;
 }
 
@@ -179,9 +208,9 @@ static int test_gemm_long_rows(void) {
     CHECK(el_threadpool_create(2, &pools[1]) == EL_OK);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         shape s = {types[ti], 8192, 20, 8192, 20, 9};
-        if (check_shape(pools, 2, &s, &r) != TEST_PASS) return TEST_FAIL;
+        if (check_shape(pools, 2, &s, &r, false) != TEST_PASS) return TEST_FAIL;
         shape s2 = {types[ti], 8192, 18, 2048, 17, 4};
-        if (check_shape(pools, 2, &s2, &r) != TEST_PASS) return TEST_FAIL;
+        if (check_shape(pools, 2, &s2, &r, false) != TEST_PASS) return TEST_FAIL;
     }
     el_threadpool_free(pools[1]);
     return TEST_PASS;
@@ -228,7 +257,7 @@ static int check_gemm_direct(el_gemm_fn gemm, bool signed_weights, const shape *
     void *panel = aligned_alloc(64, el_gemm_panel_size(&w));
     CHECK(groups > 0 && wq && wrow && wd && x && act && aux && y0 && y && panel);
     w.data = wq;
-    make_weight(s, r, wq, wrow, wd);
+    make_weight(s, r, false, wq, wrow, wd);
     for (int64_t i = 0; i < s->n_rows * ldx; i++) x[i] = rand_normal(r) * 3.0f - 0.5f;
     for (int64_t row = 0; row < s->n_rows; row++) {
         el_type_kernels_get(vt)->from_float(x + row * ldx, act + row * act_stride, s->k_in);
@@ -579,6 +608,7 @@ int main(void) {
     test_note("kernels in use: %s", el_kernels_get()->isa);
     run_test("gemm_types", test_gemm_types);
     run_test("gemm_long_rows", test_gemm_long_rows);
+    run_test("gemm_extremes", test_gemm_extremes);
     run_test("gemm_batch_invariance", test_gemm_batch_invariance);
     run_test("gemm_tables", test_gemm_tables);
     run_test("attend_ref_f16", test_attend_ref_f16);

@@ -98,9 +98,11 @@ static inline short fp16_at(const char *p) {
     return h;
 }
 
-/* Q5_0 and IQ4_NL are packed as int8 quants after their blocks are unpacked into bytes: Q5_0's
- * 5-bit q = level + 16 (0..31, so u = q and gemm.h's offset is 16; its hi plane is the fifth
- * bit), IQ4_NL's signed levels (u = level + 128 like q8_0's). */
+/* Q5_0 and IQ4_NL have their blocks unpacked into bytes first. Q5_0's 5-bit q = level + 16
+ * (0..31, so u = q and gemm.h's offset is 16) goes into int4 registers (16 rows, a byte each),
+ * its int16 sums widened every 4 steps (a pair reaches 2 * 31 * 128, so 4 steps fit where int4's
+ * 8 do: `split`); IQ4_NL's signed levels are packed as int8 quants (u = level + 128 like
+ * q8_0's). */
 static bool unpacked_type(el_type t) { return t == EL_TYPE_Q5_0 || t == EL_TYPE_IQ4_NL; }
 
 /* The 32 values of the Q5_0 or IQ4_NL block at b, as bytes in element order. */
@@ -129,16 +131,18 @@ static void pack_sub(const el_weight *w, const el_gemm_layout *l, const char *co
     __m256i *q = panel;
     float *scales = (float *)((char *)panel + scales_offset(w));
     bool unpack = unpacked_type(w->type);
-    char bias = w->type == EL_TYPE_Q5_0 ? 0 : (char)0x80;
-    _Alignas(32) char bytes[LANES][EL_GEMM_CHUNK];
-    const char *byte_rows[LANES];
-    for (int o = 0; o < LANES; o++) byte_rows[o] = bytes[o];
+    _Alignas(32) char bytes[2 * LANES][EL_GEMM_CHUNK];
+    const char *byte_rows[2 * LANES];
+    for (int o = 0; o < 2 * LANES; o++) byte_rows[o] = bytes[o];
     for (int64_t g = 0; g < el_gemm_groups(w); g++) {
         size_t group = l->header + (size_t)g * l->group_bytes;
-        if (unpack && quants) { /* one block of 32 a group: its bytes, then as int8 quants */
-            for (int o = 0; o < LANES; o++)
+        if (unpack && quants) { /* one block of 32 a group: its bytes, then packed */
+            for (int o = 0; o < nr; o++)
                 _mm256_store_si256((__m256i *)bytes[o], unpack_block(w->type, rows[o] + group));
-            pack_chunk(l, byte_rows, 0, bias, q);
+            if (l->int8)
+                pack_chunk(l, byte_rows, 0, (char)0x80, q);
+            else /* Q5_0's levels 0..31, a byte each in int4 registers */
+                el_pack_bytes16_avx2(byte_rows, q);
             q += 2 * STEPS;
         }
         for (int64_t c = 0; !unpack && quants && c < l->chunks_per_group; c++, q += 2 * STEPS)
@@ -193,6 +197,7 @@ typedef struct tile_args {
     size_t act_stride, act_chunk; /* bytes between rows, and between chunks within a row */
     int64_t act_block_chunks; /* Q8_K rows: chunks per activation block (0: one run of chunks) */
     size_t act_block_gap;     /* bytes from one such block's last chunk to the next's first */
+    bool split;             /* Q5_0: levels up to 31 in int4 registers, int16 sums of 4 steps */
     const el_gemm_aux *aux;
     float *y;
     int64_t ldy;
@@ -244,12 +249,15 @@ static inline __attribute__((always_inline)) void widen(__m256i acc[2][TILE_ROWS
 static inline __attribute__((always_inline)) void chunk(__m256i acc[2][TILE_ROWS],
                                                         const __m256i *q,
                                                         const char *const a[TILE_ROWS],
-                                                        const int n, const bool int8) {
+                                                        const int n, const bool int8,
+                                                        const bool split) {
     __m256i s0[TILE_ROWS], s1[TILE_ROWS];
     #pragma GCC unroll 8
-    for (int s = 0; s < STEPS; s++)
-        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s, s == 0,
-             n);
+    for (int s = 0; s < STEPS; s++) {
+        step(s0, s1, _mm256_load_si256(q + 2 * s), _mm256_load_si256(q + 2 * s + 1), a, s,
+             s == 0 || (split && s == STEPS / 2), n);
+        if (split && s == STEPS / 2 - 1) widen(acc, s0, s1, n, int8);
+    }
     widen(acc, s0, s1, n, int8);
 }
 
@@ -301,7 +309,8 @@ static inline __attribute__((always_inline)) void chunk_direct(__m256i acc[2][TI
  * same integer sums, scaled in the same order: the same bits. */
 static inline __attribute__((always_inline)) void tile(const tile_args *t, int64_t r0,
                                                        const int n, const bool int8,
-                                                       const bool one_chunk, const bool direct) {
+                                                       const bool one_chunk, const bool direct,
+                                                       const bool split) {
     const int halves = int8 ? 1 : 2; /* registers of 8 outputs per activation row */
     __m256 f[2][TILE_ROWS];
     const char *a[TILE_ROWS];
@@ -323,7 +332,7 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
                 chunk_direct(acc, t->rows, off, a, n, int8);
                 off += int8 ? 32 : 16;
             } else {
-                chunk(acc, q, a, n, int8);
+                chunk(acc, q, a, n, int8, split);
                 q += 2 * STEPS;
             }
             #pragma GCC unroll 8
@@ -355,16 +364,18 @@ static inline __attribute__((always_inline)) void tile(const tile_args *t, int64
 static inline __attribute__((always_inline)) void tile_kind(const tile_args *t, int64_t r0,
                                                             const int n, const bool direct) {
     bool one_chunk = t->chunks_per_group == 1;
-    if (t->int8) {
+    if (t->split) /* Q5_0: int4 registers of 5-bit bytes, groups of one chunk */
+        tile(t, r0, n, false, true, false, true);
+    else if (t->int8) {
         if (one_chunk)
-            tile(t, r0, n, true, true, direct);
+            tile(t, r0, n, true, true, direct, false);
         else
-            tile(t, r0, n, true, false, direct);
+            tile(t, r0, n, true, false, direct, false);
     } else {
         if (one_chunk)
-            tile(t, r0, n, false, true, direct);
+            tile(t, r0, n, false, true, direct, false);
         else
-            tile(t, r0, n, false, false, direct);
+            tile(t, r0, n, false, false, direct, false);
     }
 }
 
@@ -397,9 +408,10 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
                   void *panel) {
     bool unpack = unpacked_type(w->type);
     bool q8_k = w->type == EL_TYPE_IQ4_XS; /* against Q8_K blocks */
-    /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked;
-     * IQ4_XS: groups of one chunk, int8 (pack_sub_iq4_xs) */
-    el_gemm_layout l = unpack ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, true}
+    /* an unpacked type: a block of 32 a group, its fp16 d first, int8 quants once unpacked
+     * (Q5_0: int4 registers of bytes); IQ4_XS: groups of one chunk, int8 (pack_sub_iq4_xs) */
+    bool split = w->type == EL_TYPE_Q5_0;
+    el_gemm_layout l = unpack ? (el_gemm_layout){0, el_row_size(w->type, EL_QK8_0), 2, 1, !split}
                        : q8_k ? (el_gemm_layout){0, 0, 0, 1, true}
                               : el_gemm_layout_of(w);
     bool q8_act = w->type == EL_TYPE_Q4_0 || w->type == EL_TYPE_Q8_0 || unpack;
@@ -416,6 +428,7 @@ void el_gemm_avx2(const el_weight *w, int64_t o0, int64_t n_out, const char *act
         .act_chunk = q8_act ? sizeof(el_block_q8_0) : EL_GEMM_CHUNK,
         .act_block_chunks = q8_k ? EL_QK_K / EL_GEMM_CHUNK : 0,
         .act_block_gap = q8_k ? sizeof(el_block_q8_k) - EL_QK_K : 0,
+        .split = split,
         .aux = aux,
         .ldy = ldy,
         .group_bytes = l.group_bytes,
