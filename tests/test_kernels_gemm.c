@@ -147,12 +147,13 @@ static int check_shape(el_threadpool *const *pools, int n_pools, const shape *s,
     return TEST_PASS;
 }
 
+/* The weight types with packed products on some ISA: every gemm test goes over all of them. */
+static const el_type packed_types[] = {
+    EL_TYPE_Q4_0,   EL_TYPE_Q8_0,   EL_TYPE_W4,   EL_TYPE_W8,   EL_TYPE_W4G32, EL_TYPE_W4G64,
+    EL_TYPE_W4G128, EL_TYPE_Q5_0,   EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1, EL_TYPE_Q5_1,
+    EL_TYPE_Q2_K,   EL_TYPE_Q3_K,   EL_TYPE_Q4_K, EL_TYPE_Q5_K, EL_TYPE_Q6_K};
+
 static int test_gemm_types(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
-                                    EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {
         {1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33}, {2, 9, 1, 5}, {5, 48, 5, 47}, {2, 70, 2, 1},
@@ -161,12 +162,12 @@ static int test_gemm_types(void) {
     test_rng r = {77};
     el_threadpool *pools[4] = {NULL, NULL, NULL, NULL};
     for (int p = 1; p < 4; p++) CHECK(el_threadpool_create(p, &pools[p]) == EL_OK);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        int64_t unit = el_type_layout_get(types[ti])->block_size;
+    for (size_t ti = 0; ti < sizeof packed_types / sizeof packed_types[0]; ti++) {
+        int64_t unit = el_type_layout_get(packed_types[ti])->block_size;
         unit = unit < 32 ? 32 : unit;
         for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
             for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
-                shape s = {types[ti], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
+                shape s = {packed_types[ti], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
                            dims[d][3], rows[ri]};
                 if (check_shape(pools, 4, &s, &r, false) != TEST_PASS) return TEST_FAIL;
             }
@@ -181,18 +182,13 @@ static int test_gemm_types(void) {
 /* The largest sums: every type's quants at the top of their range against activations all
  * at +127, on the packed paths (17 and 40 rows) and the few-row ones (2 and 5). */
 static int test_gemm_extremes(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
-                                    EL_TYPE_Q6_K};
     static const int64_t rows[] = {2, 5, 17, 40};
     test_rng r = {3};
     el_threadpool *pools[2] = {NULL, NULL};
     CHECK(el_threadpool_create(2, &pools[1]) == EL_OK);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+    for (size_t ti = 0; ti < sizeof packed_types / sizeof packed_types[0]; ti++)
         for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
-            shape s = {types[ti], 512, 33, 512, 33, rows[ri]};
+            shape s = {packed_types[ti], 512, 33, 512, 33, rows[ri]};
             if (check_shape(pools, 2, &s, &r, true) != TEST_PASS) return TEST_FAIL;
         }
     el_threadpool_free(pools[1]);
@@ -347,11 +343,6 @@ static bool packed_by_some_levels(el_type t) {
 /* Every ISA table's gemm kernels that this CPU runs, tested directly: so each is covered
  * wherever the tests run, not only the one el_kernels_get picks. */
 static int test_gemm_tables(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
-                                    EL_TYPE_Q6_K};
     /* {n_in, n_out, k_in, k_out} (n_in, k_in in units of the type's group or 32) */
     static const int64_t dims[][4] = {{1, 16, 1, 16}, {3, 17, 3, 17}, {4, 40, 2, 33},
                                       {2, 9, 1, 5},   {5, 48, 5, 47}};
@@ -363,15 +354,15 @@ static int test_gemm_tables(void) {
         el_kernels k;
         if (!el_kernels_level(name, &k) || k.gemm[EL_TYPE_Q4_0] == NULL) continue;
         n_tested++;
-        for (size_t ty = 0; ty < sizeof types / sizeof types[0]; ty++) {
-            el_gemm_fn gemm = k.gemm[types[ty]];
-            if (gemm == NULL && packed_by_some_levels(types[ty])) continue;
+        for (size_t ty = 0; ty < sizeof packed_types / sizeof packed_types[0]; ty++) {
+            el_gemm_fn gemm = k.gemm[packed_types[ty]];
+            if (gemm == NULL && packed_by_some_levels(packed_types[ty])) continue;
             CHECK(gemm != NULL);
-            int64_t unit = el_type_layout_get(types[ty])->block_size;
+            int64_t unit = el_type_layout_get(packed_types[ty])->block_size;
             unit = unit < 32 ? 32 : unit;
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++) {
                 for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
-                    shape s = {types[ty], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
+                    shape s = {packed_types[ty], dims[d][0] * unit, dims[d][1], dims[d][2] * unit,
                                dims[d][3], rows[ri]};
                     if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS) {
                         test_note("in the %s table", name);
@@ -380,9 +371,9 @@ static int test_gemm_tables(void) {
                 }
             }
             /* long rows: the integer sums of per-row types span all of k_in */
-            shape s = {types[ty], 8192, 20, 8192, 19, 6};
+            shape s = {packed_types[ty], 8192, 20, 8192, 19, 6};
             if (check_gemm_direct(gemm, k.gemm_signed, &s, &r) != TEST_PASS ||
-                check_gemm_batches(gemm, k.gemm_signed, types[ty], &r) != TEST_PASS) {
+                check_gemm_batches(gemm, k.gemm_signed, packed_types[ty], &r) != TEST_PASS) {
                 test_note("in the %s table", name);
                 return TEST_FAIL;
             }
@@ -403,34 +394,30 @@ static int test_gemm_tables(void) {
  * batch of 40. Concurrent variants, speculative verification and served batches rely on it as
  * their rows come and go. */
 static int test_gemm_batch_invariance(void) {
-    static const el_type types[] = {EL_TYPE_Q4_0,  EL_TYPE_Q8_0,   EL_TYPE_W4,     EL_TYPE_W8,
-                                    EL_TYPE_W4G32, EL_TYPE_W4G64,  EL_TYPE_W4G128, EL_TYPE_Q5_0,
-                                    EL_TYPE_IQ4_NL, EL_TYPE_IQ4_XS, EL_TYPE_Q4_1,  EL_TYPE_Q5_1,
-                                    EL_TYPE_Q2_K,  EL_TYPE_Q3_K,   EL_TYPE_Q4_K,   EL_TYPE_Q5_K,
-                                    EL_TYPE_Q6_K};
     static const int64_t batches[] = {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20};
     enum { N_OUT = 53, ROWS = 40 }; /* 3 panels of 16 and 5 rows past them */
     test_rng r = {31};
     el_threadpool *tp = NULL;
     CHECK(el_threadpool_create(2, &tp) == EL_OK);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const el_type_kernels *t = el_type_kernels_get(types[ti]);
-        const el_type_layout *layout = el_type_layout_get(types[ti]);
-        if (el_kernels_get()->gemm[types[ti]] == NULL) { /* tiles and gemv: to rounding only */
+    for (size_t ti = 0; ti < sizeof packed_types / sizeof packed_types[0]; ti++) {
+        const el_type type = packed_types[ti];
+        const el_type_kernels *t = el_type_kernels_get(type);
+        const el_type_layout *layout = el_type_layout_get(type);
+        if (el_kernels_get()->gemm[type] == NULL) { /* tiles and gemv: to rounding only */
             test_note("%s: no gemm kernel here (%s)", layout->ggml_name, el_kernels_get()->isa);
             continue;
         }
       /* rows longer than one slice of a gemv's prepared activations (16384) too, in whole
        * blocks of every type (a multiple of 256) */
       for (int64_t n_in = 256; n_in <= 17664; n_in += 17664 - 256) {
-        size_t row_bytes = el_row_size(types[ti], n_in);
+        size_t row_bytes = el_row_size(type, n_in);
         char *wq = malloc(row_bytes * N_OUT);
         float *wrow = malloc((size_t)n_in * sizeof(float));
         float *x = malloc((size_t)(ROWS * n_in) * sizeof(float));
         float *all = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
         float *few = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
         float *alone = malloc((size_t)(ROWS * N_OUT) * sizeof(float));
-        el_weight w = el_weight_view(types[ti], wq, n_in, N_OUT);
+        el_weight w = el_weight_view(type, wq, n_in, N_OUT);
         void *scratch = malloc(el_matmul_scratch_size(&w, ROWS) + 1);
         CHECK(wq && wrow && x && all && few && alone && scratch);
         for (int64_t o = 0; o < N_OUT; o++) {
@@ -443,7 +430,7 @@ static int test_gemm_batch_invariance(void) {
             el_matmul(tp, &w, x + k * n_in, n_in, 1, alone + k * N_OUT, N_OUT, scratch);
         const el_kernels *k = el_kernels_get();
         /* a few-row gemv's type (W4, W8 on AVX-512): its panel paths give the gemv's bits */
-        if (k->gemv_few[types[ti]] != NULL &&
+        if (k->gemv_few[type] != NULL &&
             memcmp(all, alone, (size_t)(ROWS * N_OUT) * sizeof(float)) != 0) {
             test_note("%s n_in %lld: a batch of %d differs from each row alone",
                       layout->ggml_name, (long long)n_in, ROWS);
@@ -452,12 +439,12 @@ static int test_gemm_batch_invariance(void) {
         for (size_t b = 0; b < sizeof batches / sizeof batches[0]; b++) {
             int64_t nb = batches[b];
             /* a few-row gemv, or (AVX2) the multi-row gemv three rows at a time */
-            bool by_multi = k->few_rows_by_multi && k->gemv_multi[types[ti]] != NULL;
+            bool by_multi = k->few_rows_by_multi && k->gemv_multi[type] != NULL;
             /* a type whose gemm a level takes only from more rows (AVX2's K-quants): below
              * that its tiles, whose rows are the gemv's (tile_kquant_avx2.c) */
-            bool late_gemm = k->gemm_min_rows[types[ti]] > 0 && nb < k->gemm_min_rows[types[ti]];
-            bool gemvs = (k->gemv[types[ti]] != NULL && nb <= EL_GEMV_MULTI_MAX) ||
-                         (k->gemv_few[types[ti]] != NULL && nb <= EL_GEMV_FEW_MAX) ||
+            bool late_gemm = k->gemm_min_rows[type] > 0 && nb < k->gemm_min_rows[type];
+            bool gemvs = (k->gemv[type] != NULL && nb <= EL_GEMV_MULTI_MAX) ||
+                         (k->gemv_few[type] != NULL && nb <= EL_GEMV_FEW_MAX) ||
                          (by_multi && nb <= EL_GEMV_BY_MULTI_MAX) || late_gemm;
             for (int64_t r0 = 0; r0 + nb <= ROWS; r0 += nb) {
                 const float *want = (gemvs ? alone : all) + r0 * N_OUT;

@@ -23,9 +23,10 @@
  * whose scale is d * sc and whose min dmin * m multiplies the activation's sum over the group;
  * 16 of q6_K, whose quants are unsigned as q + 32, with d * sc), times the scale of the Q8_K
  * block. The K-quants have no el_gemm_layout: their kernels unpack the blocks themselves.
- * Each group's integer sum is exact; it is scaled and accumulated in float, in group order, so
- * every output's value depends only on its weight row and its activation row, never on the
- * panel, tile or thread it was computed in. */
+ * Each group's integer sum is exact; it is scaled and accumulated in float, in group order (or,
+ * where the sub-block scales are integers, a K-quant super-block's scaled sums are summed exactly
+ * in int32 first and scaled once: gemm_kquant_avx2.c), so every output's value depends only on its
+ * weight row and its activation row, never on the panel, tile or thread it was computed in. */
 #ifndef EL_KERNELS_GEMM_H
 #define EL_KERNELS_GEMM_H
 

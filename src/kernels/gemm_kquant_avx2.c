@@ -220,7 +220,8 @@ static inline __attribute__((always_inline)) void chunk_q6(__m256i acc[TILE_ROWS
         #pragma GCC unroll 4
         for (int r = 0; r < n; r++) {
             const int8_t *qs = a[r][i].qs + EL_GEMM_CHUNK * c + 4 * s;
-            __m256i sum = _mm256_add_epi16(maddubs_broadcast(w0, qs), maddubs_broadcast(w1, qs + 4));
+            __m256i sum =
+                _mm256_add_epi16(maddubs_broadcast(w0, qs), maddubs_broadcast(w1, qs + 4));
             acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(sum, scale));
         }
     }
@@ -271,8 +272,8 @@ static inline __attribute__((always_inline)) void tile(el_type type, const el_we
                 for (int pr = 0; pr < CHUNKS / 2; pr++) {
                     __m256i pair = _mm256_permutevar8x32_epi32(
                         sums, _mm256_set1_epi32(pr / 2 * 4 + pr % 2));
-                    m = _mm256_add_epi32(
-                        m, _mm256_madd_epi16(_mm256_load_si256(p->mins + i * 8 + 2 * pr + k), pair));
+                    __m256i mp = _mm256_load_si256(p->mins + i * 8 + 2 * pr + k);
+                    m = _mm256_add_epi32(m, _mm256_madd_epi16(mp, pair));
                 }
                 __m256 dm = _mm256_load_ps(p->dmin + i * ROWS + LANES * k);
                 f[k][r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(m), _mm256_mul_ps(dm, da), f[k][r]);

@@ -32,9 +32,11 @@ grep -q "junk.gguf: unknown format" "$TMP/err" && [ ! -s "$TMP/out" ] && pass in
 # -m FILE, as every other command takes its model: the same output as FILE alone
 "$EL" info --json models/base.gguf > "$TMP/plain.json" 2>/dev/null
 expect_exit info_dash_m 0 "$EL" info -m models/base.gguf --json
-cmp -s "$TMP/out" "$TMP/plain.json" && pass info_dash_m_same || fail info_dash_m_same "$(head -c 200 "$TMP/out")"
+cmp -s "$TMP/out" "$TMP/plain.json" && pass info_dash_m_same ||
+    fail info_dash_m_same "$(head -c 200 "$TMP/out")"
 expect_exit info_dash_m_missing 2 "$EL" info --json -m
-grep -q "\-m needs a file" "$TMP/err" && pass info_dash_m_missing_message || fail info_dash_m_missing_message "$(cat "$TMP/err")"
+grep -q "\-m needs a file" "$TMP/err" && pass info_dash_m_missing_message ||
+    fail info_dash_m_missing_message "$(cat "$TMP/err")"
 head -c 1000 models/translate-de.gguf > "$TMP/cut.gguf"
 expect_exit info_json_truncated 1 "$EL" info --json "$TMP/cut.gguf"
 [ ! -s "$TMP/out" ] && grep -q "cut.gguf" "$TMP/err" && pass info_json_truncated_nothing_out ||
