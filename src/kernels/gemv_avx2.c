@@ -12,6 +12,7 @@
 #include "kernels/blocks.h"
 #include "kernels/edge.h"
 #include "kernels/gemv_drive.h"
+#include "kernels/legacy_x86_simd.h"
 #include "kernels/w8a16.h"
 
 /* ---- gemv (decode): rows side by side as gemv_drive (gemv_drive.h) picks them, sharing each
@@ -119,23 +120,22 @@ static inline __attribute__((always_inline)) void rows_q8_0_multi(const void *ct
  * in another (one 16-byte load each, the second inserted), against activations prepared per
  * slice to match; vpmaddubsw of both gives 8 int16 lanes per block. Eight blocks' lanes fold by
  * three horizontal adds of int16 (a lane then holds 16 products of nibbles <= 15 with bytes of
- * magnitude <= 128: at most 30720, exact) and one vpmaddwd into one int32 lane each, less the
- * prepared 8 * (the block's activation sum), so one conversion and one multiply-add by 8 scales
- * serve them (the per-block conversion, lane broadcast and multiply-add, with the scales'
- * gathering, were half the work; a vpmaddwd and an offset per block pair, before the folds
- * took int32, a fifth of the rest). */
+ * magnitude <= 128: at most 30720, exact) and one vpmaddwd into one int32 lane each, plus the
+ * prepared -8 * (the block's activation sum, legacy_comp), so one conversion and one
+ * multiply-add by 8 scales serve them (the per-block conversion, lane broadcast and
+ * multiply-add, with the scales' gathering, were half the work; a vpmaddwd and an offset per
+ * block pair, before the folds took int32, a fifth of the rest). */
 enum { GEMV_SLICE = 16384 };
 
-typedef struct q4_0_pair_prep {
-    __m256i lo, hi; /* the activations against each block's low and high nibbles, two blocks */
-} q4_0_pair_prep;
+/* the activations against each block's low and high nibbles, two blocks */
+typedef legacy_pair q4_0_pair_prep;
 
 /* A slice of the activations: q8_0 blocks b, or for w4g32 weights (q4_0's bytes, dotted with
  * int8 activations of one scale) an A8 row's quants a8 and scale a8_d. */
 typedef struct q4_0_gemv_slice {
     const q4_0_pair_prep *p;
     const __m256 *d;        /* per 8 blocks: activation scales in the folded order */
-    const __m256i *off;     /* per 8 blocks: 8 * each block's activation sum, folded order */
+    const __m256i *off;     /* per 8 blocks: -8 * each block's activation sum, folded order */
     const el_block_q8_0 *b; /* the activation row as q8_0 blocks, or NULL and: */
     const int8_t *a8;       /* an A8 row's quants */
     float a8_d;             /* and its scale */
@@ -165,17 +165,9 @@ static void prepare_q4_0_pairs(const q4_0_gemv_slice *sl, q4_0_pair_prep *p, __m
     }
     for (int64_t o = 0; o < sl->octs; o++) {
         float h[8];
-        int32_t sums[8];
-        for (int l = 0; l < 8; l++) {
-            int64_t k = sl->first + 8 * o + fold_block[l];
-            const int8_t *q = slice_qs(sl, k);
-            int32_t sum = 0;
-            for (int e = 0; e < EL_QK4_0; e++) sum += q[e];
-            h[l] = slice_d(sl, k);
-            sums[l] = 8 * sum;
-        }
+        for (int l = 0; l < 8; l++) h[l] = slice_d(sl, sl->first + 8 * o + fold_block[l]);
         d[o] = _mm256_loadu_ps(h);
-        off[o] = _mm256_loadu_si256((const __m256i *)sums);
+        off[o] = legacy_comp(p + 4 * o, 8);
     }
 }
 
@@ -239,7 +231,7 @@ static inline __attribute__((always_inline)) void rows_q4_0_all(const q4_0_gemv_
             __m256 dw = fold_scales(x);
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++) {
-                __m256i blocks = _mm256_sub_epi32(
+                __m256i blocks = _mm256_add_epi32(
                     _mm256_madd_epi16(_mm256_hadd_epi16(f01[a], f23[a]), _mm256_set1_epi16(1)),
                     sl[a].off[o]);
                 acc[a][r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, sl[a].d[o]),

@@ -28,14 +28,8 @@
 #include "kernels/gemv_drive.h"
 #include "kernels/legacy_x86_simd.h"
 
-/* Block pairs folded: v[p] holds block 2p's 4 lanes of sums, then block 2p + 1's; lane i of the
- * result is the sum of block LEGACY_ORDER[i]'s (the order of two rounds of in-lane horizontal
- * adds). */
+/* Lane i of legacy_fold4's result is the sum of block LEGACY_ORDER[i]'s lanes. */
 static const int LEGACY_ORDER[8] = {0, 2, 4, 6, 1, 3, 5, 7};
-
-static inline __m256i legacy_fold4(const __m256i v[4]) {
-    return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-}
 
 static inline float legacy_hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -65,12 +59,6 @@ static inline __m256i legacy_load_16_16(const char *lo, const char *hi) {
               : _mm256_inserti128_si256(x, _mm_setzero_si128(), 1);
 }
 
-
-/* The activations of a pair of blocks as the unpacked weights meet them: lo holds the first 16
- * quants of each block (lane 0 the first block's, lane 1 the second's), hi the last 16. */
-typedef struct legacy_pair {
-    __m256i lo, hi;
-} legacy_pair;
 
 /* The weights of blocks b0 and b1 (b1 NULL: none, zeros) of one row unpacked for
  * legacy_pair_dot: both blocks' low nibbles in lo, high nibbles in hi (IQ4's looked up in the
@@ -128,15 +116,6 @@ typedef struct legacy_slice {
 /* The activation pair of the 32 quants at q0 and at q1 (NULL: zeros). */
 static inline legacy_pair legacy_pair_of(const char *q0, const char *q1) {
     return (legacy_pair){legacy_load_16_16(q0, q1), legacy_load_16_16(q0 + 16, q1 ? q1 + 16 : NULL)};
-}
-
-/* -offset * the sums of the blocks of 4 prepared pairs, in the folded order. */
-static inline __m256i legacy_comp(const legacy_pair *pr, int offset) {
-    const __m256i ones = _mm256_set1_epi8(1);
-    __m256i v[4];
-    for (int k = 0; k < 4; k++)
-        v[k] = _mm256_add_epi32(legacy_dot_u8(ones, pr[k].lo), legacy_dot_u8(ones, pr[k].hi));
-    return _mm256_mullo_epi32(legacy_fold4(v), _mm256_set1_epi32(-offset));
 }
 
 /* The slice's pairs of activation blocks and its groups of 8 (the last ones short). */

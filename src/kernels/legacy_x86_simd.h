@@ -1,7 +1,8 @@
 /* legacy_x86_simd.h - what the x86 kernels of Q5_0, IQ4_NL, Q4_1, Q5_1 and IQ4_XS share (the
  * gemvs of gemv_legacy_x86.h, the gemm packing of gemm_legacy_avx512.c): nibbles, fifth bits,
- * IQ4's table and the byte dots, in AVX-512 VNNI's form or AVX2's by the ISA macros the file's
- * flags set. Included inside an AVX2 guard. */
+ * IQ4's table, the byte dots and the activation pairs with their offset sums (AVX2's Q4_0 gemv
+ * takes those too), in AVX-512 VNNI's form or AVX2's by the ISA macros the file's flags set.
+ * Included inside an AVX2 guard. */
 #ifndef EL_KERNELS_LEGACY_X86_SIMD_H
 #define EL_KERNELS_LEGACY_X86_SIMD_H
 
@@ -124,6 +125,28 @@ static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) {
 }
 
 #endif
+
+/* Block pairs folded: v[p] holds block 2p's 4 lanes of sums, then block 2p + 1's; lane i of the
+ * result is the sum of block {0, 2, 4, 6, 1, 3, 5, 7}[i]'s (the order of two rounds of in-lane
+ * horizontal adds). */
+static inline __m256i legacy_fold4(const __m256i v[4]) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+}
+
+/* The activations of a pair of blocks as the unpacked weights meet them: lo holds the first 16
+ * quants of each block (lane 0 the first block's, lane 1 the second's), hi the last 16. */
+typedef struct legacy_pair {
+    __m256i lo, hi;
+} legacy_pair;
+
+/* -offset * the sums of the blocks of 4 prepared pairs, in the folded order. */
+static inline __m256i legacy_comp(const legacy_pair *pr, int offset) {
+    const __m256i ones = _mm256_set1_epi8(1);
+    __m256i v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = _mm256_add_epi32(legacy_dot_u8(ones, pr[k].lo), legacy_dot_u8(ones, pr[k].hi));
+    return _mm256_mullo_epi32(legacy_fold4(v), _mm256_set1_epi32(-offset));
+}
 
 /* The 32 values of the block at b as bytes in element order: its nibbles, with Q5_0's and
  * Q5_1's fifth bits or'ed in as 16 (unsigned, 0..31), or IQ4_NL's levels looked up in table
