@@ -37,6 +37,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_train_diffusion(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_finetune_diffusion(int argc, char **argv);
+int cmd_train_classifier(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };

@@ -27,6 +27,7 @@ static const struct {
     {"train-diffusion", cmd_train_diffusion, "train the image model (a diffusion UNet) on MNIST"},
     {"finetune-diffusion", cmd_finetune_diffusion, "train a task adapter of the image model"},
     {"image", cmd_image, "draw digits with the image model, as a PNG"},
+    {"train-classifier", cmd_train_classifier, "train the digit classifier of FID-MNIST"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"profile", cmd_profile, "calibrate one quantization profile for a base and its adapters"},
     {"quad", cmd_quad, "one quantization profile for every adapter, each tuned to it (QUAD)"},

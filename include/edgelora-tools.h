@@ -515,6 +515,55 @@ el_image_params el_image_default_params(void);
  * masked pixels drawn by the model. */
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out);
 
+/* ------------------------------------------------------------ digit classifier and image metrics */
+
+/* A small convolutional digit classifier (docs/vision.md), trained here: its accuracy says how
+ * readable generated digits are, and its features are what FID-MNIST compares. */
+typedef struct el_classifier_train_params {
+    const char *images_path, *labels_path; /* IDX files, as el_diffusion_train_params */
+    int32_t n_heldout;        /* the last n_heldout images: held-out loss and accuracy */
+    int32_t c1, c2, n_feat;   /* shape: channels of the two convolutions, features */
+    int64_t n_steps;
+    int32_t batch;
+    float lr;                 /* AdamW, warmup then cosine */
+    int64_t warmup;
+    int32_t max_shift;        /* training images move up to this many pixels each way */
+    int64_t eval_every;       /* steps between held-out evaluations (0: only at the end) */
+    uint64_t seed;
+    int32_t n_threads;        /* 0: all cores */
+    const char *plot_path;    /* SVG of the loss curves (NULL: none) */
+    el_train_progress_fn progress; /* eval_loss is the held-out cross-entropy */
+    void *user;
+} el_classifier_train_params;
+
+el_classifier_train_params el_classifier_train_default_params(void);
+
+/* Trains the classifier and writes it to out_path; *accuracy (if not NULL) is the held-out
+ * accuracy at the end. */
+el_status el_train_classifier(const el_classifier_train_params *p, const char *out_path,
+                              float *accuracy);
+
+typedef struct el_digit_classifier el_digit_classifier;
+
+el_status el_digit_classifier_load(const char *path, el_digit_classifier **out);
+void el_digit_classifier_free(el_digit_classifier *c);
+int32_t el_digit_classifier_n_features(const el_digit_classifier *c);
+/* For n images [n][784] (0..255): the most likely digit of each (labels [n], may be NULL) and
+ * the features (features [n][n_features], may be NULL). */
+el_status el_digit_classifier_run(const el_digit_classifier *c, int32_t n, const uint8_t *images,
+                                  int32_t *labels, float *features);
+
+/* PSNR in dB of a against b over n pixels of 0..255 (over the pixels where mask is non-zero, if
+ * mask is not NULL): INFINITY for equal images, a NaN for an empty mask. */
+double el_image_psnr(const uint8_t *a, const uint8_t *b, const uint8_t *mask, int32_t n);
+/* Mean SSIM of two w x h grey images (Wang et al. 2004: an 11 x 11 Gaussian window of standard
+ * deviation 1.5, K1 0.01, K2 0.03, over the windows inside the image); NaN below 11 x 11. */
+double el_image_ssim(const uint8_t *a, const uint8_t *b, int32_t w, int32_t h);
+/* The Frechet distance between Gaussians fitted to two sets of features, fa [na][dim] and fb
+ * [nb][dim]: |mu_a - mu_b|^2 + tr(S_a + S_b - 2 (S_a S_b)^(1/2)). */
+el_status el_frechet_distance(const float *fa, int64_t na, const float *fb, int64_t nb,
+                              int64_t dim, double *out);
+
 /* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */
 el_status el_png_write_gray(const char *path, const uint8_t *pixels, int32_t w, int32_t h);
 /* Reads an 8-bit grey PNG (any other depth or colour type is refused, naming them) into
