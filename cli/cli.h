@@ -38,6 +38,7 @@ int cmd_train_diffusion(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_finetune_diffusion(int argc, char **argv);
 int cmd_train_classifier(int argc, char **argv);
+int cmd_eval_image(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -202,6 +203,11 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
                          uint64_t bytes_total);
 /* Seconds since cli_progress_start; ends the progress line on a terminal. */
 double cli_progress_end(cli_progress *p);
+
+/* Writes images [rows * cols][28 * 28] as one grey PNG, rows of cols with 2-pixel gaps; false
+ * after printing why not. */
+bool cli_write_image_grid(const char *cmd, const char *path, const uint8_t *images, int32_t rows,
+                          int32_t cols);
 
 /* What the trainers (train, finetune; cli/train.c) share: optimization options, progress bar. */
 typedef struct cli_train_opts {

@@ -359,3 +359,24 @@ el_status cli_continuation(const el_model *m, const int32_t *tokens, int32_t n_p
     free(prompt);
     return st;
 }
+
+bool cli_write_image_grid(const char *cmd, const char *path, const uint8_t *images, int32_t rows,
+                          int32_t cols) {
+    enum { SIDE = 28, GAP = 2 };
+    int32_t w = cols * SIDE + (cols - 1) * GAP, h = rows * SIDE + (rows - 1) * GAP;
+    uint8_t *grid = calloc((size_t)w * (size_t)h, 1);
+    if (!grid) {
+        cli_error(cmd, "%s: out of memory", path);
+        return false;
+    }
+    for (int32_t k = 0; k < rows * cols; k++) {
+        int32_t r = k / cols, c = k % cols;
+        for (int y = 0; y < SIDE; y++)
+            memcpy(grid + (size_t)(r * (SIDE + GAP) + y) * (size_t)w + c * (SIDE + GAP),
+                   images + ((size_t)k * SIDE + y) * SIDE, SIDE);
+    }
+    el_status st = el_png_write_gray(path, grid, w, h);
+    free(grid);
+    if (st != EL_OK) cli_fail(cmd, st);
+    return st == EL_OK;
+}

@@ -6,14 +6,18 @@
 #include "diffusion_opts.h"
 
 static const char help[] =
-    "usage: edgelora finetune-diffusion -m MODEL.gguf --task inpaint --images IMAGES.gz\n"
+    "usage: edgelora finetune-diffusion -m MODEL.gguf --task TASK --images IMAGES.gz\n"
     "                                   --labels LABELS.gz -o TASK.gguf [options]\n"
     "Trains a LoRA adapter on every convolution of the image model (docs/vision.md) for a task,\n"
-    "the model frozen; `edgelora image --lora TASK.gguf` runs it. Tasks: inpaint (fill a\n"
-    "masked rectangle of an image: the model's condition channels carry the image with the\n"
-    "hole blanked and the mask).\n"
+    "the model frozen; `edgelora image --lora TASK.gguf` runs it. Tasks, each made from the\n"
+    "training images:\n"
+    "  inpaint   fill a masked rectangle (8 to 18 pixels a side): the model's condition\n"
+    "            channels carry the image with the hole blanked, and the mask\n"
+    "  bold      stroke editing: the image, drawn again with its strokes widened (the target\n"
+    "            is a 3x3 grey dilation)\n"
+    "  upscale   the image at 14x14 (shown doubled): drawn at 28x28\n"
     "  -m FILE               the image model\n"
-    "  --task NAME           inpaint\n"
+    "  --task NAME           inpaint, bold or upscale\n"
     "  --rank N              LoRA rank (default 4)\n"
     "  --alpha X             LoRA alpha (default 4; the terms are scaled by alpha / rank)\n"
     "  --images, --labels, --heldout as for train-diffusion; -o FILE the adapter to write\n"
@@ -44,8 +48,9 @@ int cmd_finetune_diffusion(int argc, char **argv) {
             if (!(lp.base_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--task")) {
             if (!(lp.task = cli_value(cmd, argc, argv, &i))) goto done;
-            if (strcmp(lp.task, "inpaint")) {
-                cli_error(cmd, "--task: '%s' is not a task this version trains (inpaint)", lp.task);
+            if (!el_image_task_known(lp.task)) {
+                cli_error(cmd, "--task: '%s' is not a task this version trains (%s)", lp.task,
+                          el_image_task_names());
                 goto done;
             }
         } else if (!strcmp(a, "--rank")) {

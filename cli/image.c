@@ -1,5 +1,5 @@
 /* image.c - `edgelora image`: draws digits with the image model, one image or a grid, as a PNG;
- * with a task adapter and an input image and mask, fills the masked part. */
+ * with a task adapter and an input image (and a mask), runs the task on it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,9 +10,12 @@ static const char help[] =
     "Draws 28x28 digits with the image model (docs/vision.md) and writes them as a grey PNG:\n"
     "one image, or a grid of R x C samples from consecutive noise.\n"
     "  -m FILE               the image model (from `edgelora train-diffusion`)\n"
-    "  --lora FILE           a task adapter (from `edgelora finetune-diffusion`)\n"
-    "  --input FILE          inpainting: the 28x28 8-bit grey PNG to complete\n"
-    "  --mask FILE           inpainting: a 28x28 8-bit grey PNG, non-zero where to fill\n"
+    "  --lora FILE           a task adapter (from `edgelora finetune-diffusion`): inpaint,\n"
+    "                        bold (stroke editing) or upscale\n"
+    "  --input FILE          the 28x28 8-bit grey PNG the task works on (upscale: 14x14 too,\n"
+    "                        doubled)\n"
+    "  --mask FILE           a 28x28 8-bit grey PNG, non-zero where to draw; the rest is kept\n"
+    "                        (inpaint needs it; bold and upscale redraw all without it)\n"
     "  --class K             the digit to draw (default: any)\n"
     "  --guidance G          with --class: classifier-free guidance (default 1: the class\n"
     "                        alone; larger values follow the class more, at twice the cost)\n"
@@ -23,16 +26,24 @@ static const char help[] =
     "  -t, --threads N       threads (default: all cores)\n"
     "  -o FILE               the PNG to write\n";
 
-enum { SIDE = 28, GAP = 2 };
+enum { SIDE = 28 };
 
-/* A 28x28 grey PNG, or NULL after printing why not. */
-static uint8_t *read_28(const char *cmd, const char *flag, const char *path) {
+/* A 28x28 grey PNG (or, with half_ok, a 14x14 one doubled), or NULL after printing why not. */
+static uint8_t *read_28(const char *cmd, const char *flag, const char *path, bool half_ok) {
     uint8_t *px;
     int32_t w, h;
     el_status st = el_png_read_gray(path, &px, &w, &h);
     if (st != EL_OK) {
         cli_fail(cmd, st);
         return NULL;
+    }
+    if (half_ok && w == SIDE / 2 && h == SIDE / 2) {
+        uint8_t *big = malloc(SIDE * SIDE);
+        for (int y = 0; big && y < SIDE; y++)
+            for (int x = 0; x < SIDE; x++) big[y * SIDE + x] = px[(y / 2) * (SIDE / 2) + x / 2];
+        free(px);
+        if (!big) cli_error(cmd, "out of memory");
+        return big;
     }
     if (w != SIDE || h != SIDE) {
         cli_error(cmd, "%s %s: %dx%d pixels; the image model takes %dx%d", flag, path, w, h, SIDE,
@@ -112,8 +123,8 @@ int cmd_image(int argc, char **argv) {
         cli_error(cmd, "needs -m and -o (see --help)");
         return CLI_USAGE;
     }
-    if (!input != !mask) {
-        cli_error(cmd, "--input and --mask go together");
+    if (mask && !input) {
+        cli_error(cmd, "--mask needs --input");
         return CLI_USAGE;
     }
     el_image_model *m;
@@ -131,45 +142,41 @@ int cmd_image(int argc, char **argv) {
         cli_fail(cmd, st);
         goto fail;
     }
-    if (input) {
-        if (!(in_px = read_28(cmd, "--input", input)) || !(mask_px = read_28(cmd, "--mask", mask)))
-            goto fail;
-        if (!ad || strcmp(el_image_adapter_task(ad), "inpaint"))
-            fprintf(stderr, "edgelora image: warning: --input without an inpainting adapter "
-                            "(--lora): the base model ignores the image\n");
+    const char *task = ad ? el_image_adapter_task(ad) : NULL;
+    if (input && !ad) {
+        cli_error(cmd, "--input needs a task adapter (--lora): the base model draws from noise");
+        goto fail;
+    }
+    if (input && !mask && !strcmp(task, "inpaint")) {
+        cli_error(cmd, "--lora %s inpaints: it needs --mask, the pixels to fill", lora);
+        goto fail;
+    }
+    if (input && !(in_px = read_28(cmd, "--input", input, !strcmp(task, "upscale"))))
+        goto fail;
+    if (mask) {
+        if (!(mask_px = read_28(cmd, "--mask", mask, false))) goto fail;
         bool any = false;
         for (int k = 0; k < SIDE * SIDE; k++) any = any || mask_px[k];
         if (!any) {
-            cli_error(cmd, "--mask %s: no pixel to fill (the mask is all zero)", mask);
+            cli_error(cmd, "--mask %s: no pixel to draw (the mask is all zero)", mask);
             goto fail;
         }
     }
+    if (ad && !input)
+        fprintf(stderr, "edgelora image: warning: --lora %s (task %s) without --input: it draws "
+                        "from an empty source\n", lora, task);
     p.adapter = ad, p.input = in_px, p.mask = mask_px;
     p.cls = (int32_t)cls;
     int32_t count = (int32_t)(rows * cols);
-    int32_t w = (int32_t)(cols * SIDE + (cols - 1) * GAP),
-            h = (int32_t)(rows * SIDE + (rows - 1) * GAP);
-    uint8_t *img = malloc((size_t)count * SIDE * SIDE), *grid = calloc((size_t)w * (size_t)h, 1);
-    if (!img || !grid) {
+    uint8_t *img = malloc((size_t)count * SIDE * SIDE);
+    if (!img)
         cli_error(cmd, "out of memory");
-        st = EL_ERR_NOMEM;
-    } else if ((st = el_image_generate(m, &p, count, img)) == EL_OK) {
-        for (int32_t k = 0; k < count; k++) {
-            int32_t r = k / (int32_t)cols, c = k % (int32_t)cols;
-            for (int y = 0; y < SIDE; y++)
-                memcpy(grid + (size_t)(r * (SIDE + GAP) + y) * (size_t)w + c * (SIDE + GAP),
-                       img + ((size_t)k * SIDE + y) * SIDE, SIDE);
-        }
-        st = el_png_write_gray(out, grid, w, h);
-    }
-    free(img);
-    free(grid);
-    if (st == EL_OK) {
-        fprintf(stderr, "wrote %s (%d image%s)\n", out, count, count == 1 ? "" : "s");
-        rc = CLI_OK;
-    } else if (st != EL_ERR_NOMEM) {
+    else if ((st = el_image_generate(m, &p, count, img)) != EL_OK)
         cli_fail(cmd, st);
-    }
+    else if (cli_write_image_grid(cmd, out, img, (int32_t)rows, (int32_t)cols))
+        rc = CLI_OK;
+    free(img);
+    if (rc == CLI_OK) fprintf(stderr, "wrote %s (%d image%s)\n", out, count, count == 1 ? "" : "s");
 fail:
     free(in_px);
     free(mask_px);

@@ -455,16 +455,20 @@ el_diffusion_train_params el_diffusion_train_default_params(void);
 el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out_path);
 
 /* A task adapter of the image model (LoRA on its convolutions, docs/vision.md), trained on a
- * frozen base. Tasks: "inpaint" (fill the masked part of an image: the condition channels
- * carry the image with the hole blanked and the mask). */
+ * frozen base. Tasks: "inpaint" (fill a masked part of an image: the condition channels carry
+ * the image with the hole blanked and the mask), "bold" (stroke editing: draw the image again
+ * with bold strokes), "upscale" (a 14 x 14 image, doubled, drawn at 28 x 28). */
 typedef struct el_diffusion_lora_params {
     const char *base_path; /* the frozen image model */
-    const char *task;      /* "inpaint" */
+    const char *task;      /* "inpaint", "bold" or "upscale" */
     int32_t rank;
     float alpha;
 } el_diffusion_lora_params;
 
 el_diffusion_lora_params el_diffusion_lora_default_params(void);
+/* Whether this version trains and runs the task called name; the names, comma-separated. */
+bool el_image_task_known(const char *name);
+const char *el_image_task_names(void);
 
 /* Trains the adapter with p's data and optimization (its shape fields, ema and checkpoints are
  * not used) and writes it to out_path as an adapter GGUF. */
@@ -492,13 +496,17 @@ typedef struct el_image_adapter el_image_adapter;
 el_status el_image_adapter_load(const el_image_model *m, const char *path,
                                 el_image_adapter **out);
 void el_image_adapter_free(el_image_adapter *a);
-/* The task it was trained for ("inpaint"). */
+/* The task it was trained for ("inpaint", "bold", "upscale"). */
 const char *el_image_adapter_task(const el_image_adapter *a);
 
 typedef struct el_image_params {
     const el_image_adapter *adapter; /* NULL: the base model */
-    const uint8_t *input, *mask;     /* inpainting: the image [784] and the mask [784] (non-zero:
-                                      * to fill); NULL for plain generation */
+    /* with a task adapter: the source image [784] and the mask [784] of the pixels to draw
+     * (non-zero), the others kept from the source. Inpainting needs the mask and hides the
+     * masked pixels from the model; editing tasks (bold, upscale) see the whole source and
+     * redraw all of it when mask is NULL. Both NULL for plain generation. */
+    const uint8_t *input, *mask;
+    bool input_per_image;  /* input and mask hold one image per image drawn ([n][784]) */
     int32_t cls;           /* the class to draw, -1 for any */
     float guidance;        /* with a class: classifier-free guidance, eps = eps_none + g (eps_cls
                             * - eps_none); 1 (the default) is the class alone, one forward a
@@ -511,8 +519,8 @@ typedef struct el_image_params {
 
 el_image_params el_image_default_params(void);
 
-/* n images [n][28 * 28], values 0..255. With input and mask, every image is the input with its
- * masked pixels drawn by the model. */
+/* n images [n][28 * 28], values 0..255. With a task adapter and an input, each image is the
+ * task's result on the input (the pixels outside the mask, if one is given, kept as they are). */
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out);
 
 /* ------------------------------------------------------------ digit classifier and image metrics */
@@ -563,6 +571,53 @@ double el_image_ssim(const uint8_t *a, const uint8_t *b, int32_t w, int32_t h);
  * [nb][dim]: |mu_a - mu_b|^2 + tr(S_a + S_b - 2 (S_a S_b)^(1/2)). */
 el_status el_frechet_distance(const float *fa, int64_t na, const float *fb, int64_t nb,
                               int64_t dim, double *out);
+
+/* How good the image model and its task adapters are (`edgelora eval-image`, docs/vision.md),
+ * on the held-out images of the MNIST files. */
+typedef struct el_image_eval_params {
+    const char *images_path, *labels_path;
+    int32_t n_heldout;  /* the last n_heldout images: the real set and the tasks' sources */
+    int32_t n_images;   /* images drawn for each FID (class-guided: n_images / classes a class) */
+    int32_t n_task;     /* held-out images each task runs on (at most n_heldout) */
+    int32_t n_steps;    /* DDIM steps */
+    float guidance;     /* of the class-guided set */
+    uint64_t seed;
+    int32_t n_threads;
+    int32_t n_keep;     /* images kept for a look (the results' `kept`), 0: none */
+} el_image_eval_params;
+
+el_image_eval_params el_image_eval_default_params(void);
+
+typedef struct el_image_eval_generation {
+    float classifier_accuracy; /* the classifier's, on the held-out images */
+    double fid_real;           /* FID-MNIST of as many training images against the held-out ones:
+                                * what sampling alone gives, the floor of the two below */
+    double fid_any;            /* FID-MNIST of n_images drawn without a class */
+    double fid_class;          /* FID-MNIST of n_images drawn class by class, with guidance */
+    float class_accuracy;      /* of those, the fraction the classifier labels as asked */
+    double s_per_image;        /* seconds per image drawn, unguided and guided */
+    double s_per_image_guided;
+    uint8_t *kept;             /* n_keep > 0: the first n_keep of each class [classes][n_keep][784]
+                                * (malloc'd; free it) */
+} el_image_eval_generation;
+
+/* FID-MNIST and class accuracy of the model's own drawings (the base, no adapter). */
+el_status el_image_eval_model(el_image_model *m, const el_digit_classifier *c,
+                              const el_image_eval_params *p, el_image_eval_generation *out);
+
+typedef struct el_image_eval_task {
+    double psnr, psnr_mask; /* mean over the images: whole image, and the pixels drawn */
+    double ssim;            /* mean SSIM of the whole image */
+    double s_per_image;
+    int32_t n;
+    uint8_t *kept; /* n_keep > 0: the first n_keep sources, results and ground truths
+                    * [3][n_keep][784] (malloc'd; free it) */
+} el_image_eval_task;
+
+/* The adapter's task on held-out images (each made as its training makes examples, the holes
+ * from p->seed), scored against the task's ground truth. */
+el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
+                                const el_image_eval_params *p, el_image_eval_task *out);
 
 /* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */
 el_status el_png_write_gray(const char *path, const uint8_t *pixels, int32_t w, int32_t h);

@@ -9,6 +9,7 @@
 #include "vision/lora.h"
 #include "vision/model_file.h"
 #include "vision/sample.h"
+#include "vision/tasks.h"
 
 enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE, CHUNK = 16 };
 
@@ -45,12 +46,18 @@ int32_t el_image_model_n_class(const el_image_model *m) { return m->u.c.n_class;
 struct el_image_adapter {
     const el_image_model *m; /* the model it was loaded for */
     el_vlora l;
+    const el_vtask *task;
 };
 
 el_status el_image_adapter_load(const el_image_model *m, const char *path, el_image_adapter **out) {
     el_image_adapter *a = calloc(1, sizeof *a);
     if (!a) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
     el_status st = el_vlora_load(path, &a->l, &m->u);
+    if (st == EL_OK && !(a->task = el_vtask_find(a->l.task))) {
+        st = el_error(EL_ERR_UNSUPPORTED, "%s: an adapter for the task '%s', which this version "
+                      "does not know (it knows %s)", path, a->l.task, el_vtask_names());
+        el_vlora_free(&a->l);
+    }
     if (st != EL_OK) {
         free(a);
         return st;
@@ -123,8 +130,11 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         return el_error(EL_ERR_INVALID_ARG, "guidance %g (0 to 100)", p->guidance);
     if (p->adapter && p->adapter->m != m)
         return el_error(EL_ERR_MISMATCH, "image adapter: loaded for another model");
-    if (!p->input != !p->mask)
-        return el_error(EL_ERR_INVALID_ARG, "inpainting needs both the image and the mask");
+    const el_vtask *task = p->adapter ? p->adapter->task : el_vtask_find("inpaint");
+    if (p->mask && !p->input)
+        return el_error(EL_ERR_INVALID_ARG, "a mask needs an input image");
+    if (p->input && !p->mask && task->blanks_mask)
+        return el_error(EL_ERR_INVALID_ARG, "%s needs both the image and the mask", task->name);
     el_threadpool *tp;
     el_status st = el_train_threads(p->n_threads, &tp);
     if (st != EL_OK) return st;
@@ -141,20 +151,17 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     if (guided) pr.eps_none = malloc((size_t)CHUNK * PIX * sizeof *pr.eps_none);
     if (!x || !pr.in || !pr.t || !pr.cls || !pr.none || (guided && !pr.eps_none))
         st = el_error(EL_ERR_NOMEM, "image generation: out of memory");
-    /* the condition channels, as in training (train_diffusion.c): the image with the hole
-     * blank, and the mask */
-    for (int64_t b = 0; st == EL_OK && p->input && b < CHUNK; b++)
-        for (int i = 0; i < PIX; i++) {
-            bool hole = p->mask[i] != 0;
-            pr.in[(b * EL_UNET_IN + 1) * PIX + i] =
-                hole ? 0.0f : (float)p->input[i] / 127.5f - 1.0f;
-            pr.in[(b * EL_UNET_IN + 2) * PIX + i] = hole ? 1.0f : 0.0f;
-        }
     /* all starting noise first, so that image i starts the same whatever n is */
     for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) x[i] = el_rng_normal(&rng);
     for (int32_t first = 0; first < n && st == EL_OK; first += CHUNK) {
         pr.n = n - first < CHUNK ? n - first : CHUNK;
         for (int64_t b = 0; b < pr.n; b++) pr.cls[b] = p->cls >= 0 ? p->cls : nc, pr.none[b] = nc;
+        /* the condition channels, as the task's training made them (vision/tasks.h) */
+        for (int64_t b = 0; p->input && b < pr.n && (first == 0 || p->input_per_image); b++) {
+            size_t at = p->input_per_image ? (size_t)(first + b) * PIX : 0;
+            el_vtask_condition(task, p->input + at, p->mask ? p->mask + at : NULL,
+                               pr.in + (b * EL_UNET_IN + 1) * PIX);
+        }
         float *xc = x + (size_t)first * PIX;
         if (p->sampler == EL_IMAGE_DDIM)
             st = el_sample_ddim(&m->sched, p->n_steps, pr.n, xc, predict, &pr);
@@ -164,7 +171,8 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     for (int64_t i = 0; st == EL_OK && i < (int64_t)n * PIX; i++) {
         float v = (x[i] + 1.0f) * 127.5f;
         out[i] = (uint8_t)(v < 0.0f ? 0 : v > 255.0f ? 255 : v + 0.5f);
-        if (p->input && !p->mask[i % PIX]) out[i] = p->input[i % PIX]; /* known pixels kept */
+        size_t at = p->input_per_image ? (size_t)i : (size_t)(i % PIX);
+        if (p->mask && !p->mask[at]) out[i] = p->input[at]; /* known pixels kept */
     }
     el_arena_free(&pr.arena);
     free(x), free(pr.in), free(pr.t), free(pr.cls), free(pr.none), free(pr.eps_none);

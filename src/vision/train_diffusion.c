@@ -15,6 +15,7 @@
 #include "vision/lora.h"
 #include "vision/mnist.h"
 #include "vision/schedule.h"
+#include "vision/tasks.h"
 #include "vision/train_state.h"
 
 enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE };
@@ -59,6 +60,7 @@ typedef struct drun {
     int32_t *t, *cls;
     /* adapter training: the adapter, the base with it merged, its gradient and moments */
     bool tuning;
+    const el_vtask *task;
     el_vlora lora;
     float *merged, *lg, *lm, *lv;
 } drun;
@@ -73,38 +75,26 @@ static void drun_free(drun *r) {
     free(r->merged), free(r->lg), free(r->lm), free(r->lv);
 }
 
-/* An inpainting example's condition: a hole of 8 to 18 pixels a side at a random place, the
- * image with the hole blank (0, mid-grey) in channel 1, the mask (1 in the hole) in channel 2. */
-static void add_hole(el_rng *rng, const float *x0, float *cond) {
-    int h = 8 + (int)(el_rng_u64(rng) % 11), w = 8 + (int)(el_rng_u64(rng) % 11);
-    int y0 = (int)(el_rng_u64(rng) % (uint64_t)(EL_UNET_SIDE - h + 1));
-    int x0p = (int)(el_rng_u64(rng) % (uint64_t)(EL_UNET_SIDE - w + 1));
-    for (int y = 0; y < EL_UNET_SIDE; y++)
-        for (int x = 0; x < EL_UNET_SIDE; x++) {
-            bool hole = y >= y0 && y < y0 + h && x >= x0p && x < x0p + w;
-            cond[y * EL_UNET_SIDE + x] = hole ? 0.0f : x0[y * EL_UNET_SIDE + x];
-            cond[PIX + y * EL_UNET_SIDE + x] = hole ? 1.0f : 0.0f;
-        }
-}
-
 /* Fills the batch: image idx[b] noised at a timestep from rng, its class or (with probability
- * p_uncond) none, the condition channels zero (base) or the task's (adapter training, no
- * class). */
+ * p_uncond) none, the condition channels zero (base); in adapter training, the task's example
+ * (vision/tasks.h: its condition channels, and its target as the image noised), no class. */
 static void make_batch(drun *r, el_rng *rng, int32_t B, const int32_t *idx, float p_uncond) {
     int32_t T = r->sched.T, nc = r->s.u.c.n_class;
     memset(r->x, 0, (size_t)B * EL_UNET_IN * PIX * sizeof *r->x);
     for (int32_t b = 0; b < B; b++) {
         const uint8_t *img = r->data.pixels + (size_t)idx[b] * PIX;
-        float x0[PIX], *e = r->noise + (size_t)b * PIX;
+        float x0[PIX], target[PIX], *e = r->noise + (size_t)b * PIX;
+        float *xb = r->x + (size_t)b * EL_UNET_IN * PIX;
+        uint8_t mask[PIX];
         for (int i = 0; i < PIX; i++) x0[i] = (float)img[i] / 127.5f - 1.0f;
         r->t[b] = (int32_t)(el_rng_u64(rng) % (uint64_t)T);
         r->cls[b] = el_rng_uniform(rng) < p_uncond ? nc : r->data.labels[idx[b]];
         for (int i = 0; i < PIX; i++) e[i] = el_rng_normal(rng);
-        el_schedule_noise(&r->sched, r->t[b], x0, e, r->x + (size_t)b * EL_UNET_IN * PIX, PIX);
-        if (r->tuning) {
+        if (r->task) {
             r->cls[b] = nc;
-            add_hole(rng, x0, r->x + (size_t)b * EL_UNET_IN * PIX + PIX);
+            el_vtask_example(r->task, rng, x0, xb + PIX, target, mask);
         }
+        el_schedule_noise(&r->sched, r->t[b], r->task ? target : x0, e, xb, PIX);
     }
 }
 
@@ -235,6 +225,7 @@ static el_status setup(drun *r, const el_diffusion_train_params *p,
     if (st == EL_OK && lp) {
         memcpy(r->s.p, bp, r->s.u.tb.n_floats * sizeof *bp);
         r->tuning = true;
+        r->task = el_vtask_find(lp->task);
         st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
     }
     free(bp);
@@ -317,11 +308,10 @@ el_status el_finetune_diffusion(const el_diffusion_train_params *p,
                                 const el_diffusion_lora_params *lp, const char *out_path) {
     if (!lp || !lp->base_path)
         return el_error(EL_ERR_INVALID_ARG, "image adapter training: no base model given");
-    if (!lp->task || strcmp(lp->task, "inpaint"))
+    if (!el_vtask_find(lp->task))
         return el_error(EL_ERR_INVALID_ARG,
-                        "image adapter training: unknown task '%s' (this "
-                        "version trains: inpaint)",
-                        lp->task ? lp->task : "");
+                        "image adapter training: unknown task '%s' (this version trains: %s)",
+                        lp->task ? lp->task : "", el_vtask_names());
     if (p->checkpoint_path || p->resume)
         return el_error(EL_ERR_UNSUPPORTED, "image adapter training: no checkpoints yet");
     return run(p, lp, out_path);

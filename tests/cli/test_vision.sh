@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The image model end to end on a tiny shape: train-diffusion, image (one, a grid, a class),
-# finetune-diffusion and inpainting with the adapter (the known pixels kept), and bad input:
+# finetune-diffusion and the tasks with their adapters (inpaint, bold, upscale; the known pixels
+# kept), and bad input:
 # an unknown class, a language model or its adapter, PNGs of the wrong size or depth, a mask
 # with nothing to fill. Needs the MNIST files beside the project.
 cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 PNG="python3 tests/cli/png_tool.py"
 IMG=$DATA/images/t10k-images-idx3-ubyte.gz LAB=$DATA/images/t10k-labels-idx1-ubyte.gz
 
-for cmd in train-diffusion finetune-diffusion image; do
+for cmd in train-diffusion finetune-diffusion image train-classifier eval-image; do
     expect_exit "help_$cmd" 0 "$EL" "$cmd" --help
     grep -q "^usage: edgelora $cmd" "$TMP/out" && pass "help_text_$cmd" || fail "help_text_$cmd"
     expect_exit "unknown_flag_$cmd" 2 "$EL" "$cmd" --no-such-flag
@@ -66,7 +67,80 @@ expect_exit inpaint_rgb_mask 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint
 grep -q "colour type 2" "$TMP/err" && pass inpaint_depth_message || fail inpaint_depth_message "$(cat "$TMP/err")"
 expect_exit inpaint_empty_mask 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint.gguf" \
     --input "$TMP/digit.png" --mask "$TMP/zero.png" -o "$TMP/bad.png"
-grep -q "no pixel to fill" "$TMP/err" && pass inpaint_empty_mask_message || fail inpaint_empty_mask_message "$(cat "$TMP/err")"
+grep -q "no pixel to draw" "$TMP/err" && pass inpaint_empty_mask_message || fail inpaint_empty_mask_message "$(cat "$TMP/err")"
 expect_exit inpaint_mask_alone 2 "$EL" image -m "$TMP/m.gguf" --mask "$TMP/mask.png" -o "$TMP/bad.png"
+expect_exit inpaint_without_mask 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint.gguf" \
+    --input "$TMP/digit.png" -o "$TMP/bad.png"
+grep -q "inpaints: it needs --mask" "$TMP/err" && pass inpaint_without_mask_message || fail inpaint_without_mask_message "$(cat "$TMP/err")"
+expect_exit input_without_adapter 1 "$EL" image -m "$TMP/m.gguf" --input "$TMP/digit.png" -o "$TMP/bad.png"
+grep -q "needs a task adapter" "$TMP/err" && pass input_without_adapter_message || fail input_without_adapter_message "$(cat "$TMP/err")"
 [ ! -e "$TMP/bad.png" ] && pass inpaint_failures_write_nothing || fail inpaint_failures_write_nothing
+
+# the editing tasks: the whole source redrawn without a mask; upscale takes a 14x14 PNG too
+for task in bold upscale; do
+    expect_exit "finetune_$task" 0 "$EL" finetune-diffusion -m "$TMP/m.gguf" --task $task \
+        --images "$IMG" --labels "$LAB" --steps 2 --rank 2 $tiny -o "$TMP/$task.gguf"
+done
+expect_exit bold 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/bold.gguf" --input "$TMP/digit.png" \
+    --steps 3 -t 1 -o "$TMP/bold.png"
+[ "$($PNG size "$TMP/bold.png")" = "28 28 0 8" ] && pass bold_size || fail bold_size
+$PNG write "$TMP/small.png" 14 14 0 255 3 3 10 10
+expect_exit upscale_14 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/upscale.gguf" \
+    --input "$TMP/small.png" --steps 3 -t 1 -o "$TMP/up.png"
+[ "$($PNG size "$TMP/up.png")" = "28 28 0 8" ] && pass upscale_size || fail upscale_size
+expect_exit bold_14 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/bold.gguf" \
+    --input "$TMP/small.png" -o "$TMP/bad.png"
+grep -q "14x14 pixels" "$TMP/err" && pass bold_size_message || fail bold_size_message "$(cat "$TMP/err")"
+# a bold edit of a region keeps the rest of the source
+expect_exit bold_region 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/bold.gguf" \
+    --input "$TMP/digit.png" --mask "$TMP/mask.png" --steps 3 -t 1 -o "$TMP/boldr.png"
+python3 - "$TMP" <<'PY' && pass bold_region_keeps_the_rest || fail bold_region_keeps_the_rest
+import subprocess, sys
+t = sys.argv[1]
+def px(f):
+    out = subprocess.run(["python3", "tests/cli/png_tool.py", "pixels", f], capture_output=True, text=True).stdout
+    return [list(map(int, l.split())) for l in out.splitlines()]
+a, b, m = px(t + "/digit.png"), px(t + "/boldr.png"), px(t + "/mask.png")
+sys.exit(0 if all(a[y][x] == b[y][x] for y in range(28) for x in range(28) if not m[y][x]) else 1)
+PY
+# eval-image: FID-MNIST with a classifier trained in a few steps, and the tasks' scores, which
+# are recomputed here from the grids it writes (NumPy, tests/golden/make_vision_metrics_golden.py)
+expect_exit train_classifier 0 "$EL" train-classifier --images "$IMG" --labels "$LAB" --heldout 64 \
+    --channels 4,4 --features 8 --steps 20 --batch 16 -t 1 -q -o "$TMP/cls.gguf"
+grep -q "held-out accuracy" "$TMP/out" && pass train_classifier_accuracy_line || fail train_classifier_accuracy_line
+expect_exit eval_image 0 "$EL" eval-image -m "$TMP/m.gguf" --classifier "$TMP/cls.gguf" \
+    --images "$IMG" --labels "$LAB" --heldout 64 -n 20 --task-images 5 --steps 2 -t 1 \
+    --lora "$TMP/inpaint.gguf" --lora "$TMP/bold.gguf" --grids "$TMP/ev" --grid-cols 5 --json
+PY=python3 # the first python3 that has NumPy
+for py in python3 /usr/bin/python3; do
+    if $py -c "import numpy" 2>/dev/null; then PY=$py; break; fi
+done
+$PY - "$TMP" <<'PY' && pass eval_image_scores_recomputed || fail eval_image_scores_recomputed
+import json, subprocess, sys
+sys.path.insert(0, "tests/golden")
+import numpy as np
+import make_vision_metrics_golden as ref
+t = sys.argv[1]
+r = json.load(open(t + "/out"))
+assert 0 <= r["class_accuracy"] <= 1 and r["fid_mnist_any"] > 0 and r["fid_mnist_real"] > 0
+def px(f):
+    out = subprocess.run(["python3", "tests/cli/png_tool.py", "pixels", f], capture_output=True, text=True).stdout
+    return np.array([list(map(int, l.split())) for l in out.splitlines()], np.uint8)
+assert px(t + "/ev-classes.png").shape == (10 * 30 - 2, 2 * 30 - 2)  # 20 images: 2 a class
+for task in r["tasks"]:
+    g = px(t + "/ev-%s.png" % task["task"])
+    cell = lambda row, k: g[row * 30: row * 30 + 28, k * 30: k * 30 + 28]
+    psnr = np.mean([min(ref.psnr(cell(1, k), cell(2, k)), 100) for k in range(5)])
+    ssim = np.mean([ref.ssim(cell(1, k), cell(2, k)) for k in range(5)])
+    assert abs(psnr - task["psnr"]) < 1e-3 and abs(ssim - task["ssim"]) < 1e-3, (task, psnr, ssim)
+PY
+expect_exit eval_image_llm 1 "$EL" eval-image -m tests/golden/llama_f32_gqa.gguf --classifier "$TMP/cls.gguf" \
+    --images "$IMG" --labels "$LAB"
+grep -q "not an image model" "$TMP/err" && pass eval_image_llm_message || fail eval_image_llm_message "$(cat "$TMP/err")"
+expect_exit eval_image_bad_classifier 1 "$EL" eval-image -m "$TMP/m.gguf" --classifier "$TMP/m.gguf" \
+    --images "$IMG" --labels "$LAB"
+grep -q "not a digit classifier" "$TMP/err" && pass eval_image_bad_classifier_message || fail eval_image_bad_classifier_message "$(cat "$TMP/err")"
+expect_exit eval_image_too_many 1 "$EL" eval-image -m "$TMP/m.gguf" --no-generation --lora "$TMP/bold.gguf" \
+    --images "$IMG" --labels "$LAB" --heldout 10 --task-images 11
+grep -q "1 to the held-out ones" "$TMP/err" && pass eval_image_too_many_message || fail eval_image_too_many_message "$(cat "$TMP/err")"
 finish

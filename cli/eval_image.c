@@ -1,0 +1,185 @@
+/* eval_image.c - `edgelora eval-image`: FID-MNIST of the image model's drawings and the PSNR and
+ * SSIM of its task adapters, as a Markdown table (or JSON). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+    "usage: edgelora eval-image -m MODEL.gguf --classifier CLASSIFIER.gguf --images IMAGES.gz\n"
+    "                           --labels LABELS.gz [--lora TASK.gguf ...] [options]\n"
+    "Scores the image model (docs/vision.md) on the held-out MNIST images (the last --heldout):\n"
+    "FID-MNIST (the Frechet distance of the classifier's features, from `edgelora\n"
+    "train-classifier`) of images drawn without a class and class by class with guidance, the\n"
+    "fraction of the latter the classifier reads as the class asked, and the same FID for as\n"
+    "many training images (real digits: the floor). Each --lora is run on held-out images as its\n"
+    "task's training makes examples and scored against the task's ground truth: PSNR over the\n"
+    "whole image and over the pixels drawn, SSIM.\n"
+    "  -m FILE               the image model\n"
+    "  --classifier FILE     the digit classifier whose features FID-MNIST compares\n"
+    "  --images, --labels    the MNIST files; --heldout N as for train-diffusion (default 1000)\n"
+    "  --lora FILE           a task adapter to score (repeatable)\n"
+    "  --no-generation       score only the adapters\n"
+    "  -n N                  images drawn for each FID (default 1000)\n"
+    "  --task-images N       held-out images each task runs on (default 200)\n"
+    "  --steps N             DDIM steps (default 20)\n"
+    "  --guidance G          of the class-guided set (default 3)\n"
+    "  --seed N              noise and holes (default 1)\n"
+    "  -t, --threads N       threads (default: all cores)\n"
+    "  --json                one JSON object instead of the tables\n"
+    "  --grids PREFIX        also write PREFIX-classes.png (a row of drawings per class) and\n"
+    "                        PREFIX-TASK.png per adapter (rows: source, result, ground truth)\n"
+    "  --grid-cols N         images a row in those grids (default 10)\n";
+
+enum { MAX_LORA = 16 };
+
+int cmd_eval_image(int argc, char **argv) {
+    const char *cmd = "eval-image", *model = NULL, *classifier = NULL, *lora[MAX_LORA];
+    const char *grids = NULL;
+    int n_lora = 0;
+    bool json = false, generation = true;
+    el_image_eval_params p = el_image_eval_default_params();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long n;
+        double x;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--classifier")) {
+            if (!(classifier = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--images")) {
+            if (!(p.images_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--labels")) {
+            if (!(p.labels_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--lora")) {
+            if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+            if (n_lora == MAX_LORA) {
+                cli_error(cmd, "at most %d --lora", MAX_LORA);
+                return CLI_USAGE;
+            }
+            lora[n_lora++] = v;
+        } else if (!strcmp(a, "--no-generation")) {
+            generation = false;
+        } else if (!strcmp(a, "--heldout") || !strcmp(a, "-n") || !strcmp(a, "--task-images") ||
+                   !strcmp(a, "--steps")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 20, &n))
+                return CLI_USAGE;
+            int32_t *field = !strcmp(a, "--heldout") ? &p.n_heldout
+                             : !strcmp(a, "-n")      ? &p.n_images
+                             : !strcmp(a, "--steps") ? &p.n_steps
+                                                     : &p.n_task;
+            *field = (int32_t)n;
+        } else if (!strcmp(a, "--guidance")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 100, &x))
+                return CLI_USAGE;
+            p.guidance = (float)x;
+        } else if (!strcmp(a, "--seed")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_u64(cmd, a, v, &p.seed))
+                return CLI_USAGE;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n))
+                return CLI_USAGE;
+            p.n_threads = (int32_t)n;
+        } else if (!strcmp(a, "--grids")) {
+            if (!(grids = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--grid-cols")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 64, &n))
+                return CLI_USAGE;
+            p.n_keep = (int32_t)n;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else {
+            cli_error(cmd, "unknown option '%s'", a);
+            return CLI_USAGE;
+        }
+    }
+    if (!model || !p.images_path || !p.labels_path || (generation && !classifier)) {
+        cli_error(cmd, "needs -m, --images, --labels and --classifier (see --help)");
+        return CLI_USAGE;
+    }
+    if (!generation && !n_lora) {
+        cli_error(cmd, "--no-generation with no --lora: nothing to score");
+        return CLI_USAGE;
+    }
+    if (!grids) p.n_keep = 0;
+    else if (!p.n_keep) p.n_keep = 10;
+    el_image_model *m;
+    el_digit_classifier *c = NULL;
+    el_status st = el_image_model_load(model, &m);
+    if (st != EL_OK) return cli_fail(cmd, st);
+    if (generation && (st = el_digit_classifier_load(classifier, &c)) != EL_OK) {
+        el_image_model_free(m);
+        return cli_fail(cmd, st);
+    }
+    el_image_eval_generation g = {0};
+    el_image_eval_task t[MAX_LORA] = {0};
+    int32_t n_class = el_image_model_n_class(m);
+    char task[MAX_LORA][32];
+    if (generation) st = el_image_eval_model(m, c, &p, &g);
+    for (int k = 0; k < n_lora && st == EL_OK; k++) {
+        el_image_adapter *ad;
+        if ((st = el_image_adapter_load(m, lora[k], &ad)) != EL_OK) break;
+        snprintf(task[k], sizeof task[k], "%s", el_image_adapter_task(ad));
+        st = el_image_eval_adapter(m, ad, &p, &t[k]);
+        el_image_adapter_free(ad);
+    }
+    el_digit_classifier_free(c);
+    el_image_model_free(m);
+    bool written = st == EL_OK;
+    char path[4096];
+    if (written && grids && generation) {
+        snprintf(path, sizeof path, "%s-classes.png", grids);
+        int32_t per = p.n_images / n_class;
+        written = cli_write_image_grid(cmd, path, g.kept, n_class, p.n_keep < per ? p.n_keep : per);
+    }
+    for (int k = 0; written && grids && k < n_lora; k++) {
+        snprintf(path, sizeof path, "%s-%s.png", grids, task[k]);
+        written = cli_write_image_grid(cmd, path, t[k].kept, 3, p.n_keep < t[k].n ? p.n_keep
+                                                                               : t[k].n);
+    }
+    free(g.kept);
+    for (int k = 0; k < n_lora; k++) free(t[k].kept);
+    if (st != EL_OK) return cli_fail(cmd, st);
+    if (!written) return CLI_FAIL;
+    if (json) {
+        printf("{\"model\": \"%s\", \"steps\": %d", model, p.n_steps);
+        if (generation)
+            printf(", \"classifier_accuracy\": %.4f, \"fid_mnist_real\": %.4f, "
+                   "\"fid_mnist_any\": %.4f, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
+                   "\"guidance\": %g, \"images\": %d, \"s_per_image\": %.5f, "
+                   "\"s_per_image_guided\": %.5f",
+                   g.classifier_accuracy, g.fid_real, g.fid_any, g.fid_class, g.class_accuracy,
+                   p.guidance, p.n_images, g.s_per_image, g.s_per_image_guided);
+        printf(", \"tasks\": [");
+        for (int k = 0; k < n_lora; k++)
+            printf("%s{\"adapter\": \"%s\", \"task\": \"%s\", \"images\": %d, \"psnr\": %.4f, "
+                   "\"psnr_drawn\": %.4f, \"ssim\": %.4f, \"s_per_image\": %.5f}",
+                   k ? ", " : "", lora[k], task[k], t[k].n, t[k].psnr, t[k].psnr_mask, t[k].ssim,
+                   t[k].s_per_image);
+        printf("]}\n");
+        return CLI_OK;
+    }
+    if (generation) {
+        printf("FID-MNIST: classifier %s, %.1f%% right on %d held-out images; DDIM %d steps\n\n",
+               classifier, 100.0 * g.classifier_accuracy, p.n_heldout, p.n_steps);
+        printf("| images | FID-MNIST | read as the class asked | s/image |\n| --- | --- | --- | --- "
+               "|\n");
+        printf("| %d real (training) | %.3f | | |\n", p.n_heldout, g.fid_real);
+        printf("| %d drawn, no class | %.3f | | %.4f |\n", p.n_images, g.fid_any, g.s_per_image);
+        printf("| %d drawn by class, guidance %g | %.3f | %.1f%% | %.4f |\n", p.n_images,
+               p.guidance, g.fid_class, 100.0 * g.class_accuracy, g.s_per_image_guided);
+    }
+    if (n_lora) {
+        printf("%s| adapter | task | images | PSNR dB | PSNR dB, drawn pixels | SSIM | s/image |\n"
+               "| --- | --- | --- | --- | --- | --- | --- |\n",
+               generation ? "\n" : "");
+        for (int k = 0; k < n_lora; k++)
+            printf("| %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", lora[k], task[k], t[k].n,
+                   t[k].psnr, t[k].psnr_mask, t[k].ssim, t[k].s_per_image);
+    }
+    return CLI_OK;
+}
