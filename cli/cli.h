@@ -39,6 +39,7 @@ int cmd_image(int argc, char **argv);
 int cmd_finetune_diffusion(int argc, char **argv);
 int cmd_train_classifier(int argc, char **argv);
 int cmd_eval_image(int argc, char **argv);
+int cmd_image_profile(int argc, char **argv);
 
 /* Exit codes. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -204,6 +205,8 @@ void cli_progress_update(void *user, int32_t done, int32_t total, uint64_t bytes
 /* Seconds since cli_progress_start; ends the progress line on a terminal. */
 double cli_progress_end(cli_progress *p);
 
+/* The image model's precision called name (NULL: float); false after printing why not. */
+bool cli_image_precision(const char *cmd, const char *name, el_image_precision *out);
 /* Writes images [rows * cols][28 * 28] as one grey PNG, rows of cols with 2-pixel gaps; false
  * after printing why not. */
 bool cli_write_image_grid(const char *cmd, const char *path, const uint8_t *images, int32_t rows,

@@ -380,3 +380,12 @@ bool cli_write_image_grid(const char *cmd, const char *path, const uint8_t *imag
     if (st != EL_OK) cli_fail(cmd, st);
     return st == EL_OK;
 }
+
+bool cli_image_precision(const char *cmd, const char *name, el_image_precision *out) {
+    *out = EL_IMAGE_FLOAT;
+    if (!name || !strcmp(name, "float")) return true;
+    if (!strcmp(name, "w8a16")) *out = EL_IMAGE_W8A16;
+    else if (!strcmp(name, "w8a8")) *out = EL_IMAGE_W8A8;
+    else cli_error(cmd, "--precision '%s': float, w8a16 or w8a8", name);
+    return *out != EL_IMAGE_FLOAT;
+}

@@ -21,6 +21,10 @@ static const char help[] =
     "  --images, --labels    the MNIST files; --heldout N as for train-diffusion (default 1000)\n"
     "  --lora FILE           a task adapter to score (repeatable)\n"
     "  --no-generation       score only the adapters\n"
+    "  --precision P         float (default), w8a16 or w8a8: the model and each adapter under\n"
+    "                        its own profile, calibrated here (as `edgelora image-profile`)\n"
+    "  --profile FILE        all of them under this one profile instead\n"
+    "  --calib N             images each profile is calibrated on (default 64)\n"
     "  -n N                  images drawn for each FID (default 1000)\n"
     "  --task-images N       held-out images each task runs on (default 200)\n"
     "  --steps N             DDIM steps (default 20)\n"
@@ -36,7 +40,7 @@ enum { MAX_LORA = 16 };
 
 int cmd_eval_image(int argc, char **argv) {
     const char *cmd = "eval-image", *model = NULL, *classifier = NULL, *lora[MAX_LORA];
-    const char *grids = NULL;
+    const char *grids = NULL, *prec = NULL, *profile = NULL;
     int n_lora = 0;
     bool json = false, generation = true;
     el_image_eval_params p = el_image_eval_default_params();
@@ -62,6 +66,14 @@ int cmd_eval_image(int argc, char **argv) {
                 return CLI_USAGE;
             }
             lora[n_lora++] = v;
+        } else if (!strcmp(a, "--precision")) {
+            if (!(prec = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--profile")) {
+            if (!(profile = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--calib")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 2, 1 << 20, &n))
+                return CLI_USAGE;
+            p.n_calib = (int32_t)n;
         } else if (!strcmp(a, "--no-generation")) {
             generation = false;
         } else if (!strcmp(a, "--heldout") || !strcmp(a, "-n") || !strcmp(a, "--task-images") ||
@@ -101,6 +113,12 @@ int cmd_eval_image(int argc, char **argv) {
         cli_error(cmd, "needs -m, --images, --labels and --classifier (see --help)");
         return CLI_USAGE;
     }
+    el_image_precision precision;
+    if (!cli_image_precision(cmd, prec, &precision) && prec) return CLI_USAGE;
+    if (profile && prec) {
+        cli_error(cmd, "--profile and --precision: the profile has its own precision");
+        return CLI_USAGE;
+    }
     if (!generation && !n_lora) {
         cli_error(cmd, "--no-generation with no --lora: nothing to score");
         return CLI_USAGE;
@@ -119,14 +137,30 @@ int cmd_eval_image(int argc, char **argv) {
     el_image_eval_task t[MAX_LORA] = {0};
     int32_t n_class = el_image_model_n_class(m);
     char task[MAX_LORA][32];
-    if (generation) st = el_image_eval_model(m, c, &p, &g);
+    el_image_profile *shared = NULL, *own = NULL;
+    if (profile && (st = el_image_profile_load(m, profile, &shared)) == EL_OK)
+        precision = el_image_profile_precision(shared);
+    p.profile = shared;
+    if (st == EL_OK && generation && precision != EL_IMAGE_FLOAT && !shared &&
+        (st = el_image_calibrate(m, NULL, &p, precision, &own)) == EL_OK)
+        p.profile = own;
+    if (st == EL_OK && generation) st = el_image_eval_model(m, c, &p, &g);
+    el_image_profile_free(own);
+    p.profile = shared;
     for (int k = 0; k < n_lora && st == EL_OK; k++) {
         el_image_adapter *ad;
+        own = NULL;
         if ((st = el_image_adapter_load(m, lora[k], &ad)) != EL_OK) break;
         snprintf(task[k], sizeof task[k], "%s", el_image_adapter_task(ad));
-        st = el_image_eval_adapter(m, ad, &p, &t[k]);
+        if (precision != EL_IMAGE_FLOAT && !shared &&
+            (st = el_image_calibrate(m, ad, &p, precision, &own)) == EL_OK)
+            p.profile = own;
+        if (st == EL_OK) st = el_image_eval_adapter(m, ad, &p, &t[k]);
         el_image_adapter_free(ad);
+        el_image_profile_free(own);
+        p.profile = shared;
     }
+    el_image_profile_free(shared);
     el_digit_classifier_free(c);
     el_image_model_free(m);
     bool written = st == EL_OK;
@@ -146,7 +180,8 @@ int cmd_eval_image(int argc, char **argv) {
     if (st != EL_OK) return cli_fail(cmd, st);
     if (!written) return CLI_FAIL;
     if (json) {
-        printf("{\"model\": \"%s\", \"steps\": %d", model, p.n_steps);
+        printf("{\"model\": \"%s\", \"precision\": \"%s\", \"profile\": \"%s\", \"steps\": %d",
+               model, el_image_precision_name(precision), profile ? profile : "", p.n_steps);
         if (generation)
             printf(", \"classifier_accuracy\": %.4f, \"fid_mnist_real\": %.4f, "
                    "\"fid_mnist_any\": %.4f, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
@@ -164,8 +199,11 @@ int cmd_eval_image(int argc, char **argv) {
         return CLI_OK;
     }
     if (generation) {
-        printf("FID-MNIST: classifier %s, %.1f%% right on %d held-out images; DDIM %d steps\n\n",
-               classifier, 100.0 * g.classifier_accuracy, p.n_heldout, p.n_steps);
+        printf("FID-MNIST: classifier %s, %.1f%% right on %d held-out images; DDIM %d steps; "
+               "%s%s%s\n\n",
+               classifier, 100.0 * g.classifier_accuracy, p.n_heldout, p.n_steps,
+               el_image_precision_name(precision), profile ? ", profile " : "",
+               profile ? profile : "");
         printf("| images | FID-MNIST | read as the class asked | s/image |\n| --- | --- | --- | --- "
                "|\n");
         printf("| %d real (training) | %.3f | | |\n", p.n_heldout, g.fid_real);
@@ -174,12 +212,13 @@ int cmd_eval_image(int argc, char **argv) {
                p.guidance, g.fid_class, 100.0 * g.class_accuracy, g.s_per_image_guided);
     }
     if (n_lora) {
-        printf("%s| adapter | task | images | PSNR dB | PSNR dB, drawn pixels | SSIM | s/image |\n"
-               "| --- | --- | --- | --- | --- | --- | --- |\n",
+        printf("%s| adapter | task | precision | images | PSNR dB | PSNR dB, drawn pixels | SSIM "
+               "| s/image |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
                generation ? "\n" : "");
         for (int k = 0; k < n_lora; k++)
-            printf("| %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", lora[k], task[k], t[k].n,
-                   t[k].psnr, t[k].psnr_mask, t[k].ssim, t[k].s_per_image);
+            printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", lora[k], task[k],
+                   el_image_precision_name(precision), t[k].n, t[k].psnr, t[k].psnr_mask,
+                   t[k].ssim, t[k].s_per_image);
     }
     return CLI_OK;
 }

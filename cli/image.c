@@ -10,6 +10,8 @@ static const char help[] =
     "Draws 28x28 digits with the image model (docs/vision.md) and writes them as a grey PNG:\n"
     "one image, or a grid of R x C samples from consecutive noise.\n"
     "  -m FILE               the image model (from `edgelora train-diffusion`)\n"
+    "  --profile FILE        draw with the integer model of this profile (from `edgelora\n"
+    "                        image-profile`: W8A16 or W8A8)\n"
     "  --lora FILE           a task adapter (from `edgelora finetune-diffusion`): inpaint,\n"
     "                        bold (stroke editing) or upscale\n"
     "  --input FILE          the 28x28 8-bit grey PNG the task works on (upscale: 14x14 too,\n"
@@ -56,7 +58,7 @@ static uint8_t *read_28(const char *cmd, const char *flag, const char *path, boo
 
 int cmd_image(int argc, char **argv) {
     const char *cmd = "image", *model = NULL, *out = NULL, *lora = NULL, *input = NULL,
-               *mask = NULL;
+               *mask = NULL, *profile = NULL;
     el_image_params p = el_image_default_params();
     long rows = 1, cols = 1, n;
     bool have_class = false;
@@ -72,6 +74,8 @@ int cmd_image(int argc, char **argv) {
             if (!(out = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--lora")) {
             if (!(lora = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--profile")) {
+            if (!(profile = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--input")) {
             if (!(input = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--mask")) {
@@ -131,6 +135,7 @@ int cmd_image(int argc, char **argv) {
     el_status st = el_image_model_load(model, &m);
     if (st != EL_OK) return cli_fail(cmd, st);
     el_image_adapter *ad = NULL;
+    el_image_profile *prof = NULL;
     uint8_t *in_px = NULL, *mask_px = NULL;
     int rc = CLI_FAIL;
     if (have_class && cls >= el_image_model_n_class(m)) {
@@ -139,6 +144,10 @@ int cmd_image(int argc, char **argv) {
         goto fail;
     }
     if (lora && (st = el_image_adapter_load(m, lora, &ad)) != EL_OK) {
+        cli_fail(cmd, st);
+        goto fail;
+    }
+    if (profile && (st = el_image_profile_load(m, profile, &prof)) != EL_OK) {
         cli_fail(cmd, st);
         goto fail;
     }
@@ -165,7 +174,7 @@ int cmd_image(int argc, char **argv) {
     if (ad && !input)
         fprintf(stderr, "edgelora image: warning: --lora %s (task %s) without --input: it draws "
                         "from an empty source\n", lora, task);
-    p.adapter = ad, p.input = in_px, p.mask = mask_px;
+    p.adapter = ad, p.input = in_px, p.mask = mask_px, p.profile = prof;
     p.cls = (int32_t)cls;
     int32_t count = (int32_t)(rows * cols);
     uint8_t *img = malloc((size_t)count * SIDE * SIDE);
@@ -181,6 +190,7 @@ fail:
     free(in_px);
     free(mask_px);
     el_image_adapter_free(ad);
+    el_image_profile_free(prof);
     el_image_model_free(m);
     return rc;
 }

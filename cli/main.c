@@ -28,6 +28,7 @@ static const struct {
     {"finetune-diffusion", cmd_finetune_diffusion, "train a task adapter of the image model"},
     {"image", cmd_image, "draw digits with the image model, as a PNG"},
     {"train-classifier", cmd_train_classifier, "train the digit classifier of FID-MNIST"},
+    {"image-profile", cmd_image_profile, "calibrate the image model's integer form (W8A16, W8A8)"},
     {"eval-image", cmd_eval_image, "score the image model (FID-MNIST) and its task adapters"},
     {"merge", cmd_merge, "merge LoRA adapters into a model's weights"},
     {"profile", cmd_profile, "calibrate one quantization profile for a base and its adapters"},

@@ -488,6 +488,16 @@ typedef enum el_image_sampler {
     EL_IMAGE_DDPM,     /* ancestral, steps of the training schedule */
 } el_image_sampler;
 
+/* The image model's integer forms (docs/vision.md): every convolution int8 per output channel,
+ * its input int16 (W8A16) or int8 (W8A8) at a static scale from a profile. */
+typedef enum el_image_precision { EL_IMAGE_FLOAT = 0, EL_IMAGE_W8A16, EL_IMAGE_W8A8 } el_image_precision;
+/* "float", "w8a16", "w8a8" */
+const char *el_image_precision_name(el_image_precision p);
+
+/* A quantization profile: a precision and the static scale of every convolution's input, with
+ * the model's integer weights made for it. */
+typedef struct el_image_profile el_image_profile;
+
 /* An adapter loaded for a model; binding it (el_image_params.adapter) changes nothing in the
  * model, so one model serves any number of adapters, one image after another. */
 typedef struct el_image_adapter el_image_adapter;
@@ -501,6 +511,7 @@ const char *el_image_adapter_task(const el_image_adapter *a);
 
 typedef struct el_image_params {
     const el_image_adapter *adapter; /* NULL: the base model */
+    const el_image_profile *profile; /* NULL: float; else the integer form it was made for */
     /* with a task adapter: the source image [784] and the mask [784] of the pixels to draw
      * (non-zero), the others kept from the source. Inpainting needs the mask and hides the
      * masked pixels from the model; editing tasks (bold, upscale) see the whole source and
@@ -584,6 +595,8 @@ typedef struct el_image_eval_params {
     uint64_t seed;
     int32_t n_threads;
     int32_t n_keep;     /* images kept for a look (the results' `kept`), 0: none */
+    const el_image_profile *profile; /* NULL: float; else the integer form it makes */
+    int32_t n_calib;    /* el_image_calibrate's images */
 } el_image_eval_params;
 
 el_image_eval_params el_image_eval_default_params(void);
@@ -618,6 +631,28 @@ typedef struct el_image_eval_task {
  * from p->seed), scored against the task's ground truth. */
 el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
                                 const el_image_eval_params *p, el_image_eval_task *out);
+
+/* A profile calibrated on the training images (not the held-out ones): with an adapter, on its
+ * task's examples of the first n_calib of them; without, on n_calib / 2 drawings without a
+ * class and as many of one class with p's guidance. */
+el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
+                             const el_image_eval_params *p, el_image_precision precision,
+                             el_image_profile **out);
+
+/* Calibrates a profile: draws n images as p asks (its adapter and inputs: the task the profile
+ * is for; p->profile is ignored) with the float model, recording the largest |input| of every
+ * convolution; each scale is that range over the precision's levels (32767 or 127). */
+el_status el_image_profile_calibrate(el_image_model *m, const el_image_params *p, int32_t n,
+                                     el_image_precision precision, el_image_profile **out);
+/* The profile whose every range is the largest of a's and b's (both of one model and
+ * precision): one profile that holds the inputs of both. */
+el_status el_image_profile_union(const el_image_profile *a, const el_image_profile *b,
+                                 el_image_profile **out);
+el_status el_image_profile_save(const el_image_profile *pr, const char *path);
+/* Refuses a profile of another model shape, or one that misses a convolution. */
+el_status el_image_profile_load(el_image_model *m, const char *path, el_image_profile **out);
+void el_image_profile_free(el_image_profile *pr);
+el_image_precision el_image_profile_precision(const el_image_profile *pr);
 
 /* Writes 8-bit grey pixels [h][w] as a PNG (through el_output: a killed writer leaves nothing). */
 el_status el_png_write_gray(const char *path, const uint8_t *pixels, int32_t w, int32_t h);

@@ -53,7 +53,8 @@ static int test_runtime_equals_merged(void) {
           *e0 = malloc(NE * 4);
     el_vlora_merge(&f.l, &f.u, f.p, merged);
     el_arena a = {0};
-    CHECK(el_unet_forward(&f.u, f.p, &f.l, B, f.x, f.t, f.cls, e1, &a, NULL) == EL_OK);
+    el_unet_bind bind = {.lora = &f.l};
+    CHECK(el_unet_forward(&f.u, f.p, &bind, B, f.x, f.t, f.cls, e1, &a, NULL) == EL_OK);
     el_arena_reset(&a);
     CHECK(el_unet_forward(&f.u, merged, NULL, B, f.x, f.t, f.cls, e2, &a, NULL) == EL_OK);
     el_arena_reset(&a);

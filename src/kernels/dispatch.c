@@ -33,6 +33,7 @@ void el_kernels_reference(el_kernels *k) {
         k->gemv_few[t] = NULL;
     }
     k->quantize_static[EL_TYPE_A8] = el_a8_from_float_static;
+    k->quantize_static[EL_TYPE_A16] = el_a16_from_float_static;
     k->quantize_static[EL_TYPE_Q8_0] = el_q8_0_from_float_static;
     k->quantize_static[EL_TYPE_Q8_1] = el_q8_1_from_float_static;
     k->quantize_static[EL_TYPE_Q8_K] = el_q8_k_from_float_static;

@@ -43,6 +43,8 @@ void el_a8_from_float(const float *x, void *y, int64_t n);
 void el_a8_from_float_static(const float *x, void *y, int64_t n, float d);
 void el_a16_to_float(const void *x, float *y, int64_t n);
 void el_a16_from_float(const float *x, void *y, int64_t n);
+/* An A16 row against a fixed scale d > 0, as el_a8_from_float_static: beyond 32767 d saturates. */
+void el_a16_from_float_static(const float *x, void *y, int64_t n, float d);
 void el_w8_to_float(const void *x, float *y, int64_t n);
 void el_w8_from_float(const float *x, void *y, int64_t n);
 void el_w4_to_float(const void *x, float *y, int64_t n);

@@ -96,6 +96,18 @@ void el_a16_from_float(const float *x, void *y, int64_t n) {
     memcpy(y, &h, sizeof h);
 }
 
+void el_a16_from_float_static(const float *x, void *y, int64_t n, float d) {
+    el_a16_header h = {.d = d};
+    float id = 1.0f / d;
+    char *q = (char *)y + sizeof h;
+    for (int64_t i = 0; i < n; i++) {
+        int16_t v = (int16_t)clampi((int)lrintf(fminf(fmaxf(x[i] * id, -32767.0f), 32767.0f)),
+                                    -32767, 32767);
+        memcpy(q + 2 * i, &v, sizeof v);
+    }
+    memcpy(y, &h, sizeof h);
+}
+
 void el_w8_to_float(const void *x, float *y, int64_t n) {
     float d = el_edge_row_scale(x);
     const int8_t *q = (const int8_t *)x + sizeof d;

@@ -137,7 +137,10 @@ static el_status read_profile(const gguf_file *f, const el_model *m, el_profile 
  * 8-bit blocks of ggml's types (Q8_0, Q8_1, Q8_K), whose every block then holds the profile's
  * scale; float types have no grid to fix. */
 static bool takes_static_scale(const el_weight *w) {
-    return el_kernels_get()->quantize_static[el_type_kernels_get(w->type)->vec_dot_type] != NULL;
+    el_type vt = el_type_kernels_get(w->type)->vec_dot_type;
+    /* W8A16's int16 activations keep their scale per token: the profile's int8 grid would
+     * throw away the resolution they are there for */
+    return vt != EL_TYPE_A16 && el_kernels_get()->quantize_static[vt] != NULL;
 }
 
 /* A positive x scale that w's activation blocks cannot hold: f16 (q8_0, q8_1) makes a scale

@@ -17,22 +17,21 @@ enum { PIX = 784 };
 el_image_eval_params el_image_eval_default_params(void) {
     el_image_eval_params p = {
         .n_heldout = 1000, .n_images = 1000, .n_task = 200, .n_steps = 20, .guidance = 3.0f,
-        .seed = 1, .n_keep = 0};
+        .seed = 1, .n_keep = 0, .n_calib = 64};
     return p;
 }
 
+/* The MNIST files, with n_heldout checked against them. */
 static el_status load_data(const el_image_eval_params *p, el_mnist *d) {
     if (!p->images_path || !p->labels_path)
         return el_error(EL_ERR_INVALID_ARG, "image eval: images and labels needed");
     el_status st = el_mnist_load(p->images_path, p->labels_path, d);
     if (st != EL_OK) return st;
-    if (p->n_heldout < 2 || 2 * p->n_heldout > d->n || p->n_images < 2 || p->n_task < 1 ||
-        p->n_task > p->n_heldout) {
+    int32_t n = d->n;
+    if (p->n_heldout < 2 || 2 * p->n_heldout > n) {
         el_mnist_free(d);
-        return el_error(EL_ERR_INVALID_ARG,
-                        "image eval: %d held-out images of %d (2 to half of them), %d drawn "
-                        "(at least 2), %d task images (1 to the held-out ones)",
-                        p->n_heldout, d->n, p->n_images, p->n_task);
+        return el_error(EL_ERR_INVALID_ARG, "image eval: %d held-out images of %d (2 to half)",
+                        p->n_heldout, n);
     }
     return EL_OK;
 }
@@ -54,6 +53,11 @@ el_status el_image_eval_model(el_image_model *m, const el_digit_classifier *c,
     el_mnist d;
     el_status st = load_data(p, &d);
     if (st != EL_OK) return st;
+    if (p->n_images < 2) {
+        el_mnist_free(&d);
+        return el_error(EL_ERR_INVALID_ARG, "image eval: %d images drawn (at least 2)",
+                        p->n_images);
+    }
     int32_t H = p->n_heldout, first = d.n - H, F = el_digit_classifier_n_features(c);
     int32_t nc = el_image_model_n_class(m), n = p->n_images, per = n / nc;
     float *ref = malloc((size_t)H * F * sizeof *ref);
@@ -73,6 +77,7 @@ el_status el_image_eval_model(el_image_model *m, const el_digit_classifier *c,
     }
     el_image_params ip = el_image_default_params();
     ip.n_steps = p->n_steps, ip.seed = p->seed, ip.n_threads = p->n_threads;
+    ip.profile = p->profile;
     double t0 = el_now_seconds();
     if (st == EL_OK) st = el_image_generate(m, &ip, n, img);
     out->s_per_image = (el_now_seconds() - t0) / n;
@@ -103,22 +108,15 @@ el_status el_image_eval_model(el_image_model *m, const el_digit_classifier *c,
     return st;
 }
 
-el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
-                                const el_image_eval_params *p, el_image_eval_task *out) {
-    const el_vtask *task = el_vtask_find(el_image_adapter_task(a));
-    el_mnist d;
-    el_status st = load_data(p, &d);
-    if (st != EL_OK) return st;
-    int32_t n = p->n_task, first = d.n - p->n_heldout;
-    uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
-    uint8_t *truth = malloc((size_t)n * PIX), *got = malloc((size_t)n * PIX);
-    if (!src || !mask || !truth || !got) st = el_error(EL_ERR_NOMEM, "image eval: out of memory");
+/* n examples of task from images first.. of d, each as the training makes it (holes from seed),
+ * turned back into 0..255: the sources, masks and ground truths [n][784]. */
+static void task_examples(const el_vtask *task, const el_mnist *d, int32_t first, int32_t n,
+                          uint64_t seed, uint8_t *src, uint8_t *mask, uint8_t *truth) {
     el_rng rng;
-    el_rng_seed(&rng, p->seed);
-    /* each example as the training made it, turned back into 0..255 */
-    for (int32_t i = 0; i < n && st == EL_OK; i++) {
+    el_rng_seed(&rng, seed);
+    for (int32_t i = 0; i < n; i++) {
         float x0[PIX], cond[2 * PIX], target[PIX];
-        const uint8_t *img = d.pixels + (size_t)(first + i) * PIX;
+        const uint8_t *img = d->pixels + (size_t)(first + i) * PIX;
         for (int k = 0; k < PIX; k++) x0[k] = (float)img[k] / 127.5f - 1.0f;
         el_vtask_example(task, &rng, x0, cond, target, mask + (size_t)i * PIX);
         for (int k = 0; k < PIX; k++) {
@@ -126,9 +124,28 @@ el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
             truth[(size_t)i * PIX + k] = (uint8_t)lrintf((target[k] + 1.0f) * 127.5f);
         }
     }
+}
+
+el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
+                                const el_image_eval_params *p, el_image_eval_task *out) {
+    const el_vtask *task = el_vtask_find(el_image_adapter_task(a));
+    el_mnist d;
+    el_status st = load_data(p, &d);
+    if (st != EL_OK) return st;
+    int32_t n = p->n_task, first = d.n - p->n_heldout;
+    if (n < 1 || n > p->n_heldout) {
+        el_mnist_free(&d);
+        return el_error(EL_ERR_INVALID_ARG, "image eval: %d task images (1 to the held-out ones, %d)",
+                        n, p->n_heldout);
+    }
+    uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
+    uint8_t *truth = malloc((size_t)n * PIX), *got = malloc((size_t)n * PIX);
+    if (!src || !mask || !truth || !got) st = el_error(EL_ERR_NOMEM, "image eval: out of memory");
+    if (st == EL_OK) task_examples(task, &d, first, n, p->seed, src, mask, truth);
     el_image_params ip = el_image_default_params();
     ip.adapter = a, ip.input = src, ip.mask = mask, ip.input_per_image = true;
     ip.n_steps = p->n_steps, ip.seed = p->seed, ip.n_threads = p->n_threads;
+    ip.profile = p->profile;
     double t0 = el_now_seconds();
     if (st == EL_OK) st = el_image_generate(m, &ip, n, got);
     out->s_per_image = (el_now_seconds() - t0) / n;
@@ -150,6 +167,52 @@ el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
         memcpy(out->kept + 2 * keep, truth, keep);
     }
     free(src), free(mask), free(truth), free(got);
+    el_mnist_free(&d);
+    return st;
+}
+
+el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
+                             const el_image_eval_params *p, el_image_precision precision,
+                             el_image_profile **out) {
+    *out = NULL;
+    el_mnist d;
+    el_status st = load_data(p, &d);
+    if (st != EL_OK) return st;
+    int32_t n = p->n_calib;
+    el_image_params ip = el_image_default_params();
+    ip.n_steps = p->n_steps, ip.seed = p->seed + 1000, ip.n_threads = p->n_threads;
+    if (n < 2 || n > d.n - p->n_heldout) {
+        st = el_error(EL_ERR_INVALID_ARG, "image calibration: %d images (2 to the %d training ones)",
+                      n, d.n - p->n_heldout);
+    } else if (a) { /* the task on the first training images */
+        uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
+        uint8_t *truth = malloc((size_t)n * PIX);
+        if (!src || !mask || !truth) st = el_error(EL_ERR_NOMEM, "image calibration: out of memory");
+        if (st == EL_OK) {
+            task_examples(el_vtask_find(el_image_adapter_task(a)), &d, 0, n, ip.seed, src, mask,
+                          truth);
+            ip.adapter = a, ip.input = src, ip.mask = mask, ip.input_per_image = true;
+            st = el_image_profile_calibrate(m, &ip, n, precision, out);
+        }
+        free(src), free(mask), free(truth);
+    } else { /* drawings without a class, and of each class (guided), as the evaluation draws */
+        st = el_image_profile_calibrate(m, &ip, n / 2, precision, out);
+        int32_t nc = el_image_model_n_class(m), per = (n - n / 2) / nc > 0 ? (n - n / 2) / nc : 1;
+        ip.guidance = p->guidance;
+        for (int32_t k = 0; k < nc && st == EL_OK; k++) {
+            el_image_profile *cls = NULL, *both = NULL;
+            ip.cls = k;
+            st = el_image_profile_calibrate(m, &ip, per, precision, &cls);
+            if (st == EL_OK) st = el_image_profile_union(*out, cls, &both);
+            el_image_profile_free(cls);
+            el_image_profile_free(*out);
+            *out = both;
+        }
+        if (st != EL_OK) {
+            el_image_profile_free(*out);
+            *out = NULL;
+        }
+    }
     el_mnist_free(&d);
     return st;
 }

@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vision/image_model.h"
+
 #include "core/error.h"
 #include "train/loop.h"
 #include "train/rng.h"
@@ -13,11 +15,6 @@
 
 enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE, CHUNK = 16 };
 
-struct el_image_model {
-    el_unet u;
-    float *p;
-    el_schedule sched;
-};
 
 el_status el_image_model_load(const char *path, el_image_model **out) {
     el_image_model *m = calloc(1, sizeof *m);
@@ -43,11 +40,6 @@ void el_image_model_free(el_image_model *m) {
 
 int32_t el_image_model_n_class(const el_image_model *m) { return m->u.c.n_class; }
 
-struct el_image_adapter {
-    const el_image_model *m; /* the model it was loaded for */
-    el_vlora l;
-    const el_vtask *task;
-};
 
 el_status el_image_adapter_load(const el_image_model *m, const char *path, el_image_adapter **out) {
     el_image_adapter *a = calloc(1, sizeof *a);
@@ -84,7 +76,7 @@ el_image_params el_image_default_params(void) {
 /* The UNet as a noise predictor for a chunk of images (condition channels zero). */
 typedef struct predictor {
     const el_image_model *m;
-    const el_vlora *l;
+    el_unet_bind bind;
     int64_t n;
     float *in; /* [n][3][784] */
     int32_t *t, *cls, *none;
@@ -100,11 +92,11 @@ static el_status predict(void *user, const float *x, int32_t t, float *eps) {
         pr->t[b] = t;
     }
     el_arena_reset(&pr->arena);
-    el_status st = el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->cls, eps,
+    el_status st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->cls, eps,
                                    &pr->arena, NULL);
     if (st != EL_OK || !pr->eps_none) return st;
     el_arena_reset(&pr->arena);
-    st = el_unet_forward(&pr->m->u, pr->m->p, pr->l, pr->n, pr->in, pr->t, pr->none, pr->eps_none,
+    st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->none, pr->eps_none,
                          &pr->arena, NULL);
     for (int64_t i = 0; st == EL_OK && i < pr->n * PIX; i++)
         eps[i] = pr->eps_none[i] + pr->guidance * (eps[i] - pr->eps_none[i]);
@@ -116,6 +108,11 @@ static void normal_noise(void *user, float *z, int64_t n) {
 }
 
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out) {
+    return el_image_generate_observed(m, p, n, out, NULL);
+}
+
+el_status el_image_generate_observed(el_image_model *m, const el_image_params *p, int32_t n,
+                                     uint8_t *out, float *amax) {
     int32_t nc = m->u.c.n_class;
     if (p->cls < -1 || p->cls >= nc)
         return el_error(EL_ERR_INVALID_ARG,
@@ -130,6 +127,9 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         return el_error(EL_ERR_INVALID_ARG, "guidance %g (0 to 100)", p->guidance);
     if (p->adapter && p->adapter->m != m)
         return el_error(EL_ERR_MISMATCH, "image adapter: loaded for another model");
+    const el_image_profile *prof = amax ? NULL : p->profile;
+    if (prof && prof->m != m)
+        return el_error(EL_ERR_MISMATCH, "image profile: made for another model");
     const el_vtask *task = p->adapter ? p->adapter->task : el_vtask_find("inpaint");
     if (p->mask && !p->input)
         return el_error(EL_ERR_INVALID_ARG, "a mask needs an input image");
@@ -138,10 +138,16 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
     el_threadpool *tp;
     el_status st = el_train_threads(p->n_threads, &tp);
     if (st != EL_OK) return st;
-    el_threadpool_free(tp); /* the products run on OpenBLAS's threads */
     el_rng rng;
     el_rng_seed(&rng, p->seed);
-    predictor pr = {.m = m, .l = p->adapter ? &p->adapter->l : NULL};
+    predictor pr = {.m = m, .bind.lora = p->adapter ? &p->adapter->l : NULL, .bind.amax = amax};
+    /* the float products run on OpenBLAS's threads, the integer ones on the pool */
+    el_unet_quant q;
+    if (prof) {
+        q = prof->q;
+        q.tp = tp;
+        pr.bind.quant = &q;
+    }
     float *x = malloc((size_t)n * PIX * sizeof *x);
     pr.in = calloc((size_t)CHUNK * EL_UNET_IN * PIX, sizeof *pr.in);
     pr.t = malloc(CHUNK * sizeof *pr.t), pr.cls = malloc(CHUNK * sizeof *pr.cls);
@@ -175,6 +181,7 @@ el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t
         if (p->mask && !p->mask[at]) out[i] = p->input[at]; /* known pixels kept */
     }
     el_arena_free(&pr.arena);
+    el_threadpool_free(tp);
     free(x), free(pr.in), free(pr.t), free(pr.cls), free(pr.none), free(pr.eps_none);
     return st;
 }

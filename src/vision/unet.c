@@ -10,6 +10,7 @@
 #include "train/rng.h"
 #include "vision/layers.h"
 #include "vision/lora.h"
+#include "vision/quant.h"
 
 /* ------------------------------------------------------------------ the table */
 
@@ -149,15 +150,30 @@ static float *W(const el_unet *u, const float *p, int32_t i) {
     return (float *)p + u->tb.t[i].offset;
 }
 
-/* y = the convolution of x, plus the adapter's low-rank term if l adapts it (l may be NULL) */
-static void conv_fwd(const el_unet *u, const float *p, const el_vlora *l, const el_unet_conv *c,
-                     int64_t B, int64_t side, const float *x, float *y, el_arena *a) {
+/* y = the convolution of x (in integers under bind->quant), plus the adapter's low-rank term if
+ * bind->lora adapts it; bind (may be NULL) also records the input's range for calibration. */
+static void conv_fwd(const el_unet *u, const float *p, const el_unet_bind *bind,
+                     const el_unet_conv *c, int64_t B, int64_t side, const float *x, float *y,
+                     el_arena *a) {
     el_conv_dims d = {B, c->cin, c->cout, side, side, c->k};
-    el_arena_mark m = el_arena_get_mark(a);
-    float *col = c->k > 1 ? el_arena_alloc(a, (size_t)el_conv_col_size(&d)) : NULL;
-    if (!a->failed) el_conv_forward(y, x, W(u, p, c->w), W(u, p, c->b), &d, col);
+    const el_vlora *l = bind ? bind->lora : NULL;
+    if (bind && bind->amax) {
+        float mx = bind->amax[c->w];
+        for (int64_t i = 0; i < B * c->cin * side * side; i++) mx = fmaxf(mx, fabsf(x[i]));
+        bind->amax[c->w] = mx;
+    }
     int32_t k = l ? l->slot[c->w] : -1;
+    bool quant = bind && bind->quant;
+    el_arena_mark m = el_arena_get_mark(a);
+    float *col = c->k > 1 && (!quant || k >= 0) ? el_arena_alloc(a, (size_t)el_conv_col_size(&d))
+                                                : NULL;
     float *lx = k >= 0 ? el_arena_alloc(a, (size_t)(l->rank * side * side)) : NULL;
+    if (!a->failed) {
+        if (quant)
+            el_unet_qconv_forward(bind->quant, c, W(u, p, c->b), B, side, x, y, a);
+        else
+            el_conv_forward(y, x, W(u, p, c->w), W(u, p, c->b), &d, col);
+    }
     if (k >= 0 && !a->failed)
         el_conv_lora_forward(y, x, l->w + l->tb.t[k].offset, l->w + l->tb.t[k + 1].offset, l->scale,
                              l->rank, &d, col, lx);
@@ -190,7 +206,7 @@ static void norm_bwd(const el_unet *u, const float *p, float *g, const el_unet_n
 
 /* ------------------------------------------------------------------ residual block */
 
-static void res_forward(const el_unet *u, const float *p, const el_vlora *l, const el_unet_res *r,
+static void res_forward(const el_unet *u, const float *p, const el_unet_bind *bind, const el_unet_res *r,
                         int64_t B, int64_t side, const float *x, const float *temb, res_acts *s,
                         el_arena *a) {
     int64_t HW = side * side, ci = r->c1.cin, co = r->c1.cout, G = u->c.groups;
@@ -204,13 +220,13 @@ static void res_forward(const el_unet *u, const float *p, const el_vlora *l, con
     if (a->failed) return;
     norm_fwd(u, p, &r->n1, B, HW, x, s->y1, s->m1, s->r1);
     el_silu_forward(s->a1, s->y1, (int64_t)ni);
-    conv_fwd(u, p, l, &r->c1, B, side, s->a1, s->h1, a);
+    conv_fwd(u, p, bind, &r->c1, B, side, s->a1, s->h1, a);
     el_dense_forward(s->tp, temb, W(u, p, r->tw), W(u, p, r->tb), B, u->c.temb, co);
     for (int64_t i = 0; i < B * co; i++)
         for (int64_t j = 0; j < HW; j++) s->h1[i * HW + j] += s->tp[i];
     norm_fwd(u, p, &r->n2, B, HW, s->h1, s->y2, s->m2, s->r2);
     el_silu_forward(s->a2, s->y2, (int64_t)no);
-    conv_fwd(u, p, l, &r->c2, B, side, s->a2, s->out, a);
+    conv_fwd(u, p, bind, &r->c2, B, side, s->a2, s->out, a);
     if (r->skip.w < 0) {
         for (size_t i = 0; i < no; i++) s->out[i] += x[i];
         return;
@@ -218,7 +234,7 @@ static void res_forward(const el_unet *u, const float *p, const el_vlora *l, con
     el_arena_mark m = el_arena_get_mark(a);
     float *sk = el_arena_alloc(a, no);
     if (!a->failed) {
-        conv_fwd(u, p, l, &r->skip, B, side, x, sk, a);
+        conv_fwd(u, p, bind, &r->skip, B, side, x, sk, a);
         for (size_t i = 0; i < no; i++) s->out[i] += sk[i];
     }
     el_arena_release(a, m);
@@ -258,7 +274,7 @@ static void res_backward(const el_unet *u, const float *p, float *g, const el_un
 
 /* ------------------------------------------------------------------ attention block */
 
-static void attn_forward(const el_unet *u, const float *p, const el_vlora *l,
+static void attn_forward(const el_unet *u, const float *p, const el_unet_bind *bind,
                          const el_unet_attn *at, int64_t B, int64_t side, const float *x,
                          attn_acts *s, el_arena *a) {
     int64_t N = side * side, C = at->n.c;
@@ -271,11 +287,11 @@ static void attn_forward(const el_unet *u, const float *p, const el_vlora *l,
     s->r = el_arena_alloc(a, (size_t)(B * u->c.groups));
     if (a->failed) return;
     norm_fwd(u, p, &at->n, B, N, x, s->y, s->m, s->r);
-    conv_fwd(u, p, l, &at->q, B, side, s->y, s->q, a);
-    conv_fwd(u, p, l, &at->k, B, side, s->y, s->k, a);
-    conv_fwd(u, p, l, &at->v, B, side, s->y, s->v, a);
+    conv_fwd(u, p, bind, &at->q, B, side, s->y, s->q, a);
+    conv_fwd(u, p, bind, &at->k, B, side, s->y, s->k, a);
+    conv_fwd(u, p, bind, &at->v, B, side, s->y, s->v, a);
     el_spatial_attention_forward(s->o, s->p, s->q, s->k, s->v, B, C, N);
-    conv_fwd(u, p, l, &at->o, B, side, s->o, s->out, a);
+    conv_fwd(u, p, bind, &at->o, B, side, s->o, s->out, a);
     for (size_t i = 0; i < n; i++) s->out[i] += x[i];
 }
 
@@ -320,7 +336,7 @@ static void split_add(float *d1, int64_t c1, float *d2, int64_t c2, const float 
     }
 }
 
-el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B,
+el_status el_unet_forward(const el_unet *u, const float *p, const el_unet_bind *bind, int64_t B,
                           const float *x, const int32_t *t, const int32_t *cls, float *eps,
                           el_arena *a, el_unet_acts **acts) {
     int64_t C = u->c.ch, E = u->c.temb, S0 = EL_UNET_SIDE, S1 = S0 / 2, S2 = S1 / 2;
@@ -356,30 +372,30 @@ el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, i
         for (int64_t i = 0; i < E; i++) s->e2[b * E + i] += W(u, p, u->cls)[cls[b] * E + i];
     el_silu_forward(s->temb, s->e2, B * E);
 
-    conv_fwd(u, p, l, &u->conv_in, B, S0, x, s->h0, a);
-    res_forward(u, p, l, &u->d0, B, S0, s->h0, s->temb, &s->d0, a);
+    conv_fwd(u, p, bind, &u->conv_in, B, S0, x, s->h0, a);
+    res_forward(u, p, bind, &u->d0, B, S0, s->h0, s->temb, &s->d0, a);
     if (a->failed) goto oom;
     el_avgpool2_forward(s->p0, s->d0.out, B * C, S0, S0);
-    res_forward(u, p, l, &u->d1, B, S1, s->p0, s->temb, &s->d1, a);
+    res_forward(u, p, bind, &u->d1, B, S1, s->p0, s->temb, &s->d1, a);
     if (a->failed) goto oom;
     el_avgpool2_forward(s->p1, s->d1.out, B * 2 * C, S1, S1);
-    res_forward(u, p, l, &u->m0, B, S2, s->p1, s->temb, &s->m0, a);
+    res_forward(u, p, bind, &u->m0, B, S2, s->p1, s->temb, &s->m0, a);
     if (a->failed) goto oom;
-    attn_forward(u, p, l, &u->attn, B, S2, s->m0.out, &s->at, a);
+    attn_forward(u, p, bind, &u->attn, B, S2, s->m0.out, &s->at, a);
     if (a->failed) goto oom;
-    res_forward(u, p, l, &u->m1, B, S2, s->at.out, s->temb, &s->m1, a);
+    res_forward(u, p, bind, &u->m1, B, S2, s->at.out, s->temb, &s->m1, a);
     if (a->failed) goto oom;
     el_upsample2_forward(s->up1, s->m1.out, B * 2 * C, S2, S2);
     concat(s->cat1, s->up1, 2 * C, s->d1.out, 2 * C, B, HW1);
-    res_forward(u, p, l, &u->u1, B, S1, s->cat1, s->temb, &s->u1, a);
+    res_forward(u, p, bind, &u->u1, B, S1, s->cat1, s->temb, &s->u1, a);
     if (a->failed) goto oom;
     el_upsample2_forward(s->up0, s->u1.out, B * 2 * C, S1, S1);
     concat(s->cat0, s->up0, 2 * C, s->d0.out, C, B, HW0);
-    res_forward(u, p, l, &u->u0, B, S0, s->cat0, s->temb, &s->u0, a);
+    res_forward(u, p, bind, &u->u0, B, S0, s->cat0, s->temb, &s->u0, a);
     if (a->failed) goto oom;
     norm_fwd(u, p, &u->out_norm, B, HW0, s->u0.out, s->yo, s->mo, s->ro);
     el_silu_forward(s->ao, s->yo, B * C * HW0);
-    conv_fwd(u, p, l, &u->conv_out, B, S0, s->ao, eps, a);
+    conv_fwd(u, p, bind, &u->conv_out, B, S0, s->ao, eps, a);
     if (a->failed) goto oom;
     if (acts) *acts = s;
     return EL_OK;

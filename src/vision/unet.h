@@ -79,12 +79,21 @@ void el_unet_init_params(const el_unet *u, float *p, uint64_t seed);
 typedef struct el_unet_acts el_unet_acts;
 
 typedef struct el_vlora el_vlora;
+typedef struct el_unet_quant el_unet_quant;
+
+/* What a forward runs with besides the parameters; NULL fields (or a NULL bind) mean none. */
+typedef struct el_unet_bind {
+    const el_vlora *lora;        /* an adapter (vision/lora.h) */
+    const el_unet_quant *quant;  /* integer convolutions (vision/quant.h) */
+    float *amax;                 /* by tensor index: raised to the largest |input| each
+                                  * convolution sees (calibration) */
+} el_unet_bind;
 
 /* eps [B][1][28][28] of x [B][3][28][28] at timesteps t [B] and classes cls [B] (n_class: none),
- * with adapter l bound (NULL: the base alone; vision/lora.h). With acts non-NULL the activations
+ * with what bind holds (NULL: the float base alone). With acts non-NULL the activations
  * are kept there for el_unet_backward (of the base: trained adapters use merged weights); x, t
  * and cls must stay until then. Allocates from a; EL_ERR_NOMEM if an allocation failed. */
-el_status el_unet_forward(const el_unet *u, const float *p, const el_vlora *l, int64_t B,
+el_status el_unet_forward(const el_unet *u, const float *p, const el_unet_bind *bind, int64_t B,
                           const float *x, const int32_t *t, const int32_t *cls, float *eps,
                           el_arena *a, el_unet_acts **acts);
 /* grad += d loss / d p, given deps = d loss / d eps. */

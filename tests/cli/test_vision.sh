@@ -8,7 +8,7 @@ cd "$(dirname "$0")/../.." && . tests/cli/lib.sh
 PNG="python3 tests/cli/png_tool.py"
 IMG=$DATA/images/t10k-images-idx3-ubyte.gz LAB=$DATA/images/t10k-labels-idx1-ubyte.gz
 
-for cmd in train-diffusion finetune-diffusion image train-classifier eval-image; do
+for cmd in train-diffusion finetune-diffusion image train-classifier eval-image image-profile; do
     expect_exit "help_$cmd" 0 "$EL" "$cmd" --help
     grep -q "^usage: edgelora $cmd" "$TMP/out" && pass "help_text_$cmd" || fail "help_text_$cmd"
     expect_exit "unknown_flag_$cmd" 2 "$EL" "$cmd" --no-such-flag
@@ -142,5 +142,31 @@ expect_exit eval_image_bad_classifier 1 "$EL" eval-image -m "$TMP/m.gguf" --clas
 grep -q "not a digit classifier" "$TMP/err" && pass eval_image_bad_classifier_message || fail eval_image_bad_classifier_message "$(cat "$TMP/err")"
 expect_exit eval_image_too_many 1 "$EL" eval-image -m "$TMP/m.gguf" --no-generation --lora "$TMP/bold.gguf" \
     --images "$IMG" --labels "$LAB" --heldout 10 --task-images 11
-grep -q "1 to the held-out ones" "$TMP/err" && pass eval_image_too_many_message || fail eval_image_too_many_message "$(cat "$TMP/err")"
+grep -q "1 to the held-out ones, 10" "$TMP/err" && pass eval_image_too_many_message || fail eval_image_too_many_message "$(cat "$TMP/err")"
+# integer forms: a profile per precision, drawn with, scored with; bad profiles refused
+for prec in w8a16 w8a8; do
+    expect_exit "profile_$prec" 0 "$EL" image-profile -m "$TMP/m.gguf" --precision $prec \
+        --images "$IMG" --labels "$LAB" --heldout 64 --calib 4 --steps 2 -t 1 -o "$TMP/$prec.gguf"
+    expect_exit "image_$prec" 0 "$EL" image -m "$TMP/m.gguf" --profile "$TMP/$prec.gguf" \
+        --grid 1,2 --steps 2 -t 1 -o "$TMP/$prec.png"
+    [ "$($PNG size "$TMP/$prec.png")" = "58 28 0 8" ] && pass "image_${prec}_size" || fail "image_${prec}_size"
+done
+expect_exit profile_task 0 "$EL" image-profile -m "$TMP/m.gguf" --precision w8a8 --lora "$TMP/bold.gguf" \
+    --images "$IMG" --labels "$LAB" --heldout 64 --calib 4 --steps 2 -t 1 -o "$TMP/bold-w8a8.gguf"
+expect_exit eval_image_precision 0 "$EL" eval-image -m "$TMP/m.gguf" --no-generation --lora "$TMP/bold.gguf" \
+    --images "$IMG" --labels "$LAB" --heldout 64 --task-images 3 --steps 2 --precision w8a16 --calib 4 -t 1 --json
+grep -q '"precision": "w8a16"' "$TMP/out" && pass eval_image_precision_json || fail eval_image_precision_json "$(cat "$TMP/out")"
+expect_exit eval_image_profile 0 "$EL" eval-image -m "$TMP/m.gguf" --no-generation --lora "$TMP/inpaint.gguf" \
+    --images "$IMG" --labels "$LAB" --heldout 64 --task-images 3 --steps 2 --profile "$TMP/bold-w8a8.gguf" -t 1
+grep -q "| inpaint | w8a8 |" "$TMP/out" && pass eval_image_shared_profile || fail eval_image_shared_profile "$(cat "$TMP/out")"
+expect_exit profile_float 2 "$EL" image-profile -m "$TMP/m.gguf" --precision w4 --images "$IMG" \
+    --labels "$LAB" -o "$TMP/bad.gguf"
+grep -q "float, w8a16 or w8a8" "$TMP/err" && pass profile_precision_message || fail profile_precision_message "$(cat "$TMP/err")"
+expect_exit image_profile_not_profile 1 "$EL" image -m "$TMP/m.gguf" --profile "$TMP/m.gguf" -o "$TMP/bad.png"
+grep -q "not an image model's profile" "$TMP/err" && pass image_profile_kind_message || fail image_profile_kind_message "$(cat "$TMP/err")"
+expect_exit train_wide 0 "$EL" train-diffusion --images "$IMG" --labels "$LAB" --channels 6 \
+    --groups 2 --timesteps 50 --steps 1 $tiny -o "$TMP/wide.gguf"
+expect_exit image_profile_other_model 1 "$EL" image -m "$TMP/wide.gguf" --profile "$TMP/w8a8.gguf" -o "$TMP/bad.png"
+grep -q "made for another image model" "$TMP/err" && pass image_profile_model_message || fail image_profile_model_message "$(cat "$TMP/err")"
+[ ! -e "$TMP/bad.png" ] && [ ! -e "$TMP/bad.gguf" ] && pass profile_failures_write_nothing || fail profile_failures_write_nothing
 finish

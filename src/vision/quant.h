@@ -1,0 +1,41 @@
+/* quant.h - the image model's integer convolutions (W8A16, W8A8), the LLM's integer types and
+ * kernels over the convolutions' im2col rows:
+ *
+ * - every convolution weight (the 3 x 3 ones, the skips, attention's q, k, v and output) is int8
+ *   with a scale per output channel (W8; W8A16 stores the same bytes);
+ * - its input is quantized at a static scale, one per convolution, from calibration
+ *   (el_unet_observe): int16 (W8A16) or int8 (W8A8);
+ * - the product is el_matmul (kernels/matmul.h, the per-ISA kernels), one activation row per
+ *   output pixel, its cin k k values padded with zeros to the types' blocks of 32.
+ *
+ * Group norms, SiLU, attention's scores and softmax, the timestep MLP and a bound adapter's
+ * low-rank term stay float. The model's float weights are not changed: the integer weights are
+ * made beside them. */
+#ifndef EL_VISION_QUANT_H
+#define EL_VISION_QUANT_H
+
+#include "kernels/matmul.h"
+#include "vision/unet.h"
+
+typedef struct el_unet_quant {
+    el_image_precision precision;
+    int32_t n;          /* the model's tensors */
+    el_weight *w;       /* by tensor index: a convolution weight's integer rows (data NULL for
+                         * other tensors), act_scale its input's static scale */
+    void *data;         /* every integer row */
+    el_threadpool *tp;  /* the products' threads (NULL: one) */
+} el_unet_quant;
+
+/* The integer weights of u's convolutions (parameters p) at precision (W8A16 or W8A8), with the
+ * static input scales amax[i] / 32767 or / 127 (amax by tensor index, from el_unet_observe: the
+ * largest |input| each convolution saw); an amax of 0 (a convolution never run) is refused. */
+el_status el_unet_quant_init(el_unet_quant *q, const el_unet *u, const float *p,
+                             el_image_precision precision, const float *amax);
+void el_unet_quant_free(el_unet_quant *q);
+
+/* y [B][cout][side^2] = the convolution of x [B][cin][side^2] (tensor c->w) plus bias b, in
+ * integers; scratch from a. */
+void el_unet_qconv_forward(const el_unet_quant *q, const el_unet_conv *c, const float *b,
+                           int64_t B, int64_t side, const float *x, float *y, el_arena *a);
+
+#endif
