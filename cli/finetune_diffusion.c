@@ -18,6 +18,10 @@ static const char help[] =
     "  upscale   the image at 14x14 (shown doubled): drawn at 28x28\n"
     "  -m FILE               the image model\n"
     "  --task NAME           inpaint, bold or upscale\n"
+    "  --distill FILE        QUAD's distillation: train this adapter further (its task, rank\n"
+    "                        and alpha) to draw under --profile's integer form what it draws\n"
+    "                        with the float model\n"
+    "  --profile FILE        with --distill: the profile (from `edgelora image-profile`)\n"
     "  --rank N              LoRA rank (default 4)\n"
     "  --alpha X             LoRA alpha (default 4; the terms are scaled by alpha / rank)\n"
     "  --images, --labels, --heldout as for train-diffusion; -o FILE the adapter to write\n"
@@ -53,6 +57,10 @@ int cmd_finetune_diffusion(int argc, char **argv) {
                           el_image_task_names());
                 goto done;
             }
+        } else if (!strcmp(a, "--distill")) {
+            if (!(lp.teacher_path = cli_value(cmd, argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--profile")) {
+            if (!(lp.profile_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--rank")) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 256, &n)) goto done;
             lp.rank = (int32_t)n;
@@ -69,6 +77,10 @@ int cmd_finetune_diffusion(int argc, char **argv) {
     }
     if (o.p.n_train_files || o.p.n_eval_files || o.p.checkpoint_path || o.p.resume) {
         cli_error(cmd, "takes --images and --labels (not -f or --eval), and no checkpoints yet");
+        goto done;
+    }
+    if (!lp.teacher_path != !lp.profile_path) {
+        cli_error(cmd, "--distill and --profile go together");
         goto done;
     }
     if (!out || !lp.base_path || !d.images_path || !d.labels_path) {

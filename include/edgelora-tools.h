@@ -463,6 +463,11 @@ typedef struct el_diffusion_lora_params {
     const char *task;      /* "inpaint", "bold" or "upscale" */
     int32_t rank;
     float alpha;
+    /* QUAD's distillation: with both, the adapter teacher_path (its task, rank and alpha; the
+     * fields above are not used) is trained further to draw, under the integer form of the
+     * profile profile_path, what it draws with the float model (the target is its float
+     * prediction, not the noise) */
+    const char *teacher_path, *profile_path;
 } el_diffusion_lora_params;
 
 el_diffusion_lora_params el_diffusion_lora_default_params(void);

@@ -111,6 +111,57 @@ static int check_precision(el_image_precision prec) {
 static int test_qconv_w8a16(void) { return check_precision(EL_IMAGE_W8A16); }
 static int test_qconv_w8a8(void) { return check_precision(EL_IMAGE_W8A8); }
 
+/* Training for an integer form (fake quantization: weights on their int8 grids, each
+ * convolution's input rounded at its step) computes what the integer form computes, up to float
+ * rounding: the sums' order differs, and on W8A16's fine grid a difference of an ulp now and
+ * then moves a later input by one step (1e-4 of the output's range here), far less than what
+ * quantization itself moves. */
+static int test_fake_quant_equals_integer(void) {
+    el_unet u;
+    CHECK(el_unet_init(&u, &tiny) == EL_OK);
+    size_t nf = u.tb.n_floats;
+    float *p = malloc(nf * 4), *pq = malloc(nf * 4), *amax = calloc((size_t)u.tb.n, 4);
+    float *step = calloc((size_t)u.tb.n, 4), *x = malloc(NX * 4);
+    float *e_float = malloc(B * PIX * 4), *e_int = malloc(B * PIX * 4), *e_fake = malloc(B * PIX * 4);
+    el_unet_init_params(&u, p, 5);
+    test_rng rng = {13};
+    for (size_t i = 0; i < nf; i++) p[i] += test_rand_uniform(&rng, -0.3f, 0.3f);
+    for (int i = 0; i < NX; i++) x[i] = test_rand_uniform(&rng, -1.5f, 1.5f);
+    int32_t t[B] = {7, 40}, cls[B] = {1, 3};
+    el_arena a = {0};
+    /* the ranges from the float forward itself, then a little smaller so that some inputs clip */
+    el_unet_bind cal = {.amax = amax};
+    CHECK(el_unet_forward(&u, p, &cal, B, x, t, cls, e_float, &a, NULL) == EL_OK);
+    int bad = 0;
+    for (int k = 0; k < 2; k++) {
+        el_image_precision prec = k ? EL_IMAGE_W8A8 : EL_IMAGE_W8A16;
+        float levels = el_unet_act_levels(prec);
+        for (int32_t i = 0; i < u.tb.n; i++) amax[i] *= k ? 1.0f : 0.9f;
+        el_unet_quant q;
+        CHECK(el_unet_quant_init(&q, &u, p, prec, amax) == EL_OK);
+        el_unet_bind integer = {.quant = &q};
+        el_arena_reset(&a);
+        CHECK(el_unet_forward(&u, p, &integer, B, x, t, cls, e_int, &a, NULL) == EL_OK);
+        memcpy(pq, p, nf * 4);
+        el_unet_fake_quant_weights(&u, pq);
+        for (int32_t i = 0; i < u.tb.n; i++) step[i] = amax[i] / levels;
+        el_unet_bind fake = {.fake_step = step, .fake_levels = levels};
+        el_arena_reset(&a);
+        CHECK(el_unet_forward(&u, pq, &fake, B, x, t, cls, e_fake, &a, NULL) == EL_OK);
+        double err = test_max_rel_err(e_fake, e_int, B * PIX);
+        double moved = test_max_rel_err(e_float, e_int, B * PIX);
+        test_note("%s: fake against integer %.2g; integer against float %.2g",
+                  el_image_precision_name(prec), err, moved);
+        if (err > 1e-3 || moved < 10 * err) bad++;
+        el_unet_quant_free(&q);
+    }
+    el_arena_free(&a);
+    el_unet_free(&u);
+    free(p), free(pq), free(amax), free(step), free(x), free(e_float), free(e_int), free(e_fake);
+    CHECK(bad == 0);
+    return TEST_PASS;
+}
+
 /* The committed model under a calibrated profile draws what the float model draws, nearly; the
  * ranges are the largest inputs; the file round trip draws the same bytes. */
 static int test_profiles(void) {
@@ -160,6 +211,7 @@ static int test_profiles(void) {
 int main(void) {
     run_test("qconv_w8a16_vs_reference", test_qconv_w8a16);
     run_test("qconv_w8a8_vs_reference", test_qconv_w8a8);
+    run_test("fake_quant_equals_integer", test_fake_quant_equals_integer);
     run_test("profiles_calibrate_draw_and_round_trip", test_profiles);
     return tests_exit_code();
 }

@@ -102,7 +102,8 @@ el_status el_image_profile_save(const el_image_profile *pr, const char *path) {
     return st;
 }
 
-el_status el_image_profile_load(el_image_model *m, const char *path, el_image_profile **out) {
+el_status el_unet_profile_read(const char *path, const el_unet *u, float *amax,
+                               el_image_precision *precision) {
     gguf_file *f;
     el_status st = gguf_open(path, &f);
     if (st != EL_OK) return st;
@@ -114,24 +115,23 @@ el_status el_image_profile_load(el_image_model *m, const char *path, el_image_pr
         gguf_close(f);
         return st;
     }
-    el_image_precision precision = EL_IMAGE_FLOAT;
+    *precision = EL_IMAGE_FLOAT;
     if (gguf_get_str(f, "edgelora-unet-profile.precision", &prec) == EL_OK)
-        precision = gguf_str_eq(prec, "w8a16")  ? EL_IMAGE_W8A16
-                    : gguf_str_eq(prec, "w8a8") ? EL_IMAGE_W8A8
-                                                : EL_IMAGE_FLOAT;
-    if (precision == EL_IMAGE_FLOAT)
+        *precision = gguf_str_eq(prec, "w8a16")  ? EL_IMAGE_W8A16
+                     : gguf_str_eq(prec, "w8a8") ? EL_IMAGE_W8A8
+                                                 : EL_IMAGE_FLOAT;
+    if (*precision == EL_IMAGE_FLOAT)
         st = el_error(EL_ERR_FORMAT, "%s: precision '%.*s' (w8a16 or w8a8 expected)", path,
                       (int)prec.len, prec.ptr ? prec.ptr : "");
-    const el_unet *u = &m->u;
     const int32_t shape[3] = {u->c.ch, u->c.temb, u->c.groups};
     for (int i = 0; i < 3 && st == EL_OK; i++) {
         int32_t v = 0;
         if (gguf_get_i32(f, shape_keys[i], &v) != EL_OK || v != shape[i])
-            st = el_error(EL_ERR_MISMATCH, "%s: made for another image model (%s %d, the model's %d)",
-                          path, shape_keys[i], v, shape[i]);
+            st = el_error(EL_ERR_MISMATCH,
+                          "%s: made for another image model (%s %d, the model's %d)", path,
+                          shape_keys[i], v, shape[i]);
     }
-    float *amax = st == EL_OK ? calloc((size_t)u->tb.n, sizeof *amax) : NULL;
-    if (st == EL_OK && !amax) st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    memset(amax, 0, (size_t)u->tb.n * sizeof *amax);
     for (int32_t i = 0; i < u->tb.n && st == EL_OK; i++) {
         char name[96];
         snprintf(name, sizeof name, "%s.input_amax", u->tb.t[i].name);
@@ -146,6 +146,14 @@ el_status el_image_profile_load(el_image_model *m, const char *path, el_image_pr
                           name, amax[i]);
     }
     gguf_close(f);
+    return st;
+}
+
+el_status el_image_profile_load(el_image_model *m, const char *path, el_image_profile **out) {
+    float *amax = calloc((size_t)m->u.tb.n, sizeof *amax);
+    if (!amax) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
+    el_image_precision precision;
+    el_status st = el_unet_profile_read(path, &m->u, amax, &precision);
     if (st != EL_OK) {
         free(amax);
         return st;

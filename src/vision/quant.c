@@ -32,7 +32,7 @@ el_status el_unet_quant_init(el_unet_quant *q, const el_unet *u, const float *p,
         return el_error(EL_ERR_INVALID_ARG, "image model: no integer form '%s'",
                         el_image_precision_name(precision));
     el_type type = precision == EL_IMAGE_W8A16 ? EL_TYPE_W8A16 : EL_TYPE_W8;
-    float levels = precision == EL_IMAGE_W8A16 ? 32767.0f : 127.0f;
+    float levels = el_unet_act_levels(precision);
     q->precision = precision;
     q->n = u->tb.n;
     q->w = calloc((size_t)q->n, sizeof *q->w);
@@ -74,6 +74,23 @@ el_status el_unet_quant_init(el_unet_quant *q, const el_unet *u, const float *p,
     free(row);
     if (st != EL_OK) el_unet_quant_free(q);
     return st;
+}
+
+float el_unet_act_levels(el_image_precision precision) {
+    return precision == EL_IMAGE_W8A16 ? 32767.0f : 127.0f;
+}
+
+void el_unet_fake_quant_weights(const el_unet *u, float *p) {
+    for (int32_t i = 0; i < u->tb.n; i++) {
+        if (!conv_of(u, i)) continue;
+        const el_ttensor *t = &u->tb.t[i];
+        for (int64_t o = 0; o < t->n_out; o++) {
+            float *row = p + t->offset + o * t->n_in, mx = 0.0f;
+            for (int64_t j = 0; j < t->n_in; j++) mx = fmaxf(mx, fabsf(row[j]));
+            float d = mx / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f; /* as el_i8_quantize */
+            for (int64_t j = 0; j < t->n_in; j++) row[j] = d * rintf(row[j] * id);
+        }
+    }
 }
 
 void el_unet_quant_free(el_unet_quant *q) {

@@ -33,6 +33,18 @@ el_status el_unet_quant_init(el_unet_quant *q, const el_unet *u, const float *p,
                              el_image_precision precision, const float *amax);
 void el_unet_quant_free(el_unet_quant *q);
 
+/* Reads a profile's precision and input ranges (amax [tensors], 0 where the file has none) for
+ * u, refusing a file of another kind or model (src/vision/image_profile.c). */
+el_status el_unet_profile_read(const char *path, const el_unet *u, float *amax,
+                               el_image_precision *precision);
+
+/* The levels of precision's activations: 32767 (W8A16) or 127 (W8A8). */
+float el_unet_act_levels(el_image_precision precision);
+
+/* Every convolution weight of p (u's layout) replaced by its int8 rows' values (each row's
+ * absmax / 127 grid): what the integer weights compute, in float, for training against. */
+void el_unet_fake_quant_weights(const el_unet *u, float *p);
+
 /* y [B][cout][side^2] = the convolution of x [B][cin][side^2] (tensor c->w) plus bias b, in
  * integers; scratch from a. */
 void el_unet_qconv_forward(const el_unet_quant *q, const el_unet_conv *c, const float *b,

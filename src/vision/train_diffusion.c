@@ -14,6 +14,7 @@
 #include "train/svg.h"
 #include "vision/lora.h"
 #include "vision/mnist.h"
+#include "vision/quant.h"
 #include "vision/schedule.h"
 #include "vision/tasks.h"
 #include "vision/train_state.h"
@@ -63,6 +64,10 @@ typedef struct drun {
     const el_vtask *task;
     el_vlora lora;
     float *merged, *lg, *lm, *lv;
+    /* distillation into a profile (QUAD): the teacher (the base in float with the adapter as it
+     * started, merged), and the forward's rounding of each convolution's input */
+    float *teacher, *fake_step;
+    el_unet_bind bind;
 } drun;
 
 static void drun_free(drun *r) {
@@ -73,6 +78,7 @@ static void drun_free(drun *r) {
     free(r->x), free(r->noise), free(r->eps), free(r->deps), free(r->t), free(r->cls);
     el_vlora_free(&r->lora);
     free(r->merged), free(r->lg), free(r->lm), free(r->lv);
+    free(r->teacher), free(r->fake_step);
 }
 
 /* Fills the batch: image idx[b] noised at a timestep from rng, its class or (with probability
@@ -96,6 +102,14 @@ static void make_batch(drun *r, el_rng *rng, int32_t B, const int32_t *idx, floa
         }
         el_schedule_noise(&r->sched, r->t[b], r->task ? target : x0, e, xb, PIX);
     }
+}
+
+/* In distillation, the target is not the noise but what the teacher predicts for the batch. */
+static el_status distill_target(drun *r, int32_t B) {
+    if (!r->teacher) return EL_OK;
+    el_arena_reset(&r->arena);
+    return el_unet_forward(&r->s.u, r->teacher, NULL, B, r->x, r->t, r->cls, r->noise, &r->arena,
+                           NULL);
 }
 
 /* Mean squared error of eps against the noise; deps (if not NULL) its gradient. */
@@ -123,9 +137,10 @@ static el_status evaluate(drun *r, const el_diffusion_train_params *p, float *ou
     for (int32_t k = 0; k < p->eval_batches && st == EL_OK; k++) {
         for (int32_t b = 0; b < B; b++) ids[b] = r->n_train + (k * B + b) % r->n_eval;
         make_batch(r, &rng, B, ids, p->p_uncond);
+        if ((st = distill_target(r, B)) != EL_OK) break;
         el_arena_reset(&r->arena);
-        st = el_unet_forward(&r->s.u, r->tuning ? r->merged : r->s.p, NULL, B, r->x, r->t, r->cls,
-                             r->eps, &r->arena, NULL);
+        st = el_unet_forward(&r->s.u, r->tuning ? r->merged : r->s.p, &r->bind, B, r->x, r->t,
+                             r->cls, r->eps, &r->arena, NULL);
         sum += mse(r, B, NULL);
     }
     free(ids);
@@ -141,10 +156,12 @@ static el_status train_step(drun *r, const el_diffusion_train_params *p, float *
     for (int32_t b = 0; b < B; b++) ids[b] = (int32_t)(el_rng_u64(&s->rng) % (uint64_t)r->n_train);
     make_batch(r, &s->rng, B, ids, p->p_uncond);
     free(ids);
+    el_status st = distill_target(r, B);
+    if (st != EL_OK) return st;
     el_arena_reset(&r->arena);
     el_unet_acts *acts;
     const float *w = r->tuning ? r->merged : s->p;
-    el_status st = el_unet_forward(&s->u, w, NULL, B, r->x, r->t, r->cls, r->eps, &r->arena, &acts);
+    st = el_unet_forward(&s->u, w, &r->bind, B, r->x, r->t, r->cls, r->eps, &r->arena, &acts);
     if (st != EL_OK) return st;
     *loss = mse(r, B, r->deps);
     size_t n = s->u.tb.n_floats;
@@ -200,6 +217,28 @@ static el_status check_params(const el_diffusion_train_params *p, const char *ou
     return st;
 }
 
+/* Distillation into a profile: the adapter starts as the teacher's copy; the teacher is the float
+ * base with it merged; the student's base is the base with its convolutions on their int8 grids
+ * (r->s.p, as the integer form computes them), its inputs rounded at the profile's steps. */
+static el_status setup_distill(drun *r, const el_diffusion_lora_params *lp) {
+    const el_unet *u = &r->s.u;
+    el_status st = el_vlora_load(lp->teacher_path, &r->lora, u);
+    if (st != EL_OK) return st;
+    r->teacher = malloc(u->tb.n_floats * sizeof *r->teacher);
+    r->fake_step = malloc((size_t)u->tb.n * sizeof *r->fake_step);
+    if (!r->teacher || !r->fake_step)
+        return el_error(EL_ERR_NOMEM, "image adapter distillation: out of memory");
+    el_image_precision precision;
+    if ((st = el_unet_profile_read(lp->profile_path, u, r->fake_step, &precision)) != EL_OK)
+        return st;
+    r->bind.fake_levels = el_unet_act_levels(precision);
+    for (int32_t i = 0; i < u->tb.n; i++) r->fake_step[i] /= r->bind.fake_levels;
+    r->bind.fake_step = r->fake_step;
+    el_vlora_merge(&r->lora, u, r->s.p, r->teacher);
+    el_unet_fake_quant_weights(u, r->s.p);
+    return EL_OK;
+}
+
 /* The data, batch buffers and threads; then either a fresh (or resumed) model, or the frozen
  * base with a new adapter (lp non-NULL). */
 static el_status setup(drun *r, const el_diffusion_train_params *p,
@@ -225,8 +264,11 @@ static el_status setup(drun *r, const el_diffusion_train_params *p,
     if (st == EL_OK && lp) {
         memcpy(r->s.p, bp, r->s.u.tb.n_floats * sizeof *bp);
         r->tuning = true;
-        r->task = el_vtask_find(lp->task);
-        st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
+        if (lp->teacher_path)
+            st = setup_distill(r, lp);
+        else
+            st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
+        r->task = el_vtask_find(r->lora.task);
     }
     free(bp);
     if (st != EL_OK) return st;
@@ -308,7 +350,10 @@ el_status el_finetune_diffusion(const el_diffusion_train_params *p,
                                 const el_diffusion_lora_params *lp, const char *out_path) {
     if (!lp || !lp->base_path)
         return el_error(EL_ERR_INVALID_ARG, "image adapter training: no base model given");
-    if (!el_vtask_find(lp->task))
+    if (!lp->teacher_path != !lp->profile_path)
+        return el_error(EL_ERR_INVALID_ARG,
+                        "image adapter distillation needs both the adapter and the profile");
+    if (!lp->teacher_path && !el_vtask_find(lp->task))
         return el_error(EL_ERR_INVALID_ARG,
                         "image adapter training: unknown task '%s' (this version trains: %s)",
                         lp->task ? lp->task : "", el_vtask_names());

@@ -165,6 +165,14 @@ static void conv_fwd(const el_unet *u, const float *p, const el_unet_bind *bind,
     int32_t k = l ? l->slot[c->w] : -1;
     bool quant = bind && bind->quant;
     el_arena_mark m = el_arena_get_mark(a);
+    float step = bind && bind->fake_step ? bind->fake_step[c->w] : 0.0f;
+    if (step > 0.0f) { /* the input as the integer form sees it; gradients pass straight through */
+        size_t n = (size_t)(B * c->cin * side * side);
+        float *xq = el_arena_alloc(a, n), id = 1.0f / step, L = bind->fake_levels;
+        if (!xq) return;
+        for (size_t i = 0; i < n; i++) xq[i] = step * rintf(fminf(fmaxf(x[i] * id, -L), L));
+        x = xq;
+    }
     float *col = c->k > 1 && (!quant || k >= 0) ? el_arena_alloc(a, (size_t)el_conv_col_size(&d))
                                                 : NULL;
     float *lx = k >= 0 ? el_arena_alloc(a, (size_t)(l->rank * side * side)) : NULL;

@@ -87,6 +87,10 @@ typedef struct el_unet_bind {
     const el_unet_quant *quant;  /* integer convolutions (vision/quant.h) */
     float *amax;                 /* by tensor index: raised to the largest |input| each
                                   * convolution sees (calibration) */
+    /* training for an integer form: each convolution's input rounded to its static grid
+     * (by tensor index, the step d; levels the largest |q|) before a float product */
+    const float *fake_step;
+    float fake_levels;
 } el_unet_bind;
 
 /* eps [B][1][28][28] of x [B][3][28][28] at timesteps t [B] and classes cls [B] (n_class: none),

@@ -169,4 +169,16 @@ expect_exit train_wide 0 "$EL" train-diffusion --images "$IMG" --labels "$LAB" -
 expect_exit image_profile_other_model 1 "$EL" image -m "$TMP/wide.gguf" --profile "$TMP/w8a8.gguf" -o "$TMP/bad.png"
 grep -q "made for another image model" "$TMP/err" && pass image_profile_model_message || fail image_profile_model_message "$(cat "$TMP/err")"
 [ ! -e "$TMP/bad.png" ] && [ ! -e "$TMP/bad.gguf" ] && pass profile_failures_write_nothing || fail profile_failures_write_nothing
+# QUAD's distillation of an adapter into another adapter's profile
+expect_exit distill 0 "$EL" finetune-diffusion -m "$TMP/m.gguf" --distill "$TMP/inpaint.gguf" \
+    --profile "$TMP/bold-w8a8.gguf" --images "$IMG" --labels "$LAB" --steps 2 $tiny -o "$TMP/inpaint-q.gguf"
+expect_exit distilled_runs 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint-q.gguf" --profile "$TMP/bold-w8a8.gguf" \
+    --input "$TMP/digit.png" --mask "$TMP/mask.png" --steps 2 -t 1 -o "$TMP/inpaint-q.png"
+expect_exit distill_without_profile 2 "$EL" finetune-diffusion -m "$TMP/m.gguf" --distill "$TMP/inpaint.gguf" \
+    --images "$IMG" --labels "$LAB" -o "$TMP/bad.gguf"
+grep -q "go together" "$TMP/err" && pass distill_without_profile_message || fail distill_without_profile_message "$(cat "$TMP/err")"
+expect_exit distill_llm_adapter 1 "$EL" finetune-diffusion -m "$TMP/m.gguf" --distill tests/golden/lora_stories.gguf \
+    --profile "$TMP/w8a8.gguf" --images "$IMG" --labels "$LAB" --steps 1 $tiny -o "$TMP/bad.gguf"
+grep -q "not for the image model" "$TMP/err" && pass distill_llm_adapter_message || fail distill_llm_adapter_message "$(cat "$TMP/err")"
+[ ! -e "$TMP/bad.gguf" ] && pass distill_failures_write_nothing || fail distill_failures_write_nothing
 finish
