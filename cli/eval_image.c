@@ -38,6 +38,86 @@ static const char help[] =
 
 enum { MAX_LORA = 16 };
 
+/* What eval-image found, for its printers. */
+typedef struct report {
+    const char *model, *classifier, *profile;
+    el_image_precision precision;
+    const el_image_eval_params *p;
+    const el_image_eval_generation *g; /* NULL: --no-generation */
+    int n_lora;
+    const char *const *lora;
+    const char (*task)[32];
+    const el_image_eval_task *t;         /* n < 0: scored by drawings, in gk */
+    const el_image_eval_generation *gk;
+} report;
+
+static void print_json(const report *r) {
+    const el_image_eval_params *p = r->p;
+    const el_image_eval_generation *g = r->g;
+    printf("{\"model\": \"%s\", \"precision\": \"%s\", \"profile\": \"%s\", \"steps\": %d",
+           r->model, el_image_precision_name(r->precision), r->profile ? r->profile : "",
+           p->n_steps);
+    if (g)
+        printf(", \"classifier_accuracy\": %.4f, \"fid_mnist_real\": %.4f, "
+               "\"fid_mnist_any\": %.4f, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
+               "\"guidance\": %g, \"images\": %d, \"s_per_image\": %.5f, "
+               "\"s_per_image_guided\": %.5f",
+               g->classifier_accuracy, g->fid_real, g->fid_any, g->fid_class, g->class_accuracy,
+               p->guidance, p->n_images, g->s_per_image, g->s_per_image_guided);
+    printf(", \"tasks\": [");
+    for (int k = 0; k < r->n_lora; k++) {
+        const el_image_eval_task *t = &r->t[k];
+        printf("%s{\"adapter\": \"%s\", \"task\": \"%s\", ", k ? ", " : "", r->lora[k], r->task[k]);
+        if (t->n < 0)
+            printf("\"images\": %d, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
+                   "\"s_per_image\": %.5f}",
+                   p->n_images, r->gk[k].fid_class, r->gk[k].class_accuracy,
+                   r->gk[k].s_per_image_guided);
+        else
+            printf("\"images\": %d, \"psnr\": %.4f, \"psnr_drawn\": %.4f, \"ssim\": %.4f, "
+                   "\"s_per_image\": %.5f}",
+                   t->n, t->psnr, t->psnr_mask, t->ssim, t->s_per_image);
+    }
+    printf("]}\n");
+}
+
+static void print_tables(const report *r) {
+    const el_image_eval_params *p = r->p;
+    const el_image_eval_generation *g = r->g;
+    const char *prec = el_image_precision_name(r->precision);
+    bool drawn = g != NULL, scored = false;
+    for (int k = 0; k < r->n_lora; k++) drawn |= r->t[k].n < 0, scored |= r->t[k].n >= 0;
+    if (drawn) {
+        printf("FID-MNIST: classifier %s; DDIM %d steps; %s%s%s\n\n", r->classifier, p->n_steps,
+               prec, r->profile ? ", profile " : "", r->profile ? r->profile : "");
+        printf("| images | FID-MNIST | read as the class asked | s/image |\n"
+               "| --- | --- | --- | --- |\n");
+    }
+    if (g) {
+        printf("| %d real (training); the classifier reads %.1f%% of the held-out right | %.3f | "
+               "| |\n",
+               p->n_heldout, 100.0 * g->classifier_accuracy, g->fid_real);
+        printf("| %d drawn, no class | %.3f | | %.4f |\n", p->n_images, g->fid_any, g->s_per_image);
+        printf("| %d drawn by class, guidance %g | %.3f | %.1f%% | %.4f |\n", p->n_images,
+               p->guidance, g->fid_class, 100.0 * g->class_accuracy, g->s_per_image_guided);
+    }
+    for (int k = 0; k < r->n_lora; k++)
+        if (r->t[k].n < 0)
+            printf("| %d drawn by class with %s (%s) | %.3f | %.1f%% | %.4f |\n", p->n_images,
+                   r->lora[k], r->task[k], r->gk[k].fid_class, 100.0 * r->gk[k].class_accuracy,
+                   r->gk[k].s_per_image_guided);
+    if (!scored) return;
+    printf("%s| adapter | task | precision | images | PSNR dB | PSNR dB, drawn pixels | SSIM "
+           "| s/image |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+           drawn ? "\n" : "");
+    for (int k = 0; k < r->n_lora; k++) {
+        const el_image_eval_task *t = &r->t[k];
+        if (t->n >= 0)
+            printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", r->lora[k], r->task[k],
+                   prec, t->n, t->psnr, t->psnr_mask, t->ssim, t->s_per_image);
+    }
+}
+
 int cmd_eval_image(int argc, char **argv) {
     const char *cmd = "eval-image", *model = NULL, *classifier = NULL, *lora[MAX_LORA];
     const char *grids = NULL, *prec = NULL, *profile = NULL;
@@ -129,12 +209,13 @@ int cmd_eval_image(int argc, char **argv) {
     el_digit_classifier *c = NULL;
     el_status st = el_image_model_load(model, &m);
     if (st != EL_OK) return cli_fail(cmd, st);
-    if (generation && (st = el_digit_classifier_load(classifier, &c)) != EL_OK) {
+    if (classifier && (st = el_digit_classifier_load(classifier, &c)) != EL_OK) {
         el_image_model_free(m);
         return cli_fail(cmd, st);
     }
     el_image_eval_generation g = {0};
     el_image_eval_task t[MAX_LORA] = {0};
+    el_image_eval_generation gk[MAX_LORA] = {0}; /* of adapters scored by their drawings */
     int32_t n_class = el_image_model_n_class(m);
     char task[MAX_LORA][32];
     el_image_profile *shared = NULL, *own = NULL;
@@ -147,7 +228,8 @@ int cmd_eval_image(int argc, char **argv) {
     if (st == EL_OK && generation) st = el_image_eval_model(m, c, &p, &g);
     el_image_profile_free(own);
     p.profile = shared;
-    for (int k = 0; k < n_lora && st == EL_OK; k++) {
+    bool printed = false; /* an error already told */
+    for (int k = 0; k < n_lora && st == EL_OK && !printed; k++) {
         el_image_adapter *ad;
         own = NULL;
         if ((st = el_image_adapter_load(m, lora[k], &ad)) != EL_OK) break;
@@ -155,7 +237,18 @@ int cmd_eval_image(int argc, char **argv) {
         if (precision != EL_IMAGE_FLOAT && !shared &&
             (st = el_image_calibrate(m, ad, &p, precision, &own)) == EL_OK)
             p.profile = own;
-        if (st == EL_OK) st = el_image_eval_adapter(m, ad, &p, &t[k]);
+        if (st == EL_OK && el_image_task_takes_source(task[k])) {
+            st = el_image_eval_adapter(m, ad, &p, &t[k]);
+        } else if (st == EL_OK && !c) {
+            printed = true;
+            cli_error(cmd, "--lora %s (task %s) is scored by FID-MNIST: it needs --classifier",
+                      lora[k], task[k]);
+        } else if (st == EL_OK) { /* drawings by class with the adapter, one forward a step */
+            el_image_eval_params gp = p;
+            gp.adapter = ad, gp.guidance = 1.0f, gp.class_only = true;
+            st = el_image_eval_model(m, c, &gp, &gk[k]);
+            t[k].n = -1;
+        }
         el_image_adapter_free(ad);
         el_image_profile_free(own);
         p.profile = shared;
@@ -163,62 +256,28 @@ int cmd_eval_image(int argc, char **argv) {
     el_image_profile_free(shared);
     el_digit_classifier_free(c);
     el_image_model_free(m);
-    bool written = st == EL_OK;
+    bool written = st == EL_OK && !printed;
     char path[4096];
+    int32_t per = p.n_images / n_class, cols = p.n_keep < per ? p.n_keep : per;
     if (written && grids && generation) {
         snprintf(path, sizeof path, "%s-classes.png", grids);
-        int32_t per = p.n_images / n_class;
-        written = cli_write_image_grid(cmd, path, g.kept, n_class, p.n_keep < per ? p.n_keep : per);
+        written = cli_write_image_grid(cmd, path, g.kept, n_class, cols);
     }
     for (int k = 0; written && grids && k < n_lora; k++) {
         snprintf(path, sizeof path, "%s-%s.png", grids, task[k]);
-        written = cli_write_image_grid(cmd, path, t[k].kept, 3, p.n_keep < t[k].n ? p.n_keep
-                                                                               : t[k].n);
+        written = t[k].n < 0 ? cli_write_image_grid(cmd, path, gk[k].kept, n_class, cols)
+                             : cli_write_image_grid(cmd, path, t[k].kept, 3,
+                                                    p.n_keep < t[k].n ? p.n_keep : t[k].n);
     }
     free(g.kept);
-    for (int k = 0; k < n_lora; k++) free(t[k].kept);
+    for (int k = 0; k < n_lora; k++) free(t[k].kept), free(gk[k].kept);
     if (st != EL_OK) return cli_fail(cmd, st);
     if (!written) return CLI_FAIL;
-    if (json) {
-        printf("{\"model\": \"%s\", \"precision\": \"%s\", \"profile\": \"%s\", \"steps\": %d",
-               model, el_image_precision_name(precision), profile ? profile : "", p.n_steps);
-        if (generation)
-            printf(", \"classifier_accuracy\": %.4f, \"fid_mnist_real\": %.4f, "
-                   "\"fid_mnist_any\": %.4f, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
-                   "\"guidance\": %g, \"images\": %d, \"s_per_image\": %.5f, "
-                   "\"s_per_image_guided\": %.5f",
-                   g.classifier_accuracy, g.fid_real, g.fid_any, g.fid_class, g.class_accuracy,
-                   p.guidance, p.n_images, g.s_per_image, g.s_per_image_guided);
-        printf(", \"tasks\": [");
-        for (int k = 0; k < n_lora; k++)
-            printf("%s{\"adapter\": \"%s\", \"task\": \"%s\", \"images\": %d, \"psnr\": %.4f, "
-                   "\"psnr_drawn\": %.4f, \"ssim\": %.4f, \"s_per_image\": %.5f}",
-                   k ? ", " : "", lora[k], task[k], t[k].n, t[k].psnr, t[k].psnr_mask, t[k].ssim,
-                   t[k].s_per_image);
-        printf("]}\n");
-        return CLI_OK;
-    }
-    if (generation) {
-        printf("FID-MNIST: classifier %s, %.1f%% right on %d held-out images; DDIM %d steps; "
-               "%s%s%s\n\n",
-               classifier, 100.0 * g.classifier_accuracy, p.n_heldout, p.n_steps,
-               el_image_precision_name(precision), profile ? ", profile " : "",
-               profile ? profile : "");
-        printf("| images | FID-MNIST | read as the class asked | s/image |\n| --- | --- | --- | --- "
-               "|\n");
-        printf("| %d real (training) | %.3f | | |\n", p.n_heldout, g.fid_real);
-        printf("| %d drawn, no class | %.3f | | %.4f |\n", p.n_images, g.fid_any, g.s_per_image);
-        printf("| %d drawn by class, guidance %g | %.3f | %.1f%% | %.4f |\n", p.n_images,
-               p.guidance, g.fid_class, 100.0 * g.class_accuracy, g.s_per_image_guided);
-    }
-    if (n_lora) {
-        printf("%s| adapter | task | precision | images | PSNR dB | PSNR dB, drawn pixels | SSIM "
-               "| s/image |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
-               generation ? "\n" : "");
-        for (int k = 0; k < n_lora; k++)
-            printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", lora[k], task[k],
-                   el_image_precision_name(precision), t[k].n, t[k].psnr, t[k].psnr_mask,
-                   t[k].ssim, t[k].s_per_image);
-    }
+    report r = {model, classifier, profile, precision, &p, generation ? &g : NULL,
+                n_lora, lora, (const char(*)[32])task, t, gk};
+    if (json)
+        print_json(&r);
+    else
+        print_tables(&r);
     return CLI_OK;
 }

@@ -16,8 +16,11 @@ static const char help[] =
     "  bold      stroke editing: the image, drawn again with its strokes widened (the target\n"
     "            is a 3x3 grey dilation)\n"
     "  upscale   the image at 14x14 (shown doubled): drawn at 28x28\n"
+    "  guide     class-guided drawing in one forward a step: the adapter learns to predict\n"
+    "            what the model predicts with classifier-free guidance --guidance (two)\n"
     "  -m FILE               the image model\n"
-    "  --task NAME           inpaint, bold or upscale\n"
+    "  --task NAME           inpaint, bold, upscale or guide\n"
+    "  --guidance G          guide: the guidance it learns (default 3)\n"
     "  --distill FILE        QUAD's distillation: train this adapter further (its task, rank\n"
     "                        and alpha) to draw under --profile's integer form what it draws\n"
     "                        with the float model\n"
@@ -57,6 +60,10 @@ int cmd_finetune_diffusion(int argc, char **argv) {
                           el_image_task_names());
                 goto done;
             }
+        } else if (!strcmp(a, "--guidance")) {
+            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 100, &x))
+                goto done;
+            lp.guidance = (float)x;
         } else if (!strcmp(a, "--distill")) {
             if (!(lp.teacher_path = cli_value(cmd, argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--profile")) {

@@ -13,7 +13,8 @@ static const char help[] =
     "  --profile FILE        draw with the integer model of this profile (from `edgelora\n"
     "                        image-profile`: W8A16 or W8A8)\n"
     "  --lora FILE           a task adapter (from `edgelora finetune-diffusion`): inpaint,\n"
-    "                        bold (stroke editing) or upscale\n"
+    "                        bold (stroke editing), upscale, or guide (with --class: guided\n"
+    "                        drawing at the cost of one forward a step)\n"
     "  --input FILE          the 28x28 8-bit grey PNG the task works on (upscale: 14x14 too,\n"
     "                        doubled)\n"
     "  --mask FILE           a 28x28 8-bit grey PNG, non-zero where to draw; the rest is kept\n"
@@ -156,6 +157,10 @@ int cmd_image(int argc, char **argv) {
         cli_error(cmd, "--input needs a task adapter (--lora): the base model draws from noise");
         goto fail;
     }
+    if (input && !el_image_task_takes_source(task)) {
+        cli_error(cmd, "--lora %s (task %s) draws from noise: it takes no --input", lora, task);
+        goto fail;
+    }
     if (input && !mask && !strcmp(task, "inpaint")) {
         cli_error(cmd, "--lora %s inpaints: it needs --mask, the pixels to fill", lora);
         goto fail;
@@ -171,7 +176,7 @@ int cmd_image(int argc, char **argv) {
             goto fail;
         }
     }
-    if (ad && !input)
+    if (ad && !input && el_image_task_takes_source(task))
         fprintf(stderr, "edgelora image: warning: --lora %s (task %s) without --input: it draws "
                         "from an empty source\n", lora, task);
     p.adapter = ad, p.input = in_px, p.mask = mask_px, p.profile = prof;

@@ -457,10 +457,11 @@ el_status el_train_diffusion(const el_diffusion_train_params *p, const char *out
 /* A task adapter of the image model (LoRA on its convolutions, docs/vision.md), trained on a
  * frozen base. Tasks: "inpaint" (fill a masked part of an image: the condition channels carry
  * the image with the hole blanked and the mask), "bold" (stroke editing: draw the image again
- * with bold strokes), "upscale" (a 14 x 14 image, doubled, drawn at 28 x 28). */
+ * with bold strokes), "upscale" (a 14 x 14 image, doubled, drawn at 28 x 28), "guide" (draw a
+ * class in one forward a step as the base does with classifier-free guidance in two). */
 typedef struct el_diffusion_lora_params {
     const char *base_path; /* the frozen image model */
-    const char *task;      /* "inpaint", "bold" or "upscale" */
+    const char *task;      /* "inpaint", "bold", "upscale" or "guide" */
     int32_t rank;
     float alpha;
     /* QUAD's distillation: with both, the adapter teacher_path (its task, rank and alpha; the
@@ -468,12 +469,15 @@ typedef struct el_diffusion_lora_params {
      * profile profile_path, what it draws with the float model (the target is its float
      * prediction, not the noise) */
     const char *teacher_path, *profile_path;
+    float guidance; /* "guide": the classifier-free guidance the adapter learns to give */
 } el_diffusion_lora_params;
 
 el_diffusion_lora_params el_diffusion_lora_default_params(void);
 /* Whether this version trains and runs the task called name; the names, comma-separated. */
 bool el_image_task_known(const char *name);
 const char *el_image_task_names(void);
+/* Whether the task works on a source image (inpaint, bold, upscale; not guide). */
+bool el_image_task_takes_source(const char *name);
 
 /* Trains the adapter with p's data and optimization (its shape fields, ema and checkpoints are
  * not used) and writes it to out_path as an adapter GGUF. */
@@ -602,6 +606,8 @@ typedef struct el_image_eval_params {
     int32_t n_keep;     /* images kept for a look (the results' `kept`), 0: none */
     const el_image_profile *profile; /* NULL: float; else the integer form it makes */
     int32_t n_calib;    /* el_image_calibrate's images */
+    const el_image_adapter *adapter; /* el_image_eval_model: drawn with it bound (a guide) */
+    bool class_only;    /* el_image_eval_model: only the drawings by class (fid_any NaN) */
 } el_image_eval_params;
 
 el_image_eval_params el_image_eval_default_params(void);
@@ -637,9 +643,9 @@ typedef struct el_image_eval_task {
 el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
                                 const el_image_eval_params *p, el_image_eval_task *out);
 
-/* A profile calibrated on the training images (not the held-out ones): with an adapter, on its
- * task's examples of the first n_calib of them; without, on n_calib / 2 drawings without a
- * class and as many of one class with p's guidance. */
+/* A profile calibrated on the training images (not the held-out ones): with an adapter that takes
+ * a source, on its task's examples of the first n_calib of them; otherwise on n_calib / 2
+ * drawings without a class and as many by class (with p's guidance, or the guide adapter a). */
 el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
                              const el_image_eval_params *p, el_image_precision precision,
                              el_image_profile **out);

@@ -77,11 +77,14 @@ el_status el_image_eval_model(el_image_model *m, const el_digit_classifier *c,
     }
     el_image_params ip = el_image_default_params();
     ip.n_steps = p->n_steps, ip.seed = p->seed, ip.n_threads = p->n_threads;
-    ip.profile = p->profile;
+    ip.profile = p->profile, ip.adapter = p->adapter;
     double t0 = el_now_seconds();
-    if (st == EL_OK) st = el_image_generate(m, &ip, n, img);
-    out->s_per_image = (el_now_seconds() - t0) / n;
-    if (st == EL_OK) st = fid_of(c, img, n, ref, H, &out->fid_any);
+    out->fid_any = out->s_per_image = NAN;
+    if (st == EL_OK && !p->class_only) {
+        st = el_image_generate(m, &ip, n, img);
+        out->s_per_image = (el_now_seconds() - t0) / n;
+        if (st == EL_OK) st = fid_of(c, img, n, ref, H, &out->fid_any);
+    }
     ip.guidance = p->guidance;
     t0 = el_now_seconds();
     for (int32_t k = 0; k < nc && st == EL_OK; k++) {
@@ -129,6 +132,9 @@ static void task_examples(const el_vtask *task, const el_mnist *d, int32_t first
 el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
                                 const el_image_eval_params *p, el_image_eval_task *out) {
     const el_vtask *task = el_vtask_find(el_image_adapter_task(a));
+    if (!task->has_source)
+        return el_error(EL_ERR_INVALID_ARG, "image eval: the %s adapter has no ground truth to be "
+                        "scored against (its drawings are scored by FID-MNIST)", task->name);
     el_mnist d;
     el_status st = load_data(p, &d);
     if (st != EL_OK) return st;
@@ -184,7 +190,8 @@ el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
     if (n < 2 || n > d.n - p->n_heldout) {
         st = el_error(EL_ERR_INVALID_ARG, "image calibration: %d images (2 to the %d training ones)",
                       n, d.n - p->n_heldout);
-    } else if (a) { /* the task on the first training images */
+    } else if (a && el_vtask_find(el_image_adapter_task(a))->has_source) {
+        /* the task on the first training images */
         uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
         uint8_t *truth = malloc((size_t)n * PIX);
         if (!src || !mask || !truth) st = el_error(EL_ERR_NOMEM, "image calibration: out of memory");
@@ -195,10 +202,12 @@ el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
             st = el_image_profile_calibrate(m, &ip, n, precision, out);
         }
         free(src), free(mask), free(truth);
-    } else { /* drawings without a class, and of each class (guided), as the evaluation draws */
+    } else { /* drawings without a class, and of each class (guided, or by a guide adapter),
+              * as the evaluation draws */
+        ip.adapter = a;
         st = el_image_profile_calibrate(m, &ip, n / 2, precision, out);
         int32_t nc = el_image_model_n_class(m), per = (n - n / 2) / nc > 0 ? (n - n / 2) / nc : 1;
-        ip.guidance = p->guidance;
+        ip.guidance = a ? 1.0f : p->guidance;
         for (int32_t k = 0; k < nc && st == EL_OK; k++) {
             el_image_profile *cls = NULL, *both = NULL;
             ip.cls = k;

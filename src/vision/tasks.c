@@ -8,9 +8,10 @@
 enum { SIDE = 28, PIX = SIDE * SIDE };
 
 static const el_vtask tasks[] = {
-    {"inpaint", true},
-    {"bold", false},
-    {"upscale", false},
+    {"inpaint", true, true, false},
+    {"bold", false, true, false},
+    {"upscale", false, true, false},
+    {"guide", false, false, true},
 };
 
 const el_vtask *el_vtask_find(const char *name) {
@@ -19,11 +20,16 @@ const el_vtask *el_vtask_find(const char *name) {
     return NULL;
 }
 
-const char *el_vtask_names(void) { return "inpaint, bold, upscale"; }
+const char *el_vtask_names(void) { return "inpaint, bold, upscale, guide"; }
 
 bool el_image_task_known(const char *name) { return el_vtask_find(name) != NULL; }
 
 const char *el_image_task_names(void) { return el_vtask_names(); }
+
+bool el_image_task_takes_source(const char *name) {
+    const el_vtask *t = el_vtask_find(name);
+    return t && t->has_source;
+}
 
 /* A hole of 8 to 18 pixels a side at a random place. */
 static void random_hole(el_rng *rng, uint8_t *mask) {
@@ -63,6 +69,12 @@ static void blocks(const float *x, float *y) {
 
 void el_vtask_example(const el_vtask *t, el_rng *rng, const float *x0, float *cond, float *target,
                       uint8_t *mask) {
+    if (!t->has_source) { /* the image itself is what is drawn, from nothing but its class */
+        memset(cond, 0, 2 * PIX * sizeof *cond);
+        memcpy(target, x0, PIX * sizeof *target);
+        memset(mask, 1, PIX);
+        return;
+    }
     if (t->blanks_mask)
         random_hole(rng, mask);
     else
@@ -85,7 +97,8 @@ void el_vtask_example(const el_vtask *t, el_rng *rng, const float *x0, float *co
 
 void el_vtask_condition(const el_vtask *t, const uint8_t *source, const uint8_t *mask,
                         float *cond) {
-    for (int i = 0; i < PIX; i++) {
+    for (int i = 0; i < PIX && !t->has_source; i++) cond[i] = cond[PIX + i] = 0.0f;
+    for (int i = 0; i < PIX && t->has_source; i++) {
         bool draw = !mask || mask[i];
         cond[i] = t->blanks_mask && draw ? 0.0f : (float)source[i] / 127.5f - 1.0f;
         cond[PIX + i] = draw ? 1.0f : 0.0f;

@@ -6,7 +6,9 @@
  *   inpaint  fill (or remove what is in) a masked region: the source with the region blanked
  *   bold     stroke editing, thin strokes to bold: the source whole, drawn again with its
  *            strokes widened (a 3 x 3 grey dilation is the training target)
- *   upscale  a 14 x 14 image (given doubled, each pixel a 2 x 2 block) drawn at 28 x 28 */
+ *   upscale  a 14 x 14 image (given doubled, each pixel a 2 x 2 block) drawn at 28 x 28
+ *   guide    class-guided drawing in one forward a step: no source; trained to predict what the
+ *            base predicts with classifier-free guidance (two forwards a step) */
 #ifndef EL_VISION_TASKS_H
 #define EL_VISION_TASKS_H
 
@@ -18,11 +20,13 @@
 typedef struct el_vtask {
     const char *name;
     bool blanks_mask; /* the masked pixels of the source are hidden from the model */
+    bool has_source;  /* the condition channels carry a source image (else they stay zero) */
+    bool guided;      /* trained on the base's guided predictions for the image's class */
 } el_vtask;
 
 /* The task called name, or NULL. */
 const el_vtask *el_vtask_find(const char *name);
-/* "inpaint, bold, upscale" */
+/* "inpaint, bold, upscale, guide" */
 const char *el_vtask_names(void);
 
 /* A training (or evaluation) example of task t from the clean image x0 [784] in [-1, 1]: the

@@ -46,7 +46,7 @@ el_diffusion_train_params el_diffusion_train_default_params(void) {
 }
 
 el_diffusion_lora_params el_diffusion_lora_default_params(void) {
-    el_diffusion_lora_params p = {.task = "inpaint", .rank = 4, .alpha = 4.0f};
+    el_diffusion_lora_params p = {.task = "inpaint", .rank = 4, .alpha = 4.0f, .guidance = 3.0f};
     return p;
 }
 
@@ -68,6 +68,7 @@ typedef struct drun {
      * started, merged), and the forward's rounding of each convolution's input */
     float *teacher, *fake_step;
     el_unet_bind bind;
+    float guidance; /* a guided task's teacher guidance */
 } drun;
 
 static void drun_free(drun *r) {
@@ -97,19 +98,30 @@ static void make_batch(drun *r, el_rng *rng, int32_t B, const int32_t *idx, floa
         r->cls[b] = el_rng_uniform(rng) < p_uncond ? nc : r->data.labels[idx[b]];
         for (int i = 0; i < PIX; i++) e[i] = el_rng_normal(rng);
         if (r->task) {
-            r->cls[b] = nc;
+            r->cls[b] = r->task->guided ? r->data.labels[idx[b]] : nc;
             el_vtask_example(r->task, rng, x0, xb + PIX, target, mask);
         }
         el_schedule_noise(&r->sched, r->t[b], r->task ? target : x0, e, xb, PIX);
     }
 }
 
-/* In distillation, the target is not the noise but what the teacher predicts for the batch. */
+/* In distillation, the target is not the noise but what the teacher predicts for the batch: for
+ * a guided task, with classifier-free guidance, eps_none + g (eps_class - eps_none). */
 static el_status distill_target(drun *r, int32_t B) {
     if (!r->teacher) return EL_OK;
     el_arena_reset(&r->arena);
-    return el_unet_forward(&r->s.u, r->teacher, NULL, B, r->x, r->t, r->cls, r->noise, &r->arena,
-                           NULL);
+    el_status st = el_unet_forward(&r->s.u, r->teacher, NULL, B, r->x, r->t, r->cls, r->noise,
+                                   &r->arena, NULL);
+    if (st != EL_OK || !r->task->guided) return st;
+    int32_t *none = malloc((size_t)B * sizeof *none);
+    if (!none) return el_error(EL_ERR_NOMEM, "image adapter training: out of memory");
+    for (int32_t b = 0; b < B; b++) none[b] = r->s.u.c.n_class;
+    el_arena_reset(&r->arena);
+    st = el_unet_forward(&r->s.u, r->teacher, NULL, B, r->x, r->t, none, r->eps, &r->arena, NULL);
+    free(none);
+    for (size_t i = 0; st == EL_OK && i < (size_t)B * PIX; i++)
+        r->noise[i] = r->eps[i] + r->guidance * (r->noise[i] - r->eps[i]);
+    return st;
 }
 
 /* Mean squared error of eps against the noise; deps (if not NULL) its gradient. */
@@ -269,6 +281,13 @@ static el_status setup(drun *r, const el_diffusion_train_params *p,
         else
             st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
         r->task = el_vtask_find(r->lora.task);
+        r->guidance = lp->guidance;
+        if (st == EL_OK && r->task->guided && !r->teacher) { /* the float base with guidance */
+            if (!(r->teacher = malloc(r->s.u.tb.n_floats * sizeof *r->teacher)))
+                st = el_error(EL_ERR_NOMEM, "image adapter training: out of memory");
+            else
+                memcpy(r->teacher, r->s.p, r->s.u.tb.n_floats * sizeof *r->teacher);
+        }
     }
     free(bp);
     if (st != EL_OK) return st;
@@ -353,6 +372,9 @@ el_status el_finetune_diffusion(const el_diffusion_train_params *p,
     if (!lp->teacher_path != !lp->profile_path)
         return el_error(EL_ERR_INVALID_ARG,
                         "image adapter distillation needs both the adapter and the profile");
+    if (!(lp->guidance >= 0.0f && lp->guidance <= 100.0f))
+        return el_error(EL_ERR_INVALID_ARG, "image adapter training: guidance %g (0 to 100)",
+                        lp->guidance);
     if (!lp->teacher_path && !el_vtask_find(lp->task))
         return el_error(EL_ERR_INVALID_ARG,
                         "image adapter training: unknown task '%s' (this version trains: %s)",

@@ -181,4 +181,19 @@ expect_exit distill_llm_adapter 1 "$EL" finetune-diffusion -m "$TMP/m.gguf" --di
     --profile "$TMP/w8a8.gguf" --images "$IMG" --labels "$LAB" --steps 1 $tiny -o "$TMP/bad.gguf"
 grep -q "not for the image model" "$TMP/err" && pass distill_llm_adapter_message || fail distill_llm_adapter_message "$(cat "$TMP/err")"
 [ ! -e "$TMP/bad.gguf" ] && pass distill_failures_write_nothing || fail distill_failures_write_nothing
+# the guide adapter: class-guided drawing in one forward, scored by FID-MNIST
+expect_exit finetune_guide 0 "$EL" finetune-diffusion -m "$TMP/m.gguf" --task guide --guidance 2 \
+    --images "$IMG" --labels "$LAB" --steps 2 --rank 2 $tiny -o "$TMP/guide.gguf"
+expect_exit guide_class 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/guide.gguf" --class 5 --steps 2 -t 1 -o "$TMP/g5.png"
+[ -s "$TMP/g5.png" ] && ! grep -q warning "$TMP/err" && pass guide_no_source_warning || fail guide_no_source_warning "$(cat "$TMP/err")"
+expect_exit guide_with_input 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/guide.gguf" --input "$TMP/digit.png" -o "$TMP/bad.png"
+grep -q "takes no --input" "$TMP/err" && pass guide_with_input_message || fail guide_with_input_message "$(cat "$TMP/err")"
+expect_exit eval_guide 0 "$EL" eval-image -m "$TMP/m.gguf" --classifier "$TMP/cls.gguf" --no-generation \
+    --lora "$TMP/guide.gguf" --lora "$TMP/bold.gguf" --images "$IMG" --labels "$LAB" --heldout 64 -n 20 \
+    --task-images 2 --steps 2 -t 1
+grep -q "drawn by class with .*guide.gguf (guide)" "$TMP/out" && grep -q "| bold |" "$TMP/out" &&
+    pass eval_guide_rows || fail eval_guide_rows "$(cat "$TMP/out")"
+expect_exit eval_guide_no_classifier 1 "$EL" eval-image -m "$TMP/m.gguf" --no-generation \
+    --lora "$TMP/guide.gguf" --images "$IMG" --labels "$LAB" --heldout 64
+grep -q "it needs --classifier" "$TMP/err" && pass eval_guide_no_classifier_message || fail eval_guide_no_classifier_message "$(cat "$TMP/err")"
 finish
