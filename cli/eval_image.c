@@ -49,6 +49,7 @@ typedef struct report {
     const char (*task)[32];
     const el_image_eval_task *t;         /* n < 0: scored by drawings, in gk */
     const el_image_eval_generation *gk;
+    const double *load_ms;
 } report;
 
 static void print_json(const report *r) {
@@ -67,7 +68,8 @@ static void print_json(const report *r) {
     printf(", \"tasks\": [");
     for (int k = 0; k < r->n_lora; k++) {
         const el_image_eval_task *t = &r->t[k];
-        printf("%s{\"adapter\": \"%s\", \"task\": \"%s\", ", k ? ", " : "", r->lora[k], r->task[k]);
+        printf("%s{\"adapter\": \"%s\", \"task\": \"%s\", \"load_ms\": %.3f, ", k ? ", " : "",
+               r->lora[k], r->task[k], r->load_ms[k]);
         if (t->n < 0)
             printf("\"images\": %d, \"fid_mnist_class\": %.4f, \"class_accuracy\": %.4f, "
                    "\"s_per_image\": %.5f}",
@@ -108,13 +110,14 @@ static void print_tables(const report *r) {
                    r->gk[k].s_per_image_guided);
     if (!scored) return;
     printf("%s| adapter | task | precision | images | PSNR dB | PSNR dB, drawn pixels | SSIM "
-           "| s/image |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+           "| s/image | load ms |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
            drawn ? "\n" : "");
     for (int k = 0; k < r->n_lora; k++) {
         const el_image_eval_task *t = &r->t[k];
         if (t->n >= 0)
-            printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.4f |\n", r->lora[k], r->task[k],
-                   prec, t->n, t->psnr, t->psnr_mask, t->ssim, t->s_per_image);
+            printf("| %s | %s | %s | %d | %.2f | %.2f | %.4f | %.4f | %.2f |\n", r->lora[k],
+                   r->task[k], prec, t->n, t->psnr, t->psnr_mask, t->ssim, t->s_per_image,
+                   r->load_ms[k]);
     }
 }
 
@@ -216,6 +219,7 @@ int cmd_eval_image(int argc, char **argv) {
     el_image_eval_generation g = {0};
     el_image_eval_task t[MAX_LORA] = {0};
     el_image_eval_generation gk[MAX_LORA] = {0}; /* of adapters scored by their drawings */
+    double load_ms[MAX_LORA] = {0}; /* switching to an adapter: loading it (binding is free) */
     int32_t n_class = el_image_model_n_class(m);
     char task[MAX_LORA][32];
     el_image_profile *shared = NULL, *own = NULL;
@@ -232,7 +236,9 @@ int cmd_eval_image(int argc, char **argv) {
     for (int k = 0; k < n_lora && st == EL_OK && !printed; k++) {
         el_image_adapter *ad;
         own = NULL;
+        double t0 = cli_now_ms();
         if ((st = el_image_adapter_load(m, lora[k], &ad)) != EL_OK) break;
+        load_ms[k] = cli_now_ms() - t0;
         snprintf(task[k], sizeof task[k], "%s", el_image_adapter_task(ad));
         if (precision != EL_IMAGE_FLOAT && !shared &&
             (st = el_image_calibrate(m, ad, &p, precision, &own)) == EL_OK)
@@ -274,7 +280,7 @@ int cmd_eval_image(int argc, char **argv) {
     if (st != EL_OK) return cli_fail(cmd, st);
     if (!written) return CLI_FAIL;
     report r = {model, classifier, profile, precision, &p, generation ? &g : NULL,
-                n_lora, lora, (const char(*)[32])task, t, gk};
+                n_lora, lora, (const char(*)[32])task, t, gk, load_ms};
     if (json)
         print_json(&r);
     else

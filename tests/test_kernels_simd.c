@@ -152,13 +152,14 @@ static int compare_quantizers(const el_kernels *simd) {
 }
 
 /* Rows of a fixed scale (static activation scales, profiles) must be the reference's bytes,
- * sums and block scales, for A8 and the block types (q8_0 and q8_1 on the grid of the scale's
+ * sums and block scales, for A8, A16 and the block types (q8_0 and q8_1 on the grid of the scale's
  * f16 value): values far beyond the scale's range (clamped to +-127), exact halves of the step
  * (ties, rounded to even), zeros, NaN and infinities, in rows of 1 to 5 chunks or blocks; at
  * scales that are powers of two, and at scales an f16 does not hold exactly (its normal range
  * and its subnormals), where a kernel on d instead of its f16 step gives other bytes. */
 static int compare_static(const el_kernels *simd) {
-    static const el_type types[] = {EL_TYPE_A8, EL_TYPE_Q8_0, EL_TYPE_Q8_1, EL_TYPE_Q8_K};
+    static const el_type types[] = {EL_TYPE_A8, EL_TYPE_A16, EL_TYPE_Q8_0, EL_TYPE_Q8_1,
+                                    EL_TYPE_Q8_K};
     el_kernels ref;
     el_kernels_reference(&ref);
     test_rng r = {13};

@@ -61,6 +61,7 @@ const el_kernel_level el_level_avx2 = {
         },
         .quantize_static = {
             [EL_TYPE_A8] = el_quantize_a8_static_avx2,
+            [EL_TYPE_A16] = el_quantize_a16_static_avx2,
             [EL_TYPE_Q8_0] = el_quantize_q8_0_static_avx2,
             [EL_TYPE_Q8_1] = el_quantize_q8_1_static_avx2,
             [EL_TYPE_Q8_K] = el_quantize_q8_k_static_avx2,

@@ -24,6 +24,7 @@ void el_vec_dot_w4g128_avx2(int64_t n, float *s, const void *x, const void *y);
 void el_vec_dot_w8a16_avx2(int64_t n, float *s, const void *x, const void *y);
 void el_quantize_a8_avx2(const float *x, void *y, int64_t n);
 void el_quantize_a8_static_avx2(const float *x, void *y, int64_t n, float d);
+void el_quantize_a16_static_avx2(const float *x, void *y, int64_t n, float d);
 void el_quantize_q8_0_static_avx2(const float *x, void *y, int64_t n, float d);
 void el_quantize_q8_1_static_avx2(const float *x, void *y, int64_t n, float d);
 void el_quantize_q8_k_static_avx2(const float *x, void *y, int64_t n, float d);

@@ -100,10 +100,15 @@ void el_a16_from_float_static(const float *x, void *y, int64_t n, float d) {
     el_a16_header h = {.d = d};
     float id = 1.0f / d;
     char *q = (char *)y + sizeof h;
+    /* clamped before rounding, as el_i8_quantize; adding and taking away 1.5 * 2^23 rounds to
+     * the nearest integer, ties to even, as lrintf does, without its call (a loop the compiler
+     * vectorizes: the image model's integer convolutions quantize every pixel row) */
     for (int64_t i = 0; i < n; i++) {
-        int16_t v = (int16_t)clampi((int)lrintf(fminf(fmaxf(x[i] * id, -32767.0f), 32767.0f)),
-                                    -32767, 32767);
-        memcpy(q + 2 * i, &v, sizeof v);
+        float v = x[i] * id;
+        v = v > -32767.0f ? v : -32767.0f;
+        v = v < 32767.0f ? v : 32767.0f;
+        int16_t r = (int16_t)((v + 12582912.0f) - 12582912.0f);
+        memcpy(q + 2 * i, &r, sizeof r);
     }
     memcpy(y, &h, sizeof h);
 }

@@ -99,41 +99,58 @@ void el_unet_quant_free(el_unet_quant *q) {
     memset(q, 0, sizeof *q);
 }
 
-/* rows [side^2][KP]: row y*side + x holds what im2col's column y*side + x holds (input channel,
- * kernel row, kernel column), zero outside the image and in the padding. */
+/* rows [p1 - p0][KP]: the row of pixel p = y*side + x holds what im2col's column p holds (input
+ * channel, kernel row, kernel column), zero outside the image and in the padding. */
 static void pixel_rows(float *rows, const float *img, int64_t cin, int64_t side, int64_t k,
-                       int64_t KP) {
-    int64_t r = k / 2;
-    for (int64_t y = 0; y < side; y++)
-        for (int64_t x = 0; x < side; x++) {
-            float *out = rows + (y * side + x) * KP;
-            int64_t j = 0;
-            for (int64_t c = 0; c < cin; c++)
-                for (int64_t ky = 0; ky < k; ky++)
-                    for (int64_t kx = 0; kx < k; kx++, j++) {
-                        int64_t sy = y + ky - r, sx = x + kx - r;
-                        bool in = sy >= 0 && sy < side && sx >= 0 && sx < side;
-                        out[j] = in ? img[(c * side + sy) * side + sx] : 0.0f;
-                    }
-            memset(out + j, 0, (size_t)(KP - j) * sizeof *out);
+                       int64_t KP, int64_t p0, int64_t p1) {
+    int64_t r = k / 2, HW = side * side;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t y = p / side, x = p % side;
+        float *out = rows + (p - p0) * KP;
+        bool inside = y >= r && y < side - r && x >= r && x < side - r;
+        int64_t j = 0;
+        for (int64_t c = 0; c < cin; c++) {
+            const float *plane = img + c * HW;
+            for (int64_t ky = 0; ky < k; ky++) {
+                int64_t sy = y + ky - r;
+                if (inside) { /* most pixels: the whole window is in the image */
+                    const float *src = plane + sy * side + x - r;
+                    for (int64_t kx = 0; kx < k; kx++) out[j++] = src[kx];
+                    continue;
+                }
+                for (int64_t kx = 0; kx < k; kx++, j++) {
+                    int64_t sx = x + kx - r;
+                    bool in = sy >= 0 && sy < side && sx >= 0 && sx < side;
+                    out[j] = in ? plane[sy * side + sx] : 0.0f;
+                }
+            }
         }
+        memset(out + j, 0, (size_t)(KP - j) * sizeof *out);
+    }
 }
 
 void el_unet_qconv_forward(const el_unet_quant *q, const el_unet_conv *c, const float *b,
                            int64_t B, int64_t side, const float *x, float *y, el_arena *a) {
+    /* pixels a product: their rows stay in cache from being written to being quantized */
+    enum { PIXELS = 112 };
     const el_weight *w = &q->w[c->w];
     int64_t HW = side * side, KP = w->n_in, cout = c->cout;
     el_arena_mark m = el_arena_get_mark(a);
-    float *rows = el_arena_alloc(a, (size_t)(HW * KP)), *out = el_arena_alloc(a, (size_t)(HW * cout));
-    size_t scratch_floats = (el_matmul_scratch_size(w, HW) + sizeof(float) - 1) / sizeof(float);
+    float *rows = el_arena_alloc(a, (size_t)(PIXELS * KP));
+    float *out = el_arena_alloc(a, (size_t)(PIXELS * cout));
+    size_t scratch_floats = (el_matmul_scratch_size(w, PIXELS) + sizeof(float) - 1) / sizeof(float);
     float *scratch = el_arena_alloc(a, scratch_floats ? scratch_floats : 1);
     if (a->failed) return;
     for (int64_t i = 0; i < B; i++) {
-        pixel_rows(rows, x + i * c->cin * HW, c->cin, side, c->k, KP);
-        el_matmul(q->tp, w, rows, KP, HW, out, cout, scratch);
         float *yi = y + i * cout * HW;
-        for (int64_t o = 0; o < cout; o++)
-            for (int64_t j = 0; j < HW; j++) yi[o * HW + j] = out[j * cout + o] + (b ? b[o] : 0.0f);
+        for (int64_t p0 = 0; p0 < HW; p0 += PIXELS) {
+            int64_t n = HW - p0 < PIXELS ? HW - p0 : PIXELS;
+            pixel_rows(rows, x + i * c->cin * HW, c->cin, side, c->k, KP, p0, p0 + n);
+            el_matmul(q->tp, w, rows, KP, n, out, cout, scratch);
+            for (int64_t o = 0; o < cout; o++)
+                for (int64_t j = 0; j < n; j++)
+                    yi[o * HW + p0 + j] = out[j * cout + o] + (b ? b[o] : 0.0f);
+        }
     }
     el_arena_release(a, m);
 }
