@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/outfile.h"
+#include "train/svg.h"
 
 /* 2 added the checksum trailer, 3 the QAT settings and scales */
 static const uint32_t checkpoint_version = 3;
@@ -29,6 +30,23 @@ el_status el_history_add(el_history *h, bool eval, float step, float loss) {
     (*a)[2 * *n + 1] = loss;
     (*n)++;
     return EL_OK;
+}
+
+el_status el_history_plot(const el_history *h, const char *path, const char *title,
+                          const char *y_label) {
+    float *xs = malloc((h->n_train + h->n_eval + 1) * 2 * sizeof *xs);
+    if (!xs) return el_error(EL_ERR_NOMEM, "%s: out of memory for the plot", path);
+    float *ys = xs + h->n_train + h->n_eval + 1;
+    for (size_t i = 0; i < h->n_train; i++) xs[i] = h->train[2 * i], ys[i] = h->train[2 * i + 1];
+    for (size_t i = 0; i < h->n_eval; i++)
+        xs[h->n_train + i] = h->eval[2 * i], ys[h->n_train + i] = h->eval[2 * i + 1];
+    el_series s[2] = {
+        {"train", "#1f77b4", xs, ys, h->n_train},
+        {"held-out", "#d62728", xs + h->n_train, ys + h->n_train, h->n_eval},
+    };
+    el_status st = el_svg_plot(path, title, "step", y_label, s, h->n_eval ? 2 : 1);
+    free(xs);
+    return st;
 }
 
 void el_history_free(el_history *h) {

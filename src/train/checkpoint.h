@@ -24,6 +24,9 @@ typedef struct el_history {
 
 el_status el_history_add(el_history *h, bool eval, float step, float loss);
 void el_history_free(el_history *h);
+/* The training and held-out curves as an SVG plot (train/svg.h) against the step. */
+el_status el_history_plot(const el_history *h, const char *path, const char *title,
+                          const char *y_label);
 
 el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loader *l,
                              const el_history *h);

@@ -9,7 +9,6 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "train/svg.h"
 
 el_trainer_hp el_trainer_hp_from(const el_train_params *p, int32_t T) {
     el_trainer_hp hp = {.B = p->batch, .T = T, .accum = p->grad_accum, .n_steps = p->n_steps,
@@ -44,24 +43,6 @@ static float evaluate(const el_train_params *p, el_trainer *t, el_loader *eval,
         sum += el_trainer_eval(t, tok, tgt, mask);
     }
     return (float)(sum / n);
-}
-
-static el_status write_plot(const char *path, const char *title, const el_history *h) {
-    float *xs = malloc((h->n_train + h->n_eval + 1) * 2 * sizeof *xs);
-    if (!xs)
-        return el_error(EL_ERR_NOMEM, "out of memory for the plot");
-    float *ys = xs + h->n_train + h->n_eval + 1;
-    for (size_t i = 0; i < h->n_train; i++)
-        xs[i] = h->train[2 * i], ys[i] = h->train[2 * i + 1];
-    for (size_t i = 0; i < h->n_eval; i++)
-        xs[h->n_train + i] = h->eval[2 * i], ys[h->n_train + i] = h->eval[2 * i + 1];
-    el_series s[2] = {
-        {"train", "#1f77b4", xs, ys, h->n_train},
-        {"held-out", "#d62728", xs + h->n_train, ys + h->n_train, h->n_eval},
-    };
-    el_status st = el_svg_plot(path, title, "step", "loss (nats/token)", s, h->n_eval ? 2 : 1);
-    free(xs);
-    return st;
 }
 
 el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *train,
@@ -114,7 +95,7 @@ el_status el_train_loop(const el_train_params *p, el_trainer *t, el_loader *trai
         }
     }
     if (st == EL_OK && p->plot_path)
-        st = write_plot(p->plot_path, plot_title, &hist);
+        st = el_history_plot(&hist, p->plot_path, plot_title, "loss (nats/token)");
     free(tok);
     free(tgt);
     free(mask);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "vision/classifier.h"
+#include "vision/model_file.h"
 
 static const char arch[] = "edgelora-digit-classifier";
 
@@ -20,12 +21,7 @@ el_status el_cnet_save(const char *path, const el_cnet *n, const float *p) {
     const int32_t shape[4] = {n->c.c1, n->c.c2, n->c.n_feat, n->c.n_class};
     for (int i = 0; i < 4 && st == EL_OK; i++)
         st = gguf_writer_set_u32(w, shape_keys[i], (uint32_t)shape[i]);
-    for (int32_t i = 0; i < n->tb.n && st == EL_OK; i++) {
-        const el_ttensor *t = &n->tb.t[i];
-        int64_t ne[2] = {t->n_in, t->n_out};
-        st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
-                                    p + t->offset, (uint64_t)(t->n_in * t->n_out) * sizeof *p);
-    }
+    if (st == EL_OK) st = el_ttable_write(w, &n->tb, p);
     if (st == EL_OK) st = gguf_writer_write(w, path);
     gguf_writer_free(w);
     return st;
@@ -54,18 +50,7 @@ el_status el_cnet_load(const char *path, el_cnet *n, float **p) {
     if (st == EL_OK && (st = el_cnet_init(n, &c)) != EL_OK) el_error_prefix("%s", path);
     if (st == EL_OK && !(*p = malloc(n->tb.n_floats * sizeof **p)))
         st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    for (int32_t i = 0; i < n->tb.n && st == EL_OK; i++) {
-        const el_ttensor *t = &n->tb.t[i];
-        const gguf_tensor *gt = gguf_find_tensor(f, t->name);
-        if (!gt)
-            st = el_error(EL_ERR_FORMAT, "%s: tensor %s missing", path, t->name);
-        else if (gt->type != EL_TYPE_F32 || gt->ne[0] != t->n_in || gt->ne[1] != t->n_out ||
-                 gt->ne[2] != 1 || gt->ne[3] != 1)
-            st = el_error(EL_ERR_FORMAT, "%s: tensor %s is not F32 [%lld][%lld]", path, t->name,
-                          (long long)t->n_out, (long long)t->n_in);
-        else
-            memcpy(*p + t->offset, gt->data, (size_t)(t->n_in * t->n_out) * sizeof **p);
-    }
+    if (st == EL_OK) st = el_ttable_read(f, path, &n->tb, *p);
     for (size_t i = 0; st == EL_OK && i < n->tb.n_floats; i++)
         if (!isfinite((*p)[i])) st = el_error(EL_ERR_FORMAT, "%s: a weight is not finite", path);
     gguf_close(f);

@@ -9,6 +9,31 @@
 
 static const char arch[] = "edgelora-unet";
 
+el_status el_ttable_write(gguf_writer *w, const el_ttable *tb, const float *p) {
+    el_status st = EL_OK;
+    for (int32_t i = 0; i < tb->n && st == EL_OK; i++) {
+        const el_ttensor *t = &tb->t[i];
+        int64_t ne[2] = {t->n_in, t->n_out};
+        st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
+                                    p + t->offset, (uint64_t)(t->n_in * t->n_out) * sizeof *p);
+    }
+    return st;
+}
+
+el_status el_ttable_read(const gguf_file *f, const char *path, const el_ttable *tb, float *p) {
+    for (int32_t i = 0; i < tb->n; i++) {
+        const el_ttensor *t = &tb->t[i];
+        const gguf_tensor *gt = gguf_find_tensor(f, t->name);
+        if (!gt) return el_error(EL_ERR_FORMAT, "%s: tensor %s missing", path, t->name);
+        if (gt->type != EL_TYPE_F32 || gt->ne[0] != t->n_in || gt->ne[1] != t->n_out ||
+            gt->ne[2] != 1 || gt->ne[3] != 1)
+            return el_error(EL_ERR_FORMAT, "%s: tensor %s is not F32 [%lld][%lld]", path, t->name,
+                            (long long)t->n_out, (long long)t->n_in);
+        memcpy(p + t->offset, gt->data, (size_t)(t->n_in * t->n_out) * sizeof *p);
+    }
+    return EL_OK;
+}
+
 el_status el_unet_save(const char *path, const el_unet *u, const float *p,
                        const el_unet_file_info *info) {
     gguf_writer *w = gguf_writer_create();
@@ -24,12 +49,7 @@ el_status el_unet_save(const char *path, const el_unet *u, const float *p,
     if (st == EL_OK) st = gguf_writer_set_u32(w, "edgelora-unet.timesteps", (uint32_t)u->c.n_steps);
     if (st == EL_OK) st = gguf_writer_set_f32(w, "edgelora-unet.beta_1", info->beta_1);
     if (st == EL_OK) st = gguf_writer_set_f32(w, "edgelora-unet.beta_T", info->beta_T);
-    for (int32_t i = 0; i < u->tb.n && st == EL_OK; i++) {
-        const el_ttensor *t = &u->tb.t[i];
-        int64_t ne[2] = {t->n_in, t->n_out};
-        st = gguf_writer_add_tensor(w, t->name, EL_TYPE_F32, t->n_out == 1 ? 1 : 2, ne,
-                                    p + t->offset, (uint64_t)(t->n_in * t->n_out) * sizeof *p);
-    }
+    if (st == EL_OK) st = el_ttable_write(w, &u->tb, p);
     if (st == EL_OK) st = gguf_writer_write(w, path);
     gguf_writer_free(w);
     return st;
@@ -82,19 +102,7 @@ el_status el_unet_load(const char *path, el_unet *u, float **p, el_unet_file_inf
     if (st == EL_OK && (st = el_unet_init(u, &c)) != EL_OK) el_error_prefix("%s", path);
     if (st == EL_OK && !(*p = malloc(u->tb.n_floats * sizeof **p)))
         st = el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    for (int32_t i = 0; i < u->tb.n && st == EL_OK; i++) {
-        const el_ttensor *t = &u->tb.t[i];
-        const gguf_tensor *gt = gguf_find_tensor(f, t->name);
-        if (!gt) {
-            st = el_error(EL_ERR_FORMAT, "%s: tensor %s missing", path, t->name);
-        } else if (gt->type != EL_TYPE_F32 || gt->ne[0] != t->n_in || gt->ne[1] != t->n_out ||
-                   gt->ne[2] != 1 || gt->ne[3] != 1) {
-            st = el_error(EL_ERR_FORMAT, "%s: tensor %s is not F32 [%lld][%lld]", path, t->name,
-                          (long long)t->n_out, (long long)t->n_in);
-        } else {
-            memcpy(*p + t->offset, gt->data, (size_t)(t->n_in * t->n_out) * sizeof **p);
-        }
-    }
+    if (st == EL_OK) st = el_ttable_read(f, path, &u->tb, *p);
     gguf_close(f);
     if (st != EL_OK) {
         free(*p);

@@ -155,21 +155,6 @@ static el_status train_step(crun *r, const el_classifier_train_params *p, el_rng
     return EL_OK;
 }
 
-static el_status plot(const char *path, const el_history *h) {
-    float *xs = malloc((h->n_train + h->n_eval + 1) * 2 * sizeof *xs);
-    if (!xs) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    float *ys = xs + h->n_train + h->n_eval + 1;
-    for (size_t i = 0; i < h->n_train; i++) xs[i] = h->train[2 * i], ys[i] = h->train[2 * i + 1];
-    for (size_t i = 0; i < h->n_eval; i++)
-        xs[h->n_train + i] = h->eval[2 * i], ys[h->n_train + i] = h->eval[2 * i + 1];
-    el_series s[2] = {{"train", "#1f77b4", xs, ys, h->n_train},
-                      {"held-out", "#d62728", xs + h->n_train, ys + h->n_train, h->n_eval}};
-    el_status st = el_svg_plot(path, "digit classifier", "step", "cross-entropy", s,
-                               h->n_eval ? 2 : 1);
-    free(xs);
-    return st;
-}
-
 el_status el_train_classifier(const el_classifier_train_params *p, const char *out_path,
                               float *accuracy) {
     if (!p->images_path || !p->labels_path)
@@ -206,7 +191,8 @@ el_status el_train_classifier(const el_classifier_train_params *p, const char *o
         if (st == EL_OK && p->progress && !p->progress(p->user, &pr))
             st = el_error(EL_ERR_CANCELLED, "training stopped at step %lld", (long long)step + 1);
     }
-    if (st == EL_OK && p->plot_path) st = plot(p->plot_path, &r.hist);
+    if (st == EL_OK && p->plot_path)
+        st = el_history_plot(&r.hist, p->plot_path, "digit classifier", "cross-entropy");
     if (st == EL_OK) st = el_cnet_save(out_path, &r.net, r.p);
     if (st == EL_OK && accuracy) *accuracy = acc;
     crun_free(&r);

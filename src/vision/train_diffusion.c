@@ -11,7 +11,6 @@
 #include "core/outfile.h"
 #include "train/loop.h"
 #include "train/optim.h"
-#include "train/svg.h"
 #include "vision/lora.h"
 #include "vision/mnist.h"
 #include "vision/quant.h"
@@ -197,21 +196,6 @@ static el_status train_step(drun *r, const el_diffusion_train_params *p, float *
     return EL_OK;
 }
 
-static el_status plot(const char *path, const el_history *h) {
-    float *xs = malloc((h->n_train + h->n_eval + 1) * 2 * sizeof *xs);
-    if (!xs) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
-    float *ys = xs + h->n_train + h->n_eval + 1;
-    for (size_t i = 0; i < h->n_train; i++) xs[i] = h->train[2 * i], ys[i] = h->train[2 * i + 1];
-    for (size_t i = 0; i < h->n_eval; i++)
-        xs[h->n_train + i] = h->eval[2 * i], ys[h->n_train + i] = h->eval[2 * i + 1];
-    el_series s[2] = {{"train", "#1f77b4", xs, ys, h->n_train},
-                      {"held-out", "#d62728", xs + h->n_train, ys + h->n_train, h->n_eval}};
-    el_status st = el_svg_plot(path, "image model (DDPM noise prediction)", "step",
-                               "loss (MSE of the noise)", s, h->n_eval ? 2 : 1);
-    free(xs);
-    return st;
-}
-
 static el_status check_params(const el_diffusion_train_params *p, const char *out_path) {
     if (!p->images_path || !p->labels_path)
         return el_error(EL_ERR_INVALID_ARG, "image model training: images and labels needed");
@@ -351,7 +335,9 @@ static el_status run(const el_diffusion_train_params *p, const el_diffusion_lora
              (p->checkpoint_every && r.s.step % p->checkpoint_every == 0)))
             st = el_dstate_save(p->checkpoint_path, &r.s);
     }
-    if (st == EL_OK && p->plot_path) st = plot(p->plot_path, &r.s.hist);
+    if (st == EL_OK && p->plot_path)
+        st = el_history_plot(&r.s.hist, p->plot_path, "image model (DDPM noise prediction)",
+                             "loss (MSE of the noise)");
     if (st == EL_OK && stopped)
         st = el_error(EL_ERR_CANCELLED, "training stopped at step %lld", (long long)r.s.step);
     if (st == EL_OK)
