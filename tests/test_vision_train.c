@@ -102,6 +102,56 @@ static int test_bad_inputs(void) {
     return TEST_PASS;
 }
 
+/* The guide adapter's target is the base's guided prediction for the batch's classes: its B
+ * starts at zero, so the first step's loss is the base against itself guided, (g - 1)^2 times
+ * the squared difference of its class and no-class predictions: zero at g = 1 (but for the
+ * rounding of eps_none + (eps_class - eps_none)), and at
+ * g = 3 four times what it is at g = 2. A distilled adapter starts as its teacher: under a
+ * profile its first loss is what the integer form moves the prediction, small against the
+ * guide's. */
+static int test_guide_and_distill_targets(void) {
+    char base[4200], out[4200], ad[4200], distilled[4200];
+    snprintf(base, sizeof base, "%s/guide_base.gguf", test_tmp_dir());
+    snprintf(out, sizeof out, "%s/guide.gguf", test_tmp_dir());
+    el_diffusion_train_params p = tiny();
+    p.n_steps = 30;
+    CHECK(el_train_diffusion(&p, base) == EL_OK);
+    el_diffusion_lora_params lp = el_diffusion_lora_default_params();
+    lp.base_path = base, lp.task = "guide", lp.rank = 2;
+    float first[3];
+    for (int k = 0; k < 3; k++) {
+        watch w = {.stop_at = -1, .first_step = -1};
+        p = tiny();
+        p.n_steps = 1, p.progress = on_step, p.user = &w;
+        lp.guidance = (float)(k + 1);
+        CHECK(el_finetune_diffusion(&p, &lp, out) == EL_OK);
+        first[k] = w.first;
+    }
+    test_note("first losses at guidance 1, 2, 3: %g %g %g", first[0], first[1], first[2]);
+    CHECK(first[0] < 1e-9f * first[1] && first[1] > 0.0f);
+    CHECK(fabsf(first[2] - 4.0f * first[1]) < 1e-3f * first[2]);
+    /* distillation: the adapter as its own teacher under a W8A8 profile of the base */
+    el_image_model *m;
+    CHECK(el_image_model_load(base, &m) == EL_OK);
+    el_image_params ip = el_image_default_params();
+    ip.n_steps = 4, ip.n_threads = 1;
+    el_image_profile *pr;
+    CHECK(el_image_profile_calibrate(m, &ip, 4, EL_IMAGE_W8A8, &pr) == EL_OK);
+    snprintf(ad, sizeof ad, "%s/guide.profile.gguf", test_tmp_dir());
+    CHECK(el_image_profile_save(pr, ad) == EL_OK);
+    el_image_profile_free(pr);
+    el_image_model_free(m);
+    watch w = {.stop_at = -1, .first_step = -1};
+    p = tiny();
+    p.n_steps = 1, p.progress = on_step, p.user = &w;
+    lp.teacher_path = out, lp.profile_path = ad;
+    snprintf(distilled, sizeof distilled, "%s/guide.q.gguf", test_tmp_dir());
+    CHECK(el_finetune_diffusion(&p, &lp, distilled) == EL_OK);
+    test_note("first distillation loss under W8A8: %g", w.first);
+    CHECK(w.first > 0.0f && w.first < 0.1f * first[2]);
+    return TEST_PASS;
+}
+
 int main(void) {
     const char *pi = test_data_path("images/t10k-images-idx3-ubyte.gz");
     if (pi) snprintf(images, sizeof images, "%s", pi);
@@ -114,5 +164,6 @@ int main(void) {
     run_test("diffusion_resume_same_bytes", test_resume_same_bytes);
     run_test("diffusion_loss_falls", test_loss_falls);
     run_test("diffusion_bad_inputs", test_bad_inputs);
+    run_test("guide_and_distill_targets", test_guide_and_distill_targets);
     return tests_exit_code();
 }

@@ -67,7 +67,8 @@ typedef struct drun {
      * started, merged), and the forward's rounding of each convolution's input */
     float *teacher, *fake_step;
     el_unet_bind bind;
-    float guidance; /* a guided task's teacher guidance */
+    bool guided_target; /* training a guide: the target is the teacher guided this much */
+    float guidance;
 } drun;
 
 static void drun_free(drun *r) {
@@ -111,7 +112,7 @@ static el_status distill_target(drun *r, int32_t B) {
     el_arena_reset(&r->arena);
     el_status st = el_unet_forward(&r->s.u, r->teacher, NULL, B, r->x, r->t, r->cls, r->noise,
                                    &r->arena, NULL);
-    if (st != EL_OK || !r->task->guided) return st;
+    if (st != EL_OK || !r->guided_target) return st;
     int32_t *none = malloc((size_t)B * sizeof *none);
     if (!none) return el_error(EL_ERR_NOMEM, "image adapter training: out of memory");
     for (int32_t b = 0; b < B; b++) none[b] = r->s.u.c.n_class;
@@ -265,8 +266,8 @@ static el_status setup(drun *r, const el_diffusion_train_params *p,
         else
             st = el_vlora_init(&r->lora, &r->s.u, lp->rank, lp->alpha, lp->task, p->seed);
         r->task = el_vtask_find(r->lora.task);
-        r->guidance = lp->guidance;
         if (st == EL_OK && r->task->guided && !r->teacher) { /* the float base with guidance */
+            r->guided_target = true, r->guidance = lp->guidance;
             if (!(r->teacher = malloc(r->s.u.tb.n_floats * sizeof *r->teacher)))
                 st = el_error(EL_ERR_NOMEM, "image adapter training: out of memory");
             else
