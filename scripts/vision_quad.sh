@@ -5,8 +5,9 @@
 #  2. its sensitivity: PSNR on held-out examples in float, and under its own profile;
 #  3. the most sensitive adapter's profile becomes the one profile of all
 #     (models/digits-quad-PRECISION.profile.gguf);
-#  4. every other adapter is distilled into it (finetune-diffusion --distill:
-#     models/digits-TASK.quad-PRECISION.gguf) and scored again under it.
+#  4. every other adapter is distilled into it (finetune-diffusion --distill) and scored again
+#     under it; the distilled adapter is kept (models/digits-TASK.quad-PRECISION.gguf) only if it
+#     scores higher there than the adapter it came from.
 # About 10 minutes on the two cores of the development machine.
 set -eu
 cd "$(dirname "$0")/.."
@@ -51,22 +52,27 @@ echo "== the shared profile: $worst's (PSNR drop $worst_drop dB)" >&2
     echo "profile ($worst) shared by all; the others distilled into it ($steps steps) and scored"
     echo "again under it. PSNR in dB over the whole image, SSIM in brackets."
     echo
-    echo "| task | float | own profile | drop | shared profile, before | shared, after distillation |"
-    echo "| --- | --- | --- | --- | --- | --- |"
+    echo "| task | float | own profile | drop | shared profile, before | shared, after distillation | kept |"
+    echo "| --- | --- | --- | --- | --- | --- | --- |"
 } > "$out.new"
 while read -r t f fs o os drop; do
     if [ "$t" = "$worst" ]; then
-        echo "| $t | $f ($fs) | $o ($os) | $drop | (its own) | (its own) |" >> "$out.new"
+        echo "| $t | $f ($fs) | $o ($os) | $drop | (its own) | (its own) | the adapter |" >> "$out.new"
         continue
     fi
     set -- $(psnr "models/digits-$t.gguf" "$shared")
-    before="$1 ($2)"
+    before="$1 ($2)" before_psnr=$1
     echo "== distilling $t into $worst's profile" >&2
     "$EL" finetune-diffusion -m models/digits-unet.gguf --distill "models/digits-$t.gguf" \
         --profile "$shared" $mnist --steps "$steps" --batch 32 --lr 1e-3 --warmup 20 \
         --eval-every 100 --seed 1 -t "${THREADS:-2}" -q --no-plot -o "models/digits-$t.quad-$prec.gguf"
     set -- $(psnr "models/digits-$t.quad-$prec.gguf" "$shared")
-    echo "| $t | $f ($fs) | $o ($os) | $drop | $before | $1 ($2) |" >> "$out.new"
+    kept="distilled"
+    if ! python3 -c "import sys; sys.exit(0 if $1 > $before_psnr else 1)"; then
+        rm "models/digits-$t.quad-$prec.gguf"
+        kept="the adapter"
+    fi
+    echo "| $t | $f ($fs) | $o ($os) | $drop | $before | $1 ($2) | $kept |" >> "$out.new"
 done < "$work/sensitivity.txt"
 mv "$out.new" "$out"
 cat "$out"
