@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "diffusion_opts.h"
 
 static const char help[] =
     "usage: edgelora eval-image -m MODEL.gguf --classifier CLASSIFIER.gguf --images IMAGES.gz\n"
@@ -130,7 +130,9 @@ int cmd_eval_image(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         long n;
-        double x;
+        int r = cli_image_eval_opt(cmd, &p, argc, argv, &i);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
             return CLI_OK;
@@ -138,10 +140,6 @@ int cmd_eval_image(int argc, char **argv) {
             if (!(model = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--classifier")) {
             if (!(classifier = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--images")) {
-            if (!(p.images_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--labels")) {
-            if (!(p.labels_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--lora")) {
             if (!(v = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
             if (n_lora == MAX_LORA) {
@@ -153,32 +151,12 @@ int cmd_eval_image(int argc, char **argv) {
             if (!(prec = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--profile")) {
             if (!(profile = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--calib")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 2, 1 << 20, &n))
-                return CLI_USAGE;
-            p.n_calib = (int32_t)n;
         } else if (!strcmp(a, "--no-generation")) {
             generation = false;
-        } else if (!strcmp(a, "--heldout") || !strcmp(a, "-n") || !strcmp(a, "--task-images") ||
-                   !strcmp(a, "--steps")) {
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--task-images")) {
             if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 20, &n))
                 return CLI_USAGE;
-            int32_t *field = !strcmp(a, "--heldout") ? &p.n_heldout
-                             : !strcmp(a, "-n")      ? &p.n_images
-                             : !strcmp(a, "--steps") ? &p.n_steps
-                                                     : &p.n_task;
-            *field = (int32_t)n;
-        } else if (!strcmp(a, "--guidance")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 100, &x))
-                return CLI_USAGE;
-            p.guidance = (float)x;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_u64(cmd, a, v, &p.seed))
-                return CLI_USAGE;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n))
-                return CLI_USAGE;
-            p.n_threads = (int32_t)n;
+            *(!strcmp(a, "-n") ? &p.n_images : &p.n_task) = (int32_t)n;
         } else if (!strcmp(a, "--grids")) {
             if (!(grids = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--grid-cols")) {

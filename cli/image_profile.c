@@ -1,7 +1,7 @@
 /* image_profile.c - `edgelora image-profile`: calibrates the image model's integer form. */
 #include <string.h>
 
-#include "cli.h"
+#include "diffusion_opts.h"
 
 static const char help[] =
     "usage: edgelora image-profile -m MODEL.gguf --precision w8a16|w8a8 --images IMAGES.gz\n"
@@ -20,9 +20,10 @@ int cmd_image_profile(int argc, char **argv) {
     const char *cmd = "image-profile", *model = NULL, *lora = NULL, *out = NULL, *prec = NULL;
     el_image_eval_params p = el_image_eval_default_params();
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long n;
-        double x;
+        const char *a = argv[i];
+        int r = cli_image_eval_opt(cmd, &p, argc, argv, &i);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(help, stdout);
             return CLI_OK;
@@ -34,27 +35,6 @@ int cmd_image_profile(int argc, char **argv) {
             if (!(out = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--precision")) {
             if (!(prec = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--images")) {
-            if (!(p.images_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--labels")) {
-            if (!(p.labels_path = cli_value(cmd, argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--calib") || !strcmp(a, "--steps") || !strcmp(a, "--heldout")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1 << 20, &n))
-                return CLI_USAGE;
-            *(!strcmp(a, "--calib") ? &p.n_calib : !strcmp(a, "--steps") ? &p.n_steps
-                                                                          : &p.n_heldout) =
-                (int32_t)n;
-        } else if (!strcmp(a, "--guidance")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_float(cmd, a, v, 0, 100, &x))
-                return CLI_USAGE;
-            p.guidance = (float)x;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_u64(cmd, a, v, &p.seed))
-                return CLI_USAGE;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!(v = cli_value(cmd, argc, argv, &i)) || !cli_int(cmd, a, v, 1, 1024, &n))
-                return CLI_USAGE;
-            p.n_threads = (int32_t)n;
         } else {
             cli_error(cmd, "unknown option '%s'", a);
             return CLI_USAGE;
