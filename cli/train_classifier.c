@@ -89,7 +89,8 @@ int cmd_train_classifier(int argc, char **argv) {
     float accuracy = 0.0f;
     el_status st = el_train_classifier(&c, out, &accuracy);
     rc = cli_train_end(cmd, &o, st, out);
-    if (rc == CLI_OK) printf("held-out accuracy %.2f%% (%d images)\n", 100.0 * accuracy, c.n_heldout);
+    if (rc == CLI_OK)
+        printf("held-out accuracy %.2f%% (%d images)\n", 100.0 * accuracy, c.n_heldout);
     return rc;
 done:
     free((void *)o.p.train_files);

@@ -499,7 +499,11 @@ typedef enum el_image_sampler {
 
 /* The image model's integer forms (docs/vision.md): every convolution int8 per output channel,
  * its input int16 (W8A16) or int8 (W8A8) at a static scale from a profile. */
-typedef enum el_image_precision { EL_IMAGE_FLOAT = 0, EL_IMAGE_W8A16, EL_IMAGE_W8A8 } el_image_precision;
+typedef enum el_image_precision {
+    EL_IMAGE_FLOAT = 0,
+    EL_IMAGE_W8A16,
+    EL_IMAGE_W8A8
+} el_image_precision;
 /* "float", "w8a16", "w8a8" */
 const char *el_image_precision_name(el_image_precision p);
 
@@ -543,7 +547,7 @@ el_image_params el_image_default_params(void);
  * task's result on the input (the pixels outside the mask, if one is given, kept as they are). */
 el_status el_image_generate(el_image_model *m, const el_image_params *p, int32_t n, uint8_t *out);
 
-/* ------------------------------------------------------------ digit classifier and image metrics */
+/* ------------------------------------------------------------ digit classifier, image metrics */
 
 /* A small convolutional digit classifier (docs/vision.md), trained here: its accuracy says how
  * readable generated digits are, and its features are what FID-MNIST compares. */
@@ -655,10 +659,6 @@ el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
  * convolution; each scale is that range over the precision's levels (32767 or 127). */
 el_status el_image_profile_calibrate(el_image_model *m, const el_image_params *p, int32_t n,
                                      el_image_precision precision, el_image_profile **out);
-/* The profile whose every range is the largest of a's and b's (both of one model and
- * precision): one profile that holds the inputs of both. */
-el_status el_image_profile_union(const el_image_profile *a, const el_image_profile *b,
-                                 el_image_profile **out);
 el_status el_image_profile_save(const el_image_profile *pr, const char *path);
 /* Refuses a profile of another model shape, or one that misses a convolution. */
 el_status el_image_profile_load(el_image_model *m, const char *path, el_image_profile **out);

@@ -122,7 +122,8 @@ static int test_fake_quant_equals_integer(void) {
     size_t nf = u.tb.n_floats;
     float *p = malloc(nf * 4), *pq = malloc(nf * 4), *amax = calloc((size_t)u.tb.n, 4);
     float *step = calloc((size_t)u.tb.n, 4), *x = malloc(NX * 4);
-    float *e_float = malloc(B * PIX * 4), *e_int = malloc(B * PIX * 4), *e_fake = malloc(B * PIX * 4);
+    float *e_float = malloc(B * PIX * 4), *e_int = malloc(B * PIX * 4);
+    float *e_fake = malloc(B * PIX * 4);
     el_unet_init_params(&u, p, 5);
     test_rng rng = {13};
     for (size_t i = 0; i < nf; i++) p[i] += test_rand_uniform(&rng, -0.3f, 0.3f);
@@ -186,7 +187,10 @@ static int test_profiles(void) {
         pq.profile = pr;
         CHECK(el_image_generate(m, &pq, N, got) == EL_OK);
         double mse = 0;
-        for (int i = 0; i < N * PIX; i++) mse += ((double)got[i] - ref[i]) * ((double)got[i] - ref[i]);
+        for (int i = 0; i < N * PIX; i++) {
+            double e = (double)got[i] - ref[i];
+            mse += e * e;
+        }
         double psnr = 10 * log10(255.0 * 255.0 / fmax(mse / (N * PIX), 1e-9));
         test_note("%s against float: PSNR %.1f dB", el_image_precision_name(prec), psnr);
         if (psnr < (prec == EL_IMAGE_W8A16 ? 30 : 20)) bad++;

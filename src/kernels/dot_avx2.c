@@ -419,7 +419,8 @@ void el_quantize_a16_avx2(const float *x, void *y, int64_t n) {
  * +-32767, a NaN to -32767 as maxps returns its second operand, rounded to nearest even). */
 void el_quantize_a16_static_avx2(const float *x, void *y, int64_t n, float d) {
     el_a16_header h = {.d = d};
-    const __m256 id = static_inverse(d), hi = _mm256_set1_ps(32767.0f), lo = _mm256_set1_ps(-32767.0f);
+    const __m256 id = static_inverse(d);
+    const __m256 hi = _mm256_set1_ps(32767.0f), lo = _mm256_set1_ps(-32767.0f);
     char *q = (char *)y + sizeof h;
     for (int64_t i = 0; i < n; i += 16) {
         __m256 va = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), id), lo);

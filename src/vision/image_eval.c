@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "train/rng.h"
+#include "vision/image_model.h"
 #include "vision/mnist.h"
 #include "vision/tasks.h"
 
@@ -141,8 +142,9 @@ el_status el_image_eval_adapter(el_image_model *m, const el_image_adapter *a,
     int32_t n = p->n_task, first = d.n - p->n_heldout;
     if (n < 1 || n > p->n_heldout) {
         el_mnist_free(&d);
-        return el_error(EL_ERR_INVALID_ARG, "image eval: %d task images (1 to the held-out ones, %d)",
-                        n, p->n_heldout);
+        return el_error(EL_ERR_INVALID_ARG,
+                        "image eval: %d task images (1 to the held-out ones, %d)", n,
+                        p->n_heldout);
     }
     uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
     uint8_t *truth = malloc((size_t)n * PIX), *got = malloc((size_t)n * PIX);
@@ -187,41 +189,37 @@ el_status el_image_calibrate(el_image_model *m, const el_image_adapter *a,
     int32_t n = p->n_calib;
     el_image_params ip = el_image_default_params();
     ip.n_steps = p->n_steps, ip.seed = p->seed + 1000, ip.n_threads = p->n_threads;
-    if (n < 2 || n > d.n - p->n_heldout) {
-        st = el_error(EL_ERR_INVALID_ARG, "image calibration: %d images (2 to the %d training ones)",
-                      n, d.n - p->n_heldout);
-    } else if (a && el_vtask_find(el_image_adapter_task(a))->has_source) {
-        /* the task on the first training images */
-        uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
-        uint8_t *truth = malloc((size_t)n * PIX);
-        if (!src || !mask || !truth) st = el_error(EL_ERR_NOMEM, "image calibration: out of memory");
-        if (st == EL_OK) {
-            task_examples(el_vtask_find(el_image_adapter_task(a)), &d, 0, n, ip.seed, src, mask,
-                          truth);
-            ip.adapter = a, ip.input = src, ip.mask = mask, ip.input_per_image = true;
-            st = el_image_profile_calibrate(m, &ip, n, precision, out);
-        }
-        free(src), free(mask), free(truth);
-    } else { /* drawings without a class, and of each class (guided, or by a guide adapter),
-              * as the evaluation draws */
-        ip.adapter = a;
-        st = el_image_profile_calibrate(m, &ip, n / 2, precision, out);
+    ip.adapter = a;
+    /* every drawing below raises the same ranges; the profile is made from them once */
+    float *amax = calloc((size_t)m->u.tb.n, sizeof *amax);
+    uint8_t *src = malloc((size_t)n * PIX), *mask = malloc((size_t)n * PIX);
+    uint8_t *scratch = malloc((size_t)n * PIX);
+    if (n < 2 || n > d.n - p->n_heldout)
+        st = el_error(EL_ERR_INVALID_ARG,
+                      "image calibration: %d images (2 to the %d training ones)", n,
+                      d.n - p->n_heldout);
+    else if (!amax || !src || !mask || !scratch)
+        st = el_error(EL_ERR_NOMEM, "image calibration: out of memory");
+    const el_vtask *task = a ? el_vtask_find(el_image_adapter_task(a)) : NULL;
+    if (st == EL_OK && task && task->has_source) { /* the task on the first training images */
+        task_examples(task, &d, 0, n, ip.seed, src, mask, scratch);
+        ip.input = src, ip.mask = mask, ip.input_per_image = true;
+        st = el_image_generate_observed(m, &ip, n, scratch, amax);
+    } else if (st == EL_OK) { /* drawings without a class, and of each class (guided, or by a
+                               * guide adapter), as the evaluation draws */
+        st = el_image_generate_observed(m, &ip, n / 2, scratch, amax);
         int32_t nc = el_image_model_n_class(m), per = (n - n / 2) / nc > 0 ? (n - n / 2) / nc : 1;
         ip.guidance = a ? 1.0f : p->guidance;
         for (int32_t k = 0; k < nc && st == EL_OK; k++) {
-            el_image_profile *cls = NULL, *both = NULL;
             ip.cls = k;
-            st = el_image_profile_calibrate(m, &ip, per, precision, &cls);
-            if (st == EL_OK) st = el_image_profile_union(*out, cls, &both);
-            el_image_profile_free(cls);
-            el_image_profile_free(*out);
-            *out = both;
-        }
-        if (st != EL_OK) {
-            el_image_profile_free(*out);
-            *out = NULL;
+            st = el_image_generate_observed(m, &ip, per, scratch, amax);
         }
     }
+    free(src), free(mask), free(scratch);
     el_mnist_free(&d);
-    return st;
+    if (st != EL_OK) {
+        free(amax);
+        return st;
+    }
+    return el_image_profile_from_ranges(m, precision, amax, out);
 }

@@ -92,12 +92,12 @@ static el_status predict(void *user, const float *x, int32_t t, float *eps) {
         pr->t[b] = t;
     }
     el_arena_reset(&pr->arena);
-    el_status st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->cls, eps,
-                                   &pr->arena, NULL);
+    el_status st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->cls,
+                                   eps, &pr->arena, NULL);
     if (st != EL_OK || !pr->eps_none) return st;
     el_arena_reset(&pr->arena);
-    st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->none, pr->eps_none,
-                         &pr->arena, NULL);
+    st = el_unet_forward(&pr->m->u, pr->m->p, &pr->bind, pr->n, pr->in, pr->t, pr->none,
+                         pr->eps_none, &pr->arena, NULL);
     for (int64_t i = 0; st == EL_OK && i < pr->n * PIX; i++)
         eps[i] = pr->eps_none[i] + pr->guidance * (eps[i] - pr->eps_none[i]);
     return st;

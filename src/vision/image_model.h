@@ -26,6 +26,10 @@ struct el_image_profile {
     el_unet_quant q;         /* the integer weights, at amax's scales */
 };
 
+/* A profile of m at precision with the ranges amax [tensors] (taken over: freed on failure too). */
+el_status el_image_profile_from_ranges(el_image_model *m, el_image_precision precision,
+                                       float *amax, el_image_profile **out);
+
 /* el_image_generate, in float, raising amax [tensors] (if not NULL) to the largest |input| each
  * convolution sees. */
 el_status el_image_generate_observed(el_image_model *m, const el_image_params *p, int32_t n,

@@ -1,5 +1,5 @@
-/* image_profile.c - the image model's quantization profiles (edgelora-tools.h): calibration,
- * the union of two, and the file (docs/formats.md, "edgelora-unet-profile"): the precision and
+/* image_profile.c - the image model's quantization profiles (edgelora-tools.h): calibration
+ * and the file (docs/formats.md, "edgelora-unet-profile"): the precision and
  * the model's shape as keys, and per convolution weight W a one-element F32 tensor
  * W.input_amax, the largest |input| calibration saw. */
 #include <math.h>
@@ -28,9 +28,8 @@ void el_image_profile_free(el_image_profile *pr) {
     free(pr);
 }
 
-/* A profile of m at precision with the ranges amax (taken over). */
-static el_status make(el_image_model *m, el_image_precision precision, float *amax,
-                      el_image_profile **out) {
+el_status el_image_profile_from_ranges(el_image_model *m, el_image_precision precision,
+                                       float *amax, el_image_profile **out) {
     el_image_profile *pr = calloc(1, sizeof *pr);
     if (!pr) {
         free(amax);
@@ -61,18 +60,7 @@ el_status el_image_profile_calibrate(el_image_model *m, const el_image_params *p
         free(amax);
         return st;
     }
-    return make(m, precision, amax, out);
-}
-
-el_status el_image_profile_union(const el_image_profile *a, const el_image_profile *b,
-                                 el_image_profile **out) {
-    if (a->m != b->m || a->q.precision != b->q.precision)
-        return el_error(EL_ERR_MISMATCH, "image profiles of different models or precisions");
-    int32_t n = a->m->u.tb.n;
-    float *amax = malloc((size_t)n * sizeof *amax);
-    if (!amax) return el_error(EL_ERR_NOMEM, "image profile: out of memory");
-    for (int32_t i = 0; i < n; i++) amax[i] = fmaxf(a->amax[i], b->amax[i]);
-    return make((el_image_model *)a->m, a->q.precision, amax, out);
+    return el_image_profile_from_ranges(m, precision, amax, out);
 }
 
 static const char *shape_keys[3] = {"edgelora-unet-profile.channels",
@@ -158,7 +146,7 @@ el_status el_image_profile_load(el_image_model *m, const char *path, el_image_pr
         free(amax);
         return st;
     }
-    st = make(m, precision, amax, out);
+    st = el_image_profile_from_ranges(m, precision, amax, out);
     if (st != EL_OK) el_error_prefix("%s", path);
     return st;
 }

@@ -129,6 +129,12 @@ static el_status trace_sqrt_product(const double *A, const double *B, int64_t n,
     return st;
 }
 
+static bool all_finite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return false;
+    return true;
+}
+
 el_status el_frechet_distance(const float *fa, int64_t na, const float *fb, int64_t nb,
                               int64_t dim, double *out) {
     if (na < 2 || nb < 2 || dim <= 0)
@@ -136,10 +142,8 @@ el_status el_frechet_distance(const float *fa, int64_t na, const float *fb, int6
                         "Frechet distance: %lld and %lld samples of %lld features (at least 2 "
                         "samples each)",
                         (long long)na, (long long)nb, (long long)dim);
-    for (int64_t i = 0; i < na * dim; i++)
-        if (!isfinite(fa[i])) return el_error(EL_ERR_INVALID_ARG, "Frechet distance: a feature is not finite");
-    for (int64_t i = 0; i < nb * dim; i++)
-        if (!isfinite(fb[i])) return el_error(EL_ERR_INVALID_ARG, "Frechet distance: a feature is not finite");
+    if (!all_finite(fa, na * dim) || !all_finite(fb, nb * dim))
+        return el_error(EL_ERR_INVALID_ARG, "Frechet distance: a feature is not finite");
     size_t nn = (size_t)(dim * dim);
     double *mua = malloc((size_t)dim * sizeof *mua), *mub = malloc((size_t)dim * sizeof *mub);
     double *ca = malloc(nn * sizeof *ca), *cb = malloc(nn * sizeof *cb);

@@ -214,9 +214,9 @@ static void norm_bwd(const el_unet *u, const float *p, float *g, const el_unet_n
 
 /* ------------------------------------------------------------------ residual block */
 
-static void res_forward(const el_unet *u, const float *p, const el_unet_bind *bind, const el_unet_res *r,
-                        int64_t B, int64_t side, const float *x, const float *temb, res_acts *s,
-                        el_arena *a) {
+static void res_forward(const el_unet *u, const float *p, const el_unet_bind *bind,
+                        const el_unet_res *r, int64_t B, int64_t side, const float *x,
+                        const float *temb, res_acts *s, el_arena *a) {
     int64_t HW = side * side, ci = r->c1.cin, co = r->c1.cout, G = u->c.groups;
     size_t ni = (size_t)(B * ci * HW), no = (size_t)(B * co * HW);
     s->x = x;

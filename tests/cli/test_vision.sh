@@ -48,15 +48,19 @@ $PNG write "$TMP/mask.png" 28 28 0 255 6 8 20 18
 expect_exit inpaint 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint.gguf" --input "$TMP/digit.png" \
     --mask "$TMP/mask.png" --steps 4 -t 1 -o "$TMP/filled.png"
 # outside the mask the output is the input
-python3 - "$TMP" <<'PY' && pass inpaint_keeps_known_pixels || fail inpaint_keeps_known_pixels
+# same_outside_mask SOURCE RESULT MASK: every pixel the mask leaves out is the source's
+same_outside_mask() {
+    python3 - "$1" "$2" "$3" <<'PY'
 import subprocess, sys
-t = sys.argv[1]
 def px(f):
     out = subprocess.run(["python3", "tests/cli/png_tool.py", "pixels", f], capture_output=True, text=True).stdout
     return [list(map(int, l.split())) for l in out.splitlines()]
-a, b, m = px(t + "/digit.png"), px(t + "/filled.png"), px(t + "/mask.png")
+a, b, m = px(sys.argv[1]), px(sys.argv[2]), px(sys.argv[3])
 sys.exit(0 if all(a[y][x] == b[y][x] for y in range(28) for x in range(28) if not m[y][x]) else 1)
 PY
+}
+same_outside_mask "$TMP/digit.png" "$TMP/filled.png" "$TMP/mask.png" &&
+    pass inpaint_keeps_known_pixels || fail inpaint_keeps_known_pixels
 $PNG write "$TMP/rgb.png" 28 28 2 255
 $PNG write "$TMP/zero.png" 28 28 0 0
 expect_exit inpaint_grid_as_input 1 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/inpaint.gguf" \
@@ -94,15 +98,8 @@ grep -q "14x14 pixels" "$TMP/err" && pass bold_size_message || fail bold_size_me
 # a bold edit of a region keeps the rest of the source
 expect_exit bold_region 0 "$EL" image -m "$TMP/m.gguf" --lora "$TMP/bold.gguf" \
     --input "$TMP/digit.png" --mask "$TMP/mask.png" --steps 3 -t 1 -o "$TMP/boldr.png"
-python3 - "$TMP" <<'PY' && pass bold_region_keeps_the_rest || fail bold_region_keeps_the_rest
-import subprocess, sys
-t = sys.argv[1]
-def px(f):
-    out = subprocess.run(["python3", "tests/cli/png_tool.py", "pixels", f], capture_output=True, text=True).stdout
-    return [list(map(int, l.split())) for l in out.splitlines()]
-a, b, m = px(t + "/digit.png"), px(t + "/boldr.png"), px(t + "/mask.png")
-sys.exit(0 if all(a[y][x] == b[y][x] for y in range(28) for x in range(28) if not m[y][x]) else 1)
-PY
+same_outside_mask "$TMP/digit.png" "$TMP/boldr.png" "$TMP/mask.png" &&
+    pass bold_region_keeps_the_rest || fail bold_region_keeps_the_rest
 # eval-image: FID-MNIST with a classifier trained in a few steps, and the tasks' scores, which
 # are recomputed here from the grids it writes (NumPy, tests/golden/make_vision_metrics_golden.py)
 expect_exit train_classifier 0 "$EL" train-classifier --images "$IMG" --labels "$LAB" --heldout 64 \
