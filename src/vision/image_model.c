@@ -15,7 +15,6 @@
 
 enum { PIX = EL_UNET_SIDE * EL_UNET_SIDE, CHUNK = 16 };
 
-
 el_status el_image_model_load(const char *path, el_image_model **out) {
     el_image_model *m = calloc(1, sizeof *m);
     if (!m) return el_error(EL_ERR_NOMEM, "%s: out of memory", path);
@@ -39,7 +38,6 @@ void el_image_model_free(el_image_model *m) {
 }
 
 int32_t el_image_model_n_class(const el_image_model *m) { return m->u.c.n_class; }
-
 
 el_status el_image_adapter_load(const el_image_model *m, const char *path, el_image_adapter **out) {
     el_image_adapter *a = calloc(1, sizeof *a);
@@ -147,6 +145,9 @@ el_status el_image_generate_observed(el_image_model *m, const el_image_params *p
         q = prof->q;
         q.tp = tp;
         pr.bind.quant = &q;
+    } else {
+        el_threadpool_free(tp);
+        tp = NULL;
     }
     float *x = malloc((size_t)n * PIX * sizeof *x);
     pr.in = calloc((size_t)CHUNK * EL_UNET_IN * PIX, sizeof *pr.in);
