@@ -25,6 +25,11 @@ static const char finetune_help[] =
     "  --profile FILE        the base runs under this quantization profile; with --qat the\n"
     "                        adapter's terms are trained on its int8 grids, and the adapter\n"
     "                        written is for that profile\n"
+    "  --teacher MODEL.gguf  distillation: the loss is KL(teacher || this model with the\n"
+    "                        adapter) over the response tokens, in place of the cross-entropy;\n"
+    "                        the teacher, of the base's vocabulary, runs in float (another\n"
+    "                        shape or precision is fine: the float model for a quantized base)\n"
+    "  --teacher-lora FILE   the adapter bound to the teacher\n"
     "  -o FILE               the adapter to write\n";
 
 int cmd_finetune(int argc, char **argv) {
@@ -74,6 +79,10 @@ int cmd_finetune(int argc, char **argv) {
             lp.qat = true;
         } else if (!strcmp(a, "--profile")) {
             if (!(lp.profile_path = cli_value("finetune", argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--teacher")) {
+            if (!(lp.teacher_path = cli_value("finetune", argc, argv, &i))) goto done;
+        } else if (!strcmp(a, "--teacher-lora")) {
+            if (!(lp.teacher_lora_path = cli_value("finetune", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "--peft")) {
             if (!(lp.peft_dir = cli_value("finetune", argc, argv, &i))) goto done;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {

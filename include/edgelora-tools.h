@@ -330,6 +330,11 @@ typedef struct el_lora_train_params {
                              * ggml's block types), whose int8 grids the adapter's terms then
                              * take too (the adapter written is then for that profile alone) */
     const char *profile_path; /* the base runs under this quantization profile (NULL: none) */
+    /* distillation (NULL: none): the loss is KL(teacher || student) over the response tokens in
+     * place of the cross-entropy with them, the teacher this model (float, of the base's
+     * vocabulary; another shape or precision is fine) with teacher_lora bound (NULL: none) */
+    const char *teacher_path;
+    const char *teacher_lora_path;
 } el_lora_train_params;
 
 el_lora_train_params el_lora_train_default_params(void);

@@ -226,6 +226,123 @@ static int test_tmodel_from_adapter(void) {
     return TEST_PASS;
 }
 
+/* The runtime's log-softmax over the vocabulary at each row of text with adapter ad bound (or
+ * none): logp[n][V]. */
+static double *runtime_logprobs(el_model *m, el_adapter *ad, const int32_t *ids, size_t n) {
+    el_context_params cp = el_context_default_params();
+    cp.n_ctx = 32, cp.n_batch = 32, cp.n_threads = 1;
+    el_context *ctx;
+    el_binding bind = {ad, 1.0f};
+    if (el_context_create(m, &cp, &ctx) != EL_OK) return NULL;
+    int32_t pos[32], seq[32], V = m->hp.n_vocab;
+    int8_t lg[32];
+    for (size_t i = 0; i < n; i++) pos[i] = (int32_t)i, seq[i] = 0, lg[i] = 1;
+    el_batch b = {.n_rows = (int32_t)n, .token = ids, .pos = pos, .seq_id = seq, .logits = lg};
+    double *lp = malloc(n * (size_t)V * sizeof *lp);
+    if (!lp || (ad && el_context_bind(ctx, 0, &bind, 1) != EL_OK) || el_decode(ctx, &b) != EL_OK) {
+        free(lp);
+        lp = NULL;
+    }
+    for (size_t i = 0; lp && i < n; i++) {
+        const float *z = el_get_logits(ctx, (int32_t)i);
+        double mx = z[0], sum = 0;
+        for (int32_t v = 1; v < V; v++) mx = fmax(mx, z[v]);
+        for (int32_t v = 0; v < V; v++) sum += exp(z[v] - mx);
+        for (int32_t v = 0; v < V; v++) lp[i * V + v] = z[v] - mx - log(sum);
+    }
+    el_context_free(ctx);
+    return lp;
+}
+
+/* KL(teacher || student) summed over the rows of every pair that predict its response and the
+ * end of sequence (the examples as training reads them: the prompt with BOS, the response, EOS),
+ * from the runtime's logits: teacher the base with the trained adapter, student the base with
+ * adapter path s (NULL: bare). */
+static double runtime_kl(const char *s) {
+    el_model *m;
+    el_adapter *ta = NULL, *sa = NULL;
+    double kl = -1;
+    if (el_model_load(base, NULL, &m) != EL_OK) return -1;
+    int32_t V = m->hp.n_vocab, eos = el_token_eos(m);
+    if (eos >= 0 && el_adapter_load(m, adapter, &ta) == EL_OK &&
+        (!s || el_adapter_load(m, s, &sa) == EL_OK)) {
+        kl = 0;
+        for (int i = 0; i < 6 && kl >= 0; i++) {
+            int32_t ids[32];
+            size_t np, nr;
+            if (el_tokenize(m, pairs[i][0], strlen(pairs[i][0]), true, false, ids, 31, &np) ||
+                el_tokenize(m, pairs[i][1], strlen(pairs[i][1]), false, false, ids + np, 31 - np,
+                            &nr)) {
+                kl = -1;
+                break;
+            }
+            size_t n = np + nr + 1;
+            ids[n - 1] = eos;
+            double *p = runtime_logprobs(m, ta, ids, n), *q = runtime_logprobs(m, sa, ids, n);
+            for (size_t r = np - 1; p && q && r + 1 < n; r++)
+                for (int32_t v = 0; v < V; v++)
+                    kl += exp(p[r * V + v]) * (p[r * V + v] - q[r * V + v]);
+            if (!p || !q) kl = -1;
+            free(p);
+            free(q);
+        }
+    }
+    el_adapter_free(sa);
+    el_adapter_free(ta);
+    el_model_free(m);
+    return kl;
+}
+
+/* finetune with a teacher (the base with the trained adapter) learns the teacher's
+ * distributions: the runtime's KL(teacher || student) over the response rows falls from the
+ * bare base's; with the bare base itself as teacher the first step's loss is 0, which a
+ * cross-entropy would not be. */
+static int test_distill(void) {
+    char student[1200], other_tok[1200], other[1200], text[1200];
+    snprintf(student, sizeof student, "%s/student.gguf", dir);
+    el_train_params p = el_train_default_params();
+    const char *files[1] = {data};
+    p.train_files = files, p.n_train_files = 1;
+    p.n_ctx = 16, p.n_steps = 60, p.batch = 3, p.lr = 2e-2f, p.warmup = 2, p.n_threads = 2;
+    p.weight_decay = 0.0f, p.seed = 7;
+    losses l = {0};
+    p.progress = record, p.user = &l;
+    el_lora_train_params lp = el_lora_train_default_params();
+    lp.base_path = base, lp.rank = 4, lp.alpha = 8, lp.targets = "q,k,v,o,gate,up,down";
+    lp.teacher_path = base, lp.teacher_lora_path = adapter;
+    CHECK(el_finetune_lora(&p, &lp, student) == EL_OK);
+    double before = runtime_kl(NULL), after = runtime_kl(student);
+    test_note("KL(teacher || student) over the response rows: bare base %.4f, distilled %.4f "
+              "(training loss %.4f -> %.4f)", before, after, l.first, l.last);
+    CHECK(before > 0.5 && after >= 0 && after < 0.2 * before);
+
+    lp.teacher_lora_path = NULL, p.n_steps = 2;
+    CHECK(el_finetune_lora(&p, &lp, student) == EL_OK);
+    test_note("the bare base as its own teacher: first loss %.3g", l.first);
+    CHECK(fabsf(l.first) < 1e-6f);
+
+    /* refused: an adapter without a teacher, a teacher of another vocabulary; nothing written */
+    remove(student);
+    lp.teacher_path = NULL, lp.teacher_lora_path = adapter;
+    CHECK(el_finetune_lora(&p, &lp, student) == EL_ERR_INVALID_ARG);
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(other_tok, sizeof other_tok, "%s/other_tok.gguf", dir);
+    snprintf(other, sizeof other, "%s/other.gguf", dir);
+    const char *tfiles[1] = {text};
+    CHECK(el_train_tokenizer(tfiles, 1, 280, other_tok) == EL_OK);
+    el_train_params op = el_train_default_params();
+    op.dim = 32, op.n_layer = 1, op.n_head = 4, op.n_head_kv = 2, op.n_ff = 64, op.n_ctx = 32;
+    op.tokenizer_path = other_tok, op.train_files = tfiles, op.n_train_files = 1, op.n_steps = 1;
+    CHECK(el_train(&op, other) == EL_OK);
+    lp.teacher_path = other, lp.teacher_lora_path = NULL;
+    el_status st = el_finetune_lora(&p, &lp, student);
+    test_note("another vocabulary: %s", el_last_error());
+    CHECK(st == EL_ERR_MISMATCH && strstr(el_last_error(), other));
+    FILE *f = fopen(student, "rb");
+    CHECK(!f);
+    return TEST_PASS;
+}
+
 static int test_runtime_gguf(void) { return runtime_matches(adapter, "GGUF"); }
 static int test_runtime_peft(void) { return runtime_matches(peft, "PEFT"); }
 static int test_merged(void) { return runtime_matches(NULL, "merged"); }
@@ -236,5 +353,6 @@ int main(void) {
     run_test("runtime_peft_adapter_equals_training_forward", test_runtime_peft);
     run_test("merged_model_equals_training_forward", test_merged);
     run_test("adapter_in_training_model_equals_runtime", test_tmodel_from_adapter);
+    run_test("finetune_distills_from_a_teacher", test_distill);
     return tests_exit_code();
 }

@@ -133,6 +133,15 @@ void el_vocab_free(el_vocab *v) {
     free(v);
 }
 
+bool el_vocab_same(const el_vocab *a, const el_vocab *b) {
+    if (a->kind != b->kind || a->n_tokens != b->n_tokens) return false;
+    for (int32_t i = 0; i < a->n_tokens; i++) {
+        const el_token_data *x = &a->tokens[i], *y = &b->tokens[i];
+        if (x->len != y->len || x->type != y->type || memcmp(x->text, y->text, x->len)) return false;
+    }
+    return true;
+}
+
 /* ------------------------------------------------------------------ GGUF */
 
 /* An optional special id: -1 if the key is absent or names no token. llama.cpp's llama2.c

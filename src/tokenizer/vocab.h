@@ -117,6 +117,9 @@ el_status el_vocab_load_gguf(const gguf_file *f, el_vocab **out);
 /* A llama2.c tokenizer.bin with n_vocab entries (the checkpoint's vocab_size). */
 el_status el_vocab_load_llama2c(const char *path, int32_t n_vocab, el_vocab **out);
 void el_vocab_free(el_vocab *v);
+/* Whether a and b are one vocabulary: the same kind and the same text and type for every id
+ * (so that one's token ids mean the other's, as distillation between two models needs). */
+bool el_vocab_same(const el_vocab *a, const el_vocab *b);
 
 /* A growable list of token ids. */
 typedef struct el_tokens {

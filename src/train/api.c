@@ -7,6 +7,7 @@
 #include "model/model.h"
 #include "model/profile.h"
 #include "model/prune.h"
+#include "runtime/adapter.h"
 #include "train/export.h"
 #include "train/loop.h"
 
@@ -71,11 +72,14 @@ static el_status run_start(train_run *r, const el_train_params *p, int n_ctx) {
     return st;
 }
 
-/* Trains r->m as set up (lora: only its adapter) and says whether a stop was asked for. */
+/* Trains r->m as set up (lora: only its adapter; against teacher if not NULL) and says whether
+ * a stop was asked for. */
 static el_status run_loop(train_run *r, const el_train_params *p, el_train_block block,
-                          const char *what, bool *stop) {
+                          const el_tmodel *teacher, const char *what, bool *stop) {
     el_trainer_hp hp = el_trainer_hp_from(p, r->m.c.n_ctx);
     el_status st = el_trainer_init(&r->tr, &r->m, block, &hp, r->tp);
+    if (st == EL_OK && teacher)
+        st = el_trainer_set_teacher(&r->tr, teacher);
     if (st == EL_OK)
         st = el_train_loop(p, &r->tr, &r->ltrain, p->n_eval_files > 0 ? &r->leval : NULL, what,
                            NULL, stop);
@@ -147,11 +151,36 @@ el_status el_train(const el_train_params *p, const char *out_path) {
         (st = el_tdata_load_stream(&r.deval, p->eval_files, p->n_eval_files, vocab,
                                    r.m.c.n_vocab)) == EL_OK &&
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
-        (st = run_loop(&r, p, EL_TRAIN_BASE, "pretraining loss", &stop)) == EL_OK)
+        (st = run_loop(&r, p, EL_TRAIN_BASE, NULL, "pretraining loss", &stop)) == EL_OK)
         st = stop ? cancelled(p, out_path)
                   : el_export_model(&r.m, tokenizer, base_name(out_path), out_path);
     run_free(&r);
     el_model_free(vocab);
+    return st;
+}
+
+/* The distillation teacher of a fine-tuning of base: lp's teacher model (its float weights)
+ * with its adapter, at context n_ctx; the model and adapter files are not kept. */
+static el_status load_teacher(const el_lora_train_params *lp, const el_model *base,
+                              int32_t n_ctx, el_tmodel *teacher) {
+    if (!lp->teacher_path)
+        return lp->teacher_lora_path ? el_error(EL_ERR_INVALID_ARG, "%s: a teacher's adapter "
+                                                "without a teacher model", lp->teacher_lora_path)
+                                     : EL_OK;
+    el_model *m = NULL;
+    el_adapter *ad = NULL;
+    el_model_params mp = el_model_default_params();
+    el_status st = el_model_load(lp->teacher_path, &mp, &m);
+    if (st == EL_OK && !el_vocab_same(m->vocab, base->vocab))
+        st = el_error(EL_ERR_MISMATCH, "%s: the teacher's vocabulary is not the one of %s (its "
+                      "token ids would mean other tokens)", lp->teacher_path, lp->base_path);
+    if (st == EL_OK) st = el_prune_refuse(m, "a distillation teacher");
+    if (st == EL_OK) st = el_tmodel_from_model(teacher, m, n_ctx);
+    if (st == EL_OK && lp->teacher_lora_path &&
+        (st = el_adapter_load(m, lp->teacher_lora_path, &ad)) == EL_OK)
+        st = el_tmodel_add_adapter(teacher, ad, lp->teacher_lora_path);
+    el_adapter_free(ad);
+    el_model_free(m);
     return st;
 }
 
@@ -179,13 +208,19 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
         return st;
     }
     train_run r = {0};
+    el_tmodel teacher = {0};
     if ((st = el_tmodel_from_model(&r.m, base, p->n_ctx)) == EL_OK &&
+        (st = load_teacher(lp, base, r.m.c.n_ctx, &teacher)) == EL_OK &&
         (st = el_tmodel_add_lora(&r.m, lp->rank, lp->alpha, targets, p->seed)) == EL_OK &&
         (st = lp->qat ? el_tmodel_qat_from_model(&r.m, base) : EL_OK) == EL_OK &&
         (st = el_examples_load(&r.dtrain, p->train_files, p->n_train_files, base)) == EL_OK &&
         (st = el_examples_load(&r.deval, p->eval_files, p->n_eval_files, base)) == EL_OK &&
         (st = run_start(&r, p, r.m.c.n_ctx)) == EL_OK &&
-        (st = run_loop(&r, p, EL_TRAIN_LORA, "LoRA fine-tuning loss (response tokens)", &stop)) == EL_OK &&
+        (st = run_loop(&r, p, EL_TRAIN_LORA, lp->teacher_path ? &teacher : NULL,
+                       lp->teacher_path ? "LoRA distillation: KL(teacher || adapter), response "
+                                          "tokens"
+                                        : "LoRA fine-tuning loss (response tokens)",
+                       &stop)) == EL_OK &&
         (st = stop ? cancelled(p, out_path) : EL_OK) == EL_OK) {
         /* tuned on the profile's grids, it is an adapter for that profile */
         uint64_t profile = lp->qat && base->profile ? base->profile->id : 0;
@@ -194,6 +229,7 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
             st = el_export_peft(&r.m, base_name(lp->base_path), lp->peft_dir);
     }
     run_free(&r);
+    el_tmodel_free(&teacher);
     el_model_free(base);
     return st;
 }
