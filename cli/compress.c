@@ -22,6 +22,8 @@ static const char help[] =
     "  --type TYPE          q4_0 (default), w4g32, w4g64, w4g128 (GPTQ), or f16 / f32 (sorting\n"
     "                       alone)\n"
     "  --group N            the GPTQ group: 32 (q4_0), 64 (w4g64), 128 (w4g128)\n"
+    "  --head-type TYPE     the output head (and a tied token embedding): TYPE's (default,\n"
+    "                       GPTQ) or q8_0 (round to nearest), as llama.cpp keeps a head wider\n"
     "  --no-sort-qk         leave Q/K in order (then not pruned), so that the --sorted model\n"
     "                       runs exactly in any engine (sorted Q/K need RoPE with index)\n"
     "  --sorted FILE        also keep the sorted model, before the UniQL layout: an ordinary\n"
@@ -137,6 +139,8 @@ int cmd_compress(int argc, char **argv) {
             p.sorted_path = v;
         } else if (!strcmp(a, "--type")) {
             p.type = v;
+        } else if (!strcmp(a, "--head-type")) {
+            p.head_type = v;
         } else if (!strcmp(a, "--group")) {
             if (!cli_int("compress", a, v, 1, 4096, &n)) return CLI_USAGE;
             p.group = (int32_t)n;

@@ -197,6 +197,10 @@ typedef struct el_compress_params {
      * alone. A weight whose rows do not divide into the groups is stored as f16. */
     const char *type;         /* NULL: q4_0 */
     int32_t group;
+    /* the output head's type with a 4-bit type (and a tied token embedding's, which is the head):
+     * NULL or that type (GPTQ), or q8_0 (rounded to nearest: at 8 bits GPTQ has little left to
+     * win), what llama.cpp's quantizer does for a head, the tensor a small model loses most on */
+    const char *head_type;
     double damp;              /* GPTQ damping, a fraction of the Hessian's mean diagonal (0.01) */
     double ridge;             /* ridge of the MLP leverage scores, the same kind of fraction (0.1) */
     bool sort_qk;             /* sort Q/K by RoPE pairs (default true; where every head

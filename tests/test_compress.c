@@ -13,6 +13,7 @@
 #include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "kernels/types.h"
+#include "model/model.h"
 #include "testutil.h"
 
 static const char *BASE = "models/base.gguf";
@@ -146,6 +147,33 @@ static int test_compress_gptq_types(void) {
     CHECK(err < 0.15);
     free(a);
     free(b);
+
+    /* --head-type q8_0: the head rounded to nearest in q8_0, byte for byte the q8_0 quantizer's
+     * rows of the original head (the head's inputs are the residual, which sorting leaves), in
+     * the sorted model and in the layout; the other weights as before */
+    p.head_type = "q8_0";
+    CHECK(el_compress(BASE, layout, &p) == EL_OK);
+    el_model *m;
+    CHECK(el_model_load(BASE, NULL, &m) == EL_OK);
+    int64_t rows = m->output.n_out, cols = m->output.n_in;
+    float *w = malloc((size_t)(rows * cols) * sizeof *w);
+    size_t nb = el_row_size(EL_TYPE_Q8_0, cols) * (size_t)rows;
+    char *want = malloc(nb);
+    CHECK(w && want);
+    el_weight_floats(&m->output, w);
+    el_type_weight_quantizer(el_type_kernels_get(EL_TYPE_Q8_0))(w, want, rows * cols);
+    el_model_free(m);
+    const char *files[2] = {out, layout};
+    for (int i = 0; i < 2; i++) {
+        CHECK(gguf_open(files[i], &g) == EL_OK);
+        const gguf_tensor *h = gguf_find_tensor(g, "output.weight");
+        CHECK(h && h->type == EL_TYPE_Q8_0 && h->nbytes == nb && !memcmp(h->data, want, nb));
+        CHECK(gguf_find_tensor(g, i ? "blk.0.attn_q.piece.0" : "blk.0.attn_q.weight")->type ==
+              EL_TYPE_Q4_0);
+        gguf_close(g);
+    }
+    free(w);
+    free(want);
     return TEST_PASS;
 }
 
@@ -211,6 +239,11 @@ static int test_compress_bad_input(void) {
     CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "first rate must be 0") == TEST_PASS);
     p.rates = too_far;
     CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "is not below 0.9") == TEST_PASS);
+    p = quick();
+    p.head_type = "q6_k";
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "head type 'q6_k'") == TEST_PASS);
+    p.type = "f16", p.head_type = "q8_0";
+    CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "not quantized") == TEST_PASS);
     p = quick();
     p.type = "q8_0";
     CHECK(expect_failure(BASE, &p, EL_ERR_INVALID_ARG, "not a 4-bit type") == TEST_PASS);

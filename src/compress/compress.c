@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,6 +60,7 @@ typedef struct job {
     el_model *m;
     bool gptq; /* a 4-bit grid, else the float type below for every weight */
     el_gptq_grid grid;
+    bool head_q8; /* the head in q8_0 (head_type), else on the grid */
     el_type float_type;  /* f32 or f16: sorting alone, and the fallback of rows that do not fit */
     out_weight *out;     /* [n_layer * EL_N_LINEAR] */
     out_weight head;     /* the output head (GPTQ only; data NULL: copied as it is) */
@@ -172,13 +174,17 @@ static el_status emit_head(job *j, const double *h) {
     int64_t rows = src->n_out, cols = src->n_in;
     if (cols % j->grid.group != 0) return EL_OK;
     float *w = malloc((size_t)(rows * cols) * sizeof *w);
-    j->head.type = j->grid.type;
-    j->head.nbytes = el_row_size(j->grid.type, cols) * (size_t)rows;
+    j->head.type = j->head_q8 ? EL_TYPE_Q8_0 : j->grid.type;
+    j->head.nbytes = el_row_size(j->head.type, cols) * (size_t)rows;
     j->head.data = malloc(j->head.nbytes);
     el_status st = w && j->head.data ? EL_OK : el_error(EL_ERR_NOMEM, "compress: out of memory");
     if (st == EL_OK) {
         el_weight_floats(src, w);
-        st = el_gptq_quantize(w, rows, cols, h, j->p->damp, 0, j->grid, j->head.data);
+        if (j->head_q8)
+            el_type_weight_quantizer(el_type_kernels_get(EL_TYPE_Q8_0))(w, j->head.data,
+                                                                        rows * cols);
+        else
+            st = el_gptq_quantize(w, rows, cols, h, j->p->damp, 0, j->grid, j->head.data);
     }
     bool tied = !gguf_find_tensor(m->gguf, "output.weight");
     const el_weight *e = &m->tok_embd;
@@ -466,6 +472,12 @@ el_status el_compress(const char *in_path, const char *out_path, const el_compre
         if (st) return st;
         j.gptq = true;
     }
+    if (p->head_type && strcasecmp(p->head_type, "q8_0") == 0 && j.gptq)
+        j.head_q8 = true;
+    else if (p->head_type && !(j.gptq && strcasecmp(p->head_type, type ? type : "") == 0))
+        return el_error(EL_ERR_INVALID_ARG, "compress: head type '%s': with --type %s the head "
+                        "is %s or q8_0", p->head_type, type ? type : "(by --group)",
+                        j.gptq ? "of that type" : "not quantized, so there is no choice");
     if (!(p->damp > 0 && p->damp < 1))
         return el_error(EL_ERR_INVALID_ARG, "compress: damping %g is not in (0, 1)", p->damp);
     if (!(p->ridge > 0))
