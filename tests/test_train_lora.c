@@ -321,6 +321,17 @@ static int test_distill(void) {
     test_note("the bare base as its own teacher: first loss %.3g", l.first);
     CHECK(fabsf(l.first) < 1e-6f);
 
+    /* a checkpoint made against one teacher is refused for a run against another */
+    char ckpt[1200];
+    snprintf(ckpt, sizeof ckpt, "%s/distill.ckpt", dir);
+    p.checkpoint_path = ckpt, p.checkpoint_every = 1;
+    CHECK(el_finetune_lora(&p, &lp, student) == EL_OK);
+    p.resume = true, p.n_steps = 3, lp.teacher_lora_path = adapter;
+    el_status st = el_finetune_lora(&p, &lp, student);
+    test_note("resumed against another teacher: %s", el_last_error());
+    CHECK(st == EL_ERR_MISMATCH && strstr(el_last_error(), "another teacher"));
+    p.checkpoint_path = NULL, p.resume = false;
+
     /* refused: an adapter without a teacher, a teacher of another vocabulary; nothing written */
     remove(student);
     lp.teacher_path = NULL, lp.teacher_lora_path = adapter;
@@ -335,7 +346,7 @@ static int test_distill(void) {
     op.tokenizer_path = other_tok, op.train_files = tfiles, op.n_train_files = 1, op.n_steps = 1;
     CHECK(el_train(&op, other) == EL_OK);
     lp.teacher_path = other, lp.teacher_lora_path = NULL;
-    el_status st = el_finetune_lora(&p, &lp, student);
+    st = el_finetune_lora(&p, &lp, student);
     test_note("another vocabulary: %s", el_last_error());
     CHECK(st == EL_ERR_MISMATCH && strstr(el_last_error(), other));
     FILE *f = fopen(student, "rb");

@@ -64,7 +64,8 @@ typedef struct header {
     uint32_t targets;
     uint64_t floats;
     int32_t qat[2];     /* int4 weights; QAT scales that follow the parameters (0: no QAT) */
-    uint64_t qat_fixed; /* a hash of the scales QAT does not track (a base's, a profile's) */
+    uint64_t qat_fixed; /* a hash of what the run holds fixed beside its model: the scales
+                         * QAT does not track (a base's, a profile's), a distillation teacher */
 } header;
 
 /* QAT sites (tmodel.h), whose scales a checkpoint keeps: tracked ones change as training goes */
@@ -84,6 +85,18 @@ static uint64_t qat_fixed_hash(const el_tmodel *m) {
     return h;
 }
 
+/* The fixed part of a run's objective: its QAT scales and its teacher (none: the scales'
+ * hash alone, as before teachers were). */
+static uint64_t fixed_hash(const el_trainer *t) {
+    uint64_t h = qat_fixed_hash(t->m);
+    const el_tmodel *d = t->teacher;
+    if (d) {
+        h = el_fnv1a(h, d->w, d->base.n_floats * sizeof *d->w);
+        if (d->rank) h = el_fnv1a(h, d->lw, d->lora.n_floats * sizeof *d->lw);
+    }
+    return h;
+}
+
 static header make_header(const el_trainer *t) {
     const el_tconfig *c = &t->m->c;
     header h = {{c->dim, c->n_layer, c->n_head, c->n_head_kv, c->n_ff, c->n_ctx, c->n_vocab,
@@ -94,7 +107,7 @@ static header make_header(const el_trainer *t) {
                 t->what == EL_TRAIN_LORA ? t->m->targets : 0,
                 t->n,
                 {t->m->qat.int4_weights, (int32_t)qat_sites(t->m)},
-                qat_fixed_hash(t->m)};
+                fixed_hash(t)};
     return h;
 }
 
@@ -202,7 +215,8 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
                       "training settings (--qat)", path);
     else if (got.qat_fixed != want.qat_fixed)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made under other quantization "
-                      "scales (another base or --profile)", path);
+                      "scales (another base or --profile) or against another teacher "
+                      "(--teacher, --teacher-lora, or none)", path);
     else if (seed != l->seed)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made with seed %llu, not %llu",
                       path, (unsigned long long)seed, (unsigned long long)l->seed);
