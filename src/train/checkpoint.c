@@ -64,7 +64,7 @@ typedef struct header {
     uint32_t targets;
     uint64_t floats;
     int32_t qat[2];     /* int4 weights; QAT scales that follow the parameters (0: no QAT) */
-    uint64_t qat_fixed; /* a hash of what the run holds fixed beside its model: the scales
+    uint64_t fixed;     /* a hash of what the run holds fixed beside its model: the scales
                          * QAT does not track (a base's, a profile's), a distillation teacher */
 } header;
 
@@ -136,7 +136,7 @@ el_status el_checkpoint_save(const char *path, const el_trainer *t, const el_loa
     bool ok = put(&w, "ELCK", 4) && put(&w, &version, 4) && put(&w, h.shape, sizeof h.shape) &&
               put(&w, h.norm_rope, 8) && put(&w, &h.rank, 4) && put(&w, &h.alpha, 4) &&
               put(&w, &h.targets, 4) && put(&w, &h.floats, 8) && put(&w, h.qat, 8) &&
-              put(&w, &h.qat_fixed, 8) &&
+              put(&w, &h.fixed, 8) &&
               put(&w, &t->step, 8) &&
               put(&w, &l->seed, 8) && put(&w, pos, 16) && put(&w, counts, 16) &&
               put(&w, hist->train, hist->n_train * 2 * sizeof(float)) &&
@@ -199,7 +199,7 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
         ;
     else if (!get(f, got.shape, sizeof got.shape) || !get(f, got.norm_rope, 8) ||
              !get(f, &got.rank, 4) || !get(f, &got.alpha, 4) || !get(f, &got.targets, 4) ||
-             !get(f, &got.floats, 8) || !get(f, got.qat, 8) || !get(f, &got.qat_fixed, 8) ||
+             !get(f, &got.floats, 8) || !get(f, got.qat, 8) || !get(f, &got.fixed, 8) ||
              !get(f, &step, 8) ||
              !get(f, &seed, 8) ||
              !get(f, pos, 16) || !get(f, counts, 16))
@@ -213,7 +213,7 @@ el_status el_checkpoint_load(const char *path, el_trainer *t, el_loader *l, el_h
     else if (memcmp(got.qat, want.qat, sizeof got.qat))
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint has other quantization-aware "
                       "training settings (--qat)", path);
-    else if (got.qat_fixed != want.qat_fixed)
+    else if (got.fixed != want.fixed)
         st = el_error(EL_ERR_MISMATCH, "%s: the checkpoint was made under other quantization "
                       "scales (another base or --profile) or against another teacher "
                       "(--teacher, --teacher-lora, or none)", path);
