@@ -93,6 +93,21 @@ expect_exit finetune 0 "$EL" finetune -m "$TMP/model.gguf" --lora --rank 4 --alp
 [ -f "$TMP/ad.gguf" ] && [ -f "$TMP/ad.loss.svg" ] && [ -f "$TMP/peft/adapter_config.json" ] && \
     [ -f "$TMP/peft/adapter_model.safetensors" ] && pass finetune_files || fail finetune_files "$(ls "$TMP")"
 expect_exit info_adapter 0 "$EL" info "$TMP/ad.gguf"
+# distillation: the model with that adapter teaches a new adapter (the loss is a KL, with the
+# title that says so); a teacher that is not there, or of another vocabulary, is named
+expect_exit finetune_teacher 0 "$EL" finetune -m "$TMP/model.gguf" --lora --rank 4 --alpha 8 \
+    --teacher "$TMP/model.gguf" --teacher-lora "$TMP/ad.gguf" -f "$TMP/data.jsonl" --steps 4 \
+    --batch 2 -c 16 -o "$TMP/kd.gguf"
+[ -f "$TMP/kd.gguf" ] && grep -q "KL(teacher" "$TMP/kd.loss.svg" && pass finetune_teacher_files \
+    || fail finetune_teacher_files "$(ls "$TMP")"
+expect_exit finetune_teacher_missing 1 "$EL" finetune -m "$TMP/model.gguf" --lora \
+    --teacher "$TMP/none.gguf" -f "$TMP/data.jsonl" --steps 2 -c 16 -o "$TMP/x.gguf"
+grep -q "none.gguf" "$TMP/err" && [ ! -e "$TMP/x.gguf" ] && pass finetune_teacher_missing_named \
+    || fail finetune_teacher_missing_named "$(cat "$TMP/err")"
+expect_exit finetune_teacher_vocab 1 "$EL" finetune -m "$TMP/model.gguf" --lora \
+    --teacher models/base.gguf -f "$TMP/data.jsonl" --steps 2 -c 16 -o "$TMP/x.gguf"
+grep -q "teacher's vocabulary is not the one of" "$TMP/err" && [ ! -e "$TMP/x.gguf" ] \
+    && pass finetune_teacher_vocab_named || fail finetune_teacher_vocab_named "$(cat "$TMP/err")"
 expect_exit merge_adapter 0 "$EL" merge -m "$TMP/model.gguf" --lora "$TMP/ad.gguf" -o "$TMP/merged.gguf"
 expect_exit run_merged 0 "$EL" run -m "$TMP/merged.gguf" -p "the cat sat on" -n 4 --temp 0
 
