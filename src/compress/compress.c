@@ -167,12 +167,15 @@ static el_status emit(job *j, int il, el_linear which, float *w, const el_layer_
     return EL_OK;
 }
 
-/* The output head by GPTQ against its input correlation h, and untied embeddings in q8_0. */
+/* The output head by GPTQ against its input correlation h (or in q8_0, h unused), and untied
+ * embeddings in q8_0. */
 static el_status emit_head(job *j, const double *h) {
     const el_model *m = j->m;
     const el_weight *src = &m->output;
     int64_t rows = src->n_out, cols = src->n_in;
-    if (cols % j->grid.group != 0) return EL_OK;
+    int64_t group = j->head_q8 ? (int64_t)el_type_layout_get(EL_TYPE_Q8_0)->block_size
+                               : j->grid.group;
+    if (cols % group != 0) return EL_OK;
     float *w = malloc((size_t)(rows * cols) * sizeof *w);
     j->head.type = j->head_q8 ? EL_TYPE_Q8_0 : j->grid.type;
     j->head.nbytes = el_row_size(j->head.type, cols) * (size_t)rows;
@@ -334,10 +337,12 @@ static el_status run_layers(job *j, const char *in_path) {
                       "without --finetune", j->m->path, n_layer,
                       (double)layer_bytes * n_layer / 1e9, (double)CORR_BUDGET / 1e9);
     el_layer_corr *corr = calloc((size_t)window, sizeof *corr);
-    double *head = j->gptq ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
+    /* the head's input correlation, for GPTQ of the head only */
+    bool head_corr = j->gptq && !j->head_q8;
+    double *head = head_corr ? calloc((size_t)hp->n_embd * (size_t)hp->n_embd, sizeof *head) : NULL;
     j->out = calloc((size_t)n_layer * EL_N_LINEAR, sizeof *j->out);
     if (keep) j->fl = calloc((size_t)n_layer, sizeof *j->fl);
-    if (st == EL_OK && (!corr || !j->out || (j->gptq && !head) || (keep && !j->fl)))
+    if (st == EL_OK && (!corr || !j->out || (head_corr && !head) || (keep && !j->fl)))
         st = el_error(EL_ERR_NOMEM, "compress: out of memory");
     /* Q/K pairs move only where every head dimension rotates (else they stay, unpruned) */
     if (st == EL_OK && j->p->sort_qk && hp->n_rot == hp->head_dim_k &&
@@ -363,7 +368,7 @@ static el_status run_layers(job *j, const char *in_path) {
         j->corr = corr;
     else
         free(corr);
-    if (st == EL_OK && head) st = emit_head(j, head);
+    if (st == EL_OK && j->gptq) st = emit_head(j, head);
     free(head);
     run.model = NULL; /* kept for writing */
     el_corr_close(&run);
