@@ -159,14 +159,12 @@ el_status el_train(const el_train_params *p, const char *out_path) {
     return st;
 }
 
-/* The distillation teacher of a fine-tuning of base: lp's teacher model (its float weights)
- * with its adapter, at context n_ctx; the model and adapter files are not kept. */
+/* The distillation teacher of a fine-tuning of base (none without lp->teacher_path): lp's
+ * teacher model (its float weights) with its adapter, at context n_ctx; the model and adapter
+ * files are not kept. */
 static el_status load_teacher(const el_lora_train_params *lp, const el_model *base,
                               int32_t n_ctx, el_tmodel *teacher) {
-    if (!lp->teacher_path)
-        return lp->teacher_lora_path ? el_error(EL_ERR_INVALID_ARG, "%s: a teacher's adapter "
-                                                "without a teacher model", lp->teacher_lora_path)
-                                     : EL_OK;
+    if (!lp->teacher_path) return EL_OK;
     el_model *m = NULL;
     el_adapter *ad = NULL;
     el_model_params mp = el_model_default_params();
@@ -194,6 +192,9 @@ el_status el_finetune_lora(const el_train_params *p, const el_lora_train_params 
     if (!lp || !lp->base_path || lp->rank <= 0 || !(lp->alpha > 0) || !lp->targets)
         return el_error(EL_ERR_INVALID_ARG, "LoRA training needs a base model, a positive rank "
                         "and alpha, and targets");
+    if (lp->teacher_lora_path && !lp->teacher_path)
+        return el_error(EL_ERR_INVALID_ARG, "%s: a teacher's adapter without a teacher model",
+                        lp->teacher_lora_path);
     uint32_t targets;
     if ((st = el_lora_parse_targets(lp->targets, &targets)))
         return st;
