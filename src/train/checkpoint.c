@@ -89,12 +89,7 @@ static uint64_t qat_fixed_hash(const el_tmodel *m) {
  * hash alone, as before teachers were). */
 static uint64_t fixed_hash(const el_trainer *t) {
     uint64_t h = qat_fixed_hash(t->m);
-    const el_tmodel *d = t->teacher;
-    if (d) {
-        h = el_fnv1a(h, d->w, d->base.n_floats * sizeof *d->w);
-        if (d->rank) h = el_fnv1a(h, d->lw, d->lora.n_floats * sizeof *d->lw);
-    }
-    return h;
+    return t->teacher ? el_fnv1a(h, &t->teacher_hash, sizeof t->teacher_hash) : h;
 }
 
 static header make_header(const el_trainer *t) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
                           const el_trainer_hp *hp, el_threadpool *tp) {
@@ -50,6 +51,10 @@ el_status el_trainer_set_teacher(el_trainer *t, const el_tmodel *teacher) {
     if (!t->teacher_logits)
         return el_error(EL_ERR_NOMEM, "out of memory for the teacher's logits");
     t->teacher = teacher;
+    t->teacher_hash = el_fnv1a(el_fnv_offset, teacher->w, teacher->base.n_floats * sizeof(float));
+    if (teacher->rank)
+        t->teacher_hash = el_fnv1a(t->teacher_hash, teacher->lw,
+                                   teacher->lora.n_floats * sizeof(float));
     el_tacts_set_teacher(t->acts, t->teacher_logits);
     return EL_OK;
 }

@@ -41,6 +41,7 @@ typedef struct el_trainer {
     const el_tmodel *teacher;
     el_tacts *teacher_acts;
     float *teacher_logits;  /* [B*T][n_vocab] */
+    uint64_t teacher_hash;  /* of its weights (and adapter), which checkpoints keep */
 } el_trainer;
 
 el_status el_trainer_init(el_trainer *t, el_tmodel *m, el_train_block what,
