@@ -188,7 +188,10 @@ void el_tile_f16_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_
 void el_tile_bf16_avx2(int64_t n, float *y, int64_t ldy, const void *w, size_t w_stride,
                        const void *a, size_t a_stride);
 
-/* lora_avx2.c: a LoRA term's int8 B under a profile (el_lora_packed_i8) */
+/* lora_avx2.c: a LoRA term's float B (el_lora_packed) and int8 B under a profile
+ * (el_lora_packed_i8) */
+void el_lora_packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                         const void *p, float *y);
 void el_lora_packed_i8_avx2(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p,
                             float c, float *y);
 

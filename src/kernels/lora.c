@@ -55,8 +55,7 @@ static ALWAYS_INLINE float packed_elem(el_type type, const void *p, int64_t i) {
 
 /* y[32b + j] += sum_k t[k] P[b][k][j] for blocks b < n_blocks: B packed in blocks of 32
  * outputs (see el_lora_pair), read once in order. Inlined with a constant type into the
- * functions below, the fixed inner count vectorizes at -O2 (with AVX2 as four independent
- * 8-wide sums, so the adds do not wait on each other). */
+ * portable kernel below, the fixed inner count vectorizes at -O2 on targets with vectors. */
 static ALWAYS_INLINE void packed_body(el_type type, int64_t rank, int64_t n_blocks,
                                       const float *t, const void *p, float *y) {
     for (int64_t b = 0; b < n_blocks; b++, y += EL_LORA_PACK) {
@@ -92,17 +91,12 @@ static void packed_portable(el_type type, int64_t rank, int64_t n_blocks, const 
     else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
 }
 
-/* The float loops compiled for AVX2 (and the int8 one's AVX2 kernel, lora_avx2.c), used when
- * the kernels in use are AVX2 or above (the CPU has it, and neither EL_FORCE_REFERENCE nor
- * EL_ISA_MAX asks for less). An explicit choice rather than target_clones, whose load-time
- * resolvers crash under ThreadSanitizer. */
+/* The AVX2 kernels (lora_avx2.c), used when the kernels in use are AVX2 or above (the CPU has it,
+ * and neither EL_FORCE_REFERENCE nor EL_ISA_MAX asks for less). */
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void packed_avx2(el_type type, int64_t rank,
-                                                        int64_t n_blocks, const float *t,
-                                                        const void *p, float *y) {
-    if (type == EL_TYPE_F16) packed_body(EL_TYPE_F16, rank, n_blocks, t, p, y);
-    else if (type == EL_TYPE_BF16) packed_body(EL_TYPE_BF16, rank, n_blocks, t, p, y);
-    else packed_body(EL_TYPE_F32, rank, n_blocks, t, p, y);
+static void packed_avx2(el_type type, int64_t rank, int64_t n_blocks, const float *t,
+                        const void *p, float *y) {
+    el_lora_packed_avx2(type, rank, n_blocks, t, p, y);
 }
 
 static void packed_i8_avx2(int64_t rank, int64_t n_out, const int8_t *t, const int8_t *p,
@@ -246,16 +240,23 @@ static void job_a(void *arg, int ith, int nth) {
         bool q = el_type_kernels_get(a->type)->vec_dot_type != EL_TYPE_F32;
         int64_t n_dot = t->pair->x_scale > 0.0f ? el_edge_padded(j->n_in) : j->n_in;
         el_vec_dot_fn dot = j->k->vec_dot[a->type];
+        el_gemv_fn gemv = j->k->gemv[a->type];
         const el_lora_group *g = t->group;
-        for (int64_t u = lo > u0 ? lo : u0; u < (hi < u1 ? hi : u1); u++) {
-            int64_t kk = u - u0;
-            const char *arow = (const char *)a->data + kk * a->row_bytes;
-            for (int32_t i = 0; i < g->n_rows; i++) {
-                int32_t r = g->rows[i];
-                const void *act = q ? (const void *)(j->qx + (size_t)r * j->qx_row)
-                                    : (const void *)(j->x + (size_t)r * j->ldx);
-                dot(n_dot, &j->t[t->t_off + (size_t)i * rank + kk], arow, act);
+        int64_t k0 = (lo > u0 ? lo : u0) - u0, k1 = (hi < u1 ? hi : u1) - u0;
+        const char *arows = (const char *)a->data + k0 * a->row_bytes;
+        for (int32_t i = 0; i < g->n_rows; i++) {
+            int32_t r = g->rows[i];
+            const void *act = q ? (const void *)(j->qx + (size_t)r * j->qx_row)
+                                : (const void *)(j->x + (size_t)r * j->ldx);
+            float *out = &j->t[t->t_off + (size_t)i * rank + k0];
+            /* the gemv reads x once for several rows of A; each output has the same bits
+             * however the rows are split between threads */
+            if (gemv) {
+                gemv(n_dot, out, k1 - k0, arows, a->row_bytes, act);
+                continue;
             }
+            for (int64_t kk = k0; kk < k1; kk++)
+                dot(n_dot, out + (kk - k0), arows + (kk - k0) * a->row_bytes, act);
         }
     }
 }
