@@ -56,7 +56,7 @@ static int convert_peft(const char *dir, const char *base, const char *out) {
     int rc = cli_load_model("convert", &mo, false, &m);
     if (rc) return rc;
     el_adapter *ad = NULL;
-    el_status st = el_adapter_load(m, dir, &ad);
+    el_status st = el_adapter_load_exact(m, dir, &ad);
     if (st == EL_OK) st = el_adapter_save(ad, out);
     el_adapter_free(ad);
     el_model_free(m);

@@ -67,6 +67,10 @@ el_status el_convert_llama2c(const char *model_path, const char *tokenizer_path,
 
 /* ---------------------------------------------------------------- adapters */
 
+/* el_adapter_load keeping every matrix in the file's type (float32 too), for tools that compute
+ * with or write the adapter's values (merging, converting, profiles, compression, training). */
+el_status el_adapter_load_exact(const el_model *model, const char *path, el_adapter **out);
+
 /* Writes the adapter (loaded from either format) as a GGUF LoRA adapter in llama.cpp's layout:
  * F32 tensors blk.N.<linear>.weight.lora_a / lora_b, adapter.lora.alpha its alpha (or its
  * largest rank), each B multiplied by factor * rank / alpha so that llama.cpp's alpha / rank

@@ -316,7 +316,9 @@ typedef struct el_adapter el_adapter;
  * model's quantization profile (el_model_params.profile_path) its A and B are quantized to int8
  * with the profile's scales and its terms computed in integers; values beyond the profile's
  * range are clamped, counted in el_adapter_info and reported with a warning. An adapter tuned
- * for another profile (a GGUF with adapter.profile) is refused. */
+ * for another profile (a GGUF with adapter.profile) is refused. Otherwise float32 matrices are
+ * held as float16 where float16 keeps every value within 2^-11 of the matrix's largest (half the
+ * bytes each decode step reads; el_adapter_info.bytes says what is held). */
 el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out);
 void el_adapter_free(el_adapter *adapter);
 

@@ -22,11 +22,13 @@
 #include <sys/stat.h>
 
 #include "edgelora.h"
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "formats/safetensors.h"
 #include "kernels/lora.h"
 #include "kernels/types.h"
 #include "model/model.h"
+#include "runtime/adapter.h"
 #include "testutil.h"
 
 enum { MAX_N = 16, VOCAB = 96, PROMPT = 7 };
@@ -135,7 +137,13 @@ typedef struct lora_spec {
     float alpha;
     uint64_t seed;
     float b_scale_q; /* multiplies the q targets' B (0: 1) */
+    int round_f16;   /* every value rounded to float16 (by the compiler's _Float16), kept float */
 } lora_spec;
+
+static void round_to_f16(float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)(_Float16)v[i];
+}
 
 /* The random float A [rank][n_in] and B [n_out][rank] of (layer il, linear l) of a spec. */
 static void lora_matrices(const tiny_cfg *c, const lora_spec *s, int il, int l, float **a,
@@ -148,6 +156,10 @@ static void lora_matrices(const tiny_cfg *c, const lora_spec *s, int il, int l, 
     if (l == 0 && s->b_scale_q != 0.0f)
         for (int64_t i = 0; i < out * s->rank; i++)
             (*b)[i] *= s->b_scale_q;
+    if (s->round_f16) {
+        round_to_f16(*a, (size_t)(s->rank * in));
+        round_to_f16(*b, (size_t)(out * s->rank));
+    }
 }
 
 static void *encode(pool *pl, el_type t, const float *x, int64_t n, uint64_t *bytes) {
@@ -322,12 +334,16 @@ static const char *base_path(const tiny_cfg *c) {
     return p;
 }
 
-/* max relative error of the runtime path against the merged model, and of the base against the
- * merged model (how much the adapter matters). */
-static int runtime_vs_merged(const tiny_cfg *c, const char *const *paths, const float *scales,
+/* max relative error of the runtime path (adapters at paths, loaded as el_adapter_load holds
+ * them, or exact: in their files' types) against the model merged with the adapters at
+ * merge_paths (NULL: the same), and of the base against the merged model (how much the adapter
+ * matters). */
+static int runtime_vs_merged(const tiny_cfg *c, const char *const *paths,
+                             const char *const *merge_paths, int exact, const float *scales,
                              int n, double *err, double *effect, int check_greedy) {
     const char *base = base_path(c), *merged = test_tmp_path("merged.gguf");
-    if (!base || el_merge_adapters(base, paths, scales, n, merged) != EL_OK) {
+    if (!base ||
+        el_merge_adapters(base, merge_paths ? merge_paths : paths, scales, n, merged) != EL_OK) {
         fprintf(stderr, "merge: %s\n", el_last_error());
         return 0;
     }
@@ -337,7 +353,7 @@ static int runtime_vs_merged(const tiny_cfg *c, const char *const *paths, const 
     el_binding bind[4];
     int ok = 1;
     for (int i = 0; i < n; i++) {
-        ok &= el_adapter_load(mb, paths[i], &ads[i]) == EL_OK;
+        ok &= (exact ? el_adapter_load_exact : el_adapter_load)(mb, paths[i], &ads[i]) == EL_OK;
         if (!ok) {
             fprintf(stderr, "load: %s\n", el_last_error());
             break;
@@ -390,12 +406,87 @@ static int test_gguf_runtime_equals_merged(void) {
         const char *p = test_tmp_path("case.gguf");
         CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
         double err = 1, effect = 0;
-        CHECK(runtime_vs_merged(&LLAMA, &p, &cases[i].scale, 1, &err, &effect, 1));
-        test_note("rank %d targets 0x%02x %s: runtime vs merged %.2e (adapter moves logits %.2e)",
-                  s.rank, s.targets, el_type_layout_get(s.type)->ggml_name, err, effect);
+        CHECK(runtime_vs_merged(&LLAMA, &p, NULL, 1, &cases[i].scale, 1, &err, &effect, 1));
+        test_note("rank %d targets 0x%02x %s: runtime (exact) vs merged %.2e (adapter moves "
+                  "logits %.2e)", s.rank, s.targets, el_type_layout_get(s.type)->ggml_name, err,
+                  effect);
         CHECK(err < 1e-4);
         CHECK(effect > 1e-2);
+        if (s.type != EL_TYPE_F32) continue;
+        /* as the runtime holds a float32 adapter (float16): the model merged with the same
+         * values rounded to float16 by the compiler */
+        lora_spec r = s;
+        r.round_f16 = 1;
+        const char *pr = test_tmp_path("case_f16_values.gguf");
+        CHECK(write_gguf_adapter(pr, &LLAMA, &r, NULL));
+        double held = 1, vs_exact = 1;
+        CHECK(runtime_vs_merged(&LLAMA, &p, &pr, 0, &cases[i].scale, 1, &held, &effect, 1));
+        CHECK(runtime_vs_merged(&LLAMA, &p, NULL, 0, &cases[i].scale, 1, &vs_exact, &effect, 0));
+        test_note("  held as float16: vs merged with float16 values %.2e, with the file's %.2e",
+                  held, vs_exact);
+        CHECK(held < 1e-4);
+        CHECK(vs_exact > held);
     }
+    return TEST_PASS;
+}
+
+/* What el_adapter_load holds of float32 matrices: float16 where float16 keeps every value within
+ * 2^-11 of the matrix's largest magnitude, the file's floats where it cannot (q's B scaled below
+ * float16's normal range, or beyond its largest value); el_adapter_load_exact keeps them all. */
+static int test_compact_f16(void) {
+    el_model *m = load(base_path(&LLAMA));
+    CHECK(m);
+    const float q_scales[3] = {1.0f, 1e-4f, 1e6f}; /* largest |B| of q: 0.3, 3e-5, 3e5 */
+    for (int c = 0; c < 3; c++) {
+        lora_spec s = {.rank = 6, .targets = 0x7f, .type = EL_TYPE_F32, .alpha = 6,
+                       .seed = 31 + c, .b_scale_q = q_scales[c]};
+        const char *p = test_tmp_path("compact.gguf");
+        CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
+        el_adapter *held = NULL, *exact = NULL;
+        CHECK(el_adapter_load(m, p, &held) == EL_OK && el_adapter_load_exact(m, p, &exact) == EL_OK);
+        double worst = 0;
+        int n_f16 = 0, n_f32 = 0;
+        for (int32_t i = 0; i < m->hp.n_layer * EL_N_LINEAR; i++) {
+            const el_lora_pair *h = &held->table[i], *e = &exact->table[i];
+            CHECK(h->a.n_out == e->a.n_out && h->scale == e->scale && h->b_packed == e->b_packed);
+            if (!h->a.n_out) continue;
+            const el_weight *hw[2] = {&h->a, &h->b}, *ew[2] = {&e->a, &e->b};
+            for (int k = 0; k < 2; k++) {
+                size_t n = (size_t)(ew[k]->n_in * ew[k]->n_out);
+                float *hv = malloc(n * sizeof *hv), *ev = malloc(n * sizeof *ev);
+                CHECK(hv && ev && ew[k]->type == EL_TYPE_F32);
+                el_weight_floats(hw[k], hv);
+                el_weight_floats(ew[k], ev);
+                float most = 0;
+                for (size_t j = 0; j < n; j++) most = fmaxf(most, fabsf(ev[j]));
+                bool big_or_tiny = i % EL_N_LINEAR == EL_LINEAR_Q && k == 1 && c > 0;
+                CHECK(hw[k]->type == (big_or_tiny ? EL_TYPE_F32 : EL_TYPE_F16));
+                n_f16 += hw[k]->type == EL_TYPE_F16;
+                n_f32 += hw[k]->type == EL_TYPE_F32;
+                for (size_t j = 0; j < n; j++) {
+                    double d = fabs((double)hv[j] - ev[j]) / most;
+                    worst = d > worst ? d : worst;
+                    if (hw[k]->type == EL_TYPE_F16) /* the compiler's rounding, bit for bit */
+                        CHECK(hv[j] == (float)(_Float16)ev[j]);
+                    else
+                        CHECK(hv[j] == ev[j]);
+                }
+                free(hv);
+                free(ev);
+            }
+        }
+        el_adapter_info hi, ei;
+        CHECK(el_adapter_get_info(held, &hi) == EL_OK && el_adapter_get_info(exact, &ei) == EL_OK);
+        test_note("q's B scaled by %g: %d matrices float16, %d float32, worst error %.2e of the "
+                  "matrix's largest; %llu bytes held against %llu", q_scales[c], n_f16, n_f32,
+                  worst, (unsigned long long)hi.bytes, (unsigned long long)ei.bytes);
+        CHECK(worst <= 0x1p-11);
+        CHECK(n_f32 == (c > 0 ? LLAMA.n_layer : 0));
+        CHECK(hi.bytes < ei.bytes * 0.6);
+        el_adapter_free(held);
+        el_adapter_free(exact);
+    }
+    el_model_free(m);
     return TEST_PASS;
 }
 
@@ -408,7 +499,7 @@ static int test_gguf_q8_0(void) {
     CHECK(write_gguf_adapter(p, &LLAMA, &s, NULL));
     double err = 1, effect = 0;
     float scale = 1.0f;
-    CHECK(runtime_vs_merged(&LLAMA, &p, &scale, 1, &err, &effect, 0));
+    CHECK(runtime_vs_merged(&LLAMA, &p, NULL, 0, &scale, 1, &err, &effect, 0));
     test_note("q8_0: runtime vs merged %.2e (adapter moves logits %.2e)", err, effect);
     CHECK(err < 0.05 * effect);
     return TEST_PASS;
@@ -422,7 +513,7 @@ static int test_two_adapters_add_up(void) {
     CHECK(write_gguf_adapter(paths[1], &LLAMA, &s2, NULL));
     float scales[2] = {0.5f, -1.25f};
     double err = 1, effect = 0;
-    CHECK(runtime_vs_merged(&LLAMA, paths, scales, 2, &err, &effect, 1));
+    CHECK(runtime_vs_merged(&LLAMA, paths, NULL, 1, scales, 2, &err, &effect, 1));
     CHECK(err < 1e-4 && effect > 1e-2);
     return TEST_PASS;
 }
@@ -659,7 +750,7 @@ static int test_peft_llama_runtime_equals_merged(void) {
     double err = 1, effect = 0;
     float scale = 1.0f;
     const char *p = dir;
-    CHECK(runtime_vs_merged(&LLAMA, &p, &scale, 1, &err, &effect, 1));
+    CHECK(runtime_vs_merged(&LLAMA, &p, NULL, 1, &scale, 1, &err, &effect, 1));
     CHECK(err < 1e-4 && effect > 1e-2);
     el_model *m = load(base_path(&LLAMA));
     el_adapter *a = NULL;
@@ -1119,6 +1210,7 @@ int main(void) {
     run_test("packed_kernel", test_packed_kernel);
     run_test("packed_i8_kernel", test_packed_i8_kernel);
     run_test("gguf_runtime_equals_merged", test_gguf_runtime_equals_merged);
+    run_test("compact_f16", test_compact_f16);
     run_test("gguf_q8_0", test_gguf_q8_0);
     run_test("two_adapters_add_up", test_two_adapters_add_up);
     run_test("mixed_batch", test_mixed_batch);

@@ -249,7 +249,7 @@ static int check_runtime_vs_merged(const arch_case *c, const char *path) {
     static float rt[PROMPT * MAX_VOCAB], ref[PROMPT * MAX_VOCAB], plain[PROMPT * MAX_VOCAB];
     static float el_merged[PROMPT * MAX_VOCAB];
     el_adapter *ad = NULL;
-    if (el_adapter_load(mb, path, &ad) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load_exact(mb, path, &ad) != EL_OK) test_note("%s", el_last_error());
     CHECK(ad);
     CHECK(prompt_logits(mb, ad, nv, rt) && prompt_logits(mm, NULL, nv, ref) &&
           prompt_logits(mb, NULL, nv, plain) && prompt_logits(me, NULL, nv, el_merged));
@@ -291,8 +291,8 @@ static int check_peft(const arch_case *c, const char *arch) {
     CHECK(m);
     int32_t nv = vocab_of(m);
     el_adapter *ap = NULL, *ag = NULL;
-    if (el_adapter_load(m, dir, &ap) != EL_OK) test_note("%s", el_last_error());
-    if (ap && el_adapter_load(m, gguf, &ag) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load_exact(m, dir, &ap) != EL_OK) test_note("%s", el_last_error());
+    if (ap && el_adapter_load_exact(m, gguf, &ag) != EL_OK) test_note("%s", el_last_error());
     CHECK(ap && ag);
     el_adapter_info ip, ig;
     CHECK(el_adapter_get_info(ap, &ip) == EL_OK && el_adapter_get_info(ag, &ig) == EL_OK);
@@ -318,9 +318,9 @@ static int check_saved(const arch_case *c, const char *arch) {
     CHECK(m);
     int32_t nv = vocab_of(m);
     el_adapter *ap = NULL, *as = NULL;
-    CHECK(el_adapter_load(m, dir, &ap) == EL_OK);
+    CHECK(el_adapter_load_exact(m, dir, &ap) == EL_OK);
     if (el_adapter_save(ap, saved) != EL_OK) test_note("%s", el_last_error());
-    if (el_adapter_load(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load_exact(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
     CHECK(as);
     gguf_file *f = NULL;
     CHECK(gguf_open(saved, &f) == EL_OK);
@@ -454,10 +454,10 @@ static int test_phi3_saved_parts(void) {
     CHECK(m);
     int32_t nv = vocab_of(m);
     el_adapter *ap = NULL, *as = NULL;
-    if (el_adapter_load(m, dir, &ap) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load_exact(m, dir, &ap) != EL_OK) test_note("%s", el_last_error());
     CHECK(ap);
     if (el_adapter_save(ap, saved) != EL_OK) test_note("%s", el_last_error());
-    if (el_adapter_load(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
+    if (el_adapter_load_exact(m, saved, &as) != EL_OK) test_note("%s", el_last_error());
     CHECK(as);
     gguf_file *f = NULL;
     CHECK(gguf_open(saved, &f) == EL_OK);

@@ -127,7 +127,7 @@ static int test_runtime_equals_merged(void) {
     CHECK(el_merge_adapters(BASE, &ap, &scale, 1, mp) == EL_OK);
     CHECK(el_model_load(mp, NULL, &merged) == EL_OK);
     el_adapter *a = NULL;
-    CHECK(el_adapter_load(base, ap, &a) == EL_OK);
+    CHECK(el_adapter_load_exact(base, ap, &a) == EL_OK);
     el_binding bind = {a, scale};
     size_t n = (size_t)PROMPT * base->hp.n_vocab;
     float *rt = malloc(n * sizeof *rt), *ref = malloc(n * sizeof *ref), *bare = malloc(n * 4);

@@ -97,7 +97,7 @@ static int test_peft_permutation(void) {
     el_model *m = NULL;
     CHECK(el_model_load(DIR "lora_llama_base.gguf", NULL, &m) == EL_OK);
     el_adapter *a = NULL;
-    CHECK(el_adapter_load(m, DIR "lora_llama_peft", &a) == EL_OK);
+    CHECK(el_adapter_load_exact(m, DIR "lora_llama_peft", &a) == EL_OK);
     double e_base = run(m, NULL, &gb, 0), e_rt = run(m, a, &gp, 0), e_mix = run(m, a, &gp, 1);
     test_note("base %.2e, base + PEFT at run time %.2e, in a mixed batch %.2e", e_base, e_rt,
               e_mix);
@@ -148,17 +148,17 @@ static int test_peft_saved_as_gguf(void) {
     snprintf(rs_dir, sizeof rs_dir, "%s/rslora_peft", test_tmp_dir());
     snprintf(rs_out, sizeof rs_out, "%s/rslora.gguf", test_tmp_dir());
     el_adapter *a = NULL, *saved = NULL, *rs = NULL, *rs_saved = NULL;
-    CHECK(el_adapter_load(m, DIR "lora_llama_peft", &a) == EL_OK);
+    CHECK(el_adapter_load_exact(m, DIR "lora_llama_peft", &a) == EL_OK);
     CHECK(el_adapter_save(a, out) == EL_OK);
-    CHECK(el_adapter_load(m, out, &saved) == EL_OK);
+    CHECK(el_adapter_load_exact(m, out, &saved) == EL_OK);
     el_adapter_info info;
     CHECK(el_adapter_get_info(saved, &info) == EL_OK);
     CHECK(!strcmp(info.format, "gguf") && info.alpha == 8.0f && info.n_targets == 12);
     double e_saved = run(m, saved, &gp, 0);
     CHECK(peft_as_rslora(rs_dir));
-    CHECK(el_adapter_load(m, rs_dir, &rs) == EL_OK);
+    CHECK(el_adapter_load_exact(m, rs_dir, &rs) == EL_OK);
     CHECK(el_adapter_save(rs, rs_out) == EL_OK);
-    CHECK(el_adapter_load(m, rs_out, &rs_saved) == EL_OK);
+    CHECK(el_adapter_load_exact(m, rs_out, &rs_saved) == EL_OK);
     size_t n = (size_t)gp.n_tokens * gp.n_vocab;
     float *l_rs = malloc(n * sizeof *l_rs), *l_rs_saved = malloc(n * sizeof *l_rs_saved);
     CHECK(l_rs && l_rs_saved);

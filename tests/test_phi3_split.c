@@ -478,7 +478,7 @@ static int prompt_logits(el_model *m, el_adapter *ad, const golden *g, float *ou
 
 static el_adapter *load_adapter(el_model *m, const char *path) {
     el_adapter *ad = NULL;
-    if (el_adapter_load(m, path, &ad) != EL_OK) test_note("%s: %s", path, el_last_error());
+    if (el_adapter_load_exact(m, path, &ad) != EL_OK) test_note("%s: %s", path, el_last_error());
     return ad;
 }
 

@@ -109,7 +109,7 @@ static void reference(const el_lora_pair *fp, float pair_scale, const el_profile
 static int test_int_terms_exact(void) {
     el_model *mf = load_with(NULL);
     el_adapter *af = NULL;
-    CHECK(mf && el_adapter_load(mf, de_path, &af) == EL_OK);
+    CHECK(mf && el_adapter_load_exact(mf, de_path, &af) == EL_OK);
     el_profile pf = hand_profile(mf, af, 0.9f);
     const char *path = test_tmp_path("hand.profile.gguf");
     CHECK(el_profile_write(&pf, path) == EL_OK);
@@ -238,8 +238,8 @@ static int test_calibrated_profile(void) {
     CHECK(mf && mp && mp->profile);
     /* a and b: the largest |value| of either adapter, as measured here */
     el_adapter *ad[2] = {0};
-    CHECK(el_adapter_load(mf, adapters[0], &ad[0]) == EL_OK &&
-          el_adapter_load(mf, adapters[1], &ad[1]) == EL_OK);
+    CHECK(el_adapter_load_exact(mf, adapters[0], &ad[0]) == EL_OK &&
+          el_adapter_load_exact(mf, adapters[1], &ad[1]) == EL_OK);
     for (int32_t i = 0; i < mp->profile->n_slots; i++) {
         float want_a = 0, want_b = 0;
         for (int j = 0; j < 2; j++) {
@@ -319,8 +319,8 @@ static int test_percentiles(void) {
     double *x = malloc(sizeof(double) * rows * E), *xs = malloc(sizeof(double) * rows * E);
     float *e = malloc(sizeof(float) * E);
     el_adapter *ad[2] = {0};
-    CHECK(x && xs && e && el_adapter_load(m, adapters[0], &ad[0]) == EL_OK &&
-          el_adapter_load(m, adapters[1], &ad[1]) == EL_OK);
+    CHECK(x && xs && e && el_adapter_load_exact(m, adapters[0], &ad[0]) == EL_OK &&
+          el_adapter_load_exact(m, adapters[1], &ad[1]) == EL_OK);
     for (size_t r = 0; r < rows; r++) {
         size_t c = r / (per_chunk + 1), j = r % (per_chunk + 1);
         int32_t tok = j == 0 ? bos : ids[c * per_chunk + j - 1];
@@ -504,7 +504,7 @@ static int retag(const char *src, const char *dst, uint64_t id) {
 static int test_refusals(void) {
     el_model *mf = load_with(NULL);
     el_adapter *af = NULL;
-    CHECK(mf && el_adapter_load(mf, de_path, &af) == EL_OK);
+    CHECK(mf && el_adapter_load_exact(mf, de_path, &af) == EL_OK);
     el_profile good = hand_profile(mf, af, 1.0f);
     good.slots[0].x_scale = 0.0123456f; /* a value to find in the file */
     const char *path = test_tmp_path("bad.profile.gguf");

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelora-tools.h"
 #include "kernels/edge.h"
 #include "model/model.h"
 #include "model/profile.h"
@@ -274,7 +275,7 @@ static double runtime_error(const char *model_path, const char *profile_path,
     el_model_params mp = el_model_default_params();
     mp.profile_path = profile_path;
     if (el_model_load(model_path, &mp, &m) != EL_OK) return INFINITY;
-    if (adapter_path && el_adapter_load(m, adapter_path, &ad) != EL_OK) {
+    if (adapter_path && el_adapter_load_exact(m, adapter_path, &ad) != EL_OK) {
         el_model_free(m);
         return INFINITY;
     }

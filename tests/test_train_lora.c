@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelora-tools.h"
 #include "formats/gguf.h"
 #include "model/model.h"
 #include "testutil.h"
@@ -141,7 +142,7 @@ static int runtime_matches(const char *adapter_path, const char *what) {
     }
     CHECK(el_model_load(adapter_path ? base : merged, &mp, &m) == EL_OK);
     el_adapter *ad = NULL;
-    el_status st = adapter_path ? el_adapter_load(m, adapter_path, &ad) : EL_OK;
+    el_status st = adapter_path ? el_adapter_load_exact(m, adapter_path, &ad) : EL_OK;
     if (st)
         test_note("%s: %s", what, el_last_error());
     CHECK(st == EL_OK);

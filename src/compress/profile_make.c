@@ -87,7 +87,7 @@ static el_status load_adapters(const el_model *m, const el_profile_params *pp,
     if (!s->ads || !s->a || !s->rank || !s->n_rows)
         return el_error(EL_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t j = 0; j < s->n; j++) {
-        el_status st = el_adapter_load(m, pp->adapters[j], &s->ads[j]);
+        el_status st = el_adapter_load_exact(m, pp->adapters[j], &s->ads[j]);
         if (st) return st;
         for (int32_t i = 0; i < n_slots; i++) {
             const el_lora_pair *p = &s->ads[j]->table[i];

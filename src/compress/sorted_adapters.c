@@ -32,7 +32,7 @@ el_status el_sorted_adapters_load(el_sorted_adapters *s, const el_model *m,
                        ? EL_OK
                        : el_error(EL_ERR_NOMEM, "compress: out of memory");
     for (int32_t i = 0; st == EL_OK && i < n; i++) {
-        st = el_adapter_load(m, paths[i], &s->src[i]);
+        st = el_adapter_load_exact(m, paths[i], &s->src[i]);
         if (st == EL_OK) st = out_path(dir, s->src[i], paths[i], &s->out[i]);
         for (int32_t j = 0; st == EL_OK && j < i; j++)
             if (!strcmp(s->src[j]->name, s->src[i]->name))

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "edgelora-tools.h"
 #include "core/error.h"
 #include "core/hash.h"
 #include "formats/gguf.h"
 #include "model/prune.h"
 
-enum { BLOCK_ALIGN = 64 };
 
 const char *el_linear_gguf_name(el_linear which) {
     static const char *const names[EL_N_LINEAR] = {
@@ -94,7 +94,6 @@ static el_status check_src(const el_adapter *ad, const el_adapter_src *s, int il
     return st;
 }
 
-static size_t align_up(size_t n) { return (n + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN; }
 
 /* The source row of B for GGUF row d: the identity, or for a PEFT q/k B the permutation that
  * takes Hugging Face's order of each head (first halves of the rotated pairs, then second
@@ -178,13 +177,13 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
             if (!s->a_name) continue;
             if ((st = check_src(ad, s, il, w, path))) return st;
             if (s->b_type == EL_TYPE_F16 && (st = check_finite_f16(s, path))) return st;
-            total += align_up(s->a_bytes) + align_up(s->b_bytes);
+            total += el_adapter_align_up(s->a_bytes) + el_adapter_align_up(s->b_bytes);
             ad->n_targets++;
         }
     if (ad->n_targets == 0)
         return el_error(EL_ERR_FORMAT, "%s: the adapter changes no layer of the model", path);
     ad->table = calloc((size_t)n_slots, sizeof *ad->table);
-    ad->block = aligned_alloc(BLOCK_ALIGN, total);
+    ad->block = aligned_alloc(EL_ADAPTER_ALIGN, total);
     if (!ad->table || !ad->block)
         return el_error(EL_ERR_NOMEM, "%s: out of memory for %zu bytes of adapter", path, total);
     uint8_t *p = ad->block;
@@ -194,11 +193,11 @@ el_status el_adapter_build(el_adapter *ad, const el_adapter_src *src, const char
         el_lora_pair *pair = &ad->table[i];
         memcpy(p, s->a_data, s->a_bytes);
         pair->a = el_weight_view(s->a_type, p, s->a_in, s->a_rank);
-        p += align_up(s->a_bytes);
+        p += el_adapter_align_up(s->a_bytes);
         pair->b_packed = s->b_type != EL_TYPE_Q8_0 && s->b_out % EL_LORA_PACK == 0;
         copy_b(p, s, pair->b_packed);
         pair->b = el_weight_view(s->b_type, p, s->b_rank, s->b_out);
-        p += align_up(s->b_bytes);
+        p += el_adapter_align_up(s->b_bytes);
         pair->scale = s->scale;
         if (s->a_rank > ad->rank_max) ad->rank_max = (int32_t)s->a_rank;
         ad->quantized |= s->a_type == EL_TYPE_Q8_0 || s->b_type == EL_TYPE_Q8_0;
@@ -259,10 +258,11 @@ static el_status check_basis(const el_adapter *ad) {
                     (unsigned long long)have, ad->model->path, (unsigned long long)want);
 }
 
-el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out) {
+static el_status load(const el_model *model, const char *path, bool compact, el_adapter **out) {
     if (out) *out = NULL;
     if (!model || !path || !out)
-        return el_error(EL_ERR_INVALID_ARG, "el_adapter_load: NULL argument");
+        return el_error(EL_ERR_INVALID_ARG, "%s: NULL argument",
+                        compact ? "el_adapter_load" : "el_adapter_load_exact");
     if (!model->has_weights)
         return el_error(EL_ERR_INVALID_ARG, "%s: the model has no weights to adapt", path);
     bool peft = is_dir(path) || ends_with(path, ".json") || ends_with(path, ".safetensors");
@@ -278,12 +278,21 @@ el_status el_adapter_load(const el_model *model, const char *path, el_adapter **
                                           : el_adapter_load_gguf(ad, path);
     if (st == EL_OK) st = check_basis(ad);
     if (st == EL_OK) st = el_adapter_apply_profile(ad);
+    if (st == EL_OK && compact && !model->profile) st = el_adapter_compact(ad);
     if (st) {
         el_adapter_release(ad);
         return st;
     }
     *out = ad;
     return EL_OK;
+}
+
+el_status el_adapter_load(const el_model *model, const char *path, el_adapter **out) {
+    return load(model, path, true, out);
+}
+
+el_status el_adapter_load_exact(const el_model *model, const char *path, el_adapter **out) {
+    return load(model, path, false, out);
 }
 
 static uint64_t hash_weight(uint64_t h, const el_weight *w) {

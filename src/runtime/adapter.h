@@ -43,6 +43,13 @@ typedef struct el_adapter_src {
     int32_t permute_heads;       /* 0, or the head count of the HF -> GGUF RoPE row order for B */
 } el_adapter_src;
 
+/* Each matrix of an adapter's block starts on a 64-byte boundary. */
+enum { EL_ADAPTER_ALIGN = 64 };
+
+static inline size_t el_adapter_align_up(size_t n) {
+    return (n + EL_ADAPTER_ALIGN - 1) / EL_ADAPTER_ALIGN * EL_ADAPTER_ALIGN;
+}
+
 /* Block tensor name suffixes ("attn_q", ...) of the linears, as in GGUF. */
 const char *el_linear_gguf_name(el_linear which);
 
@@ -78,6 +85,11 @@ uint64_t el_adapter_fingerprint(const el_adapter *ad);
  * the model runs under none), and one that changes a layer the profile has no scales for. Does
  * nothing when neither the model nor the adapter names a profile. */
 el_status el_adapter_apply_profile(el_adapter *ad);
+
+/* Holds each float32 A and B of a built adapter (under no profile) as float16 where float16
+ * keeps its values (adapter_compact.c), replacing the block: what el_adapter_load gives the
+ * runtime. Other matrices are kept as they are. */
+el_status el_adapter_compact(el_adapter *ad);
 
 /* Format loaders: fill a zeroed adapter (model, path set). */
 el_status el_adapter_load_gguf(el_adapter *ad, const char *path);

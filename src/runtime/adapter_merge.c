@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelora-tools.h"
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "model/prune.h"
@@ -115,7 +116,7 @@ el_status el_merge_adapters(const char *base_path, const char *const *adapter_pa
     float **merged = calloc(m->gguf->n_tensors + 1, sizeof *merged);
     if (!ads || !merged) st = el_error(EL_ERR_NOMEM, "merge: out of memory");
     for (int32_t j = 0; !st && j < n; j++)
-        st = el_adapter_load(m, adapter_paths[j], &ads[j]);
+        st = el_adapter_load_exact(m, adapter_paths[j], &ads[j]);
     if (!st) st = merge(m, ads, scales, n, out_path, merged);
     for (uint64_t i = 0; merged && i < m->gguf->n_tensors; i++)
         free(merged[i]);

@@ -12,9 +12,7 @@
 #include "model/profile.h"
 #include "runtime/adapter.h"
 
-enum { BLOCK_ALIGN = 64 };
 
-static size_t align_up(size_t n) { return (n + BLOCK_ALIGN - 1) / BLOCK_ALIGN * BLOCK_ALIGN; }
 
 /* Clamping statistics of one adapter. */
 typedef struct clip_count {
@@ -64,7 +62,7 @@ static void quantize_pair(el_lora_pair *p, const el_profile_slot *s, int32_t slo
     count_clamped(a, rank * n_in, s->a_scale, slot, c);
     el_i8_quantize(b, qb, n_out * rank, s->b_scale);
     count_clamped(b, n_out * rank, s->b_scale, slot, c);
-    uint8_t *pb = dst + align_up(a_bytes(p));
+    uint8_t *pb = dst + el_adapter_align_up(a_bytes(p));
     memset(pb, 0, b_bytes(p));
     for (int64_t o = 0; o < n_out; o++)
         for (int64_t k = 0; k < rank; k++)
@@ -125,11 +123,11 @@ el_status el_adapter_apply_profile(el_adapter *ad) {
     for (int32_t i = 0; i < pf->n_slots; i++) {
         const el_lora_pair *p = &ad->table[i];
         if (!p->a.n_out) continue;
-        total += align_up(a_bytes(p)) + align_up(b_bytes(p));
+        total += el_adapter_align_up(a_bytes(p)) + el_adapter_align_up(b_bytes(p));
         size_t n = (size_t)(p->a.n_in + p->b.n_out) * (size_t)p->a.n_out;
         if (n > most) most = n;
     }
-    uint8_t *block = aligned_alloc(BLOCK_ALIGN, total);
+    uint8_t *block = aligned_alloc(EL_ADAPTER_ALIGN, total);
     float *floats = malloc(most * sizeof *floats);
     int8_t *qb = malloc(most);
     if (!block || !floats || !qb) {
@@ -146,7 +144,7 @@ el_status el_adapter_apply_profile(el_adapter *ad) {
         float *a = floats, *b = floats + p->a.n_in * p->a.n_out;
         el_weight_floats(&p->a, a);
         st = el_lora_b_floats(p, b);
-        size_t need = align_up(a_bytes(p)) + align_up(b_bytes(p));
+        size_t need = el_adapter_align_up(a_bytes(p)) + el_adapter_align_up(b_bytes(p));
         if (st == EL_OK) quantize_pair(p, &pf->slots[i], i, a, b, qb, at, &c);
         at += need;
     }

@@ -175,7 +175,7 @@ static el_status load_teacher(const el_lora_train_params *lp, const el_model *ba
     if (st == EL_OK) st = el_prune_refuse(m, "a distillation teacher");
     if (st == EL_OK) st = el_tmodel_from_model(teacher, m, n_ctx);
     if (st == EL_OK && lp->teacher_lora_path &&
-        (st = el_adapter_load(m, lp->teacher_lora_path, &ad)) == EL_OK)
+        (st = el_adapter_load_exact(m, lp->teacher_lora_path, &ad)) == EL_OK)
         st = el_tmodel_add_adapter(teacher, ad, lp->teacher_lora_path);
     el_adapter_free(ad);
     el_model_free(m);

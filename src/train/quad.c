@@ -112,7 +112,7 @@ static el_status open_adapters(quad_run *r, const char *out_dir, el_quad_adapter
         const char *tr[1] = {a->train_path}, *ev[1] = {a->eval_path};
         if ((st = file_exists(a->train_path, "training examples")) == EL_OK &&
             (st = file_exists(a->eval_path, "held-out examples")) == EL_OK &&
-            (st = el_adapter_load(r->base, a->path, &a->ad)) == EL_OK &&
+            (st = el_adapter_load_exact(r->base, a->path, &a->ad)) == EL_OK &&
             (st = el_examples_load(&a->train, tr, 1, r->base)) == EL_OK)
             st = el_examples_load(&a->eval, ev, 1, r->base);
     }
