@@ -37,15 +37,19 @@ static inline __attribute__((always_inline)) void packed_float(el_type type, int
     size_t esz = type == EL_TYPE_F32 ? 4 : 2;
     const char *blk = p;
     for (int64_t b = 0; b < n_blocks; b++, y += EL_LORA_PACK) {
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                         _mm256_setzero_ps()};
+        /* named accumulators: as an array indexed in a loop, GCC kept them in memory */
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         for (int64_t k = 0; k < rank; k++, blk += EL_LORA_PACK * esz) {
             __m256 tk = _mm256_broadcast_ss(t + k);
-            for (int i = 0; i < 4; i++)
-                acc[i] = _mm256_fmadd_ps(tk, float8(type, blk, i), acc[i]);
+            a0 = _mm256_fmadd_ps(tk, float8(type, blk, 0), a0);
+            a1 = _mm256_fmadd_ps(tk, float8(type, blk, 1), a1);
+            a2 = _mm256_fmadd_ps(tk, float8(type, blk, 2), a2);
+            a3 = _mm256_fmadd_ps(tk, float8(type, blk, 3), a3);
         }
-        for (int i = 0; i < 4; i++)
-            _mm256_storeu_ps(y + 8 * i, _mm256_add_ps(_mm256_loadu_ps(y + 8 * i), acc[i]));
+        _mm256_storeu_ps(y, _mm256_add_ps(_mm256_loadu_ps(y), a0));
+        _mm256_storeu_ps(y + 8, _mm256_add_ps(_mm256_loadu_ps(y + 8), a1));
+        _mm256_storeu_ps(y + 16, _mm256_add_ps(_mm256_loadu_ps(y + 16), a2));
+        _mm256_storeu_ps(y + 24, _mm256_add_ps(_mm256_loadu_ps(y + 24), a3));
     }
 }
 
