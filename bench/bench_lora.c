@@ -231,7 +231,8 @@ static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads, con
     if (threads > 1) el_threadpool_create(threads, &tp);
     const el_hparams *hp = &m->hp;
     int64_t width = hp->n_ff > hp->n_embd ? hp->n_ff : hp->n_embd;
-    float *x = calloc((size_t)width, sizeof *x), *y = calloc((size_t)width, sizeof *y);
+    float *x = calloc((size_t)width, sizeof *x);
+    float *y = calloc((size_t)width * EL_LORA_MANY, sizeof *y);
     void *scratch = malloc(el_row_size(EL_TYPE_Q8_0, width) + 64);
     for (int64_t i = 0; i < width; i++)
         x[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
@@ -250,9 +251,23 @@ static void kernel_times(el_model *m, el_adapter *ad, int reps, int threads, con
                           scratch);
         double t1 = threads > 1 ? now_s() : cpu_s();
         for (int il = 0; il < hp->n_layer; il++)
-            for (el_linear w = EL_LINEAR_Q; w <= EL_LINEAR_DOWN; w++)
-                el_lora_apply(tp, &lr, el_linear_slot(il, w), x, width,
-                              el_layer_weight(&m->layers[il], w)->n_in, y, width, &ls);
+            for (int gi = 0; gi < 4; gi++) {
+                /* as the forward pass groups them: the linears that read the same x */
+                static const el_linear first[4] = {EL_LINEAR_Q, EL_LINEAR_O, EL_LINEAR_GATE,
+                                                   EL_LINEAR_DOWN};
+                static const int count[4] = {3, 1, 2, 1};
+                int32_t slots[EL_LORA_MANY];
+                float *ys[EL_LORA_MANY];
+                int64_t ldys[EL_LORA_MANY];
+                for (int c = 0; c < count[gi]; c++) {
+                    slots[c] = el_linear_slot(il, (el_linear)(first[gi] + c));
+                    ys[c] = y + c * width;
+                    ldys[c] = width;
+                }
+                el_lora_apply_many(tp, &lr, count[gi], slots, x, width,
+                                   el_layer_weight(&m->layers[il], first[gi])->n_in, ys, ldys,
+                                   &ls);
+            }
         double t2 = threads > 1 ? now_s() : cpu_s();
         base = t1 - t0 < base ? t1 - t0 : base;
         lora = t2 - t1 < lora ? t2 - t1 : lora;

@@ -141,10 +141,11 @@ void el_lora_packed_i8(int64_t rank, int64_t n_out, const int8_t *t, const int8_
         packed_i8_portable(rank, n_out, t, p, c, y);
 }
 
-/* Below this many multiply-adds the terms of a call are computed on the caller's thread: a
- * decode step's terms (rank 16: ~0.2M for an FFN projection) take less time than waking the
- * pool twice, and on a busy machine every dispatch can also wait for a descheduled worker. */
-enum { INLINE_MACS = 1 << 18 };
+/* Terms of fewer multiply-adds and fewer bytes of A and B than these are computed on the
+ * caller's thread: they take less time than waking the pool twice (a small model's decode
+ * step). A decode step of a 1B model reads more (a rank-16 f16 adapter: 128 KB and more per
+ * layer), which two threads stream faster than one (docs/adapters.md). */
+enum { INLINE_MACS = 1 << 18, INLINE_BYTES = 1 << 16 };
 
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
@@ -173,6 +174,7 @@ static el_status grow(void **p, size_t *cap, size_t need) {
 
 el_status el_lora_reserve(el_lora_scratch *s, const el_lora_rows *lr, int64_t max_in) {
     size_t n_tasks = 0, t_floats = 0, n_rows = 0;
+    const size_t many = EL_LORA_MANY; /* slots one call takes at most */
     bool quantized = false;
     for (int32_t g = 0; g < lr->n_groups; g++) {
         const el_lora_group *gr = &lr->groups[g];
@@ -186,10 +188,12 @@ el_status el_lora_reserve(el_lora_scratch *s, const el_lora_rows *lr, int64_t ma
     }
     /* q8_0 and int8 rows are smaller than float rows, so t's size in bytes bounds qt; x rows
      * are q8_0 or A8 (a profile's W8 A) */
+    n_tasks *= many;
+    t_floats *= many;
     size_t qt = quantized ? t_floats * sizeof(float) : 0;
     size_t qx_row = max_size(el_row_size(EL_TYPE_Q8_0, max_in),
                              el_row_size(EL_TYPE_A8, el_edge_padded(max_in)));
-    size_t qx = quantized ? n_rows * qx_row : 0;
+    size_t qx = quantized ? many * n_rows * qx_row : 0;
     if (n_tasks > (size_t)s->tasks_cap) {
         el_lora_task *p = realloc(s->tasks, n_tasks * sizeof *p);
         if (!p) return el_error(EL_ERR_NOMEM, "adapters: out of memory for %zu tasks", n_tasks);
@@ -217,14 +221,10 @@ typedef struct lora_job {
     int64_t n_units;     /* sum of the tasks' ranks */
     const float *x;
     int64_t ldx;
-    const char *qx;      /* quantized x rows (row r at qx + r * qx_row) or NULL */
-    size_t qx_row;
+    size_t qx_row;       /* bytes of a quantized x row (each task's own at its qx) */
     int64_t n_in;
     float *t;
     const char *qt;
-    float *y;
-    int64_t ldy;
-    int64_t n_out;
     const el_kernels *k;
 } lora_job;
 
@@ -246,7 +246,7 @@ static void job_a(void *arg, int ith, int nth) {
         const char *arows = (const char *)a->data + k0 * a->row_bytes;
         for (int32_t i = 0; i < g->n_rows; i++) {
             int32_t r = g->rows[i];
-            const void *act = q ? (const void *)(j->qx + (size_t)r * j->qx_row)
+            const void *act = q ? (const void *)(t->qx + (size_t)r * j->qx_row)
                                 : (const void *)(j->x + (size_t)r * j->ldx);
             float *out = &j->t[t->t_off + (size_t)i * rank + k0];
             /* the gemv reads x once for several rows of A; each output has the same bits
@@ -261,37 +261,39 @@ static void job_a(void *arg, int ith, int nth) {
     }
 }
 
-/* Job B: output columns [lo, hi) of every row of every task. */
+/* Job B: for every task, its share [lo, hi) of its outputs in every row. */
 static void job_b(void *arg, int ith, int nth) {
     const lora_job *j = arg;
-    int64_t lo = j->n_out * ith / nth, hi = j->n_out * (ith + 1) / nth;
     for (int32_t ti = 0; ti < j->n_tasks; ti++) {
         const el_lora_task *t = &j->tasks[ti];
+        int64_t n_out = t->n_out, lo = n_out * ith / nth, hi = n_out * (ith + 1) / nth;
+        float *y = t->y;
+        int64_t ldy = t->ldy;
         const el_lora_pair *p = t->pair;
         const el_weight *b = &p->b;
         const el_lora_group *g = t->group;
         int64_t rank = p->a.n_out;
         if (p->x_scale > 0.0f) {
             /* int8 B under a profile: threads split whole blocks of outputs */
-            int64_t nb = (j->n_out + EL_LORA_PACK - 1) / EL_LORA_PACK;
+            int64_t nb = (n_out + EL_LORA_PACK - 1) / EL_LORA_PACK;
             int64_t b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
-            int64_t o1 = b1 * EL_LORA_PACK < j->n_out ? b1 * EL_LORA_PACK : j->n_out;
+            int64_t o1 = b1 * EL_LORA_PACK < n_out ? b1 * EL_LORA_PACK : n_out;
             float c = t->scale * p->t_scale * p->b_scale;
             for (int32_t i = 0; i < g->n_rows && b0 < b1; i++)
                 el_lora_packed_i8(rank, o1 - b0 * EL_LORA_PACK,
                                   (const int8_t *)j->qt + t->qt_off + (size_t)i * rank,
                                   (const int8_t *)b->data + b0 * rank * EL_LORA_PACK, c,
-                                  j->y + (size_t)g->rows[i] * j->ldy + b0 * EL_LORA_PACK);
+                                  y + (size_t)g->rows[i] * ldy + b0 * EL_LORA_PACK);
             continue;
         }
         if (p->b_packed) {
             /* threads split whole blocks of outputs */
-            int64_t nb = j->n_out / EL_LORA_PACK, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
+            int64_t nb = n_out / EL_LORA_PACK, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
             size_t blk = (size_t)rank * EL_LORA_PACK * el_type_layout_get(b->type)->type_size;
             for (int32_t i = 0; i < g->n_rows; i++)
                 el_lora_packed(b->type, rank, b1 - b0, j->t + t->t_off + (size_t)i * rank,
                                (const char *)b->data + b0 * blk,
-                               j->y + (size_t)g->rows[i] * j->ldy + b0 * EL_LORA_PACK);
+                               y + (size_t)g->rows[i] * ldy + b0 * EL_LORA_PACK);
             continue;
         }
         size_t qrow = act_row_bytes(b->type, rank);
@@ -299,7 +301,7 @@ static void job_b(void *arg, int ith, int nth) {
         for (int32_t i = 0; i < g->n_rows; i++) {
             const void *act = qrow ? (const void *)(j->qt + t->qt_off + (size_t)i * qrow)
                                    : (const void *)(j->t + t->t_off + (size_t)i * rank);
-            float *yr = j->y + (size_t)g->rows[i] * j->ldy;
+            float *yr = y + (size_t)g->rows[i] * ldy;
             for (int64_t o = lo; o < hi; o++) {
                 float v;
                 dot(rank, &v, (const char *)b->data + o * b->row_bytes, act);
@@ -316,48 +318,56 @@ static void run(el_threadpool *tp, el_task_fn fn, void *arg) {
         el_threadpool_run(tp, fn, arg);
 }
 
-void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, const float *x,
-                   int64_t ldx, int64_t n_in, float *y, int64_t ldy, el_lora_scratch *s) {
+void el_lora_apply_many(el_threadpool *tp, const el_lora_rows *lr, int count,
+                        const int32_t slots[], const float *x, int64_t ldx, int64_t n_in,
+                        float *const y[], const int64_t ldy[], el_lora_scratch *s) {
     if (!lr || lr->n_groups == 0) return;
     lora_job j = {.tasks = s->tasks, .x = x, .ldx = ldx, .n_in = n_in, .t = s->t, .qt = s->qt,
-                  .y = y, .ldy = ldy, .k = el_kernels_get()};
+                  .k = el_kernels_get()};
+    /* x rows quantized for a q8_0 or W8 A: one copy per slot, whose x scale a profile sets */
+    int32_t n_x_rows = 0;
+    for (int32_t g = 0; g < lr->n_groups; g++)
+        if (lr->groups[g].n_rows > 0) {
+            int32_t last = lr->groups[g].rows[lr->groups[g].n_rows - 1] + 1;
+            n_x_rows = last > n_x_rows ? last : n_x_rows;
+        }
     int32_t n_tasks = 0;
     size_t t_off = 0, qt_off = 0;
-    const el_lora_pair *x_pair = NULL; /* a pair whose A dots quantized x */
-    for (int32_t g = 0; g < lr->n_groups; g++) {
-        const el_lora_group *gr = &lr->groups[g];
-        for (int32_t i = 0; i < gr->n_terms; i++) {
-            const el_lora_pair *p = &gr->terms[i].table[slot];
-            if (p->a.n_out == 0) continue;
-            el_lora_task *t = &s->tasks[n_tasks++];
-            *t = (el_lora_task){.pair = p, .group = gr, .scale = gr->terms[i].scale * p->scale,
-                                .unit0 = j.n_units, .t_off = t_off, .qt_off = qt_off};
-            j.n_units += p->a.n_out;
-            j.n_out = p->b.n_out;
-            t_off += (size_t)gr->n_rows * p->a.n_out;
-            qt_off += (size_t)gr->n_rows * t_row_bytes(p);
-            if (act_row_bytes(p->a.type, n_in) != 0) x_pair = p;
+    int64_t macs = 0, bytes = 0;
+    for (int c = 0; c < count; c++) {
+        const el_lora_pair *x_pair = NULL; /* a pair of this slot whose A dots quantized x */
+        int32_t first = n_tasks;
+        for (int32_t g = 0; g < lr->n_groups; g++) {
+            const el_lora_group *gr = &lr->groups[g];
+            for (int32_t i = 0; i < gr->n_terms; i++) {
+                const el_lora_pair *p = &gr->terms[i].table[slots[c]];
+                if (p->a.n_out == 0) continue;
+                el_lora_task *t = &s->tasks[n_tasks++];
+                *t = (el_lora_task){.pair = p, .group = gr,
+                                    .scale = gr->terms[i].scale * p->scale,
+                                    .unit0 = j.n_units, .t_off = t_off, .qt_off = qt_off,
+                                    .y = y[c], .ldy = ldy[c], .n_out = p->b.n_out};
+                j.n_units += p->a.n_out;
+                t_off += (size_t)gr->n_rows * p->a.n_out;
+                qt_off += (size_t)gr->n_rows * t_row_bytes(p);
+                macs += (int64_t)gr->n_rows * p->a.n_out * (n_in + p->b.n_out);
+                bytes += (int64_t)(p->a.n_out * p->a.row_bytes + p->b.n_out * p->b.row_bytes);
+                if (act_row_bytes(p->a.type, n_in) != 0) x_pair = p;
+            }
         }
-    }
-    if (n_tasks == 0) return;
-    j.n_tasks = n_tasks;
-    int64_t macs = 0;
-    for (int32_t ti = 0; ti < n_tasks; ti++) {
-        const el_lora_task *t = &s->tasks[ti];
-        macs += (int64_t)t->group->n_rows * t->pair->a.n_out * (n_in + j.n_out);
-    }
-    if (macs < INLINE_MACS) tp = NULL;
-    if (x_pair) {
-        /* One quantized copy serves every A: without a profile q8_0 is the only quantized A
-         * type, and under one every A is W8 and the slot's x scale is the profile's. */
+        if (!x_pair) continue;
+        /* One quantized copy serves every A of the slot: without a profile q8_0 is the only
+         * quantized A type, and under one every A is W8 and the slot's x scale is the
+         * profile's. */
         bool profiled = x_pair->x_scale > 0.0f;
-        j.qx = s->qx;
         int64_t n_q = profiled ? el_edge_padded(n_in) : n_in;
         j.qx_row = el_row_size(profiled ? EL_TYPE_A8 : EL_TYPE_Q8_0, n_q);
+        char *qx = (char *)s->qx + (size_t)c * n_x_rows * j.qx_row;
+        for (int32_t ti = first; ti < n_tasks; ti++) s->tasks[ti].qx = qx;
         for (int32_t g = 0; g < lr->n_groups; g++)
             for (int32_t i = 0; i < lr->groups[g].n_rows; i++) {
                 int32_t r = lr->groups[g].rows[i];
-                char *q = (char *)s->qx + (size_t)r * j.qx_row;
+                char *q = qx + (size_t)r * j.qx_row;
                 if (profiled) {
                     /* the SIMD quantizers take whole chunks; a row that ends inside one
                      * (688 inputs) takes the reference's, the same bytes */
@@ -369,6 +379,9 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
                     el_type_kernels_get(EL_TYPE_Q8_0)->from_float(x + (size_t)r * ldx, q, n_in);
             }
     }
+    if (n_tasks == 0) return;
+    j.n_tasks = n_tasks;
+    if (macs < INLINE_MACS && bytes < INLINE_BYTES) tp = NULL;
     run(tp, job_a, &j);
     for (int32_t ti = 0; ti < n_tasks; ti++) {
         const el_lora_task *t = &s->tasks[ti];
@@ -389,4 +402,9 @@ void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, cons
         }
     }
     run(tp, job_b, &j);
+}
+
+void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, const float *x,
+                   int64_t ldx, int64_t n_in, float *y, int64_t ldy, el_lora_scratch *s) {
+    el_lora_apply_many(tp, lr, 1, &slot, x, ldx, n_in, &y, &ldy, s);
 }

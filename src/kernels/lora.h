@@ -11,7 +11,8 @@
  * where q(v, d) = clamp(round(v * (1 / d)), -127, 127). An adapter is a table of pairs, one slot per (layer, linear), rank 0 where it changes
  * nothing. A group is a set of rows (any order) that share a list of (adapter, scale) terms.
  *
- * el_lora_apply runs two jobs on the pool for all groups and terms of one linear layer at once:
+ * el_lora_apply runs two jobs on the pool for all groups and terms of one linear layer at once
+ * (el_lora_apply_many: of the linears that read the same x):
  * first every t = A x (one unit per row of A, so A is read once however many rows use it), then
  * every y += B t (threads split the output columns, so they never write the same element). The
  * number of dispatches is the same for one group as for a batch of differently-adapted rows. */
@@ -80,6 +81,10 @@ typedef struct el_lora_task {
     int64_t unit0;   /* first unit (row of A) of this task in the flat numbering */
     size_t t_off;    /* floats: where this task's t rows start */
     size_t qt_off;   /* bytes: where its quantized t rows start */
+    const char *qx;  /* x rows quantized for its slot's A (NULL: A dots float x) */
+    float *y;        /* its slot's output rows, ldy floats apart, n_out each */
+    int64_t ldy;
+    int64_t n_out;
 } el_lora_task;
 
 /* Scratch grown by el_lora_reserve (outside the hot path) and reused by every call. */
@@ -105,5 +110,16 @@ void el_lora_scratch_free(el_lora_scratch *s);
  * row length of x the pairs of this slot expect. tp may be NULL (one thread). */
 void el_lora_apply(el_threadpool *tp, const el_lora_rows *lr, int32_t slot, const float *x,
                    int64_t ldx, int64_t n_in, float *y, int64_t ldy, el_lora_scratch *s);
+
+/* Slots one el_lora_apply_many call takes at most: a layer's Q, K and V. */
+enum { EL_LORA_MANY = 3 };
+
+/* el_lora_apply for count (<= EL_LORA_MANY) slots of linears that read the same x (Q, K and V;
+ * gate and up), y[c] and ldy[c] slot c's output, in the same two pool jobs: a decode step's
+ * terms are small, so each job costs a dispatch as much as its work. Each y[c] gets what
+ * el_lora_apply gives it. */
+void el_lora_apply_many(el_threadpool *tp, const el_lora_rows *lr, int count,
+                        const int32_t slots[], const float *x, int64_t ldx, int64_t n_in,
+                        float *const y[], const int64_t ldy[], el_lora_scratch *s);
 
 #endif

@@ -286,12 +286,13 @@ static void linears(el_forward *f, int il, int count, const el_linear which[], c
                 add_rows(y[i] + (size_t)r * ldy[i], bias, (size_t)w[i]->k_out);
         if (pruned)
             el_fwd_pruned_unpack(f, il, which[i], y[i], ldy[i], c0, n);
-        if (lr)
-            el_lora_apply(f->tp, lr, el_linear_slot(il, which[i]), x, ldx, w[i]->n_in, y[i], ldy[i],
-                          &f->lora);
-        if (pruned && lr)
-            el_fwd_pruned_mask(f, il, which[i], y[i], ldy[i], c0, n);
     }
+    if (!lr) return;
+    int32_t slots[EL_LORA_MANY];
+    for (int i = 0; i < count; i++) slots[i] = el_linear_slot(il, which[i]);
+    el_lora_apply_many(f->tp, lr, count, slots, x, ldx, w[0]->n_in, y, ldy, &f->lora);
+    for (int i = 0; pruned && i < count; i++)
+        el_fwd_pruned_mask(f, il, which[i], y[i], ldy[i], c0, n);
 }
 
 /* One linear layer: linears of one. */
