@@ -9,6 +9,7 @@
 #include "edgelora.h"
 #include "formats/gguf.h"
 #include "model/model.h"
+#include "runtime/context.h"
 #include "runtime/forecast.h"
 #include "testutil.h"
 
@@ -409,6 +410,65 @@ static int test_two_sequences(void) {
     return TEST_PASS;
 }
 
+/* --tree auto's step times belong to the context: the first decoder on it times its steps, a
+ * later one takes those times (no calibration: the timed sizes keep their values); where the
+ * times say that no tree can pay, the start drafts nothing and the first step is plain, and where
+ * rows cost nothing extra, the first step is a tree. The tokens stay plain decoding's. */
+static int test_step_times_kept(void) {
+    el_model *m = test_load_stories();
+    if (!m) return test_skip("stories260K is absent");
+    el_forecast *f = random_forecast(m, 3, 7, 0.5f);
+    int32_t prompt[MAXP], np = tokenize(m, "Lily and Ben went to the park with", prompt);
+    CHECK(f && np > 6); /* its rows (with or without slots) are no timed size below */
+    int32_t ref[MAXT];
+    int32_t nref = plain_run(m, prompt, np, 0, NULL, 40, ref);
+    CHECK(nref == 40);
+    el_model_info info;
+    el_model_get_info(m, &info);
+    el_sampler_params gp = sampling(0);
+    el_sampler *smp = NULL;
+    CHECK(el_sampler_create(&gp, info.n_vocab, &smp) == EL_OK);
+    el_context *ctx = new_ctx(m, np + 40 + N_BATCH + 1);
+    CHECK(ctx && ctx->spec_seconds[1] == 0);
+    el_spec_params ap = {.seq_id = 0, .tree_auto = true};
+    /* 0: a fresh context (times measured), 1: the times of 0 kept, 2: compute-bound times (a
+     * step of n rows n times one), 3: memory-bound ones (every size as one) */
+    double kept[EL_SPEC_TIME_BUCKETS];
+    for (int round = 0; round < 4; round++) {
+        el_kv_clear(ctx);
+        if (round >= 2)
+            for (int32_t n = 1; n < EL_SPEC_TIME_BUCKETS; n++)
+                ctx->spec_seconds[n] = round == 2 ? n * 1e-3 : 1e-3;
+        memcpy(kept, ctx->spec_seconds, sizeof kept);
+        el_spec *s = NULL;
+        int32_t out[MAXT], got = 0, first;
+        CHECK(el_spec_create(ctx, f, smp, &ap, &s) == EL_OK);
+        CHECK(el_spec_start(s, prompt, np, &first) == EL_OK);
+        if (round == 0) CHECK(ctx->spec_seconds[1] > 0 && ctx->spec_seconds[2] > 0);
+        else CHECK(ctx->spec_seconds[2] == kept[2] && ctx->spec_seconds[4] == kept[4]);
+        /* the start's decode times its rows: the prompt and 3 slots, or the prompt alone */
+        if (round == 2) CHECK(ctx->spec_seconds[np + 3] == kept[np + 3]);
+        if (round == 3) CHECK(ctx->spec_seconds[np + 3] != kept[np + 3]);
+        out[got++] = first;
+        el_spec_step_info step;
+        for (int i = 0; got < 40; i++) {
+            int32_t k = 0;
+            CHECK(el_spec_step(s, out + got, 40 - got, &k) == EL_OK && k >= 1);
+            got += k;
+            CHECK(el_spec_last_step(s, &step) == EL_OK);
+            if (i == 0 && round == 2) CHECK(step.n_depth == 0 && !step.slots && step.n_rows == 1);
+            if (i == 0 && round == 3) CHECK(step.n_depth > 0);
+        }
+        CHECK(memcmp(out, ref, sizeof ref[0] * 40) == 0);
+        el_spec_free(s);
+    }
+    el_sampler_free(smp);
+    el_context_free(ctx);
+    el_forecast_free(f);
+    el_model_free(m);
+    return TEST_PASS;
+}
+
 /* el_kv_remove_rows frees exactly the rows named, and only right after the decode. */
 static int test_remove_rows(void) {
     el_model *m = test_load_stories();
@@ -491,6 +551,7 @@ int main(void) {
     run_test("greedy_identical", test_greedy_identical);
     run_test("sampling", test_sampling);
     run_test("cached_prefix", test_cached_prefix);
+    run_test("step_times_kept", test_step_times_kept);
     run_test("with_adapter", test_with_adapter);
     run_test("two_sequences", test_two_sequences);
     run_test("forecast_files", test_forecast_files);

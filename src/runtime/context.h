@@ -9,6 +9,9 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 
+/* Step sizes whose times a context keeps: 1..256 rows. */
+enum { EL_SPEC_TIME_BUCKETS = 257 };
+
 struct el_context {
     el_model *model;
     el_context_params params;
@@ -36,6 +39,10 @@ struct el_context {
     int32_t prune_rate;
     int32_t *seq_rate;     /* [n_seq_max] or NULL */
     int32_t *row_rate;     /* [n_batch] or NULL */
+    /* seconds of a decode step of n rows (0: not measured), kept for every speculative decoder
+     * on the context: the model and threads that set them are the context's, so a generation
+     * after the first need not time steps again (speculate.c) */
+    double spec_seconds[EL_SPEC_TIME_BUCKETS];
 };
 
 #endif

@@ -20,7 +20,7 @@ enum {
     MAX_WIDTH = 8,       /* candidates per depth (and ranks of the acceptance statistics) */
     AUTO_WIDTH = 4,      /* widths tree_auto tries */
     PROBE_EVERY = 16,    /* plain steps between two that draft again to see if a tree pays */
-    TIME_BUCKETS = 257,  /* step times kept for 1..256 rows */
+    TIME_BUCKETS = EL_SPEC_TIME_BUCKETS,
 };
 
 struct el_spec {
@@ -40,9 +40,10 @@ struct el_spec {
     float *embd;
     int32_t *drop;
     /* tree_auto: hits[d][k] of tries[d]: how often the token at depth d+1 was rank k of the draft,
-     * counted when the walk reached depth d along the first candidates; and step times */
+     * counted when the walk reached depth d along the first candidates; and step times (the
+     * context's spec_seconds) */
     double hits[EL_SPEC_MAX_DEPTH][MAX_WIDTH], tries[EL_SPEC_MAX_DEPTH];
-    double seconds[TIME_BUCKETS];     /* 0: not measured */
+    double *seconds;                  /* [TIME_BUCKETS], 0: not measured */
     double last_seconds;              /* of the last decode */
     int32_t n_rows;                   /* rows of the step planned (0: none) */
     int32_t cur_depth, cur_width[EL_SPEC_MAX_DEPTH];
@@ -128,6 +129,7 @@ el_status el_spec_create(el_context *ctx, const el_forecast *f, el_sampler *samp
     el_spec *s = calloc(1, sizeof *s);
     if (!s) return el_error(EL_ERR_NOMEM, "speculation: out of memory");
     s->ctx = ctx, s->f = f, s->sampler = sampler, s->p = *p, s->seq = p->seq_id;
+    s->seconds = ctx->spec_seconds;
     s->n_embd = ctx->model->hp.n_embd, s->n_vocab = ctx->model->hp.n_vocab;
     s->max_rows = ctx->params.n_batch;
     size_t n = (size_t)s->max_rows;
@@ -204,6 +206,7 @@ static void take_draft(el_spec *s, int32_t first, int32_t r, int32_t n_rows) {
 }
 
 static el_status calibrate(el_spec *s);
+static bool tree_could_pay(const el_spec *s);
 
 el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *first) {
     if (!s || !prompt || !first || n < 1)
@@ -218,6 +221,9 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
                         cached, n);
     int32_t slots = s->p.tree_auto || s->p.n_depth > 0 ? s->f->n_slots : 0;
     if (n - cached + slots > s->ctx->kv.n_ctx - s->ctx->kv.n_used) slots = 0; /* no room to draft */
+    /* where the context's step times say no tree can pay (a compute-bound model), the first
+     * step decodes plainly: drafting for it would cost rows for nothing */
+    if (s->p.tree_auto && s->seconds[1] > 0 && !tree_could_pay(s)) slots = 0;
     int32_t chunk = s->max_rows - slots, done = cached;
     el_status st = EL_OK;
     while (!st && done < n) {
@@ -249,7 +255,8 @@ el_status el_spec_start(el_spec *s, const int32_t *prompt, int32_t n, int32_t *f
         return st;
     }
     s->pending = *first, s->pos = n, s->started = true;
-    return s->p.tree_auto ? calibrate(s) : EL_OK;
+    /* a decoder on this context timed its steps before: its times (running means) serve */
+    return s->p.tree_auto && !(s->seconds[1] > 0) ? calibrate(s) : EL_OK;
 }
 
 /* ------------------------------------------------------------- tree_auto */
@@ -320,8 +327,8 @@ static void choose_tree(el_spec *s, int32_t *width, int32_t *depth) {
     }
 }
 
-/* Times steps of a few sizes once, on scratch positions past the prompt, so that the first
- * choices compare measured costs. Leaves the cache as it was. */
+/* Times steps of a few sizes once per context, on scratch positions past the prompt, so that the
+ * first choices compare measured costs. Leaves the cache as it was. */
 static el_status calibrate(el_spec *s) {
     int32_t sizes[] = {1, 2, 4, 8, 16, 32, 64, 128, 256};
     int32_t most = el_spec_max_rows(s->f, &s->p), free_cells = s->ctx->kv.n_ctx - s->ctx->kv.n_used;
