@@ -57,13 +57,16 @@ static el_status decode_prompt(el_context *ctx, const int32_t *tok, int32_t n) {
     return el_decode(ctx, &b);
 }
 
-/* Plain greedy decoding of n tokens after the prompt; seconds of the steps after the prompt. */
+/* Plain greedy decoding of n tokens after the prompt; seconds of the steps after the prompt,
+ * and of the prompt's decode. */
 static el_status plain_greedy(el_context *ctx, el_sampler *smp, const int32_t *prompt, int32_t np,
-                              int32_t n, int32_t *out, double *seconds) {
+                              int32_t n, int32_t *out, double *seconds, double *prompt_seconds) {
     el_kv_clear(ctx);
+    double tp = cli_now_ms();
     el_status st = decode_prompt(ctx, prompt, np);
     int32_t t = -1, seq = 0;
     double t0 = cli_now_ms();
+    *prompt_seconds += (t0 - tp) / 1e3;
     if (!st) st = el_sampler_sample(smp, el_get_logits(ctx, np - 1), &t);
     for (int32_t i = 0; !st && i < n; i++) {
         out[i] = t;
@@ -79,6 +82,8 @@ static el_status plain_greedy(el_context *ctx, el_sampler *smp, const int32_t *p
 typedef struct spec_run {
     el_spec_stats stats;
     double seconds;             /* of the steps after el_spec_start */
+    double start_seconds;       /* of el_spec_create and el_spec_start (the prompt, its slots,
+                                 * and the first decoder on the context timing its steps) */
     int64_t hist[9];            /* steps by tokens produced (8: eight or more) */
 } spec_run;
 
@@ -88,9 +93,11 @@ static el_status spec_greedy(el_context *ctx, el_sampler *smp, const el_forecast
     el_kv_clear(ctx);
     el_spec *s = NULL;
     int32_t got = 0;
+    double ts = cli_now_ms();
     el_status st = el_spec_create(ctx, f, smp, sp, &s);
     if (!st) st = el_spec_start(s, prompt, np, &out[got++]);
     double t0 = cli_now_ms();
+    r->start_seconds += (t0 - ts) / 1e3;
     while (!st && got < n) {
         int32_t k = 0;
         st = el_spec_step(s, out + got, n - got, &k);
@@ -151,15 +158,15 @@ int bench_spec(const bench_opts *o, el_model *m, int32_t threads) {
     }
     int32_t *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
     if (!st && (!a || !b)) st = EL_ERR_NOMEM;
-    double plain_tps[100], spec_tps[100];
+    double plain_tps[100], spec_tps[100], plain_all[100], spec_all[100], prompt_s = 0;
     spec_run total = {0};
     int differ = 0;
     for (long rep = 0; !st && !rc && rep < o->reps; rep++) {
-        double tp = 0, ts = 0;
+        double tp = 0, ts = 0, tpp = 0;
         spec_run r = {0};
         for (int i = 0; !st && i < pr.n; i++) { /* alternated: plain, speculative, per prompt */
             double s1;
-            st = plain_greedy(ctx, smp, pr.tok[i], pr.n_tok[i], n, a, &s1);
+            st = plain_greedy(ctx, smp, pr.tok[i], pr.n_tok[i], n, a, &s1, &tpp);
             if (!st) st = spec_greedy(ctx, smp, f, &so.params, pr.tok[i], pr.n_tok[i], n, b, &r,
                                       rep == 0 ? trace : NULL);
             tp += s1;
@@ -168,6 +175,10 @@ int bench_spec(const bench_opts *o, el_model *m, int32_t threads) {
         ts = r.seconds;
         plain_tps[rep] = (double)pr.n * (n - 1) / tp;
         spec_tps[rep] = (double)pr.n * (n - 1) / ts;
+        plain_all[rep] = (double)pr.n * n / (tp + tpp);
+        spec_all[rep] = (double)pr.n * n / (ts + r.start_seconds);
+        prompt_s += tpp;
+        total.start_seconds += r.start_seconds;
         total.stats.steps += r.stats.steps, total.stats.tokens += r.stats.tokens;
         total.stats.rows += r.stats.rows, total.stats.tree_steps += r.stats.tree_steps;
         for (int k = 0; k < 9; k++) total.hist[k] += r.hist[k];
@@ -179,22 +190,30 @@ int bench_spec(const bench_opts *o, el_model *m, int32_t threads) {
     if (!st && !rc) {
         bench_stat sp = bench_summarize(plain_tps, (int)o->reps);
         bench_stat ss = bench_summarize(spec_tps, (int)o->reps);
-        double steps = (double)total.stats.steps;
+        bench_stat pa = bench_summarize(plain_all, (int)o->reps);
+        bench_stat sa = bench_summarize(spec_all, (int)o->reps);
+        double steps = (double)total.stats.steps, runs = (double)pr.n * (double)o->reps;
         if (o->json) {
             bench_json_begin(o, "speculative", threads);
             printf(", \"prompts\": %d", pr.n);
             bench_json_stat("plain_tokens_per_s", sp);
             bench_json_stat("spec_tokens_per_s", ss);
-            printf(", \"speedup\": %.4f, \"tokens_per_step\": %.4f, \"tree_step_fraction\": %.4f, "
-                   "\"rows_per_step\": %.2f, \"identical\": %s}\n", ss.med / sp.med,
-                   total.stats.tokens / steps, total.stats.tree_steps / steps,
-                   total.stats.rows / steps, differ ? "false" : "true");
+            printf(", \"speedup\": %.4f, \"speedup_with_prompt\": %.4f, \"plain_prompt_ms\": %.3f, "
+                   "\"spec_start_ms\": %.3f, \"tokens_per_step\": %.4f, "
+                   "\"tree_step_fraction\": %.4f, \"rows_per_step\": %.2f, \"identical\": %s}\n",
+                   ss.med / sp.med, sa.med / pa.med, 1e3 * prompt_s / runs,
+                   1e3 * total.start_seconds / runs, total.stats.tokens / steps,
+                   total.stats.tree_steps / steps, total.stats.rows / steps,
+                   differ ? "false" : "true");
         } else {
             printf("speculative decoding: %s, %d prompts x %d tokens, %ld repetitions, %d "
                    "threads\n", o->mo.model, pr.n, n, o->reps, threads);
             printf("  plain greedy      %8.1f tokens/s (%.1f - %.1f)\n", sp.med, sp.min, sp.max);
             printf("  speculative       %8.1f tokens/s (%.1f - %.1f)   speed-up %.2fx\n", ss.med,
                    ss.min, ss.max, ss.med / sp.med);
+            printf("  with the prompts  plain %.1f, speculative %.1f tokens/s   speed-up %.2fx "
+                   "(a prompt: %.2f ms plain, %.2f ms to start speculating)\n", pa.med, sa.med,
+                   sa.med / pa.med, 1e3 * prompt_s / runs, 1e3 * total.start_seconds / runs);
             printf("  tokens a step     %8.2f (steps with a tree: %.0f%%; rows a step %.1f)\n",
                    total.stats.tokens / steps, 100.0 * total.stats.tree_steps / steps,
                    total.stats.rows / steps);
