@@ -180,9 +180,9 @@ static int test_gemm_types(void) {
 }
 
 /* The largest sums: every type's quants at the top of their range against activations all
- * at +127, on the packed paths (17 and 40 rows) and the few-row ones (2 and 5). */
+ * at +127, on the packed paths (17 and 40 rows), the few-row ones (2 and 5) and the gemv (1). */
 static int test_gemm_extremes(void) {
-    static const int64_t rows[] = {2, 5, 17, 40};
+    static const int64_t rows[] = {1, 2, 5, 17, 40};
     test_rng r = {3};
     el_threadpool *pools[2] = {NULL, NULL};
     CHECK(el_threadpool_create(2, &pools[1]) == EL_OK);

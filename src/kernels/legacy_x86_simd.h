@@ -86,6 +86,13 @@ static inline __m256i legacy_add_fifth(__m256i u, uint32_t m) {
     return _mm256_mask_add_epi8(u, (__mmask32)m, u, _mm256_set1_epi8(0x10));
 }
 
+/* A block pair's fifth bits (h0: the first block's qh, h1: the second's) into its unpacked low
+ * (elements 0-15 of each) and high (16-31) levels. */
+static inline void legacy_add_fifths(__m256i *lo, __m256i *hi, uint32_t h0, uint32_t h1) {
+    *lo = legacy_add_fifth(*lo, (h0 & 0xFFFF) | h1 << 16);
+    *hi = legacy_add_fifth(*hi, h0 >> 16 | (h1 & 0xFFFF0000u));
+}
+
 /* The levels vpshufb looks up, in both 128-bit lanes. */
 static inline __m256i legacy_iq4_table(void) {
     __m128i t = _mm_xor_si128(_mm_loadu_si128((const __m128i *)el_iq4nl_values),
@@ -105,14 +112,32 @@ static inline __m256i legacy_dot_u8(__m256i u, __m256i a) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1));
 }
 
-/* u or'ed with 16 in byte j where bit j of m is set: each byte of m spread over 8 bytes, each
- * of which tests its bit. */
+/* u or'ed with 16 in byte j where bit j % 8 of the byte of hv that spread picks for it is set:
+ * the picked bytes spread over 8 bytes each, each of which tests its bit. */
+static inline __m256i legacy_or_fifth(__m256i u, __m256i hv, __m256i spread) {
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(hv, spread), bit);
+    return _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(0x10)));
+}
+
+/* u or'ed with 16 in byte j where bit j of m is set. */
 static inline __m256i legacy_add_fifth(__m256i u, uint32_t m) {
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
                                             2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)m), spread), bit);
-    return _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(0x10)));
+    return legacy_or_fifth(u, _mm256_set1_epi32((int)m), spread);
+}
+
+/* A block pair's fifth bits (h0: the first block's qh, h1: the second's) into its unpacked low
+ * (elements 0-15 of each) and high (16-31) levels: both from one broadcast of h0 and h1, each
+ * 128-bit lane picking its block's bytes (lane 0 h0's, lane 1 h1's). */
+static inline void legacy_add_fifths(__m256i *lo, __m256i *hi, uint32_t h0, uint32_t h1) {
+    const __m256i spread_lo = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                               4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
+    const __m256i spread_hi = _mm256_setr_epi8(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+                                               6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
+    __m256i hv = _mm256_set1_epi64x((long long)((uint64_t)h1 << 32 | h0));
+    *lo = legacy_or_fifth(*lo, hv, spread_lo);
+    *hi = legacy_or_fifth(*hi, hv, spread_hi);
 }
 
 static inline __m256i legacy_iq4_table(void) {
