@@ -85,34 +85,21 @@ static inline __attribute__((always_inline)) legacy_unpacked legacy_pair_unpack(
     return (legacy_unpacked){lo, hi};
 }
 
-#if !(defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__))
-/* Over vpmaddubsw, unsigned levels up to 31 (Q5_0, Q4_1, Q5_1): an unpacked pair's int16 sums,
- * each of 4 products (at most 4 * 31 * 128). */
-static inline __m256i legacy_pair_dot16(const legacy_unpacked *u, const legacy_pair *p) {
-    return _mm256_add_epi16(_mm256_maddubs_epi16(u->lo, p->lo), _mm256_maddubs_epi16(u->hi, p->hi));
-}
-
-/* legacy_fold4 of 4 pairs' int16 sums: one round of int16 horizontal adds (a lane then holds 8
- * products, at most 31744: exact), widened, and one of int32, in the same folded order. Two int16
- * rounds would overflow at levels of 31. */
-static inline __m256i legacy_fold4_16(const __m256i v[4]) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i x = _mm256_madd_epi16(_mm256_hadd_epi16(v[0], v[1]), ones);
-    __m256i y = _mm256_madd_epi16(_mm256_hadd_epi16(v[2], v[3]), ones);
-    return _mm256_hadd_epi32(x, y);
-}
-#define LEGACY_FOLD16 1
-#else
-#define LEGACY_FOLD16 0
-#endif
-
-/* An unpacked pair against its prepared activations p: block b0's 4 lanes of sums, then b1's. */
+/* An unpacked pair against its prepared activations p: block b0's sums, then b1's, in the form
+ * legacy_fold takes (for unsigned levels over vpmaddubsw, int16 not yet widened). */
 static inline __attribute__((always_inline)) __m256i legacy_pair_dot(legacy_kind t,
                                                                      const legacy_unpacked *u,
                                                                      const legacy_pair *p) {
     if (t == LEGACY_IQ4_NL)
         return _mm256_add_epi32(legacy_dot_iq4(u->lo, p->lo), legacy_dot_iq4(u->hi, p->hi));
-    return _mm256_add_epi32(legacy_dot_u8(u->lo, p->lo), legacy_dot_u8(u->hi, p->hi));
+    return legacy_pair_dot_u31(u->lo, p->lo, u->hi, p->hi);
+}
+
+/* Four pairs' legacy_pair_dot sums folded into one int32 lane per block, in legacy_fold4's
+ * order. */
+static inline __attribute__((always_inline)) __m256i legacy_fold(legacy_kind t,
+                                                                 const __m256i v[4]) {
+    return t == LEGACY_IQ4_NL ? legacy_fold4(v) : legacy_fold4_u31(v);
 }
 
 /* Activation elements prepared at a time: longer rows go in slices (summed). */
@@ -192,21 +179,11 @@ static inline __attribute__((always_inline)) __m256 legacy_group_dot(legacy_kind
                                                                      const legacy_pair *pr,
                                                                      const legacy_prep *p,
                                                                      int count) {
-    __m256i v[4], sum;
-#if LEGACY_FOLD16
-    if (t != LEGACY_IQ4_NL) { /* the same integer sums, fewer widenings and adds */
-        #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            v[k] = 2 * k < count ? legacy_pair_dot16(&g->pair[k], pr + k) : _mm256_setzero_si256();
-        sum = legacy_fold4_16(v);
-    } else
-#endif
-    {
-        #pragma GCC unroll 4
-        for (int k = 0; k < 4; k++)
-            v[k] = 2 * k < count ? legacy_pair_dot(t, &g->pair[k], pr + k) : _mm256_setzero_si256();
-        sum = legacy_fold4(v);
-    }
+    __m256i v[4];
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++)
+        v[k] = 2 * k < count ? legacy_pair_dot(t, &g->pair[k], pr + k) : _mm256_setzero_si256();
+    __m256i sum = legacy_fold(t, v);
     if (legacy_offset(t) != 0) sum = _mm256_add_epi32(sum, p->comp);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(g->dw, p->d), acc);
     if (legacy_has_min(t)) acc = _mm256_fmadd_ps(g->dmin, p->s, acc);

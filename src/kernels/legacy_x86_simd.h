@@ -71,6 +71,13 @@ static inline __m256i legacy_nibbles(const char *qs) {
     return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
 }
 
+/* Block pairs folded: v[p] holds block 2p's 4 lanes of sums, then block 2p + 1's; lane i of the
+ * result is the sum of block {0, 2, 4, 6, 1, 3, 5, 7}[i]'s (the order of two rounds of in-lane
+ * horizontal adds). */
+static inline __m256i legacy_fold4(const __m256i v[4]) {
+    return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+}
+
 #if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VNNI__)
 
 /* vpdpbusd sums unsigned times signed bytes straight into int32: IQ4's levels go in shifted by
@@ -101,6 +108,15 @@ static inline __m256i legacy_iq4_table(void) {
 }
 
 static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) { return legacy_dot_u8(levels, a); }
+
+/* A block pair of unsigned levels up to 31 (Q5_0, Q4_1, Q5_1: lo and hi, unpacked as the
+ * gemvs do) against its activations, and four such pairs folded as legacy_fold4 folds: vpdpbusd
+ * sums straight into int32. */
+static inline __m256i legacy_pair_dot_u31(__m256i lo, __m256i alo, __m256i hi, __m256i ahi) {
+    return _mm256_add_epi32(legacy_dot_u8(lo, alo), legacy_dot_u8(hi, ahi));
+}
+
+static inline __m256i legacy_fold4_u31(const __m256i v[4]) { return legacy_fold4(v); }
 
 #else
 
@@ -149,14 +165,23 @@ static inline __m256i legacy_dot_iq4(__m256i levels, __m256i a) {
     return legacy_dot_u8(_mm256_sign_epi8(levels, levels), _mm256_sign_epi8(a, levels));
 }
 
-#endif
-
-/* Block pairs folded: v[p] holds block 2p's 4 lanes of sums, then block 2p + 1's; lane i of the
- * result is the sum of block {0, 2, 4, 6, 1, 3, 5, 7}[i]'s (the order of two rounds of in-lane
- * horizontal adds). */
-static inline __m256i legacy_fold4(const __m256i v[4]) {
-    return _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+/* A block pair of unsigned levels up to 31 (Q5_0, Q4_1, Q5_1: lo and hi, unpacked as the
+ * gemvs do) against its activations: int16 sums of 4 products each (at most 4 * 31 * 127), not
+ * yet widened. Four such pairs fold as legacy_fold4 folds: one round of int16 horizontal adds (a
+ * lane then holds 8 products, at most 31496: exact; a second round would overflow), widened,
+ * and one of int32. */
+static inline __m256i legacy_pair_dot_u31(__m256i lo, __m256i alo, __m256i hi, __m256i ahi) {
+    return _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
 }
+
+static inline __m256i legacy_fold4_u31(const __m256i v[4]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i x = _mm256_madd_epi16(_mm256_hadd_epi16(v[0], v[1]), ones);
+    __m256i y = _mm256_madd_epi16(_mm256_hadd_epi16(v[2], v[3]), ones);
+    return _mm256_hadd_epi32(x, y);
+}
+
+#endif
 
 /* The activations of a pair of blocks as the unpacked weights meet them: lo holds the first 16
  * quants of each block (lane 0 the first block's, lane 1 the second's), hi the last 16. */

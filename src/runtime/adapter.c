@@ -14,7 +14,6 @@
 #include "formats/gguf.h"
 #include "model/prune.h"
 
-
 const char *el_linear_gguf_name(el_linear which) {
     static const char *const names[EL_N_LINEAR] = {
         [EL_LINEAR_Q] = "attn_q", [EL_LINEAR_K] = "attn_k", [EL_LINEAR_V] = "attn_v",
@@ -93,7 +92,6 @@ static el_status check_src(const el_adapter *ad, const el_adapter_src *s, int il
     if (!st) st = check_matrix(path, s->b_name, s->b_type, s->b_rank, s->b_out, s->b_bytes);
     return st;
 }
-
 
 /* The source row of B for GGUF row d: the identity, or for a PEFT q/k B the permutation that
  * takes Hugging Face's order of each head (first halves of the rotated pairs, then second
