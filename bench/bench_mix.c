@@ -78,9 +78,10 @@ __attribute__((target("avx2,fma"))) static void run_maddubs_add(long n) {
                        "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "cc");
 }
 
-/* One Q4_0 group of 8 outputs and one activation row into float accumulator f, with s the
- * group's int16 sum and t each product (the assembly text of group_mix's loop). */
-#define Q4_0_GROUP(s, t, f)                                                                     \
+/* The assembly text of 8 vpmaddubsw summed by 7 vpaddw into s (t: each product): a 32-element
+ * group of 8 outputs and one activation row in int16. Text, not a function: the loops below
+ * are single asm statements. */
+#define SUM8(s, t)                                                                              \
     "vpmaddubsw %[x], %[x], " s "\n\t"                                                          \
     "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
     "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
@@ -88,10 +89,14 @@ __attribute__((target("avx2,fma"))) static void run_maddubs_add(long n) {
     "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
     "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
     "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
+    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"
+
+/* One Q4_0 group into float accumulator f: the int16 sum widened, the offset added, converted,
+ * and multiply-added by the product of the two scales. */
+#define Q4_0_GROUP(s, t, f)                                                                     \
+    SUM8(s, t)                                                                                  \
     "vpmaddwd %[ones], " s ", " s "\n\t vpaddd %[comp], " s ", " s "\n\t"                       \
-    "vcvtdq2ps " s ", " s "\n\t vmulps %[d], %[d], " t "\n\t vfmadd231ps " t ", " s ", " f    \
-    "\n\t"
+    "vcvtdq2ps " s ", " s "\n\t vmulps %[d], %[d], " t "\n\t vfmadd231ps " t ", " s ", " f "\n\t"
 
 /* 4 independent Q4_0 groups a loop (32 vpmaddubsw). */
 __attribute__((target("avx2,fma"))) static void run_q4_0_group(long n) {
@@ -109,27 +114,19 @@ __attribute__((target("avx2,fma"))) static void run_q4_0_group(long n) {
                      : "cc");
 }
 
-/* One W4 chunk of 8 outputs and one activation row (one scale a row: the chunk's int16 sum
- * widened into the row's int32 sum acc, scaled once at the row's end). */
+/* One W4 chunk (one scale a row): the int16 sum widened into the row's int32 sum acc, scaled
+ * once at the row's end. */
 #define W4_CHUNK(s, t, acc)                                                                     \
-    "vpmaddubsw %[x], %[x], " s "\n\t"                                                          \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddubsw %[x], %[x], " t "\n\t vpaddw " t ", " s ", " s "\n\t"                           \
-    "vpmaddwd %[ones], " s ", " s "\n\t vpaddd " s ", " acc ", " acc "\n\t"
+    SUM8(s, t) "vpmaddwd %[ones], " s ", " s "\n\t vpaddd " s ", " acc ", " acc "\n\t"
 
 /* 4 independent W4 chunks a loop (32 vpmaddubsw). */
 __attribute__((target("avx2,fma"))) static void run_w4_chunk(long n) {
     __m256i x = _mm256_set1_epi8(1), ones = _mm256_set1_epi16(1);
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     __m256i s0, s1, s2, s3, t0, t1, t2, t3;
-    __asm__ volatile("1:\n\t" W4_CHUNK("%[s0]", "%[t0]", "%[a0]") W4_CHUNK("%[s1]", "%[t1]", "%[a1]")
-                         W4_CHUNK("%[s2]", "%[t2]", "%[a2]") W4_CHUNK("%[s3]", "%[t3]", "%[a3]")
-                             "dec %[n]\n\t jnz 1b"
+    __asm__ volatile("1:\n\t" W4_CHUNK("%[s0]", "%[t0]", "%[a0]")
+                         W4_CHUNK("%[s1]", "%[t1]", "%[a1]") W4_CHUNK("%[s2]", "%[t2]", "%[a2]")
+                             W4_CHUNK("%[s3]", "%[t3]", "%[a3]") "dec %[n]\n\t jnz 1b"
                      : [s0] "=&x"(s0), [s1] "=&x"(s1), [s2] "=&x"(s2), [s3] "=&x"(s3),
                        [t0] "=&x"(t0), [t1] "=&x"(t1), [t2] "=&x"(t2), [t3] "=&x"(t3),
                        [a0] "+x"(a0), [a1] "+x"(a1), [a2] "+x"(a2), [a3] "+x"(a3), [n] "+r"(n)
