@@ -476,11 +476,6 @@ static inline __attribute__((always_inline)) void gemv_a8(int64_t n, float *y, i
     gemv_drive(n_rows, R, w, w_stride, y, false, rows, &ga);
 }
 
-void el_gemv_w4_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
-                     const void *a) {
-    gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4);
-}
-
 void el_gemv_w8_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                      const void *a) {
     gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w8);
@@ -630,6 +625,64 @@ void el_gemv_w4g64_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size
 void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                          const void *a) {
     gemv_w4g(n, y, n_rows, w, w_stride, a, 128, true, rows_w4g128);
+}
+
+/* ---- W4 (one scale a row) through W4G's prepared pairs: a 32-byte load holds two chunks, whose
+ * low and high nibbles meet the pair's prepared activations (half the instructions of a chunk
+ * at a time). A row's integer dot is exact, as the chunk-at-a-time routine's: int16 sums over
+ * W4_FOLD_PAIRS pairs, widened once, then the row's 8-offset and scales as rows_w does, so the
+ * same bits, and the multi-row gemvs (rows_wrow) agree with it. Rows not whole pairs, or longer
+ * than a slice of prepared activations, take rows_w4. */
+enum { W4_FOLD_PAIRS = 4 }; /* a lane: 4 pairs x 2 vpmaddubsw x 2 x 15 x 128 = 30720, exact */
+
+typedef struct w4_pairs {
+    const w4g_pair_prep *p;
+    int64_t pairs; /* of PAIR elements */
+    el_a8_header h;
+} w4_pairs;
+
+static inline __attribute__((always_inline)) void rows_w4_pairs(const void *ctx,
+                                                                const char *const row[4],
+                                                                float s[4], int R) {
+    const w4_pairs *wp = ctx;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    __m256i acc[4], part[4];
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[r] = part[r] = _mm256_setzero_si256();
+    for (int64_t j = 0; j < wp->pairs; j++) {
+        const w4g_pair_prep *p = wp->p + j;
+        bool widen = j % W4_FOLD_PAIRS == W4_FOLD_PAIRS - 1 || j + 1 == wp->pairs;
+        #pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(row[r] + sizeof(float) + 32 * j));
+            part[r] = _mm256_add_epi16(
+                part[r], _mm256_add_epi16(
+                             _mm256_maddubs_epi16(_mm256_and_si256(q, low4), p->lo),
+                             _mm256_maddubs_epi16(
+                                 _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), p->hi)));
+            if (widen) {
+                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(part[r], ones));
+                part[r] = _mm256_setzero_si256();
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+        s[r] = el_edge_row_scale(row[r]) * wp->h.d * (float)(hsum_epi32(acc[r]) - 8 * wp->h.sum);
+}
+
+void el_gemv_w4_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
+                     const void *a) {
+    if (n % PAIR != 0 || n > SLICE) {
+        gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4);
+        return;
+    }
+    w4g_pair_prep p[SLICE / PAIR];
+    w4_pairs wp = {.p = p, .pairs = n / PAIR};
+    memcpy(&wp.h, a, sizeof wp.h);
+    prepare((const int8_t *)a + sizeof(el_a8_header), n, p);
+    gemv_drive(n_rows, gemv_company(w_stride, (size_t)wp.pairs * sizeof *p), w, w_stride, y, false,
+               rows_w4_pairs, &wp);
 }
 
 #endif
