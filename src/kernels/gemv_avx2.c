@@ -455,12 +455,6 @@ static inline __attribute__((always_inline)) void rows_w8_multi(const void *ctx,
     rows_wm(ctx, row, s, R, A, false);
 }
 
-void el_gemv_w4_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
-                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
-    gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
-    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w4_multi, &ga);
-}
-
 void el_gemv_w8_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
                            const void *w, size_t w_stride, const void *a, size_t a_stride) {
     gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
@@ -636,53 +630,107 @@ void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, siz
 enum { W4_FOLD_PAIRS = 4 }; /* a lane: 4 pairs x 2 vpmaddubsw x 2 x 15 x 128 = 30720, exact */
 
 typedef struct w4_pairs {
-    const w4g_pair_prep *p;
-    int64_t pairs; /* of PAIR elements */
-    el_a8_header h;
+    const w4g_pair_prep *p[EL_GEMV_MULTI_MAX]; /* each activation row's prepared pairs */
+    int64_t pairs;                             /* of PAIR elements */
+    el_a8_header h[EL_GEMV_MULTI_MAX];
 } w4_pairs;
 
-static inline __attribute__((always_inline)) void rows_w4_pairs(const void *ctx,
-                                                                const char *const row[4],
-                                                                float s[4], int R) {
-    const w4_pairs *wp = ctx;
+/* The dots of R weight rows with A activation rows (1, or 2-3 for the multi-row gemv), each
+ * pair of chunks of a weight row loaded and unpacked once for all A; the int16 sums kept over
+ * W4_FOLD_PAIRS pairs where the registers allow (A x R <= 4), else widened every pair. */
+static inline __attribute__((always_inline)) void rows_w4_pairs_all(const w4_pairs *wp,
+                                                                    const char *const row[],
+                                                                    float s[][4], int R, int A) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-    __m256i acc[4], part[4];
+    const int fold = A * R <= 4 ? W4_FOLD_PAIRS : 1;
+    __m256i acc[EL_GEMV_MULTI_MAX][4], part[EL_GEMV_MULTI_MAX][4];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[r] = part[r] = _mm256_setzero_si256();
+    for (int r = 0; r < R; r++)
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++) acc[a][r] = part[a][r] = _mm256_setzero_si256();
     for (int64_t j = 0; j < wp->pairs; j++) {
-        const w4g_pair_prep *p = wp->p + j;
-        bool widen = j % W4_FOLD_PAIRS == W4_FOLD_PAIRS - 1 || j + 1 == wp->pairs;
+        bool widen = j % fold == fold - 1 || j + 1 == wp->pairs;
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(row[r] + sizeof(float) + 32 * j));
-            part[r] = _mm256_add_epi16(
-                part[r], _mm256_add_epi16(
-                             _mm256_maddubs_epi16(_mm256_and_si256(q, low4), p->lo),
-                             _mm256_maddubs_epi16(
-                                 _mm256_and_si256(_mm256_srli_epi16(q, 4), low4), p->hi)));
-            if (widen) {
-                acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(part[r], ones));
-                part[r] = _mm256_setzero_si256();
+            __m256i lo = _mm256_and_si256(q, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            #pragma GCC unroll 3
+            for (int a = 0; a < A; a++) {
+                const w4g_pair_prep *p = wp->p[a] + j;
+                part[a][r] = _mm256_add_epi16(part[a][r],
+                                              _mm256_add_epi16(_mm256_maddubs_epi16(lo, p->lo),
+                                                               _mm256_maddubs_epi16(hi, p->hi)));
+                if (widen) {
+                    acc[a][r] = _mm256_add_epi32(acc[a][r], _mm256_madd_epi16(part[a][r], ones));
+                    part[a][r] = _mm256_setzero_si256();
+                }
             }
         }
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        s[r] = el_edge_row_scale(row[r]) * wp->h.d * (float)(hsum_epi32(acc[r]) - 8 * wp->h.sum);
+        #pragma GCC unroll 3
+        for (int a = 0; a < A; a++)
+            s[a][r] = el_edge_row_scale(row[r]) * wp->h[a].d *
+                      (float)(hsum_epi32(acc[a][r]) - 8 * wp->h[a].sum);
+}
+
+static inline __attribute__((always_inline)) void rows_w4_pairs(const void *ctx,
+                                                                const char *const row[4],
+                                                                float s[4], int R) {
+    float t[1][4];
+    rows_w4_pairs_all(ctx, row, t, R, 1);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; r++) s[r] = t[0][r];
+}
+
+static inline __attribute__((always_inline)) void rows_w4_pairs_multi(const void *ctx,
+                                                                      const char *const row[2],
+                                                                      float s[][2], int R, int A) {
+    float t[EL_GEMV_MULTI_MAX][4];
+    rows_w4_pairs_all(ctx, row, t, R, A);
+    for (int a = 0; a < A; a++)
+        for (int r = 0; r < R; r++) s[a][r] = t[a][r];
+}
+
+/* Whether rows of n elements take the pairs: whole pairs, within one slice. */
+static bool w4_by_pairs(int64_t n) { return n % PAIR == 0 && n <= SLICE; }
+
+/* Activation row k's header and prepared pairs into wp. */
+static void w4_prepare(w4_pairs *wp, int k, const void *a, int64_t n, w4g_pair_prep *p) {
+    memcpy(&wp->h[k], a, sizeof wp->h[k]);
+    prepare((const int8_t *)a + sizeof(el_a8_header), n, p);
+    wp->p[k] = p;
 }
 
 void el_gemv_w4_avx2(int64_t n, float *y, int64_t n_rows, const void *w, size_t w_stride,
                      const void *a) {
-    if (n % PAIR != 0 || n > SLICE) {
+    if (!w4_by_pairs(n)) {
         gemv_a8(n, y, n_rows, w, w_stride, a, gemv_company(w_stride, (size_t)n), rows_w4);
         return;
     }
     w4g_pair_prep p[SLICE / PAIR];
-    w4_pairs wp = {.p = p, .pairs = n / PAIR};
-    memcpy(&wp.h, a, sizeof wp.h);
-    prepare((const int8_t *)a + sizeof(el_a8_header), n, p);
+    w4_pairs wp = {.pairs = n / PAIR};
+    w4_prepare(&wp, 0, a, n, p);
     gemv_drive(n_rows, gemv_company(w_stride, (size_t)wp.pairs * sizeof *p), w, w_stride, y, false,
                rows_w4_pairs, &wp);
+}
+
+/* n_act (2 or 3) activation rows a_stride bytes apart: each one's prepared pairs (24 KB of
+ * stack apiece), weight rows two at a time. */
+void el_gemv_w4_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_t n_rows,
+                           const void *w, size_t w_stride, const void *a, size_t a_stride) {
+    if (!w4_by_pairs(n)) {
+        gemv_acts ga = {{a, (const char *)a + a_stride, (const char *)a + 2 * a_stride}, n};
+        gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w4_multi, &ga);
+        return;
+    }
+    w4g_pair_prep p[EL_GEMV_MULTI_MAX][SLICE / PAIR];
+    w4_pairs wp = {.pairs = n / PAIR};
+    for (int k = 0; k < n_act; k++)
+        w4_prepare(&wp, k, (const char *)a + (size_t)k * a_stride, n, p[k]);
+    gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_w4_pairs_multi, &wp);
 }
 
 #endif
