@@ -623,10 +623,10 @@ void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, siz
 
 /* ---- W4 (one scale a row) through W4G's prepared pairs: a 32-byte load holds two chunks, whose
  * low and high nibbles meet the pair's prepared activations (half the instructions of a chunk
- * at a time). A row's integer dot is exact, as the chunk-at-a-time routine's: int16 sums over
- * W4_FOLD_PAIRS pairs, widened once, then the row's 8-offset and scales as rows_w does, so the
- * same bits, and the multi-row gemvs (rows_wrow) agree with it. Rows not whole pairs, or longer
- * than a slice of prepared activations, take rows_w4. */
+ * at a time). A row's integer dot is exact, as the chunk-at-a-time routine's (rows_wrow): int16
+ * sums over W4_FOLD_PAIRS pairs, widened once, then the row's 8-offset and scales as rows_w
+ * does, so both give the same bits. Rows not whole pairs, or longer than a slice of prepared
+ * activations, take the chunk routine (rows_w4, rows_w4_multi). */
 enum { W4_FOLD_PAIRS = 4 }; /* a lane: 4 pairs x 2 vpmaddubsw x 2 x 15 x 128 = 30720, exact */
 
 typedef struct w4_pairs {
