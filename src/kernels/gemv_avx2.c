@@ -336,8 +336,6 @@ void el_gemv_q8_0_multi_avx2(int64_t n, float *y, int64_t ldy, int n_act, int64_
     gemv_multi_drive(n_rows, n_act, w, w_stride, y, ldy, false, rows_q8_0_multi, &ga);
 }
 
-enum { FOLD_CHUNKS = 8 }; /* 8 x 2 x 15 x 128 = 30720: W4's int16 sums stay exact */
-
 /* W4 and W8 rows against A8 rows, R weight rows (4, 2 or 1) and A activation rows (1, or 2-3
  * for the multi-row gemv) at a time: int32 sums over the row (exact, so the same however rows
  * are grouped), 32 elements per step, each weight chunk loaded and unpacked once for all A; W4
@@ -348,21 +346,15 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
                                                             const int8_t *const act[],
                                                             bool w4) {
     const __m256i ones = _mm256_set1_epi16(1);
-    /* the one-row gemv sums W4's pairs (nibbles <= 15 by bytes of magnitude <= 128) in int16
-     * over FOLD_CHUNKS chunks and widens them once; the multi-row gemvs ran slower so
-     * (docs/kernels.md), and W8's pairs (up to 32258, the sign trick's) cannot, so they widen
-     * every chunk */
-    const bool fold = w4 && A == 1;
-    __m256i acc[EL_GEMV_MULTI_MAX][4], part[EL_GEMV_MULTI_MAX][4];
+    __m256i acc[EL_GEMV_MULTI_MAX][4];
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
         #pragma GCC unroll 3
-        for (int a = 0; a < A; a++) acc[a][r] = part[a][r] = _mm256_setzero_si256();
+        for (int a = 0; a < A; a++) acc[a][r] = _mm256_setzero_si256();
     for (int64_t i = 0; i < n; i += 32) {
         __m256i yv[EL_GEMV_MULTI_MAX];
         #pragma GCC unroll 3
         for (int a = 0; a < A; a++) yv[a] = _mm256_loadu_si256((const __m256i *)(act[a] + i));
-        bool widen = !fold || (i / 32) % FOLD_CHUNKS == FOLD_CHUNKS - 1 || i + 32 >= n;
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
             __m256i x = w4 ? load_chunk_u4((const uint8_t *)q[r] + i / 2)
@@ -371,15 +363,8 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
             #pragma GCC unroll 3
             for (int a = 0; a < A; a++) {
                 __m256i y = w4 ? yv[a] : _mm256_sign_epi8(yv[a], x);
-                __m256i p = _mm256_maddubs_epi16(ux, y);
-                if (fold) {
-                    part[a][r] = _mm256_add_epi16(part[a][r], p);
-                    p = part[a][r];
-                }
-                if (widen) {
-                    acc[a][r] = _mm256_add_epi32(acc[a][r], _mm256_madd_epi16(p, ones));
-                    part[a][r] = _mm256_setzero_si256();
-                }
+                acc[a][r] = _mm256_add_epi32(acc[a][r],
+                                             _mm256_madd_epi16(_mm256_maddubs_epi16(ux, y), ones));
             }
         }
     }
