@@ -374,6 +374,13 @@ static inline __attribute__((always_inline)) void rows_wrow(int64_t n, const cha
         for (int a = 0; a < A; a++) dot[a][r] = hsum_epi32(acc[a][r]);
 }
 
+/* A W4 (w4) or W8 row's exact integer dot with an A8 row (header h) as its float value: the
+ * row's scale times the activations', times the dot less W4's 8 x the activation sum. Every W4
+ * and W8 gemv path ends here, so they give the same bits. */
+static inline float w_row_value(const char *row, const el_a8_header *h, int32_t dot, bool w4) {
+    return el_edge_row_scale(row) * h->d * (float)(dot - (w4 ? 8 * h->sum : 0));
+}
+
 /* The dots of W4 (w4) or W8 rows with A A8 rows, scaled: the row's scale times the
  * activations'. */
 static inline __attribute__((always_inline)) void rows_w(const void *const a8[], int64_t n,
@@ -392,9 +399,7 @@ static inline __attribute__((always_inline)) void rows_w(const void *const a8[],
     rows_wrow(n, q, dot, R, A, act, w4);
     #pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        for (int a = 0; a < A; a++)
-            s[a][r] = el_edge_row_scale(row[r]) * h[a].d *
-                      (float)(dot[a][r] - (w4 ? 8 * h[a].sum : 0));
+        for (int a = 0; a < A; a++) s[a][r] = w_row_value(row[r], &h[a], dot[a][r], w4);
 }
 
 static inline __attribute__((always_inline)) void rows_w1(const void *ctx,
@@ -609,8 +614,8 @@ void el_gemv_w4g128_avx2(int64_t n, float *y, int64_t n_rows, const void *w, siz
 /* ---- W4 (one scale a row) through W4G's prepared pairs: a 32-byte load holds two chunks, whose
  * low and high nibbles meet the pair's prepared activations (half the instructions of a chunk
  * at a time). A row's integer dot is exact, as the chunk-at-a-time routine's (rows_wrow): int16
- * sums over W4_FOLD_PAIRS pairs, widened once, then the row's 8-offset and scales as rows_w
- * does, so both give the same bits. Rows not whole pairs, or longer than a slice of prepared
+ * sums over W4_FOLD_PAIRS pairs, widened once, then w_row_value, so both give the same
+ * bits. Rows not whole pairs, or longer than a slice of prepared
  * activations, take the chunk routine (rows_w4, rows_w4_multi). */
 enum { W4_FOLD_PAIRS = 4 }; /* a lane: 4 pairs x 2 vpmaddubsw x 2 x 15 x 128 = 30720, exact */
 
@@ -657,8 +662,7 @@ static inline __attribute__((always_inline)) void rows_w4_pairs_all(const w4_pai
     for (int r = 0; r < R; r++)
         #pragma GCC unroll 3
         for (int a = 0; a < A; a++)
-            s[a][r] = el_edge_row_scale(row[r]) * wp->h[a].d *
-                      (float)(hsum_epi32(acc[a][r]) - 8 * wp->h[a].sum);
+            s[a][r] = w_row_value(row[r], &wp->h[a], hsum_epi32(acc[a][r]), true);
 }
 
 static inline __attribute__((always_inline)) void rows_w4_pairs(const void *ctx,
